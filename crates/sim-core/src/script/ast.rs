@@ -1,0 +1,167 @@
+//! Syntax tree of the bounce script language.
+//!
+//! A script is a block of statements run once per iteration. Procedures are
+//! blocks with named parameters, defined beside the scripts (in the scenario)
+//! and called by name. Everything is a signed 64-bit integer: locals, fields,
+//! parameters and return values. Conditions are true when non-zero.
+
+/// A position inside one script or procedure text, 1-based.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SourcePos {
+    pub line: u32,
+    pub column: u32,
+}
+
+pub type Block = Vec<Stmt>;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub pos: SourcePos,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// `let name = expr` declares a local (function-scoped).
+    Let { name: String, value: Expr },
+    /// `name = expr` assigns an existing local.
+    Assign { name: String, value: Expr },
+    /// `inst.field = expr`, `inst[i].field = expr`, `inst.field[j] = expr`: a plain store.
+    Store { place: Place, value: Expr },
+    /// `work expr`: that many cycles of unrelated local work.
+    Work(Expr),
+    /// `if cond { } else if cond { } else { }`
+    If {
+        cond: Expr,
+        then_block: Block,
+        else_block: Option<Block>,
+    },
+    /// `while cond { }`
+    While { cond: Expr, body: Block },
+    /// `repeat count { }`: the count is evaluated once.
+    Repeat { count: Expr, body: Block },
+    Break,
+    Continue,
+    /// `return` or `return expr`
+    Return(Option<Expr>),
+    /// `fence`: waits until the store buffer has drained (mfence).
+    Fence,
+    /// `assert expr`: the run fails, naming the CPU and position, when expr is zero.
+    Assert(Expr),
+    /// An expression evaluated for its effect, such as a call or an atomic.
+    Expr(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub pos: SourcePos,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Int(i64),
+    /// A local, a parameter of the enclosing procedure, or a scenario parameter.
+    Var(String),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// A place read in an expression is a load.
+    Load(Place),
+    /// `fetch_add(place, v)`, `xchg(place, v)`, ...: returns the old value.
+    Atomic(AtomicOp, Place, Vec<Expr>),
+    /// A call of a procedure or a builtin (`cpu()`, `random(n)`, ...).
+    Call(String, Vec<Expr>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    Neg,
+    Not,
+    BitNot,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// Short-circuit.
+    And,
+    /// Short-circuit.
+    Or,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    /// `fetch_add(place, v)`
+    FetchAdd,
+    /// `fetch_sub(place, v)`
+    FetchSub,
+    /// `fetch_or(place, v)`
+    FetchOr,
+    /// `fetch_and(place, v)`
+    FetchAnd,
+    /// `xchg(place, v)`
+    Xchg,
+    /// `cmpxchg(place, expected, new)`: returns the old value; stored only when old == expected.
+    CmpXchg,
+}
+
+impl AtomicOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::FetchAdd => "fetch_add",
+            AtomicOp::FetchSub => "fetch_sub",
+            AtomicOp::FetchOr => "fetch_or",
+            AtomicOp::FetchAnd => "fetch_and",
+            AtomicOp::Xchg => "xchg",
+            AtomicOp::CmpXchg => "cmpxchg",
+        }
+    }
+    /// Number of value operands after the place.
+    pub fn operand_count(self) -> usize {
+        match self {
+            AtomicOp::CmpXchg => 2,
+            _ => 1,
+        }
+    }
+    pub fn from_name(name: &str) -> Option<AtomicOp> {
+        Some(match name {
+            "fetch_add" => AtomicOp::FetchAdd,
+            "fetch_sub" => AtomicOp::FetchSub,
+            "fetch_or" => AtomicOp::FetchOr,
+            "fetch_and" => AtomicOp::FetchAnd,
+            "xchg" => AtomicOp::Xchg,
+            "cmpxchg" => AtomicOp::CmpXchg,
+            _ => return None,
+        })
+    }
+}
+
+/// A field of an instance: `inst.field`, `inst[elem].field`, `inst.field[i]`.
+///
+/// For a per-CPU instance, `inst.field` is the running CPU's copy and
+/// `inst[c].field` CPU c's; for a per-node instance, the running CPU's node
+/// and node n's; for a global instance declared with a count, element 0 and
+/// element i.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Place {
+    pub instance: String,
+    pub element: Option<Box<Expr>>,
+    pub field: String,
+    pub field_index: Option<Box<Expr>>,
+    pub pos: SourcePos,
+}
