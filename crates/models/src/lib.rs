@@ -1,1 +1,12 @@
+//! models: what the simulator is told about the world.
+//!
+//! - `presets`: machines with sourced numbers (every constant says where it
+//!   comes from and whether it is measured, documented, derived or assumed);
+//! - `layout`: C struct layout rules and the placement of instances
+//!   (global, per-node, per-CPU areas) in memory.
+//!
+//! This crate reads no files and draws nothing: it turns descriptions into
+//! the resolved types of `sim-core`.
 
+pub mod layout;
+pub mod presets;

@@ -23,11 +23,20 @@ pub struct Stmt {
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
     /// `let name = expr` declares a local (function-scoped).
-    Let { name: String, value: Expr },
+    Let {
+        name: String,
+        value: Expr,
+    },
     /// `name = expr` assigns an existing local.
-    Assign { name: String, value: Expr },
+    Assign {
+        name: String,
+        value: Expr,
+    },
     /// `inst.field = expr`, `inst[i].field = expr`, `inst.field[j] = expr`: a plain store.
-    Store { place: Place, value: Expr },
+    Store {
+        place: Place,
+        value: Expr,
+    },
     /// `work expr`: that many cycles of unrelated local work.
     Work(Expr),
     /// `if cond { } else if cond { } else { }`
@@ -37,9 +46,15 @@ pub enum StmtKind {
         else_block: Option<Block>,
     },
     /// `while cond { }`
-    While { cond: Expr, body: Block },
+    While {
+        cond: Expr,
+        body: Block,
+    },
     /// `repeat count { }`: the count is evaluated once.
-    Repeat { count: Expr, body: Block },
+    Repeat {
+        count: Expr,
+        body: Block,
+    },
     Break,
     Continue,
     /// `return` or `return expr`

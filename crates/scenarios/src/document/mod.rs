@@ -1,0 +1,272 @@
+//! Loading a scenario file into its base document and its variants.
+//!
+//! The file is parsed once into a spanned TOML tree. `variants` is removed
+//! from the root, the rest is deserialized into the base [`ScenarioDoc`], and
+//! for each `[[variants]]` entry the tree is cloned, the entry's `set` patches
+//! are applied in file order, and the result is deserialized and validated
+//! again. All spans come from the same file, so an error in a patched value
+//! points at the variant's line and an error in an untouched value at the
+//! base's line.
+//!
+//! # Patch paths
+//!
+//! A `set` key is a dotted path (`"structs.counter.fields.value.align"`;
+//! TOML dotted keys such as `params.batch = 64` work too). Tables are walked
+//! by key. In an array of tables a segment selects the element whose `name`
+//! (for thread groups without a `name`: whose `script`) equals it, or else the
+//! element at that numeric index. The last segment is replaced, or inserted
+//! into its table (deserialization then checks it). Setting an array of named
+//! tables to an array of strings that is a permutation of its element names
+//! reorders the elements. An inline table value (`{ ... }`) replaces the
+//! whole table.
+//!
+//! # Names
+//!
+//! Parameter, struct, field, instance and procedure names and procedure
+//! parameters are identifiers (`[A-Za-z_][A-Za-z0-9_]*`), since scripts refer
+//! to them. Script, thread group and variant names and `base_name` may also
+//! contain `-` and start with a digit (`[A-Za-z0-9_-]+`).
+
+// `InputError` is returned by value by design (it is the public error type);
+// errors are rare and never on a hot path.
+#![allow(clippy::result_large_err)]
+
+mod diagnose;
+mod patch;
+mod tree;
+mod validate;
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use crate::error::{InputError, SourceFile};
+use crate::schema::ScenarioDoc;
+
+/// A loaded scenario: the base document and one document per variant.
+#[derive(Debug, Clone)]
+pub struct LoadedScenario {
+    /// The file the documents' spans point into.
+    pub source: Arc<SourceFile>,
+    pub base: Variant,
+    /// In file order; excludes the base.
+    pub variants: Vec<Variant>,
+}
+
+impl LoadedScenario {
+    /// The base followed by the variants.
+    pub fn all(&self) -> impl Iterator<Item = &Variant> {
+        std::iter::once(&self.base).chain(&self.variants)
+    }
+
+    /// An error at a span of the source (for checks done by later stages).
+    pub fn error_at(
+        &self,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> InputError {
+        InputError::at(&self.source, span, key, message)
+    }
+}
+
+/// One runnable document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Variant {
+    /// The variant's name (`base_name` for the base).
+    pub name: String,
+    /// The variant's description (`None` for the base; the scenario's own
+    /// description is `doc.description`).
+    pub description: Option<String>,
+    pub doc: ScenarioDoc,
+}
+
+/// Loads a scenario from text; `path` is used in errors and for the default name.
+pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
+    let source = Arc::new(SourceFile::new(path, text));
+    let (base, variants) = load_source(&source)?;
+    Ok(LoadedScenario {
+        source,
+        base,
+        variants,
+    })
+}
+
+/// Loads a scenario file. An unreadable file is an error with line 0.
+pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {
+    let shown = path.display().to_string();
+    let bytes = std::fs::read(path)
+        .map_err(|e| InputError::whole_file(&shown, format!("cannot read `{shown}`: {e}")))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => load_str(&shown, &text),
+        Err(e) => {
+            let at = e.utf8_error().valid_up_to();
+            let source = SourceFile::new(shown, String::from_utf8_lossy(e.as_bytes()));
+            Err(InputError::at(
+                &source,
+                at..at + 1,
+                "",
+                "the file is not valid UTF-8",
+            ))
+        }
+    }
+}
+
+fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>), InputError> {
+    let parsed =
+        DeTable::parse(&source.text).map_err(|e| diagnose::from_syntax_error(source, &e))?;
+    let root_span = parsed.span();
+    let mut root = parsed.into_inner();
+    let variants_value = root.remove("variants");
+
+    let stem = default_name(&source.path);
+    let base_doc = build_doc(source, &root, &root_span, &stem)?;
+    let specs = match variants_value {
+        Some(v) => patch::parse_variants(source, v)?,
+        None => Vec::new(),
+    };
+    let base_name = base_doc.base_name.clone();
+    if let Some(spec) = specs
+        .iter()
+        .find(|s| s.name.get_ref() == base_name.get_ref())
+    {
+        let how = if base_name.span().is_empty() {
+            "the default `base_name`".to_string()
+        } else {
+            let (line, _) = source.line_col(base_name.span().start);
+            format!("`base_name` on line {line}")
+        };
+        let key = format!("variants.{}.name", tree::join_path(&[spec.name.get_ref()]));
+        return Err(InputError::at(
+            source,
+            spec.name.span(),
+            &key,
+            format!(
+                "`{key}` is `{}`, which is the base's name ({how})",
+                spec.name.get_ref()
+            ),
+        )
+        .with_valid("a variant name different from `base_name` and from the other variants"));
+    }
+
+    let mut variants = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let name = spec.name.get_ref().clone();
+        let in_variant = |mut e: InputError| {
+            e.message = format!("in variant `{name}`: {}", e.message);
+            e
+        };
+        let mut patched = DeValue::Table(root.clone());
+        for entry in &spec.sets {
+            patch::apply(source, &mut patched, entry).map_err(in_variant)?;
+        }
+        let DeValue::Table(patched) = patched else {
+            return Err(in_variant(InputError::at(
+                source,
+                0..0,
+                "",
+                "internal error: root is not a table",
+            )));
+        };
+        let doc = build_doc(source, &patched, &root_span, &stem).map_err(in_variant)?;
+        variants.push(Variant {
+            name,
+            description: spec.description,
+            doc,
+        });
+    }
+    let base = Variant {
+        name: base_name.into_inner(),
+        description: None,
+        doc: base_doc,
+    };
+    Ok((base, variants))
+}
+
+/// Deserializes and validates one document from its tree.
+fn build_doc(
+    source: &SourceFile,
+    root: &DeTable<'_>,
+    root_span: &Range<usize>,
+    default_name: &str,
+) -> Result<ScenarioDoc, InputError> {
+    let de = toml::de::Deserializer::from(Spanned::new(root_span.clone(), root.clone()));
+    let mut doc = ScenarioDoc::deserialize(de)
+        .map_err(|e| diagnose::from_de_error(source, root, root_span, &e))?;
+    if doc.name.is_empty() {
+        doc.name = default_name.to_string();
+    }
+    validate::validate(source, root, &doc)?;
+    Ok(doc)
+}
+
+/// The file stem of `path`, or `scenario` if it has none.
+fn default_name(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "scenario".to_string())
+}
+
+/// Which characters a name may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameRule {
+    /// `[A-Za-z_][A-Za-z0-9_]*`
+    Identifier,
+    /// `[A-Za-z0-9_-]+`
+    Name,
+}
+
+impl NameRule {
+    fn accepts(self, name: &str) -> bool {
+        let mut bytes = name.bytes();
+        match self {
+            NameRule::Identifier => {
+                bytes
+                    .next()
+                    .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+                    && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            }
+            NameRule::Name => {
+                !name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            }
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            NameRule::Identifier => {
+                "an identifier: letters, digits and `_`, not starting with a digit"
+            }
+            NameRule::Name => "letters, digits, `_` and `-`",
+        }
+    }
+}
+
+/// Checks that `name` (written at `span`) follows `rule`; `what` is e.g.
+/// "parameter name", `key` the path of the name.
+pub(crate) fn check_name(
+    source: &SourceFile,
+    name: &Spanned<String>,
+    key: &str,
+    what: &str,
+    rule: NameRule,
+) -> Result<(), InputError> {
+    if rule.accepts(name.get_ref()) {
+        return Ok(());
+    }
+    let message = if name.get_ref().is_empty() {
+        format!("empty {what} at `{key}`")
+    } else {
+        format!("invalid {what} `{}` at `{key}`", name.get_ref())
+    };
+    Err(InputError::at(source, name.span(), key, message).with_valid(rule.describe()))
+}

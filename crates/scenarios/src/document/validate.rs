@@ -1,0 +1,482 @@
+//! Checks serde cannot express: versions, names, references, ranges, overlaps.
+
+use std::ops::Range;
+
+use toml::de::DeTable;
+use toml::Spanned;
+
+use super::tree::{join_path, lookup};
+use super::{check_name, NameRule};
+use crate::error::{InputError, SourceFile};
+use crate::schema::{
+    format_cpulist, CpuSet, InlineMachine, InstanceKind, MachineRef, RunSection, ScenarioDoc,
+    StructDef, ThreadGroup, SCHEMA_VERSION,
+};
+
+type Result<T = ()> = std::result::Result<T, InputError>;
+
+struct Checker<'a, 'i> {
+    source: &'a SourceFile,
+    tree: &'a DeTable<'i>,
+}
+
+const POWER_OF_TWO: &str = "a power of two such as 1, 2, 4, 8, 16, 32 or 64";
+
+pub(crate) fn validate(source: &SourceFile, tree: &DeTable<'_>, doc: &ScenarioDoc) -> Result {
+    let c = Checker { source, tree };
+    c.schema(doc)?;
+    if !doc.base_name.span().is_empty() {
+        check_name(
+            source,
+            &doc.base_name,
+            "base_name",
+            "base name",
+            NameRule::Name,
+        )?;
+    }
+    if let MachineRef::Inline(m) = &doc.machine {
+        c.machine(m)?;
+    }
+    c.run(&doc.run)?;
+    for name in doc.params.keys() {
+        c.map_key_name(&["params", name], "parameter name", NameRule::Identifier)?;
+    }
+    for (name, s) in &doc.structs {
+        c.struct_def(name, s)?;
+    }
+    c.instances(doc)?;
+    for (name, p) in &doc.procedures {
+        c.map_key_name(
+            &["procedures", name],
+            "procedure name",
+            NameRule::Identifier,
+        )?;
+        for (i, param) in p.params.iter().enumerate() {
+            let key = join_path(&["procedures", name, "params", param.get_ref()]);
+            check_name(
+                source,
+                param,
+                &key,
+                "procedure parameter",
+                NameRule::Identifier,
+            )?;
+            if let Some(first) = p.params[..i]
+                .iter()
+                .find(|q| q.get_ref() == param.get_ref())
+            {
+                return Err(c.err(
+                    param.span(),
+                    &key,
+                    format!(
+                        "duplicate parameter `{}` in `{}` (first listed {})",
+                        param.get_ref(),
+                        join_path(&["procedures", name, "params"]),
+                        c.where_(first.span())
+                    ),
+                ));
+            }
+        }
+    }
+    for name in doc.scripts.keys() {
+        c.map_key_name(&["scripts", name], "script name", NameRule::Name)?;
+    }
+    c.threads(doc)
+}
+
+impl Checker<'_, '_> {
+    fn err(&self, span: Range<usize>, key: &str, message: impl Into<String>) -> InputError {
+        InputError::at(self.source, span, key, message)
+    }
+
+    /// "on line N" for a span.
+    fn where_(&self, span: Range<usize>) -> String {
+        let (line, _) = self.source.line_col(span.start);
+        format!("on line {line}")
+    }
+
+    /// Span of the key at `path` (the element span for array elements), or of the root.
+    fn key_span(&self, path: &[&str]) -> Range<usize> {
+        lookup(self.tree, path).map_or(0..0, |(k, _)| k)
+    }
+
+    /// Span of the value at `path`, or of its key's parents, or of the root.
+    fn value_span(&self, path: &[&str]) -> Range<usize> {
+        lookup(self.tree, path).map_or(0..0, |(_, v)| v.span())
+    }
+
+    fn map_key_name(&self, path: &[&str], what: &str, rule: NameRule) -> Result {
+        let name = Spanned::new(
+            self.key_span(path),
+            path.last().copied().unwrap_or("").to_string(),
+        );
+        let parent = join_path(&path[..path.len().saturating_sub(1)]);
+        check_name(self.source, &name, &join_path(path), what, rule).map_err(|mut e| {
+            e.message = if name.get_ref().is_empty() {
+                format!("empty {what} in `{parent}`")
+            } else {
+                format!("invalid {what} `{}` in `{parent}`", name.get_ref())
+            };
+            e
+        })
+    }
+
+    fn schema(&self, doc: &ScenarioDoc) -> Result {
+        let version = *doc.schema.get_ref();
+        if version != SCHEMA_VERSION {
+            return Err(self
+                .err(
+                    doc.schema.span(),
+                    "schema",
+                    format!("unsupported `schema` version {version}"),
+                )
+                .with_valid(SCHEMA_VERSION.to_string()));
+        }
+        Ok(())
+    }
+
+    fn at_least_one<T: Copy + Into<u64>>(&self, value: &Option<Spanned<T>>, key: &str) -> Result {
+        if let Some(v) = value {
+            if (*v.get_ref()).into() == 0 {
+                return Err(self
+                    .err(
+                        v.span(),
+                        key,
+                        format!("`{key}` must be at least 1, found 0"),
+                    )
+                    .with_valid("an integer of at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    fn power_of_two<T: Copy + Into<u64>>(&self, value: &Option<Spanned<T>>, key: &str) -> Result {
+        if let Some(v) = value {
+            let n: u64 = (*v.get_ref()).into();
+            if !n.is_power_of_two() {
+                return Err(self
+                    .err(
+                        v.span(),
+                        key,
+                        format!("`{key}` must be a power of two, found {n}"),
+                    )
+                    .with_valid(POWER_OF_TWO));
+            }
+        }
+        Ok(())
+    }
+
+    fn machine(&self, m: &InlineMachine) -> Result {
+        self.at_least_one(&m.clock_mhz, "machine.clock_mhz")?;
+        self.at_least_one(&m.sockets, "machine.sockets")?;
+        self.at_least_one(&m.nodes_per_socket, "machine.nodes_per_socket")?;
+        self.at_least_one(&m.l3_per_node, "machine.l3_per_node")?;
+        self.at_least_one(&m.cores_per_l3, "machine.cores_per_l3")?;
+        self.at_least_one(&m.threads_per_core, "machine.threads_per_core")?;
+        self.power_of_two(&m.line_size_bytes, "machine.line_size_bytes")
+    }
+
+    fn run(&self, run: &RunSection) -> Result {
+        match (&run.iterations, &run.cycles) {
+            (Some(i), Some(c)) => {
+                let (span, key) = if c.span().start > i.span().start {
+                    (self.key_span(&["run", "cycles"]), "run.cycles")
+                } else {
+                    (self.key_span(&["run", "iterations"]), "run.iterations")
+                };
+                return Err(self
+                    .err(
+                        span,
+                        key,
+                        "`run` sets both `iterations` and `cycles`; set exactly one of them",
+                    )
+                    .with_valid("iterations (per CPU) or cycles (simulated), not both"));
+            }
+            (None, None) => {
+                return Err(self
+                    .err(
+                        self.value_span(&["run"]),
+                        "run",
+                        "`run` sets neither `iterations` nor `cycles`; set exactly one of them",
+                    )
+                    .with_valid("iterations (per CPU) or cycles (simulated)"));
+            }
+            _ => {}
+        }
+        self.at_least_one(&run.iterations, "run.iterations")?;
+        self.at_least_one(&run.cycles, "run.cycles")?;
+        self.at_least_one(&Some(run.max_cycles.clone()), "run.max_cycles")?;
+        if let Some(c) = &run.cycles {
+            let max = *run.max_cycles.get_ref();
+            if *c.get_ref() > max {
+                return Err(self
+                    .err(
+                        c.span(),
+                        "run.cycles",
+                        format!(
+                            "`run.cycles` ({}) exceeds `run.max_cycles` ({max})",
+                            c.get_ref()
+                        ),
+                    )
+                    .with_valid(format!("at most {max}, or raise `run.max_cycles`")));
+            }
+        }
+        Ok(())
+    }
+
+    fn struct_def(&self, name: &str, s: &StructDef) -> Result {
+        self.map_key_name(&["structs", name], "struct name", NameRule::Identifier)?;
+        self.power_of_two(&s.align, &join_path(&["structs", name, "align"]))?;
+        let fields_key = join_path(&["structs", name, "fields"]);
+        if s.fields.is_empty() {
+            return Err(self
+                .err(
+                    self.value_span(&["structs", name, "fields"]),
+                    &fields_key,
+                    format!("`{fields_key}` is empty; a struct needs at least one field"),
+                )
+                .with_valid(
+                    "an array of field tables such as { name = \"value\", type = \"u64\" }",
+                ));
+        }
+        for (i, f) in s.fields.iter().enumerate() {
+            let fname = f.name.get_ref();
+            let path = ["structs", name, "fields", fname];
+            let key = join_path(&path);
+            check_name(
+                self.source,
+                &f.name,
+                &format!("{key}.name"),
+                "field name",
+                NameRule::Identifier,
+            )?;
+            if let Some(first) = s.fields[..i].iter().find(|g| g.name.get_ref() == fname) {
+                return Err(self.err(
+                    f.name.span(),
+                    &format!("{key}.name"),
+                    format!(
+                        "duplicate field `{fname}` in `{fields_key}` (first defined {})",
+                        self.where_(first.name.span())
+                    ),
+                ));
+            }
+            match (&f.ty, &f.size) {
+                (Some(_), Some(size)) => {
+                    return Err(self
+                        .err(
+                            size.span(),
+                            &format!("{key}.size"),
+                            format!("field `{key}` has both `type` and `size`"),
+                        )
+                        .with_valid("exactly one of `type` (a C type name) and `size` (bytes)"));
+                }
+                (None, None) => {
+                    let span = s
+                        .fields
+                        .get(i)
+                        .map(|_| element_span(self, &["structs", name, "fields"], i))
+                        .unwrap_or(0..0);
+                    return Err(self
+                        .err(
+                            span,
+                            &key,
+                            format!("field `{key}` has neither `type` nor `size`"),
+                        )
+                        .with_valid("exactly one of `type` (a C type name) and `size` (bytes)"));
+                }
+                (Some(ty), None) if ty.get_ref().trim().is_empty() => {
+                    return Err(self
+                        .err(
+                            ty.span(),
+                            &format!("{key}.type"),
+                            format!("empty type name for `{key}.type`"),
+                        )
+                        .with_valid("a C type name such as u64, atomic_long_t or spinlock_t"));
+                }
+                _ => {}
+            }
+            self.at_least_one(&f.size, &format!("{key}.size"))?;
+            self.at_least_one(&f.count, &format!("{key}.count"))?;
+            self.power_of_two(&f.align, &format!("{key}.align"))?;
+        }
+        Ok(())
+    }
+
+    fn instances(&self, doc: &ScenarioDoc) -> Result {
+        let struct_names: Vec<&str> = doc.structs.keys().map(String::as_str).collect();
+        for (name, inst) in &doc.instances {
+            self.map_key_name(&["instances", name], "instance name", NameRule::Identifier)?;
+            let key = |k: &str| join_path(&["instances", name, k]);
+            let wanted = inst.struct_name.get_ref();
+            if !doc.structs.contains_key(wanted) {
+                let none = if struct_names.is_empty() {
+                    " (no structs are defined)"
+                } else {
+                    ""
+                };
+                return Err(self
+                    .err(
+                        inst.struct_name.span(),
+                        &key("struct"),
+                        format!("unknown struct `{wanted}` in `{}`{none}", key("struct")),
+                    )
+                    .with_choices(wanted, &struct_names));
+            }
+            let kind = *inst.kind.get_ref();
+            let kind_name = match kind {
+                InstanceKind::Global => "global",
+                InstanceKind::PerCpu => "per-cpu",
+                InstanceKind::PerNode => "per-node",
+            };
+            let only = |present: bool, field: &str, allowed: &str| -> Result {
+                if present {
+                    let k = key(field);
+                    return Err(self.err(
+                        self.key_span(&["instances", name, field]),
+                        &k,
+                        format!("`{k}` is only allowed for {allowed} instances, and this one is {kind_name}"),
+                    ));
+                }
+                Ok(())
+            };
+            only(
+                kind != InstanceKind::Global && inst.node.is_some(),
+                "node",
+                "global",
+            )?;
+            only(
+                kind != InstanceKind::Global && inst.count.is_some(),
+                "count",
+                "global",
+            )?;
+            only(
+                kind != InstanceKind::PerCpu && inst.shared_aligned.is_some(),
+                "shared_aligned",
+                "per-cpu",
+            )?;
+            self.at_least_one(&inst.count, &key("count"))?;
+        }
+        Ok(())
+    }
+
+    fn threads(&self, doc: &ScenarioDoc) -> Result {
+        if doc.threads.is_empty() {
+            return Err(self
+                .err(
+                    self.value_span(&["threads"]),
+                    "threads",
+                    "`threads` is empty; at least one thread group is needed",
+                )
+                .with_valid("[[threads]] tables with `cpus` and `script`"));
+        }
+        let script_names: Vec<&str> = doc.scripts.keys().map(String::as_str).collect();
+        for (i, t) in doc.threads.iter().enumerate() {
+            let name = t.name();
+            let key = |k: &str| join_path(&["threads", name, k]);
+            if let Some(n) = &t.name {
+                check_name(
+                    self.source,
+                    n,
+                    &key("name"),
+                    "thread group name",
+                    NameRule::Name,
+                )?;
+            }
+            let script = t.script.get_ref();
+            if !doc.scripts.contains_key(script) {
+                let none = if script_names.is_empty() {
+                    " (no scripts are defined)"
+                } else {
+                    ""
+                };
+                return Err(self
+                    .err(
+                        t.script.span(),
+                        &key("script"),
+                        format!("unknown script `{script}` in `{}`{none}", key("script")),
+                    )
+                    .with_choices(script, &script_names));
+            }
+            let earlier = &doc.threads[..i];
+            if let Some(first) = earlier.iter().find(|e| e.name() == name) {
+                let group = join_path(&["threads", name]);
+                let first_at = self.where_(group_span(first));
+                let err = match &t.name {
+                    Some(n) => self.err(
+                        n.span(),
+                        &group,
+                        format!("duplicate thread group name: `{group}` is already defined {first_at}"),
+                    ),
+                    None => self.err(
+                        t.script.span(),
+                        &group,
+                        format!(
+                            "duplicate thread group name: `{group}` is already defined {first_at}; this group is named after its script, so give it a distinct `name`"
+                        ),
+                    ),
+                };
+                return Err(err.with_valid("a thread group name not used by another group"));
+            }
+            for other in earlier {
+                if let Some(shared) = overlap(other.cpus.get_ref(), t.cpus.get_ref()) {
+                    let other_name = other.name();
+                    return Err(self
+                        .err(
+                            t.cpus.span(),
+                            &key("cpus"),
+                            format!(
+                                "`{}` overlaps `{}` ({}): both contain {shared}",
+                                key("cpus"),
+                                join_path(&["threads", other_name, "cpus"]),
+                                self.where_(other.cpus.span())
+                            ),
+                        )
+                        .with_valid("disjoint CPU sets for different thread groups"));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Where a thread group's name comes from.
+fn group_span(t: &ThreadGroup) -> Range<usize> {
+    match &t.name {
+        Some(n) => n.span(),
+        None => t.script.span(),
+    }
+}
+
+/// Span of element `index` of the array at `path`.
+fn element_span(c: &Checker<'_, '_>, path: &[&str], index: usize) -> Range<usize> {
+    lookup(c.tree, path)
+        .and_then(|(_, v)| {
+            v.get_ref()
+                .as_array()
+                .and_then(|a| a.get(index))
+                .map(|e| e.span())
+        })
+        .unwrap_or(0..0)
+}
+
+/// A description of the CPUs two sets share, if any.
+fn overlap(a: &CpuSet, b: &CpuSet) -> Option<String> {
+    match (a, b) {
+        (CpuSet::All, CpuSet::All) => Some("all CPUs".to_string()),
+        (CpuSet::All, CpuSet::List(l)) | (CpuSet::List(l), CpuSet::All) => Some(match l.len() {
+            1 => format!("CPU {}", l[0]),
+            _ => format!("CPUs {}", format_cpulist(l)),
+        }),
+        (CpuSet::List(x), CpuSet::List(y)) => {
+            let shared: Vec<u32> = x
+                .iter()
+                .copied()
+                .filter(|c| y.binary_search(c).is_ok())
+                .collect();
+            match shared.len() {
+                0 => None,
+                1 => Some(format!("CPU {}", shared[0])),
+                _ => Some(format!("CPUs {}", format_cpulist(&shared))),
+            }
+        }
+    }
+}

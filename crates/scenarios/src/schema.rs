@@ -1,0 +1,516 @@
+//! The typed form of a scenario document.
+//!
+//! These are serde structs deserialized from the TOML tree (see
+//! [`crate::document`]), all `deny_unknown_fields`. Every value whose meaning a
+//! later stage checks (C type names, preset names, script text, numbers with
+//! constraints) is kept as a [`Spanned`] so errors can point at it; the
+//! positions are byte ranges into [`crate::LoadedScenario::source`].
+//!
+//! `PartialEq` on [`Spanned`] compares values only, so a variant's document
+//! compares equal to the base in every part its patches did not change.
+//!
+//! After [`crate::load_str`] returns, the rules documented on each field hold
+//! (they are checked by the loader, not by serde alone).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+pub use toml::Spanned;
+
+use crate::error::de_custom;
+
+/// The only supported value of the `schema` key.
+pub const SCHEMA_VERSION: i64 = 1;
+/// Default for `seed`.
+pub const DEFAULT_SEED: u64 = 1;
+/// Default for `base_name`.
+pub const DEFAULT_BASE_NAME: &str = "base";
+/// Default for `run.max_cycles`.
+pub const DEFAULT_MAX_CYCLES: u64 = 10_000_000_000;
+/// Largest CPU number a cpulist may name.
+pub const MAX_CPU: u32 = 65_535;
+
+/// One scenario document: the base, or the base with a variant's patches applied.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioDoc {
+    /// Always [`SCHEMA_VERSION`].
+    pub schema: Spanned<i64>,
+    /// The scenario name; the loader fills in the file stem when it is absent or empty.
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Name of the base variant: a [name](crate::document#names), distinct from every variant name.
+    #[serde(default = "default_base_name")]
+    pub base_name: Spanned<String>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub machine: MachineRef,
+    pub run: RunSection,
+    /// Parameter values, by identifier.
+    #[serde(default)]
+    pub params: BTreeMap<String, Spanned<i64>>,
+    /// Struct layouts, by identifier.
+    #[serde(default)]
+    pub structs: BTreeMap<String, StructDef>,
+    /// Instances of structs, by identifier.
+    #[serde(default)]
+    pub instances: BTreeMap<String, InstanceDef>,
+    /// Procedures callable from scripts, by identifier.
+    #[serde(default)]
+    pub procedures: BTreeMap<String, ProcedureDef>,
+    /// Script texts, by name.
+    #[serde(default)]
+    pub scripts: BTreeMap<String, Spanned<String>>,
+    /// Non-empty; names unique; CPU sets pairwise disjoint.
+    pub threads: Vec<ThreadGroup>,
+}
+
+fn default_base_name() -> Spanned<String> {
+    Spanned::new(0..0, DEFAULT_BASE_NAME.to_string())
+}
+
+fn default_seed() -> u64 {
+    DEFAULT_SEED
+}
+
+fn default_max_cycles() -> Spanned<u64> {
+    Spanned::new(0..0, DEFAULT_MAX_CYCLES)
+}
+
+/// `machine = "preset"` or a `[machine]` table.
+// A handful of these exist per load; boxing the table would only add noise.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum MachineRef {
+    /// A preset name, resolved by a later stage.
+    Preset(Spanned<String>),
+    Inline(InlineMachine),
+}
+
+impl MachineRef {
+    /// The preset this machine starts from, if any.
+    pub fn preset(&self) -> Option<&Spanned<String>> {
+        match self {
+            MachineRef::Preset(p) => Some(p),
+            MachineRef::Inline(m) => m.preset.as_ref(),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for MachineRef {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[allow(clippy::large_enum_variant)]
+        enum Raw {
+            Preset(String),
+            Inline(InlineMachine),
+        }
+        struct RawVisitor;
+        impl<'de> Visitor<'de> for RawVisitor {
+            type Value = Raw;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a preset name or a table")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Raw, E> {
+                Ok(Raw::Preset(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Raw, A::Error> {
+                InlineMachine::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(Raw::Inline)
+            }
+        }
+        impl<'de> Deserialize<'de> for Raw {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(RawVisitor)
+            }
+        }
+        let raw = Spanned::<Raw>::deserialize(deserializer)?;
+        let span = raw.span();
+        Ok(match raw.into_inner() {
+            Raw::Preset(name) => MachineRef::Preset(Spanned::new(span, name)),
+            Raw::Inline(m) => MachineRef::Inline(m),
+        })
+    }
+}
+
+/// A `[machine]` table. Every key is optional here; a later stage checks that
+/// the machine is complete when no preset is given. Counts are at least 1 and
+/// `line_size_bytes` is a power of two.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InlineMachine {
+    pub preset: Option<Spanned<String>>,
+    pub name: Option<String>,
+    pub clock_mhz: Option<Spanned<u64>>,
+    pub sockets: Option<Spanned<u32>>,
+    pub nodes_per_socket: Option<Spanned<u32>>,
+    /// L3 domains (Intel die / AMD CCX) per NUMA node.
+    pub l3_per_node: Option<Spanned<u32>>,
+    pub cores_per_l3: Option<Spanned<u32>>,
+    pub threads_per_core: Option<Spanned<u32>>,
+    pub line_size_bytes: Option<Spanned<u32>>,
+    pub protocol: Option<Spanned<Protocol>>,
+    pub lookup: Option<Spanned<Lookup>>,
+    pub adjacent_line_prefetch: Option<bool>,
+    pub store_buffer_entries: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub latency: LatencyOverrides,
+}
+
+/// `[machine.latency]`: all in core cycles, all optional.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencyOverrides {
+    pub l1_hit_cycles: Option<Spanned<u64>>,
+    pub locked_op_cycles: Option<Spanned<u64>>,
+    pub smt_transfer_cycles: Option<Spanned<u64>>,
+    pub l3_transfer_cycles: Option<Spanned<u64>>,
+    pub hop_in_node_cycles: Option<Spanned<u64>>,
+    pub hop_between_nodes_cycles: Option<Spanned<u64>>,
+    pub hop_between_sockets_cycles: Option<Spanned<u64>>,
+    pub dram_cycles: Option<Spanned<u64>>,
+}
+
+/// Coherence protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Mesi,
+    Mesif,
+    Moesi,
+}
+
+/// Where a miss looks for a line first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lookup {
+    Local,
+    Home,
+}
+
+/// `[run]`. After loading exactly one of `iterations` and `cycles` is set
+/// (see [`RunSection::length`]), it is at least 1, and `cycles <= max_cycles`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    /// Iterations per CPU.
+    pub iterations: Option<Spanned<u64>>,
+    /// Simulated cycles.
+    pub cycles: Option<Spanned<u64>>,
+    #[serde(default)]
+    pub warmup_iterations: u64,
+    /// Bound on simulated cycles; at least 1.
+    #[serde(default = "default_max_cycles")]
+    pub max_cycles: Spanned<u64>,
+}
+
+/// How long a run lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RunLength {
+    /// Iterations per CPU.
+    Iterations(u64),
+    /// Simulated cycles.
+    Cycles(u64),
+}
+
+impl RunSection {
+    /// The run length. (On a section that did not go through the loader and has
+    /// neither key, this is `Iterations(0)`.)
+    pub fn length(&self) -> RunLength {
+        match (&self.iterations, &self.cycles) {
+            (Some(i), _) => RunLength::Iterations(*i.get_ref()),
+            (None, Some(c)) => RunLength::Cycles(*c.get_ref()),
+            (None, None) => RunLength::Iterations(0),
+        }
+    }
+}
+
+/// `[structs.NAME]`: a C-like struct layout.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StructDef {
+    /// Struct-level alignment in bytes; a power of two.
+    pub align: Option<Spanned<u64>>,
+    /// Non-empty; field names are unique identifiers.
+    pub fields: Vec<FieldDef>,
+}
+
+/// One field of a struct: exactly one of `type` and `size` is set.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldDef {
+    pub name: Spanned<String>,
+    /// A C type name, resolved by a later stage.
+    #[serde(rename = "type")]
+    pub ty: Option<Spanned<String>>,
+    /// Size in bytes (at least 1) of an opaque field.
+    pub size: Option<Spanned<u64>>,
+    /// Alignment override in bytes; a power of two.
+    pub align: Option<Spanned<u64>>,
+    /// Explicit byte offset within the struct.
+    pub offset: Option<Spanned<u64>>,
+    /// Array length; at least 1.
+    pub count: Option<Spanned<u64>>,
+}
+
+/// What a field is made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum FieldShape<'a> {
+    /// A C type name.
+    Type(&'a Spanned<String>),
+    /// Opaque bytes.
+    Size(&'a Spanned<u64>),
+}
+
+impl FieldDef {
+    /// The field's type or size. (On a field that did not go through the
+    /// loader and has neither, this is `None`.)
+    pub fn shape(&self) -> Option<FieldShape<'_>> {
+        match (&self.ty, &self.size) {
+            (Some(t), _) => Some(FieldShape::Type(t)),
+            (None, Some(s)) => Some(FieldShape::Size(s)),
+            (None, None) => None,
+        }
+    }
+
+    /// Number of elements (1 when `count` is absent).
+    pub fn count(&self) -> u64 {
+        self.count.as_ref().map_or(1, |c| *c.get_ref())
+    }
+}
+
+/// `[instances.NAME]`: where a struct lives in memory.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstanceDef {
+    /// Names a key of `[structs]`.
+    #[serde(rename = "struct")]
+    pub struct_name: Spanned<String>,
+    pub kind: Spanned<InstanceKind>,
+    /// NUMA node of a global instance; only allowed for `kind = "global"`.
+    pub node: Option<Spanned<u32>>,
+    /// Number of copies of a global instance (at least 1); only allowed for `kind = "global"`.
+    pub count: Option<Spanned<u64>>,
+    /// Only allowed for `kind = "per-cpu"`.
+    pub shared_aligned: Option<Spanned<bool>>,
+}
+
+impl InstanceDef {
+    /// NUMA node of a global instance (default 0).
+    pub fn node(&self) -> u32 {
+        self.node.as_ref().map_or(0, |n| *n.get_ref())
+    }
+
+    /// Number of copies of a global instance (default 1).
+    pub fn count(&self) -> u64 {
+        self.count.as_ref().map_or(1, |c| *c.get_ref())
+    }
+
+    /// Whether a per-cpu instance is cache-line aligned (default false).
+    pub fn shared_aligned(&self) -> bool {
+        self.shared_aligned.as_ref().is_some_and(|s| *s.get_ref())
+    }
+}
+
+/// Where instances are placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InstanceKind {
+    /// One object (or `count` objects) on one NUMA node.
+    Global,
+    /// One object per CPU.
+    PerCpu,
+    /// One object per NUMA node.
+    PerNode,
+}
+
+/// `[procedures.NAME]`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcedureDef {
+    /// Parameter names: unique identifiers.
+    #[serde(default)]
+    pub params: Vec<Spanned<String>>,
+    /// Script text, parsed by a later stage.
+    pub body: Spanned<String>,
+}
+
+/// One `[[threads]]` entry: a group of CPUs running the same script.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadGroup {
+    /// Defaults to the script name (see [`ThreadGroup::name`]).
+    pub name: Option<Spanned<String>>,
+    pub cpus: Spanned<CpuSet>,
+    /// Names a key of `[scripts]`.
+    pub script: Spanned<String>,
+}
+
+impl ThreadGroup {
+    /// The group's name: `name`, or else the script name.
+    pub fn name(&self) -> &str {
+        match &self.name {
+            Some(n) => n.get_ref(),
+            None => self.script.get_ref(),
+        }
+    }
+}
+
+/// A parsed Linux cpulist.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum CpuSet {
+    /// `"all"`: every CPU of the machine.
+    All,
+    /// Sorted, without duplicates, non-empty.
+    List(Vec<u32>),
+}
+
+impl CpuSet {
+    /// Parses a cpulist: `all`, or comma-separated `N` or `N-M` (M >= N) items,
+    /// with optional spaces around items. A CPU may not be listed twice.
+    pub fn parse(text: &str) -> Result<CpuSet, String> {
+        let trimmed = text.trim();
+        if trimmed == "all" {
+            return Ok(CpuSet::All);
+        }
+        if trimmed.is_empty() {
+            return Err("the cpulist is empty".to_string());
+        }
+        let mut cpus = Vec::new();
+        for item in trimmed.split(',') {
+            let item = item.trim();
+            if item.is_empty() {
+                return Err(
+                    "the cpulist has an empty item (two commas, or a comma at an end)".into(),
+                );
+            }
+            let (lo, hi) = match item.split_once('-') {
+                Some((lo, hi)) => (parse_cpu(lo.trim(), item)?, parse_cpu(hi.trim(), item)?),
+                None => {
+                    let n = parse_cpu(item, item)?;
+                    (n, n)
+                }
+            };
+            if hi < lo {
+                return Err(format!("the range `{item}` ends before it starts"));
+            }
+            cpus.extend(lo..=hi);
+            if cpus.len() > MAX_CPU as usize + 1 {
+                // More entries than distinct CPUs: something is listed twice.
+                // (Also bounds the memory a hostile list can take.)
+                return Err("some CPUs are listed more than once".to_string());
+            }
+        }
+        cpus.sort_unstable();
+        if let Some(w) = cpus.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("CPU {} is listed more than once", w[0]));
+        }
+        Ok(CpuSet::List(cpus))
+    }
+
+    /// Whether the set contains `cpu` (`All` contains every CPU).
+    pub fn contains(&self, cpu: u32) -> bool {
+        match self {
+            CpuSet::All => true,
+            CpuSet::List(l) => l.binary_search(&cpu).is_ok(),
+        }
+    }
+}
+
+fn parse_cpu(text: &str, item: &str) -> Result<u32, String> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("`{item}` is not a CPU number or a range N-M"));
+    }
+    match text.parse::<u32>() {
+        Ok(n) if n <= MAX_CPU => Ok(n),
+        _ => Err(format!("CPU `{text}` is larger than the maximum {MAX_CPU}")),
+    }
+}
+
+impl fmt::Display for CpuSet {
+    /// Canonical cpulist form, e.g. `0-3,8,10-11`, or `all`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CpuSet::All => f.write_str("all"),
+            CpuSet::List(cpus) => f.write_str(&format_cpulist(cpus)),
+        }
+    }
+}
+
+/// Formats sorted CPU numbers as a cpulist (`0-3,8`).
+pub fn format_cpulist(cpus: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            end += 1;
+            i += 1;
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// What a valid cpulist looks like (for error messages).
+pub const CPULIST_HELP: &str = "a Linux cpulist such as \"0-15,40-55\" or \"3\", or \"all\"";
+
+impl<'de> Deserialize<'de> for CpuSet {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct CpuSetVisitor;
+        impl Visitor<'_> for CpuSetVisitor {
+            type Value = CpuSet;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a cpulist string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<CpuSet, E> {
+                CpuSet::parse(v).map_err(|why| {
+                    de_custom(
+                        &format!("invalid cpulist {v:?} for `{{key}}`: {why}"),
+                        CPULIST_HELP,
+                    )
+                })
+            }
+        }
+        deserializer.deserialize_str(CpuSetVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists() {
+        assert_eq!(CpuSet::parse("all"), Ok(CpuSet::All));
+        assert_eq!(CpuSet::parse("3"), Ok(CpuSet::List(vec![3])));
+        assert_eq!(
+            CpuSet::parse("8-9, 0-2"),
+            Ok(CpuSet::List(vec![0, 1, 2, 8, 9]))
+        );
+        assert!(CpuSet::parse("").is_err());
+        assert!(CpuSet::parse("1,").is_err());
+        assert!(CpuSet::parse("3-1").is_err());
+        assert!(CpuSet::parse("1-").is_err());
+        assert!(CpuSet::parse("-1").is_err());
+        assert!(CpuSet::parse("0-3,2").is_err());
+        assert!(CpuSet::parse("99999999999").is_err());
+        assert!(CpuSet::parse("0-4000000000").is_err());
+        assert!(CpuSet::parse(&vec!["0-65535"; 1000].join(",")).is_err());
+        assert!(CpuSet::parse("0-65535").is_ok());
+        assert_eq!(format_cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(CpuSet::parse("0-3,8").unwrap().to_string(), "0-3,8");
+    }
+}

@@ -1,0 +1,657 @@
+//! The coherence protocol: a directory entry at each line's home, a state
+//! per private (per-core) cache, and the cost of every transaction computed
+//! from the three parties (requester, owner or sharers, home) and their
+//! distances in the topology.
+//!
+//! Model decisions (see ARCHITECTURE.md, "Coherence model"):
+//! - Private caches are per core and shared by its SMT threads. They are
+//!   unbounded for now; the `Holder` list per line leaves room for capacity.
+//! - Transactions on one line are ordered at its home: a request that
+//!   arrives while another is in flight starts when it completes
+//!   (`busy_until`). The state change is applied when the home orders the
+//!   request (the line belongs to its next owner from that moment, and
+//!   arrives at `ready_at`), so coherence order is the order of requests at
+//!   the home, and contention queues form from this rule alone.
+//! - A locked read-modify-write keeps the line for its execution
+//!   (`locked_until`), delaying both the next request and SMT siblings.
+//! - Costs: a transfer inside one L3 domain is resolved by the domain's tags
+//!   (`l3_transfer_cycles`). Otherwise the request goes to the directory
+//!   (`Lookup::Home`: the line's home node; `Lookup::Local`: the requester's
+//!   own node's snoop filter), which forwards to each target (the supplier
+//!   of data and every sharer to invalidate), and each target answers the
+//!   requester directly: cost = leg(requester, directory) + max over targets
+//!   of [leg(directory, target) + leg(target, requester)]. Data that no
+//!   cache supplies comes from memory at the home: leg + DRAM + leg.
+
+use crate::error::SimError;
+use crate::memory::MemoryLayout;
+use crate::time::Cycle;
+use crate::topology::{Lookup, PairClass, Protocol, Topology};
+use std::fmt;
+
+/// The state of a line in one private cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LineState {
+    Invalid,
+    Shared,
+    Exclusive,
+    Modified,
+    /// MOESI: dirty, shared with others, this cache answers reads.
+    Owned,
+    /// MESIF: clean, shared, this cache answers reads.
+    Forward,
+}
+
+impl LineState {
+    pub fn letter(self) -> char {
+        match self {
+            LineState::Invalid => 'I',
+            LineState::Shared => 'S',
+            LineState::Exclusive => 'E',
+            LineState::Modified => 'M',
+            LineState::Owned => 'O',
+            LineState::Forward => 'F',
+        }
+    }
+    /// The state answers reads from other caches.
+    fn supplies_data(self) -> bool {
+        matches!(
+            self,
+            LineState::Modified | LineState::Exclusive | LineState::Owned | LineState::Forward
+        )
+    }
+    fn is_writable(self) -> bool {
+        matches!(self, LineState::Modified | LineState::Exclusive)
+    }
+}
+
+impl fmt::Display for LineState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.letter())
+    }
+}
+
+/// What an access needs from the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// A readable copy (a load).
+    Read,
+    /// An exclusive, writable copy (a store draining, or an atomic).
+    Write,
+}
+
+const NO_THREAD: u8 = u8::MAX;
+
+/// One private cache holding a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Holder {
+    core: u32,
+    state: LineState,
+    /// When the data arrives in this cache (the end of the transaction that
+    /// brought it).
+    ready_at: Cycle,
+    /// The line's write count when this copy was last filled or written; the
+    /// data-value invariant requires it to equal the line's.
+    version: u64,
+    /// SMT thread of the core that last wrote the line, or NO_THREAD.
+    last_writer_thread: u8,
+}
+
+/// A set of cores, as a bitmap.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+struct CoreSet {
+    words: Vec<u64>,
+}
+
+impl CoreSet {
+    fn with_capacity(cores: u32) -> CoreSet {
+        CoreSet {
+            words: vec![0; cores.div_ceil(64) as usize],
+        }
+    }
+    fn insert(&mut self, core: u32) {
+        self.words[(core / 64) as usize] |= 1 << (core % 64);
+    }
+    fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            (0..64u32)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| i as u32 * 64 + b)
+        })
+    }
+}
+
+/// One coherence unit (a line, or a line pair with the adjacent-line prefetcher).
+#[derive(Clone, Debug)]
+struct Unit {
+    home_node: u32,
+    /// The home orders no new request on this line before this cycle.
+    busy_until: Cycle,
+    /// An atomic holds the line until this cycle.
+    locked_until: Cycle,
+    /// Number of writes to the line so far (its coherence-order position).
+    version: u64,
+    /// Directory: the core whose cache answers for the line, if any.
+    dir_owner: Option<u32>,
+    /// Directory: every core holding a valid copy.
+    dir_sharers: CoreSet,
+    /// Private caches holding the line, sorted by core.
+    holders: Vec<Holder>,
+}
+
+/// How the data reached the requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The requester's own core had it.
+    Hit,
+    /// The requester's own core had it, last written by its SMT sibling.
+    SmtSibling,
+    /// Another core of the requester's L3 domain, resolved by its tags.
+    SameL3,
+    /// Through the directory at `node`, from or invalidating other caches.
+    Directory { node: u32 },
+    /// From memory at the home node (no cache could supply it).
+    Memory { node: u32 },
+}
+
+/// A state change in a cache other than the requester's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateChange {
+    pub core: u32,
+    pub before: LineState,
+    pub after: LineState,
+}
+
+/// What one access did, for the engine and its probes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessReport {
+    pub unit: usize,
+    pub need: Need,
+    /// When the request was made.
+    pub issued: Cycle,
+    /// When the home ordered it (after any queueing behind other requests).
+    pub started: Cycle,
+    /// When the data (or permission) arrived at the requester.
+    pub done: Cycle,
+    pub route: Route,
+    /// The cache that supplied the data, and its relation to the requester.
+    pub supplier: Option<(u32, LineState, PairClass)>,
+    pub requester_before: LineState,
+    pub requester_after: LineState,
+    /// Other caches whose state changed, in core order.
+    pub others: Vec<StateChange>,
+    /// Copies invalidated in other caches.
+    pub invalidations: u32,
+    /// The data came from a Modified (or Owned) copy in another core.
+    pub hitm: bool,
+    /// Some leg of the transaction crossed sockets.
+    pub cross_socket: bool,
+}
+
+impl AccessReport {
+    pub fn is_hit(&self) -> bool {
+        matches!(self.route, Route::Hit | Route::SmtSibling)
+    }
+    /// Cycles between the request and the data.
+    pub fn latency_cycles(&self) -> u64 {
+        self.done - self.issued
+    }
+}
+
+/// Every line's directory entry and cached copies.
+#[derive(Clone, Debug)]
+pub struct Coherence {
+    units: Vec<Unit>,
+    protocol: Protocol,
+    lookup: Lookup,
+    /// Check the invariants after every transaction.
+    pub check_invariants: bool,
+    unit_bytes: u32,
+}
+
+impl Coherence {
+    pub fn new(topology: &Topology, memory: &MemoryLayout) -> Coherence {
+        let units = memory
+            .unit_homes
+            .iter()
+            .map(|&home_node| Unit {
+                home_node,
+                busy_until: Cycle::ZERO,
+                locked_until: Cycle::ZERO,
+                version: 0,
+                dir_owner: None,
+                dir_sharers: CoreSet::with_capacity(topology.core_count()),
+                holders: Vec::new(),
+            })
+            .collect();
+        Coherence {
+            units,
+            protocol: topology.spec.protocol,
+            lookup: topology.spec.lookup,
+            check_invariants: cfg!(debug_assertions),
+            unit_bytes: memory.unit_bytes,
+        }
+    }
+
+    pub fn unit_count(&self) -> usize {
+        self.units.len()
+    }
+
+    pub fn home_of(&self, unit: usize) -> u32 {
+        self.units[unit].home_node
+    }
+
+    /// The state of `unit` in `core`'s cache.
+    pub fn state(&self, core: u32, unit: usize) -> LineState {
+        let u = &self.units[unit];
+        match u.holders.binary_search_by_key(&core, |h| h.core) {
+            Ok(i) => u.holders[i].state,
+            Err(_) => LineState::Invalid,
+        }
+    }
+
+    /// The fast path: `Some(done)` when `cpu` can complete the access from
+    /// its own core's cache without a transaction, changing nothing else.
+    /// `hold_cycles` is the execution time of an atomic (0 for loads and
+    /// stores); the line stays locked for it.
+    pub fn try_hit(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Option<AccessReport> {
+        let core = topology.core_of(cpu);
+        let thread = topology.thread_of(cpu) as u8;
+        let l = &topology.spec.latency;
+        let u = &mut self.units[unit];
+        let index = u.holders.binary_search_by_key(&core, |h| h.core).ok()?;
+        let holder = &mut u.holders[index];
+        if need == Need::Write && !holder.state.is_writable() {
+            return None;
+        }
+        let before = holder.state;
+        let start = now.max(holder.ready_at).max(u.locked_until);
+        let sibling_wrote =
+            holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread;
+        let access_cycles = if sibling_wrote {
+            l.l1_hit_cycles + l.smt_transfer_cycles
+        } else {
+            l.l1_hit_cycles
+        };
+        let done = start + access_cycles;
+        if need == Need::Write {
+            holder.state = LineState::Modified;
+            holder.last_writer_thread = thread;
+            u.version += 1;
+            holder.version = u.version;
+        } else if sibling_wrote {
+            holder.last_writer_thread = NO_THREAD;
+        }
+        if hold_cycles > 0 {
+            u.locked_until = done + hold_cycles;
+            u.busy_until = u.busy_until.max(u.locked_until);
+        }
+        Some(AccessReport {
+            unit,
+            need,
+            issued: now,
+            started: start,
+            done,
+            route: if sibling_wrote {
+                Route::SmtSibling
+            } else {
+                Route::Hit
+            },
+            supplier: None,
+            requester_before: before,
+            requester_after: holder.state,
+            others: Vec::new(),
+            invalidations: 0,
+            hitm: false,
+            cross_socket: false,
+        })
+    }
+
+    /// Performs an access: a hit when possible, otherwise a transaction
+    /// ordered at the line's home.
+    pub fn access(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Result<AccessReport, SimError> {
+        if let Some(report) = self.try_hit(topology, now, cpu, unit, need, hold_cycles) {
+            if self.check_invariants {
+                self.check_unit(unit, report.done)?;
+            }
+            return Ok(report);
+        }
+        let report = self.transaction(topology, now, cpu, unit, need, hold_cycles);
+        if self.check_invariants {
+            self.check_unit(unit, report.started)?;
+        }
+        Ok(report)
+    }
+
+    fn transaction(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit_index: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> AccessReport {
+        let core = topology.core_of(cpu);
+        let thread = topology.thread_of(cpu) as u8;
+        let l = &topology.spec.latency;
+        let protocol = self.protocol;
+        let lookup = self.lookup;
+        let u = &mut self.units[unit_index];
+        let start = now.max(u.busy_until);
+        let home = u.home_node;
+
+        let own = u.holders.binary_search_by_key(&core, |h| h.core);
+        let requester_before = match own {
+            Ok(i) => u.holders[i].state,
+            Err(_) => LineState::Invalid,
+        };
+        let have_data = requester_before != LineState::Invalid;
+
+        // Who supplies the data: the cache in a supplying state, if any.
+        let supplier = u
+            .holders
+            .iter()
+            .find(|h| h.core != core && h.state.supplies_data())
+            .map(|h| (h.core, h.state));
+        let needs_data = !have_data;
+        let data_from_cache = needs_data && supplier.is_some();
+
+        // Targets the directory must reach: the supplier (for data) and, for
+        // a write, every other copy (to invalidate it).
+        let mut target_cores: Vec<u32> = Vec::new();
+        if data_from_cache {
+            target_cores.push(supplier.map(|s| s.0).unwrap_or(core));
+        }
+        if need == Need::Write {
+            for h in &u.holders {
+                if h.core != core && !target_cores.contains(&h.core) {
+                    target_cores.push(h.core);
+                }
+            }
+        }
+
+        let requester_l3 = topology.l3_of_core(core);
+        let all_targets_in_l3 = target_cores
+            .iter()
+            .all(|&t| topology.l3_of_core(t) == requester_l3);
+        let directory_node = match lookup {
+            Lookup::Home => home,
+            Lookup::Local => topology.node_of_core(core),
+        };
+        let requester_socket = topology.socket_of_core(core);
+        let mut cross_socket = false;
+        let route;
+        let cost;
+        if (data_from_cache || !needs_data) && all_targets_in_l3 && !target_cores.is_empty() {
+            route = Route::SameL3;
+            cost = l.l3_transfer_cycles;
+        } else if needs_data && !data_from_cache {
+            // Memory at the home supplies the data; invalidations (if any)
+            // proceed in parallel through the directory.
+            let memory_path = topology.hop_core_to_node(core, home) * 2 + l.dram_cycles;
+            cross_socket |= topology.socket_of_node(home) != requester_socket;
+            let invalidate_path = if target_cores.is_empty() {
+                0
+            } else {
+                self::directory_path(topology, core, directory_node, &target_cores)
+            };
+            cross_socket |= target_cores
+                .iter()
+                .any(|&t| topology.socket_of_core(t) != requester_socket);
+            route = Route::Memory { node: home };
+            cost = memory_path.max(invalidate_path);
+        } else {
+            cross_socket |= topology.socket_of_node(directory_node) != requester_socket;
+            cross_socket |= target_cores
+                .iter()
+                .any(|&t| topology.socket_of_core(t) != requester_socket);
+            route = Route::Directory {
+                node: directory_node,
+            };
+            cost = if target_cores.is_empty() {
+                // Permission only (an upgrade with no other copy): ask and be answered.
+                topology.hop_core_to_node(core, directory_node) * 2
+            } else {
+                self::directory_path(topology, core, directory_node, &target_cores)
+            };
+        }
+        let done = start + cost;
+
+        // Apply the new states.
+        let mut others = Vec::new();
+        let mut invalidations = 0;
+        let mut hitm = false;
+        let supplier_report = if data_from_cache {
+            supplier.map(|(c, s)| {
+                hitm = matches!(s, LineState::Modified | LineState::Owned);
+                let sibling_cpu = c; // thread 0 of the supplier's core, for the class
+                (c, s, topology.pair_class(cpu, sibling_cpu))
+            })
+        } else {
+            None
+        };
+        let requester_after;
+        match need {
+            Need::Write => {
+                for h in u.holders.iter().filter(|h| h.core != core) {
+                    others.push(StateChange {
+                        core: h.core,
+                        before: h.state,
+                        after: LineState::Invalid,
+                    });
+                    invalidations += 1;
+                }
+                u.holders.retain(|h| h.core == core);
+                u.version += 1;
+                requester_after = LineState::Modified;
+            }
+            Need::Read => {
+                let mut new_state = LineState::Shared;
+                if u.holders.iter().all(|h| h.core == core) {
+                    new_state = LineState::Exclusive;
+                } else {
+                    for h in u.holders.iter_mut().filter(|h| h.core != core) {
+                        let before = h.state;
+                        let after = match (protocol, before) {
+                            (Protocol::Moesi, LineState::Modified) => LineState::Owned,
+                            (Protocol::Moesi, LineState::Owned) => LineState::Owned,
+                            (_, LineState::Shared) => LineState::Shared,
+                            // E, M (MESI, MESIF) and F give up answering
+                            // for the line: M writes back and both share.
+                            _ => LineState::Shared,
+                        };
+                        if after != before {
+                            h.state = after;
+                            others.push(StateChange {
+                                core: h.core,
+                                before,
+                                after,
+                            });
+                        }
+                    }
+                    if protocol == Protocol::Mesif
+                        && !u.holders.iter().any(|h| h.state == LineState::Owned)
+                    {
+                        // The newest sharer becomes the forwarder.
+                        new_state = LineState::Forward;
+                    }
+                }
+                requester_after = new_state;
+            }
+        }
+        let version = u.version;
+        let holder = Holder {
+            core,
+            state: requester_after,
+            ready_at: done,
+            version,
+            last_writer_thread: if need == Need::Write {
+                thread
+            } else {
+                NO_THREAD
+            },
+        };
+        match u.holders.binary_search_by_key(&core, |h| h.core) {
+            Ok(i) => u.holders[i] = holder,
+            Err(i) => u.holders.insert(i, holder),
+        }
+        // Directory follows the caches.
+        u.dir_sharers.clear();
+        u.dir_owner = None;
+        for h in &u.holders {
+            u.dir_sharers.insert(h.core);
+            if h.state.supplies_data() {
+                u.dir_owner = Some(h.core);
+            }
+        }
+        u.busy_until = done;
+        if hold_cycles > 0 {
+            u.locked_until = done + hold_cycles;
+            u.busy_until = u.locked_until;
+        }
+        AccessReport {
+            unit: unit_index,
+            need,
+            issued: now,
+            started: start,
+            done,
+            route,
+            supplier: supplier_report,
+            requester_before,
+            requester_after,
+            others,
+            invalidations,
+            hitm,
+            cross_socket,
+        }
+    }
+
+    /// Checks single-writer-multiple-reader, the data-value invariant and
+    /// directory-cache agreement on one line.
+    pub fn check_unit(&self, unit: usize, cycle: Cycle) -> Result<(), SimError> {
+        let u = &self.units[unit];
+        let fail = |message: String| {
+            Err(SimError::ProtocolViolation {
+                cycle,
+                unit,
+                address: unit as u64 * self.unit_bytes as u64,
+                message,
+                states: self.describe_unit(unit),
+            })
+        };
+        let writable = u.holders.iter().filter(|h| h.state.is_writable()).count();
+        if writable > 0 && u.holders.len() > 1 {
+            return fail(format!(
+                "single writer violated: a writable copy coexists with {} other copies",
+                u.holders.len() - 1
+            ));
+        }
+        let suppliers = u.holders.iter().filter(|h| h.state.supplies_data()).count();
+        if suppliers > 1 {
+            return fail(format!(
+                "{suppliers} caches answer for the line; at most one may"
+            ));
+        }
+        for h in &u.holders {
+            let allowed = match h.state {
+                LineState::Invalid => false,
+                LineState::Owned => self.protocol == Protocol::Moesi,
+                LineState::Forward => self.protocol == Protocol::Mesif,
+                _ => true,
+            };
+            if !allowed {
+                return fail(format!(
+                    "core {} holds the line in state {} which {} does not have",
+                    h.core,
+                    h.state,
+                    self.protocol.name()
+                ));
+            }
+            if h.version != u.version {
+                return fail(format!(
+                    "data value: core {} holds write #{} but the last write is #{}",
+                    h.core, h.version, u.version
+                ));
+            }
+        }
+        let cached: Vec<u32> = u.holders.iter().map(|h| h.core).collect();
+        let directory: Vec<u32> = u.dir_sharers.iter().collect();
+        if cached != directory {
+            return fail(format!(
+                "directory lists sharers {directory:?} but caches {cached:?} hold the line"
+            ));
+        }
+        let owner = u
+            .holders
+            .iter()
+            .find(|h| h.state.supplies_data())
+            .map(|h| h.core);
+        if owner != u.dir_owner {
+            return fail(format!(
+                "directory names owner {:?} but the answering cache is {:?}",
+                u.dir_owner, owner
+            ));
+        }
+        Ok(())
+    }
+
+    /// The line's states, as `core 3: M, core 9: S; directory owner 3, sharers [3, 9]`.
+    pub fn describe_unit(&self, unit: usize) -> String {
+        let u = &self.units[unit];
+        let caches: Vec<String> = u
+            .holders
+            .iter()
+            .map(|h| format!("core {}: {}", h.core, h.state))
+            .collect();
+        let caches = if caches.is_empty() {
+            "no cached copy".to_string()
+        } else {
+            caches.join(", ")
+        };
+        format!(
+            "{caches}; directory owner {:?}, sharers {:?}; home node {}; write #{}",
+            u.dir_owner,
+            u.dir_sharers.iter().collect::<Vec<_>>(),
+            u.home_node,
+            u.version
+        )
+    }
+
+    #[cfg(test)]
+    pub(crate) fn corrupt_version_for_test(&mut self, unit: usize) {
+        if let Some(h) = self.units[unit].holders.first_mut() {
+            h.version = h.version.wrapping_add(7);
+        }
+    }
+}
+
+/// leg(requester, directory) + max over targets of [leg(directory, target) + leg(target, requester)].
+fn directory_path(topology: &Topology, core: u32, directory_node: u32, targets: &[u32]) -> u64 {
+    let to_directory = topology.hop_core_to_node(core, directory_node);
+    let slowest = targets
+        .iter()
+        .map(|&t| topology.hop_core_to_node(t, directory_node) + topology.hop_core_to_core(t, core))
+        .max()
+        .unwrap_or(0);
+    to_directory + slowest
+}

@@ -1,0 +1,1014 @@
+//! The event loop: CPUs running compiled scripts against the coherence
+//! model, in simulated time.
+//!
+//! Ordering contract: events are processed in (cycle, insertion sequence)
+//! order. A CPU runs ahead on its own only while its local time is strictly
+//! before the next queued event; at or past it, it queues itself and waits
+//! its turn. So every transaction reaches the coherence model in global time
+//! order, ties broken by insertion order, and a run is a pure function of
+//! its configuration: no wall clock, no host threads, no hash iteration.
+//!
+//! A CPU blocks only on its own accesses (their latency advances its clock)
+//! and on its store buffer (an atomic or fence waiting for it to drain, or a
+//! store finding it full). Plain stores post to the buffer and drain in
+//! order, one line transaction at a time (x86-TSO); loads forward from it.
+
+use crate::coherence::{AccessReport, Coherence, Need};
+use crate::error::{Budget, CpuWhere, SimError};
+use crate::memory::{InstanceKind, MemoryLayout};
+use crate::probe::{AccessEvent, AccessKind, Probe};
+use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
+use crate::script::compile::{Builtin, Op, PlaceRef, Program};
+use crate::time::Cycle;
+use crate::topology::Topology;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// One CPU's assignment: which script it runs, and its place in its group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadSpec {
+    pub cpu: u32,
+    pub script: u32,
+    /// Index of this CPU in its thread group (`tid()`), and the group's size.
+    pub tid: u32,
+    pub group_size: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopRule {
+    /// Every CPU runs this many measured iterations (after the warm-up).
+    Iterations(u64),
+    /// The run ends at this cycle.
+    Cycles(u64),
+}
+
+/// A complete, validated description of one run.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub topology: Topology,
+    pub memory: MemoryLayout,
+    pub program: Program,
+    pub threads: Vec<ThreadSpec>,
+    pub stop: StopRule,
+    pub warmup_iterations: u64,
+    /// Budget: an iterations run still going at this cycle is truncated.
+    pub max_cycles: u64,
+    /// Budget on processed events.
+    pub max_events: u64,
+    pub seed: u64,
+    pub check_invariants: bool,
+}
+
+pub const MAX_CALL_DEPTH: usize = 256;
+pub const MAX_STACK: usize = 4096;
+pub const DEFAULT_MAX_EVENTS: u64 = 2_000_000_000;
+
+/// What a finished run measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Cycles from the start to the end of the measured window.
+    pub elapsed_cycles: u64,
+    /// Cycle at which measurement started (the last warm-up end; 0 without warm-up).
+    pub measure_start_cycle: u64,
+    pub events: u64,
+    /// Memory operations executed (loads, stores, atomics), all CPUs.
+    pub memory_ops: u64,
+    pub cpus: Vec<CpuOutcome>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuOutcome {
+    pub cpu: u32,
+    pub measured_iterations: u64,
+    /// Cycle at which the CPU finished (or the run's end).
+    pub finish_cycle: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventKind {
+    Resume,
+    DrainDone,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    None,
+    /// An atomic, a fence or an overlapping load needs an empty store buffer.
+    BufferEmpty,
+    /// A store needs a free entry.
+    BufferSlot,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Index into scripts (when `is_script`) or procedures.
+    code: u32,
+    is_script: bool,
+    pc: u32,
+    locals_base: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct BufferedStore {
+    address: u64,
+    size_bytes: u32,
+    value: i64,
+    unit: usize,
+    field_id: u32,
+}
+
+struct Cpu {
+    spec: ThreadSpec,
+    now: Cycle,
+    stack: Vec<i64>,
+    locals: Vec<i64>,
+    frames: Vec<Frame>,
+    iteration: u64,
+    iteration_start: Cycle,
+    finished: bool,
+    wait: Wait,
+    wait_since: Cycle,
+    store_buffer: VecDeque<BufferedStore>,
+    draining: bool,
+    rng: ChaCha8Rng,
+}
+
+/// Runs a configuration to its end.
+pub fn run(config: &SimConfig, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+    let mut sim = Simulation::new(config);
+    sim.run(probe)
+}
+
+struct Simulation<'c> {
+    config: &'c SimConfig,
+    topology: &'c Topology,
+    memory: &'c MemoryLayout,
+    program: &'c Program,
+    coherence: Coherence,
+    bytes: Vec<u8>,
+    cpus: Vec<Cpu>,
+    queue: BinaryHeap<Reverse<(u64, u64, u32, u8)>>,
+    sequence: u64,
+    events: u64,
+    memory_ops: u64,
+    stop_cycle: Option<u64>,
+    measure_start: u64,
+    store_buffer_entries: usize,
+}
+
+fn event_code(kind: EventKind) -> u8 {
+    match kind {
+        EventKind::Resume => 0,
+        EventKind::DrainDone => 1,
+    }
+}
+
+impl<'c> Simulation<'c> {
+    fn new(config: &'c SimConfig) -> Self {
+        let mut coherence = Coherence::new(&config.topology, &config.memory);
+        coherence.check_invariants = config.check_invariants;
+        let cpus = config
+            .threads
+            .iter()
+            .map(|t| {
+                // One ChaCha stream per CPU, derived from the scenario seed,
+                // so adding a CPU does not change another's draws.
+                let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+                rng.set_stream(t.cpu as u64);
+                let mut cpu = Cpu {
+                    spec: t.clone(),
+                    now: Cycle::ZERO,
+                    stack: Vec::with_capacity(64),
+                    locals: Vec::new(),
+                    frames: Vec::new(),
+                    iteration: 0,
+                    iteration_start: Cycle::ZERO,
+                    finished: false,
+                    wait: Wait::None,
+                    wait_since: Cycle::ZERO,
+                    store_buffer: VecDeque::new(),
+                    draining: false,
+                    rng,
+                };
+                start_iteration(&mut cpu, &config.program);
+                cpu
+            })
+            .collect();
+        Simulation {
+            config,
+            topology: &config.topology,
+            memory: &config.memory,
+            program: &config.program,
+            coherence,
+            bytes: vec![0; config.memory.total_bytes as usize],
+            cpus,
+            queue: BinaryHeap::new(),
+            sequence: 0,
+            events: 0,
+            memory_ops: 0,
+            stop_cycle: match config.stop {
+                StopRule::Cycles(c) => Some(c),
+                StopRule::Iterations(_) => None,
+            },
+            measure_start: 0,
+            store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
+        }
+    }
+
+    fn schedule(&mut self, cycle: Cycle, kind: EventKind, cpu_index: usize) {
+        self.sequence += 1;
+        self.queue.push(Reverse((
+            cycle.0,
+            self.sequence,
+            cpu_index as u32,
+            event_code(kind),
+        )));
+    }
+
+    fn next_event_cycle(&self) -> u64 {
+        self.queue.peek().map(|Reverse(e)| e.0).unwrap_or(u64::MAX)
+    }
+
+    fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+        for i in 0..self.cpus.len() {
+            self.schedule(Cycle::ZERO, EventKind::Resume, i);
+        }
+        let max_events = self.config.max_events;
+        while let Some(Reverse((cycle, _, cpu_index, kind))) = self.queue.pop() {
+            if let Some(stop) = self.stop_cycle {
+                if cycle >= stop {
+                    break;
+                }
+            }
+            self.events += 1;
+            if self.events > max_events {
+                return Err(self.truncated(Budget::Events, max_events, Cycle(cycle)));
+            }
+            let i = cpu_index as usize;
+            if kind == event_code(EventKind::Resume) {
+                self.run_cpu(i, probe)?;
+            } else {
+                self.drain_done(i, Cycle(cycle), probe)?;
+            }
+            if self.cpus.iter().all(|c| c.finished) {
+                break;
+            }
+        }
+        let end = match self.stop_cycle {
+            Some(stop) => stop,
+            None => self.cpus.iter().map(|c| c.now.0).max().unwrap_or(0),
+        };
+        let measure_start = self.measure_start.min(end);
+        Ok(RunOutcome {
+            elapsed_cycles: end - measure_start,
+            measure_start_cycle: measure_start,
+            events: self.events,
+            memory_ops: self.memory_ops,
+            cpus: self
+                .cpus
+                .iter()
+                .map(|c| CpuOutcome {
+                    cpu: c.spec.cpu,
+                    measured_iterations: c.iteration.saturating_sub(self.config.warmup_iterations),
+                    finish_cycle: c.now.0.min(end),
+                })
+                .collect(),
+        })
+    }
+
+    fn truncated(&self, budget: Budget, limit: u64, cycle: Cycle) -> SimError {
+        let unfinished = self
+            .cpus
+            .iter()
+            .filter(|c| !c.finished)
+            .map(|c| {
+                let (origin, pos) = self.position(c);
+                CpuWhere {
+                    cpu: c.spec.cpu,
+                    iterations_done: c.iteration,
+                    origin,
+                    pos,
+                }
+            })
+            .collect();
+        SimError::Truncated {
+            budget,
+            limit,
+            cycle,
+            unfinished,
+        }
+    }
+
+    fn position(&self, cpu: &Cpu) -> (String, SourcePos) {
+        match cpu.frames.last() {
+            Some(f) => {
+                let code = if f.is_script {
+                    &self.program.scripts[f.code as usize]
+                } else {
+                    &self.program.procedures[f.code as usize]
+                };
+                let pc = (f.pc as usize).min(code.op_positions.len().saturating_sub(1));
+                (
+                    self.program.origins[code.origin as usize].clone(),
+                    code.op_positions.get(pc).copied().unwrap_or_default(),
+                )
+            }
+            None => (String::from("(between iterations)"), SourcePos::default()),
+        }
+    }
+
+    fn script_error(&self, i: usize, message: String) -> SimError {
+        let cpu = &self.cpus[i];
+        let (origin, pos) = self.position(cpu);
+        SimError::Script {
+            cpu: cpu.spec.cpu,
+            cycle: cpu.now,
+            origin,
+            pos,
+            message,
+        }
+    }
+
+    /// Runs CPU `i` until it blocks, finishes, or reaches the next event.
+    ///
+    /// The CPU's event came first at its cycle, so it may go on at that
+    /// cycle; once its clock has moved, it yields to any event at or before
+    /// its new time, which was queued earlier.
+    fn run_cpu(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let resumed_at = self.cpus[i].now.0;
+        loop {
+            let cpu = &self.cpus[i];
+            if cpu.finished || cpu.wait != Wait::None {
+                return Ok(());
+            }
+            let now = cpu.now.0;
+            if let Some(stop) = self.stop_cycle {
+                if now >= stop {
+                    self.cpus[i].finished = true;
+                    return Ok(());
+                }
+            } else if now > self.config.max_cycles {
+                return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
+            }
+            let next = self.next_event_cycle();
+            if now > next || (now == next && now > resumed_at) {
+                self.schedule(Cycle(now), EventKind::Resume, i);
+                return Ok(());
+            }
+            self.step(i, probe)?;
+        }
+    }
+
+    fn read_value(&self, address: u64, size: u32) -> i64 {
+        let n = size.min(8) as usize;
+        let start = address as usize;
+        let mut raw = [0u8; 8];
+        raw[..n].copy_from_slice(&self.bytes[start..start + n]);
+        let value = u64::from_le_bytes(raw);
+        // Sign-extend from the field's width: fields hold signed integers.
+        let shift = 64 - 8 * n as u32;
+        ((value << shift) as i64) >> shift
+    }
+
+    fn write_value(&mut self, address: u64, size: u32, value: i64) {
+        let n = size.min(8) as usize;
+        let start = address as usize;
+        self.bytes[start..start + n].copy_from_slice(&value.to_le_bytes()[..n]);
+    }
+
+    /// Resolves a place to its address from the run-time indices on the
+    /// stack, below `above` other operands, without popping them (an access
+    /// that must wait is retried whole).
+    fn address_of(&self, i: usize, place: &PlaceRef, above: usize) -> Result<u64, SimError> {
+        let stack = &self.cpus[i].stack;
+        let operands = place.has_element as usize + place.has_index as usize;
+        if stack.len() < above + operands {
+            return Err(self.script_error(i, "internal: operand stack empty".into()));
+        }
+        let top = stack.len() - above;
+        let index = if place.has_index { stack[top - 1] } else { 0 };
+        let cpu_id = self.cpus[i].spec.cpu;
+        let element = if place.has_element {
+            stack[top - operands]
+        } else {
+            match place.kind {
+                InstanceKind::Global => 0,
+                InstanceKind::PerCpu => cpu_id as i64,
+                InstanceKind::PerNode => self.topology.node_of(cpu_id) as i64,
+            }
+        };
+        let inst = &self.memory.instances[place.instance as usize];
+        if element < 0 || element as usize >= inst.element_addresses.len() {
+            let what = match place.kind {
+                InstanceKind::Global => "element",
+                InstanceKind::PerCpu => "CPU",
+                InstanceKind::PerNode => "node",
+            };
+            return Err(self.script_error(
+                i,
+                format!(
+                    "{what} {element} out of range for `{}`: valid 0..={}",
+                    inst.name,
+                    inst.element_addresses.len() - 1
+                ),
+            ));
+        }
+        if index < 0 || index >= place.count as i64 {
+            return Err(self.script_error(
+                i,
+                format!(
+                    "index {index} out of range for field `{}` of {} elements",
+                    place.text, place.count
+                ),
+            ));
+        }
+        Ok(inst.element_addresses[element as usize]
+            + place.offset_bytes as u64
+            + index as u64 * place.size_bytes as u64)
+    }
+
+    /// Removes a place's run-time indices from the stack.
+    fn drop_indices(&mut self, i: usize, place: &PlaceRef) {
+        let operands = place.has_element as usize + place.has_index as usize;
+        let stack = &mut self.cpus[i].stack;
+        let keep = stack.len().saturating_sub(operands);
+        stack.truncate(keep);
+    }
+
+    fn pop(&mut self, i: usize) -> Result<i64, SimError> {
+        match self.cpus[i].stack.pop() {
+            Some(v) => Ok(v),
+            None => Err(self.script_error(i, "internal: operand stack empty".into())),
+        }
+    }
+
+    fn push(&mut self, i: usize, value: i64) -> Result<(), SimError> {
+        let stack = &mut self.cpus[i].stack;
+        if stack.len() >= MAX_STACK {
+            return Err(self.script_error(i, "operand stack overflow".into()));
+        }
+        stack.push(value);
+        Ok(())
+    }
+
+    fn block_on(&mut self, i: usize, wait: Wait) {
+        let cpu = &mut self.cpus[i];
+        cpu.wait = wait;
+        cpu.wait_since = cpu.now;
+    }
+
+    fn start_drain(&mut self, i: usize, at: Cycle, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
+            return Ok(());
+        };
+        let cpu_id = self.cpus[i].spec.cpu;
+        let report =
+            self.coherence
+                .access(self.topology, at, cpu_id, entry.unit, Need::Write, 0)?;
+        // The store takes its place in coherence order when the home orders it.
+        self.write_value(entry.address, entry.size_bytes, entry.value);
+        probe.on_access(&AccessEvent {
+            cpu: cpu_id,
+            kind: AccessKind::StoreDrain,
+            address: entry.address,
+            size_bytes: entry.size_bytes,
+            field_id: entry.field_id,
+            value: entry.value,
+            new_value: None,
+            report: Some(&report),
+            stall_cycles: 0,
+        });
+        self.cpus[i].draining = true;
+        self.schedule(report.done, EventKind::DrainDone, i);
+        Ok(())
+    }
+
+    fn drain_done(&mut self, i: usize, at: Cycle, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let cpu = &mut self.cpus[i];
+        cpu.store_buffer.pop_front();
+        cpu.draining = false;
+        let resume = match cpu.wait {
+            Wait::BufferEmpty => cpu.store_buffer.is_empty(),
+            Wait::BufferSlot => true,
+            Wait::None => false,
+        };
+        if !cpu.store_buffer.is_empty() {
+            self.start_drain(i, at, probe)?;
+        }
+        if resume {
+            let cpu = &mut self.cpus[i];
+            let since = cpu.wait_since;
+            cpu.wait = Wait::None;
+            cpu.now = cpu.now.max(at);
+            probe.on_store_buffer_wait(cpu.spec.cpu, since, cpu.now);
+            if !cpu.finished {
+                self.run_cpu(i, probe)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn current_op(&self, i: usize) -> Op {
+        let frame = self.cpus[i]
+            .frames
+            .last()
+            .expect("a running CPU has a frame");
+        let code = if frame.is_script {
+            &self.program.scripts[frame.code as usize]
+        } else {
+            &self.program.procedures[frame.code as usize]
+        };
+        code.ops[frame.pc as usize]
+    }
+
+    fn advance_pc(&mut self, i: usize) {
+        if let Some(f) = self.cpus[i].frames.last_mut() {
+            f.pc += 1;
+        }
+    }
+
+    fn jump(&mut self, i: usize, target: u32) {
+        if let Some(f) = self.cpus[i].frames.last_mut() {
+            f.pc = target;
+        }
+    }
+
+    /// Executes one operation of CPU `i`.
+    fn step(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let op = self.current_op(i);
+        match op {
+            Op::Push(v) => {
+                self.push(i, v)?;
+                self.advance_pc(i);
+            }
+            Op::Local(slot) => {
+                let cpu = &self.cpus[i];
+                let base = cpu.frames.last().map(|f| f.locals_base).unwrap_or(0) as usize;
+                let v = cpu.locals[base + slot as usize];
+                self.push(i, v)?;
+                self.advance_pc(i);
+            }
+            Op::SetLocal(slot) => {
+                let v = self.pop(i)?;
+                let cpu = &mut self.cpus[i];
+                let base = cpu.frames.last().map(|f| f.locals_base).unwrap_or(0) as usize;
+                cpu.locals[base + slot as usize] = v;
+                self.advance_pc(i);
+            }
+            Op::Pop => {
+                self.pop(i)?;
+                self.advance_pc(i);
+            }
+            Op::Unary(op) => {
+                let v = self.pop(i)?;
+                let r = match op {
+                    UnaryOp::Neg => v.wrapping_neg(),
+                    UnaryOp::Not => (v == 0) as i64,
+                    UnaryOp::BitNot => !v,
+                };
+                self.push(i, r)?;
+                self.advance_pc(i);
+            }
+            Op::Binary(op) => {
+                let b = self.pop(i)?;
+                let a = self.pop(i)?;
+                let r = match op {
+                    BinaryOp::Add => a.wrapping_add(b),
+                    BinaryOp::Sub => a.wrapping_sub(b),
+                    BinaryOp::Mul => a.wrapping_mul(b),
+                    BinaryOp::Div | BinaryOp::Rem => {
+                        if b == 0 {
+                            return Err(self.script_error(i, "division by zero".into()));
+                        }
+                        if op == BinaryOp::Div {
+                            a.wrapping_div(b)
+                        } else {
+                            a.wrapping_rem(b)
+                        }
+                    }
+                    BinaryOp::BitAnd => a & b,
+                    BinaryOp::BitOr => a | b,
+                    BinaryOp::BitXor => a ^ b,
+                    BinaryOp::Shl | BinaryOp::Shr => {
+                        if !(0..64).contains(&b) {
+                            return Err(self
+                                .script_error(i, format!("shift by {b} is out of range 0..=63")));
+                        }
+                        if op == BinaryOp::Shl {
+                            a.wrapping_shl(b as u32)
+                        } else {
+                            a.wrapping_shr(b as u32)
+                        }
+                    }
+                    BinaryOp::Eq => (a == b) as i64,
+                    BinaryOp::Ne => (a != b) as i64,
+                    BinaryOp::Lt => (a < b) as i64,
+                    BinaryOp::Le => (a <= b) as i64,
+                    BinaryOp::Gt => (a > b) as i64,
+                    BinaryOp::Ge => (a >= b) as i64,
+                    BinaryOp::And => (a != 0 && b != 0) as i64,
+                    BinaryOp::Or => (a != 0 || b != 0) as i64,
+                };
+                self.push(i, r)?;
+                self.advance_pc(i);
+            }
+            Op::Jump(target) => self.jump(i, target),
+            Op::LoopBack(target) => {
+                self.cpus[i].now += 1;
+                self.jump(i, target);
+            }
+            Op::JumpIfZero(target) => {
+                if self.pop(i)? == 0 {
+                    self.jump(i, target);
+                } else {
+                    self.advance_pc(i);
+                }
+            }
+            Op::JumpIfNonZero(target) => {
+                if self.pop(i)? != 0 {
+                    self.jump(i, target);
+                } else {
+                    self.advance_pc(i);
+                }
+            }
+            Op::Load(place_id) => self.load(i, place_id, probe)?,
+            Op::Store(place_id) => self.store(i, place_id, probe)?,
+            Op::Atomic(op, place_id) => self.atomic(i, op, place_id, probe)?,
+            Op::Work => {
+                let cycles = self.pop(i)?;
+                if cycles < 0 {
+                    return Err(
+                        self.script_error(i, format!("`work {cycles}`: cycles must be >= 0"))
+                    );
+                }
+                self.cpus[i].now += cycles as u64;
+                self.advance_pc(i);
+            }
+            Op::Fence => {
+                if self.cpus[i].store_buffer.is_empty() {
+                    self.advance_pc(i);
+                } else {
+                    self.block_on(i, Wait::BufferEmpty);
+                }
+            }
+            Op::Assert(index) => {
+                let v = self.pop(i)?;
+                if v == 0 {
+                    let (origin, pos) = self.program.positions[index as usize];
+                    let cpu = &self.cpus[i];
+                    return Err(SimError::Script {
+                        cpu: cpu.spec.cpu,
+                        cycle: cpu.now,
+                        origin: self.program.origins[origin as usize].clone(),
+                        pos,
+                        message: "assertion failed".into(),
+                    });
+                }
+                self.advance_pc(i);
+            }
+            Op::Call(proc_index) => {
+                if self.cpus[i].frames.len() >= MAX_CALL_DEPTH {
+                    return Err(self.script_error(
+                        i,
+                        format!("calls nested deeper than {MAX_CALL_DEPTH} (unbounded recursion?)"),
+                    ));
+                }
+                let code = &self.program.procedures[proc_index as usize];
+                let params = code.param_count as usize;
+                let locals = code.local_count as usize;
+                self.advance_pc(i);
+                let cpu = &mut self.cpus[i];
+                let base = cpu.locals.len();
+                cpu.locals.resize(base + locals, 0);
+                for p in (0..params).rev() {
+                    let v = cpu.stack.pop().unwrap_or(0);
+                    cpu.locals[base + p] = v;
+                }
+                cpu.frames.push(Frame {
+                    code: proc_index,
+                    is_script: false,
+                    pc: 0,
+                    locals_base: base as u32,
+                });
+            }
+            Op::Return => {
+                let v = self.pop(i)?;
+                let cpu = &mut self.cpus[i];
+                if let Some(frame) = cpu.frames.pop() {
+                    cpu.locals.truncate(frame.locals_base as usize);
+                }
+                self.push(i, v)?;
+            }
+            Op::Builtin(b) => {
+                let v = self.builtin(i, b)?;
+                self.push(i, v)?;
+                self.advance_pc(i);
+            }
+            Op::EndIteration => self.end_iteration(i, probe),
+        }
+        Ok(())
+    }
+
+    fn builtin(&mut self, i: usize, builtin: Builtin) -> Result<i64, SimError> {
+        let cpu_id = self.cpus[i].spec.cpu;
+        Ok(match builtin {
+            Builtin::Cpu => cpu_id as i64,
+            Builtin::Core => self.topology.core_of(cpu_id) as i64,
+            Builtin::Node => self.topology.node_of(cpu_id) as i64,
+            Builtin::Socket => self.topology.socket_of(cpu_id) as i64,
+            Builtin::Tid => self.cpus[i].spec.tid as i64,
+            Builtin::Nthreads => self.cpus[i].spec.group_size as i64,
+            Builtin::Ncpus => self.topology.cpu_count() as i64,
+            Builtin::Nnodes => self.topology.node_count() as i64,
+            Builtin::Iteration => self.cpus[i].iteration as i64,
+            Builtin::Now => self.cpus[i].now.0 as i64,
+            Builtin::Random => {
+                let n = self.pop(i)?;
+                if n <= 0 {
+                    return Err(
+                        self.script_error(i, format!("random({n}): the bound must be >= 1"))
+                    );
+                }
+                uniform_below(&mut self.cpus[i].rng, n as u64) as i64
+            }
+            Builtin::Min => {
+                let b = self.pop(i)?;
+                let a = self.pop(i)?;
+                a.min(b)
+            }
+            Builtin::Max => {
+                let b = self.pop(i)?;
+                let a = self.pop(i)?;
+                a.max(b)
+            }
+            Builtin::Abs => self.pop(i)?.wrapping_abs(),
+        })
+    }
+
+    fn end_iteration(&mut self, i: usize, probe: &mut dyn Probe) {
+        let warmup = self.config.warmup_iterations;
+        let cpu = &mut self.cpus[i];
+        let measured = cpu.iteration >= warmup;
+        probe.on_iteration(
+            cpu.spec.cpu,
+            cpu.iteration,
+            cpu.iteration_start,
+            cpu.now,
+            measured,
+        );
+        cpu.iteration += 1;
+        if cpu.iteration == warmup {
+            self.measure_start = self.measure_start.max(cpu.now.0);
+        }
+        if let StopRule::Iterations(n) = self.config.stop {
+            if cpu.iteration >= warmup + n {
+                cpu.finished = true;
+                cpu.frames.clear();
+                return;
+            }
+        }
+        cpu.iteration_start = cpu.now;
+        start_iteration(cpu, self.program);
+    }
+
+    fn load(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let place = &self.program.places[place_id as usize];
+        let address = self.address_of(i, place, 0)?;
+        let size = place.size_bytes;
+        // Store-to-load forwarding: the newest buffered store to the same
+        // bytes answers; a partial overlap waits for the buffer to drain.
+        let mut forwarded = None;
+        for entry in self.cpus[i].store_buffer.iter().rev() {
+            let overlaps = entry.address < address + size as u64
+                && address < entry.address + entry.size_bytes as u64;
+            if overlaps {
+                if entry.address == address && entry.size_bytes == size {
+                    forwarded = Some(entry.value);
+                } else {
+                    // Retried whole once the buffer has drained.
+                    self.block_on(i, Wait::BufferEmpty);
+                    return Ok(());
+                }
+                break;
+            }
+        }
+        self.drop_indices(i, place);
+        let cpu_id = self.cpus[i].spec.cpu;
+        self.memory_ops += 1;
+        if let Some(value) = forwarded {
+            let cpu = &mut self.cpus[i];
+            cpu.now += self.topology.spec.latency.l1_hit_cycles;
+            probe.on_access(&AccessEvent {
+                cpu: cpu_id,
+                kind: AccessKind::LoadForwarded,
+                address,
+                size_bytes: size,
+                field_id: place.field_id,
+                value,
+                new_value: None,
+                report: None,
+                stall_cycles: 0,
+            });
+            self.push(i, value)?;
+            self.advance_pc(i);
+            return Ok(());
+        }
+        let unit = self.memory.unit_of(address);
+        let now = self.cpus[i].now;
+        let report = self
+            .coherence
+            .access(self.topology, now, cpu_id, unit, Need::Read, 0)?;
+        let value = self.read_value(address, size);
+        self.after_access(
+            i,
+            &report,
+            probe,
+            AccessKind::Load,
+            address,
+            size,
+            place.field_id,
+            value,
+            None,
+        );
+        self.push(i, value)?;
+        self.advance_pc(i);
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn after_access(
+        &mut self,
+        i: usize,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+        kind: AccessKind,
+        address: u64,
+        size: u32,
+        field_id: u32,
+        value: i64,
+        new_value: Option<i64>,
+    ) {
+        let cpu = &mut self.cpus[i];
+        let stall = report.done - cpu.now;
+        cpu.now = report.done;
+        probe.on_access(&AccessEvent {
+            cpu: cpu.spec.cpu,
+            kind,
+            address,
+            size_bytes: size,
+            field_id,
+            value,
+            new_value,
+            report: Some(report),
+            stall_cycles: stall,
+        });
+    }
+
+    fn store(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let place = &self.program.places[place_id as usize];
+        if self.cpus[i].store_buffer.len() >= self.store_buffer_entries {
+            // Full: retried whole once a drain frees an entry.
+            self.block_on(i, Wait::BufferSlot);
+            return Ok(());
+        }
+        let address = self.address_of(i, place, 1)?;
+        let value = self.pop(i)?;
+        self.drop_indices(i, place);
+        let size = place.size_bytes;
+        let unit = self.memory.unit_of(address);
+        let cpu_id = self.cpus[i].spec.cpu;
+        let now = self.cpus[i].now;
+        if self.cpus[i].store_buffer.is_empty() {
+            // An empty buffer drains at once into a line the core owns.
+            if let Some(report) =
+                self.coherence
+                    .try_hit(self.topology, now, cpu_id, unit, Need::Write, 0)
+            {
+                if self.coherence.check_invariants {
+                    self.coherence.check_unit(unit, report.done)?;
+                }
+                self.memory_ops += 1;
+                self.write_value(address, size, value);
+                self.after_access(
+                    i,
+                    &report,
+                    probe,
+                    AccessKind::Store,
+                    address,
+                    size,
+                    place.field_id,
+                    value,
+                    None,
+                );
+                self.advance_pc(i);
+                return Ok(());
+            }
+        }
+        self.memory_ops += 1;
+        let cpu = &mut self.cpus[i];
+        cpu.store_buffer.push_back(BufferedStore {
+            address,
+            size_bytes: size,
+            value,
+            unit,
+            field_id: place.field_id,
+        });
+        probe.on_store_posted(cpu_id, now, address, place.field_id, value);
+        // Posting a store takes one cycle of the core.
+        cpu.now += 1;
+        let start_now = !cpu.draining;
+        self.advance_pc(i);
+        if start_now {
+            self.start_drain(i, now, probe)?;
+        }
+        Ok(())
+    }
+
+    fn atomic(
+        &mut self,
+        i: usize,
+        op: AtomicOp,
+        place_id: u32,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if !self.cpus[i].store_buffer.is_empty() {
+            // A locked instruction drains the store buffer first.
+            self.block_on(i, Wait::BufferEmpty);
+            return Ok(());
+        }
+        let place = &self.program.places[place_id as usize];
+        let (operand, expected) = if op == AtomicOp::CmpXchg {
+            let new = self.pop(i)?;
+            let expected = self.pop(i)?;
+            (new, expected)
+        } else {
+            (self.pop(i)?, 0)
+        };
+        let address = self.address_of(i, place, 0)?;
+        self.drop_indices(i, place);
+        let size = place.size_bytes;
+        let unit = self.memory.unit_of(address);
+        let cpu_id = self.cpus[i].spec.cpu;
+        let now = self.cpus[i].now;
+        let hold = self.topology.spec.latency.locked_op_cycles;
+        let report = self
+            .coherence
+            .access(self.topology, now, cpu_id, unit, Need::Write, hold)?;
+        let old = self.read_value(address, size);
+        let new = match op {
+            AtomicOp::FetchAdd => Some(old.wrapping_add(operand)),
+            AtomicOp::FetchSub => Some(old.wrapping_sub(operand)),
+            AtomicOp::FetchOr => Some(old | operand),
+            AtomicOp::FetchAnd => Some(old & operand),
+            AtomicOp::Xchg => Some(operand),
+            AtomicOp::CmpXchg => (old == expected).then_some(operand),
+        };
+        if let Some(n) = new {
+            self.write_value(address, size, n);
+        }
+        let written = new.map(|_| self.read_value(address, size));
+        self.memory_ops += 1;
+        self.after_access(
+            i,
+            &report,
+            probe,
+            AccessKind::Atomic(op),
+            address,
+            size,
+            place.field_id,
+            old,
+            written,
+        );
+        self.cpus[i].now += hold;
+        self.push(i, old)?;
+        self.advance_pc(i);
+        Ok(())
+    }
+}
+
+fn start_iteration(cpu: &mut Cpu, program: &Program) {
+    let code = &program.scripts[cpu.spec.script as usize];
+    cpu.stack.clear();
+    cpu.frames.clear();
+    cpu.locals.clear();
+    cpu.locals.resize(code.local_count as usize, 0);
+    cpu.frames.push(Frame {
+        code: cpu.spec.script,
+        is_script: true,
+        pc: 0,
+        locals_base: 0,
+    });
+}
+
+/// A uniform draw in 0..bound without modulo bias (rejection sampling).
+fn uniform_below(rng: &mut ChaCha8Rng, bound: u64) -> u64 {
+    let zone = u64::MAX - (u64::MAX % bound);
+    loop {
+        let v = rng.next_u64();
+        if v < zone {
+            return v % bound;
+        }
+    }
+}

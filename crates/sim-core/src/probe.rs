@@ -1,0 +1,106 @@
+//! Probes observe a run without taking part in it: statistics, traces and
+//! anything else a report needs are probes, so the protocol code carries no
+//! bookkeeping of its own.
+
+use crate::coherence::AccessReport;
+use crate::script::ast::AtomicOp;
+use crate::time::Cycle;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessKind {
+    Load,
+    /// A load answered by the CPU's own store buffer.
+    LoadForwarded,
+    /// A store written straight into a line the core owns (empty store buffer).
+    Store,
+    /// A store leaving the store buffer for the cache.
+    StoreDrain,
+    Atomic(AtomicOp),
+}
+
+impl AccessKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            AccessKind::Load => "load",
+            AccessKind::LoadForwarded => "load (forwarded from store buffer)",
+            AccessKind::Store => "store",
+            AccessKind::StoreDrain => "store drains",
+            AccessKind::Atomic(op) => op.name(),
+        }
+    }
+}
+
+/// One memory access, with what the protocol did for it.
+#[derive(Clone, Debug)]
+pub struct AccessEvent<'a> {
+    pub cpu: u32,
+    pub kind: AccessKind,
+    pub address: u64,
+    pub size_bytes: u32,
+    /// Dense id of the (instance, field) accessed.
+    pub field_id: u32,
+    /// The value loaded, stored, or (atomics) the old value.
+    pub value: i64,
+    /// Atomics: the value written, when one was.
+    pub new_value: Option<i64>,
+    /// None for a load forwarded from the store buffer.
+    pub report: Option<&'a AccessReport>,
+    /// Cycles the CPU itself waited for this access (0 for drains).
+    pub stall_cycles: u64,
+}
+
+pub trait Probe {
+    fn on_access(&mut self, _event: &AccessEvent<'_>) {}
+    /// A plain store entered the store buffer.
+    fn on_store_posted(
+        &mut self,
+        _cpu: u32,
+        _cycle: Cycle,
+        _address: u64,
+        _field_id: u32,
+        _value: i64,
+    ) {
+    }
+    /// A CPU finished one iteration of its script.
+    fn on_iteration(
+        &mut self,
+        _cpu: u32,
+        _index: u64,
+        _start: Cycle,
+        _end: Cycle,
+        _measured: bool,
+    ) {
+    }
+    /// A CPU waited for its store buffer (full, or an atomic or fence draining it).
+    fn on_store_buffer_wait(&mut self, _cpu: u32, _from: Cycle, _until: Cycle) {}
+}
+
+/// A probe that observes nothing.
+pub struct NoProbe;
+impl Probe for NoProbe {}
+
+/// Runs several probes as one.
+pub struct Probes<'a>(pub Vec<&'a mut dyn Probe>);
+
+impl Probe for Probes<'_> {
+    fn on_access(&mut self, event: &AccessEvent<'_>) {
+        for p in &mut self.0 {
+            p.on_access(event);
+        }
+    }
+    fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, field_id: u32, value: i64) {
+        for p in &mut self.0 {
+            p.on_store_posted(cpu, cycle, address, field_id, value);
+        }
+    }
+    fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, measured: bool) {
+        for p in &mut self.0 {
+            p.on_iteration(cpu, index, start, end, measured);
+        }
+    }
+    fn on_store_buffer_wait(&mut self, cpu: u32, from: Cycle, until: Cycle) {
+        for p in &mut self.0 {
+            p.on_store_buffer_wait(cpu, from, until);
+        }
+    }
+}

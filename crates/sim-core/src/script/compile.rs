@@ -1,0 +1,808 @@
+//! Compiles script syntax trees into flat code for the interpreter, resolving
+//! every name: locals and procedure parameters to slots, scenario parameters
+//! to constants, places to instance fields, calls to procedures or builtins.
+//!
+//! Compiling ahead of the run keeps the interpreter small and fast, and lets
+//! every naming mistake be reported before any simulated cycle passes.
+
+use super::ast::*;
+use crate::memory::{InstanceKind, MemoryLayout};
+
+/// A procedure as the scenario gives it.
+#[derive(Clone, Debug)]
+pub struct ProcedureSource {
+    pub name: String,
+    pub params: Vec<String>,
+    pub body: Block,
+}
+
+/// A script as the scenario gives it.
+#[derive(Clone, Debug)]
+pub struct ScriptSource {
+    pub name: String,
+    pub body: Block,
+}
+
+/// A naming or arity mistake, at a position inside one script or procedure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompileError {
+    /// `scripts.NAME` or `procedures.NAME`.
+    pub origin: String,
+    pub pos: SourcePos,
+    pub message: String,
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} line {}, column {}: {}",
+            self.origin, self.pos.line, self.pos.column, self.message
+        )
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// Builtin functions of the language.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Builtin {
+    /// The running CPU's Linux number.
+    Cpu,
+    /// Its core, node, socket.
+    Core,
+    Node,
+    Socket,
+    /// Index of the CPU inside its thread group, and the group's size.
+    Tid,
+    Nthreads,
+    /// CPUs and nodes of the machine.
+    Ncpus,
+    Nnodes,
+    /// `random(n)`: a seeded uniform draw in 0..n.
+    Random,
+    /// The running CPU's current iteration, from 0.
+    Iteration,
+    /// The current simulated cycle.
+    Now,
+    Min,
+    Max,
+    Abs,
+}
+
+impl Builtin {
+    pub const ALL: [(&'static str, Builtin, usize); 14] = [
+        ("cpu", Builtin::Cpu, 0),
+        ("core", Builtin::Core, 0),
+        ("node", Builtin::Node, 0),
+        ("socket", Builtin::Socket, 0),
+        ("tid", Builtin::Tid, 0),
+        ("nthreads", Builtin::Nthreads, 0),
+        ("ncpus", Builtin::Ncpus, 0),
+        ("nnodes", Builtin::Nnodes, 0),
+        ("random", Builtin::Random, 1),
+        ("iteration", Builtin::Iteration, 0),
+        ("now", Builtin::Now, 0),
+        ("min", Builtin::Min, 2),
+        ("max", Builtin::Max, 2),
+        ("abs", Builtin::Abs, 1),
+    ];
+}
+
+/// A resolved place: which instance and field, and whether the element and
+/// field index are computed at run time (popped from the stack).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlaceRef {
+    pub instance: u32,
+    pub field: u32,
+    pub kind: InstanceKind,
+    pub has_element: bool,
+    pub has_index: bool,
+    pub offset_bytes: u32,
+    pub size_bytes: u32,
+    pub count: u32,
+    /// Dense id of (instance, field), for attribution.
+    pub field_id: u32,
+    /// As written, for messages: `stock[c].nr_pages`.
+    pub text: String,
+    pub origin: u32,
+    pub pos: SourcePos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    Push(i64),
+    Local(u16),
+    SetLocal(u16),
+    Pop,
+    Unary(UnaryOp),
+    /// Never And/Or: those compile to jumps.
+    Binary(BinaryOp),
+    Jump(u32),
+    /// A backward jump: one cycle, so that no loop spins in zero time.
+    LoopBack(u32),
+    JumpIfZero(u32),
+    JumpIfNonZero(u32),
+    Load(u32),
+    Store(u32),
+    Atomic(AtomicOp, u32),
+    Work,
+    Fence,
+    /// Fails the run when the popped value is zero; the operand indexes `Program::positions`.
+    Assert(u32),
+    Call(u32),
+    Builtin(Builtin),
+    /// Return with the popped value.
+    Return,
+    /// End of one iteration of a script.
+    EndIteration,
+}
+
+#[derive(Clone, Debug)]
+pub struct Code {
+    pub name: String,
+    pub param_count: u16,
+    pub local_count: u16,
+    pub ops: Vec<Op>,
+    /// Source position of each op, for run-time errors.
+    pub op_positions: Vec<SourcePos>,
+    pub origin: u32,
+}
+
+/// Everything the interpreter runs.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub scripts: Vec<Code>,
+    pub procedures: Vec<Code>,
+    pub places: Vec<PlaceRef>,
+    /// `scripts.NAME` / `procedures.NAME`, indexed by `Code::origin`.
+    pub origins: Vec<String>,
+    /// (origin, position) of asserts.
+    pub positions: Vec<(u32, SourcePos)>,
+    /// Names of the (instance, field) pairs, indexed by `PlaceRef::field_id`.
+    pub field_names: Vec<(u32, u32)>,
+}
+
+pub const MAX_LOCALS: usize = 256;
+pub const MAX_OPS: usize = 1 << 20;
+
+/// Compiles scripts and procedures against a memory layout and parameters.
+pub fn compile(
+    memory: &MemoryLayout,
+    params: &[(String, i64)],
+    procedures: &[ProcedureSource],
+    scripts: &[ScriptSource],
+) -> Result<Program, CompileError> {
+    let mut field_names = Vec::new();
+    let mut field_base = Vec::new();
+    for (i, inst) in memory.instances.iter().enumerate() {
+        field_base.push(field_names.len() as u32);
+        for f in 0..memory.structs[inst.struct_index].fields.len() {
+            field_names.push((i as u32, f as u32));
+        }
+    }
+    let mut program = Program {
+        scripts: Vec::new(),
+        procedures: Vec::new(),
+        places: Vec::new(),
+        origins: Vec::new(),
+        positions: Vec::new(),
+        field_names,
+    };
+    let context = Context {
+        memory,
+        params,
+        procedures,
+        field_base,
+    };
+    for p in procedures {
+        let origin = program.origins.len() as u32;
+        program.origins.push(format!("procedures.{}", p.name));
+        let code = FunctionCompiler::new(&context, &mut program, origin, &p.name, &p.params)?
+            .finish_procedure(&p.body)?;
+        program.procedures.push(code);
+    }
+    for s in scripts {
+        let origin = program.origins.len() as u32;
+        program.origins.push(format!("scripts.{}", s.name));
+        let code = FunctionCompiler::new(&context, &mut program, origin, &s.name, &[])?
+            .finish_script(&s.body)?;
+        program.scripts.push(code);
+    }
+    Ok(program)
+}
+
+struct Context<'a> {
+    memory: &'a MemoryLayout,
+    params: &'a [(String, i64)],
+    procedures: &'a [ProcedureSource],
+    field_base: Vec<u32>,
+}
+
+struct LoopLabels {
+    continue_target: u32,
+    break_patches: Vec<usize>,
+}
+
+struct FunctionCompiler<'a, 'p> {
+    context: &'a Context<'a>,
+    program: &'p mut Program,
+    origin: u32,
+    name: String,
+    locals: Vec<String>,
+    param_count: usize,
+    ops: Vec<Op>,
+    positions: Vec<SourcePos>,
+    loops: Vec<LoopLabels>,
+    hidden: usize,
+    current: SourcePos,
+}
+
+impl<'a, 'p> FunctionCompiler<'a, 'p> {
+    fn new(
+        context: &'a Context<'a>,
+        program: &'p mut Program,
+        origin: u32,
+        name: &str,
+        params: &[String],
+    ) -> Result<Self, CompileError> {
+        let mut compiler = FunctionCompiler {
+            context,
+            program,
+            origin,
+            name: name.to_string(),
+            locals: Vec::new(),
+            param_count: params.len(),
+            ops: Vec::new(),
+            positions: Vec::new(),
+            loops: Vec::new(),
+            hidden: 0,
+            current: SourcePos { line: 1, column: 1 },
+        };
+        for p in params {
+            if compiler.locals.contains(p) {
+                return Err(compiler.error(
+                    SourcePos { line: 1, column: 1 },
+                    format!("parameter `{p}` is listed twice"),
+                ));
+            }
+            compiler.locals.push(p.clone());
+        }
+        Ok(compiler)
+    }
+
+    fn error(&self, pos: SourcePos, message: String) -> CompileError {
+        CompileError {
+            origin: self.program.origins[self.origin as usize].clone(),
+            pos,
+            message,
+        }
+    }
+
+    fn emit(&mut self, op: Op) -> usize {
+        self.ops.push(op);
+        self.positions.push(self.current);
+        self.ops.len() - 1
+    }
+
+    fn here(&self) -> u32 {
+        self.ops.len() as u32
+    }
+
+    fn patch(&mut self, at: usize, target: u32) {
+        self.ops[at] = match self.ops[at] {
+            Op::Jump(_) => Op::Jump(target),
+            Op::JumpIfZero(_) => Op::JumpIfZero(target),
+            Op::JumpIfNonZero(_) => Op::JumpIfNonZero(target),
+            other => other,
+        };
+    }
+
+    fn finish_procedure(mut self, body: &Block) -> Result<Code, CompileError> {
+        self.block(body)?;
+        self.emit(Op::Push(0));
+        self.emit(Op::Return);
+        self.finish()
+    }
+
+    fn finish_script(mut self, body: &Block) -> Result<Code, CompileError> {
+        self.block(body)?;
+        self.emit(Op::EndIteration);
+        self.finish()
+    }
+
+    fn finish(self) -> Result<Code, CompileError> {
+        if self.ops.len() > MAX_OPS {
+            return Err(self.error(
+                SourcePos { line: 1, column: 1 },
+                format!("compiles to more than {MAX_OPS} operations; split it into procedures"),
+            ));
+        }
+        if self.locals.len() > MAX_LOCALS {
+            return Err(self.error(
+                SourcePos { line: 1, column: 1 },
+                format!("uses more than {MAX_LOCALS} locals"),
+            ));
+        }
+        Ok(Code {
+            name: self.name,
+            param_count: self.param_count as u16,
+            local_count: self.locals.len() as u16,
+            ops: self.ops,
+            op_positions: self.positions,
+            origin: self.origin,
+        })
+    }
+
+    fn block(&mut self, block: &Block) -> Result<(), CompileError> {
+        for stmt in block {
+            self.stmt(stmt)?;
+        }
+        Ok(())
+    }
+
+    fn local_slot(&self, name: &str) -> Option<u16> {
+        self.locals
+            .iter()
+            .rposition(|l| l == name)
+            .map(|i| i as u16)
+    }
+
+    fn new_hidden_local(&mut self) -> u16 {
+        self.hidden += 1;
+        self.locals.push(format!(" hidden{}", self.hidden));
+        (self.locals.len() - 1) as u16
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) -> Result<(), CompileError> {
+        self.current = stmt.pos;
+        match &stmt.kind {
+            StmtKind::Let { name, value } => {
+                if self.local_slot(name).is_some() {
+                    return Err(self.error(
+                        stmt.pos,
+                        format!("`{name}` is already declared here; assign it with `{name} = ...`"),
+                    ));
+                }
+                if self.context.params.iter().any(|(p, _)| p == name) {
+                    return Err(self.error(
+                        stmt.pos,
+                        format!(
+                            "`{name}` is a scenario parameter; choose another name for the local"
+                        ),
+                    ));
+                }
+                self.expr(value)?;
+                self.locals.push(name.clone());
+                let slot = (self.locals.len() - 1) as u16;
+                self.emit(Op::SetLocal(slot));
+            }
+            StmtKind::Assign { name, value } => {
+                let Some(slot) = self.local_slot(name) else {
+                    let message = if self.context.params.iter().any(|(p, _)| p == name) {
+                        format!("`{name}` is a scenario parameter and cannot be assigned")
+                    } else {
+                        format!(
+                            "`{name}` is not declared; declare it with `let {name} = ...`{}",
+                            self.suggest(name)
+                        )
+                    };
+                    return Err(self.error(stmt.pos, message));
+                };
+                self.expr(value)?;
+                self.emit(Op::SetLocal(slot));
+            }
+            StmtKind::Store { place, value } => {
+                let place_id = self.place(place)?;
+                self.expr(value)?;
+                self.current = stmt.pos;
+                self.emit(Op::Store(place_id));
+            }
+            StmtKind::Work(cycles) => {
+                self.expr(cycles)?;
+                self.current = stmt.pos;
+                self.emit(Op::Work);
+            }
+            StmtKind::If {
+                cond,
+                then_block,
+                else_block,
+            } => {
+                self.expr(cond)?;
+                let to_else = self.emit(Op::JumpIfZero(0));
+                self.block(then_block)?;
+                if let Some(else_block) = else_block {
+                    let to_end = self.emit(Op::Jump(0));
+                    let else_start = self.here();
+                    self.patch(to_else, else_start);
+                    self.block(else_block)?;
+                    let end = self.here();
+                    self.patch(to_end, end);
+                } else {
+                    let end = self.here();
+                    self.patch(to_else, end);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                let top = self.here();
+                self.expr(cond)?;
+                let exit = self.emit(Op::JumpIfZero(0));
+                self.loops.push(LoopLabels {
+                    continue_target: top,
+                    break_patches: vec![exit],
+                });
+                self.block(body)?;
+                self.current = stmt.pos;
+                self.emit(Op::LoopBack(top));
+                self.close_loop();
+            }
+            StmtKind::Repeat { count, body } => {
+                self.expr(count)?;
+                let counter = self.new_hidden_local();
+                self.emit(Op::SetLocal(counter));
+                let top = self.here();
+                self.emit(Op::Local(counter));
+                self.emit(Op::Push(0));
+                self.emit(Op::Binary(BinaryOp::Gt));
+                let exit = self.emit(Op::JumpIfZero(0));
+                self.emit(Op::Local(counter));
+                self.emit(Op::Push(1));
+                self.emit(Op::Binary(BinaryOp::Sub));
+                self.emit(Op::SetLocal(counter));
+                self.loops.push(LoopLabels {
+                    continue_target: top,
+                    break_patches: vec![exit],
+                });
+                self.block(body)?;
+                self.current = stmt.pos;
+                self.emit(Op::LoopBack(top));
+                self.close_loop();
+            }
+            StmtKind::Break => {
+                if self.loops.is_empty() {
+                    return Err(self.error(stmt.pos, "`break` outside a loop".into()));
+                }
+                let at = self.emit(Op::Jump(0));
+                self.loops.last_mut().unwrap().break_patches.push(at);
+            }
+            StmtKind::Continue => {
+                let Some(target) = self.loops.last().map(|l| l.continue_target) else {
+                    return Err(self.error(stmt.pos, "`continue` outside a loop".into()));
+                };
+                self.emit(Op::LoopBack(target));
+            }
+            StmtKind::Return(value) => {
+                if self.program.origins[self.origin as usize].starts_with("scripts.") {
+                    if value.is_some() {
+                        return Err(self.error(
+                            stmt.pos,
+                            "a script's `return` ends the iteration and takes no value".into(),
+                        ));
+                    }
+                    self.emit(Op::EndIteration);
+                } else {
+                    match value {
+                        Some(v) => self.expr(v)?,
+                        None => {
+                            self.emit(Op::Push(0));
+                        }
+                    }
+                    self.current = stmt.pos;
+                    self.emit(Op::Return);
+                }
+            }
+            StmtKind::Fence => {
+                self.emit(Op::Fence);
+            }
+            StmtKind::Assert(cond) => {
+                self.expr(cond)?;
+                let index = self.program.positions.len() as u32;
+                self.program.positions.push((self.origin, stmt.pos));
+                self.current = stmt.pos;
+                self.emit(Op::Assert(index));
+            }
+            StmtKind::Expr(e) => {
+                self.expr(e)?;
+                self.emit(Op::Pop);
+            }
+        }
+        Ok(())
+    }
+
+    fn close_loop(&mut self) {
+        let labels = self
+            .loops
+            .pop()
+            .expect("loop labels pushed before the body");
+        let end = self.here();
+        for at in labels.break_patches {
+            self.patch(at, end);
+        }
+    }
+
+    fn suggest(&self, name: &str) -> String {
+        let mut candidates: Vec<&str> = self
+            .locals
+            .iter()
+            .filter(|l| !l.starts_with(' '))
+            .map(|s| s.as_str())
+            .collect();
+        candidates.extend(self.context.params.iter().map(|(p, _)| p.as_str()));
+        did_you_mean(name, &candidates)
+    }
+
+    fn expr(&mut self, expr: &Expr) -> Result<(), CompileError> {
+        self.current = expr.pos;
+        match &expr.kind {
+            ExprKind::Int(v) => {
+                self.emit(Op::Push(*v));
+            }
+            ExprKind::Var(name) => {
+                if let Some(slot) = self.local_slot(name) {
+                    self.emit(Op::Local(slot));
+                } else if let Some((_, value)) = self.context.params.iter().find(|(p, _)| p == name)
+                {
+                    self.emit(Op::Push(*value));
+                } else {
+                    let hint = if self.context.memory.instance_index(name).is_some() {
+                        format!("; `{name}` is an instance: name a field, as `{name}.field`")
+                    } else {
+                        self.suggest(name)
+                    };
+                    return Err(self.error(
+                        expr.pos,
+                        format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter{hint}"),
+                    ));
+                }
+            }
+            ExprKind::Unary(op, inner) => {
+                self.expr(inner)?;
+                self.current = expr.pos;
+                self.emit(Op::Unary(*op));
+            }
+            ExprKind::Binary(BinaryOp::And, a, b) => {
+                self.expr(a)?;
+                let to_false = self.emit(Op::JumpIfZero(0));
+                self.expr(b)?;
+                self.emit(Op::Push(0));
+                self.emit(Op::Binary(BinaryOp::Ne));
+                let to_end = self.emit(Op::Jump(0));
+                let false_at = self.here();
+                self.patch(to_false, false_at);
+                self.emit(Op::Push(0));
+                let end = self.here();
+                self.patch(to_end, end);
+            }
+            ExprKind::Binary(BinaryOp::Or, a, b) => {
+                self.expr(a)?;
+                let to_true = self.emit(Op::JumpIfNonZero(0));
+                self.expr(b)?;
+                self.emit(Op::Push(0));
+                self.emit(Op::Binary(BinaryOp::Ne));
+                let to_end = self.emit(Op::Jump(0));
+                let true_at = self.here();
+                self.patch(to_true, true_at);
+                self.emit(Op::Push(1));
+                let end = self.here();
+                self.patch(to_end, end);
+            }
+            ExprKind::Binary(op, a, b) => {
+                self.expr(a)?;
+                self.expr(b)?;
+                self.current = expr.pos;
+                self.emit(Op::Binary(*op));
+            }
+            ExprKind::Load(place) => {
+                let id = self.place(place)?;
+                self.current = expr.pos;
+                self.emit(Op::Load(id));
+            }
+            ExprKind::Atomic(op, place, operands) => {
+                let id = self.place(place)?;
+                if operands.len() != op.operand_count() {
+                    return Err(self.error(
+                        expr.pos,
+                        format!(
+                            "`{}` takes a place and {} value(s), found {}",
+                            op.name(),
+                            op.operand_count(),
+                            operands.len()
+                        ),
+                    ));
+                }
+                for operand in operands {
+                    self.expr(operand)?;
+                }
+                self.current = expr.pos;
+                self.emit(Op::Atomic(*op, id));
+            }
+            ExprKind::Call(name, args) => {
+                if let Some(&(_, builtin, arity)) = Builtin::ALL.iter().find(|(n, _, _)| n == name)
+                {
+                    if args.len() != arity {
+                        return Err(self.error(
+                            expr.pos,
+                            format!("`{name}` takes {arity} argument(s), found {}", args.len()),
+                        ));
+                    }
+                    for a in args {
+                        self.expr(a)?;
+                    }
+                    self.current = expr.pos;
+                    self.emit(Op::Builtin(builtin));
+                } else if let Some(index) =
+                    self.context.procedures.iter().position(|p| &p.name == name)
+                {
+                    let arity = self.context.procedures[index].params.len();
+                    if args.len() != arity {
+                        return Err(self.error(
+                            expr.pos,
+                            format!(
+                                "procedure `{name}` takes {arity} argument(s), found {}",
+                                args.len()
+                            ),
+                        ));
+                    }
+                    for a in args {
+                        self.expr(a)?;
+                    }
+                    self.current = expr.pos;
+                    self.emit(Op::Call(index as u32));
+                } else {
+                    let mut candidates: Vec<&str> =
+                        Builtin::ALL.iter().map(|(n, _, _)| *n).collect();
+                    candidates.extend(self.context.procedures.iter().map(|p| p.name.as_str()));
+                    candidates.extend(
+                        [
+                            "fetch_add",
+                            "fetch_sub",
+                            "fetch_or",
+                            "fetch_and",
+                            "xchg",
+                            "cmpxchg",
+                        ]
+                        .iter(),
+                    );
+                    let procs: Vec<&str> = self
+                        .context
+                        .procedures
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect();
+                    return Err(self.error(
+                        expr.pos,
+                        format!(
+                            "unknown procedure or builtin `{name}`{}; procedures: {}; builtins: {}",
+                            did_you_mean(name, &candidates),
+                            if procs.is_empty() {
+                                "none".to_string()
+                            } else {
+                                procs.join(", ")
+                            },
+                            Builtin::ALL
+                                .iter()
+                                .map(|(n, _, _)| *n)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn place(&mut self, place: &Place) -> Result<u32, CompileError> {
+        let memory = self.context.memory;
+        let Some(instance) = memory.instance_index(&place.instance) else {
+            let names: Vec<&str> = memory.instances.iter().map(|i| i.name.as_str()).collect();
+            return Err(self.error(
+                place.pos,
+                format!(
+                    "unknown instance `{}`{}; instances: {}",
+                    place.instance,
+                    did_you_mean(&place.instance, &names),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            ));
+        };
+        let def = memory.struct_of(instance);
+        let Some(field) = def.field_index(&place.field) else {
+            let names: Vec<&str> = def.fields.iter().map(|f| f.name.as_str()).collect();
+            return Err(self.error(
+                place.pos,
+                format!(
+                    "struct `{}` (of instance `{}`) has no field `{}`{}; fields: {}",
+                    def.name,
+                    place.instance,
+                    place.field,
+                    did_you_mean(&place.field, &names),
+                    names.join(", ")
+                ),
+            ));
+        };
+        let f = &def.fields[field];
+        if f.count > 1 && place.field_index.is_none() {
+            return Err(self.error(
+                place.pos,
+                format!(
+                    "`{}` is an array of {}; index it, as `{}.{}[i]`",
+                    place.field, f.count, place.instance, place.field
+                ),
+            ));
+        }
+        if f.count == 1 && place.field_index.is_some() {
+            return Err(self.error(
+                place.pos,
+                format!("`{}` is not an array and takes no index", place.field),
+            ));
+        }
+        let inst = &memory.instances[instance];
+        if inst.kind == InstanceKind::Global
+            && inst.element_addresses.len() > 1
+            && place.element.is_none()
+        {
+            return Err(self.error(
+                place.pos,
+                format!(
+                    "`{}` is an array of {} instances; choose one, as `{}[i].{}`",
+                    place.instance,
+                    inst.element_addresses.len(),
+                    place.instance,
+                    place.field
+                ),
+            ));
+        }
+        // Operands in stack order: element, then field index.
+        if let Some(e) = &place.element {
+            self.expr(e)?;
+        }
+        if let Some(i) = &place.field_index {
+            self.expr(i)?;
+        }
+        let text = format!(
+            "{}{}.{}{}",
+            place.instance,
+            if place.element.is_some() { "[..]" } else { "" },
+            place.field,
+            if place.field_index.is_some() {
+                "[..]"
+            } else {
+                ""
+            }
+        );
+        let id = self.program.places.len() as u32;
+        self.program.places.push(PlaceRef {
+            instance: instance as u32,
+            field: field as u32,
+            kind: inst.kind,
+            has_element: place.element.is_some(),
+            has_index: place.field_index.is_some(),
+            offset_bytes: f.offset_bytes,
+            size_bytes: f.size_bytes,
+            count: f.count,
+            field_id: self.context.field_base[instance] + field as u32,
+            text,
+            origin: self.origin,
+            pos: place.pos,
+        });
+        Ok(id)
+    }
+}
+
+/// `; did you mean `x`?` when a candidate is close, else empty.
+pub fn did_you_mean(given: &str, candidates: &[&str]) -> String {
+    let best = candidates
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(given, c), *c))
+        .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d > 0)
+        .min();
+    match best {
+        Some((_, c)) => format!("; did you mean `{c}`?"),
+        None => String::new(),
+    }
+}

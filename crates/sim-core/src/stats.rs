@@ -1,0 +1,291 @@
+//! The statistics probe: per-field and per-line attribution of coherence
+//! traffic, in the spirit of `perf c2c`, and the distribution of cycles per
+//! iteration.
+
+use crate::coherence::Route;
+use crate::probe::{AccessEvent, AccessKind, Probe};
+use crate::time::Cycle;
+
+/// Counters for one field or one line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    /// Accesses answered by the core's own cache (or its store buffer).
+    pub hits: u64,
+    pub misses: u64,
+    /// Misses served from a Modified or Owned copy in another core.
+    pub hitm: u64,
+    /// Copies invalidated in other caches by these accesses.
+    pub invalidations: u64,
+    /// Misses with a leg crossing sockets.
+    pub cross_socket: u64,
+    /// Cycles CPUs waited for these accesses (not counting store drains).
+    pub stall_cycles: u64,
+}
+
+impl Traffic {
+    pub fn accesses(&self) -> u64 {
+        self.loads + self.stores + self.atomics
+    }
+
+    fn add(&mut self, event: &AccessEvent<'_>) {
+        match event.kind {
+            AccessKind::Load | AccessKind::LoadForwarded => self.loads += 1,
+            AccessKind::Store => self.stores += 1,
+            // Counted when posted, as the program's store; the drain adds
+            // the line traffic below.
+            AccessKind::StoreDrain => {}
+            AccessKind::Atomic(_) => self.atomics += 1,
+        }
+        match event.report {
+            None => self.hits += 1,
+            Some(r) => {
+                if r.is_hit() {
+                    if event.kind != AccessKind::StoreDrain {
+                        self.hits += 1;
+                    }
+                } else {
+                    self.misses += 1;
+                    if r.hitm {
+                        self.hitm += 1;
+                    }
+                    if r.cross_socket {
+                        self.cross_socket += 1;
+                    }
+                }
+                self.invalidations += r.invalidations as u64;
+            }
+        }
+        self.stall_cycles += event.stall_cycles;
+    }
+}
+
+/// A log-linear histogram: exact below 128, then 64 buckets per power of
+/// two (under 1.6 % relative error), deterministic and small.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+    sum: u128,
+    max: u64,
+}
+
+const SUB_BUCKET_BITS: u32 = 6;
+const EXACT_LIMIT: u64 = 2 << SUB_BUCKET_BITS;
+
+fn bucket_of(value: u64) -> usize {
+    if value < EXACT_LIMIT {
+        return value as usize;
+    }
+    let exponent = 63 - value.leading_zeros();
+    let shift = exponent - SUB_BUCKET_BITS;
+    let mantissa = value >> shift;
+    (EXACT_LIMIT
+        + (shift as u64 - 1) * (1 << SUB_BUCKET_BITS)
+        + (mantissa - (1 << SUB_BUCKET_BITS))) as usize
+}
+
+fn bucket_low(bucket: usize) -> u64 {
+    let bucket = bucket as u64;
+    if bucket < EXACT_LIMIT {
+        return bucket;
+    }
+    let above = bucket - EXACT_LIMIT;
+    let shift = above / (1 << SUB_BUCKET_BITS) + 1;
+    let mantissa = above % (1 << SUB_BUCKET_BITS) + (1 << SUB_BUCKET_BITS);
+    mantissa << shift
+}
+
+impl Histogram {
+    pub fn record(&mut self, value: u64) {
+        let b = bucket_of(value);
+        if b >= self.counts.len() {
+            self.counts.resize(b + 1, 0);
+        }
+        self.counts[b] += 1;
+        self.total += 1;
+        self.sum += value as u128;
+        self.max = self.max.max(value);
+    }
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+    }
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+    /// Exact mean, in hundredths of a cycle (integer, so reports are stable).
+    pub fn mean_centi(&self) -> u64 {
+        if self.total == 0 {
+            0
+        } else {
+            (self.sum * 100 / self.total as u128) as u64
+        }
+    }
+    pub fn mean(&self) -> f64 {
+        self.mean_centi() as f64 / 100.0
+    }
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+    /// The value at `per_mille`/1000 of the distribution (lower bucket bound).
+    pub fn quantile(&self, per_mille: u64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let rank = (self.total * per_mille).div_ceil(1000).max(1);
+        let mut seen = 0;
+        for (b, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return bucket_low(b).min(self.max);
+            }
+        }
+        self.max
+    }
+}
+
+/// Collects traffic per field and per line, and cycles per iteration.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    pub per_field: Vec<Traffic>,
+    pub per_unit: Vec<Traffic>,
+    pub iteration_cycles: Histogram,
+    /// Measured iterations per CPU index in the thread list.
+    pub stalled_on_store_buffer_cycles: u64,
+    unit_bytes: u64,
+    measuring: Vec<bool>,
+    cpu_slot: Vec<u32>,
+}
+
+impl Stats {
+    /// `cpus`: the CPUs that run scripts; `warmup` iterations are not measured.
+    pub fn new(
+        field_count: usize,
+        unit_count: usize,
+        unit_bytes: u32,
+        cpus: &[u32],
+        warmup: u64,
+    ) -> Stats {
+        let max_cpu = cpus
+            .iter()
+            .copied()
+            .max()
+            .map(|c| c as usize + 1)
+            .unwrap_or(0);
+        let mut cpu_slot = vec![u32::MAX; max_cpu];
+        for (slot, &cpu) in cpus.iter().enumerate() {
+            cpu_slot[cpu as usize] = slot as u32;
+        }
+        Stats {
+            per_field: vec![Traffic::default(); field_count],
+            per_unit: vec![Traffic::default(); unit_count],
+            iteration_cycles: Histogram::default(),
+            stalled_on_store_buffer_cycles: 0,
+            unit_bytes: unit_bytes as u64,
+            measuring: vec![warmup == 0; cpus.len()],
+            cpu_slot,
+        }
+    }
+
+    fn measuring(&self, cpu: u32) -> bool {
+        self.cpu_slot
+            .get(cpu as usize)
+            .and_then(|&s| self.measuring.get(s as usize))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    pub fn total(&self) -> Traffic {
+        let mut t = Traffic::default();
+        for f in &self.per_field {
+            t.loads += f.loads;
+            t.stores += f.stores;
+            t.atomics += f.atomics;
+            t.hits += f.hits;
+            t.misses += f.misses;
+            t.hitm += f.hitm;
+            t.invalidations += f.invalidations;
+            t.cross_socket += f.cross_socket;
+            t.stall_cycles += f.stall_cycles;
+        }
+        t
+    }
+}
+
+impl Probe for Stats {
+    fn on_access(&mut self, event: &AccessEvent<'_>) {
+        if !self.measuring(event.cpu) {
+            return;
+        }
+        if let Some(f) = self.per_field.get_mut(event.field_id as usize) {
+            f.add(event);
+        }
+        let unit = (event.address / self.unit_bytes) as usize;
+        if let Some(u) = self.per_unit.get_mut(unit) {
+            u.add(event);
+        }
+        if let Some(r) = event.report {
+            debug_assert!(r.is_hit() || !matches!(r.route, Route::Hit));
+        }
+    }
+
+    fn on_iteration(&mut self, cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
+        if measured {
+            self.iteration_cycles.record(end - start);
+        } else if let Some(&slot) = self.cpu_slot.get(cpu as usize) {
+            // The warm-up's last iteration ended: measure from here on.
+            if let Some(m) = self.measuring.get_mut(slot as usize) {
+                *m = true;
+            }
+        }
+    }
+
+    fn on_store_buffer_wait(&mut self, cpu: u32, from: Cycle, until: Cycle) {
+        if self.measuring(cpu) {
+            self.stalled_on_store_buffer_cycles += until - from;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_round_trip_within_two_percent() {
+        for v in [0u64, 1, 127, 128, 129, 1000, 4095, 65_537, 1 << 40] {
+            let low = bucket_low(bucket_of(v));
+            assert!(low <= v, "{v}: low {low}");
+            assert!((v - low) as f64 <= v as f64 * 0.016 + 0.5, "{v}: low {low}");
+        }
+        let mut prev = 0;
+        for b in 0..2000 {
+            let low = bucket_low(b);
+            assert!(b == 0 || low > prev, "bucket {b}");
+            assert_eq!(bucket_of(low), b);
+            prev = low;
+        }
+    }
+
+    #[test]
+    fn quantiles_and_mean() {
+        let mut h = Histogram::default();
+        for v in 1..=100 {
+            h.record(v);
+        }
+        assert_eq!(h.quantile(500), 50);
+        assert_eq!(h.quantile(990), 99);
+        assert_eq!(h.mean_centi(), 5050);
+        assert_eq!(h.count(), 100);
+    }
+}

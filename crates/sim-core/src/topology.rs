@@ -1,0 +1,458 @@
+//! The machine: a tree of sockets, NUMA nodes, L3 domains, cores and SMT
+//! threads (the CPUs), numbered as Linux numbers them, and the latencies of
+//! moving a cache line across each level of that tree.
+//!
+//! The tree is regular (every socket has the same number of nodes, and so
+//! on), which describes every preset: an Intel mesh die is one L3 domain per
+//! node; an AMD CCX is one L3 domain; an SNC or NPS domain is one node.
+//!
+//! Linux numbering: physical cores are numbered socket by socket, node by
+//! node, L3 domain by L3 domain; CPU `c` is thread 0 of core `c`, and CPU
+//! `c + k * physical_cores` is its k-th SMT sibling (as lscpu shows on the
+//! reference machines, calibration.md §0.1).
+
+use std::fmt;
+
+/// Which cache-coherence protocol the private caches follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    /// Modified, Exclusive, Shared, Invalid.
+    Mesi,
+    /// MESI plus Forward: one clean sharer answers reads (Intel).
+    Mesif,
+    /// MESI plus Owned: a dirty line is shared without writing it back (AMD).
+    Moesi,
+}
+
+impl Protocol {
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Mesi => "mesi",
+            Protocol::Mesif => "mesif",
+            Protocol::Moesi => "moesi",
+        }
+    }
+}
+
+/// Where a miss that cannot be answered inside the requester's L3 domain
+/// looks the line up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Lookup {
+    /// The snoop filter of the requester's own node tracks every line cached
+    /// on it, whatever the line's home (Intel CHA snoop filter): a transfer
+    /// between two cores of one socket never leaves the socket.
+    Local,
+    /// The directory (probe filter) at the line's home node is consulted for
+    /// every transfer between L3 domains (AMD): a transfer between two cores
+    /// of the socket that is not the home crosses to the home and back.
+    Home,
+}
+
+impl Lookup {
+    pub fn name(self) -> &'static str {
+        match self {
+            Lookup::Local => "local",
+            Lookup::Home => "home",
+        }
+    }
+}
+
+/// Latencies of the machine, in core cycles at its clock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LatencySpec {
+    /// Load or store that hits the core's own cache.
+    pub l1_hit_cycles: u64,
+    /// Execution of a locked read-modify-write on a line the core owns; the
+    /// line is held for this long.
+    pub locked_op_cycles: u64,
+    /// Extra cost when a thread touches a line last written by its SMT sibling.
+    pub smt_transfer_cycles: u64,
+    /// A line moved between two cores of one L3 domain (resolved by the
+    /// domain's own tags, without the directory).
+    pub l3_transfer_cycles: u64,
+    /// One leg of a transaction between a core and its own node's agent, or
+    /// two cores of one node in different L3 domains.
+    pub hop_in_node_cycles: u64,
+    /// One leg between two nodes of one socket.
+    pub hop_between_nodes_cycles: u64,
+    /// One leg between two sockets.
+    pub hop_between_sockets_cycles: u64,
+    /// The DRAM access itself, at the home node, excluding the legs to it.
+    pub dram_cycles: u64,
+}
+
+/// A machine as a user or a preset describes it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MachineSpec {
+    pub name: String,
+    /// Core clock; converts cycles to nanoseconds in reports only.
+    pub clock_mhz: u64,
+    pub sockets: u32,
+    pub nodes_per_socket: u32,
+    pub l3_per_node: u32,
+    pub cores_per_l3: u32,
+    pub threads_per_core: u32,
+    pub line_size_bytes: u32,
+    pub protocol: Protocol,
+    pub lookup: Lookup,
+    /// Intel's adjacent-line (spatial) prefetcher: lines 2N and 2N+1 move
+    /// together, so they false-share as one 128-byte unit.
+    pub adjacent_line_prefetch: bool,
+    pub store_buffer_entries: u32,
+    pub latency: LatencySpec,
+}
+
+/// Upper bounds on a machine, so that a typo cannot ask for a machine that
+/// exhausts memory.
+pub const MAX_CPUS: u64 = 4096;
+pub const MAX_SOCKETS: u32 = 64;
+
+/// A machine description that cannot be built, naming the key at fault.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecError {
+    pub key: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}`: {}", self.key, self.message)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// How two CPUs are related in the tree, nearest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PairClass {
+    SameCpu,
+    SmtSibling,
+    SameL3,
+    SameNode,
+    SameSocket,
+    CrossSocket,
+}
+
+impl PairClass {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PairClass::SameCpu => "same CPU",
+            PairClass::SmtSibling => "SMT siblings",
+            PairClass::SameL3 => "same L3 domain",
+            PairClass::SameNode => "same node, other L3 domain",
+            PairClass::SameSocket => "same socket, other node",
+            PairClass::CrossSocket => "cross socket",
+        }
+    }
+}
+
+/// The built machine: where each CPU sits.
+#[derive(Clone, Debug)]
+pub struct Topology {
+    pub spec: MachineSpec,
+    physical_cores: u32,
+    cpus: u32,
+}
+
+impl Topology {
+    pub fn new(spec: MachineSpec) -> Result<Topology, SpecError> {
+        fn at_least_one(key: &'static str, value: u32) -> Result<(), SpecError> {
+            if value == 0 {
+                return Err(SpecError {
+                    key,
+                    message: "must be at least 1".into(),
+                });
+            }
+            Ok(())
+        }
+        at_least_one("sockets", spec.sockets)?;
+        at_least_one("nodes_per_socket", spec.nodes_per_socket)?;
+        at_least_one("l3_per_node", spec.l3_per_node)?;
+        at_least_one("cores_per_l3", spec.cores_per_l3)?;
+        at_least_one("threads_per_core", spec.threads_per_core)?;
+        if spec.sockets > MAX_SOCKETS {
+            return Err(SpecError {
+                key: "sockets",
+                message: format!("{} is more than the limit of {MAX_SOCKETS}", spec.sockets),
+            });
+        }
+        let cpus = spec.sockets as u64
+            * spec.nodes_per_socket as u64
+            * spec.l3_per_node as u64
+            * spec.cores_per_l3 as u64
+            * spec.threads_per_core as u64;
+        if cpus > MAX_CPUS {
+            return Err(SpecError {
+                key: "sockets",
+                message: format!(
+                    "the machine would have {cpus} CPUs; the limit is {MAX_CPUS} \
+                     (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core)"
+                ),
+            });
+        }
+        if spec.threads_per_core > 8 {
+            return Err(SpecError {
+                key: "threads_per_core",
+                message: format!("{} is out of range 1..=8", spec.threads_per_core),
+            });
+        }
+        if !spec.line_size_bytes.is_power_of_two() || !(16..=4096).contains(&spec.line_size_bytes) {
+            return Err(SpecError {
+                key: "line_size_bytes",
+                message: format!(
+                    "{} must be a power of two from 16 to 4096",
+                    spec.line_size_bytes
+                ),
+            });
+        }
+        if spec.clock_mhz == 0 || spec.clock_mhz > 100_000 {
+            return Err(SpecError {
+                key: "clock_mhz",
+                message: format!("{} is out of range 1..=100000", spec.clock_mhz),
+            });
+        }
+        if spec.store_buffer_entries == 0 || spec.store_buffer_entries > 1024 {
+            return Err(SpecError {
+                key: "store_buffer_entries",
+                message: format!("{} is out of range 1..=1024", spec.store_buffer_entries),
+            });
+        }
+        let latency_limit = 1_000_000;
+        let l = &spec.latency;
+        for (key, value) in [
+            ("latency.l1_hit_cycles", l.l1_hit_cycles),
+            ("latency.locked_op_cycles", l.locked_op_cycles),
+            ("latency.smt_transfer_cycles", l.smt_transfer_cycles),
+            ("latency.l3_transfer_cycles", l.l3_transfer_cycles),
+            ("latency.hop_in_node_cycles", l.hop_in_node_cycles),
+            (
+                "latency.hop_between_nodes_cycles",
+                l.hop_between_nodes_cycles,
+            ),
+            (
+                "latency.hop_between_sockets_cycles",
+                l.hop_between_sockets_cycles,
+            ),
+            ("latency.dram_cycles", l.dram_cycles),
+        ] {
+            if value > latency_limit {
+                return Err(SpecError {
+                    key,
+                    message: format!("{value} is out of range 0..={latency_limit}"),
+                });
+            }
+        }
+        if l.l1_hit_cycles == 0 {
+            return Err(SpecError {
+                key: "latency.l1_hit_cycles",
+                message: "must be at least 1, so that every access takes time".into(),
+            });
+        }
+        let physical_cores = (cpus / spec.threads_per_core as u64) as u32;
+        Ok(Topology {
+            spec,
+            physical_cores,
+            cpus: cpus as u32,
+        })
+    }
+
+    pub fn cpu_count(&self) -> u32 {
+        self.cpus
+    }
+    pub fn core_count(&self) -> u32 {
+        self.physical_cores
+    }
+    pub fn node_count(&self) -> u32 {
+        self.spec.sockets * self.spec.nodes_per_socket
+    }
+    pub fn l3_count(&self) -> u32 {
+        self.node_count() * self.spec.l3_per_node
+    }
+    pub fn cores_per_node(&self) -> u32 {
+        self.spec.l3_per_node * self.spec.cores_per_l3
+    }
+    pub fn cores_per_socket(&self) -> u32 {
+        self.spec.nodes_per_socket * self.cores_per_node()
+    }
+    pub fn line_size_bytes(&self) -> u32 {
+        self.spec.line_size_bytes
+    }
+    /// The unit the protocol tracks: a line, or a pair of lines when the
+    /// adjacent-line prefetcher is on.
+    pub fn coherence_unit_bytes(&self) -> u32 {
+        if self.spec.adjacent_line_prefetch {
+            self.spec.line_size_bytes * 2
+        } else {
+            self.spec.line_size_bytes
+        }
+    }
+
+    pub fn core_of(&self, cpu: u32) -> u32 {
+        cpu % self.physical_cores
+    }
+    /// Which SMT thread of its core a CPU is (0 for the first).
+    pub fn thread_of(&self, cpu: u32) -> u32 {
+        cpu / self.physical_cores
+    }
+    pub fn l3_of_core(&self, core: u32) -> u32 {
+        core / self.spec.cores_per_l3
+    }
+    pub fn node_of_core(&self, core: u32) -> u32 {
+        core / self.cores_per_node()
+    }
+    pub fn socket_of_core(&self, core: u32) -> u32 {
+        core / self.cores_per_socket()
+    }
+    pub fn socket_of_node(&self, node: u32) -> u32 {
+        node / self.spec.nodes_per_socket
+    }
+    pub fn l3_of(&self, cpu: u32) -> u32 {
+        self.l3_of_core(self.core_of(cpu))
+    }
+    pub fn node_of(&self, cpu: u32) -> u32 {
+        self.node_of_core(self.core_of(cpu))
+    }
+    pub fn socket_of(&self, cpu: u32) -> u32 {
+        self.socket_of_core(self.core_of(cpu))
+    }
+
+    /// CPUs of a node, in Linux order.
+    pub fn cpus_of_node(&self, node: u32) -> Vec<u32> {
+        (0..self.cpus)
+            .filter(|&c| self.node_of(c) == node)
+            .collect()
+    }
+
+    pub fn pair_class(&self, a: u32, b: u32) -> PairClass {
+        let (core_a, core_b) = (self.core_of(a), self.core_of(b));
+        if a == b {
+            PairClass::SameCpu
+        } else if core_a == core_b {
+            PairClass::SmtSibling
+        } else if self.l3_of_core(core_a) == self.l3_of_core(core_b) {
+            PairClass::SameL3
+        } else if self.node_of_core(core_a) == self.node_of_core(core_b) {
+            PairClass::SameNode
+        } else if self.socket_of_core(core_a) == self.socket_of_core(core_b) {
+            PairClass::SameSocket
+        } else {
+            PairClass::CrossSocket
+        }
+    }
+
+    /// One leg between two cores in different L3 domains.
+    pub fn hop_core_to_core(&self, core_a: u32, core_b: u32) -> u64 {
+        let l = &self.spec.latency;
+        if self.l3_of_core(core_a) == self.l3_of_core(core_b) {
+            // Inside one L3 domain the leg is part of the domain's own transfer.
+            0
+        } else if self.node_of_core(core_a) == self.node_of_core(core_b) {
+            l.hop_in_node_cycles
+        } else if self.socket_of_core(core_a) == self.socket_of_core(core_b) {
+            l.hop_between_nodes_cycles
+        } else {
+            l.hop_between_sockets_cycles
+        }
+    }
+
+    /// One leg between a core and a node's agent (directory, memory controller).
+    pub fn hop_core_to_node(&self, core: u32, node: u32) -> u64 {
+        let l = &self.spec.latency;
+        let core_node = self.node_of_core(core);
+        if core_node == node {
+            l.hop_in_node_cycles
+        } else if self.socket_of_node(core_node) == self.socket_of_node(node) {
+            l.hop_between_nodes_cycles
+        } else {
+            l.hop_between_sockets_cycles
+        }
+    }
+
+    /// Converts cycles to nanoseconds at the machine's clock (reports only).
+    pub fn cycles_to_ns(&self, cycles: f64) -> f64 {
+        cycles * 1000.0 / self.spec.clock_mhz as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn two_socket_spec() -> MachineSpec {
+        MachineSpec {
+            name: "test".into(),
+            clock_mhz: 2000,
+            sockets: 2,
+            nodes_per_socket: 2,
+            l3_per_node: 2,
+            cores_per_l3: 4,
+            threads_per_core: 2,
+            line_size_bytes: 64,
+            protocol: Protocol::Moesi,
+            lookup: Lookup::Home,
+            adjacent_line_prefetch: false,
+            store_buffer_entries: 16,
+            latency: LatencySpec {
+                l1_hit_cycles: 4,
+                locked_op_cycles: 20,
+                smt_transfer_cycles: 5,
+                l3_transfer_cycles: 60,
+                hop_in_node_cycles: 30,
+                hop_between_nodes_cycles: 50,
+                hop_between_sockets_cycles: 100,
+                dram_cycles: 150,
+            },
+        }
+    }
+
+    #[test]
+    fn linux_numbering_puts_smt_siblings_one_physical_core_count_apart() {
+        let t = Topology::new(two_socket_spec()).unwrap();
+        assert_eq!(t.cpu_count(), 64);
+        assert_eq!(t.core_count(), 32);
+        assert_eq!(t.core_of(3), 3);
+        assert_eq!(t.core_of(35), 3);
+        assert_eq!(t.thread_of(35), 1);
+        assert_eq!(t.pair_class(3, 35), PairClass::SmtSibling);
+        assert_eq!(t.pair_class(0, 3), PairClass::SameL3);
+        assert_eq!(t.pair_class(0, 4), PairClass::SameNode);
+        assert_eq!(t.pair_class(0, 8), PairClass::SameSocket);
+        assert_eq!(t.pair_class(0, 16), PairClass::CrossSocket);
+        assert_eq!(t.pair_class(0, 48), PairClass::CrossSocket);
+        assert_eq!(t.node_of(47), 1);
+        assert_eq!(t.socket_of(63), 1);
+        assert_eq!(
+            t.cpus_of_node(0),
+            vec![0, 1, 2, 3, 4, 5, 6, 7, 32, 33, 34, 35, 36, 37, 38, 39]
+        );
+    }
+
+    #[test]
+    fn hops_follow_the_lowest_common_level() {
+        let t = Topology::new(two_socket_spec()).unwrap();
+        assert_eq!(t.hop_core_to_core(0, 1), 0);
+        assert_eq!(t.hop_core_to_core(0, 4), 30);
+        assert_eq!(t.hop_core_to_core(0, 8), 50);
+        assert_eq!(t.hop_core_to_core(0, 16), 100);
+        assert_eq!(t.hop_core_to_node(0, 0), 30);
+        assert_eq!(t.hop_core_to_node(0, 1), 50);
+        assert_eq!(t.hop_core_to_node(0, 3), 100);
+    }
+
+    #[test]
+    fn impossible_machines_are_errors_naming_the_key() {
+        let mut spec = two_socket_spec();
+        spec.cores_per_l3 = 0;
+        assert_eq!(Topology::new(spec).unwrap_err().key, "cores_per_l3");
+        let mut spec = two_socket_spec();
+        spec.line_size_bytes = 48;
+        assert_eq!(Topology::new(spec).unwrap_err().key, "line_size_bytes");
+        let mut spec = two_socket_spec();
+        spec.sockets = 64;
+        spec.cores_per_l3 = 64;
+        assert!(Topology::new(spec)
+            .unwrap_err()
+            .message
+            .contains("limit is 4096"));
+    }
+}
