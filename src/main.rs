@@ -1,1 +1,207 @@
-fn main() {}
+//! `bounce`: the command line. It parses arguments, calls the library
+//! crates, and prints; it holds no simulation logic.
+//!
+//! Exit codes: 0 success, 1 a run failed (a bound hit, a script assertion,
+//! a protocol violation), 2 invalid input or usage.
+
+use clap::{Parser, Subcommand};
+use scenarios::build::{build_all, BuildOptions, BuiltVariant};
+use scenarios::results::run_all;
+use scenarios::trace::TraceProbe;
+use scenarios::{load_file, InputError, LoadedScenario};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "bounce",
+    version,
+    about = "Deterministic cache-coherence simulator: what a struct layout or a lock costs, and why",
+    after_help = "Example: bounce run scenarios/false-sharing.toml"
+)]
+struct Cli {
+    /// Host threads for running variants in parallel (results do not depend on it).
+    #[arg(long, global = true, value_name = "N")]
+    jobs: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every variant of a scenario and print the comparison and attribution.
+    Run {
+        /// The scenario file (TOML).
+        file: PathBuf,
+        /// Check the protocol invariants after every transaction (slower; always on in debug builds).
+        #[arg(long)]
+        check: bool,
+    },
+    /// Validate a scenario without running it.
+    Check {
+        /// The scenario file (TOML).
+        file: PathBuf,
+    },
+    /// Print a step trace of one variant: every access, its state changes and its cost.
+    Trace {
+        /// The scenario file (TOML).
+        file: PathBuf,
+        /// The variant to trace (default: the base).
+        #[arg(long, value_name = "NAME")]
+        variant: Option<String>,
+        /// Stop printing after this many entries.
+        #[arg(long, default_value_t = 200, value_name = "N")]
+        limit: usize,
+    },
+}
+
+const EXIT_RUN_FAILED: u8 = 1;
+const EXIT_BAD_INPUT: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { EXIT_BAD_INPUT } else { 0 });
+        }
+    };
+    if let Some(jobs) = cli.jobs {
+        if jobs == 0 {
+            eprintln!("error: --jobs must be at least 1");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        // Only the size of the pool changes; results are collected in input order.
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(jobs)
+            .build_global();
+    }
+    match cli.command {
+        Command::Run { file, check } => run(&file, check),
+        Command::Check { file } => check(&file),
+        Command::Trace {
+            file,
+            variant,
+            limit,
+        } => trace(&file, variant.as_deref(), limit),
+    }
+}
+
+fn input_error(e: &InputError) -> ExitCode {
+    eprintln!("{e}");
+    ExitCode::from(EXIT_BAD_INPUT)
+}
+
+fn load_and_build(
+    file: &PathBuf,
+    options: BuildOptions,
+) -> Result<(LoadedScenario, Vec<BuiltVariant>), ExitCode> {
+    let loaded = load_file(file).map_err(|e| input_error(&e))?;
+    let built = build_all(&loaded, options).map_err(|e| input_error(&e))?;
+    Ok((loaded, built))
+}
+
+fn run(file: &PathBuf, check: bool) -> ExitCode {
+    let mut options = BuildOptions::default();
+    options.check_invariants |= check;
+    let (loaded, built) = match load_and_build(file, options) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let results = run_all(&built);
+    print!(
+        "{}",
+        scenarios::report::full_report(&loaded.base.doc.name, &results)
+    );
+    let failures: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for f in &failures {
+            eprintln!("error: variant `{}` has no result: {}", f.name, f.error);
+        }
+        ExitCode::from(EXIT_RUN_FAILED)
+    }
+}
+
+fn check(file: &PathBuf) -> ExitCode {
+    let (loaded, built) = match load_and_build(file, BuildOptions::default()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    println!(
+        "{}: ok: scenario `{}`, {} variant(s): {}",
+        file.display(),
+        loaded.base.doc.name,
+        built.len(),
+        built
+            .iter()
+            .map(|b| b.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for b in &built {
+        let c = &b.config;
+        println!(
+            "  {}: {} ({} CPUs), {} running CPUs, {} lines of memory",
+            b.name,
+            c.topology.spec.name,
+            c.topology.cpu_count(),
+            c.threads.len(),
+            c.memory.unit_count()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+fn trace(file: &PathBuf, variant: Option<&str>, limit: usize) -> ExitCode {
+    let (loaded, built) = match load_and_build(file, BuildOptions::default()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let chosen = match variant {
+        None => &built[0],
+        Some(name) => match built.iter().find(|b| b.name == name) {
+            Some(b) => b,
+            None => {
+                let names: Vec<&str> = built.iter().map(|b| b.name.as_str()).collect();
+                let hint = scenarios::error::closest(name, &names)
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "error: `{}` has no variant `{name}`{hint}; variants: {}",
+                    file.display(),
+                    names.join(", ")
+                );
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+    };
+    let config = &chosen.config;
+    println!(
+        "trace of `{}` variant `{}` on {} ({}, lookup {}), first {limit} entries",
+        loaded.base.doc.name,
+        chosen.name,
+        config.topology.spec.name,
+        config.topology.spec.protocol.name().to_uppercase(),
+        config.topology.spec.lookup.name()
+    );
+    let mut probe = TraceProbe::new(&config.topology, &config.memory, limit);
+    let result = sim_core::engine::run(config, &mut probe);
+    for line in &probe.lines {
+        println!("{line}");
+    }
+    if probe.omitted > 0 {
+        println!(
+            "... {} more entries not shown (raise --limit)",
+            probe.omitted
+        );
+    }
+    match result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: the run has no result: {e}");
+            ExitCode::from(EXIT_RUN_FAILED)
+        }
+    }
+}

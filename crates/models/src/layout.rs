@@ -165,25 +165,26 @@ pub fn layout_struct(spec: &StructSpec) -> Result<StructDef, LayoutError> {
     let mut struct_align: u64 = 1;
     let mut fields = Vec::new();
     for f in &spec.fields {
-        let (size, natural_align) =
-            match &f.ty {
-                FieldType::Named(name) => match c_type(name) {
-                    Some(t) => t,
-                    None => return Err(err(
+        let (size, natural_align) = match &f.ty {
+            FieldType::Named(name) => match c_type(name) {
+                Some(t) => t,
+                None => {
+                    return Err(err(
                         Some(&f.name),
                         "type",
                         format!(
                             "unknown C type `{name}`; give `size` (and `align`) in bytes instead"
                         ),
-                    )),
-                },
-                FieldType::Bytes(size) => {
-                    // Raw bytes align like the largest power of two that divides
-                    // them, up to 8, as a member of that size would.
-                    let natural = (*size).max(1);
-                    (*size, (1u32 << natural.trailing_zeros()).min(8))
+                    ))
                 }
-            };
+            },
+            FieldType::Bytes(size) => {
+                // Raw bytes align like the largest power of two that divides
+                // them, up to 8, as a member of that size would.
+                let natural = (*size).max(1);
+                (*size, (1u32 << natural.trailing_zeros()).min(8))
+            }
+        };
         let align = f.align.unwrap_or(natural_align) as u64;
         if !align.is_power_of_two() {
             return Err(err(

@@ -1,8 +1,17 @@
-//! Scenario files for `bounce`: TOML in, typed and validated documents out.
+//! scenarios: the TOML scenario format, its validation with precise errors,
+//! variants as patches on a base, building runnable configurations, running
+//! them (in parallel across runs), and the result records and text reports.
+//!
+//! It never draws and never simulates by itself: simulation is `sim-core`'s,
+//! machines and layout rules are `models`'.
 
+pub mod build;
 pub mod document;
 pub mod error;
+pub mod report;
+pub mod results;
 pub mod schema;
+pub mod trace;
 
 pub use document::{load_file, load_str, LoadedScenario, Variant};
 pub use error::{InputError, SourceFile};

@@ -12,7 +12,7 @@
 //! After [`crate::load_str`] returns, the rules documented on each field hold
 //! (they are checked by the loader, not by serde alone).
 
-use std::collections::BTreeMap;
+use indexmap::IndexMap;
 use std::fmt;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -52,19 +52,19 @@ pub struct ScenarioDoc {
     pub run: RunSection,
     /// Parameter values, by identifier.
     #[serde(default)]
-    pub params: BTreeMap<String, Spanned<i64>>,
+    pub params: IndexMap<String, Spanned<i64>>,
     /// Struct layouts, by identifier.
     #[serde(default)]
-    pub structs: BTreeMap<String, StructDef>,
+    pub structs: IndexMap<String, StructDef>,
     /// Instances of structs, by identifier.
     #[serde(default)]
-    pub instances: BTreeMap<String, InstanceDef>,
+    pub instances: IndexMap<String, InstanceDef>,
     /// Procedures callable from scripts, by identifier.
     #[serde(default)]
-    pub procedures: BTreeMap<String, ProcedureDef>,
+    pub procedures: IndexMap<String, ProcedureDef>,
     /// Script texts, by name.
     #[serde(default)]
-    pub scripts: BTreeMap<String, Spanned<String>>,
+    pub scripts: IndexMap<String, Spanned<String>>,
     /// Non-empty; names unique; CPU sets pairwise disjoint.
     pub threads: Vec<ThreadGroup>,
 }

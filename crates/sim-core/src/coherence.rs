@@ -6,12 +6,15 @@
 //! Model decisions (see ARCHITECTURE.md, "Coherence model"):
 //! - Private caches are per core and shared by its SMT threads. They are
 //!   unbounded for now; the `Holder` list per line leaves room for capacity.
-//! - Transactions on one line are ordered at its home: a request that
-//!   arrives while another is in flight starts when it completes
-//!   (`busy_until`). The state change is applied when the home orders the
-//!   request (the line belongs to its next owner from that moment, and
-//!   arrives at `ready_at`), so coherence order is the order of requests at
-//!   the home, and contention queues form from this rule alone.
+//! - Transactions on one line are ordered at its home. A request that
+//!   arrives while the line is busy (a transaction in flight, or an atomic
+//!   holding it) waits in the line's queue; when the line frees, the home
+//!   serves one waiter and applies its state changes then, so contention,
+//!   queueing and the collapse of a shared atomic come from this rule alone.
+//!   Which waiter wins is the engine's seeded choice: real homes resolve
+//!   conflicts by retries, which is not first come, first served. A core
+//!   that already holds the line and queued only behind a pending snoop
+//!   yields to the other cores' requests.
 //! - A locked read-modify-write keeps the line for its execution
 //!   (`locked_until`), delaying both the next request and SMT siblings.
 //! - Costs: a transfer inside one L3 domain is resolved by the domain's tags
@@ -140,6 +143,29 @@ struct Unit {
     dir_sharers: CoreSet,
     /// Private caches holding the line, sorted by core.
     holders: Vec<Holder>,
+    /// Requests that arrived while the line was busy, in arrival order.
+    waiting: Vec<Waiter>,
+}
+
+/// A request waiting at a line's home for the line to be free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Waiter {
+    pub cpu: u32,
+    pub need: Need,
+    pub hold_cycles: u64,
+    pub issued: Cycle,
+    /// The engine's own tag (which access this is).
+    pub tag: u32,
+}
+
+/// What became of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Requested {
+    /// Served at once.
+    Done(AccessReport),
+    /// Queued at the home; when `first_waiter`, nobody is yet due to wake
+    /// the line at `free_at`.
+    Queued { free_at: Cycle, first_waiter: bool },
 }
 
 /// How the data reached the requester.
@@ -225,6 +251,7 @@ impl Coherence {
                 dir_owner: None,
                 dir_sharers: CoreSet::with_capacity(topology.core_count()),
                 holders: Vec::new(),
+                waiting: Vec::new(),
             })
             .collect();
         Coherence {
@@ -270,6 +297,11 @@ impl Coherence {
         let thread = topology.thread_of(cpu) as u8;
         let l = &topology.spec.latency;
         let u = &mut self.units[unit];
+        if !u.waiting.is_empty() {
+            // A request is queued for the line: its snoop arrives before this
+            // core may use the line again, so this access queues too.
+            return None;
+        }
         let index = u.holders.binary_search_by_key(&core, |h| h.core).ok()?;
         let holder = &mut u.holders[index];
         if need == Need::Write && !holder.state.is_writable() {
@@ -318,9 +350,10 @@ impl Coherence {
         })
     }
 
-    /// Performs an access: a hit when possible, otherwise a transaction
-    /// ordered at the line's home.
-    pub fn access(
+    /// Performs an access: a hit when possible; otherwise a transaction at
+    /// once if the line is free at its home, or a place in the line's queue.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request(
         &mut self,
         topology: &Topology,
         now: Cycle,
@@ -328,23 +361,126 @@ impl Coherence {
         unit: usize,
         need: Need,
         hold_cycles: u64,
-    ) -> Result<AccessReport, SimError> {
+        tag: u32,
+    ) -> Result<Requested, SimError> {
         if let Some(report) = self.try_hit(topology, now, cpu, unit, need, hold_cycles) {
             if self.check_invariants {
                 self.check_unit(unit, report.done)?;
             }
-            return Ok(report);
+            return Ok(Requested::Done(report));
         }
-        let report = self.transaction(topology, now, cpu, unit, need, hold_cycles);
+        let u = &mut self.units[unit];
+        if u.busy_until > now || !u.waiting.is_empty() {
+            u.waiting.push(Waiter {
+                cpu,
+                need,
+                hold_cycles,
+                issued: now,
+                tag,
+            });
+            return Ok(Requested::Queued {
+                free_at: u.busy_until.max(now),
+                first_waiter: u.waiting.len() == 1,
+            });
+        }
+        let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles);
         if self.check_invariants {
             self.check_unit(unit, report.started)?;
         }
-        Ok(report)
+        Ok(Requested::Done(report))
     }
 
+    /// The line is due to be free at `now`: serves one waiting request,
+    /// chosen by `pick(number_waiting)`. Returns `None` when the line is
+    /// still busy (retry at [`Coherence::busy_until`]) or nobody waits.
+    ///
+    /// The pick stands for the home's conflict resolution: under contention
+    /// requests are retried, and which one wins is not first come, first
+    /// served, so the engine passes a seeded random choice.
+    pub fn serve_next(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        unit: usize,
+        pick: &mut dyn FnMut(usize) -> usize,
+    ) -> Result<Option<(Waiter, AccessReport)>, SimError> {
+        let u = &mut self.units[unit];
+        if u.waiting.is_empty() || u.busy_until > now {
+            return Ok(None);
+        }
+        // A waiter whose core already holds the line only queued behind a
+        // pending snoop; the snoops (requests from other cores) go first.
+        let holds = |w: &Waiter| {
+            let core = topology.core_of(w.cpu);
+            u.holders.iter().any(|h| h.core == core)
+        };
+        let candidates: Vec<usize> = (0..u.waiting.len())
+            .filter(|&k| !holds(&u.waiting[k]))
+            .collect();
+        let chosen = if candidates.is_empty() {
+            pick(u.waiting.len()).min(u.waiting.len() - 1)
+        } else {
+            candidates[pick(candidates.len()).min(candidates.len() - 1)]
+        };
+        let waiter = u.waiting.remove(chosen);
+        let report = match self.try_hit_for_waiter(topology, now, &waiter, unit) {
+            Some(r) => r,
+            None => self.transaction(
+                topology,
+                waiter.issued,
+                now,
+                waiter.cpu,
+                unit,
+                waiter.need,
+                waiter.hold_cycles,
+            ),
+        };
+        if self.check_invariants {
+            self.check_unit(unit, report.started)?;
+        }
+        Ok(Some((waiter, report)))
+    }
+
+    /// A queued request whose core has meanwhile obtained what it needs
+    /// (its SMT sibling's transaction brought the line) completes as a hit.
+    fn try_hit_for_waiter(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        waiter: &Waiter,
+        unit: usize,
+    ) -> Option<AccessReport> {
+        let saved = std::mem::take(&mut self.units[unit].waiting);
+        let hit = self.try_hit(
+            topology,
+            now,
+            waiter.cpu,
+            unit,
+            waiter.need,
+            waiter.hold_cycles,
+        );
+        self.units[unit].waiting = saved;
+        hit.map(|mut r| {
+            r.issued = waiter.issued;
+            r
+        })
+    }
+
+    /// Requests queued on a line.
+    pub fn waiting_count(&self, unit: usize) -> usize {
+        self.units[unit].waiting.len()
+    }
+
+    /// When the line's current transaction or lock hold ends.
+    pub fn busy_until(&self, unit: usize) -> Cycle {
+        self.units[unit].busy_until
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn transaction(
         &mut self,
         topology: &Topology,
+        issued: Cycle,
         now: Cycle,
         cpu: u32,
         unit_index: usize,
@@ -357,7 +493,7 @@ impl Coherence {
         let protocol = self.protocol;
         let lookup = self.lookup;
         let u = &mut self.units[unit_index];
-        let start = now.max(u.busy_until);
+        let start = now;
         let home = u.home_node;
 
         let own = u.holders.binary_search_by_key(&core, |h| h.core);
@@ -532,7 +668,7 @@ impl Coherence {
         AccessReport {
             unit: unit_index,
             need,
-            issued: now,
+            issued,
             started: start,
             done,
             route,

@@ -13,7 +13,7 @@
 //! store finding it full). Plain stores post to the buffer and drain in
 //! order, one line transaction at a time (x86-TSO); loads forward from it.
 
-use crate::coherence::{AccessReport, Coherence, Need};
+use crate::coherence::{AccessReport, Coherence, Need, Requested};
 use crate::error::{Budget, CpuWhere, SimError};
 use crate::memory::{InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, Probe};
@@ -90,6 +90,8 @@ pub struct CpuOutcome {
 enum EventKind {
     Resume,
     DrainDone,
+    /// A line's current transaction ends: its home serves a waiting request.
+    LineFree,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +101,19 @@ enum Wait {
     BufferEmpty,
     /// A store needs a free entry.
     BufferSlot,
+    /// A load or atomic is queued at a line's home.
+    Line,
+}
+
+/// A load or atomic waiting at a line's home, to finish when served.
+#[derive(Clone, Copy, Debug)]
+struct PendingAccess {
+    op: Option<AtomicOp>,
+    address: u64,
+    size_bytes: u32,
+    field_id: u32,
+    operand: i64,
+    expected: i64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -132,6 +147,7 @@ struct Cpu {
     wait_since: Cycle,
     store_buffer: VecDeque<BufferedStore>,
     draining: bool,
+    pending: Option<PendingAccess>,
     rng: ChaCha8Rng,
 }
 
@@ -156,12 +172,20 @@ struct Simulation<'c> {
     stop_cycle: Option<u64>,
     measure_start: u64,
     store_buffer_entries: usize,
+    /// Picks the winner among requests waiting for a line.
+    arbitration: ChaCha8Rng,
+}
+
+/// Tags of queued requests: which CPU, and whether it is its store buffer.
+fn request_tag(cpu_index: usize, drain: bool) -> u32 {
+    (cpu_index as u32) << 1 | drain as u32
 }
 
 fn event_code(kind: EventKind) -> u8 {
     match kind {
         EventKind::Resume => 0,
         EventKind::DrainDone => 1,
+        EventKind::LineFree => 2,
     }
 }
 
@@ -190,6 +214,7 @@ impl<'c> Simulation<'c> {
                     wait_since: Cycle::ZERO,
                     store_buffer: VecDeque::new(),
                     draining: false,
+                    pending: None,
                     rng,
                 };
                 start_iteration(&mut cpu, &config.program);
@@ -214,6 +239,12 @@ impl<'c> Simulation<'c> {
             },
             measure_start: 0,
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
+            arbitration: {
+                // Its own stream, apart from every CPU's.
+                let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
+                rng.set_stream(u64::MAX);
+                rng
+            },
         }
     }
 
@@ -249,8 +280,10 @@ impl<'c> Simulation<'c> {
             let i = cpu_index as usize;
             if kind == event_code(EventKind::Resume) {
                 self.run_cpu(i, probe)?;
-            } else {
+            } else if kind == event_code(EventKind::DrainDone) {
                 self.drain_done(i, Cycle(cycle), probe)?;
+            } else {
+                self.line_free(i, Cycle(cycle), probe)?;
             }
             if self.cpus.iter().all(|c| c.finished) {
                 break;
@@ -464,35 +497,149 @@ impl<'c> Simulation<'c> {
             return Ok(());
         };
         let cpu_id = self.cpus[i].spec.cpu;
-        let report =
-            self.coherence
-                .access(self.topology, at, cpu_id, entry.unit, Need::Write, 0)?;
+        self.cpus[i].draining = true;
+        let requested = self.coherence.request(
+            self.topology,
+            at,
+            cpu_id,
+            entry.unit,
+            Need::Write,
+            0,
+            request_tag(i, true),
+        )?;
+        match requested {
+            Requested::Done(report) => self.finish_drain(i, &report, probe),
+            Requested::Queued {
+                free_at,
+                first_waiter,
+            } => {
+                if first_waiter {
+                    self.schedule(free_at, EventKind::LineFree, entry.unit);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish_drain(&mut self, i: usize, report: &AccessReport, probe: &mut dyn Probe) {
+        let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
+            return;
+        };
         // The store takes its place in coherence order when the home orders it.
         self.write_value(entry.address, entry.size_bytes, entry.value);
         probe.on_access(&AccessEvent {
-            cpu: cpu_id,
+            cpu: self.cpus[i].spec.cpu,
             kind: AccessKind::StoreDrain,
             address: entry.address,
             size_bytes: entry.size_bytes,
             field_id: entry.field_id,
             value: entry.value,
             new_value: None,
-            report: Some(&report),
+            report: Some(report),
             stall_cycles: 0,
         });
-        self.cpus[i].draining = true;
         self.schedule(report.done, EventKind::DrainDone, i);
+    }
+
+    /// A line's transaction has ended: serve the next waiting request.
+    fn line_free(&mut self, unit: usize, at: Cycle, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let arbitration = &mut self.arbitration;
+        let mut pick = |n: usize| uniform_below(arbitration, n as u64) as usize;
+        let served = self
+            .coherence
+            .serve_next(self.topology, at, unit, &mut pick)?;
+        if let Some((waiter, report)) = served {
+            let i = (waiter.tag >> 1) as usize;
+            if waiter.tag & 1 == 1 {
+                self.finish_drain(i, &report, probe);
+            } else {
+                self.finish_pending(i, &report, probe)?;
+            }
+        }
+        if self.coherence.waiting_count(unit) > 0 {
+            let next = self.coherence.busy_until(unit).max(at);
+            self.schedule(next, EventKind::LineFree, unit);
+        }
+        Ok(())
+    }
+
+    /// Completes a queued load or atomic, and lets its CPU go on.
+    fn finish_pending(
+        &mut self,
+        i: usize,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let Some(p) = self.cpus[i].pending.take() else {
+            return Ok(());
+        };
+        self.cpus[i].wait = Wait::None;
+        self.complete_access(i, &p, report, probe)?;
+        let now = self.cpus[i].now;
+        self.schedule(now, EventKind::Resume, i);
+        Ok(())
+    }
+
+    /// The value part of a load or atomic, once the line is there.
+    fn complete_access(
+        &mut self,
+        i: usize,
+        p: &PendingAccess,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let old = self.read_value(p.address, p.size_bytes);
+        let (kind, written) = match p.op {
+            None => (AccessKind::Load, None),
+            Some(op) => {
+                let new = match op {
+                    AtomicOp::FetchAdd => Some(old.wrapping_add(p.operand)),
+                    AtomicOp::FetchSub => Some(old.wrapping_sub(p.operand)),
+                    AtomicOp::FetchOr => Some(old | p.operand),
+                    AtomicOp::FetchAnd => Some(old & p.operand),
+                    AtomicOp::Xchg => Some(p.operand),
+                    AtomicOp::CmpXchg => (old == p.expected).then_some(p.operand),
+                };
+                if let Some(n) = new {
+                    self.write_value(p.address, p.size_bytes, n);
+                }
+                (
+                    AccessKind::Atomic(op),
+                    new.map(|_| self.read_value(p.address, p.size_bytes)),
+                )
+            }
+        };
+        let l1 = self.topology.spec.latency.l1_hit_cycles;
+        let cpu = &mut self.cpus[i];
+        cpu.now = cpu.now.max(report.done);
+        if p.op.is_some() {
+            cpu.now += self.topology.spec.latency.locked_op_cycles;
+        }
+        probe.on_access(&AccessEvent {
+            cpu: cpu.spec.cpu,
+            kind,
+            address: p.address,
+            size_bytes: p.size_bytes,
+            field_id: p.field_id,
+            value: old,
+            new_value: written,
+            report: Some(report),
+            // Cycles beyond an L1 hit that the CPU waited for the line.
+            stall_cycles: (report.done - report.issued).saturating_sub(l1),
+        });
+        self.push(i, old)?;
+        self.advance_pc(i);
         Ok(())
     }
 
     fn drain_done(&mut self, i: usize, at: Cycle, probe: &mut dyn Probe) -> Result<(), SimError> {
         let cpu = &mut self.cpus[i];
-        cpu.store_buffer.pop_front();
+        let drained = cpu.store_buffer.pop_front();
         cpu.draining = false;
         let resume = match cpu.wait {
             Wait::BufferEmpty => cpu.store_buffer.is_empty(),
             Wait::BufferSlot => true,
-            Wait::None => false,
+            Wait::None | Wait::Line => false,
         };
         if !cpu.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;
@@ -502,7 +649,15 @@ impl<'c> Simulation<'c> {
             let since = cpu.wait_since;
             cpu.wait = Wait::None;
             cpu.now = cpu.now.max(at);
-            probe.on_store_buffer_wait(cpu.spec.cpu, since, cpu.now);
+            if let Some(entry) = drained {
+                probe.on_store_buffer_wait(
+                    cpu.spec.cpu,
+                    since,
+                    cpu.now,
+                    entry.address,
+                    entry.field_id,
+                );
+            }
             if !cpu.finished {
                 self.run_cpu(i, probe)?;
             }
@@ -815,55 +970,52 @@ impl<'c> Simulation<'c> {
             self.advance_pc(i);
             return Ok(());
         }
-        let unit = self.memory.unit_of(address);
-        let now = self.cpus[i].now;
-        let report = self
-            .coherence
-            .access(self.topology, now, cpu_id, unit, Need::Read, 0)?;
-        let value = self.read_value(address, size);
-        self.after_access(
-            i,
-            &report,
-            probe,
-            AccessKind::Load,
-            address,
-            size,
-            place.field_id,
-            value,
-            None,
-        );
-        self.push(i, value)?;
-        self.advance_pc(i);
-        Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn after_access(
-        &mut self,
-        i: usize,
-        report: &AccessReport,
-        probe: &mut dyn Probe,
-        kind: AccessKind,
-        address: u64,
-        size: u32,
-        field_id: u32,
-        value: i64,
-        new_value: Option<i64>,
-    ) {
-        let cpu = &mut self.cpus[i];
-        let stall = report.done - cpu.now;
-        cpu.now = report.done;
-        probe.on_access(&AccessEvent {
-            cpu: cpu.spec.cpu,
-            kind,
+        let pending = PendingAccess {
+            op: None,
             address,
             size_bytes: size,
-            field_id,
-            value,
-            new_value,
-            report: Some(report),
-            stall_cycles: stall,
-        });
+            field_id: place.field_id,
+            operand: 0,
+            expected: 0,
+        };
+        self.issue(i, pending, Need::Read, 0, probe)
+    }
+
+    /// Sends a load or atomic to the line: completes it now, or parks the
+    /// CPU until the line's home serves it.
+    fn issue(
+        &mut self,
+        i: usize,
+        pending: PendingAccess,
+        need: Need,
+        hold: u64,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let unit = self.memory.unit_of(pending.address);
+        let cpu_id = self.cpus[i].spec.cpu;
+        let now = self.cpus[i].now;
+        match self.coherence.request(
+            self.topology,
+            now,
+            cpu_id,
+            unit,
+            need,
+            hold,
+            request_tag(i, false),
+        )? {
+            Requested::Done(report) => self.complete_access(i, &pending, &report, probe),
+            Requested::Queued {
+                free_at,
+                first_waiter,
+            } => {
+                if first_waiter {
+                    self.schedule(free_at, EventKind::LineFree, unit);
+                }
+                self.cpus[i].pending = Some(pending);
+                self.block_on(i, Wait::Line);
+                Ok(())
+            }
+        }
     }
 
     fn store(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {
@@ -880,6 +1032,7 @@ impl<'c> Simulation<'c> {
         let unit = self.memory.unit_of(address);
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
+        self.memory_ops += 1;
         if self.cpus[i].store_buffer.is_empty() {
             // An empty buffer drains at once into a line the core owns.
             if let Some(report) =
@@ -889,24 +1042,24 @@ impl<'c> Simulation<'c> {
                 if self.coherence.check_invariants {
                     self.coherence.check_unit(unit, report.done)?;
                 }
-                self.memory_ops += 1;
                 self.write_value(address, size, value);
-                self.after_access(
-                    i,
-                    &report,
-                    probe,
-                    AccessKind::Store,
+                let cpu = &mut self.cpus[i];
+                cpu.now = report.done;
+                probe.on_access(&AccessEvent {
+                    cpu: cpu_id,
+                    kind: AccessKind::Store,
                     address,
-                    size,
-                    place.field_id,
+                    size_bytes: size,
+                    field_id: place.field_id,
                     value,
-                    None,
-                );
+                    new_value: None,
+                    report: Some(&report),
+                    stall_cycles: 0,
+                });
                 self.advance_pc(i);
                 return Ok(());
             }
         }
-        self.memory_ops += 1;
         let cpu = &mut self.cpus[i];
         cpu.store_buffer.push_back(BufferedStore {
             address,
@@ -948,43 +1101,17 @@ impl<'c> Simulation<'c> {
         };
         let address = self.address_of(i, place, 0)?;
         self.drop_indices(i, place);
-        let size = place.size_bytes;
-        let unit = self.memory.unit_of(address);
-        let cpu_id = self.cpus[i].spec.cpu;
-        let now = self.cpus[i].now;
-        let hold = self.topology.spec.latency.locked_op_cycles;
-        let report = self
-            .coherence
-            .access(self.topology, now, cpu_id, unit, Need::Write, hold)?;
-        let old = self.read_value(address, size);
-        let new = match op {
-            AtomicOp::FetchAdd => Some(old.wrapping_add(operand)),
-            AtomicOp::FetchSub => Some(old.wrapping_sub(operand)),
-            AtomicOp::FetchOr => Some(old | operand),
-            AtomicOp::FetchAnd => Some(old & operand),
-            AtomicOp::Xchg => Some(operand),
-            AtomicOp::CmpXchg => (old == expected).then_some(operand),
-        };
-        if let Some(n) = new {
-            self.write_value(address, size, n);
-        }
-        let written = new.map(|_| self.read_value(address, size));
         self.memory_ops += 1;
-        self.after_access(
-            i,
-            &report,
-            probe,
-            AccessKind::Atomic(op),
+        let pending = PendingAccess {
+            op: Some(op),
             address,
-            size,
-            place.field_id,
-            old,
-            written,
-        );
-        self.cpus[i].now += hold;
-        self.push(i, old)?;
-        self.advance_pc(i);
-        Ok(())
+            size_bytes: place.size_bytes,
+            field_id: place.field_id,
+            operand,
+            expected,
+        };
+        let hold = self.topology.spec.latency.locked_op_cycles;
+        self.issue(i, pending, Need::Write, hold, probe)
     }
 }
 

@@ -71,8 +71,17 @@ pub trait Probe {
         _measured: bool,
     ) {
     }
-    /// A CPU waited for its store buffer (full, or an atomic or fence draining it).
-    fn on_store_buffer_wait(&mut self, _cpu: u32, _from: Cycle, _until: Cycle) {}
+    /// A CPU waited for its store buffer (full, or an atomic or fence
+    /// draining it) until the store to `address` (field `field_id`) drained.
+    fn on_store_buffer_wait(
+        &mut self,
+        _cpu: u32,
+        _from: Cycle,
+        _until: Cycle,
+        _address: u64,
+        _field_id: u32,
+    ) {
+    }
 }
 
 /// A probe that observes nothing.
@@ -98,9 +107,16 @@ impl Probe for Probes<'_> {
             p.on_iteration(cpu, index, start, end, measured);
         }
     }
-    fn on_store_buffer_wait(&mut self, cpu: u32, from: Cycle, until: Cycle) {
+    fn on_store_buffer_wait(
+        &mut self,
+        cpu: u32,
+        from: Cycle,
+        until: Cycle,
+        address: u64,
+        field_id: u32,
+    ) {
         for p in &mut self.0 {
-            p.on_store_buffer_wait(cpu, from, until);
+            p.on_store_buffer_wait(cpu, from, until, address, field_id);
         }
     }
 }

@@ -2,7 +2,6 @@
 //! traffic, in the spirit of `perf c2c`, and the distribution of cycles per
 //! iteration.
 
-use crate::coherence::Route;
 use crate::probe::{AccessEvent, AccessKind, Probe};
 use crate::time::Cycle;
 
@@ -34,8 +33,8 @@ impl Traffic {
         match event.kind {
             AccessKind::Load | AccessKind::LoadForwarded => self.loads += 1,
             AccessKind::Store => self.stores += 1,
-            // Counted when posted, as the program's store; the drain adds
-            // the line traffic below.
+            // The program's store was counted when it was posted; its drain
+            // brings the line traffic.
             AccessKind::StoreDrain => {}
             AccessKind::Atomic(_) => self.atomics += 1,
         }
@@ -43,9 +42,7 @@ impl Traffic {
             None => self.hits += 1,
             Some(r) => {
                 if r.is_hit() {
-                    if event.kind != AccessKind::StoreDrain {
-                        self.hits += 1;
-                    }
+                    self.hits += 1;
                 } else {
                     self.misses += 1;
                     if r.hitm {
@@ -234,9 +231,6 @@ impl Probe for Stats {
         if let Some(u) = self.per_unit.get_mut(unit) {
             u.add(event);
         }
-        if let Some(r) = event.report {
-            debug_assert!(r.is_hit() || !matches!(r.route, Route::Hit));
-        }
     }
 
     fn on_iteration(&mut self, cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
@@ -250,13 +244,47 @@ impl Probe for Stats {
         }
     }
 
-    fn on_store_buffer_wait(&mut self, cpu: u32, from: Cycle, until: Cycle) {
-        if self.measuring(cpu) {
-            self.stalled_on_store_buffer_cycles += until - from;
+    fn on_store_posted(
+        &mut self,
+        cpu: u32,
+        _cycle: Cycle,
+        address: u64,
+        field_id: u32,
+        _value: i64,
+    ) {
+        if !self.measuring(cpu) {
+            return;
+        }
+        if let Some(f) = self.per_field.get_mut(field_id as usize) {
+            f.stores += 1;
+        }
+        if let Some(u) = self.per_unit.get_mut((address / self.unit_bytes) as usize) {
+            u.stores += 1;
+        }
+    }
+
+    fn on_store_buffer_wait(
+        &mut self,
+        cpu: u32,
+        from: Cycle,
+        until: Cycle,
+        address: u64,
+        field_id: u32,
+    ) {
+        if !self.measuring(cpu) {
+            return;
+        }
+        let waited = until - from;
+        self.stalled_on_store_buffer_cycles += waited;
+        // The wait is the cost of the store that had to drain first.
+        if let Some(f) = self.per_field.get_mut(field_id as usize) {
+            f.stall_cycles += waited;
+        }
+        if let Some(u) = self.per_unit.get_mut((address / self.unit_bytes) as usize) {
+            u.stall_cycles += waited;
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,308 @@
+//! Text reports: the comparison table (each variant beside the base, with
+//! the change in percent, as the kernel test robot prints them) and the
+//! attribution per field and per line underneath.
+
+use crate::results::{VariantFailure, VariantResult};
+use sim_core::stats::Traffic;
+use std::fmt::Write;
+
+/// A number in 4 significant digits with an SI suffix: `55.56M`, `174.0`, `0.250`.
+pub fn si(value: f64) -> String {
+    let a = value.abs();
+    let (scaled, suffix) = if a >= 1e12 {
+        (value / 1e12, "T")
+    } else if a >= 1e9 {
+        (value / 1e9, "G")
+    } else if a >= 1e6 {
+        (value / 1e6, "M")
+    } else if a >= 1e4 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    let s = scaled.abs();
+    let digits = if s >= 1000.0 {
+        0
+    } else if s >= 100.0 {
+        1
+    } else if s >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{scaled:.digits$}{suffix}")
+}
+
+fn percent_change(base: f64, value: f64) -> String {
+    if base == 0.0 {
+        if value == 0.0 {
+            "0.0%".into()
+        } else {
+            "n/a".into()
+        }
+    } else {
+        let p = (value - base) / base * 100.0;
+        if p.abs() < 0.05 {
+            "0.0%".into()
+        } else {
+            format!("{p:+.1}%")
+        }
+    }
+}
+
+struct Metric {
+    name: &'static str,
+    value: fn(&VariantResult) -> f64,
+}
+
+const METRICS: &[Metric] = &[
+    Metric {
+        name: "throughput.total (iterations/s)",
+        value: |r| r.throughput_total(),
+    },
+    Metric {
+        name: "throughput.per_cpu (iterations/s)",
+        value: |r| r.throughput_per_cpu(),
+    },
+    Metric {
+        name: "cycles_per_iteration.mean",
+        value: |r| r.iteration_cycles.mean(),
+    },
+    Metric {
+        name: "cycles_per_iteration.p50",
+        value: |r| r.iteration_cycles.quantile(500) as f64,
+    },
+    Metric {
+        name: "cycles_per_iteration.p99",
+        value: |r| r.iteration_cycles.quantile(990) as f64,
+    },
+    Metric {
+        name: "ns_per_iteration.mean",
+        value: |r| r.cycles_to_ns(r.iteration_cycles.mean()),
+    },
+    Metric {
+        name: "misses_per_iteration",
+        value: |r| r.per_iteration(r.total.misses),
+    },
+    Metric {
+        name: "hitm_per_iteration",
+        value: |r| r.per_iteration(r.total.hitm),
+    },
+    Metric {
+        name: "invalidations_per_iteration",
+        value: |r| r.per_iteration(r.total.invalidations),
+    },
+    Metric {
+        name: "cross_socket_per_iteration",
+        value: |r| r.per_iteration(r.total.cross_socket),
+    },
+    Metric {
+        name: "stall_cycles_per_iteration",
+        value: |r| r.per_iteration(r.total.stall_cycles),
+    },
+];
+
+/// How many variants share one block of the comparison table.
+const VARIANTS_PER_BLOCK: usize = 3;
+
+/// The comparison table, in blocks of up to three variants beside the base.
+pub fn comparison_table(results: &[VariantResult]) -> String {
+    let mut out = String::new();
+    let Some(base) = results.first() else {
+        return out;
+    };
+    let others = &results[1..];
+    let blocks: Vec<&[VariantResult]> = if others.is_empty() {
+        vec![&[]]
+    } else {
+        others.chunks(VARIANTS_PER_BLOCK).collect()
+    };
+    for (b, block) in blocks.iter().enumerate() {
+        if b > 0 {
+            out.push('\n');
+        }
+        let mut header = format!("{:>16}", truncate(&base.name, 16));
+        let mut rule = format!("{:->16}", "");
+        for v in block.iter() {
+            let _ = write!(header, "  {:>9}  {:>16}", "%change", truncate(&v.name, 16));
+            let _ = write!(rule, "  {:->9}  {:->16}", "", "");
+        }
+        let _ = writeln!(out, "{header}  metric");
+        let _ = writeln!(out, "{rule}  {:-<34}", "");
+        for m in METRICS {
+            let base_value = (m.value)(base);
+            let mut row = format!("{:>16}", si(base_value));
+            for v in block.iter() {
+                let value = (m.value)(v);
+                let _ = write!(
+                    row,
+                    "  {:>9}  {:>16}",
+                    percent_change(base_value, value),
+                    si(value)
+                );
+            }
+            let _ = writeln!(out, "{row}  {}", m.name);
+        }
+    }
+    out
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n - 1).collect();
+        t.push('~');
+        t
+    }
+}
+
+fn traffic_columns(t: &Traffic) -> String {
+    format!(
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13}",
+        t.accesses(),
+        t.hits,
+        t.misses,
+        t.hitm,
+        t.invalidations,
+        t.cross_socket,
+        t.stall_cycles
+    )
+}
+
+const TRAFFIC_HEADER: &str =
+    "  accesses       hits    misses      HITM     inval  x-socket  stall-cycles";
+
+/// Lines of the detail shown per variant before eliding the rest.
+pub const MAX_LINES_SHOWN: usize = 16;
+
+/// The attribution per field and per line of one variant.
+pub fn attribution(result: &VariantResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} CPUs, {} iterations in {} cycles ({:.3} ms simulated), {} events",
+        result.name,
+        result.cpus.len(),
+        result.measured_iterations(),
+        result.outcome.elapsed_cycles,
+        result.elapsed_seconds() * 1e3,
+        result.outcome.events
+    );
+    if let Some(d) = &result.description {
+        let _ = writeln!(out, "  {d}");
+    }
+    let _ = writeln!(out, "\n  per field{:>22} {}", "lines", TRAFFIC_HEADER);
+    let mut fields: Vec<_> = result
+        .fields
+        .iter()
+        .filter(|f| f.traffic.accesses() > 0)
+        .collect();
+    fields.sort_by_key(|f| std::cmp::Reverse(f.traffic.stall_cycles));
+    for f in fields {
+        let lines = match f.units.as_slice() {
+            [] => "-".to_string(),
+            [one] => one.to_string(),
+            [first, .., last] if f.units.len() == last - first + 1 && f.units.len() <= 4 => {
+                format!("{first}-{last}")
+            }
+            many => format!("{} lines", many.len()),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>8} {}",
+            truncate(&f.name, 22),
+            lines,
+            traffic_columns(&f.traffic)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n  per line   address  home {}  fields",
+        TRAFFIC_HEADER
+    );
+    let mut lines: Vec<_> = result.lines.iter().collect();
+    lines.sort_by(|a, b| {
+        b.traffic
+            .stall_cycles
+            .cmp(&a.traffic.stall_cycles)
+            .then(a.unit.cmp(&b.unit))
+    });
+    for l in lines.iter().take(MAX_LINES_SHOWN) {
+        let mut names = l.fields.join(" ");
+        if names.chars().count() > 60 {
+            names = truncate(&names, 60);
+        }
+        let _ = writeln!(
+            out,
+            "  {:>8} {:>#9x} {:>5} {}  {}",
+            l.unit,
+            l.address,
+            l.home_node,
+            traffic_columns(&l.traffic),
+            names
+        );
+    }
+    if lines.len() > MAX_LINES_SHOWN {
+        let _ = writeln!(
+            out,
+            "  ... {} more lines with traffic (see --json for all)",
+            lines.len() - MAX_LINES_SHOWN
+        );
+    }
+    out
+}
+
+/// The whole report of a run: header, comparison table, then the detail.
+pub fn full_report(
+    scenario_name: &str,
+    results: &[Result<VariantResult, VariantFailure>],
+) -> String {
+    let mut out = String::new();
+    let ok: Vec<VariantResult> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok().cloned())
+        .collect();
+    if let Some(base) = ok.first() {
+        let _ = writeln!(
+            out,
+            "bounce: {scenario_name} on {} ({} MHz), {} variant(s), base `{}`\n",
+            base.machine,
+            base.clock_mhz,
+            results.len(),
+            base.name
+        );
+    }
+    out.push_str(&comparison_table(&ok));
+    for r in results {
+        out.push('\n');
+        match r {
+            Ok(r) => out.push_str(&attribution(r)),
+            Err(f) => {
+                let _ = writeln!(out, "{}: FAILED: {}", f.name, f.error);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn si_keeps_four_significant_digits() {
+        assert_eq!(si(55_555_555.0), "55.56M");
+        assert_eq!(si(174.4), "174.4");
+        assert_eq!(si(0.25), "0.250");
+        assert_eq!(si(12_345.0), "12.35k");
+        assert_eq!(si(1234.0), "1234");
+    }
+
+    #[test]
+    fn percent_change_reads_like_lkp() {
+        assert_eq!(percent_change(15722.0, 4792.0), "-69.5%");
+        assert_eq!(percent_change(100.0, 100.0), "0.0%");
+        assert_eq!(percent_change(0.0, 3.0), "n/a");
+    }
+}

@@ -1,0 +1,195 @@
+//! Running built variants (in parallel across variants, never inside one)
+//! and the result records they produce.
+
+use crate::build::BuiltVariant;
+use rayon::prelude::*;
+use sim_core::engine::{run, RunOutcome, SimConfig};
+use sim_core::stats::{Histogram, Stats, Traffic};
+use sim_core::SimError;
+
+/// Traffic of one field of one instance, over all its elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldResult {
+    /// `instance.field`.
+    pub name: String,
+    /// Coherence units the field occupies, over all elements.
+    pub units: Vec<usize>,
+    pub traffic: Traffic,
+}
+
+/// Traffic of one line (coherence unit).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LineResult {
+    pub unit: usize,
+    pub address: u64,
+    pub home_node: u32,
+    /// Fields on the line, as `inst[e].field`.
+    pub fields: Vec<String>,
+    pub traffic: Traffic,
+}
+
+/// Everything measured for one variant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VariantResult {
+    pub name: String,
+    pub description: Option<String>,
+    pub machine: String,
+    pub clock_mhz: u64,
+    pub cpus: Vec<u32>,
+    pub outcome: RunOutcome,
+    pub iteration_cycles: Histogram,
+    pub total: Traffic,
+    pub store_buffer_stall_cycles: u64,
+    pub fields: Vec<FieldResult>,
+    pub lines: Vec<LineResult>,
+}
+
+impl VariantResult {
+    pub fn measured_iterations(&self) -> u64 {
+        self.outcome
+            .cpus
+            .iter()
+            .map(|c| c.measured_iterations)
+            .sum()
+    }
+    pub fn elapsed_seconds(&self) -> f64 {
+        self.outcome.elapsed_cycles as f64 / (self.clock_mhz as f64 * 1e6)
+    }
+    /// Iterations per simulated second, all CPUs.
+    pub fn throughput_total(&self) -> f64 {
+        let s = self.elapsed_seconds();
+        if s == 0.0 {
+            0.0
+        } else {
+            self.measured_iterations() as f64 / s
+        }
+    }
+    pub fn throughput_per_cpu(&self) -> f64 {
+        if self.cpus.is_empty() {
+            0.0
+        } else {
+            self.throughput_total() / self.cpus.len() as f64
+        }
+    }
+    pub fn per_iteration(&self, count: u64) -> f64 {
+        let n = self.measured_iterations();
+        if n == 0 {
+            0.0
+        } else {
+            count as f64 / n as f64
+        }
+    }
+    pub fn cycles_to_ns(&self, cycles: f64) -> f64 {
+        cycles * 1000.0 / self.clock_mhz as f64
+    }
+}
+
+/// A variant that stopped without a result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariantFailure {
+    pub name: String,
+    pub error: SimError,
+}
+
+/// Runs one built variant with the statistics probe.
+pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure> {
+    let config: &SimConfig = &built.config;
+    let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+    let mut stats = Stats::new(
+        config.program.field_names.len(),
+        config.memory.unit_count(),
+        config.memory.unit_bytes,
+        &cpus,
+        config.warmup_iterations,
+    );
+    let outcome = run(config, &mut stats).map_err(|error| VariantFailure {
+        name: built.name.clone(),
+        error,
+    })?;
+    let memory = &config.memory;
+    let fields = config
+        .program
+        .field_names
+        .iter()
+        .enumerate()
+        .map(|(id, &(inst, field))| {
+            let instance = &memory.instances[inst as usize];
+            let def = &memory.structs[instance.struct_index].fields[field as usize];
+            let mut units: Vec<usize> = Vec::new();
+            for &base in &instance.element_addresses {
+                let start = base + def.offset_bytes as u64;
+                let end = start + def.total_bytes().max(1) as u64;
+                for u in memory.unit_of(start)..=memory.unit_of(end - 1) {
+                    units.push(u);
+                }
+            }
+            units.sort_unstable();
+            units.dedup();
+            FieldResult {
+                name: format!("{}.{}", instance.name, def.name),
+                units,
+                traffic: stats.per_field[id].clone(),
+            }
+        })
+        .collect();
+    let lines = stats
+        .per_unit
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.accesses() > 0 || t.misses > 0)
+        .map(|(unit, t)| LineResult {
+            unit,
+            address: unit as u64 * memory.unit_bytes as u64,
+            home_node: memory.unit_homes[unit],
+            fields: fields_on_unit(memory, unit),
+            traffic: t.clone(),
+        })
+        .collect();
+    Ok(VariantResult {
+        name: built.name.clone(),
+        description: built.description.clone(),
+        machine: config.topology.spec.name.clone(),
+        clock_mhz: config.topology.spec.clock_mhz,
+        cpus,
+        total: stats.total(),
+        iteration_cycles: stats.iteration_cycles.clone(),
+        store_buffer_stall_cycles: stats.stalled_on_store_buffer_cycles,
+        outcome,
+        fields,
+        lines,
+    })
+}
+
+/// Names of the fields that overlap a unit.
+pub fn fields_on_unit(memory: &sim_core::memory::MemoryLayout, unit: usize) -> Vec<String> {
+    let start = unit as u64 * memory.unit_bytes as u64;
+    let end = start + memory.unit_bytes as u64;
+    let mut names = Vec::new();
+    for inst in &memory.instances {
+        let def = &memory.structs[inst.struct_index];
+        let many = inst.element_addresses.len() > 1;
+        for (e, &base) in inst.element_addresses.iter().enumerate() {
+            if base >= end || base + def.size_bytes as u64 <= start {
+                continue;
+            }
+            for f in &def.fields {
+                let fs = base + f.offset_bytes as u64;
+                let fe = fs + f.total_bytes() as u64;
+                if fs < end && fe > start {
+                    names.push(if many {
+                        format!("{}[{}].{}", inst.name, e, f.name)
+                    } else {
+                        format!("{}.{}", inst.name, f.name)
+                    });
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Runs every variant, in parallel across variants; results come back in
+/// input order whatever the number of host threads.
+pub fn run_all(built: &[BuiltVariant]) -> Vec<Result<VariantResult, VariantFailure>> {
+    built.par_iter().map(run_variant).collect()
+}
