@@ -9,7 +9,7 @@ use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::results::run_all;
 use scenarios::trace::TraceProbe;
 use scenarios::{load_file, InputError, LoadedScenario};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -93,7 +93,7 @@ fn input_error(e: &InputError) -> ExitCode {
 }
 
 fn load_and_build(
-    file: &PathBuf,
+    file: &Path,
     options: BuildOptions,
 ) -> Result<(LoadedScenario, Vec<BuiltVariant>), ExitCode> {
     let loaded = load_file(file).map_err(|e| input_error(&e))?;
@@ -101,7 +101,7 @@ fn load_and_build(
     Ok((loaded, built))
 }
 
-fn run(file: &PathBuf, check: bool) -> ExitCode {
+fn run(file: &Path, check: bool) -> ExitCode {
     let mut options = BuildOptions::default();
     options.check_invariants |= check;
     let (loaded, built) = match load_and_build(file, options) {
@@ -124,7 +124,7 @@ fn run(file: &PathBuf, check: bool) -> ExitCode {
     }
 }
 
-fn check(file: &PathBuf) -> ExitCode {
+fn check(file: &Path) -> ExitCode {
     let (loaded, built) = match load_and_build(file, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
@@ -154,7 +154,7 @@ fn check(file: &PathBuf) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn trace(file: &PathBuf, variant: Option<&str>, limit: usize) -> ExitCode {
+fn trace(file: &Path, variant: Option<&str>, limit: usize) -> ExitCode {
     let (loaded, built) = match load_and_build(file, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
