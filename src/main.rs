@@ -36,6 +36,10 @@ enum Command {
         /// Check the protocol invariants after every transaction (slower; always on in debug builds).
         #[arg(long)]
         check: bool,
+        /// Also print, per variant, the host time and the simulated memory
+        /// operations and events per host second (variants run one at a time).
+        #[arg(long)]
+        host_stats: bool,
     },
     /// Validate a scenario without running it.
     Check {
@@ -77,7 +81,11 @@ fn main() -> ExitCode {
             .build_global();
     }
     match cli.command {
-        Command::Run { file, check } => run(&file, check),
+        Command::Run {
+            file,
+            check,
+            host_stats,
+        } => run(&file, check, host_stats),
         Command::Check { file } => check(&file),
         Command::Trace {
             file,
@@ -101,14 +109,18 @@ fn load_and_build(
     Ok((loaded, built))
 }
 
-fn run(file: &Path, check: bool) -> ExitCode {
+fn run(file: &Path, check: bool, host_stats: bool) -> ExitCode {
     let mut options = BuildOptions::default();
     options.check_invariants |= check;
     let (loaded, built) = match load_and_build(file, options) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let results = run_all(&built);
+    let results = if host_stats {
+        run_timed(&built)
+    } else {
+        run_all(&built)
+    };
     print!(
         "{}",
         scenarios::report::full_report(&loaded.base.doc.name, &results)
@@ -122,6 +134,33 @@ fn run(file: &Path, check: bool) -> ExitCode {
         }
         ExitCode::from(EXIT_RUN_FAILED)
     }
+}
+
+/// Runs variants one at a time on this thread, timing each with the host
+/// clock (the simulation itself never reads it).
+fn run_timed(
+    built: &[BuiltVariant],
+) -> Vec<Result<scenarios::results::VariantResult, scenarios::results::VariantFailure>> {
+    built
+        .iter()
+        .map(|b| {
+            let start = std::time::Instant::now();
+            let result = scenarios::results::run_variant(b);
+            let seconds = start.elapsed().as_secs_f64();
+            if let Ok(r) = &result {
+                eprintln!(
+                    "host: {:<18} {:>8.3} s  {:>12} memory ops  {:>10} events  {:>8.2} M ops/s  {:>8.2} M events/s",
+                    b.name,
+                    seconds,
+                    r.outcome.memory_ops,
+                    r.outcome.events,
+                    r.outcome.memory_ops as f64 / seconds / 1e6,
+                    r.outcome.events as f64 / seconds / 1e6
+                );
+            }
+            result
+        })
+        .collect()
 }
 
 fn check(file: &Path) -> ExitCode {

@@ -165,7 +165,10 @@ struct Simulation<'c> {
     coherence: Coherence,
     bytes: Vec<u8>,
     cpus: Vec<Cpu>,
-    queue: BinaryHeap<Reverse<(u64, u64, u32, u8)>>,
+    /// Events keyed by (cycle << 64 | insertion sequence), with the target
+    /// (a CPU or a line) and the kind.
+    queue: BinaryHeap<Reverse<(u128, u32, u8)>>,
+    finished_cpus: usize,
     sequence: u64,
     events: u64,
     memory_ops: u64,
@@ -230,6 +233,7 @@ impl<'c> Simulation<'c> {
             bytes: vec![0; config.memory.total_bytes as usize],
             cpus,
             queue: BinaryHeap::new(),
+            finished_cpus: 0,
             sequence: 0,
             events: 0,
             memory_ops: 0,
@@ -250,16 +254,16 @@ impl<'c> Simulation<'c> {
 
     fn schedule(&mut self, cycle: Cycle, kind: EventKind, cpu_index: usize) {
         self.sequence += 1;
-        self.queue.push(Reverse((
-            cycle.0,
-            self.sequence,
-            cpu_index as u32,
-            event_code(kind),
-        )));
+        let key = (cycle.0 as u128) << 64 | self.sequence as u128;
+        self.queue
+            .push(Reverse((key, cpu_index as u32, event_code(kind))));
     }
 
     fn next_event_cycle(&self) -> u64 {
-        self.queue.peek().map(|Reverse(e)| e.0).unwrap_or(u64::MAX)
+        self.queue
+            .peek()
+            .map(|Reverse(e)| (e.0 >> 64) as u64)
+            .unwrap_or(u64::MAX)
     }
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
@@ -267,7 +271,8 @@ impl<'c> Simulation<'c> {
             self.schedule(Cycle::ZERO, EventKind::Resume, i);
         }
         let max_events = self.config.max_events;
-        while let Some(Reverse((cycle, _, cpu_index, kind))) = self.queue.pop() {
+        while let Some(Reverse((key, cpu_index, kind))) = self.queue.pop() {
+            let cycle = (key >> 64) as u64;
             if let Some(stop) = self.stop_cycle {
                 if cycle >= stop {
                     break;
@@ -285,7 +290,7 @@ impl<'c> Simulation<'c> {
             } else {
                 self.line_free(i, Cycle(cycle), probe)?;
             }
-            if self.cpus.iter().all(|c| c.finished) {
+            if self.finished_cpus == self.cpus.len() {
                 break;
             }
         }
@@ -379,7 +384,7 @@ impl<'c> Simulation<'c> {
             let now = cpu.now.0;
             if let Some(stop) = self.stop_cycle {
                 if now >= stop {
-                    self.cpus[i].finished = true;
+                    self.finish(i);
                     return Ok(());
                 }
             } else if now > self.config.max_cycles {
@@ -391,6 +396,13 @@ impl<'c> Simulation<'c> {
                 return Ok(());
             }
             self.step(i, probe)?;
+        }
+    }
+
+    fn finish(&mut self, i: usize) {
+        if !self.cpus[i].finished {
+            self.cpus[i].finished = true;
+            self.finished_cpus += 1;
         }
     }
 
@@ -470,6 +482,7 @@ impl<'c> Simulation<'c> {
         stack.truncate(keep);
     }
 
+    #[inline]
     fn pop(&mut self, i: usize) -> Result<i64, SimError> {
         match self.cpus[i].stack.pop() {
             Some(v) => Ok(v),
@@ -477,6 +490,7 @@ impl<'c> Simulation<'c> {
         }
     }
 
+    #[inline]
     fn push(&mut self, i: usize, value: i64) -> Result<(), SimError> {
         let stack = &mut self.cpus[i].stack;
         if stack.len() >= MAX_STACK {
@@ -919,8 +933,8 @@ impl<'c> Simulation<'c> {
         }
         if let StopRule::Iterations(n) = self.config.stop {
             if cpu.iteration >= warmup + n {
-                cpu.finished = true;
                 cpu.frames.clear();
+                self.finish(i);
                 return;
             }
         }
