@@ -227,7 +227,7 @@ fn trace(file: &Path, variant: Option<&str>, limit: usize) -> ExitCode {
     );
     let mut probe = TraceProbe::new(&config.topology, &config.memory, limit);
     let result = sim_core::engine::run(config, &mut probe);
-    for line in &probe.lines {
+    for line in probe.lines() {
         println!("{line}");
     }
     if probe.omitted > 0 {

@@ -1,18 +1,24 @@
 //! The step trace: every memory access of a run, its state changes and its
 //! cost, in words a student can follow.
+//!
+//! A CPU runs its private accesses ahead of the event queue, so entries
+//! arrive slightly out of cycle order; the probe keeps the `limit` earliest
+//! by (cycle, arrival) and prints them in that order.
 
 use sim_core::coherence::Route;
 use sim_core::memory::MemoryLayout;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::topology::{Lookup, PairClass, Topology};
 use sim_core::Cycle;
+use std::collections::BinaryHeap;
 
 /// Collects up to `limit` trace entries (then only counts).
 pub struct TraceProbe<'a> {
     topology: &'a Topology,
     memory: &'a MemoryLayout,
     limit: usize,
-    pub lines: Vec<String>,
+    kept: BinaryHeap<(u64, u64, String)>,
+    arrivals: u64,
     pub omitted: u64,
 }
 
@@ -22,18 +28,47 @@ impl<'a> TraceProbe<'a> {
             topology,
             memory,
             limit,
-            lines: Vec::new(),
+            kept: BinaryHeap::new(),
+            arrivals: 0,
             omitted: 0,
         }
     }
 
-    fn full(&mut self) -> bool {
-        if self.lines.len() >= self.limit {
+    /// Whether an entry at `cycle` can still be among the earliest `limit`.
+    fn full(&mut self, cycle: u64) -> bool {
+        if self.limit == 0 {
             self.omitted += 1;
-            true
-        } else {
-            false
+            return true;
         }
+        if self.kept.len() < self.limit {
+            return false;
+        }
+        match self.kept.peek() {
+            Some(latest) if latest.0 > cycle => false,
+            _ => {
+                self.omitted += 1;
+                true
+            }
+        }
+    }
+
+    fn keep(&mut self, cycle: u64, text: String) {
+        self.arrivals += 1;
+        self.kept.push((cycle, self.arrivals, text));
+        if self.kept.len() > self.limit {
+            self.kept.pop();
+            self.omitted += 1;
+        }
+    }
+
+    /// The kept entries, earliest first.
+    pub fn lines(&self) -> Vec<String> {
+        self.kept
+            .clone()
+            .into_sorted_vec()
+            .into_iter()
+            .map(|(_, _, text)| text)
+            .collect()
     }
 
     fn where_(&self, address: u64) -> String {
@@ -60,7 +95,8 @@ fn class_words(class: PairClass) -> &'static str {
 
 impl Probe for TraceProbe<'_> {
     fn on_access(&mut self, e: &AccessEvent<'_>) {
-        if self.full() {
+        let cycle = e.issued.get();
+        if self.full(cycle) {
             return;
         }
         let what = match (e.kind, e.new_value) {
@@ -70,17 +106,18 @@ impl Probe for TraceProbe<'_> {
             _ => format!("writes {}", e.value),
         };
         let Some(r) = e.report else {
-            self.lines.push(format!(
-                "[cycle {:>8}] CPU {:<3} {} {}: {}, answered by its own store buffer",
-                "",
+            let text = format!(
+                "[cycle {:>8}] CPU {:<3} {} {}: {}, answered by its own store buffer, {} cycles",
+                cycle,
                 e.cpu,
                 e.kind.describe(),
                 self.where_(e.address),
-                what
-            ));
+                what,
+                e.latency_cycles
+            );
+            self.keep(cycle, text);
             return;
         };
-        let cycle = r.issued.get();
         let head = format!(
             "[cycle {:>8}] CPU {:<3} {} {}: {}",
             cycle,
@@ -162,32 +199,34 @@ impl Probe for TraceProbe<'_> {
                 }
             ));
         }
-        self.lines.push(format!("{head}\n{:>23} {detail}", ""));
+        self.keep(cycle, format!("{head}\n{:>23} {detail}", ""));
     }
 
     fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, _field: u32, value: i64) {
-        if self.full() {
+        if self.full(cycle.get()) {
             return;
         }
-        self.lines.push(format!(
+        let text = format!(
             "[cycle {:>8}] CPU {:<3} store {}: writes {}, posted to the store buffer (the line is not writable here yet)",
             cycle.get(),
             cpu,
             self.where_(address),
             value
-        ));
+        );
+        self.keep(cycle.get(), text);
     }
 
     fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, _measured: bool) {
-        if self.full() {
+        if self.full(end.get()) {
             return;
         }
-        self.lines.push(format!(
+        let text = format!(
             "[cycle {:>8}] CPU {:<3} iteration {} done in {} cycles",
             end.get(),
             cpu,
             index,
             end - start
-        ));
+        );
+        self.keep(end.get(), text);
     }
 }

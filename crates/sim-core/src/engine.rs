@@ -177,6 +177,54 @@ struct Simulation<'c> {
     store_buffer_entries: usize,
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
+    /// Per place: every line it can reach belongs to the running CPU alone.
+    private_place: Vec<bool>,
+    /// Code of every script, then every procedure, indexed by `Frame::code`.
+    code_ops: Vec<&'c [Op]>,
+}
+
+/// Which places can only ever reach lines of the running CPU: fields of a
+/// per-CPU instance that no script indexes by CPU, on lines that hold no
+/// other CPU's data. Accesses through them cannot interact with another
+/// CPU, so a CPU runs them ahead of the event queue.
+fn private_places(program: &Program, memory: &MemoryLayout) -> Vec<bool> {
+    let instances = &memory.instances;
+    let indexed: Vec<bool> = (0..instances.len())
+        .map(|n| {
+            program
+                .places
+                .iter()
+                .any(|p| p.instance as usize == n && p.has_element)
+        })
+        .collect();
+    let mut shared_unit = vec![false; memory.unit_count()];
+    let units_of = |n: usize| {
+        let size = memory.structs[instances[n].struct_index].size_bytes as u64;
+        instances[n]
+            .element_addresses
+            .iter()
+            .flat_map(move |&a| memory.unit_of(a)..=memory.unit_of(a + size.max(1) - 1))
+            .collect::<Vec<usize>>()
+    };
+    for (n, inst) in instances.iter().enumerate() {
+        if inst.kind != InstanceKind::PerCpu || indexed[n] {
+            for u in units_of(n) {
+                shared_unit[u] = true;
+            }
+        }
+    }
+    let private_instance: Vec<bool> = (0..instances.len())
+        .map(|n| {
+            instances[n].kind == InstanceKind::PerCpu
+                && !indexed[n]
+                && units_of(n).iter().all(|&u| !shared_unit[u])
+        })
+        .collect();
+    program
+        .places
+        .iter()
+        .map(|p| !p.has_element && private_instance[p.instance as usize])
+        .collect()
 }
 
 /// Tags of queued requests: which CPU, and whether it is its store buffer.
@@ -243,6 +291,14 @@ impl<'c> Simulation<'c> {
             },
             measure_start: 0,
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
+            private_place: private_places(&config.program, &config.memory),
+            code_ops: config
+                .program
+                .scripts
+                .iter()
+                .chain(&config.program.procedures)
+                .map(|c| c.ops.as_slice())
+                .collect(),
             arbitration: {
                 // Its own stream, apart from every CPU's.
                 let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
@@ -390,12 +446,21 @@ impl<'c> Simulation<'c> {
             } else if now > self.config.max_cycles {
                 return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
             }
-            let next = self.next_event_cycle();
-            if now > next || (now == next && now > resumed_at) {
-                self.schedule(Cycle(now), EventKind::Resume, i);
-                return Ok(());
+            // Only accesses that another CPU could also reach must wait for
+            // their turn; everything else runs ahead.
+            let op = self.current_op(i);
+            let ordered = match op {
+                Op::Load(p) | Op::Store(p) | Op::Atomic(_, p) => !self.private_place[p as usize],
+                _ => false,
+            };
+            if ordered {
+                let next = self.next_event_cycle();
+                if now > next || (now == next && now > resumed_at) {
+                    self.schedule(Cycle(now), EventKind::Resume, i);
+                    return Ok(());
+                }
             }
-            self.step(i, probe)?;
+            self.step(i, op, probe)?;
         }
     }
 
@@ -543,6 +608,8 @@ impl<'c> Simulation<'c> {
         self.write_value(entry.address, entry.size_bytes, entry.value);
         probe.on_access(&AccessEvent {
             cpu: self.cpus[i].spec.cpu,
+            issued: report.issued,
+            latency_cycles: report.latency_cycles(),
             kind: AccessKind::StoreDrain,
             address: entry.address,
             size_bytes: entry.size_bytes,
@@ -631,6 +698,8 @@ impl<'c> Simulation<'c> {
         }
         probe.on_access(&AccessEvent {
             cpu: cpu.spec.cpu,
+            issued: report.issued,
+            latency_cycles: report.latency_cycles(),
             kind,
             address: p.address,
             size_bytes: p.size_bytes,
@@ -679,25 +748,28 @@ impl<'c> Simulation<'c> {
         Ok(())
     }
 
+    #[inline]
     fn current_op(&self, i: usize) -> Op {
         let frame = self.cpus[i]
             .frames
             .last()
             .expect("a running CPU has a frame");
         let code = if frame.is_script {
-            &self.program.scripts[frame.code as usize]
+            frame.code as usize
         } else {
-            &self.program.procedures[frame.code as usize]
+            self.program.scripts.len() + frame.code as usize
         };
-        code.ops[frame.pc as usize]
+        self.code_ops[code][frame.pc as usize]
     }
 
+    #[inline]
     fn advance_pc(&mut self, i: usize) {
         if let Some(f) = self.cpus[i].frames.last_mut() {
             f.pc += 1;
         }
     }
 
+    #[inline]
     fn jump(&mut self, i: usize, target: u32) {
         if let Some(f) = self.cpus[i].frames.last_mut() {
             f.pc = target;
@@ -705,8 +777,8 @@ impl<'c> Simulation<'c> {
     }
 
     /// Executes one operation of CPU `i`.
-    fn step(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
-        let op = self.current_op(i);
+    #[inline]
+    fn step(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> Result<(), SimError> {
         match op {
             Op::Push(v) => {
                 self.push(i, v)?;
@@ -968,9 +1040,13 @@ impl<'c> Simulation<'c> {
         self.memory_ops += 1;
         if let Some(value) = forwarded {
             let cpu = &mut self.cpus[i];
-            cpu.now += self.topology.spec.latency.l1_hit_cycles;
+            let issued = cpu.now;
+            let l1 = self.topology.spec.latency.l1_hit_cycles;
+            cpu.now += l1;
             probe.on_access(&AccessEvent {
                 cpu: cpu_id,
+                issued,
+                latency_cycles: l1,
                 kind: AccessKind::LoadForwarded,
                 address,
                 size_bytes: size,
@@ -1061,6 +1137,8 @@ impl<'c> Simulation<'c> {
                 cpu.now = report.done;
                 probe.on_access(&AccessEvent {
                     cpu: cpu_id,
+                    issued: report.issued,
+                    latency_cycles: report.latency_cycles(),
                     kind: AccessKind::Store,
                     address,
                     size_bytes: size,

@@ -34,6 +34,11 @@ impl AccessKind {
 #[derive(Clone, Debug)]
 pub struct AccessEvent<'a> {
     pub cpu: u32,
+    /// When the access was made.
+    pub issued: Cycle,
+    /// Cycles from the access to its data (the store buffer's answer for a
+    /// forwarded load).
+    pub latency_cycles: u64,
     pub kind: AccessKind,
     pub address: u64,
     pub size_bytes: u32,
