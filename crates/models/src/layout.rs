@@ -208,7 +208,7 @@ pub fn layout_struct(spec: &StructSpec) -> Result<StructDef, LayoutError> {
                         Some(&f.name),
                         "offset",
                         format!(
-                            "{explicit} overlaps the previous field, which ends at {offset}; \
+                            "offset {explicit} overlaps the previous field, which ends at {offset}; \
                              offsets must increase in field order"
                         ),
                     ));
@@ -301,7 +301,7 @@ pub fn build_memory(
                         field: None,
                         key: "node",
                         message: format!(
-                            "node {} does not exist; the machine has nodes 0..={}",
+                            "node {} does not exist; the machine has nodes 0-{}",
                             inst.node,
                             topology.node_count() - 1
                         ),

@@ -342,6 +342,43 @@ pub fn position_in_string(text: &str, span: Range<usize>, pos: SourcePos) -> Ran
     offset..end.max(offset + 1)
 }
 
+/// Rewrites `line L, column C` (positions inside a script) in a message as
+/// the file's own line and column, which is what the user can find.
+fn file_positions_in_message(
+    loaded: &LoadedScenario,
+    text: &str,
+    span: Range<usize>,
+    message: &str,
+) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("line ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 5..];
+        let digits: String = after.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let tail = &after[digits.len()..];
+        let column_digits: String = tail
+            .strip_prefix(", column ")
+            .map(|t| t.chars().take_while(|c| c.is_ascii_digit()).collect())
+            .unwrap_or_default();
+        match (digits.parse::<u32>(), column_digits.parse::<u32>()) {
+            (Ok(line), Ok(column)) => {
+                let offset =
+                    position_in_string(text, span.clone(), SourcePos { line, column }).start;
+                let (file_line, file_column) = loaded.source.line_col(offset);
+                out.push_str(&format!("line {file_line}, column {file_column}"));
+                rest = &tail[", column ".len() + column_digits.len()..];
+            }
+            _ => {
+                out.push_str("line ");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 fn layout_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: LayoutError) -> InputError {
     // A struct field, a struct, or an instance.
     if let Some(s) = doc.structs.get(&e.owner) {
@@ -446,6 +483,7 @@ pub fn build_doc(
 
     let text = &loaded.source.text;
     let script_error = |span: Range<usize>, key: String, pos: SourcePos, message: String| {
+        let message = file_positions_in_message(loaded, text, span.clone(), &message);
         loaded.error_at(position_in_string(text, span, pos), &key, message)
     };
     let mut procedures = Vec::new();
@@ -489,7 +527,10 @@ pub fn build_doc(
             let name = e.origin.strip_prefix("scripts.").unwrap_or(&e.origin);
             (doc.scripts[name].span(), format!("scripts.{name}"))
         };
-        script_error(span, key, e.pos, e.message)
+        let mut error = script_error(span, key, e.pos, e.message);
+        error.suggestion = e.suggestion;
+        error.valid = e.valid;
+        error
     })?;
 
     let mut threads = Vec::new();

@@ -30,6 +30,10 @@ pub struct CompileError {
     pub origin: String,
     pub pos: SourcePos,
     pub message: String,
+    /// The closest valid name, when one is close.
+    pub suggestion: Option<String>,
+    /// What would be valid here.
+    pub valid: Option<String>,
 }
 
 impl std::fmt::Display for CompileError {
@@ -38,7 +42,14 @@ impl std::fmt::Display for CompileError {
             f,
             "{} line {}, column {}: {}",
             self.origin, self.pos.line, self.pos.column, self.message
-        )
+        )?;
+        if let Some(s) = &self.suggestion {
+            write!(f, "; did you mean `{s}`?")?;
+        }
+        if let Some(v) = &self.valid {
+            write!(f, " (valid: {v})")?;
+        }
+        Ok(())
     }
 }
 
@@ -276,7 +287,26 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             origin: self.program.origins[self.origin as usize].clone(),
             pos,
             message,
+            suggestion: None,
+            valid: None,
         }
+    }
+
+    fn error_with_choices(
+        &self,
+        pos: SourcePos,
+        message: String,
+        given: &str,
+        candidates: &[&str],
+    ) -> CompileError {
+        let mut e = self.error(pos, message);
+        e.suggestion = closest(given, candidates).map(str::to_string);
+        e.valid = Some(if candidates.is_empty() {
+            "none".to_string()
+        } else {
+            candidates.join(", ")
+        });
+        e
     }
 
     fn emit(&mut self, op: Op) -> usize {
@@ -379,15 +409,18 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             }
             StmtKind::Assign { name, value } => {
                 let Some(slot) = self.local_slot(name) else {
-                    let message = if self.context.params.iter().any(|(p, _)| p == name) {
-                        format!("`{name}` is a scenario parameter and cannot be assigned")
-                    } else {
-                        format!(
-                            "`{name}` is not declared; declare it with `let {name} = ...`{}",
-                            self.suggest(name)
-                        )
-                    };
-                    return Err(self.error(stmt.pos, message));
+                    if self.context.params.iter().any(|(p, _)| p == name) {
+                        return Err(self.error(
+                            stmt.pos,
+                            format!("`{name}` is a scenario parameter and cannot be assigned"),
+                        ));
+                    }
+                    let mut e = self.error(
+                        stmt.pos,
+                        format!("`{name}` is not declared; declare it with `let {name} = ...`"),
+                    );
+                    e.suggestion = self.suggest(name);
+                    return Err(e);
                 };
                 self.expr(value)?;
                 self.emit(Op::SetLocal(slot));
@@ -520,7 +553,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         }
     }
 
-    fn suggest(&self, name: &str) -> String {
+    fn suggest(&self, name: &str) -> Option<String> {
         let mut candidates: Vec<&str> = self
             .locals
             .iter()
@@ -528,7 +561,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             .map(|s| s.as_str())
             .collect();
         candidates.extend(self.context.params.iter().map(|(p, _)| p.as_str()));
-        did_you_mean(name, &candidates)
+        closest(name, &candidates).map(str::to_string)
     }
 
     fn expr(&mut self, expr: &Expr) -> Result<(), CompileError> {
@@ -544,15 +577,18 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 {
                     self.emit(Op::Push(*value));
                 } else {
-                    let hint = if self.context.memory.instance_index(name).is_some() {
-                        format!("; `{name}` is an instance: name a field, as `{name}.field`")
-                    } else {
-                        self.suggest(name)
-                    };
-                    return Err(self.error(
+                    if self.context.memory.instance_index(name).is_some() {
+                        return Err(self.error(
+                            expr.pos,
+                            format!("`{name}` is an instance: name a field, as `{name}.field`"),
+                        ));
+                    }
+                    let mut e = self.error(
                         expr.pos,
-                        format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter{hint}"),
-                    ));
+                        format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter"),
+                    );
+                    e.suggestion = self.suggest(name);
+                    return Err(e);
                 }
             }
             ExprKind::Unary(op, inner) => {
@@ -663,28 +699,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                         ]
                         .iter(),
                     );
-                    let procs: Vec<&str> = self
-                        .context
-                        .procedures
-                        .iter()
-                        .map(|p| p.name.as_str())
-                        .collect();
-                    return Err(self.error(
+                    return Err(self.error_with_choices(
                         expr.pos,
-                        format!(
-                            "unknown procedure or builtin `{name}`{}; procedures: {}; builtins: {}",
-                            did_you_mean(name, &candidates),
-                            if procs.is_empty() {
-                                "none".to_string()
-                            } else {
-                                procs.join(", ")
-                            },
-                            Builtin::ALL
-                                .iter()
-                                .map(|(n, _, _)| *n)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
+                        format!("unknown procedure or builtin `{name}`"),
+                        name,
+                        &candidates,
                     ));
                 }
             }
@@ -696,33 +715,30 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         let memory = self.context.memory;
         let Some(instance) = memory.instance_index(&place.instance) else {
             let names: Vec<&str> = memory.instances.iter().map(|i| i.name.as_str()).collect();
-            return Err(self.error(
+            return Err(self.error_with_choices(
                 place.pos,
-                format!(
-                    "unknown instance `{}`{}; instances: {}",
-                    place.instance,
-                    did_you_mean(&place.instance, &names),
-                    if names.is_empty() {
-                        "none".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ),
+                format!("unknown instance `{}`", place.instance),
+                &place.instance,
+                &names,
             ));
         };
         let def = memory.struct_of(instance);
         let Some(field) = def.field_index(&place.field) else {
             let names: Vec<&str> = def.fields.iter().map(|f| f.name.as_str()).collect();
-            return Err(self.error(
-                place.pos,
+            // Point at the field name, after `inst.` (when no element index
+            // sits between them).
+            let mut pos = place.pos;
+            if place.element.is_none() {
+                pos.column += place.instance.chars().count() as u32 + 1;
+            }
+            return Err(self.error_with_choices(
+                pos,
                 format!(
-                    "struct `{}` (of instance `{}`) has no field `{}`{}; fields: {}",
-                    def.name,
-                    place.instance,
-                    place.field,
-                    did_you_mean(&place.field, &names),
-                    names.join(", ")
+                    "struct `{}` (of instance `{}`) has no field `{}`",
+                    def.name, place.instance, place.field
                 ),
+                &place.field,
+                &names,
             ));
         };
         let f = &def.fields[field];
@@ -794,15 +810,12 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
     }
 }
 
-/// `; did you mean `x`?` when a candidate is close, else empty.
-pub fn did_you_mean(given: &str, candidates: &[&str]) -> String {
-    let best = candidates
+/// The closest candidate to `given`, when it is close enough to be a typo.
+pub fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    candidates
         .iter()
         .map(|c| (strsim::damerau_levenshtein(given, c), *c))
         .filter(|(d, c)| *d <= 2.max(c.len() / 3) && *d > 0)
-        .min();
-    match best {
-        Some((_, c)) => format!("; did you mean `{c}`?"),
-        None => String::new(),
-    }
+        .min()
+        .map(|(_, c)| c)
 }

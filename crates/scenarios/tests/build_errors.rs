@@ -1,0 +1,321 @@
+//! Rendered messages of errors found when building a loaded scenario
+//! (machine, layout, scripts, CPUs), compared as whole strings.
+
+use scenarios::build::{build_all, BuildOptions};
+use scenarios::load_str;
+
+/// Loads and builds `input` as `scenarios/test.toml` and compares the
+/// rendered error with `expected` (leading and trailing newlines of
+/// `expected` are ignored). Loading must succeed: these are build errors.
+/// With `SCENARIOS_DUMP=<dir>` set, each test's actual output is also written
+/// to `<dir>/<test name>`, for reviewing and updating expectations.
+#[track_caller]
+fn check(input: &str, expected: &str) {
+    let loaded = match load_str("scenarios/test.toml", input) {
+        Ok(l) => l,
+        Err(e) => panic!("\nthe input does not load, so this is no build error:\n{e}\n"),
+    };
+    let actual = match build_all(&loaded, BuildOptions::default()) {
+        Ok(_) => "(built without error)".to_string(),
+        Err(e) => e.to_string(),
+    };
+    if let Ok(dir) = std::env::var("SCENARIOS_DUMP") {
+        let name = std::thread::current()
+            .name()
+            .unwrap_or("x")
+            .replace("::", "_");
+        let _ = std::fs::write(format!("{dir}/{name}"), &actual);
+    }
+    let expected = expected.trim_start_matches('\n').trim_end_matches('\n');
+    if actual != expected {
+        panic!("\n--- expected:\n{expected}\n--- actual:\n{actual}\n---\n");
+    }
+}
+
+/// A valid file to vary. Line 2 is the machine, lines 7-9 the instance,
+/// lines 11-15 the script, lines 17-18 the thread group.
+const BASE: &str = r#"schema = 1
+machine = "icelake-sp-2s"
+[run]
+iterations = 10
+[structs.counter]
+fields = [{ name = "value", type = "unsigned long" }]
+[instances.ctr]
+struct = "counter"
+kind = "global"
+[scripts]
+inc = """
+# bump the counter
+let v = ctr.value
+ctr.value = v + 1
+"""
+[[threads]]
+cpus = "0-3"
+script = "inc"
+"#;
+
+#[test]
+fn base_builds() {
+    check(BASE, "(built without error)");
+}
+
+#[test]
+fn unknown_preset_with_did_you_mean() {
+    check(
+        &BASE.replace("\"icelake-sp-2s\"", "\"icelake-sp2s\""),
+        r#"
+error: unknown machine preset `icelake-sp2s` (in `machine`)
+ --> scenarios/test.toml:2:11
+  |
+2 | machine = "icelake-sp2s"
+  |           ^^^^^^^^^^^^^^
+  = valid: icelake-sp-2s
+  = help: did you mean `icelake-sp-2s`?
+"#,
+    );
+}
+
+#[test]
+fn script_syntax_error_in_multi_line_string() {
+    // Line 3 of the script (line 1 is the comment) is line 14 of the file.
+    check(
+        &BASE.replace("ctr.value = v + 1", "ctr.value = v + * 1"),
+        r#"
+error: expected an expression after `+`, found `*` (in `scripts.inc`)
+  --> scenarios/test.toml:14:17
+   |
+14 | ctr.value = v + * 1
+   |                 ^
+"#,
+    );
+}
+
+#[test]
+fn script_syntax_error_in_literal_multi_line_string() {
+    // The error is at the closing `'''` (file line 16). "line 4, column 9"
+    // is the opening `{` counted inside the script: see
+    // `unclosed_block_names_the_file_line_of_its_opening`.
+    check(
+        &BASE
+            .replace("inc = \"\"\"", "inc = '''")
+            .replace("v + 1\n\"\"\"", "v + 1\nwhile 1 {\n'''"),
+        r#"
+error: expected `}` to close the block opened at line 15, column 9, found end of script (in `scripts.inc`)
+  --> scenarios/test.toml:16:1
+   |
+16 | '''
+   | ^
+"#,
+    );
+}
+
+/// The message of an unclosed block names the opening `{` by its line in
+/// the script (4) while the error header points into the file (line 16), so
+/// a reader looks at the wrong line: the `{` is on line 15 of the file, and
+/// the message should say so.
+#[test]
+fn unclosed_block_names_the_file_line_of_its_opening() {
+    let input = BASE.replace("v + 1\n\"\"\"", "v + 1\nwhile 1 {\n\"\"\"");
+    let loaded = load_str("scenarios/test.toml", &input).unwrap_or_else(|e| panic!("{e}"));
+    let err = build_all(&loaded, BuildOptions::default()).unwrap_err();
+    assert_eq!((err.line, err.column), (16, 1));
+    assert!(
+        err.message.contains("line 15") && !err.message.contains("line 4"),
+        "{err}"
+    );
+}
+
+#[test]
+fn script_syntax_error_in_one_line_string() {
+    check(
+        &BASE.replace(
+            "inc = \"\"\"\n# bump the counter\nlet v = ctr.value\nctr.value = v + 1\n\"\"\"",
+            "inc = \"ctr.value += 1\"",
+        ),
+        r#"
+error: `+=` is not supported; write `name = name + value` or `inst.field = inst.field + value` (in `scripts.inc`)
+  --> scenarios/test.toml:11:18
+   |
+11 | inc = "ctr.value += 1"
+   |                  ^
+"#,
+    );
+}
+
+#[test]
+fn unknown_field_in_script() {
+    check(
+        &BASE.replace("let v = ctr.value", "let v = ctr.valeu"),
+        r#"
+error: struct `counter` (of instance `ctr`) has no field `valeu` (in `scripts.inc`)
+  --> scenarios/test.toml:13:13
+   |
+13 | let v = ctr.valeu
+   |             ^^^^^
+   = valid: value
+   = help: did you mean `value`?
+"#,
+    );
+}
+
+#[test]
+fn unknown_instance_in_script() {
+    check(
+        &BASE.replace("ctr.value = v + 1", "cnt.value = v + 1"),
+        r#"
+error: unknown instance `cnt` (in `scripts.inc`)
+  --> scenarios/test.toml:14:1
+   |
+14 | cnt.value = v + 1
+   | ^^^
+   = valid: ctr
+   = help: did you mean `ctr`?
+"#,
+    );
+}
+
+#[test]
+fn error_in_procedure_body() {
+    let input = BASE.replace(
+        "[scripts]\n",
+        "[procedures.bump]\nparams = [\"n\"]\nbody = \"\"\"\nctr.value = ctr.value + n\nreturn ctr.vlaue\n\"\"\"\n[scripts]\n",
+    );
+    check(
+        &input,
+        r#"
+error: struct `counter` (of instance `ctr`) has no field `vlaue` (in `procedures.bump.body`)
+  --> scenarios/test.toml:14:12
+   |
+14 | return ctr.vlaue
+   |            ^^^^^
+   = valid: value
+   = help: did you mean `value`?
+"#,
+    );
+}
+
+#[test]
+fn unknown_c_type() {
+    check(
+        &BASE.replace("\"unsigned long\"", "\"unsigned lnog\""),
+        r#"
+error: unknown C type `unsigned lnog`; give `size` (and `align`) in bytes instead (in `structs.counter.fields.value.type`)
+ --> scenarios/test.toml:6:36
+  |
+6 | fields = [{ name = "value", type = "unsigned lnog" }]
+  |                                    ^^^^^^^^^^^^^^^
+  = valid: char, unsigned char, u8, s8, i8, bool, short, unsigned short, u16, s16, i16, int, unsigned int, u32, s32, i32, atomic_t, spinlock_t, raw_spinlock_t, refcount_t, long, unsigned long, long long, u64, s64, i64, size_t, ssize_t, atomic_long_t, atomic64_t, pointer, T *, local_lock_t, struct list_head, struct rcu_head
+  = help: did you mean `unsigned long`?
+"#,
+    );
+}
+
+#[test]
+fn cpu_not_on_machine() {
+    check(
+        &BASE.replace("cpus = \"0-3\"", "cpus = \"0-200\""),
+        r#"
+error: CPU 160 does not exist on icelake-sp-2s (in `threads.inc.cpus`)
+  --> scenarios/test.toml:17:8
+   |
+17 | cpus = "0-200"
+   |        ^^^^^^^
+   = valid: CPUs 0-159
+"#,
+    );
+}
+
+#[test]
+fn cpu_not_on_machine_in_variant() {
+    let input = format!(
+        "{BASE}[[variants]]\nname = \"wide\"\nset = {{ \"threads.inc.cpus\" = \"0-159,160\" }}\n"
+    );
+    check(
+        &input,
+        r#"
+error: in variant `wide`: CPU 160 does not exist on icelake-sp-2s (in `threads.inc.cpus`)
+  --> scenarios/test.toml:21:30
+   |
+21 | set = { "threads.inc.cpus" = "0-159,160" }
+   |                              ^^^^^^^^^^^
+   = valid: CPUs 0-159
+"#,
+    );
+}
+
+/// `BASE` with `[machine]` (the given keys) instead of the preset.
+fn with_machine(table: &str) -> String {
+    BASE.replace("machine = \"icelake-sp-2s\"\n", "")
+        .replace("[[threads]]", &format!("{table}[[threads]]"))
+}
+
+#[test]
+fn inline_machine_missing_keys() {
+    check(
+        &with_machine(
+            "[machine]\nsockets = 1\nnodes_per_socket = 1\nl3_per_node = 1\ncores_per_l3 = 4\n\
+             threads_per_core = 1\nclock_mhz = 3000\n[machine.latency]\nl1_hit_cycles = 4\n",
+        ),
+        r#"
+error: the machine is incomplete: missing `line_size_bytes`, `protocol`, `lookup`, `store_buffer_entries`, `latency.locked_op_cycles`, `latency.smt_transfer_cycles`, `latency.l3_transfer_cycles`, `latency.hop_in_node_cycles`, `latency.hop_between_nodes_cycles`, `latency.hop_between_sockets_cycles`, `latency.dram_cycles` (in `machine`)
+  --> scenarios/test.toml:15:1
+   |
+15 | [machine]
+   | ^^^^^^^^^
+   = valid: give every key, or start from a preset with `preset = "NAME"` (presets: icelake-sp-2s)
+"#,
+    );
+}
+
+#[test]
+fn inline_machine_from_preset_needs_nothing_else() {
+    check(
+        &with_machine("[machine]\npreset = \"icelake-sp-2s\"\nsockets = 1\n"),
+        "(built without error)",
+    );
+}
+
+#[test]
+fn inline_machine_too_large() {
+    check(
+        &with_machine("[machine]\npreset = \"icelake-sp-2s\"\nsockets = 64\ncores_per_l3 = 64\n"),
+        r#"
+error: the machine would have 8192 CPUs; the limit is 4096 (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core) (in `machine.sockets`)
+  --> scenarios/test.toml:17:11
+   |
+17 | sockets = 64
+   |           ^^
+"#,
+    );
+}
+
+#[test]
+fn overlapping_field_offset() {
+    check(
+        &BASE.replace(
+            "fields = [{ name = \"value\", type = \"unsigned long\" }]",
+            "fields = [\n    { name = \"value\", type = \"unsigned long\" },\n    { name = \"flags\", type = \"int\", offset = 4 },\n]",
+        ),
+        r#"
+error: offset 4 overlaps the previous field, which ends at 8; offsets must increase in field order (in `structs.counter.fields.flags.offset`)
+ --> scenarios/test.toml:8:46
+  |
+8 |     { name = "flags", type = "int", offset = 4 },
+  |                                              ^
+"#,
+    );
+}
+
+#[test]
+fn instance_on_missing_node() {
+    check(
+        &BASE.replace("kind = \"global\"", "kind = \"global\"\nnode = 2"),
+        r#"
+error: node 2 does not exist; the machine has nodes 0-1 (in `instances.ctr.node`)
+  --> scenarios/test.toml:10:8
+   |
+10 | node = 2
+   |        ^
+"#,
+    );
+}

@@ -1,0 +1,338 @@
+//! The `bounce` binary as a user runs it: output, stderr and exit codes
+//! (0 success, 1 a run failed, 2 invalid input or usage).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The workspace root, where `scenarios/` is.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `bounce` with `args` from the workspace root.
+fn bounce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run bounce")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// A scenario file under the temp dir with a name no other test (or test
+/// process) uses; removed on drop.
+struct TempScenario(PathBuf);
+
+impl TempScenario {
+    fn new(tag: &str, text: &str) -> TempScenario {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "bounce-cli-{}-{}-{tag}.toml",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text).expect("write temp scenario");
+        TempScenario(path)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().expect("temp path is UTF-8")
+    }
+}
+
+impl Drop for TempScenario {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A small valid scenario; tests break it in one place.
+const SMALL: &str = r#"schema = 1
+name = "small"
+machine = "icelake-sp-2s"
+[run]
+iterations = 10
+[structs.counter]
+fields = [{ name = "value", type = "unsigned long" }]
+[instances.ctr]
+struct = "counter"
+kind = "global"
+[scripts]
+inc = "ctr.value = ctr.value + 1"
+[[threads]]
+cpus = "0-1"
+script = "inc"
+"#;
+
+const METRICS: &[&str] = &[
+    "throughput.total (iterations/s)",
+    "throughput.per_cpu (iterations/s)",
+    "cycles_per_iteration.mean",
+    "cycles_per_iteration.p50",
+    "cycles_per_iteration.p99",
+    "ns_per_iteration.mean",
+    "misses_per_iteration",
+    "hitm_per_iteration",
+    "invalidations_per_iteration",
+    "cross_socket_per_iteration",
+    "stall_cycles_per_iteration",
+];
+
+#[test]
+fn run_prints_the_comparison_table() {
+    let o = bounce(&["run", "scenarios/false-sharing.toml"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(
+            "bounce: false-sharing on icelake-sp-2s (3400 MHz), 2 variant(s), base `packed`\n"
+        ),
+        "{out}"
+    );
+    let header = out.lines().nth(2).expect("table header");
+    assert!(
+        header.contains("packed") && header.contains("%change") && header.contains("padded"),
+        "{header}"
+    );
+    assert!(header.trim_end().ends_with("metric"), "{header}");
+    for m in METRICS {
+        assert!(
+            out.lines().any(|l| l.ends_with(&format!("  {m}"))),
+            "no row for `{m}`:\n{out}"
+        );
+    }
+    // The attribution underneath, per variant.
+    assert!(
+        out.contains("\npacked: 8 CPUs, 16000 iterations in "),
+        "{out}"
+    );
+    assert!(
+        out.contains("\npadded: 8 CPUs, 16000 iterations in "),
+        "{out}"
+    );
+    assert!(out.contains("per field"), "{out}");
+    assert!(out.contains("per line"), "{out}");
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn check_accepts_every_shipped_scenario() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
+        .expect("read scenarios/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 3, "{files:?}");
+    for file in files {
+        let rel = format!(
+            "scenarios/{}",
+            file.file_name().unwrap().to_str().expect("UTF-8 name")
+        );
+        let o = bounce(&["check", &rel]);
+        assert_exit(&o, 0);
+        let out = stdout(&o);
+        assert!(out.starts_with(&format!("{rel}: ok: scenario `")), "{out}");
+        assert_eq!(stderr(&o), "", "{rel}");
+    }
+}
+
+#[test]
+fn check_reports_a_wrong_key_with_its_place() {
+    let file = TempScenario::new(
+        "wrong-key",
+        &SMALL.replace("iterations = 10", "iteratons = 10"),
+    );
+    let o = bounce(&["check", file.path()]);
+    assert_exit(&o, 2);
+    assert_eq!(stdout(&o), "", "nothing on stdout for invalid input");
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: unknown key `iteratons` in `run`\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(" --> {}:5:1\n", file.path())),
+        "no file:line:column in:\n{err}"
+    );
+    assert!(err.contains("did you mean `iterations`?"), "{err}");
+}
+
+#[test]
+fn check_reports_a_build_error() {
+    let file = TempScenario::new("no-cpu", &SMALL.replace("0-1", "0-999"));
+    let o = bounce(&["check", file.path()]);
+    assert_exit(&o, 2);
+    assert_eq!(stdout(&o), "");
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: CPU 160 does not exist on icelake-sp-2s"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:14:8", file.path())), "{err}");
+}
+
+#[test]
+fn a_missing_file_is_bad_input() {
+    let missing = std::env::temp_dir().join(format!(
+        "bounce-cli-{}-does-not-exist.toml",
+        std::process::id()
+    ));
+    let missing = missing.to_str().unwrap();
+    for command in ["run", "check", "trace"] {
+        let o = bounce(&[command, missing]);
+        assert_exit(&o, 2);
+        assert_eq!(stdout(&o), "", "{command}");
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!("error: cannot read `{missing}`: ")),
+            "{command}: {err}"
+        );
+    }
+}
+
+#[test]
+fn trace_prints_the_requested_number_of_entries() {
+    let o = bounce(&[
+        "trace",
+        "scenarios/ping-pong.toml",
+        "--variant",
+        "cross-socket",
+        "--limit",
+        "5",
+    ]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let first = out.lines().next().unwrap_or("");
+    assert_eq!(
+        first,
+        "trace of `ping-pong` variant `cross-socket` on icelake-sp-2s (MESIF, lookup local), first 5 entries"
+    );
+    let entries = out.lines().filter(|l| l.starts_with("[cycle ")).count();
+    assert_eq!(entries, 5, "{out}");
+    // The pair is CPUs 0 and 40, on different sockets.
+    assert!(out.contains("CPU 40 "), "{out}");
+    assert!(out.contains("cross-socket"), "{out}");
+    assert!(
+        out.lines().last().is_some_and(
+            |l| l.starts_with("... ") && l.ends_with(" more entries not shown (raise --limit)")
+        ),
+        "{out}"
+    );
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn trace_of_an_unknown_variant_suggests_the_closest() {
+    let o = bounce(&[
+        "trace",
+        "scenarios/ping-pong.toml",
+        "--variant",
+        "cross-sockets",
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        stderr(&o),
+        "error: `scenarios/ping-pong.toml` has no variant `cross-sockets` (did you mean \
+         `cross-socket`?); variants: smt-siblings, same-socket, cross-socket\n"
+    );
+}
+
+#[test]
+fn a_script_that_spins_forever_is_truncated() {
+    let file = TempScenario::new(
+        "spin",
+        &SMALL
+            .replace("iterations = 10", "iterations = 10\nmax_cycles = 20000")
+            .replace(
+                "inc = \"ctr.value = ctr.value + 1\"",
+                "inc = \"\"\"\nwhile 1 {\n}\n\"\"\"",
+            ),
+    );
+    let o = bounce(&["run", file.path()]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: variant `base` has no result: run truncated at cycle "),
+        "{err}"
+    );
+    assert!(err.contains("truncated"), "{err}");
+    assert!(err.contains("run.max_cycles = 20000"), "{err}");
+    // The report still says what happened.
+    assert!(
+        stdout(&o).contains("base: FAILED: run truncated"),
+        "{}",
+        stdout(&o)
+    );
+
+    // `check` only validates: the same file is fine.
+    assert_exit(&bounce(&["check", file.path()]), 0);
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    for args in [
+        &["--bogus"][..],
+        &["run", "scenarios/false-sharing.toml", "--bogus"],
+        &["frobnicate"],
+        &["trace", "scenarios/ping-pong.toml", "--limit", "many"],
+        &["--jobs", "0", "check", "scenarios/ping-pong.toml"],
+    ] {
+        let o = bounce(args);
+        assert_exit(&o, 2);
+        assert_eq!(stdout(&o), "", "{args:?}");
+        assert!(
+            stderr(&o).starts_with("error: "),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+    // No command at all: the usage, on stderr.
+    let o = bounce(&[]);
+    assert_exit(&o, 2);
+    assert_eq!(stdout(&o), "");
+    assert!(
+        stderr(&o).contains("Usage: bounce [OPTIONS] <COMMAND>"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn help_and_version_exit_0() {
+    let o = bounce(&["--help"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("Example: bounce run scenarios/false-sharing.toml"));
+    let o = bounce(&["--version"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).starts_with("bounce "), "{}", stdout(&o));
+}
+
+#[test]
+fn jobs_do_not_change_the_report() {
+    let one = bounce(&["--jobs", "1", "run", "scenarios/ping-pong.toml"]);
+    let two = bounce(&["--jobs", "2", "run", "scenarios/ping-pong.toml"]);
+    assert_exit(&one, 0);
+    assert_exit(&two, 0);
+    assert_eq!(stdout(&one), stdout(&two));
+}
