@@ -791,3 +791,130 @@ fn directory_path(topology: &Topology, core: u32, directory_node: u32, targets: 
         .unwrap_or(0);
     to_directory + slowest
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{LatencySpec, MachineSpec};
+
+    fn topology() -> Topology {
+        Topology::new(MachineSpec {
+            name: "test".into(),
+            clock_mhz: 2000,
+            sockets: 2,
+            nodes_per_socket: 2,
+            l3_per_node: 2,
+            cores_per_l3: 2,
+            threads_per_core: 1,
+            line_size_bytes: 64,
+            protocol: Protocol::Mesi,
+            lookup: Lookup::Home,
+            adjacent_line_prefetch: false,
+            store_buffer_entries: 8,
+            latency: LatencySpec {
+                l1_hit_cycles: 4,
+                locked_op_cycles: 20,
+                smt_transfer_cycles: 7,
+                l3_transfer_cycles: 60,
+                hop_in_node_cycles: 30,
+                hop_between_nodes_cycles: 50,
+                hop_between_sockets_cycles: 110,
+                dram_cycles: 150,
+            },
+        })
+        .unwrap()
+    }
+
+    fn coherence(topology: &Topology, homes: &[u32]) -> Coherence {
+        let memory = MemoryLayout {
+            structs: Vec::new(),
+            instances: Vec::new(),
+            total_bytes: 64 * homes.len() as u64,
+            unit_bytes: 64,
+            line_size_bytes: 64,
+            unit_homes: homes.to_vec(),
+        };
+        let mut c = Coherence::new(topology, &memory);
+        c.check_invariants = true;
+        c
+    }
+
+    /// A read by `cpu` once the line is free; returns when it is done.
+    fn read(c: &mut Coherence, t: &Topology, at: Cycle, cpu: u32, unit: usize) -> Cycle {
+        let at = at.max(c.busy_until(unit));
+        match c.request(t, at, cpu, unit, Need::Read, 0, 0).unwrap() {
+            Requested::Done(r) => r.done,
+            Requested::Queued { .. } => panic!("line busy"),
+        }
+    }
+
+    #[test]
+    fn a_corrupted_copy_fails_the_data_value_invariant() {
+        let t = topology();
+        let mut c = coherence(&t, &[0, 1]);
+        let done = read(&mut c, &t, Cycle::ZERO, 0, 1);
+        read(&mut c, &t, done, 4, 1);
+        assert_eq!(c.check_unit(1, Cycle(500)), Ok(()));
+        c.corrupt_version_for_test(1);
+        let err = c.check_unit(1, Cycle(1234)).unwrap_err();
+        let SimError::ProtocolViolation {
+            cycle,
+            unit,
+            address,
+            message,
+            states,
+        } = &err
+        else {
+            panic!("expected a protocol violation, got {err:?}");
+        };
+        assert_eq!((*cycle, *unit, *address), (Cycle(1234), 1, 0x40));
+        assert_eq!(
+            message,
+            "data value: core 0 holds write #7 but the last write is #0"
+        );
+        assert_eq!(
+            states,
+            "core 0: S, core 4: S; directory owner None, sharers [0, 4]; home node 1; write #0"
+        );
+        assert_eq!(
+            err.to_string(),
+            "protocol violation at cycle 1234 on line 1 (address 0x40): \
+             data value: core 0 holds write #7 but the last write is #0\n  \
+             states: core 0: S, core 4: S; directory owner None, sharers [0, 4]; \
+             home node 1; write #0"
+        );
+        // The other line is untouched.
+        assert_eq!(c.check_unit(0, Cycle(1234)), Ok(()));
+    }
+
+    #[test]
+    fn the_next_transaction_on_a_corrupted_line_stops_with_the_violation() {
+        let t = topology();
+        let mut c = coherence(&t, &[2]);
+        let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
+        c.corrupt_version_for_test(0);
+        let at = done.max(c.busy_until(0));
+        let err = c.request(&t, at, 12, 0, Need::Read, 0, 0).unwrap_err();
+        match err {
+            SimError::ProtocolViolation {
+                cycle,
+                unit,
+                message,
+                states,
+                ..
+            } => {
+                assert_eq!((cycle, unit), (at, 0));
+                assert!(message.starts_with("data value: core 8 holds write #7"));
+                assert!(states.starts_with("core 8: S, core 12: S;"), "{states}");
+            }
+            other => panic!("expected a protocol violation, got {other:?}"),
+        }
+        // Without the checks, the same corruption goes unnoticed.
+        let mut c = coherence(&t, &[2]);
+        c.check_invariants = false;
+        let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
+        c.corrupt_version_for_test(0);
+        read(&mut c, &t, done, 12, 0);
+        assert!(c.check_unit(0, done).is_err());
+    }
+}

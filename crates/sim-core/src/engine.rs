@@ -346,9 +346,8 @@ impl<'c> Simulation<'c> {
             } else {
                 self.line_free(i, Cycle(cycle), probe)?;
             }
-            if self.finished_cpus == self.cpus.len() {
-                break;
-            }
+            // Once every CPU has finished, the queue still drains their
+            // store buffers, so every store takes its place.
         }
         let end = match self.stop_cycle {
             Some(stop) => stop,
@@ -476,10 +475,7 @@ impl<'c> Simulation<'c> {
         let start = address as usize;
         let mut raw = [0u8; 8];
         raw[..n].copy_from_slice(&self.bytes[start..start + n]);
-        let value = u64::from_le_bytes(raw);
-        // Sign-extend from the field's width: fields hold signed integers.
-        let shift = 64 - 8 * n as u32;
-        ((value << shift) as i64) >> shift
+        sign_extend(i64::from_le_bytes(raw), size)
     }
 
     fn write_value(&mut self, address: u64, size: u32, value: i64) {
@@ -1026,7 +1022,8 @@ impl<'c> Simulation<'c> {
                 && address < entry.address + entry.size_bytes as u64;
             if overlaps {
                 if entry.address == address && entry.size_bytes == size {
-                    forwarded = Some(entry.value);
+                    // The buffer holds what the field will hold: its width.
+                    forwarded = Some(sign_extend(entry.value, size));
                 } else {
                     // Retried whole once the buffer has drained.
                     self.block_on(i, Wait::BufferEmpty);
@@ -1219,6 +1216,18 @@ fn start_iteration(cpu: &mut Cpu, program: &Program) {
         pc: 0,
         locals_base: 0,
     });
+}
+
+/// The value a field of `size` bytes holds for `value`: its low bytes,
+/// sign-extended, since fields hold signed integers.
+fn sign_extend(value: i64, size: u32) -> i64 {
+    match size.min(8) {
+        0 => 0,
+        n => {
+            let shift = 64 - 8 * n;
+            (value << shift) >> shift
+        }
+    }
 }
 
 /// A uniform draw in 0..bound without modulo bias (rejection sampling).

@@ -742,6 +742,15 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             ));
         };
         let f = &def.fields[field];
+        if f.size_bytes == 0 {
+            return Err(self.error(
+                place.pos,
+                format!(
+                    "`{}` has size 0 (as `local_lock_t` without lockdep): there is nothing to load or store",
+                    place.field
+                ),
+            ));
+        }
         if f.count > 1 && place.field_index.is_none() {
             return Err(self.error(
                 place.pos,
