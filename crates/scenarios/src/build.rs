@@ -257,30 +257,10 @@ fn spec_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: SpecError) -> Input
     let (span, key) = match &doc.machine {
         MachineRef::Preset(name) => (name.span(), "machine".to_string()),
         MachineRef::Inline(m) => {
-            let l = &m.latency;
-            let span = match e.key {
-                "clock_mhz" => m.clock_mhz.as_ref().map(|s| s.span()),
-                "sockets" => m.sockets.as_ref().map(|s| s.span()),
-                "nodes_per_socket" => m.nodes_per_socket.as_ref().map(|s| s.span()),
-                "l3_per_node" => m.l3_per_node.as_ref().map(|s| s.span()),
-                "cores_per_l3" => m.cores_per_l3.as_ref().map(|s| s.span()),
-                "threads_per_core" => m.threads_per_core.as_ref().map(|s| s.span()),
-                "line_size_bytes" => m.line_size_bytes.as_ref().map(|s| s.span()),
-                "store_buffer_entries" => m.store_buffer_entries.as_ref().map(|s| s.span()),
-                "latency.l1_hit_cycles" => l.l1_hit_cycles.as_ref().map(|s| s.span()),
-                "latency.locked_op_cycles" => l.locked_op_cycles.as_ref().map(|s| s.span()),
-                "latency.smt_transfer_cycles" => l.smt_transfer_cycles.as_ref().map(|s| s.span()),
-                "latency.l3_transfer_cycles" => l.l3_transfer_cycles.as_ref().map(|s| s.span()),
-                "latency.hop_in_node_cycles" => l.hop_in_node_cycles.as_ref().map(|s| s.span()),
-                "latency.hop_between_nodes_cycles" => {
-                    l.hop_between_nodes_cycles.as_ref().map(|s| s.span())
-                }
-                "latency.hop_between_sockets_cycles" => {
-                    l.hop_between_sockets_cycles.as_ref().map(|s| s.span())
-                }
-                "latency.dram_cycles" => l.dram_cycles.as_ref().map(|s| s.span()),
-                _ => None,
-            };
+            let span = machine_key_spans(m)
+                .into_iter()
+                .find(|(key, _)| *key == e.key)
+                .and_then(|(_, span)| span);
             (
                 span.unwrap_or_else(|| machine_table_span(loaded)),
                 format!("machine.{}", e.key),
@@ -288,6 +268,41 @@ fn spec_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: SpecError) -> Input
         }
     };
     loaded.error_at(span, &key, e.message)
+}
+
+/// Every numeric key of an inline machine, as `MachineSpec` errors name it,
+/// with the span of its value when the file gives one.
+fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Range<usize>>)> {
+    let span32 = |v: &Option<Spanned<u32>>| v.as_ref().map(|s| s.span());
+    let span64 = |v: &Option<Spanned<u64>>| v.as_ref().map(|s| s.span());
+    let l = &m.latency;
+    vec![
+        ("clock_mhz", span64(&m.clock_mhz)),
+        ("sockets", span32(&m.sockets)),
+        ("nodes_per_socket", span32(&m.nodes_per_socket)),
+        ("l3_per_node", span32(&m.l3_per_node)),
+        ("cores_per_l3", span32(&m.cores_per_l3)),
+        ("threads_per_core", span32(&m.threads_per_core)),
+        ("line_size_bytes", span32(&m.line_size_bytes)),
+        ("store_buffer_entries", span32(&m.store_buffer_entries)),
+        ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
+        ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
+        (
+            "latency.smt_transfer_cycles",
+            span64(&l.smt_transfer_cycles),
+        ),
+        ("latency.l3_transfer_cycles", span64(&l.l3_transfer_cycles)),
+        ("latency.hop_in_node_cycles", span64(&l.hop_in_node_cycles)),
+        (
+            "latency.hop_between_nodes_cycles",
+            span64(&l.hop_between_nodes_cycles),
+        ),
+        (
+            "latency.hop_between_sockets_cycles",
+            span64(&l.hop_between_sockets_cycles),
+        ),
+        ("latency.dram_cycles", span64(&l.dram_cycles)),
+    ]
 }
 
 /// The span of the `[machine]` header, for errors about the table as a whole.

@@ -596,32 +596,8 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.current = expr.pos;
                 self.emit(Op::Unary(*op));
             }
-            ExprKind::Binary(BinaryOp::And, a, b) => {
-                self.expr(a)?;
-                let to_false = self.emit(Op::JumpIfZero(0));
-                self.expr(b)?;
-                self.emit(Op::Push(0));
-                self.emit(Op::Binary(BinaryOp::Ne));
-                let to_end = self.emit(Op::Jump(0));
-                let false_at = self.here();
-                self.patch(to_false, false_at);
-                self.emit(Op::Push(0));
-                let end = self.here();
-                self.patch(to_end, end);
-            }
-            ExprKind::Binary(BinaryOp::Or, a, b) => {
-                self.expr(a)?;
-                let to_true = self.emit(Op::JumpIfNonZero(0));
-                self.expr(b)?;
-                self.emit(Op::Push(0));
-                self.emit(Op::Binary(BinaryOp::Ne));
-                let to_end = self.emit(Op::Jump(0));
-                let true_at = self.here();
-                self.patch(to_true, true_at);
-                self.emit(Op::Push(1));
-                let end = self.here();
-                self.patch(to_end, end);
-            }
+            ExprKind::Binary(BinaryOp::And, a, b) => self.short_circuit(a, b, false)?,
+            ExprKind::Binary(BinaryOp::Or, a, b) => self.short_circuit(a, b, true)?,
             ExprKind::Binary(op, a, b) => {
                 self.expr(a)?;
                 self.expr(b)?;
@@ -708,6 +684,27 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `a && b` (`decided_by = false`) or `a || b` (`decided_by = true`):
+    /// when `a` already decides, `b` is not evaluated; the result is 0 or 1.
+    fn short_circuit(&mut self, a: &Expr, b: &Expr, decided_by: bool) -> Result<(), CompileError> {
+        self.expr(a)?;
+        let to_decided = self.emit(if decided_by {
+            Op::JumpIfNonZero(0)
+        } else {
+            Op::JumpIfZero(0)
+        });
+        self.expr(b)?;
+        self.emit(Op::Push(0));
+        self.emit(Op::Binary(BinaryOp::Ne));
+        let to_end = self.emit(Op::Jump(0));
+        let decided_at = self.here();
+        self.patch(to_decided, decided_at);
+        self.emit(Op::Push(decided_by as i64));
+        let end = self.here();
+        self.patch(to_end, end);
         Ok(())
     }
 
