@@ -151,6 +151,8 @@ struct Unit {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Waiter {
     pub cpu: u32,
+    /// The CPU's core (whose cache the request fills).
+    pub core: u32,
     pub need: Need,
     pub hold_cycles: u64,
     pub issued: Cycle,
@@ -373,6 +375,7 @@ impl Coherence {
         if u.busy_until > now || !u.waiting.is_empty() {
             u.waiting.push(Waiter {
                 cpu,
+                core: topology.core_of(cpu),
                 need,
                 hold_cycles,
                 issued: now,
@@ -410,19 +413,16 @@ impl Coherence {
         }
         // A waiter whose core already holds the line only queued behind a
         // pending snoop; the snoops (requests from other cores) go first.
-        let holds = |w: &Waiter| {
-            let core = topology.core_of(w.cpu);
-            u.holders.iter().any(|h| h.core == core)
-        };
-        let candidates: Vec<usize> = (0..u.waiting.len())
-            .filter(|&k| !holds(&u.waiting[k]))
-            .collect();
-        let chosen = if candidates.is_empty() {
-            pick(u.waiting.len()).min(u.waiting.len() - 1)
-        } else {
-            candidates[pick(candidates.len()).min(candidates.len() - 1)]
-        };
-        let waiter = u.waiting.remove(chosen);
+        let holds = |w: &Waiter| u.holders.iter().any(|h| h.core == w.core);
+        let n = u.waiting.len();
+        let drawn = pick(n).min(n - 1);
+        // From the drawn waiter, the first (cyclically) that is not a
+        // holder's re-access; only holders waiting means the drawn one.
+        let chosen = (0..n)
+            .map(|step| (drawn + step) % n)
+            .find(|&k| !holds(&u.waiting[k]))
+            .unwrap_or(drawn);
+        let waiter = u.waiting.swap_remove(chosen);
         let report = match self.try_hit_for_waiter(topology, now, &waiter, unit) {
             Some(r) => r,
             None => self.transaction(
