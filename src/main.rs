@@ -46,6 +46,23 @@ enum Command {
         /// The scenario file (TOML).
         file: PathBuf,
     },
+    /// List the machine presets, or show one with every parameter and its source.
+    Presets {
+        #[command(subcommand)]
+        action: Option<PresetsAction>,
+    },
+    /// Compare the presets with measured core-to-core latency matrices.
+    Validate {
+        /// Only the measured machines this preset stands for.
+        #[arg(long, value_name = "PRESET")]
+        machine: Option<String>,
+        /// A directory of measured matrices (default: the copies shipped in data/c2c).
+        #[arg(long, value_name = "DIR")]
+        data: Option<PathBuf>,
+        /// Also write the table as CSV to this file.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<PathBuf>,
+    },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
         /// The scenario file (TOML).
@@ -56,6 +73,17 @@ enum Command {
         /// Stop printing after this many entries.
         #[arg(long, default_value_t = 200, value_name = "N")]
         limit: usize,
+    },
+}
+
+#[derive(Subcommand)]
+enum PresetsAction {
+    /// Show one preset: topology, and every parameter with its source.
+    Show {
+        name: String,
+        /// Print it as an inline `[machine]` table to save and edit.
+        #[arg(long)]
+        toml: bool,
     },
 }
 
@@ -87,6 +115,8 @@ fn main() -> ExitCode {
             host_stats,
         } => run(&file, check, host_stats),
         Command::Check { file } => check(&file),
+        Command::Presets { action } => presets(action),
+        Command::Validate { machine, data, csv } => validate(machine, data, csv),
         Command::Trace {
             file,
             variant,
@@ -161,6 +191,58 @@ fn run_timed(
             result
         })
         .collect()
+}
+
+fn presets(action: Option<PresetsAction>) -> ExitCode {
+    match action {
+        None => {
+            print!("{}", scenarios::presets_view::list());
+            ExitCode::SUCCESS
+        }
+        Some(PresetsAction::Show { name, toml }) => {
+            match scenarios::presets_view::show(&name, toml) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(EXIT_BAD_INPUT)
+                }
+            }
+        }
+    }
+}
+
+fn validate(machine: Option<String>, data: Option<PathBuf>, csv: Option<PathBuf>) -> ExitCode {
+    let options = scenarios::validate::ValidateOptions {
+        machine,
+        data_dir: data,
+    };
+    let report = match scenarios::validate::validate(&options) {
+        Ok(r) => r,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    print!("{}", report.render());
+    if let Some(path) = csv {
+        // Written whole or not at all: a temporary file renamed into place.
+        let tmp = path.with_extension("csv.partial");
+        if let Err(e) =
+            std::fs::write(&tmp, report.to_csv()).and_then(|_| std::fs::rename(&tmp, &path))
+        {
+            eprintln!("error: cannot write `{}`: {e}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
+    if report.all_within_bounds() {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("error: some classes are outside their bound (see the table)");
+        ExitCode::from(EXIT_RUN_FAILED)
+    }
 }
 
 fn check(file: &Path) -> ExitCode {

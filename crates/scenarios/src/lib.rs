@@ -8,10 +8,12 @@
 pub mod build;
 pub mod document;
 pub mod error;
+pub mod presets_view;
 pub mod report;
 pub mod results;
 pub mod schema;
 pub mod trace;
+pub mod validate;
 
 pub use document::{load_file, load_str, LoadedScenario, Variant};
 pub use error::{InputError, SourceFile};
