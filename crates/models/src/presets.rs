@@ -43,6 +43,29 @@ pub fn names() -> Vec<&'static str> {
     PRESETS.iter().map(|p| p.name).collect()
 }
 
+/// Resolves a preset reference, `NAME` or `NAME:MODE[,MODE...]`
+/// (e.g. `epyc-milan-2s:nps4,smt-off`), to its machine. The error says what
+/// would be valid.
+pub fn resolve(reference: &str) -> Result<MachineSpec, String> {
+    let (name, modes) = match reference.split_once(':') {
+        Some((n, m)) => (n, Some(m)),
+        None => (reference, None),
+    };
+    let preset = find(name).ok_or_else(|| {
+        format!(
+            "unknown machine preset `{name}`; presets: {}",
+            names().join(", ")
+        )
+    })?;
+    if let Some(modes) = modes {
+        return Err(format!(
+            "preset `{}` has no mode `{modes}`",
+            preset.name
+        ));
+    }
+    Ok((preset.build)())
+}
+
 /// 2 x Xeon Platinum 8380 (Ice Lake-SP).
 fn icelake_sp_2s() -> MachineSpec {
     MachineSpec {
