@@ -118,9 +118,8 @@ struct PendingAccess {
 
 #[derive(Clone, Copy, Debug)]
 struct Frame {
-    /// Index into scripts (when `is_script`) or procedures.
+    /// Index into `Simulation::code_ops`: the scripts, then the procedures.
     code: u32,
-    is_script: bool,
     pc: u32,
     locals_base: u32,
 }
@@ -139,7 +138,10 @@ struct Cpu {
     now: Cycle,
     stack: Vec<i64>,
     locals: Vec<i64>,
-    frames: Vec<Frame>,
+    /// The running frame, kept out of the caller stack so that fetching an
+    /// operation is one index away.
+    frame: Frame,
+    callers: Vec<Frame>,
     iteration: u64,
     iteration_start: Cycle,
     finished: bool,
@@ -257,7 +259,12 @@ impl<'c> Simulation<'c> {
                     now: Cycle::ZERO,
                     stack: Vec::with_capacity(64),
                     locals: Vec::new(),
-                    frames: Vec::new(),
+                    frame: Frame {
+                        code: 0,
+                        pc: 0,
+                        locals_base: 0,
+                    },
+                    callers: Vec::new(),
                     iteration: 0,
                     iteration_start: Cycle::ZERO,
                     finished: false,
@@ -395,12 +402,13 @@ impl<'c> Simulation<'c> {
     }
 
     fn position(&self, cpu: &Cpu) -> (String, SourcePos) {
-        match cpu.frames.last() {
+        match (!cpu.finished).then_some(cpu.frame) {
             Some(f) => {
-                let code = if f.is_script {
+                let scripts = self.program.scripts.len();
+                let code = if (f.code as usize) < scripts {
                     &self.program.scripts[f.code as usize]
                 } else {
-                    &self.program.procedures[f.code as usize]
+                    &self.program.procedures[f.code as usize - scripts]
                 };
                 let pc = (f.pc as usize).min(code.op_positions.len().saturating_sub(1));
                 (
@@ -746,30 +754,18 @@ impl<'c> Simulation<'c> {
 
     #[inline]
     fn current_op(&self, i: usize) -> Op {
-        let frame = self.cpus[i]
-            .frames
-            .last()
-            .expect("a running CPU has a frame");
-        let code = if frame.is_script {
-            frame.code as usize
-        } else {
-            self.program.scripts.len() + frame.code as usize
-        };
-        self.code_ops[code][frame.pc as usize]
+        let frame = &self.cpus[i].frame;
+        self.code_ops[frame.code as usize][frame.pc as usize]
     }
 
     #[inline]
     fn advance_pc(&mut self, i: usize) {
-        if let Some(f) = self.cpus[i].frames.last_mut() {
-            f.pc += 1;
-        }
+        self.cpus[i].frame.pc += 1;
     }
 
     #[inline]
     fn jump(&mut self, i: usize, target: u32) {
-        if let Some(f) = self.cpus[i].frames.last_mut() {
-            f.pc = target;
-        }
+        self.cpus[i].frame.pc = target;
     }
 
     /// Executes one operation of CPU `i`.
@@ -782,7 +778,7 @@ impl<'c> Simulation<'c> {
             }
             Op::Local(slot) => {
                 let cpu = &self.cpus[i];
-                let base = cpu.frames.last().map(|f| f.locals_base).unwrap_or(0) as usize;
+                let base = cpu.frame.locals_base as usize;
                 let v = cpu.locals[base + slot as usize];
                 self.push(i, v)?;
                 self.advance_pc(i);
@@ -790,7 +786,7 @@ impl<'c> Simulation<'c> {
             Op::SetLocal(slot) => {
                 let v = self.pop(i)?;
                 let cpu = &mut self.cpus[i];
-                let base = cpu.frames.last().map(|f| f.locals_base).unwrap_or(0) as usize;
+                let base = cpu.frame.locals_base as usize;
                 cpu.locals[base + slot as usize] = v;
                 self.advance_pc(i);
             }
@@ -906,7 +902,7 @@ impl<'c> Simulation<'c> {
                 self.advance_pc(i);
             }
             Op::Call(proc_index) => {
-                if self.cpus[i].frames.len() >= MAX_CALL_DEPTH {
+                if self.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
                     return Err(self.script_error(
                         i,
                         format!("calls nested deeper than {MAX_CALL_DEPTH} (unbounded recursion?)"),
@@ -923,18 +919,20 @@ impl<'c> Simulation<'c> {
                     let v = cpu.stack.pop().unwrap_or(0);
                     cpu.locals[base + p] = v;
                 }
-                cpu.frames.push(Frame {
-                    code: proc_index,
-                    is_script: false,
+                let callee = Frame {
+                    code: (self.program.scripts.len() + proc_index as usize) as u32,
                     pc: 0,
                     locals_base: base as u32,
-                });
+                };
+                let caller = std::mem::replace(&mut cpu.frame, callee);
+                cpu.callers.push(caller);
             }
             Op::Return => {
                 let v = self.pop(i)?;
                 let cpu = &mut self.cpus[i];
-                if let Some(frame) = cpu.frames.pop() {
-                    cpu.locals.truncate(frame.locals_base as usize);
+                cpu.locals.truncate(cpu.frame.locals_base as usize);
+                if let Some(caller) = cpu.callers.pop() {
+                    cpu.frame = caller;
                 }
                 self.push(i, v)?;
             }
@@ -1001,7 +999,7 @@ impl<'c> Simulation<'c> {
         }
         if let StopRule::Iterations(n) = self.config.stop {
             if cpu.iteration >= warmup + n {
-                cpu.frames.clear();
+                cpu.callers.clear();
                 self.finish(i);
                 return;
             }
@@ -1207,15 +1205,14 @@ impl<'c> Simulation<'c> {
 fn start_iteration(cpu: &mut Cpu, program: &Program) {
     let code = &program.scripts[cpu.spec.script as usize];
     cpu.stack.clear();
-    cpu.frames.clear();
+    cpu.callers.clear();
     cpu.locals.clear();
     cpu.locals.resize(code.local_count as usize, 0);
-    cpu.frames.push(Frame {
+    cpu.frame = Frame {
         code: cpu.spec.script,
-        is_script: true,
         pc: 0,
         locals_base: 0,
-    });
+    };
 }
 
 /// The value a field of `size` bytes holds for `value`: its low bytes,
