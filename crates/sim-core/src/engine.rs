@@ -453,6 +453,8 @@ impl<'c> Simulation<'c> {
             } else if now > self.config.max_cycles {
                 return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
             }
+            let code = self.cpus[i].frame.code as usize;
+            run_local_ops(&mut self.cpus[i], self.code_ops[code]);
             // Only accesses that another CPU could also reach must wait for
             // their turn; everything else runs ahead.
             let op = self.current_op(i);
@@ -807,43 +809,7 @@ impl<'c> Simulation<'c> {
             Op::Binary(op) => {
                 let b = self.pop(i)?;
                 let a = self.pop(i)?;
-                let r = match op {
-                    BinaryOp::Add => a.wrapping_add(b),
-                    BinaryOp::Sub => a.wrapping_sub(b),
-                    BinaryOp::Mul => a.wrapping_mul(b),
-                    BinaryOp::Div | BinaryOp::Rem => {
-                        if b == 0 {
-                            return Err(self.script_error(i, "division by zero".into()));
-                        }
-                        if op == BinaryOp::Div {
-                            a.wrapping_div(b)
-                        } else {
-                            a.wrapping_rem(b)
-                        }
-                    }
-                    BinaryOp::BitAnd => a & b,
-                    BinaryOp::BitOr => a | b,
-                    BinaryOp::BitXor => a ^ b,
-                    BinaryOp::Shl | BinaryOp::Shr => {
-                        if !(0..64).contains(&b) {
-                            return Err(self
-                                .script_error(i, format!("shift by {b} is out of range 0..=63")));
-                        }
-                        if op == BinaryOp::Shl {
-                            a.wrapping_shl(b as u32)
-                        } else {
-                            a.wrapping_shr(b as u32)
-                        }
-                    }
-                    BinaryOp::Eq => (a == b) as i64,
-                    BinaryOp::Ne => (a != b) as i64,
-                    BinaryOp::Lt => (a < b) as i64,
-                    BinaryOp::Le => (a <= b) as i64,
-                    BinaryOp::Gt => (a > b) as i64,
-                    BinaryOp::Ge => (a >= b) as i64,
-                    BinaryOp::And => (a != 0 && b != 0) as i64,
-                    BinaryOp::Or => (a != 0 || b != 0) as i64,
-                };
+                let r = eval_binary(op, a, b).map_err(|message| self.script_error(i, message))?;
                 self.push(i, r)?;
                 self.advance_pc(i);
             }
@@ -1213,6 +1179,110 @@ fn start_iteration(cpu: &mut Cpu, program: &Program) {
         pc: 0,
         locals_base: 0,
     };
+}
+
+/// The value of `a op b`, or why there is none.
+#[inline]
+fn eval_binary(op: BinaryOp, a: i64, b: i64) -> Result<i64, String> {
+    Ok(match op {
+        BinaryOp::Add => a.wrapping_add(b),
+        BinaryOp::Sub => a.wrapping_sub(b),
+        BinaryOp::Mul => a.wrapping_mul(b),
+        BinaryOp::Div | BinaryOp::Rem => {
+            if b == 0 {
+                return Err("division by zero".into());
+            }
+            if op == BinaryOp::Div {
+                a.wrapping_div(b)
+            } else {
+                a.wrapping_rem(b)
+            }
+        }
+        BinaryOp::BitAnd => a & b,
+        BinaryOp::BitOr => a | b,
+        BinaryOp::BitXor => a ^ b,
+        BinaryOp::Shl | BinaryOp::Shr => {
+            if !(0..64).contains(&b) {
+                return Err(format!("shift by {b} is out of range 0..=63"));
+            }
+            if op == BinaryOp::Shl {
+                a.wrapping_shl(b as u32)
+            } else {
+                a.wrapping_shr(b as u32)
+            }
+        }
+        BinaryOp::Eq => (a == b) as i64,
+        BinaryOp::Ne => (a != b) as i64,
+        BinaryOp::Lt => (a < b) as i64,
+        BinaryOp::Le => (a <= b) as i64,
+        BinaryOp::Gt => (a > b) as i64,
+        BinaryOp::Ge => (a >= b) as i64,
+        BinaryOp::And => (a != 0 && b != 0) as i64,
+        BinaryOp::Or => (a != 0 || b != 0) as i64,
+    })
+}
+
+/// Runs the CPU's operations that touch nothing but its own registers
+/// (stack, locals, program counter) and take no time, in a tight loop, up
+/// to the first one that does anything else; that one is left for `step`.
+/// Any operation that could fail is left for `step` too, which reports it.
+#[inline]
+fn run_local_ops(cpu: &mut Cpu, ops: &[Op]) {
+    loop {
+        let Some(&op) = ops.get(cpu.frame.pc as usize) else {
+            return;
+        };
+        let stack = &mut cpu.stack;
+        match op {
+            Op::Push(v) => stack.push(v),
+            Op::Local(slot) => {
+                let Some(&v) = cpu
+                    .locals
+                    .get(cpu.frame.locals_base as usize + slot as usize)
+                else {
+                    return;
+                };
+                stack.push(v);
+            }
+            Op::SetLocal(slot) => {
+                let index = cpu.frame.locals_base as usize + slot as usize;
+                if index >= cpu.locals.len() {
+                    return;
+                }
+                let Some(v) = stack.pop() else { return };
+                cpu.locals[index] = v;
+            }
+            Op::Pop => {
+                if stack.pop().is_none() {
+                    return;
+                }
+            }
+            Op::Binary(op) => {
+                let n = stack.len();
+                if n < 2 {
+                    return;
+                }
+                let Ok(r) = eval_binary(op, stack[n - 2], stack[n - 1]) else {
+                    return;
+                };
+                stack.truncate(n - 2);
+                stack.push(r);
+            }
+            Op::Jump(target) => {
+                cpu.frame.pc = target;
+                continue;
+            }
+            Op::JumpIfZero(target) | Op::JumpIfNonZero(target) => {
+                let Some(v) = stack.pop() else { return };
+                if (v == 0) == matches!(op, Op::JumpIfZero(_)) {
+                    cpu.frame.pc = target;
+                    continue;
+                }
+            }
+            _ => return,
+        }
+        cpu.frame.pc += 1;
+    }
 }
 
 /// The value a field of `size` bytes holds for `value`: its low bytes,
