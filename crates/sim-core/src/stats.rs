@@ -159,7 +159,8 @@ pub struct Stats {
     pub iteration_cycles: Histogram,
     /// Measured iterations per CPU index in the thread list.
     pub stalled_on_store_buffer_cycles: u64,
-    unit_bytes: u64,
+    /// log2 of the coherence unit's size.
+    unit_shift: u32,
     measuring: Vec<bool>,
     cpu_slot: Vec<u32>,
 }
@@ -188,7 +189,7 @@ impl Stats {
             per_unit: vec![Traffic::default(); unit_count],
             iteration_cycles: Histogram::default(),
             stalled_on_store_buffer_cycles: 0,
-            unit_bytes: unit_bytes as u64,
+            unit_shift: unit_bytes.trailing_zeros(),
             measuring: vec![warmup == 0; cpus.len()],
             cpu_slot,
         }
@@ -227,7 +228,7 @@ impl Probe for Stats {
         if let Some(f) = self.per_field.get_mut(event.field_id as usize) {
             f.add(event);
         }
-        let unit = (event.address / self.unit_bytes) as usize;
+        let unit = (event.address >> self.unit_shift) as usize;
         if let Some(u) = self.per_unit.get_mut(unit) {
             u.add(event);
         }
@@ -258,7 +259,7 @@ impl Probe for Stats {
         if let Some(f) = self.per_field.get_mut(field_id as usize) {
             f.stores += 1;
         }
-        if let Some(u) = self.per_unit.get_mut((address / self.unit_bytes) as usize) {
+        if let Some(u) = self.per_unit.get_mut((address >> self.unit_shift) as usize) {
             u.stores += 1;
         }
     }
@@ -280,7 +281,7 @@ impl Probe for Stats {
         if let Some(f) = self.per_field.get_mut(field_id as usize) {
             f.stall_cycles += waited;
         }
-        if let Some(u) = self.per_unit.get_mut((address / self.unit_bytes) as usize) {
+        if let Some(u) = self.per_unit.get_mut((address >> self.unit_shift) as usize) {
             u.stall_cycles += waited;
         }
     }

@@ -152,6 +152,9 @@ pub struct Topology {
     pub spec: MachineSpec,
     physical_cores: u32,
     cpus: u32,
+    /// Per CPU: its core and SMT thread, looked up on every access.
+    cpu_core: Vec<u32>,
+    cpu_thread: Vec<u8>,
 }
 
 impl Topology {
@@ -249,10 +252,13 @@ impl Topology {
             });
         }
         let physical_cores = (cpus / spec.threads_per_core as u64) as u32;
+        let cpus = cpus as u32;
         Ok(Topology {
             spec,
             physical_cores,
-            cpus: cpus as u32,
+            cpus,
+            cpu_core: (0..cpus).map(|c| c % physical_cores).collect(),
+            cpu_thread: (0..cpus).map(|c| (c / physical_cores) as u8).collect(),
         })
     }
 
@@ -287,12 +293,20 @@ impl Topology {
         }
     }
 
+    #[inline]
     pub fn core_of(&self, cpu: u32) -> u32 {
-        cpu % self.physical_cores
+        match self.cpu_core.get(cpu as usize) {
+            Some(&core) => core,
+            None => cpu % self.physical_cores,
+        }
     }
     /// Which SMT thread of its core a CPU is (0 for the first).
+    #[inline]
     pub fn thread_of(&self, cpu: u32) -> u32 {
-        cpu / self.physical_cores
+        match self.cpu_thread.get(cpu as usize) {
+            Some(&thread) => thread as u32,
+            None => cpu / self.physical_cores,
+        }
     }
     pub fn l3_of_core(&self, core: u32) -> u32 {
         core / self.spec.cores_per_l3
