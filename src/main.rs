@@ -4,9 +4,10 @@
 //! Exit codes: 0 success, 1 a run failed (a bound hit, a script assertion,
 //! a protocol violation), 2 invalid input or usage.
 
+mod progress;
+
 use clap::{Parser, Subcommand};
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
-use scenarios::results::run_all;
 use scenarios::trace::TraceProbe;
 use scenarios::{load_file, InputError, LoadedScenario};
 use std::path::{Path, PathBuf};
@@ -40,6 +41,27 @@ enum Command {
         /// operations and events per host second (variants run one at a time).
         #[arg(long)]
         host_stats: bool,
+        /// Also write results.csv, results.json and fields.csv into DIR
+        /// (created if missing; written only when every run succeeds).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Run only the cases whose index is I modulo N (0 <= I < N) and write
+        /// them, with a manifest, to --out; `bounce merge` joins the shards.
+        #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "out")]
+        shard: Option<(usize, usize)>,
+        /// Print no progress (by default: a progress bar on a terminal,
+        /// otherwise a line every few seconds, always on stderr).
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Join the outputs of `bounce run --shard I/N --out DIR` into the files
+    /// an unsharded run writes.
+    Merge {
+        /// Where to write results.csv, results.json and fields.csv.
+        out: PathBuf,
+        /// The shards' output directories, one per shard.
+        #[arg(required = true)]
+        shards: Vec<PathBuf>,
     },
     /// Validate a scenario without running it.
     Check {
@@ -113,7 +135,11 @@ fn main() -> ExitCode {
             file,
             check,
             host_stats,
-        } => run(&file, check, host_stats),
+            out,
+            shard,
+            quiet,
+        } => run(&file, check, host_stats, out.as_deref(), shard, quiet),
+        Command::Merge { out, shards } => merge(&out, &shards),
         Command::Check { file } => check(&file),
         Command::Presets { action } => presets(action),
         Command::Validate { machine, data, csv } => validate(machine, data, csv),
@@ -139,48 +165,133 @@ fn load_and_build(
     Ok((loaded, built))
 }
 
-fn run(file: &Path, check: bool, host_stats: bool) -> ExitCode {
-    let mut options = BuildOptions::default();
-    options.check_invariants |= check;
-    let (loaded, built) = match load_and_build(file, options) {
-        Ok(x) => x,
-        Err(code) => return code,
-    };
-    let results = if host_stats {
-        run_timed(&built)
-    } else {
-        run_all(&built)
-    };
-    print!(
-        "{}",
-        scenarios::report::full_report(&loaded.base.doc.name, &results)
-    );
-    let failures: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
-    if failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        for f in &failures {
-            eprintln!("error: variant `{}` has no result: {}", f.name, f.error);
-        }
-        ExitCode::from(EXIT_RUN_FAILED)
+/// `I/N` with `0 <= I < N`.
+fn parse_shard(text: &str) -> Result<(usize, usize), String> {
+    let (i, n) = text
+        .split_once('/')
+        .ok_or_else(|| "expected I/N, such as 0/4 (shards are numbered 0 to N-1)".to_string())?;
+    let i: usize = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{i}` is not a shard number"))?;
+    let n: usize = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{n}` is not a number of shards"))?;
+    if n == 0 {
+        return Err("the number of shards must be at least 1".into());
     }
+    if i >= n {
+        return Err(format!(
+            "shard {i} of {n} does not exist: shards are numbered 0 to {}",
+            n - 1
+        ));
+    }
+    Ok((i, n))
 }
 
-/// Runs variants one at a time on this thread, timing each with the host
-/// clock (the simulation itself never reads it).
-fn run_timed(
-    built: &[BuiltVariant],
-) -> Vec<Result<scenarios::results::VariantResult, scenarios::results::VariantFailure>> {
-    built
+fn run(
+    file: &Path,
+    check: bool,
+    host_stats: bool,
+    out: Option<&Path>,
+    shard: Option<(usize, usize)>,
+    quiet: bool,
+) -> ExitCode {
+    let mut options = BuildOptions::default();
+    options.check_invariants |= check;
+    let loaded = match load_file(file) {
+        Ok(l) => l,
+        Err(e) => return input_error(&e),
+    };
+    let mut cases = match scenarios::cases::build_cases(&loaded, options) {
+        Ok(c) => c,
+        Err(e) => return input_error(&e),
+    };
+    if let Some((i, n)) = shard {
+        cases = scenarios::cases::shard_of(cases, |c| c.index, i, n);
+    }
+    let results = if host_stats {
+        run_timed(&cases)
+    } else {
+        let progress = progress::Progress::new(cases.len(), quiet);
+        let results = scenarios::cases::run_cases(&cases, &|| progress.case_done());
+        progress.finish();
+        results
+    };
+    let name = &loaded.base.doc.name;
+    match (&loaded.sweep, results.first()) {
+        (Some(sweep), _) => print!(
+            "{}",
+            scenarios::report::sweep_report(name, sweep, &results, loaded.cases.len(), shard)
+        ),
+        (None, Some(case)) => print!("{}", scenarios::report::full_report(name, &case.results)),
+        (None, None) => {
+            let (i, n) = shard.unwrap_or((0, 1));
+            println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
+        }
+    }
+    let mut failed = false;
+    for case in &results {
+        for f in case.failures() {
+            failed = true;
+            if case.id.is_empty() {
+                eprintln!("error: variant `{}` has no result: {}", f.name, f.error);
+            } else {
+                eprintln!(
+                    "error: case `{}`, variant `{}` has no result: {}",
+                    case.id, f.name, f.error
+                );
+            }
+        }
+    }
+    if failed {
+        if let Some(dir) = out {
+            eprintln!(
+                "error: nothing written to `{}`: some runs have no result",
+                dir.display()
+            );
+        }
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    if let Some(dir) = out {
+        let mut file = scenarios::output::header(&loaded, env!("CARGO_PKG_VERSION"));
+        file.records = scenarios::output::records(&file, &cases, &results);
+        let manifest = shard.map(|(i, n)| scenarios::output::manifest(&file, i, n));
+        if let Err(e) = scenarios::output::write_results(dir, &file, manifest.as_ref()) {
+            eprintln!(
+                "error: cannot write the results to `{}`: {e}",
+                dir.display()
+            );
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Runs every variant of every case one at a time on this thread, timing
+/// each with the host clock (the simulation itself never reads it).
+fn run_timed(cases: &[scenarios::cases::BuiltCase]) -> Vec<scenarios::cases::CaseResult> {
+    cases
         .iter()
-        .map(|b| {
+        .map(|case| scenarios::cases::CaseResult {
+            index: case.index,
+            id: case.id.clone(),
+            seed: case.seed,
+            values: case.values.clone(),
+            results: case.variants.iter().map(|b| {
             let start = std::time::Instant::now();
             let result = scenarios::results::run_variant(b);
             let seconds = start.elapsed().as_secs_f64();
             if let Ok(r) = &result {
+                let label = if case.id.is_empty() {
+                    b.name.clone()
+                } else {
+                    format!("{} {}", case.id, b.name)
+                };
                 eprintln!(
                     "host: {:<18} {:>8.3} s  {:>12} memory ops  {:>10} events  {:>8.2} M ops/s  {:>8.2} M events/s",
-                    b.name,
+                    label,
                     seconds,
                     r.outcome.memory_ops,
                     r.outcome.events,
@@ -190,7 +301,57 @@ fn run_timed(
             }
             result
         })
+        .collect(),
+        })
         .collect()
+}
+
+/// `bounce merge OUT SHARD...`: nothing is written unless every check passes.
+fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    if shards.iter().any(|s| canonical(s) == canonical(out)) {
+        eprintln!(
+            "error: `{}` is one of the shard directories; merge into another directory",
+            out.display()
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    let mut inputs = Vec::with_capacity(shards.len());
+    for dir in shards {
+        match scenarios::output::read_shard(dir) {
+            Ok(s) => inputs.push(s),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        }
+    }
+    let merged = match scenarios::output::merge(&inputs) {
+        Ok(m) => m,
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("error: {line}");
+            }
+            eprintln!("error: nothing written to `{}`", out.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    if let Err(e) = scenarios::output::write_results(out, &merged, None) {
+        eprintln!(
+            "error: cannot write the results to `{}`: {e}",
+            out.display()
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    println!(
+        "bounce: merged {} shard(s) of `{}`: {} case(s), {} run(s), into `{}`",
+        inputs.len(),
+        merged.scenario.name,
+        merged.cases.len(),
+        merged.records.len(),
+        out.display()
+    );
+    ExitCode::SUCCESS
 }
 
 fn presets(action: Option<PresetsAction>) -> ExitCode {

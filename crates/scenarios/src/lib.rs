@@ -6,8 +6,10 @@
 //! machines and layout rules are `models`'.
 
 pub mod build;
+pub mod cases;
 pub mod document;
 pub mod error;
+pub mod output;
 pub mod presets_view;
 pub mod report;
 pub mod results;

@@ -286,6 +286,162 @@ pub fn full_report(
     out
 }
 
+/// Column labels of a sweep table: the case id without the `machine` axis
+/// (and the variant, when cases run more than one), or `#N` with a legend
+/// when some label would not fit a column.
+fn sweep_labels(
+    axes: &[String],
+    runs: &[(&crate::cases::CaseResult, &VariantResult)],
+    many_variants: bool,
+) -> (Vec<String>, Option<String>) {
+    let label = |case: &crate::cases::CaseResult, v: &VariantResult| {
+        let mut parts: Vec<String> = axes
+            .iter()
+            .zip(&case.values)
+            .filter(|(a, _)| a.as_str() != "machine")
+            .map(|(a, value)| format!("{a}={value}"))
+            .collect();
+        if many_variants || parts.is_empty() {
+            parts.push(v.name.clone());
+        }
+        parts.join(",")
+    };
+    let full: Vec<String> = runs.iter().map(|(c, v)| label(c, v)).collect();
+    if full.iter().all(|l| l.chars().count() <= 16) {
+        return (full, None);
+    }
+    // The values alone, under a line naming the axes.
+    let mut names: Vec<&str> = axes
+        .iter()
+        .map(String::as_str)
+        .filter(|a| *a != "machine")
+        .collect();
+    if many_variants || names.is_empty() {
+        names.push("variant");
+    }
+    let values: Vec<String> = runs
+        .iter()
+        .map(|(case, v)| {
+            let mut parts: Vec<String> = axes
+                .iter()
+                .zip(&case.values)
+                .filter(|(a, _)| a.as_str() != "machine")
+                .map(|(_, value)| value.to_string())
+                .collect();
+            if many_variants || parts.is_empty() {
+                parts.push(v.name.clone());
+            }
+            parts.join(",")
+        })
+        .collect();
+    if values.iter().all(|l| l.chars().count() <= 16) {
+        return (values, Some(format!("  {}\n", names.join(","))));
+    }
+    let mut legend = String::new();
+    let short = full
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let _ = writeln!(legend, "  #{i:<4} {l}");
+            format!("#{i}")
+        })
+        .collect();
+    (short, Some(legend))
+}
+
+/// The report of a sweep: per value of the `machine` axis (or once, without
+/// one), the comparison table across its cases, each run beside the first;
+/// then the runs that failed. The attribution per field and per line is in
+/// `fields.csv` (`bounce run --out DIR`).
+pub fn sweep_report(
+    scenario_name: &str,
+    sweep: &crate::document::Sweep,
+    cases: &[crate::cases::CaseResult],
+    total_cases: usize,
+    shard: Option<(usize, usize)>,
+) -> String {
+    let mut out = String::new();
+    let axes: Vec<String> = sweep.axes.iter().map(|a| a.name.clone()).collect();
+    let axis_list = if axes.is_empty() {
+        "no axes".to_string()
+    } else {
+        axes.join(" x ")
+    };
+    let _ = write!(
+        out,
+        "bounce: {scenario_name}: sweep of {total_cases} case(s) ({axis_list}) x {} variant(s)",
+        sweep.variants.len()
+    );
+    if let Some((i, n)) = shard {
+        let _ = write!(out, ", shard {i}/{n}: {} case(s)", cases.len());
+    }
+    out.push('\n');
+    let machine_axis = axes.iter().position(|a| a == "machine");
+    let mut groups: Vec<(String, Vec<(&crate::cases::CaseResult, &VariantResult)>)> = Vec::new();
+    for case in cases {
+        let key = machine_axis
+            .and_then(|i| case.values.get(i))
+            .map_or_else(String::new, |v| v.to_string());
+        let pos = match groups.iter().position(|(k, _)| *k == key) {
+            Some(p) => p,
+            None => {
+                groups.push((key, Vec::new()));
+                groups.len() - 1
+            }
+        };
+        for r in case.results.iter().flatten() {
+            groups[pos].1.push((case, r));
+        }
+    }
+    let many_variants = sweep.variants.len() > 1;
+    for (key, runs) in &groups {
+        let Some((_, first)) = runs.first() else {
+            continue;
+        };
+        let machine = if key.is_empty() {
+            first.machine.clone()
+        } else {
+            key.clone()
+        };
+        let _ = writeln!(
+            out,
+            "\nmachine {machine} ({} MHz): {} run(s), each beside the first\n",
+            first.clock_mhz,
+            runs.len()
+        );
+        let (labels, legend) = sweep_labels(&axes, runs, many_variants);
+        if let Some(legend) = legend {
+            let _ = writeln!(out, "columns:");
+            out.push_str(&legend);
+            out.push('\n');
+        }
+        let relabelled: Vec<VariantResult> = runs
+            .iter()
+            .zip(labels)
+            .map(|((_, r), label)| VariantResult {
+                name: label,
+                ..(*r).clone()
+            })
+            .collect();
+        out.push_str(&comparison_table(&relabelled));
+    }
+    let mut failed = false;
+    for case in cases {
+        for f in case.failures() {
+            if !failed {
+                out.push('\n');
+                failed = true;
+            }
+            let _ = writeln!(
+                out,
+                "case `{}`, variant `{}`: FAILED: {}",
+                case.id, f.name, f.error
+            );
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,6 +37,7 @@ pub(crate) fn from_de_error(
         let mut valid = backticked(expected);
         if parent.is_empty() {
             valid.push("variants".to_string());
+            valid.push("sweep".to_string());
         }
         let msg = if parent.is_empty() {
             format!("unknown top-level key `{given}`")

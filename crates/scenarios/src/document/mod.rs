@@ -33,8 +33,11 @@
 
 mod diagnose;
 mod patch;
+mod sweep;
 mod tree;
 mod validate;
+
+pub use sweep::{case_seed, fnv1a64, Axis, AxisValue, Case, Sweep, MAX_RUNS, SWEEP_KEYS};
 
 use std::ops::Range;
 use std::path::Path;
@@ -55,6 +58,12 @@ pub struct LoadedScenario {
     pub base: Variant,
     /// In file order; excludes the base.
     pub variants: Vec<Variant>,
+    /// The `[sweep]`, if the file has one.
+    pub sweep: Option<Sweep>,
+    /// What a run runs: every case of the sweep, in case order, each with
+    /// the documents of the variants it runs. Without a sweep, one case with
+    /// an empty id whose documents are the base and the variants.
+    pub cases: Vec<Case>,
 }
 
 impl LoadedScenario {
@@ -89,11 +98,29 @@ pub struct Variant {
 pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
     let source = Arc::new(SourceFile::new(path, text));
     let (base, variants) = load_source(&source)?;
-    Ok(LoadedScenario {
+    let mut loaded = LoadedScenario {
         source,
         base,
         variants,
-    })
+        sweep: None,
+        cases: Vec::new(),
+    };
+    match sweep::expand(&loaded)? {
+        Some((sweep, cases)) => {
+            loaded.sweep = Some(sweep);
+            loaded.cases = cases;
+        }
+        None => {
+            loaded.cases = vec![Case {
+                index: 0,
+                id: String::new(),
+                seed: loaded.base.doc.seed,
+                values: Vec::new(),
+                variants: loaded.all().cloned().collect(),
+            }];
+        }
+    }
+    Ok(loaded)
 }
 
 /// Loads a scenario file. An unreadable file is an error with line 0.
@@ -122,6 +149,8 @@ fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>), InputErro
     let root_span = parsed.span();
     let mut root = parsed.into_inner();
     let variants_value = root.remove("variants");
+    // Read by `sweep::expand` once the base and the variants are known.
+    root.remove("sweep");
 
     let stem = default_name(&source.path);
     let base_doc = build_doc(source, &root, &root_span, &stem)?;

@@ -168,7 +168,13 @@ pub(crate) fn parse_variants<'i>(
         let set_span = set.span();
         let mut sets = Vec::new();
         match set.into_inner() {
-            DeValue::Table(t) => flatten_set(source, &prefix, t, &mut Vec::new(), &mut sets)?,
+            DeValue::Table(t) => flatten_set(
+                source,
+                &format!("{prefix}.set"),
+                t,
+                &mut Vec::new(),
+                &mut sets,
+            )?,
             other => {
                 let key = format!("{prefix}.set");
                 return Err(InputError::at(
@@ -195,9 +201,11 @@ pub(crate) fn parse_variants<'i>(
 /// Collects `set` entries. Keys are split on `.`; a value that is a table but
 /// not an inline `{ ... }` table came from TOML dotted keys or headers
 /// (`params.batch = 1`) and is treated as a continuation of the path.
-fn flatten_set<'i>(
+/// `within` is the key of the table being read (`variants.NAME.set`,
+/// `sweep`), for messages.
+pub(super) fn flatten_set<'i>(
     source: &SourceFile,
-    variant: &str,
+    within: &str,
     table: DeTable<'i>,
     prefix: &mut Vec<(String, Range<usize>)>,
     out: &mut Vec<SetEntry<'i>>,
@@ -214,9 +222,9 @@ fn flatten_set<'i>(
             return Err(InputError::at(
                 source,
                 span.clone(),
-                &format!("{variant}.set"),
+                within,
                 format!(
-                    "empty segment in the path `{}` in `{variant}.set`",
+                    "empty segment in the path `{}` in `{within}`",
                     path_for_errors()
                 ),
             )
@@ -231,17 +239,14 @@ fn flatten_set<'i>(
                 let span = value.span();
                 match value.into_inner() {
                     DeValue::Table(t) if !t.is_empty() => {
-                        flatten_set(source, variant, t, prefix, out)?
+                        flatten_set(source, within, t, prefix, out)?
                     }
                     _ => {
                         return Err(InputError::at(
                             source,
                             span,
-                            &format!("{variant}.set"),
-                            format!(
-                                "no value given for `{}` in `{variant}.set`",
-                                path_for_errors()
-                            ),
+                            within,
+                            format!("no value given for `{}` in `{within}`", path_for_errors()),
                         ))
                     }
                 }

@@ -1,0 +1,152 @@
+//! Building and running the cases of a scenario (see
+//! [`LoadedScenario::cases`]): every run of every case in parallel across
+//! runs (rayon), the results collected in case order, then variant order,
+//! whatever the number of host threads.
+
+#![allow(clippy::result_large_err)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+
+use crate::build::{build_doc, BuildOptions, BuiltVariant};
+use crate::document::{AxisValue, Case, LoadedScenario};
+use crate::error::InputError;
+use crate::results::{run_variant, VariantFailure, VariantResult};
+
+/// A case ready to run.
+#[derive(Clone, Debug)]
+pub struct BuiltCase {
+    pub index: usize,
+    pub id: String,
+    pub seed: u64,
+    pub values: Vec<AxisValue>,
+    /// One per variant the case runs, in the sweep's variant order.
+    pub variants: Vec<BuiltVariant>,
+}
+
+/// The results of one case, one per variant, in the case's variant order.
+#[derive(Clone, Debug)]
+pub struct CaseResult {
+    pub index: usize,
+    pub id: String,
+    pub seed: u64,
+    pub values: Vec<AxisValue>,
+    pub results: Vec<Result<VariantResult, VariantFailure>>,
+}
+
+impl CaseResult {
+    pub fn failures(&self) -> impl Iterator<Item = &VariantFailure> {
+        self.results.iter().filter_map(|r| r.as_ref().err())
+    }
+}
+
+/// Builds one case. An error names the case (when the scenario has a sweep)
+/// and the variant.
+pub fn build_case(
+    loaded: &LoadedScenario,
+    case: &Case,
+    options: BuildOptions,
+) -> Result<BuiltCase, InputError> {
+    let variants = case
+        .variants
+        .iter()
+        .map(|v| {
+            let mut built = build_doc(loaded, &v.doc, options).map_err(|mut e| {
+                if !case.id.is_empty() {
+                    e.message = format!(
+                        "in sweep case `{}`, variant `{}`: {}",
+                        case.id, v.name, e.message
+                    );
+                } else if v.name != loaded.base.name && !e.message.starts_with("in variant") {
+                    e.message = format!("in variant `{}`: {}", v.name, e.message);
+                }
+                e
+            })?;
+            built.name = v.name.clone();
+            built.description = v.description.clone();
+            Ok(built)
+        })
+        .collect::<Result<Vec<_>, InputError>>()?;
+    Ok(BuiltCase {
+        index: case.index,
+        id: case.id.clone(),
+        seed: case.seed,
+        values: case.values.clone(),
+        variants,
+    })
+}
+
+/// Builds every case, in case order. The first error stops the build, so a
+/// scenario whose cases do not all build runs none of them. With a sweep, the
+/// base and the variants as the file writes them are built first, so that an
+/// error of the file's own is reported as such rather than as the first
+/// case's.
+pub fn build_cases(
+    loaded: &LoadedScenario,
+    options: BuildOptions,
+) -> Result<Vec<BuiltCase>, InputError> {
+    if loaded.sweep.is_some() {
+        crate::build::build_all(loaded, options)?;
+    }
+    loaded
+        .cases
+        .iter()
+        .map(|c| build_case(loaded, c, options))
+        .collect()
+}
+
+/// The cases of shard `shard` of `shards`: those whose index is `shard`
+/// modulo `shards`.
+pub fn shard_of<T>(
+    cases: Vec<T>,
+    index: impl Fn(&T) -> usize,
+    shard: usize,
+    shards: usize,
+) -> Vec<T> {
+    cases
+        .into_iter()
+        .filter(|c| index(c) % shards == shard)
+        .collect()
+}
+
+/// Runs every variant of every case, in parallel across runs; `case_done`
+/// is called (from any thread) each time a case's last run finishes.
+/// Results come back in case order whatever the number of host threads.
+pub fn run_cases(cases: &[BuiltCase], case_done: &(dyn Fn() + Sync)) -> Vec<CaseResult> {
+    let remaining: Vec<AtomicUsize> = cases
+        .iter()
+        .map(|c| AtomicUsize::new(c.variants.len()))
+        .collect();
+    let runs: Vec<(usize, &BuiltVariant)> = cases
+        .iter()
+        .enumerate()
+        .flat_map(|(i, c)| c.variants.iter().map(move |v| (i, v)))
+        .collect();
+    let mut results = runs
+        .par_iter()
+        .map(|&(i, v)| {
+            let r = run_variant(v);
+            if remaining[i].fetch_sub(1, Ordering::AcqRel) == 1 {
+                case_done();
+            }
+            r
+        })
+        .collect::<Vec<_>>()
+        .into_iter();
+    cases
+        .iter()
+        .map(|c| {
+            if c.variants.is_empty() {
+                case_done();
+            }
+            CaseResult {
+                index: c.index,
+                id: c.id.clone(),
+                seed: c.seed,
+                values: c.values.clone(),
+                results: results.by_ref().take(c.variants.len()).collect(),
+            }
+        })
+        .collect()
+}

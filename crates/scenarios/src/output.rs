@@ -1,0 +1,847 @@
+//! Results files (`results.csv`, `results.json`, `fields.csv`), the manifest
+//! of a shard (`shard.json`), and merging shards. The format is described in
+//! `docs/results-format.md`.
+//!
+//! Every file is rendered from one [`ResultsFile`], so a merge of shards
+//! (which reads the shards' `results.json` back) writes the same bytes as an
+//! unsharded run. Files are written under temporary names and renamed into
+//! place only once all of them are written.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::cases::{BuiltCase, CaseResult};
+use crate::document::{AxisValue, LoadedScenario};
+use crate::results::VariantResult;
+use sim_core::stats::Traffic;
+
+/// `schema_version` of `results.json` and `shard.json`.
+pub const RESULTS_SCHEMA_VERSION: u32 = 1;
+pub const RESULTS_CSV: &str = "results.csv";
+pub const RESULTS_JSON: &str = "results.json";
+pub const FIELDS_CSV: &str = "fields.csv";
+pub const SHARD_MANIFEST: &str = "shard.json";
+
+/// The whole of `results.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultsFile {
+    pub schema_version: u32,
+    pub tool: String,
+    pub tool_version: String,
+    pub scenario: ScenarioInfo,
+    /// The sweep's axes in order (empty without a sweep).
+    pub axes: Vec<AxisInfo>,
+    /// The variants each case runs, in order.
+    pub variants: Vec<String>,
+    /// How CPU counts became CPUs, when there is a `cpus` axis and no
+    /// `placement` axis.
+    pub placement: Option<String>,
+    /// Every case of the sweep (also those of other shards).
+    pub cases: Vec<CaseInfo>,
+    /// One per case and variant, in case order then variant order.
+    pub records: Vec<Record>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioInfo {
+    pub name: String,
+    /// SHA-256 of the scenario file's bytes, in hex (as `sha256sum` prints it).
+    pub sha256: String,
+    pub seed: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AxisInfo {
+    pub name: String,
+    pub values: Vec<Value>,
+    /// For `cpus` and `placement`: the thread group they place.
+    pub thread_group: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseInfo {
+    pub index: usize,
+    pub id: String,
+    pub seed: u64,
+    /// Axis name to value, in axis order.
+    pub axes: IndexMap<String, Value>,
+}
+
+/// One run: one variant of one case.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub case_index: usize,
+    pub case_id: String,
+    pub variant: String,
+    pub axes: IndexMap<String, Value>,
+    pub machine: String,
+    pub clock_mhz: u64,
+    pub machine_sockets: u32,
+    pub machine_nodes: u32,
+    pub machine_l3_domains: u32,
+    pub machine_cpus: u32,
+    /// Running CPUs (all thread groups).
+    pub cpus: u32,
+    pub cpu_list: String,
+    pub sockets_used: u32,
+    pub nodes_used: u32,
+    pub l3_domains_used: u32,
+    pub seed: u64,
+    pub scenario_sha256: String,
+    pub tool_version: String,
+    pub measured_iterations: u64,
+    pub elapsed_cycles: u64,
+    pub events: u64,
+    pub memory_ops: u64,
+    pub throughput_iterations_per_second: f64,
+    pub throughput_per_cpu_iterations_per_second: f64,
+    pub cycles_per_iteration_mean: f64,
+    pub cycles_per_iteration_p50: u64,
+    pub cycles_per_iteration_p99: u64,
+    pub ns_per_iteration_mean: f64,
+    pub misses_per_iteration: f64,
+    pub hitm_per_iteration: f64,
+    pub invalidations_per_iteration: f64,
+    pub cross_socket_misses_per_iteration: f64,
+    pub stall_cycles_per_iteration: f64,
+    pub store_buffer_stall_cycles: u64,
+    pub fields: Vec<FieldRecord>,
+    pub lines: Vec<LineRecord>,
+}
+
+/// Traffic counts of a field or a line, over the measured window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrafficRecord {
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    pub accesses: u64,
+    pub hits: u64,
+    pub misses: u64,
+    pub hitm: u64,
+    pub invalidations: u64,
+    pub cross_socket_misses: u64,
+    pub stall_cycles: u64,
+}
+
+impl From<&Traffic> for TrafficRecord {
+    fn from(t: &Traffic) -> Self {
+        TrafficRecord {
+            loads: t.loads,
+            stores: t.stores,
+            atomics: t.atomics,
+            accesses: t.accesses(),
+            hits: t.hits,
+            misses: t.misses,
+            hitm: t.hitm,
+            invalidations: t.invalidations,
+            cross_socket_misses: t.cross_socket,
+            stall_cycles: t.stall_cycles,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldRecord {
+    /// `instance.field`.
+    pub field: String,
+    /// The lines (coherence units) the field occupies, over all its elements.
+    pub lines: Vec<usize>,
+    pub traffic: TrafficRecord,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LineRecord {
+    /// Index of the coherence unit.
+    pub line: usize,
+    /// Byte address of the line in simulated memory.
+    pub address: u64,
+    pub home_node: u32,
+    /// Fields on the line, as `inst[e].field`.
+    pub fields: Vec<String>,
+    pub traffic: TrafficRecord,
+}
+
+/// `shard.json`: which part of which sweep a directory holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardManifest {
+    pub schema_version: u32,
+    pub scenario_sha256: String,
+    pub tool_version: String,
+    pub shard_index: usize,
+    pub shard_count: usize,
+    pub case_count: usize,
+    pub cases: Vec<ShardCase>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardCase {
+    pub index: usize,
+    pub id: String,
+}
+
+/// SHA-256 of `bytes` in lower-case hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for b in digest.iter() {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+/// An axis value as JSON.
+pub fn axis_json(value: &AxisValue) -> Value {
+    match value {
+        AxisValue::Integer(n) => Value::from(*n),
+        AxisValue::Float(x) => serde_json::Number::from_f64(*x)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::String(x.to_string())),
+        AxisValue::Boolean(b) => Value::Bool(*b),
+        AxisValue::String(s) | AxisValue::Other(s) => Value::String(s.clone()),
+    }
+}
+
+/// The header of the results of `loaded` (everything but the records).
+pub fn header(loaded: &LoadedScenario, tool_version: &str) -> ResultsFile {
+    let axis_names: Vec<String> = loaded
+        .sweep
+        .as_ref()
+        .map(|s| s.axes.iter().map(|a| a.name.clone()).collect())
+        .unwrap_or_default();
+    ResultsFile {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        tool: "bounce".to_string(),
+        tool_version: tool_version.to_string(),
+        scenario: ScenarioInfo {
+            name: loaded.base.doc.name.clone(),
+            sha256: sha256_hex(loaded.source.text.as_bytes()),
+            seed: loaded.base.doc.seed,
+        },
+        axes: loaded
+            .sweep
+            .as_ref()
+            .map(|s| {
+                s.axes
+                    .iter()
+                    .map(|a| AxisInfo {
+                        name: a.name.clone(),
+                        values: a.values.iter().map(axis_json).collect(),
+                        thread_group: a.thread_group.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        variants: match &loaded.sweep {
+            Some(s) => s.variants.clone(),
+            None => loaded.all().map(|v| v.name.clone()).collect(),
+        },
+        placement: loaded.sweep.as_ref().and_then(|s| s.placement.clone()),
+        cases: loaded
+            .cases
+            .iter()
+            .map(|c| CaseInfo {
+                index: c.index,
+                id: c.id.clone(),
+                seed: c.seed,
+                axes: axes_map(&axis_names, &c.values),
+            })
+            .collect(),
+        records: Vec::new(),
+    }
+}
+
+fn axes_map(names: &[String], values: &[AxisValue]) -> IndexMap<String, Value> {
+    names
+        .iter()
+        .zip(values)
+        .map(|(n, v)| (n.clone(), axis_json(v)))
+        .collect()
+}
+
+/// The records of cases that all ran (a failed run has no record: callers
+/// write no files when a run failed).
+pub fn records(header: &ResultsFile, built: &[BuiltCase], results: &[CaseResult]) -> Vec<Record> {
+    let axis_names: Vec<String> = header.axes.iter().map(|a| a.name.clone()).collect();
+    let mut out = Vec::new();
+    for (case, result) in built.iter().zip(results) {
+        for (variant, r) in case.variants.iter().zip(&result.results) {
+            if let Ok(r) = r {
+                out.push(record(header, &axis_names, case, variant, r));
+            }
+        }
+    }
+    out
+}
+
+fn record(
+    header: &ResultsFile,
+    axis_names: &[String],
+    case: &BuiltCase,
+    built: &crate::build::BuiltVariant,
+    r: &VariantResult,
+) -> Record {
+    let topology = &built.config.topology;
+    let distinct = |f: &dyn Fn(u32) -> u32| {
+        let mut v: Vec<u32> = r.cpus.iter().map(|&c| f(c)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len() as u32
+    };
+    let mut sorted_cpus = r.cpus.clone();
+    sorted_cpus.sort_unstable();
+    Record {
+        case_index: case.index,
+        case_id: case.id.clone(),
+        variant: r.name.clone(),
+        axes: axes_map(axis_names, &case.values),
+        machine: r.machine.clone(),
+        clock_mhz: r.clock_mhz,
+        machine_sockets: topology.spec.sockets,
+        machine_nodes: topology.node_count(),
+        machine_l3_domains: topology.l3_count(),
+        machine_cpus: topology.cpu_count(),
+        cpus: r.cpus.len() as u32,
+        cpu_list: crate::schema::format_cpulist(&sorted_cpus),
+        sockets_used: distinct(&|c| topology.socket_of(c)),
+        nodes_used: distinct(&|c| topology.node_of(c)),
+        l3_domains_used: distinct(&|c| topology.l3_of(c)),
+        seed: built.config.seed,
+        scenario_sha256: header.scenario.sha256.clone(),
+        tool_version: header.tool_version.clone(),
+        measured_iterations: r.measured_iterations(),
+        elapsed_cycles: r.outcome.elapsed_cycles,
+        events: r.outcome.events,
+        memory_ops: r.outcome.memory_ops,
+        throughput_iterations_per_second: r.throughput_total(),
+        throughput_per_cpu_iterations_per_second: r.throughput_per_cpu(),
+        cycles_per_iteration_mean: r.iteration_cycles.mean(),
+        cycles_per_iteration_p50: r.iteration_cycles.quantile(500),
+        cycles_per_iteration_p99: r.iteration_cycles.quantile(990),
+        ns_per_iteration_mean: r.cycles_to_ns(r.iteration_cycles.mean()),
+        misses_per_iteration: r.per_iteration(r.total.misses),
+        hitm_per_iteration: r.per_iteration(r.total.hitm),
+        invalidations_per_iteration: r.per_iteration(r.total.invalidations),
+        cross_socket_misses_per_iteration: r.per_iteration(r.total.cross_socket),
+        stall_cycles_per_iteration: r.per_iteration(r.total.stall_cycles),
+        store_buffer_stall_cycles: r.store_buffer_stall_cycles,
+        fields: r
+            .fields
+            .iter()
+            .map(|f| FieldRecord {
+                field: f.name.clone(),
+                lines: f.units.clone(),
+                traffic: (&f.traffic).into(),
+            })
+            .collect(),
+        lines: r
+            .lines
+            .iter()
+            .map(|l| LineRecord {
+                line: l.unit,
+                address: l.address,
+                home_node: l.home_node,
+                fields: l.fields.clone(),
+                traffic: (&l.traffic).into(),
+            })
+            .collect(),
+    }
+}
+
+/// One CSV field, quoted when it must be (RFC 4180).
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv_line(out: &mut String, fields: &[String]) {
+    let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+    out.push_str(&line.join(","));
+    out.push('\n');
+}
+
+/// A JSON value as a CSV cell: strings bare, the rest as JSON.
+fn value_cell(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Columns of `results.csv` after the axis columns.
+pub const RESULTS_COLUMNS: &[&str] = &[
+    "machine",
+    "clock_mhz",
+    "machine_sockets",
+    "machine_nodes",
+    "machine_l3_domains",
+    "machine_cpus",
+    "cpus",
+    "cpu_list",
+    "sockets_used",
+    "nodes_used",
+    "l3_domains_used",
+    "seed",
+    "scenario_sha256",
+    "tool_version",
+    "measured_iterations",
+    "elapsed_cycles",
+    "events",
+    "memory_ops",
+    "throughput_iterations_per_second",
+    "throughput_per_cpu_iterations_per_second",
+    "cycles_per_iteration_mean",
+    "cycles_per_iteration_p50",
+    "cycles_per_iteration_p99",
+    "ns_per_iteration_mean",
+    "misses_per_iteration",
+    "hitm_per_iteration",
+    "invalidations_per_iteration",
+    "cross_socket_misses_per_iteration",
+    "stall_cycles_per_iteration",
+    "store_buffer_stall_cycles",
+];
+
+/// `results.csv`: `case_index, case_id, variant`, one `axis.NAME` column per
+/// axis, then [`RESULTS_COLUMNS`].
+pub fn results_csv(file: &ResultsFile) -> String {
+    let mut out = String::new();
+    let mut head: Vec<String> = vec!["case_index".into(), "case_id".into(), "variant".into()];
+    head.extend(file.axes.iter().map(|a| format!("axis.{}", a.name)));
+    head.extend(RESULTS_COLUMNS.iter().map(|c| c.to_string()));
+    csv_line(&mut out, &head);
+    for r in &file.records {
+        let mut row: Vec<String> = vec![
+            r.case_index.to_string(),
+            r.case_id.clone(),
+            r.variant.clone(),
+        ];
+        row.extend(
+            file.axes
+                .iter()
+                .map(|a| r.axes.get(&a.name).map(value_cell).unwrap_or_default()),
+        );
+        row.extend([
+            r.machine.clone(),
+            r.clock_mhz.to_string(),
+            r.machine_sockets.to_string(),
+            r.machine_nodes.to_string(),
+            r.machine_l3_domains.to_string(),
+            r.machine_cpus.to_string(),
+            r.cpus.to_string(),
+            r.cpu_list.clone(),
+            r.sockets_used.to_string(),
+            r.nodes_used.to_string(),
+            r.l3_domains_used.to_string(),
+            r.seed.to_string(),
+            r.scenario_sha256.clone(),
+            r.tool_version.clone(),
+            r.measured_iterations.to_string(),
+            r.elapsed_cycles.to_string(),
+            r.events.to_string(),
+            r.memory_ops.to_string(),
+            r.throughput_iterations_per_second.to_string(),
+            r.throughput_per_cpu_iterations_per_second.to_string(),
+            r.cycles_per_iteration_mean.to_string(),
+            r.cycles_per_iteration_p50.to_string(),
+            r.cycles_per_iteration_p99.to_string(),
+            r.ns_per_iteration_mean.to_string(),
+            r.misses_per_iteration.to_string(),
+            r.hitm_per_iteration.to_string(),
+            r.invalidations_per_iteration.to_string(),
+            r.cross_socket_misses_per_iteration.to_string(),
+            r.stall_cycles_per_iteration.to_string(),
+            r.store_buffer_stall_cycles.to_string(),
+        ]);
+        csv_line(&mut out, &row);
+    }
+    out
+}
+
+/// Columns of `fields.csv`.
+pub const FIELDS_COLUMNS: &[&str] = &[
+    "case_index",
+    "case_id",
+    "variant",
+    "kind",
+    "field",
+    "line",
+    "address",
+    "home_node",
+    "fields_on_line",
+    "loads",
+    "stores",
+    "atomics",
+    "accesses",
+    "hits",
+    "misses",
+    "hitm",
+    "invalidations",
+    "cross_socket_misses",
+    "stall_cycles",
+];
+
+fn traffic_cells(t: &TrafficRecord) -> [String; 10] {
+    [
+        t.loads.to_string(),
+        t.stores.to_string(),
+        t.atomics.to_string(),
+        t.accesses.to_string(),
+        t.hits.to_string(),
+        t.misses.to_string(),
+        t.hitm.to_string(),
+        t.invalidations.to_string(),
+        t.cross_socket_misses.to_string(),
+        t.stall_cycles.to_string(),
+    ]
+}
+
+/// `fields.csv`: per record, a row per field (`kind` = `field`, `line` the
+/// lines it occupies, space-separated) then a row per line with traffic
+/// (`kind` = `line`).
+pub fn fields_csv(file: &ResultsFile) -> String {
+    let mut out = String::new();
+    let head: Vec<String> = FIELDS_COLUMNS.iter().map(|c| c.to_string()).collect();
+    csv_line(&mut out, &head);
+    for r in &file.records {
+        let ids = [
+            r.case_index.to_string(),
+            r.case_id.clone(),
+            r.variant.clone(),
+        ];
+        for f in &r.fields {
+            let mut row: Vec<String> = ids.to_vec();
+            let lines: Vec<String> = f.lines.iter().map(|l| l.to_string()).collect();
+            row.extend([
+                "field".to_string(),
+                f.field.clone(),
+                lines.join(" "),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+            row.extend(traffic_cells(&f.traffic));
+            csv_line(&mut out, &row);
+        }
+        for l in &r.lines {
+            let mut row: Vec<String> = ids.to_vec();
+            row.extend([
+                "line".to_string(),
+                String::new(),
+                l.line.to_string(),
+                l.address.to_string(),
+                l.home_node.to_string(),
+                l.fields.join(" "),
+            ]);
+            row.extend(traffic_cells(&l.traffic));
+            csv_line(&mut out, &row);
+        }
+    }
+    out
+}
+
+/// `results.json`, pretty-printed, with a final newline.
+pub fn results_json(file: &ResultsFile) -> String {
+    let mut s = serde_json::to_string_pretty(file).expect("results serialize");
+    s.push('\n');
+    s
+}
+
+/// The manifest of shard `shard_index` of `shard_count`, holding `records`' cases.
+pub fn manifest(file: &ResultsFile, shard_index: usize, shard_count: usize) -> ShardManifest {
+    let mut cases: Vec<ShardCase> = Vec::new();
+    for c in &file.cases {
+        if c.index % shard_count == shard_index {
+            cases.push(ShardCase {
+                index: c.index,
+                id: c.id.clone(),
+            });
+        }
+    }
+    ShardManifest {
+        schema_version: RESULTS_SCHEMA_VERSION,
+        scenario_sha256: file.scenario.sha256.clone(),
+        tool_version: file.tool_version.clone(),
+        shard_index,
+        shard_count,
+        case_count: file.cases.len(),
+        cases,
+    }
+}
+
+/// Writes `files` into `dir` (created if missing): each to a temporary name
+/// first, then all renamed into place. If any write fails, the temporary
+/// files are removed and no final name is touched.
+pub fn write_atomically(dir: &Path, files: &[(&str, String)]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let pid = std::process::id();
+    let mut temps: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let written = (|| {
+        for (name, contents) in files {
+            let tmp = dir.join(format!(".{name}.{pid}.partial"));
+            temps.push((tmp.clone(), dir.join(name)));
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(contents.as_bytes())?;
+            f.sync_all()?;
+        }
+        Ok(())
+    })();
+    let result = written.and_then(|()| {
+        for (tmp, path) in &temps {
+            std::fs::rename(tmp, path)?;
+        }
+        Ok(())
+    });
+    if result.is_err() {
+        for (tmp, _) in &temps {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+    result
+}
+
+/// Writes the results files into `dir`, and the manifest when this is a shard.
+/// Without a manifest, a `shard.json` left in `dir` by an earlier run is
+/// removed first, so the directory is never taken for a shard it is not.
+pub fn write_results(
+    dir: &Path,
+    file: &ResultsFile,
+    shard: Option<&ShardManifest>,
+) -> std::io::Result<()> {
+    let mut files = vec![
+        (RESULTS_CSV, results_csv(file)),
+        (FIELDS_CSV, fields_csv(file)),
+        (RESULTS_JSON, results_json(file)),
+    ];
+    match shard {
+        // Last, so that a directory with a manifest holds the whole part.
+        Some(m) => {
+            let mut json = serde_json::to_string_pretty(m).expect("manifest serializes");
+            json.push('\n');
+            files.push((SHARD_MANIFEST, json));
+        }
+        None => {
+            let stale = dir.join(SHARD_MANIFEST);
+            if stale.exists() {
+                std::fs::remove_file(stale)?;
+            }
+        }
+    }
+    write_atomically(dir, &files)
+}
+
+/// One shard's output, read back.
+#[derive(Clone, Debug)]
+pub struct ShardInput {
+    pub dir: PathBuf,
+    pub manifest: ShardManifest,
+    pub results: ResultsFile,
+}
+
+/// Reads `dir/shard.json` and `dir/results.json`.
+pub fn read_shard(dir: &Path) -> Result<ShardInput, String> {
+    let shown = dir.display();
+    let manifest_path = dir.join(SHARD_MANIFEST);
+    let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "`{shown}` holds no shard: `{SHARD_MANIFEST}` is missing (a shard is written by `bounce run FILE --shard I/N --out DIR`, and only when all its runs succeed)"
+            )
+        } else {
+            format!("cannot read `{}`: {e}", manifest_path.display())
+        }
+    })?;
+    let manifest: ShardManifest = serde_json::from_str(&text)
+        .map_err(|e| format!("`{}` is not a shard manifest: {e}", manifest_path.display()))?;
+    if manifest.schema_version != RESULTS_SCHEMA_VERSION {
+        return Err(format!(
+            "`{}` has schema_version {}; this bounce reads {RESULTS_SCHEMA_VERSION}",
+            manifest_path.display(),
+            manifest.schema_version
+        ));
+    }
+    let results_path = dir.join(RESULTS_JSON);
+    let text = std::fs::read_to_string(&results_path)
+        .map_err(|e| format!("cannot read `{}`: {e}", results_path.display()))?;
+    let results: ResultsFile = serde_json::from_str(&text)
+        .map_err(|e| format!("`{}` is not a results file: {e}", results_path.display()))?;
+    if results.schema_version != RESULTS_SCHEMA_VERSION {
+        return Err(format!(
+            "`{}` has schema_version {}; this bounce reads {RESULTS_SCHEMA_VERSION}",
+            results_path.display(),
+            results.schema_version
+        ));
+    }
+    Ok(ShardInput {
+        dir: dir.to_path_buf(),
+        manifest,
+        results,
+    })
+}
+
+fn list_ids(ids: &[&str], limit: usize) -> String {
+    let mut out: Vec<String> = ids.iter().take(limit).map(|i| format!("`{i}`")).collect();
+    if ids.len() > limit {
+        out.push(format!("and {} more", ids.len() - limit));
+    }
+    out.join(", ")
+}
+
+/// Merges shards into the results an unsharded run writes. Every shard must
+/// come from the same scenario (by hash), tool version and shard count, and
+/// every case must be in exactly one shard; the error names what differs, or
+/// the cases missing or duplicated.
+pub fn merge(shards: &[ShardInput]) -> Result<ResultsFile, String> {
+    let Some(first) = shards.first() else {
+        return Err("no shard directories given".into());
+    };
+    let m0 = &first.manifest;
+    let header_of = |r: &ResultsFile| {
+        let mut h = r.clone();
+        h.records.clear();
+        h
+    };
+    let header = header_of(&first.results);
+    for s in shards {
+        let m = &s.manifest;
+        let dir = s.dir.display();
+        if m.scenario_sha256 != m0.scenario_sha256 {
+            return Err(format!(
+                "the shards come from different scenario files: `{}` has sha256 {}, `{dir}` has {}",
+                first.dir.display(),
+                m0.scenario_sha256,
+                m.scenario_sha256
+            ));
+        }
+        if m.shard_count != m0.shard_count {
+            return Err(format!(
+                "the shards come from different splits: `{}` is shard {}/{}, `{dir}` is shard {}/{}",
+                first.dir.display(),
+                m0.shard_index,
+                m0.shard_count,
+                m.shard_index,
+                m.shard_count
+            ));
+        }
+        if m.tool_version != m0.tool_version {
+            return Err(format!(
+                "the shards come from different versions of bounce: `{}` from {}, `{dir}` from {}",
+                first.dir.display(),
+                m0.tool_version,
+                m.tool_version
+            ));
+        }
+        if header_of(&s.results) != header || m.case_count != header.cases.len() {
+            return Err(format!(
+                "`{dir}/{RESULTS_JSON}` describes another sweep than `{}/{RESULTS_JSON}`",
+                first.dir.display()
+            ));
+        }
+        if m.scenario_sha256 != s.results.scenario.sha256 {
+            return Err(format!(
+                "`{dir}`: `{SHARD_MANIFEST}` and `{RESULTS_JSON}` name different scenarios"
+            ));
+        }
+        // The records must be exactly the manifest's cases, each with every variant.
+        let expected: Vec<(usize, &str)> = m
+            .cases
+            .iter()
+            .flat_map(|c| header.variants.iter().map(move |v| (c.index, v.as_str())))
+            .collect();
+        let got: Vec<(usize, &str)> = s
+            .results
+            .records
+            .iter()
+            .map(|r| (r.case_index, r.variant.as_str()))
+            .collect();
+        if expected != got {
+            return Err(format!(
+                "`{dir}`: `{RESULTS_JSON}` does not hold the runs `{SHARD_MANIFEST}` lists"
+            ));
+        }
+    }
+
+    let mut holders: BTreeMap<usize, Vec<&Path>> = BTreeMap::new();
+    for s in shards {
+        for c in &s.manifest.cases {
+            holders.entry(c.index).or_default().push(&s.dir);
+        }
+    }
+    let id_of = |i: usize| header.cases.get(i).map_or("?", |c| c.id.as_str());
+    let missing: Vec<&str> = (0..header.cases.len())
+        .filter(|i| !holders.contains_key(i))
+        .map(id_of)
+        .collect();
+    let duplicated: Vec<(usize, &Vec<&Path>)> = holders
+        .iter()
+        .filter(|(_, d)| d.len() > 1)
+        .map(|(i, d)| (*i, d))
+        .collect();
+    if !missing.is_empty() || !duplicated.is_empty() {
+        let mut problems = Vec::new();
+        if !missing.is_empty() {
+            let mut seen: Vec<usize> = shards.iter().map(|s| s.manifest.shard_index).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            let absent: Vec<String> = (0..m0.shard_count)
+                .filter(|i| !seen.contains(i))
+                .map(|i| format!("{i}/{}", m0.shard_count))
+                .collect();
+            problems.push(format!(
+                "{} case(s) are in no shard: {}{}",
+                missing.len(),
+                list_ids(&missing, 20),
+                if absent.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (shard {} not given)", absent.join(", "))
+                }
+            ));
+        }
+        for (i, dirs) in duplicated.iter().take(20) {
+            let dirs: Vec<String> = dirs.iter().map(|d| format!("`{}`", d.display())).collect();
+            problems.push(format!(
+                "case `{}` is in more than one shard: {}",
+                id_of(*i),
+                dirs.join(", ")
+            ));
+        }
+        if duplicated.len() > 20 {
+            problems.push(format!(
+                "and {} more cases in more than one shard",
+                duplicated.len() - 20
+            ));
+        }
+        return Err(problems.join("\n"));
+    }
+
+    let mut records: Vec<Record> = shards
+        .iter()
+        .flat_map(|s| s.results.records.iter().cloned())
+        .collect();
+    let variant_pos = |v: &str| header.variants.iter().position(|x| x == v);
+    records.sort_by_key(|r| (r.case_index, variant_pos(&r.variant)));
+    let mut merged = header;
+    merged.records = records;
+    Ok(merged)
+}

@@ -1,0 +1,358 @@
+//! Sweeps through the binary: `run --out`, `--shard I/N`, `merge`, progress.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bounce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run bounce")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// A directory under the temp dir that no other test uses; removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "bounce-sweep-{}-{}-{tag}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    fn join(&self, name: &str) -> String {
+        self.0.join(name).to_str().expect("UTF-8 path").to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Six cases of two variants, a few milliseconds each.
+const SWEEP: &str = r#"schema = 1
+name = "cli-sweep"
+machine = "icelake-sp-2s"
+seed = 3
+
+[run]
+iterations = 20
+
+[params]
+step = 1
+
+[structs.counter]
+fields = [
+  { name = "value", type = "unsigned long" },
+  { name = "other", type = "unsigned long" },
+]
+
+[instances.ctr]
+struct = "counter"
+kind = "global"
+
+[scripts]
+inc = """
+fetch_add(ctr.value, step)
+ctr.other = ctr.other + 1
+"""
+
+[[threads]]
+name = "workers"
+cpus = "0"
+script = "inc"
+
+[[variants]]
+name = "padded"
+set = { "structs.counter.fields.other.align" = 64 }
+
+[sweep]
+cpus = [1, 2, 44]
+params.step = [1, 2]
+"#;
+
+const FILES: [&str; 3] = ["results.csv", "results.json", "fields.csv"];
+
+fn read(dir: &str, name: &str) -> Vec<u8> {
+    std::fs::read(Path::new(dir).join(name)).unwrap_or_else(|e| panic!("{dir}/{name}: {e}"))
+}
+
+#[test]
+fn merged_shards_are_byte_identical_to_an_unsharded_run() {
+    let tmp = TempDir::new("merge");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let (full, s0, s1, merged) = (
+        tmp.join("full"),
+        tmp.join("s0"),
+        tmp.join("s1"),
+        tmp.join("merged"),
+    );
+    let o = bounce(&["run", &file, "--out", &full, "--quiet"]);
+    assert_exit(&o, 0);
+    assert_eq!(stderr(&o), "");
+    let report = stdout(&o);
+    assert!(
+        report.starts_with(
+            "bounce: cli-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n"
+        ),
+        "{report}"
+    );
+    assert!(!Path::new(&full).join("shard.json").exists());
+
+    assert_exit(
+        &bounce(&["run", &file, "--shard", "0/2", "--out", &s0, "-q"]),
+        0,
+    );
+    assert_exit(
+        &bounce(&["run", &file, "--shard", "1/2", "--out", &s1, "-q"]),
+        0,
+    );
+    let manifest = String::from_utf8(read(&s1, "shard.json")).unwrap();
+    assert!(manifest.contains("\"shard_index\": 1"), "{manifest}");
+    assert!(
+        manifest.contains("\"id\": \"cpus=1,params.step=2\""),
+        "{manifest}"
+    );
+    // A shard holds only its own runs.
+    let part = String::from_utf8(read(&s0, "results.csv")).unwrap();
+    assert_eq!(part.lines().count(), 1 + 3 * 2, "{part}");
+
+    // The shards in any order.
+    let o = bounce(&["merge", &merged, &s1, &s0]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).starts_with("bounce: merged 2 shard(s) of `cli-sweep`: 6 case(s), 12 run(s)")
+    );
+    for name in FILES {
+        assert!(
+            read(&full, name) == read(&merged, name),
+            "{name} differs between the unsharded run and the merge"
+        );
+    }
+    assert!(!Path::new(&merged).join("shard.json").exists());
+
+    // With one host thread or two, the same files.
+    let one = tmp.join("one");
+    assert_exit(
+        &bounce(&["--jobs", "1", "run", &file, "--out", &one, "-q"]),
+        0,
+    );
+    for name in FILES {
+        assert!(
+            read(&full, name) == read(&one, name),
+            "{name} depends on --jobs"
+        );
+    }
+}
+
+#[test]
+fn merge_names_the_missing_cases_and_writes_nothing() {
+    let tmp = TempDir::new("missing");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let (s0, s1, out) = (tmp.join("s0"), tmp.join("s1"), tmp.join("out"));
+    assert_exit(
+        &bounce(&["run", &file, "--shard", "0/3", "--out", &s0, "-q"]),
+        0,
+    );
+    assert_exit(
+        &bounce(&["run", &file, "--shard", "1/3", "--out", &s1, "-q"]),
+        0,
+    );
+    let o = bounce(&["merge", &out, &s0, &s1]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: 2 case(s) are in no shard: `cpus=2,params.step=1`, `cpus=44,params.step=2` (shard 2/3 not given)\n\
+             error: nothing written to `{out}`\n"
+        )
+    );
+    assert!(!Path::new(&out).exists());
+
+    // The same shard twice.
+    let o = bounce(&["merge", &out, &s0, &s0, &s1]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("case `cpus=1,params.step=1` is in more than one shard"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(&out).exists());
+
+    // Shards of another file.
+    let other = tmp.join("other.toml");
+    std::fs::write(&other, SWEEP.replace("seed = 3", "seed = 4")).unwrap();
+    let s2 = tmp.join("s2");
+    assert_exit(
+        &bounce(&["run", &other, "--shard", "2/3", "--out", &s2, "-q"]),
+        0,
+    );
+    let o = bounce(&["merge", &out, &s0, &s1, &s2]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).starts_with("error: the shards come from different scenario files"),
+        "{}",
+        stderr(&o)
+    );
+    // A directory that is no shard.
+    let o = bounce(&["merge", &out, &tmp.join("nowhere")]);
+    assert_exit(&o, 2);
+    assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn bad_shards_are_usage_errors() {
+    for shard in ["2/2", "0/0", "1", "a/2", "-1/2", "1/2/3"] {
+        let o = bounce(&[
+            "run",
+            "scenarios/ping-pong.toml",
+            &format!("--shard={shard}"),
+            "--out",
+            "/nonexistent/never-written",
+        ]);
+        assert_exit(&o, 2);
+        assert!(stderr(&o).contains("--shard"), "{shard}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "");
+    }
+    let o = bounce(&[
+        "run",
+        "scenarios/ping-pong.toml",
+        "--shard",
+        "2/2",
+        "--out",
+        "x",
+    ]);
+    assert!(
+        stderr(&o).contains("shard 2 of 2 does not exist: shards are numbered 0 to 1"),
+        "{}",
+        stderr(&o)
+    );
+    // A shard needs somewhere to write its part.
+    assert_exit(
+        &bounce(&["run", "scenarios/ping-pong.toml", "--shard", "0/2"]),
+        2,
+    );
+}
+
+#[test]
+fn a_run_without_a_sweep_prints_the_same_report_and_writes_one_case() {
+    let tmp = TempDir::new("plain");
+    let out = tmp.join("out");
+    let o = bounce(&["run", "scenarios/ping-pong.toml", "--out", &out]);
+    assert_exit(&o, 0);
+    assert_eq!(stderr(&o), "");
+    let loaded = scenarios::load_file(&root().join("scenarios/ping-pong.toml")).unwrap();
+    let built =
+        scenarios::build::build_all(&loaded, scenarios::build::BuildOptions::default()).unwrap();
+    let expected =
+        scenarios::report::full_report(&loaded.base.doc.name, &scenarios::results::run_all(&built));
+    assert_eq!(stdout(&o), expected);
+    let csv = String::from_utf8(read(&out, "results.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 4, "{csv}");
+    assert!(
+        rows[0].starts_with("case_index,case_id,variant,machine,"),
+        "{csv}"
+    );
+    assert!(
+        rows[1].starts_with("0,,smt-siblings,icelake-sp-2s,3400,"),
+        "{csv}"
+    );
+    // The seed of a scenario without a sweep is the file's.
+    let json = String::from_utf8(read(&out, "results.json")).unwrap();
+    let file: scenarios::output::ResultsFile = serde_json::from_str(&json).unwrap();
+    assert!(file
+        .records
+        .iter()
+        .all(|r| r.seed == 1 && r.case_id.is_empty()));
+    assert_eq!(
+        file.variants,
+        ["smt-siblings", "same-socket", "cross-socket"]
+    );
+}
+
+#[test]
+fn a_failed_run_writes_no_results() {
+    let tmp = TempDir::new("failed");
+    let file = tmp.join("sweep.toml");
+    // Four CPUs take more than the budget; one is fine.
+    let text = SWEEP
+        .replace("iterations = 20", "iterations = 20\nmax_cycles = 3000")
+        .replace("cpus = [1, 2, 44]", "cpus = [1, 44]");
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "-q"]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "error: case `cpus=44,params.step=1`, variant `base` has no result: run truncated"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(&format!(
+            "error: nothing written to `{out}`: some runs have no result\n"
+        )),
+        "{err}"
+    );
+    assert!(stdout(&o).contains("FAILED"), "{}", stdout(&o));
+    for name in FILES {
+        assert!(!Path::new(&out).join(name).exists(), "{name} written");
+    }
+    // No temporary file left behind either.
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn progress_never_goes_to_stdout() {
+    let tmp = TempDir::new("progress");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let quiet = bounce(&["run", &file, "--quiet"]);
+    let chatty = bounce(&["run", &file]);
+    assert_exit(&quiet, 0);
+    assert_exit(&chatty, 0);
+    assert_eq!(stdout(&quiet), stdout(&chatty));
+    assert_eq!(stderr(&quiet), "");
+    // Not a terminal, and quicker than the interval between progress lines.
+    assert_eq!(stderr(&chatty), "");
+}
