@@ -3,10 +3,13 @@
 //! - `presets`: machines with sourced numbers (every constant says where it
 //!   comes from and whether it is measured, documented, derived or assumed);
 //! - `layout`: C struct layout rules and the placement of instances
-//!   (global, per-node, per-CPU areas) in memory.
+//!   (global, per-node, per-CPU areas) in memory;
+//! - `calibration`: the measured core-to-core matrices shipped in `data/c2c`
+//!   (which machine, the preset it stands for, how that preset is adjusted).
 //!
 //! This crate reads no files and draws nothing: it turns descriptions into
 //! the resolved types of `sim-core`.
 
+pub mod calibration;
 pub mod layout;
 pub mod presets;
