@@ -1,6 +1,7 @@
 //! scenarios: the TOML scenario format, its validation with precise errors,
-//! variants as patches on a base, building runnable configurations, running
-//! them (in parallel across runs), and the result records and text reports.
+//! variants as patches on a base, sweeps as cases of more patches, building
+//! runnable configurations, running them (in parallel across runs), the
+//! result records, results files and text reports.
 //!
 //! It never draws and never simulates by itself: simulation is `sim-core`'s,
 //! machines and layout rules are `models`'.

@@ -465,3 +465,89 @@ error: in sweep case `params.batch=two`, variant `base`: expected an integer for
 "#,
     );
 }
+
+#[test]
+fn the_shipped_sweep_jumps_where_the_cpus_span_both_sockets() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/contended-counter-sweep.toml"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains("\niterations = 200\n"));
+    // Fewer iterations keep the test quick.
+    let text = text.replace("\niterations = 200\n", "\niterations = 20\n");
+    let loaded = load_str("contended-counter-sweep.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(loaded.cases[0].id, "machine=icelake-sp-2s,cpus=1");
+    let cases = build_cases(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let file = run(&loaded, &cases);
+    let icelake: Vec<_> = file
+        .records
+        .iter()
+        .filter(|r| r.machine == "icelake-sp-2s")
+        .collect();
+    assert!(icelake.len() >= 10);
+    for r in &icelake {
+        // Compact: one socket up to its 40 cores, both beyond.
+        let spans_both = r.cpus > 40;
+        assert_eq!(
+            r.sockets_used,
+            if spans_both { 2 } else { 1 },
+            "{}",
+            r.case_id
+        );
+        assert_eq!(
+            r.cross_socket_misses_per_iteration > 0.0,
+            spans_both,
+            "{}",
+            r.case_id
+        );
+    }
+    let cost = |cpus: u32| {
+        icelake
+            .iter()
+            .find(|r| r.cpus == cpus)
+            .map(|r| r.cycles_per_iteration_mean)
+            .unwrap()
+    };
+    // More waiters cost more per increment, and crossing sockets more again
+    // per waiter.
+    assert!(cost(1) < cost(2) && cost(2) < cost(16) && cost(16) < cost(40));
+    assert!(
+        cost(80) / 80.0 > cost(40) / 40.0 * 1.2,
+        "{} {}",
+        cost(40),
+        cost(80)
+    );
+}
+
+#[test]
+fn a_case_reruns_alone_from_its_values_and_seed() {
+    let big = load(SWEEP);
+    let cases = build_cases(&big, BuildOptions::default()).unwrap();
+    let file = run(&big, &cases);
+    let id = "cpus=2,params.batch=3";
+    let seed = big.cases.iter().find(|c| c.id == id).unwrap().seed;
+    let alone = with_sweep("")
+        .replace("seed = 7", &format!("seed = {seed}"))
+        .replace("batch = 1", "batch = 3")
+        .replace("cpus = \"0\"", "cpus = \"0-1\"");
+    let alone = load(&alone);
+    let alone_cases = build_cases(&alone, BuildOptions::default()).unwrap();
+    let alone_file = run(&alone, &alone_cases);
+    let strip = |r: &scenarios::output::Record| {
+        let mut r = r.clone();
+        r.case_index = 0;
+        r.case_id.clear();
+        r.axes.clear();
+        r.scenario_sha256.clear();
+        r
+    };
+    let from_sweep: Vec<_> = file
+        .records
+        .iter()
+        .filter(|r| r.case_id == id)
+        .map(strip)
+        .collect();
+    let from_alone: Vec<_> = alone_file.records.iter().map(strip).collect();
+    assert_eq!(from_sweep, from_alone);
+}
