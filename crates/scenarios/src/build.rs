@@ -9,7 +9,7 @@ use crate::document::LoadedScenario;
 use crate::error::InputError;
 use crate::schema::{self, CpuSet, FieldShape, MachineRef, RunLength, ScenarioDoc};
 use models::layout::{self, FieldSpec, FieldType, InstanceSpec, LayoutError, StructSpec};
-use models::presets;
+use models::presets::{self, ResolveError};
 use sim_core::engine::{SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
 use sim_core::memory::InstanceKind;
 use sim_core::script::ast::SourcePos;
@@ -74,16 +74,29 @@ fn in_variant(mut e: InputError, name: &str, loaded: &LoadedScenario) -> InputEr
 pub fn build_machine(loaded: &LoadedScenario, doc: &ScenarioDoc) -> Result<Topology, InputError> {
     let err = |span: Range<usize>, key: &str, message: String| loaded.error_at(span, key, message);
     let preset_names = presets::names();
+    // A preset reference: `NAME` or `NAME:MODE,MODE` (`epyc-milan-2s:nps4`).
     let from_preset = |name: &Spanned<String>, key: &str| -> Result<MachineSpec, InputError> {
-        match presets::find(name.get_ref()) {
-            Some(p) => Ok((p.build)()),
-            None => Err(err(
-                name.span(),
-                key,
-                format!("unknown machine preset `{}`", name.get_ref()),
-            )
-            .with_choices(name.get_ref(), &preset_names)),
-        }
+        presets::resolve_preset(name.get_ref())
+            .map(|r| r.spec)
+            .map_err(|e| match e {
+                ResolveError::UnknownPreset { name: given } => err(
+                    name.span(),
+                    key,
+                    format!("unknown machine preset `{given}`"),
+                )
+                .with_choices(&given, &preset_names),
+                ResolveError::UnknownMode {
+                    preset,
+                    mode,
+                    modes,
+                } => err(
+                    name.span(),
+                    key,
+                    format!("preset `{preset}` has no mode `{mode}`"),
+                )
+                .with_choices(&mode, &modes),
+                e @ ResolveError::ConflictingModes { .. } => err(name.span(), key, e.to_string()),
+            })
     };
     let spec = match &doc.machine {
         MachineRef::Preset(name) => from_preset(name, "machine")?,

@@ -1,25 +1,392 @@
 //! `bounce presets`: the presets as a user reads them, and as an inline
 //! machine a user can save and edit.
 
-/// One line per preset.
+use crate::error::closest;
+use models::presets::{self, Param, ParamValue, Preset, ResolveError, Resolved, PRESETS};
+use sim_core::topology::Topology;
+use std::fmt::Write;
+
+/// One line per preset: name, summary, CPUs, modes.
 pub fn list() -> String {
     let mut out = String::new();
-    for p in models::presets::PRESETS {
-        out.push_str(&format!("{:<22} {}\n", p.name, p.summary));
+    let _ = writeln!(
+        out,
+        "{:<18} {:>5}  {:<36} summary",
+        "preset", "CPUs", "modes"
+    );
+    for p in PRESETS {
+        let cpus = Topology::new((p.build)())
+            .map(|t| t.cpu_count().to_string())
+            .unwrap_or_else(|_| "?".into());
+        let _ = writeln!(
+            out,
+            "{:<18} {:>5}  {:<36} {}",
+            p.name,
+            cpus,
+            modes_line(p),
+            p.summary
+        );
+    }
+    out.push_str(
+        "\n`bounce presets show NAME[:MODE,...]` prints a preset's topology and every parameter \
+         with its source; `--toml` prints it as a [machine] table.\n",
+    );
+    out
+}
+
+fn modes_line(p: &Preset) -> String {
+    p.modes
+        .iter()
+        .map(|m| {
+            if m.default {
+                format!("{} (default)", m.name)
+            } else {
+                m.name.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The topology and every parameter with its source, or (`toml`) the
+/// preset written as an inline `[machine]` table. Accepts `NAME:MODES`. An
+/// unknown name or mode is an error message naming the valid ones, with a
+/// did-you-mean.
+pub fn show(name: &str, toml: bool) -> Result<String, String> {
+    let resolved = presets::resolve_preset(name).map_err(|e| match e {
+        ResolveError::UnknownPreset { name: given } => {
+            let names = presets::names();
+            let mut message = format!("unknown preset `{given}`; presets: {}", names.join(", "));
+            if let Some(s) = closest(&given, &names) {
+                let _ = write!(message, "\n  = help: did you mean `{s}`?");
+            }
+            message
+        }
+        ResolveError::UnknownMode {
+            preset,
+            mode,
+            modes,
+        } => {
+            let mut message = format!(
+                "preset `{preset}` has no mode `{mode}`; its modes: {}",
+                modes.join(", ")
+            );
+            if let Some(s) = closest(&mode, &modes) {
+                let _ = write!(message, "\n  = help: did you mean `{s}`?");
+            }
+            message
+        }
+        other => other.to_string(),
+    })?;
+    let topology = Topology::new(resolved.spec.clone())
+        .map_err(|e| format!("preset `{}` does not build: {e}", resolved.reference()))?;
+    Ok(if toml {
+        to_toml(&resolved, &topology)
+    } else {
+        describe(&resolved, &topology)
+    })
+}
+
+/// A sorted list of CPU numbers as a Linux cpulist: `0-7,128-135`.
+pub fn cpulist(cpus: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if end == start {
+            let _ = write!(out, "{start}");
+        } else {
+            let _ = write!(out, "{start}-{end}");
+        }
+        i += 1;
     }
     out
 }
 
-/// The topology and every parameter with its source, or (`toml`) the
-/// preset written as an inline `[machine]` table. An unknown name is an
-/// error message naming the valid ones.
-pub fn show(name: &str, toml: bool) -> Result<String, String> {
-    let _ = toml;
-    match models::presets::find(name) {
-        Some(p) => Ok(format!("{}: {}\n", p.name, p.summary)),
-        None => Err(format!(
-            "unknown preset `{name}`; presets: {}",
-            models::presets::names().join(", ")
-        )),
+fn cpus_where(t: &Topology, keep: impl Fn(u32) -> bool) -> String {
+    let cpus: Vec<u32> = (0..t.cpu_count()).filter(|&c| keep(c)).collect();
+    cpulist(&cpus)
+}
+
+fn plural(n: u32, word: &str) -> String {
+    if n == 1 {
+        format!("{n} {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+fn describe(r: &Resolved, t: &Topology) -> String {
+    let spec = &t.spec;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}: {}", r.reference(), r.preset.summary);
+    if !r.modes.is_empty() {
+        let modes: Vec<String> = r
+            .modes
+            .iter()
+            .map(|m| format!("{} ({})", m.name, m.summary))
+            .collect();
+        let _ = writeln!(out, "modes applied: {}", modes.join("; "));
+    }
+    let _ = writeln!(out, "modes: {}", modes_line(r.preset));
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "topology: {}, {}, {}, {}, {} ({} per core), {}-byte lines, {}, lookup {}",
+        plural(spec.sockets, "socket"),
+        plural(t.node_count(), "node"),
+        plural(t.l3_count(), "L3 domain"),
+        plural(t.core_count(), "core"),
+        plural(t.cpu_count(), "CPU"),
+        plural(spec.threads_per_core, "thread"),
+        spec.line_size_bytes,
+        spec.protocol.name().to_uppercase(),
+        spec.lookup.name(),
+    );
+    let _ = writeln!(
+        out,
+        "  (Linux numbering: CPU c is thread 0 of core c, CPU c + {} its SMT sibling)",
+        t.core_count()
+    );
+    for socket in 0..spec.sockets {
+        let _ = writeln!(
+            out,
+            "  socket {socket}: CPUs {}",
+            cpus_where(t, |c| t.socket_of(c) == socket)
+        );
+        for node in 0..t.node_count() {
+            if t.socket_of_node(node) != socket {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "    node {node}: CPUs {}",
+                cpus_where(t, |c| t.node_of(c) == node)
+            );
+            for l3 in 0..t.l3_count() {
+                if t.node_of_core(l3 * spec.cores_per_l3) != node {
+                    continue;
+                }
+                let _ = writeln!(
+                    out,
+                    "      L3 {l3}: CPUs {}",
+                    cpus_where(t, |c| t.l3_of(c) == l3)
+                );
+            }
+        }
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "parameters (value, unit, provenance, source; then the note):"
+    );
+    let width = r.params.iter().map(|p| p.key.len()).max().unwrap_or(10);
+    let model: Vec<&Param> = r.params.iter().filter(|p| !p.is_informational()).collect();
+    let info: Vec<&Param> = r.params.iter().filter(|p| p.is_informational()).collect();
+    for group in [model, info] {
+        for p in group {
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:>10} {:<7} {:<10} {}",
+                p.key,
+                p.value.to_string(),
+                p.unit,
+                p.kind.name(),
+                p.source,
+            );
+            if !p.note.is_empty() {
+                let _ = writeln!(out, "  {:<width$}    {}", "", p.note);
+            }
+        }
+        let _ = writeln!(out);
+    }
+    out.push_str(
+        "info.* parameters are not used by the model yet. Sources: shared/calibration/calibration.md §13 \
+         and c2c_summary_table.md.\n",
+    );
+    out
+}
+
+/// Comment lines (`# ...`) wrapped at about 96 columns.
+fn comment(out: &mut String, text: &str) {
+    let mut line = String::from("#");
+    for word in text.split_whitespace() {
+        if line.len() + word.len() + 1 > 96 && line.len() > 1 {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from("#  ");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+fn toml_value(v: &ParamValue) -> String {
+    match v {
+        ParamValue::Text(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+fn param_comment(out: &mut String, p: &Param) {
+    let mut text = format!("{}: {}", p.kind.name(), p.source);
+    if !p.note.is_empty() {
+        text.push_str(". ");
+        text.push_str(p.note);
+    }
+    comment(out, &text);
+}
+
+fn to_toml(r: &Resolved, t: &Topology) -> String {
+    let mut out = String::new();
+    comment(
+        &mut out,
+        &format!(
+            "{} as an inline machine, printed by `bounce presets show {} --toml`. Preset: {}.",
+            r.reference(),
+            r.reference(),
+            r.preset.summary,
+        ),
+    );
+    if !r.modes.is_empty() {
+        let modes: Vec<String> = r
+            .modes
+            .iter()
+            .map(|m| format!("{} ({})", m.name, m.summary))
+            .collect();
+        comment(&mut out, &format!("Modes applied: {}.", modes.join("; ")));
+    }
+    comment(
+        &mut out,
+        &format!(
+            "{} x {} x {} x {} x {} = {} CPUs. Every key of \
+             the schema is given, each with its provenance and source; edit what differs and use it \
+             as a scenario's [machine].",
+            plural(t.spec.sockets, "socket"),
+            plural(t.spec.nodes_per_socket, "node"),
+            plural(t.spec.l3_per_node, "L3 domain"),
+            plural(t.spec.cores_per_l3, "core"),
+            plural(t.spec.threads_per_core, "thread"),
+            t.cpu_count()
+        ),
+    );
+    out.push_str("[machine]\n");
+    comment(
+        &mut out,
+        &format!(
+            "preset = \"{}\"  (not needed: every key is below; with it, the keys below override the preset)",
+            r.reference()
+        ),
+    );
+    let (latency, machine): (Vec<&Param>, Vec<&Param>) = r
+        .params
+        .iter()
+        .filter(|p| !p.is_informational())
+        .partition(|p| p.key.starts_with("latency."));
+    for p in machine {
+        param_comment(&mut out, p);
+        let _ = writeln!(out, "{} = {}", p.key, toml_value(&p.value));
+    }
+    out.push_str("\n[machine.latency]\n");
+    comment(&mut out, "core cycles at clock_mhz");
+    for p in latency {
+        param_comment(&mut out, p);
+        let key = p.key.trim_start_matches("latency.");
+        let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
+    }
+    out.push('\n');
+    comment(
+        &mut out,
+        "Not used by the model (informational), with their sources:",
+    );
+    for p in r.params.iter().filter(|p| p.is_informational()) {
+        let mut text = format!(
+            "{} = {} {} ({}: {}",
+            p.key,
+            p.value,
+            p.unit,
+            p.kind.name(),
+            p.source
+        );
+        if !p.note.is_empty() {
+            text.push_str(". ");
+            text.push_str(p.note);
+        }
+        text.push(')');
+        comment(&mut out, &text);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpulists_are_compact() {
+        assert_eq!(cpulist(&[]), "");
+        assert_eq!(cpulist(&[3]), "3");
+        assert_eq!(cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+    }
+
+    #[test]
+    fn list_names_every_preset_with_cpus_and_modes() {
+        let text = list();
+        for p in PRESETS {
+            assert!(text.contains(p.name), "{text}");
+        }
+        assert!(
+            text.contains("nps1 (default), nps2, nps4, smt-off"),
+            "{text}"
+        );
+        let milan = text
+            .lines()
+            .find(|l| l.starts_with("epyc-milan-2s"))
+            .unwrap();
+        assert!(milan.contains(" 256 "), "{milan}");
+    }
+
+    #[test]
+    fn show_prints_the_topology_and_the_sources() {
+        let text = show("epyc-milan-2s:nps4", false).unwrap();
+        assert!(text.starts_with("epyc-milan-2s:nps4: "), "{text}");
+        assert!(
+            text.contains("topology: 2 sockets, 8 nodes, 16 L3 domains, 128 cores"),
+            "{text}"
+        );
+        assert!(text.contains("    node 1: CPUs 16-31,144-159\n"), "{text}");
+        assert!(text.contains("      L3 2: CPUs 16-23,144-151\n"), "{text}");
+        assert!(
+            text.contains("latency.hop_between_sockets_cycles"),
+            "{text}"
+        );
+        assert!(text.contains("[S1] nviennot"), "{text}");
+    }
+
+    #[test]
+    fn unknown_names_and_modes_suggest_the_nearest() {
+        let e = show("epyc-milan-2", false).unwrap_err();
+        assert!(
+            e.starts_with("unknown preset `epyc-milan-2`; presets: icelake-sp-2s,"),
+            "{e}"
+        );
+        assert!(e.ends_with("did you mean `epyc-milan-2s`?"), "{e}");
+        let e = show("epyc-milan-2s:nps3", false).unwrap_err();
+        assert!(
+            e.starts_with(
+                "preset `epyc-milan-2s` has no mode `nps3`; its modes: nps1, nps2, nps4, smt-off"
+            ),
+            "{e}"
+        );
     }
 }

@@ -69,7 +69,7 @@ error: unknown machine preset `icelake-sp2s` (in `machine`)
   |
 2 | machine = "icelake-sp2s"
   |           ^^^^^^^^^^^^^^
-  = valid: icelake-sp-2s
+  = valid: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, bergamo-1s, bergamo-2s
   = help: did you mean `icelake-sp-2s`?
 "#,
     );
@@ -262,7 +262,7 @@ error: the machine is incomplete: missing `line_size_bytes`, `protocol`, `lookup
    |
 15 | [machine]
    | ^^^^^^^^^
-   = valid: give every key, or start from a preset with `preset = "NAME"` (presets: icelake-sp-2s)
+   = valid: give every key, or start from a preset with `preset = "NAME"` (presets: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, bergamo-1s, bergamo-2s)
 "#,
     );
 }

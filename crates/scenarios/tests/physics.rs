@@ -226,11 +226,9 @@ fn ping_pong_matches_the_sourced_core_to_core_latencies() {
     let preset = icelake();
     let measured = |key: &str| -> f64 {
         preset
-            .measured_one_way_ns
-            .iter()
-            .find(|(k, _)| *k == key)
+            .target(key)
             .unwrap_or_else(|| panic!("preset has no measured `{key}`"))
-            .1
+            .measured_ns
     };
     assert_eq!(measured("smt"), 8.0);
     assert_eq!(measured("same-socket"), 51.3);

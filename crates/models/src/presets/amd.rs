@@ -1,0 +1,1387 @@
+//! AMD presets: EPYC Naples, Milan, Genoa and Bergamo. A CCX (the cores
+//! sharing one L3) is one L3 domain; every transfer between L3 domains goes
+//! through the probe filter at the line's home node (`lookup = home`),
+//! which is what makes the socket that is not the home about twice as slow
+//! in the measured matrices (calibration.md §0.2, [S3]).
+//!
+//! Common to every AMD preset:
+//! - `locked_op_cycles` = 20 is assumed: no Zen figure was retrieved
+//!   (calibration.md §10.1, and the uops.info Zen rows lie beyond the
+//!   stored excerpts); recent x86 cores measure 17-20 cycles for a locked
+//!   read-modify-write ([S55], [S56], and AMD Jaguar's ~17 [S57]), and the
+//!   measured SMT one-way bounds it from above (e.g. Milan: 10.2 ns x 3.5
+//!   GHz - 4 = 31.7 cycles).
+//! - The DRAM access itself (`dram_cycles`) is n/r for Zen 3 and Zen 4
+//!   (calibration.md §9b): assumed to be the 59.1 ns the Ice Lake preset
+//!   derives for DDR4-3200 (201 cycles / 3.4 GHz; Cascade Lake gives 53 ns
+//!   with DDR4-2933), at the preset's clock.
+
+use super::sources::*;
+use super::Provenance::{Assumed, Derived, Documented, Measured};
+use super::{
+    build_default, flag, int, name_param, num, set, text, Mode, Param, Preset, Target, SMT_OFF,
+};
+use sim_core::topology::MachineSpec;
+
+const LOCKED_OP_NOTE: &str = "assumed: no Zen figure was retrieved (calibration.md §10.1; the uops.info Zen rows lie beyond the stored excerpts). Recent x86 cores measure 17-20 cycles for a locked read-modify-write, and the measured SMT one-way bounds it from above (l1 hit + L <= SMT one-way)";
+
+const LINE_SOURCE: &str =
+    "x86-64 cache line; the AMD figure is n/r in calibration.md (64 B on every Intel part measured [S16])";
+
+const DRAM_NOTE_ZEN3_4: &str = "n/r for this part (calibration.md §9b); assumed: the DRAM access itself as derived for Ice Lake-SP with the same DDR4-3200 generation (201 cycles / 3.4 GHz = 59.1 ns; Cascade Lake gives 53 ns), at this clock";
+
+fn amd_common(params: &mut Vec<Param>) {
+    params.extend([
+        int(
+            "line_size_bytes",
+            64,
+            "bytes",
+            Assumed,
+            LINE_SOURCE,
+            "64 bytes, the line size of every x86-64 part",
+        ),
+        // Documented: MOESI (AMD64 APM Vol. 2) [S34].
+        text(
+            "protocol",
+            "moesi",
+            Documented,
+            "[S34] MOESI protocol, citing AMD64 APM Vol. 2",
+            "a read of a Modified line leaves it Owned, shared dirty",
+        ),
+        flag(
+            "adjacent_line_prefetch",
+            false,
+            Assumed,
+            MODEL,
+            "off so that lines false-share per 64 bytes (Intel's pairing prefetcher has no modelled AMD counterpart)",
+        ),
+        // Assumed: 20 cycles (see the module documentation).
+        int(
+            "latency.locked_op_cycles",
+            20,
+            "cycles",
+            Assumed,
+            LOCKED_OP,
+            LOCKED_OP_NOTE,
+        ),
+    ]);
+}
+
+// ---------------------------------------------------------------------------
+// epyc-naples-2s: 2 x EPYC 7601
+
+pub const EPYC_NAPLES_2S: Preset = Preset {
+    name: "epyc-naples-2s",
+    summary: "2 x EPYC 7601 (Naples), 4 dies (nodes) x 2 CCX x 4 cores per socket, SMT, MOESI",
+    build: epyc_naples_2s_build,
+    params: epyc_naples_2s,
+    modes: &[SMT_OFF],
+    // [S2] 2 x 7601: class medians recomputed from the matrix; the line is
+    // homed on node 7 (the last die of socket 1): its cross-CCX pairs are
+    // the fastest (130.6 ns). x = home-die pairs, y/z below.
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 64),
+            home_node: 7,
+            measured_ns: 12.0,
+            source: S2_7601,
+        },
+        Target {
+            class: "same-ccx",
+            cpus: (0, 1),
+            home_node: 7,
+            measured_ns: 37.8,
+            source: S2_7601,
+        },
+        Target {
+            class: "cross-ccx-home-die",
+            cpus: (56, 60),
+            home_node: 7,
+            measured_ns: 130.6,
+            source: S2_7601,
+        },
+        Target {
+            class: "cross-ccx-other-die-home-socket",
+            cpus: (32, 36),
+            home_node: 7,
+            measured_ns: 216.5,
+            source: S2_7601,
+        },
+        Target {
+            class: "home-die-to-other-die",
+            cpus: (56, 32),
+            home_node: 7,
+            measured_ns: 210.6,
+            source: S2_7601,
+        },
+        Target {
+            class: "two-non-home-dies-home-socket",
+            cpus: (32, 40),
+            home_node: 7,
+            measured_ns: 255.7,
+            source: S2_7601,
+        },
+        Target {
+            class: "cross-ccx-non-home-socket",
+            cpus: (0, 4),
+            home_node: 7,
+            measured_ns: 334.3,
+            source: S2_7601,
+        },
+        Target {
+            class: "cross-die-non-home-socket",
+            cpus: (0, 8),
+            home_node: 7,
+            measured_ns: 374.0,
+            source: S2_7601,
+        },
+        Target {
+            class: "cross-socket-home-die",
+            cpus: (0, 56),
+            home_node: 7,
+            measured_ns: 335.9,
+            source: S2_7601,
+        },
+        Target {
+            class: "cross-socket-other-dies",
+            cpus: (0, 32),
+            home_node: 7,
+            measured_ns: 376.7,
+            source: S2_7601,
+        },
+    ],
+};
+
+fn epyc_naples_2s_build() -> MachineSpec {
+    build_default("epyc-naples-2s")
+}
+
+fn epyc_naples_2s() -> Vec<Param> {
+    let mut params = vec![
+        name_param("epyc-naples-2s"),
+        // Documented: 2.2 GHz base, 3.2 GHz boost [S28].
+        int(
+            "clock_mhz",
+            3200,
+            "MHz",
+            Documented,
+            "[S28] EPYC 7601: 2.2 / 3.2 GHz",
+            "max boost, as for every preset (calibration.md §0.3)",
+        ),
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S2] dual EPYC 7601 matrix; [S31] 2P configurations",
+            "",
+        ),
+        // Documented: 4 dies, each a NUMA node, 8 in 2S [S31, S32].
+        int(
+            "nodes_per_socket",
+            4,
+            "",
+            Documented,
+            "[S28] 4 x 8-core dies per socket; [S31] eight NUMA domains in 2P; [S32] lscpu of 2 x EPYC 7451: 8 NUMA nodes",
+            "",
+        ),
+        // Documented: a die is 2 CCX of 4 cores, each CCX with its own 8 MB L3 [S29, S30].
+        int(
+            "l3_per_node",
+            2,
+            "",
+            Documented,
+            "[S29] lstopo of a Zen 1 die: L3 8192KB per 4 cores; [S30] 2 CCX per die",
+            "",
+        ),
+        int(
+            "cores_per_l3",
+            4,
+            "",
+            Documented,
+            "[S29], [S30] 4 cores per CCX",
+            "",
+        ),
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S28] 32 cores / 64 threads per socket",
+            "",
+        ),
+        // Measured: home-die cross-CCX 130.6 ns vs 216.5 ns on another die of that socket [S2].
+        text(
+            "lookup",
+            "home",
+            Measured,
+            S2_7601,
+            "cross-CCX on the home die 130.6 ns, on another die of the home socket 216.5 ns, on the other socket 334.3 ns: every transfer goes through the home die's directory ([S3]; [S30] a snoop directory per CCX)",
+        ),
+        // Assumed: 44 entries, the Zen 1 store queue (AMD SOG 17h; not in calibration.md).
+        int(
+            "store_buffer_entries",
+            44,
+            "entries",
+            Assumed,
+            "AMD Software Optimization Guide for Family 17h: 44-entry store queue (not retrieved here, not in calibration.md)",
+            "only its fullness matters, for stores that miss back to back",
+        ),
+        // Documented: 4-cycle L1 [S23, S24, S30] (calibration.md §9b).
+        int(
+            "latency.l1_hit_cycles",
+            4,
+            "cycles",
+            Documented,
+            "[S23], [S24], [S30] Naples L1 4 cycles (calibration.md §9b)",
+            "",
+        ),
+        // Derived: 12.0 ns [S2] x 3.2 GHz = 38.4 = 4 + 20 + 14.
+        int(
+            "latency.smt_transfer_cycles",
+            14,
+            "cycles",
+            Derived,
+            S2_7601,
+            "SMT one-way 12.0 ns x 3.2 GHz = 38.4 cycles = 4 (l1 hit) + 20 (locked op) + 14.4 -> 14",
+        ),
+        // Derived: 37.8 ns [S2] x 3.2 GHz = 121.0, minus 20 = 101.
+        int(
+            "latency.l3_transfer_cycles",
+            101,
+            "cycles",
+            Derived,
+            S2_7601,
+            "same-CCX one-way 37.8 ns x 3.2 GHz = 120.96 cycles, minus 20 = 100.96 -> 101",
+        ),
+        // Derived: cross-CCX on the home die = L + 3y: (130.6 x 3.2 - 20) / 3 = 133.
+        int(
+            "latency.hop_in_node_cycles",
+            133,
+            "cycles",
+            Derived,
+            S2_7601,
+            "cross-CCX on the home die (16 pairs) = L + 3y (requester to its die's directory, directory to owner, owner to requester): (130.6 ns x 3.2 GHz - 20) / 3 = (417.9 - 20) / 3 = 132.6 -> 133",
+        ),
+        // Derived: z from three home-socket classes, mean 265.5 -> 266.
+        int(
+            "latency.hop_between_nodes_cycles",
+            266,
+            "cycles",
+            Derived,
+            S2_7601,
+            "die-to-die leg z from the home socket's classes (x 3.2 GHz): two non-home dies = L + 3z: (255.7 x 3.2 - 20) / 3 = 266.1; home die to another die = L + y + 2z: (210.6 x 3.2 - 20 - 133) / 2 = 260.5; cross-CCX on a non-home die = L + 2z + y: (216.5 x 3.2 - 20 - 133) / 2 = 269.9; mean 265.5 -> 266",
+        ),
+        // Derived: x from the four classes that cross sockets, mean 458.6 -> 459.
+        int(
+            "latency.hop_between_sockets_cycles",
+            459,
+            "cycles",
+            Derived,
+            S2_7601,
+            "socket-to-socket leg x from the classes that reach the home across sockets (x 3.2 GHz): cross-CCX on a die of the other socket = L + 2x + y: (334.3 x 3.2 - 153) / 2 = 458.4; cross-socket to the home die = L + y + 2x: (335.9 x 3.2 - 153) / 2 = 460.9; two dies of the other socket = L + 2x + z: (374.0 x 3.2 - 286) / 2 = 455.4; cross-socket to a non-home die = L + z + 2x: (376.7 x 3.2 - 286) / 2 = 459.7; mean 458.6 -> 459. The overall cross-socket median (366.9 ns) then comes out at 376.3 ns for 3/4 of the pairs, 334.7 for the rest",
+        ),
+        // Derived: 97 ns [S23, S24] x 3.2 GHz = 310.4 = 2 x 133 + 44.
+        int(
+            "latency.dram_cycles",
+            44,
+            "cycles",
+            Derived,
+            "[S23], [S24], [S30] Naples local DRAM 96-98 ns (calibration.md §9b)",
+            "97 ns x 3.2 GHz = 310.4 cycles = 2 x 133 (legs to the home die) + 44.4 -> 44. Small because the legs fitted to the CAS ping-pong are long on Naples; remote DRAM is n/r, the model gives 2 x 459 + 44 = 962 cycles = 300.6 ns",
+        ),
+        int(
+            "info.base_clock_mhz",
+            2200,
+            "MHz",
+            Documented,
+            "[S28]",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            3200,
+            "MHz",
+            Documented,
+            "[S28]",
+            "",
+        ),
+        int("info.l1d_kib", 32, "KiB", Documented, "[S29] lstopo L1d 32KB", ""),
+        int(
+            "info.l2_kib",
+            512,
+            "KiB",
+            Documented,
+            "[S29] lstopo L2 512KB; [S30] 8-way",
+            "",
+        ),
+        int("info.l2_ways", 8, "ways", Documented, "[S30]", ""),
+        int(
+            "info.l3_kib",
+            8192,
+            "KiB",
+            Documented,
+            "[S29] lstopo L3 8192KB per CCX; [S30] 16-way, mostly exclusive victim cache [S33]",
+            "",
+        ),
+        int("info.l3_ways", 16, "ways", Documented, "[S30]", ""),
+        int(
+            "info.l2_hit_cycles",
+            12,
+            "cycles",
+            Measured,
+            "[S23], [S24] (calibration.md §9b)",
+            "",
+        ),
+        text(
+            "info.l3_hit_cycles",
+            "34-47",
+            Measured,
+            "[S23], [S24], [S30] 34-47 cycles (13-19 ns) (calibration.md §9b)",
+            "",
+        ),
+        num(
+            "info.dram_local_ns",
+            97.0,
+            "ns",
+            Measured,
+            "[S23], [S24] 96-98 ns (calibration.md §9b)",
+            "",
+        ),
+        int(
+            "info.dram_local_cycles",
+            310,
+            "cycles",
+            Derived,
+            "[S23], [S24]",
+            "97 ns x 3.2 GHz = 310.4",
+        ),
+        num(
+            "info.dram_remote_ns",
+            300.6,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r (calibration.md §14); the model's 2 x 459 + 44 = 962 cycles at 3.2 GHz",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            962,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 459 + 44",
+        ),
+    ];
+    amd_common(&mut params);
+    params
+}
+
+// ---------------------------------------------------------------------------
+// epyc-milan-2s: 2 x EPYC 7763
+
+pub const EPYC_MILAN_2S: Preset = Preset {
+    name: "epyc-milan-2s",
+    summary: "2 x EPYC 7763 (Milan), 8 CCDs of one 8-core CCX per socket, NPS1, SMT, MOESI",
+    build: epyc_milan_2s_build,
+    params: epyc_milan_2s,
+    modes: &[
+        Mode {
+            name: "nps1",
+            summary: "one NUMA node per socket (default)",
+            group: Some("nps"),
+            default: true,
+            apply: milan_nps1,
+        },
+        Mode {
+            name: "nps2",
+            summary: "two NUMA nodes of 4 CCDs per socket",
+            group: Some("nps"),
+            default: false,
+            apply: milan_nps2,
+        },
+        Mode {
+            name: "nps4",
+            summary: "four NUMA nodes of 2 CCDs per socket",
+            group: Some("nps"),
+            default: false,
+            apply: milan_nps4,
+        },
+        SMT_OFF,
+    ],
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 128),
+            home_node: 0,
+            measured_ns: 10.2,
+            source: S2_7763,
+        },
+        Target {
+            class: "same-ccx",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 25.5,
+            source: S2_7763,
+        },
+        Target {
+            class: "cross-ccd-home-socket",
+            cpus: (0, 8),
+            home_node: 0,
+            measured_ns: 112.7,
+            source: S2_7763,
+        },
+        Target {
+            class: "cross-ccd-non-home-socket",
+            cpus: (64, 72),
+            home_node: 0,
+            measured_ns: 200.4,
+            source: S1_7R13,
+        },
+        Target {
+            class: "cross-socket",
+            cpus: (0, 64),
+            home_node: 0,
+            measured_ns: 197.1,
+            source: S1_7R13,
+        },
+    ],
+};
+
+fn epyc_milan_2s_build() -> MachineSpec {
+    build_default("epyc-milan-2s")
+}
+
+fn epyc_milan_2s() -> Vec<Param> {
+    let mut params = vec![
+        name_param("epyc-milan-2s"),
+        // Documented: 2.45 GHz base, 3.5 GHz boost [S43].
+        int(
+            "clock_mhz",
+            3500,
+            "MHz",
+            Documented,
+            "[S43] EPYC 7763: 2.45 / 3.5 GHz",
+            "max boost, as for every preset (calibration.md §0.3)",
+        ),
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S2] dual EPYC 7763 matrix",
+            "",
+        ),
+        // Documented: NPS1 default; modes nps2/nps4 [S13, S38].
+        int(
+            "nodes_per_socket",
+            1,
+            "",
+            Documented,
+            "[S38] Dell R6515 manual: NPS options; [S13] NPS0/1/2/4 platform options",
+            "NPS1, the default; modes nps2 and nps4",
+        ),
+        // Documented: 8 CCDs, one 8-core CCX each [S10, S43].
+        int(
+            "l3_per_node",
+            8,
+            "",
+            Documented,
+            "[S10] AnandTech Milan review; [S43] 8 CCDs x 8 cores",
+            "one CCX per CCD, each an L3 domain",
+        ),
+        int(
+            "cores_per_l3",
+            8,
+            "",
+            Documented,
+            "[S10] 8 cores sharing 32 MB L3 per CCX",
+            "",
+        ),
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S43] 64 cores / 128 threads",
+            "",
+        ),
+        // Measured: cross-CCD 107.6 ns on the home socket vs 200.4 on the other (7R13) [S1].
+        text(
+            "lookup",
+            "home",
+            Measured,
+            S1_7R13,
+            "cross-CCD 107.6 ns with both cores on the home socket vs 200.4 ns on the other socket, which is the cross-socket 197.1 ns: the transfer goes through the home ([S3])",
+        ),
+        // Documented: 64-entry store queue (AMD SOG 19h).
+        int(
+            "store_buffer_entries",
+            64,
+            "entries",
+            Documented,
+            SOG_19H,
+            "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
+        ),
+        // Documented: 4-cycle integer load-to-use (AMD SOG 19h); calibration.md n/r.
+        int(
+            "latency.l1_hit_cycles",
+            4,
+            "cycles",
+            Documented,
+            SOG_19H,
+            "\"4- or 5-cycle integer load-to-use latency\", 4 for simple addressing; n/r in calibration.md §9b",
+        ),
+        // Derived: 10.2 ns [S2] x 3.5 GHz = 35.7 = 4 + 20 + 12.
+        int(
+            "latency.smt_transfer_cycles",
+            12,
+            "cycles",
+            Derived,
+            S2_7763,
+            "SMT one-way 10.2 ns x 3.5 GHz = 35.7 cycles = 4 (l1 hit) + 20 (locked op) + 11.7 -> 12",
+        ),
+        // Derived: 25.5 ns [S2] x 3.5 GHz = 89.25, minus 20 = 69.
+        int(
+            "latency.l3_transfer_cycles",
+            69,
+            "cycles",
+            Derived,
+            S2_7763,
+            "same-CCX one-way 25.5 ns x 3.5 GHz = 89.25 cycles, minus 20 = 69.25 -> 69",
+        ),
+        // Derived: cross-CCD on the home socket = L + 3y: (112.7 x 3.5 - 20) / 3 = 125.
+        int(
+            "latency.hop_in_node_cycles",
+            125,
+            "cycles",
+            Derived,
+            S2_7763,
+            "cross-CCD on the home socket (the 7763 itself, fast-socket median) = L + 3y: (112.7 ns x 3.5 GHz - 20) / 3 = (394.45 - 20) / 3 = 124.8 -> 125",
+        ),
+        // Assumed: unused in NPS1; in NPS2/NPS4 the same IOD, so the in-node leg.
+        int(
+            "latency.hop_between_nodes_cycles",
+            125,
+            "cycles",
+            Assumed,
+            S2_7763,
+            "unused in NPS1. No NPS2/NPS4 measurement in the sources: NPS changes how memory is interleaved and which nodes Linux reports [S38], not the IOD the transfer crosses, and the NPS1 leg is already the average over the IOD's quadrants; so a leg between quadrants is assumed to cost the NPS1 leg",
+        ),
+        // Derived: cross-socket = L + 2x + y: (197.1 x 3.5 - 20 - 125) / 2 = 272 (7R13 chosen over the 7763's 301.2).
+        int(
+            "latency.hop_between_sockets_cycles",
+            272,
+            "cycles",
+            Derived,
+            S1_7R13,
+            "cross-socket = L + 2x + y (home on socket 0): (197.1 ns x 3.5 GHz - 20 - 125) / 2 = (689.85 - 145) / 2 = 272.4 -> 272. The sources disagree: 197.1 ns (2 x 7R13 [S1]) vs 301.2 ns (2 x 7763 [S2], calibration.md §12.1). Chosen: 197.1, because that run homes the line as the benchmark documents (first touch on node 0, §0.2, [S3]) and is consistent with the model: its slow-socket cross-CCD (200.4 ns) equals its cross-socket, both L + 2x + y. The 7763 run shows no slow socket at all (123.0 vs 112.7 ns), so its line was not homed on one node for all pairs and its 301 ns cannot be read with the same legs; BIOS/xGMI settings are not recorded for either",
+        ),
+        // Assumed: 59.1 ns DRAM access (the Ice Lake DDR4-3200 figure) x 3.5 GHz = 207.
+        int(
+            "latency.dram_cycles",
+            207,
+            "cycles",
+            Assumed,
+            "[S16] via the icelake-sp-2s derivation (201 cycles at 3.4 GHz)",
+            DRAM_NOTE_ZEN3_4,
+        ),
+        int(
+            "info.base_clock_mhz",
+            2450,
+            "MHz",
+            Documented,
+            "[S43]",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            3500,
+            "MHz",
+            Documented,
+            "[S43]",
+            "",
+        ),
+        int(
+            "info.l1d_kib",
+            32,
+            "KiB",
+            Documented,
+            "[S44] Zen 3 L1d 32 KB 8-way",
+            "",
+        ),
+        int("info.l1d_ways", 8, "ways", Documented, "[S44]", ""),
+        int(
+            "info.l2_kib",
+            512,
+            "KiB",
+            Documented,
+            "[S44] Zen 3 L2 512 KB 8-way",
+            "",
+        ),
+        int("info.l2_ways", 8, "ways", Documented, "[S44]", ""),
+        int(
+            "info.l3_kib",
+            32768,
+            "KiB",
+            Documented,
+            "[S10], [S43] 32 MB per CCX, 256 MB per socket",
+            "",
+        ),
+        int(
+            "info.l3_hit_cycles",
+            46,
+            "cycles",
+            Derived,
+            "[S45] Chips and Cheese: Milan-X L3 50 cycles, V-Cache adds 4",
+            "50 - 4 = 46 (calibration.md §6)",
+        ),
+        num(
+            "info.dram_local_ns",
+            130.6,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r (calibration.md §6); the model's 2 x 125 + 207 = 457 cycles at 3.5 GHz",
+        ),
+        int(
+            "info.dram_local_cycles",
+            457,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 125 + 207",
+        ),
+        num(
+            "info.dram_remote_ns",
+            214.6,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 272 + 207 = 751 cycles at 3.5 GHz",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            751,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 272 + 207",
+        ),
+    ];
+    amd_common(&mut params);
+    params
+}
+
+fn milan_nps1(_params: &mut Vec<Param>) {}
+
+fn milan_nps(params: &mut Vec<Param>, nodes: u64, note: &'static str) {
+    set(
+        params,
+        int(
+            "nodes_per_socket",
+            nodes,
+            "",
+            Documented,
+            "[S38] Dell R6515 manual: NPS options vs CCDs; [S13] NPS0/1/2/4 platform options",
+            note,
+        ),
+    );
+    set(
+        params,
+        int(
+            "l3_per_node",
+            8 / nodes,
+            "",
+            Derived,
+            "[S43] 8 CCDs per socket; [S38]",
+            "8 CCDs split evenly over the socket's nodes (quadrants of the IOD)",
+        ),
+    );
+}
+
+fn milan_nps2(params: &mut Vec<Param>) {
+    milan_nps(
+        params,
+        2,
+        "mode nps2: each half of the IOD and its 4 memory channels a node",
+    );
+}
+
+fn milan_nps4(params: &mut Vec<Param>) {
+    milan_nps(
+        params,
+        4,
+        "mode nps4: each quadrant of the IOD and its 2 memory channels a node",
+    );
+}
+
+// ---------------------------------------------------------------------------
+// epyc-genoa-1s, epyc-genoa-2s: EPYC 9654
+
+pub const EPYC_GENOA_1S: Preset = Preset {
+    name: "epyc-genoa-1s",
+    summary: "1 x EPYC 9654 (Genoa), 12 CCDs of one 8-core CCX, NPS1, SMT, MOESI",
+    build: epyc_genoa_1s_build,
+    params: epyc_genoa_1s,
+    modes: &[SMT_OFF],
+    // No 1-socket matrix: the home socket of the 2 x 9654.
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 96),
+            home_node: 0,
+            measured_ns: 10.3,
+            source: S2_9454,
+        },
+        Target {
+            class: "same-ccx",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 27.1,
+            source: S2_9654,
+        },
+        Target {
+            class: "cross-ccd",
+            cpus: (0, 8),
+            home_node: 0,
+            measured_ns: 99.3,
+            source: S2_9654,
+        },
+    ],
+};
+
+pub const EPYC_GENOA_2S: Preset = Preset {
+    name: "epyc-genoa-2s",
+    summary: "2 x EPYC 9654 (Genoa), 12 CCDs of one 8-core CCX per socket, NPS1, SMT, MOESI",
+    build: epyc_genoa_2s_build,
+    params: epyc_genoa_2s,
+    modes: &[SMT_OFF],
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 192),
+            home_node: 0,
+            measured_ns: 10.3,
+            source: S2_9454,
+        },
+        Target {
+            class: "same-ccx",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 27.1,
+            source: S2_9654,
+        },
+        Target {
+            class: "cross-ccd-home-socket",
+            cpus: (0, 8),
+            home_node: 0,
+            measured_ns: 99.3,
+            source: S2_9654,
+        },
+        // The 9654 run shows no slow socket (99.3 ns on both); the 9454
+        // run (same IOD and CCDs, 6 cores per CCD) does: 200.1 ns.
+        Target {
+            class: "cross-ccd-non-home-socket",
+            cpus: (96, 104),
+            home_node: 0,
+            measured_ns: 200.1,
+            source: S2_9454,
+        },
+        Target {
+            class: "cross-socket",
+            cpus: (0, 96),
+            home_node: 0,
+            measured_ns: 191.6,
+            source: S2_9654,
+        },
+    ],
+};
+
+fn epyc_genoa_1s_build() -> MachineSpec {
+    build_default("epyc-genoa-1s")
+}
+
+fn epyc_genoa_2s_build() -> MachineSpec {
+    build_default("epyc-genoa-2s")
+}
+
+fn epyc_genoa_1s() -> Vec<Param> {
+    let mut params = epyc_genoa("epyc-genoa-1s");
+    set(
+        &mut params,
+        int(
+            "sockets",
+            1,
+            "",
+            Documented,
+            "[S47] SP5 socket, 96 cores per package",
+            "one socket; no 1-socket matrix was found, so the 2-socket figures of the home socket calibrate it",
+        ),
+    );
+    set(
+        &mut params,
+        int(
+            "latency.hop_between_sockets_cycles",
+            286,
+            "cycles",
+            Derived,
+            S2_9654,
+            "unused with one socket; the value of epyc-genoa-2s, so that a user who adds a socket gets the measured leg: (191.6 ns x 3.7 GHz - 20 - 116) / 2 = 286.5 -> 286",
+        ),
+    );
+    params
+}
+
+fn epyc_genoa_2s() -> Vec<Param> {
+    epyc_genoa("epyc-genoa-2s")
+}
+
+fn epyc_genoa(name: &'static str) -> Vec<Param> {
+    let mut params = vec![
+        name_param(name),
+        // Documented: 2.40 / 3.70 GHz [S48].
+        int(
+            "clock_mhz",
+            3700,
+            "MHz",
+            Documented,
+            "[S48] llmperf.net, citing TechPowerUp: EPYC 9654 2.40 / 3.70 GHz",
+            "max boost, as for every preset (calibration.md §0.3)",
+        ),
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S2] dual EPYC 9654 matrix",
+            "",
+        ),
+        int(
+            "nodes_per_socket",
+            1,
+            "",
+            Assumed,
+            "[S13] NPS platform options (NPS1 is the usual default)",
+            "NPS1: the matrix's CCD-pair medians show quadrants (90 ns near, 100-103 ns far) but one node per socket",
+        ),
+        // Documented: 12 CCDs of 8 cores, one CCX each [S46, S47].
+        int(
+            "l3_per_node",
+            12,
+            "",
+            Documented,
+            "[S46] 12 CCDs x 8 cores; [S47] 12 CCDs, 32 MB L3 per CCD",
+            "one CCX per CCD, each an L3 domain",
+        ),
+        int(
+            "cores_per_l3",
+            8,
+            "",
+            Documented,
+            "[S46], [S47]",
+            "",
+        ),
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S46] 96 cores / 192 threads",
+            "the measured 2 x 9654 ran with SMT off: mode smt-off",
+        ),
+        // Measured: cross-CCD 103.3 ns on the home socket vs 200.1 on the other (9454) [S2].
+        text(
+            "lookup",
+            "home",
+            Measured,
+            S2_9454,
+            "cross-CCD 103.3 ns on the home socket vs 200.1 ns on the other, which is the cross-socket 197.7 ns ([S3]). The 9654 run shows no slow socket (99.3 ns on both): its line was not homed on one node for all pairs",
+        ),
+        int(
+            "store_buffer_entries",
+            64,
+            "entries",
+            Documented,
+            SOG_ZEN4,
+            "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
+        ),
+        int(
+            "latency.l1_hit_cycles",
+            4,
+            "cycles",
+            Documented,
+            SOG_ZEN4,
+            "\"4- or 5-cycle integer load-to-use latency\", 4 for simple addressing; n/r in calibration.md §9b",
+        ),
+        // Derived: 10.3 ns (9454; the 9654 ran SMT off) x 3.7 GHz = 38.1 = 4 + 20 + 14.
+        int(
+            "latency.smt_transfer_cycles",
+            14,
+            "cycles",
+            Derived,
+            S2_9454,
+            "the 9654 matrix is SMT off; the 9454 (same Zen 4 core and IOD): 10.3 ns x 3.7 GHz = 38.1 cycles = 4 + 20 + 14.1 -> 14",
+        ),
+        // Derived: 27.1 ns [S2] x 3.7 GHz = 100.3, minus 20 = 80.
+        int(
+            "latency.l3_transfer_cycles",
+            80,
+            "cycles",
+            Derived,
+            S2_9654,
+            "same-CCX one-way 27.1 ns x 3.7 GHz = 100.27 cycles, minus 20 = 80.27 -> 80",
+        ),
+        // Derived: cross-CCD = L + 3y: (99.3 x 3.7 - 20) / 3 = 116.
+        int(
+            "latency.hop_in_node_cycles",
+            116,
+            "cycles",
+            Derived,
+            S2_9654,
+            "cross-CCD on the home socket = L + 3y: (99.3 ns x 3.7 GHz - 20) / 3 = (367.41 - 20) / 3 = 115.8 -> 116",
+        ),
+        int(
+            "latency.hop_between_nodes_cycles",
+            116,
+            "cycles",
+            Assumed,
+            S2_9654,
+            "unused in NPS1 (one node per socket); set to the in-node leg, the same IOD",
+        ),
+        // Derived: cross-socket = L + 2x + y: (191.6 x 3.7 - 20 - 116) / 2 = 286.
+        int(
+            "latency.hop_between_sockets_cycles",
+            286,
+            "cycles",
+            Derived,
+            S2_9654,
+            "cross-socket = L + 2x + y: (191.6 ns x 3.7 GHz - 20 - 116) / 2 = (708.92 - 136) / 2 = 286.5 -> 286. The model's slow-socket cross-CCD is the same L + 2x + y = 191.4 ns, against 200.1 ns on the 9454 (-4.4 %)",
+        ),
+        // Assumed: 59.1 ns x 3.7 GHz = 219.
+        int(
+            "latency.dram_cycles",
+            219,
+            "cycles",
+            Assumed,
+            "[S16] via the icelake-sp-2s derivation (201 cycles at 3.4 GHz)",
+            DRAM_NOTE_ZEN3_4,
+        ),
+        int(
+            "info.base_clock_mhz",
+            2400,
+            "MHz",
+            Documented,
+            "[S48]",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            3700,
+            "MHz",
+            Documented,
+            "[S48]",
+            "",
+        ),
+        int(
+            "info.l1d_kib",
+            32,
+            "KiB",
+            Documented,
+            "[S44] Zen 4 L1d 32 KB 8-way",
+            "",
+        ),
+        int("info.l1d_ways", 8, "ways", Documented, "[S44]", ""),
+        int(
+            "info.l2_kib",
+            1024,
+            "KiB",
+            Documented,
+            "[S41] 1 MB/core; [S44] 8-way",
+            "",
+        ),
+        int("info.l2_ways", 8, "ways", Documented, "[S44]", ""),
+        int(
+            "info.l3_kib",
+            32768,
+            "KiB",
+            Documented,
+            "[S47] 32 MB per CCD; [S49] 384 MB total",
+            "",
+        ),
+        num(
+            "info.dram_local_ns",
+            121.9,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r (calibration.md §7); the model's 2 x 116 + 219 = 451 cycles at 3.7 GHz",
+        ),
+        int(
+            "info.dram_local_cycles",
+            451,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 116 + 219",
+        ),
+        num(
+            "info.dram_remote_ns",
+            213.8,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 286 + 219 = 791 cycles at 3.7 GHz",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            791,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 286 + 219",
+        ),
+    ];
+    amd_common(&mut params);
+    params
+}
+
+// ---------------------------------------------------------------------------
+// bergamo-1s, bergamo-2s: EPYC 9754
+
+pub const BERGAMO_1S: Preset = Preset {
+    name: "bergamo-1s",
+    summary: "1 x EPYC 9754 (Bergamo), 8 CCDs x 2 CCX x 8 cores, NPS1, SMT, MOESI",
+    build: bergamo_1s_build,
+    params: bergamo_1s,
+    modes: &[SMT_OFF],
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 128),
+            home_node: 0,
+            measured_ns: 12.7,
+            source: S2_9754_2S,
+        },
+        Target {
+            class: "same-ccx",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 33.0,
+            source: S2_9754_1S,
+        },
+        Target {
+            class: "cross-ccx-same-ccd",
+            cpus: (0, 8),
+            home_node: 0,
+            measured_ns: 106.1,
+            source: S2_9754_1S,
+        },
+        Target {
+            class: "cross-ccd",
+            cpus: (0, 16),
+            home_node: 0,
+            measured_ns: 109.8,
+            source: S2_9754_1S,
+        },
+    ],
+};
+
+pub const BERGAMO_2S: Preset = Preset {
+    name: "bergamo-2s",
+    summary: "2 x EPYC 9754 (Bergamo), 8 CCDs x 2 CCX x 8 cores per socket, NPS1, SMT, MOESI",
+    build: bergamo_2s_build,
+    params: bergamo_2s,
+    modes: &[SMT_OFF],
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 256),
+            home_node: 0,
+            measured_ns: 12.7,
+            source: S2_9754_2S,
+        },
+        Target {
+            class: "same-ccx",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 32.5,
+            source: S2_9754_2S,
+        },
+        Target {
+            class: "cross-ccx-same-ccd",
+            cpus: (0, 8),
+            home_node: 0,
+            measured_ns: 106.6,
+            source: S2_9754_2S,
+        },
+        Target {
+            class: "cross-ccd-home-socket",
+            cpus: (0, 16),
+            home_node: 0,
+            measured_ns: 109.8,
+            source: S2_9754_2S,
+        },
+        Target {
+            class: "cross-ccd-non-home-socket",
+            cpus: (128, 144),
+            home_node: 0,
+            measured_ns: 205.6,
+            source: S2_9754_2S,
+        },
+        Target {
+            class: "cross-socket",
+            cpus: (0, 128),
+            home_node: 0,
+            measured_ns: 203.6,
+            source: S2_9754_2S,
+        },
+    ],
+};
+
+fn bergamo_1s_build() -> MachineSpec {
+    build_default("bergamo-1s")
+}
+
+fn bergamo_2s_build() -> MachineSpec {
+    build_default("bergamo-2s")
+}
+
+fn bergamo_1s() -> Vec<Param> {
+    let mut params = bergamo("bergamo-1s");
+    set(
+        &mut params,
+        int(
+            "sockets",
+            1,
+            "",
+            Documented,
+            "[S2] 1 x EPYC 9754 matrix (128 CPUs, SMT off)",
+            "",
+        ),
+    );
+    set(
+        &mut params,
+        int(
+            "latency.hop_between_sockets_cycles",
+            252,
+            "cycles",
+            Derived,
+            S2_9754_2S,
+            "unused with one socket; the value of bergamo-2s, so that a user who adds a socket gets the measured leg: (203.6 ns x 3.1 GHz - 20 - 107) / 2 = 252.1 -> 252",
+        ),
+    );
+    params
+}
+
+fn bergamo_2s() -> Vec<Param> {
+    bergamo("bergamo-2s")
+}
+
+fn bergamo(name: &'static str) -> Vec<Param> {
+    let mut params = vec![
+        name_param(name),
+        // Documented: 2.25 / 3.1 GHz [S52]; all 256 threads at a constant 3.1 GHz [S53].
+        int(
+            "clock_mhz",
+            3100,
+            "MHz",
+            Documented,
+            "[S52] EPYC 9754 2.25 / 3.1 GHz; [S53] ServeTheHome: all 256 threads at a constant 3.1 GHz under stress-ng",
+            "max boost, which [S53] observed the part to hold even with every thread busy",
+        ),
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S2] dual EPYC 9754 matrix",
+            "",
+        ),
+        int(
+            "nodes_per_socket",
+            1,
+            "",
+            Assumed,
+            "[S13] NPS platform options (NPS1 is the usual default)",
+            "NPS1",
+        ),
+        // Documented: 8 CCDs x 2 CCX, 16 CCX of 8 cores per socket [S40, S41, S42]; the matrix shows 16 groups of 8 [S2].
+        int(
+            "l3_per_node",
+            16,
+            "",
+            Documented,
+            "[S40] Chips and Cheese; [S41] 8 CCDs x 16 cores; [S42] 2 CCX per CCD, 16 MB L3 each; [S2] 16 groups of 8 cores per socket",
+            "each CCX is an L3 domain. The model has no CCD level: cross-CCX on one CCD (106.1 ns) costs what cross-CCD does (109.8 ns), so both are L + 3y through the IOD",
+        ),
+        int(
+            "cores_per_l3",
+            8,
+            "",
+            Documented,
+            "[S42] 8 cores per CCX",
+            "",
+        ),
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S41], [S52] 128 cores / 256 threads",
+            "",
+        ),
+        // Measured: cross-CCD 109.8 ns on the home socket vs 205.6 on the other [S2].
+        text(
+            "lookup",
+            "home",
+            Measured,
+            S2_9754_2S,
+            "cross-CCD 109.8 ns on the home socket vs 205.6 ns on the other, which is the cross-socket 203.6 ns ([S3])",
+        ),
+        int(
+            "store_buffer_entries",
+            64,
+            "entries",
+            Documented,
+            SOG_ZEN4,
+            "Zen 4c keeps the Zen 4 core [S40]: 64-entry store queue",
+        ),
+        int(
+            "latency.l1_hit_cycles",
+            4,
+            "cycles",
+            Documented,
+            SOG_ZEN4,
+            "Zen 4c keeps the Zen 4 core [S40]: 4-cycle integer load-to-use",
+        ),
+        // Derived: 12.7 ns [S2] x 3.1 GHz = 39.4 = 4 + 20 + 15.
+        int(
+            "latency.smt_transfer_cycles",
+            15,
+            "cycles",
+            Derived,
+            S2_9754_2S,
+            "SMT one-way 12.7 ns x 3.1 GHz = 39.37 cycles = 4 + 20 + 15.37 -> 15",
+        ),
+        // Derived: 33.0 ns [S2 1S] x 3.1 GHz = 102.3, minus 20 = 82.
+        int(
+            "latency.l3_transfer_cycles",
+            82,
+            "cycles",
+            Derived,
+            S2_9754_1S,
+            "same-CCX one-way 33.0 ns (1-socket matrix; 32.5 ns on the 2-socket one) x 3.1 GHz = 102.3 cycles, minus 20 = 82.3 -> 82",
+        ),
+        // Derived: cross-CCD = L + 3y: (109.8 x 3.1 - 20) / 3 = 107.
+        int(
+            "latency.hop_in_node_cycles",
+            107,
+            "cycles",
+            Derived,
+            S2_9754_2S,
+            "cross-CCD on the home socket (109.8 ns on both matrices) = L + 3y: (109.8 ns x 3.1 GHz - 20) / 3 = (340.38 - 20) / 3 = 106.8 -> 107; cross-CCX on one CCD (106.1-106.6 ns) is the same L + 3y",
+        ),
+        int(
+            "latency.hop_between_nodes_cycles",
+            107,
+            "cycles",
+            Assumed,
+            S2_9754_2S,
+            "unused in NPS1 (one node per socket); set to the in-node leg, the same IOD",
+        ),
+        // Derived: cross-socket = L + 2x + y: (203.6 x 3.1 - 20 - 107) / 2 = 252.
+        int(
+            "latency.hop_between_sockets_cycles",
+            252,
+            "cycles",
+            Derived,
+            S2_9754_2S,
+            "cross-socket = L + 2x + y: (203.6 ns x 3.1 GHz - 20 - 107) / 2 = (631.16 - 127) / 2 = 252.1 -> 252. The model's slow-socket cross-CCD is the same L + 2x + y = 203.5 ns, against 205.6 ns measured (-1 %)",
+        ),
+        // Assumed: 59.1 ns x 3.1 GHz = 183.
+        int(
+            "latency.dram_cycles",
+            183,
+            "cycles",
+            Assumed,
+            "[S16] via the icelake-sp-2s derivation (201 cycles at 3.4 GHz)",
+            DRAM_NOTE_ZEN3_4,
+        ),
+        int(
+            "info.base_clock_mhz",
+            2250,
+            "MHz",
+            Documented,
+            "[S52]",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            3100,
+            "MHz",
+            Documented,
+            "[S52]",
+            "",
+        ),
+        int(
+            "info.l1d_kib",
+            32,
+            "KiB",
+            Documented,
+            "[S40] Zen 4 architecture; [S44] Zen 4 L1d 32 KB 8-way",
+            "",
+        ),
+        int(
+            "info.l2_kib",
+            1024,
+            "KiB",
+            Documented,
+            "[S42] 1 MB L2 per core",
+            "",
+        ),
+        int(
+            "info.l3_kib",
+            16384,
+            "KiB",
+            Documented,
+            "[S42] 16 MB L3 per CCX; [S49] 256 MB total",
+            "",
+        ),
+        num(
+            "info.dram_local_ns",
+            128.1,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r (calibration.md §8); the model's 2 x 107 + 183 = 397 cycles at 3.1 GHz",
+        ),
+        int(
+            "info.dram_local_cycles",
+            397,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 107 + 183",
+        ),
+        num(
+            "info.dram_remote_ns",
+            221.6,
+            "ns",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 252 + 183 = 687 cycles at 3.1 GHz",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            687,
+            "cycles",
+            Derived,
+            MODEL,
+            "n/r; the model's 2 x 252 + 183",
+        ),
+    ];
+    amd_common(&mut params);
+    params
+}

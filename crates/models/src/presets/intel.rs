@@ -1,0 +1,1053 @@
+//! Intel presets: Ice Lake-SP, Cascade Lake-SP (2 and 4 sockets) and
+//! Cascade Lake-AP. One mesh die is one L3 domain; the snoop filter of the
+//! requester's own node resolves a transfer (`lookup = local`), so no
+//! socket is slower than another (the measured matrices show none).
+
+use super::sources::*;
+use super::Provenance::{Assumed, Derived, Documented, Measured};
+use super::{
+    build_default, flag, int, name_param, num, set, text, Mode, Param, Preset, Target, SMT_OFF,
+};
+use sim_core::topology::MachineSpec;
+
+// ---------------------------------------------------------------------------
+// icelake-sp-2s: 2 x Xeon Platinum 8380
+
+pub const ICELAKE_SP_2S: Preset = Preset {
+    name: "icelake-sp-2s",
+    summary: "2 x Xeon Platinum 8380 (Ice Lake-SP), 40 cores/socket, SMT, SNC off, MESIF",
+    build: icelake_sp_2s_build,
+    params: icelake_sp_2s,
+    modes: &[
+        Mode {
+            name: "snc2",
+            summary: "sub-NUMA clustering: 2 nodes of 20 cores per socket",
+            group: None,
+            default: false,
+            apply: icelake_snc2,
+        },
+        SMT_OFF,
+    ],
+    // [S1] 8375C (same die and mesh as the 8380; calibration.md §0.4 proxy).
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 80),
+            home_node: 0,
+            measured_ns: 8.0,
+            source: S1_8375C,
+        },
+        Target {
+            class: "same-socket",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 51.3,
+            source: S1_8375C,
+        },
+        // The socket that is not the home: 51.3 ns too (51.2 on the other),
+        // no home effect.
+        Target {
+            class: "same-socket-non-home",
+            cpus: (40, 41),
+            home_node: 0,
+            measured_ns: 51.3,
+            source: S1_8375C,
+        },
+        Target {
+            class: "cross-socket",
+            cpus: (0, 40),
+            home_node: 0,
+            measured_ns: 107.8,
+            source: S1_8375C,
+        },
+    ],
+};
+
+fn icelake_sp_2s_build() -> MachineSpec {
+    build_default("icelake-sp-2s")
+}
+
+fn icelake_sp_2s() -> Vec<Param> {
+    vec![
+        name_param("icelake-sp-2s"),
+        // Documented: lscpu "CPU max MHz 3400" of 2 x 8380 [S12]; 3.4 GHz max turbo [S10].
+        int(
+            "clock_mhz",
+            3400,
+            "MHz",
+            Documented,
+            "[S12] lscpu of 2 x Xeon 8380 (CPU max MHz 3400); [S10] AnandTech ICX review (boosts up to 3.4 GHz)",
+            "max boost, not the 2.3 GHz base: the core-to-core benchmark keeps two cores busy, which then run at turbo (assumed; the clock during the runs is not recorded, calibration.md §0.3)",
+        ),
+        // Documented: 2 sockets, 40 cores/socket, 2 threads/core, 160 CPUs [S11, S12].
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S11] AnandTech ICX review p.1 (1S and 2S only); [S12] lscpu of 2 x 8380",
+            "",
+        ),
+        // Documented: one NUMA node per socket with SNC off [S12]; mode snc2 [S13].
+        int(
+            "nodes_per_socket",
+            1,
+            "",
+            Documented,
+            "[S12] lscpu of 2 x 8380 (2 NUMA nodes, SNC off)",
+            "mode snc2 makes it 2 ([S13] NPS1/NPS2 options for Ice Lake bare metal)",
+        ),
+        // Documented: one monolithic mesh die per socket, its L3 shared by all cores [S10, S12].
+        int(
+            "l3_per_node",
+            1,
+            "",
+            Documented,
+            "[S10] monolithic mesh die; [S12] lscpu L3 120 MiB in 2 instances",
+            "one L3 domain per node: the whole die with SNC off (a transfer between two of its cores is resolved in the mesh), one sub-NUMA cluster with snc2",
+        ),
+        // Documented: 40 cores per socket [S11, S12].
+        int(
+            "cores_per_l3",
+            40,
+            "",
+            Documented,
+            "[S11] 40 cores / 80 threads per socket; [S12] lscpu 40 cores/socket",
+            "mode snc2: 20 (each sub-NUMA cluster is one node and one L3 domain)",
+        ),
+        // Documented: 2 threads per core [S12].
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S12] lscpu of 2 x 8380: 2 threads/core, 160 CPUs",
+            "",
+        ),
+        // Documented: clflush size 64, cache_alignment 64 (8360Y) [S16].
+        int(
+            "line_size_bytes",
+            64,
+            "bytes",
+            Documented,
+            "[S16] icelake_cpuinfo.txt (Xeon 8360Y, same die): clflush size 64, cache_alignment 64",
+            "",
+        ),
+        // Documented: MESIF-family (source snoop with Forward state) [S18].
+        text(
+            "protocol",
+            "mesif",
+            Documented,
+            "[S18] MESIF protocol (Intel QPI/UPI source snoop with a Forward state)",
+            "",
+        ),
+        // Measured: no home effect, MLC remote HITM 127.1 vs 127.0 ns [S16], c2c 51.2 vs 51.3 ns.
+        text(
+            "lookup",
+            "local",
+            Measured,
+            "[S16] MLC remote HITM 127.1 ns homed in the writer's socket vs 127.0 ns in the reader's (8360Y); [S1] 8375C same-socket medians 51.2 / 51.3 ns on the two sockets",
+            "no slow socket: the socket's own snoop filter (CHA) resolves a transfer, whatever the line's home",
+        ),
+        // Assumed: the adjacent-line prefetcher is a BIOS option; off here.
+        flag(
+            "adjacent_line_prefetch",
+            false,
+            Assumed,
+            MODEL,
+            "a BIOS option; off so that lines false-share per 64 bytes; a scenario turns it on to study 128-byte false sharing",
+        ),
+        // Assumed: 72 store-buffer entries (Sunny Cove, as Intel disclosed; not in calibration.md).
+        int(
+            "store_buffer_entries",
+            72,
+            "entries",
+            Assumed,
+            "Intel's Sunny Cove disclosure (72-entry store buffer); not in calibration.md",
+            "only its fullness matters, for stores that miss back to back",
+        ),
+        // Assumed: 5 cycles, the Sunny Cove L1d load-to-use (ICX figure n/r, §9b).
+        int(
+            "latency.l1_hit_cycles",
+            5,
+            "cycles",
+            Assumed,
+            "Sunny Cove L1d load-to-use latency (5 cycles); ICX-SP figure n/r (calibration.md §9b)",
+            "Ice Lake-SP uses the Sunny Cove core, whose 48 KB L1d [S14] has a 5-cycle load-to-use on the client parts",
+        ),
+        // Measured on the same core family: LOCK INC m32 20 cycles on Rocket Lake [S55].
+        int(
+            "latency.locked_op_cycles",
+            20,
+            "cycles",
+            Measured,
+            LOCKED_OP,
+            "Rocket Lake's Cypress Cove is the backport of Sunny Cove; the ICX server rows are n/r (calibration.md §10.1)",
+        ),
+        // Derived: 8.0 ns [S1] x 3.4 GHz = 27.2 = 5 + 20 + 2.
+        int(
+            "latency.smt_transfer_cycles",
+            2,
+            "cycles",
+            Derived,
+            S1_8375C,
+            "SMT one-way 8.0 ns x 3.4 GHz = 27.2 cycles = 5 (l1 hit) + 20 (locked op) + 2.2 -> 2",
+        ),
+        // Derived: 51.3 ns [S1] x 3.4 GHz = 174.4, minus 20 = 154.
+        int(
+            "latency.l3_transfer_cycles",
+            154,
+            "cycles",
+            Derived,
+            S1_8375C,
+            "same-socket one-way 51.3 ns x 3.4 GHz = 174.4 cycles, minus 20 (locked op) = 154.4 -> 154",
+        ),
+        // Assumed: three equal mesh legs, 154 / 3 = 51.
+        int(
+            "latency.hop_in_node_cycles",
+            51,
+            "cycles",
+            Assumed,
+            S1_8375C,
+            "a mesh transfer is three legs (requester to CHA, CHA to owner, owner to requester) of equal cost: 154 / 3 = 51.3 -> 51",
+        ),
+        // Assumed: unused with SNC off; with snc2 a cross-cluster transfer costs the SNC-off mesh figure.
+        int(
+            "latency.hop_between_nodes_cycles",
+            51,
+            "cycles",
+            Assumed,
+            S1_8375C,
+            "unused with SNC off (one node per socket). With snc2 (no SNC measurement in the sources) a transfer between the two clusters of a socket crosses the same mesh as with SNC off, so it should cost the measured 51.3 ns: 20 + 51 (to the local snoop filter) + 2 x 51 = 173 cycles = 50.9 ns; hence the in-node leg",
+        ),
+        // Derived: 107.8 ns [S1] x 3.4 GHz = 366.5, minus 20 = 346.5 = 51 + 2 x 148.
+        int(
+            "latency.hop_between_sockets_cycles",
+            148,
+            "cycles",
+            Derived,
+            S1_8375C,
+            "cross-socket one-way 107.8 ns x 3.4 GHz = 366.5 cycles, minus 20 (locked op) = 346.5 = 51 (to the local snoop filter) + 2 x UPI leg: (346.5 - 51) / 2 = 147.8 -> 148",
+        ),
+        // Derived: 89.2 ns [S16] x 3.4 GHz = 303 = 2 x 51 + 201.
+        int(
+            "latency.dram_cycles",
+            201,
+            "cycles",
+            Derived,
+            "[S16] icelake_mlc.txt (8360Y) idle latency: local 89.2 ns",
+            "89.2 ns x 3.4 GHz = 303.3 cycles = 2 x 51 (legs to the home agent) + 201.3 -> 201. The model then gives remote DRAM 2 x 148 + 201 = 497 cycles = 146.2 ns against 142.7 ns measured (+2.4 %)",
+        ),
+        // Informational.
+        int(
+            "info.base_clock_mhz",
+            2300,
+            "MHz",
+            Documented,
+            "[S10] Xeon Platinum 8380 @ 2.30GHz (model string)",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            3400,
+            "MHz",
+            Documented,
+            "[S10], [S12] CPU max MHz 3400",
+            "",
+        ),
+        int(
+            "info.l1d_kib",
+            48,
+            "KiB",
+            Documented,
+            "[S12] lscpu L1d 3.8 MiB / 80 cores; [S14] Sunny Cove L1d 48 KB",
+            "",
+        ),
+        int(
+            "info.l1d_ways",
+            12,
+            "ways",
+            Documented,
+            "[S14] Sunny Cove L1d 48 KB 12-way",
+            "",
+        ),
+        int(
+            "info.l2_kib",
+            1280,
+            "KiB",
+            Documented,
+            "[S12] lscpu L2 100 MiB / 80 cores = 1.25 MiB",
+            "associativity n/r (the client 512 KB 8-way figure [S14] does not apply)",
+        ),
+        int(
+            "info.l3_kib",
+            61440,
+            "KiB",
+            Documented,
+            "[S12] lscpu L3 120 MiB / 2 instances = 60 MiB per socket (1.5 MiB/core)",
+            "per L3 domain; associativity n/r; mode snc2 halves it per cluster",
+        ),
+        num(
+            "info.dram_local_ns",
+            89.2,
+            "ns",
+            Measured,
+            "[S16] icelake_mlc.txt, MLC idle latency (Xeon 8360Y, same die)",
+            "",
+        ),
+        int(
+            "info.dram_local_cycles",
+            303,
+            "cycles",
+            Derived,
+            "[S16]",
+            "89.2 ns x 3.4 GHz = 303.3",
+        ),
+        num(
+            "info.dram_remote_ns",
+            142.7,
+            "ns",
+            Measured,
+            "[S16] icelake_mlc.txt, MLC idle latency, remote socket (8360Y)",
+            "",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            485,
+            "cycles",
+            Derived,
+            "[S16]",
+            "142.7 ns x 3.4 GHz = 485.2; the model gives 497 (+2.4 %)",
+        ),
+    ]
+}
+
+fn icelake_snc2(params: &mut Vec<Param>) {
+    // Documented: SNC2 (NPS2) is a platform option of Ice Lake-SP [S13].
+    set(
+        params,
+        int(
+            "nodes_per_socket",
+            2,
+            "",
+            Documented,
+            "[S13] Oracle Cloud IntelIcelakeBmPlatformConfig: NumaNodesPerSocket Nps1 / Nps2",
+            "mode snc2: each socket's mesh split into two sub-NUMA clusters, each a NUMA node",
+        ),
+    );
+    // Derived: 40 cores / 2 clusters.
+    set(
+        params,
+        int(
+            "cores_per_l3",
+            20,
+            "",
+            Derived,
+            "[S11] 40 cores per socket; [S13] 2 nodes per socket",
+            "40 / 2 = 20; a cluster's cores share its LLC slices for the cluster's memory, so each cluster is one L3 domain (assumed), its transfers costing the SNC-off mesh figure",
+        ),
+    );
+    set(
+        params,
+        int(
+            "info.l3_kib",
+            30720,
+            "KiB",
+            Derived,
+            "[S12] 60 MiB per socket",
+            "60 MiB / 2 clusters = 30 MiB per L3 domain",
+        ),
+    );
+}
+
+// ---------------------------------------------------------------------------
+// cascadelake-sp-2s, cascadelake-sp-4s: Xeon Platinum 8280
+
+const CLX_TARGETS_2S: &[Target] = &[
+    Target {
+        class: "smt",
+        cpus: (0, 56),
+        home_node: 0,
+        measured_ns: 7.6,
+        source: S1_8275CL,
+    },
+    Target {
+        class: "same-socket",
+        cpus: (0, 1),
+        home_node: 0,
+        measured_ns: 46.6,
+        source: S1_8275CL,
+    },
+    Target {
+        class: "same-socket-non-home",
+        cpus: (28, 29),
+        home_node: 0,
+        measured_ns: 46.8,
+        source: S1_8275CL,
+    },
+    Target {
+        class: "cross-socket",
+        cpus: (0, 28),
+        home_node: 0,
+        measured_ns: 134.0,
+        source: S1_8275CL,
+    },
+];
+
+pub const CASCADELAKE_SP_2S: Preset = Preset {
+    name: "cascadelake-sp-2s",
+    summary: "2 x Xeon Platinum 8280 (Cascade Lake-SP), 28 cores/socket, SMT, SNC off, MESIF",
+    build: cascadelake_sp_2s_build,
+    params: cascadelake_sp_2s,
+    modes: &[SMT_OFF],
+    // [S1] 8275CL: the AWS c5 variant of the same 28-core XCC die (24 cores
+    // enabled), chosen over the 16-core Gold 6242 as the closer Platinum part.
+    targets: CLX_TARGETS_2S,
+};
+
+pub const CASCADELAKE_SP_4S: Preset = Preset {
+    name: "cascadelake-sp-4s",
+    summary: "4 x Xeon Platinum 8280 (Cascade Lake-SP), 28 cores/socket, fully connected by UPI, SMT, MESIF",
+    build: cascadelake_sp_4s_build,
+    params: cascadelake_sp_4s,
+    modes: &[SMT_OFF],
+    // No 4-socket measurement exists (calibration.md §14): the 2-socket
+    // 8275CL figures, every socket pair being one UPI leg.
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 112),
+            home_node: 0,
+            measured_ns: 7.6,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "same-socket",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 46.6,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "cross-socket",
+            cpus: (0, 28),
+            home_node: 0,
+            measured_ns: 134.0,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "cross-socket-non-home",
+            cpus: (28, 84),
+            home_node: 0,
+            measured_ns: 134.0,
+            source: S1_8275CL,
+        },
+    ],
+};
+
+fn cascadelake_sp_2s_build() -> MachineSpec {
+    build_default("cascadelake-sp-2s")
+}
+
+fn cascadelake_sp_4s_build() -> MachineSpec {
+    build_default("cascadelake-sp-4s")
+}
+
+fn cascadelake_sp_2s() -> Vec<Param> {
+    let mut params = cascadelake_sp("cascadelake-sp-2s");
+    // Documented: 2 sockets (lscpu of 2 x 8280) [S6].
+    set(
+        &mut params,
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S6] FDio/csit testbeds_sm_clx_hw_bios_cfg.md: lscpu of 2 x Xeon 8280, 112 CPUs",
+            "",
+        ),
+    );
+    params
+}
+
+fn cascadelake_sp_4s() -> Vec<Param> {
+    let mut params = cascadelake_sp("cascadelake-sp-4s");
+    // Documented: the Platinum 8200 series scales to 8 sockets with 3 UPI links [S20].
+    set(
+        &mut params,
+        int(
+            "sockets",
+            4,
+            "",
+            Documented,
+            "[S20] WikiChip, Platinum 8200 series: 8-way multiprocessing, 3 UPI links at 10.4 GT/s",
+            "a 4-socket system; with 3 UPI links per socket it is fully connected, one hop between any two sockets (calibration.md §2, inference)",
+        ),
+    );
+    // Derived from 2 sockets: every pair of sockets is one UPI leg (no 4S data, §14).
+    set(
+        &mut params,
+        int(
+            "latency.hop_between_sockets_cycles",
+            231,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "no 4-socket measurement exists (calibration.md §14): the 2-socket leg, (134.0 ns x 4.0 GHz - 20 - 55) / 2 = 230.5 -> 231, for every pair of sockets, since 3 UPI links per socket [S20] connect 4 sockets fully (calibration.md §2, inference) and the model has one leg per socket pair",
+        ),
+    );
+    params
+}
+
+/// Cascade Lake-SP per socket, 8280 at its 4.0 GHz boost.
+fn cascadelake_sp(name: &'static str) -> Vec<Param> {
+    vec![
+        name_param(name),
+        // Documented: "boost clocks of up to 4GHz" [S10]; base 2.70 GHz [S6].
+        int(
+            "clock_mhz",
+            4000,
+            "MHz",
+            Documented,
+            "[S10] AnandTech: Xeon 8280 boost clocks of up to 4 GHz",
+            "max boost, as for Ice Lake: the two cores of the ping-pong run at turbo (assumed; calibration.md §0.3). The 8275CL measured is a 3.0 GHz-base part of the same die",
+        ),
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S6] lscpu of 2 x Xeon 8280",
+            "",
+        ),
+        // Documented: 2 NUMA nodes for 2 sockets, SNC off [S6].
+        int(
+            "nodes_per_socket",
+            1,
+            "",
+            Documented,
+            "[S6] lscpu of 2 x 8280: 2 NUMA nodes (SNC off)",
+            "",
+        ),
+        // Documented: one mesh die whose L3 is shared by its 28 cores [S6, S15].
+        int(
+            "l3_per_node",
+            1,
+            "",
+            Documented,
+            "[S6] lscpu L3 39424K per socket; [S15] Skylake-SP mesh, shared non-inclusive L3",
+            "",
+        ),
+        int(
+            "cores_per_l3",
+            28,
+            "",
+            Documented,
+            "[S6] lscpu of 2 x 8280: 28 cores/socket",
+            "",
+        ),
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S6] lscpu of 2 x 8280: 2 threads/core",
+            "",
+        ),
+        // Documented: clflush size 64 on the Gold 6240 (same core) [S16].
+        int(
+            "line_size_bytes",
+            64,
+            "bytes",
+            Documented,
+            "[S16] cascadelake_cpuinfo.txt (Xeon Gold 6240, same die family): clflush size 64, cache_alignment 64",
+            "",
+        ),
+        // Documented: MESIF, F state in the core caches of Skylake server [S18, S22].
+        text(
+            "protocol",
+            "mesif",
+            Documented,
+            "[S18] MESIF protocol; [S22] F state on Skylake server with non-inclusive L3",
+            "",
+        ),
+        // Measured: no slow socket in the 8275CL matrix (46.4 / 46.8 ns) and MLC 114.1 / 114.0 ns [S16].
+        text(
+            "lookup",
+            "local",
+            Measured,
+            "[S1] 8275CL same-socket medians 46.4 / 46.8 ns on the two sockets; [S16] MLC remote HITM 114.1 ns writer-homed vs 114.0 reader-homed (Gold 6240)",
+            "the CSIT run [S6] disagrees (115.6 vs 178.2 ns by home socket, Gold 6252N, settings not recorded); chosen: the c2c matrix this preset is calibrated on and the MLC run of the same tool as Ice Lake's, which both show no home effect",
+        ),
+        flag(
+            "adjacent_line_prefetch",
+            false,
+            Assumed,
+            MODEL,
+            "a BIOS option; off so that lines false-share per 64 bytes",
+        ),
+        // Assumed: 56 entries, the Skylake core's store buffer (Intel disclosure; not in calibration.md).
+        int(
+            "store_buffer_entries",
+            56,
+            "entries",
+            Assumed,
+            "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
+            "Cascade Lake keeps the Skylake-SP core",
+        ),
+        // Documented: Skylake-SP core L1d 4-cycle [S15].
+        int(
+            "latency.l1_hit_cycles",
+            4,
+            "cycles",
+            Documented,
+            "[S15] AnandTech Skylake-SP cache table: L1d 32 KB 8-way, 4-cycle",
+            "",
+        ),
+        // Assumed: 20 cycles as on Ice Lake (Skylake rows n/r; 18-20 on recent Intel cores).
+        int(
+            "latency.locked_op_cycles",
+            20,
+            "cycles",
+            Assumed,
+            LOCKED_OP,
+            "the Skylake-X / Cascade Lake rows of uops.info are n/r (calibration.md §10.1); recent Intel cores measure 18-20 cycles, the Ice Lake preset uses 20",
+        ),
+        // Derived: 7.6 ns [S1] x 4.0 GHz = 30.4 = 4 + 20 + 6.
+        int(
+            "latency.smt_transfer_cycles",
+            6,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "SMT one-way 7.6 ns x 4.0 GHz = 30.4 cycles = 4 (l1 hit) + 20 (locked op) + 6.4 -> 6",
+        ),
+        // Derived: 46.6 ns [S1] x 4.0 GHz = 186.4, minus 20 = 166.
+        int(
+            "latency.l3_transfer_cycles",
+            166,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "same-socket one-way 46.6 ns (median of all same-socket pairs, calibration.md §2) x 4.0 GHz = 186.4 cycles, minus 20 (locked op) = 166.4 -> 166",
+        ),
+        // Assumed: three equal mesh legs, 166 / 3 = 55.
+        int(
+            "latency.hop_in_node_cycles",
+            55,
+            "cycles",
+            Assumed,
+            S1_8275CL,
+            "three equal mesh legs, as for Ice Lake: 166 / 3 = 55.3 -> 55",
+        ),
+        // Assumed: unused with one node per socket; the in-node leg.
+        int(
+            "latency.hop_between_nodes_cycles",
+            55,
+            "cycles",
+            Assumed,
+            S1_8275CL,
+            "unused with SNC off (one node per socket); set to the in-node leg, the same mesh",
+        ),
+        // Derived: 134.0 ns [S1] x 4.0 GHz = 536, minus 20 = 516 = 55 + 2 x 231.
+        int(
+            "latency.hop_between_sockets_cycles",
+            231,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "cross-socket one-way 134.0 ns x 4.0 GHz = 536 cycles, minus 20 (locked op) = 516 = 55 (to the local snoop filter) + 2 x UPI leg: (516 - 55) / 2 = 230.5 -> 231",
+        ),
+        // Derived: 80.8 ns [S16] x 4.0 GHz = 323.2 = 2 x 55 + 213.
+        int(
+            "latency.dram_cycles",
+            213,
+            "cycles",
+            Derived,
+            "[S16] cascadelake_mlc.txt (Gold 6240) idle latency: local 80.8 ns",
+            "80.8 ns x 4.0 GHz = 323.2 cycles = 2 x 55 (legs to the home agent) + 213.2 -> 213. Chosen over the CSIT 81.2 ns [S6] (same figure) because its remote figure comes from the same run. The model then gives remote DRAM 2 x 231 + 213 = 675 cycles = 168.8 ns against 140.4 ns measured (+20 %): the CAS ping-pong's UPI legs (134 ns one-way) are slower than MLC's remote path (remote HITM 114 ns on the 6240), and the model has one leg for both; local DRAM, the common case, is matched",
+        ),
+        int(
+            "info.base_clock_mhz",
+            2700,
+            "MHz",
+            Documented,
+            "[S6] Xeon Platinum 8280 CPU @ 2.70GHz (model string)",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            4000,
+            "MHz",
+            Documented,
+            "[S10]",
+            "",
+        ),
+        int(
+            "info.l1d_kib",
+            32,
+            "KiB",
+            Documented,
+            "[S6] lscpu L1d 32K; [S15] 8-way",
+            "",
+        ),
+        int("info.l1d_ways", 8, "ways", Documented, "[S15]", ""),
+        int(
+            "info.l2_kib",
+            1024,
+            "KiB",
+            Documented,
+            "[S6] lscpu L2 1024K; [S15] 16-way, inclusive of L1",
+            "",
+        ),
+        int("info.l2_ways", 16, "ways", Documented, "[S15]", ""),
+        int(
+            "info.l3_kib",
+            39424,
+            "KiB",
+            Documented,
+            "[S6] lscpu L3 39424K = 1.375 MB x 28; [S15] 11-way, non-inclusive",
+            "",
+        ),
+        int("info.l3_ways", 11, "ways", Documented, "[S15]", ""),
+        // Measured, two sources agree on 14 (a third says 11-13).
+        int(
+            "info.l2_hit_cycles",
+            14,
+            "cycles",
+            Measured,
+            "[S23] AnandTech Rome review (Cascade Lake column): 14; [S24] Skylake-SP: 14-22; [S15] 11-13",
+            "sources disagree (calibration.md §12.3); 14 is the figure two of them share",
+        ),
+        // Measured on Skylake-SP (same mesh); [S23] 46 and [S15] 77 disagree.
+        int(
+            "info.l3_hit_cycles",
+            55,
+            "cycles",
+            Measured,
+            "[S24] AnandTech Skylake-SP vs EPYC: 54-56 cycles (Xeon 8176)",
+            "sources disagree (calibration.md §12.3): 77 [S15], 54-56 [S24], ~46 [S23]. Chosen: [S24], measured on a Skylake-SP part with the same mesh and L3 slices; the [S23] attribution to Cascade Lake is only probable, and [S15] is a different tool and year",
+        ),
+        num(
+            "info.dram_local_ns",
+            80.8,
+            "ns",
+            Measured,
+            "[S16] cascadelake_mlc.txt, MLC idle latency (Gold 6240)",
+            "CSIT CLX SUT: 81.2 ns [S6]",
+        ),
+        int(
+            "info.dram_local_cycles",
+            323,
+            "cycles",
+            Derived,
+            "[S16]",
+            "80.8 ns x 4.0 GHz = 323.2",
+        ),
+        num(
+            "info.dram_remote_ns",
+            140.4,
+            "ns",
+            Measured,
+            "[S16] cascadelake_mlc.txt, MLC idle latency, remote socket (Gold 6240)",
+            "chosen over CSIT's 130.2 ns [S6] (Gold 6252N): the same run as the local figure, and the same tool as Ice Lake's",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            562,
+            "cycles",
+            Derived,
+            "[S16]",
+            "140.4 ns x 4.0 GHz = 561.6; the model gives 675 (+20 %, see latency.dram_cycles)",
+        ),
+    ]
+}
+
+// ---------------------------------------------------------------------------
+// cascadelake-ap-2s: 2 x Xeon Platinum 9282
+
+pub const CASCADELAKE_AP_2S: Preset = Preset {
+    name: "cascadelake-ap-2s",
+    summary: "2 x Xeon Platinum 9282 (Cascade Lake-AP), 2 dies x 28 cores per package, each die a NUMA node, SMT, MESIF",
+    build: cascadelake_ap_2s_build,
+    params: cascadelake_ap_2s,
+    modes: &[SMT_OFF],
+    // No measurement of a 9282 exists (calibration.md §3): the CLX-SP 8275CL
+    // figures, a die-to-die link being one UPI leg like a socket-to-socket
+    // one (calibration.md §3 inference: UPI-class latency between dies).
+    targets: &[
+        Target {
+            class: "smt",
+            cpus: (0, 112),
+            home_node: 0,
+            measured_ns: 7.6,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "same-die",
+            cpus: (0, 1),
+            home_node: 0,
+            measured_ns: 46.6,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "cross-die-same-package",
+            cpus: (0, 28),
+            home_node: 0,
+            measured_ns: 134.0,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "cross-socket",
+            cpus: (0, 56),
+            home_node: 0,
+            measured_ns: 134.0,
+            source: S1_8275CL,
+        },
+        Target {
+            class: "cross-die-non-home-package",
+            cpus: (56, 84),
+            home_node: 0,
+            measured_ns: 134.0,
+            source: S1_8275CL,
+        },
+    ],
+};
+
+fn cascadelake_ap_2s_build() -> MachineSpec {
+    build_default("cascadelake-ap-2s")
+}
+
+fn cascadelake_ap_2s() -> Vec<Param> {
+    vec![
+        name_param("cascadelake-ap-2s"),
+        // Documented: 2.6 GHz base, 3.8 GHz boost [S27].
+        int(
+            "clock_mhz",
+            3800,
+            "MHz",
+            Documented,
+            "[S27] dbmasters.at: up to 3.8 GHz (2.6 GHz base)",
+            "max boost, as for the other presets (calibration.md §0.3)",
+        ),
+        int(
+            "sockets",
+            2,
+            "",
+            Documented,
+            "[S21] ComputerBase: 2-socket Cascade Lake-AP systems",
+            "the 9282 is a BGA package, 1 or 2 per board [S21, S25]",
+        ),
+        // Inference (calibration.md §3): each die has its own memory controllers, so is its own node.
+        int(
+            "nodes_per_socket",
+            2,
+            "",
+            Derived,
+            "[S21] two 28-core dies per package, 6 DDR4 channels per die",
+            "each die has its own memory controllers, so Linux sees each die as a NUMA node: 2 per package, 4 in 2S (calibration.md §3, inference)",
+        ),
+        int(
+            "l3_per_node",
+            1,
+            "",
+            Documented,
+            "[S21] each die a Cascade Lake XCC die with its own mesh and L3",
+            "",
+        ),
+        int(
+            "cores_per_l3",
+            28,
+            "",
+            Documented,
+            "[S21], [S25], [S26] 56 cores per package = two 28-core dies",
+            "",
+        ),
+        int(
+            "threads_per_core",
+            2,
+            "",
+            Documented,
+            "[S21] 56 cores / 112 threads per package",
+            "",
+        ),
+        int(
+            "line_size_bytes",
+            64,
+            "bytes",
+            Documented,
+            "[S16] cascadelake_cpuinfo.txt (Gold 6240, same die): clflush size 64",
+            "",
+        ),
+        text(
+            "protocol",
+            "mesif",
+            Documented,
+            "[S18], [S22] as Cascade Lake-SP (same dies)",
+            "",
+        ),
+        text(
+            "lookup",
+            "local",
+            Derived,
+            "[S1] 8275CL, [S16] Gold 6240: no home effect on Cascade Lake-SP",
+            "derived from CLX-SP (same dies and snoop filters); no 9282 measurement (calibration.md §3)",
+        ),
+        flag(
+            "adjacent_line_prefetch",
+            false,
+            Assumed,
+            MODEL,
+            "a BIOS option; off so that lines false-share per 64 bytes",
+        ),
+        int(
+            "store_buffer_entries",
+            56,
+            "entries",
+            Assumed,
+            "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
+            "the Skylake-SP core, as Cascade Lake-SP",
+        ),
+        int(
+            "latency.l1_hit_cycles",
+            4,
+            "cycles",
+            Documented,
+            "[S15] Skylake-SP core: L1d 4-cycle",
+            "",
+        ),
+        int(
+            "latency.locked_op_cycles",
+            20,
+            "cycles",
+            Assumed,
+            LOCKED_OP,
+            "as Cascade Lake-SP (same core); Intel rows for this core n/r",
+        ),
+        // Derived from CLX-SP: 7.6 ns [S1] x 3.8 GHz = 28.9 = 4 + 20 + 5.
+        int(
+            "latency.smt_transfer_cycles",
+            5,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "no 9282 measurement (calibration.md §3); from CLX-SP: SMT one-way 7.6 ns x 3.8 GHz = 28.9 cycles = 4 + 20 + 4.9 -> 5",
+        ),
+        // Derived from CLX-SP: 46.6 ns x 3.8 GHz = 177.1, minus 20 = 157.
+        int(
+            "latency.l3_transfer_cycles",
+            157,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "from CLX-SP (each die is a CLX XCC die): same-die one-way 46.6 ns x 3.8 GHz = 177.1 cycles, minus 20 = 157.1 -> 157",
+        ),
+        int(
+            "latency.hop_in_node_cycles",
+            52,
+            "cycles",
+            Assumed,
+            S1_8275CL,
+            "three equal mesh legs: 157 / 3 = 52.3 -> 52",
+        ),
+        // Assumed: the on-package die-to-die link is a UPI leg like a socket-to-socket one.
+        int(
+            "latency.hop_between_nodes_cycles",
+            219,
+            "cycles",
+            Assumed,
+            "[S21] ComputerBase: 3 UPI links per die, every die directly linked to the 3 others in 2S; [S25] ThinkComputers: one on-package UPI x20 link per die plus one external",
+            "the sources disagree (calibration.md §12.4). Chosen: [S21], which matches the XCC die's 3 UPI links [S20] (1 on-package + 2 external per die) and Hardwareluxx (news 49081, \"Intel Xeon Platinum 9200 als MCM-Design\": a UPI link between the dies, four UPI links between the two packages of a 2-socket system, i.e. 2 per die), and is the only topology the model can express (one leg per pair of dies); under [S25] some die pairs would be 2 hops. So a 2-socket 9282 has no further step from crossing dies to crossing packages. The on-package link is assumed to cost the UPI leg between sockets (same protocol; calibration.md §3: UPI-class latency between dies, ~105-140 ns)",
+        ),
+        // Derived from CLX-SP: 134.0 ns x 3.8 GHz = 509.2, minus 20 = 489.2 = 52 + 2 x 219.
+        int(
+            "latency.hop_between_sockets_cycles",
+            219,
+            "cycles",
+            Derived,
+            S1_8275CL,
+            "from CLX-SP: cross-socket one-way 134.0 ns x 3.8 GHz = 509.2 cycles, minus 20 = 489.2 = 52 + 2 x UPI leg: (489.2 - 52) / 2 = 218.6 -> 219",
+        ),
+        // Derived from CLX-SP: 80.8 ns [S16] x 3.8 GHz = 307.0 = 2 x 52 + 203.
+        int(
+            "latency.dram_cycles",
+            203,
+            "cycles",
+            Derived,
+            "[S16] cascadelake_mlc.txt (Gold 6240): local 80.8 ns",
+            "each die drives its own 6 DDR4-2933 channels [S21] as a CLX-SP socket does: 80.8 ns x 3.8 GHz = 307.0 cycles = 2 x 52 + 203.0 -> 203",
+        ),
+        int(
+            "info.base_clock_mhz",
+            2600,
+            "MHz",
+            Documented,
+            "[S27]",
+            "",
+        ),
+        int(
+            "info.boost_clock_mhz",
+            3800,
+            "MHz",
+            Documented,
+            "[S27]",
+            "",
+        ),
+        int(
+            "info.l1d_kib",
+            32,
+            "KiB",
+            Documented,
+            "[S15] Skylake-SP core L1d 32 KB 8-way",
+            "",
+        ),
+        int(
+            "info.l2_kib",
+            1024,
+            "KiB",
+            Documented,
+            "[S27] per die as CLX-SP: 1 MB L2/core",
+            "",
+        ),
+        int(
+            "info.l3_kib",
+            39424,
+            "KiB",
+            Derived,
+            "[S27] package L3 = 2 x 38.5 MB (\"doubles the cache\")",
+            "per die (L3 domain): 38.5 MB = 39424 KiB",
+        ),
+        num(
+            "info.dram_local_ns",
+            80.8,
+            "ns",
+            Derived,
+            "[S16] Gold 6240 MLC",
+            "from CLX-SP (same dies and DDR4-2933 channels); no 9282 measurement",
+        ),
+        int(
+            "info.dram_local_cycles",
+            307,
+            "cycles",
+            Derived,
+            "[S16]",
+            "80.8 ns x 3.8 GHz = 307.0",
+        ),
+        num(
+            "info.dram_remote_ns",
+            140.4,
+            "ns",
+            Derived,
+            "[S16] Gold 6240 MLC, remote socket",
+            "from CLX-SP: another die's memory is one UPI hop away, on the package or across",
+        ),
+        int(
+            "info.dram_remote_cycles",
+            534,
+            "cycles",
+            Derived,
+            "[S16]",
+            "140.4 ns x 3.8 GHz = 533.5; the model gives 2 x 219 + 203 = 641 (+20 %, as on Cascade Lake-SP)",
+        ),
+    ]
+}

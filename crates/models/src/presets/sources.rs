@@ -1,0 +1,37 @@
+//! Source strings shared by the presets: the tag of
+//! `shared/calibration/calibration.md` §13 (or the full name of a source
+//! that file does not list) and what in it is used.
+
+// Core-to-core matrices (one-way CAS ping-pong, class medians recomputed in
+// c2c_summary_table.md, or here from data/c2c/ where that table has no class).
+pub const S1_8375C: &str =
+    "[S1] nviennot/core-to-core-latency @96a943a, 2 x Xeon Platinum 8375C matrix (c2c_summary_table.md)";
+pub const S1_8275CL: &str =
+    "[S1] nviennot/core-to-core-latency @96a943a, 2 x Xeon Platinum 8275CL matrix (c2c_summary_table.md; calibration.md §2)";
+pub const S1_7R13: &str =
+    "[S1] nviennot/core-to-core-latency @96a943a, 2 x EPYC 7R13 (AWS c6a.metal) matrix (c2c_summary_table.md)";
+pub const S2_7601: &str =
+    "[S2] KCORES/core-to-core-latency-plus @264ea0a, 2 x EPYC 7601 matrix (data/c2c/epyc-naples-7601-2s.csv; class medians recomputed, line homed on node 7)";
+pub const S2_7763: &str =
+    "[S2] KCORES/core-to-core-latency-plus @264ea0a, 2 x EPYC 7763 matrix (c2c_summary_table.md)";
+pub const S2_9654: &str =
+    "[S2] KCORES/core-to-core-latency-plus @264ea0a, 2 x EPYC 9654 (SMT off) matrix (c2c_summary_table.md)";
+pub const S2_9454: &str =
+    "[S2] KCORES/core-to-core-latency-plus @264ea0a, 2 x EPYC 9454 matrix (c2c_summary_table.md)";
+pub const S2_9754_2S: &str =
+    "[S2] KCORES/core-to-core-latency-plus @264ea0a, 2 x EPYC 9754 matrix (c2c_summary_table.md)";
+pub const S2_9754_1S: &str =
+    "[S2] KCORES/core-to-core-latency-plus @264ea0a, 1 x EPYC 9754 (SMT off) matrix (c2c_summary_table.md)";
+
+// Locked instructions (calibration.md §10.1).
+pub const LOCKED_OP: &str =
+    "[S55] uops.info LOCK INC m32: 20 cycles Rocket Lake, 18 Alder Lake; [S56] LOCK CMPXCHG m64: 19 Alder Lake-P; [S57] ~17 AMD Jaguar";
+
+// Model conventions.
+pub const MODEL: &str = "bounce model convention (ARCHITECTURE.md, coherence model)";
+
+// AMD core documents not in calibration.md.
+pub const SOG_19H: &str =
+    "AMD Software Optimization Guide for Family 19h (pub. 56665) §2.6.2 and §2.12, as quoted in LLVM llvm/lib/Target/X86/X86ScheduleZnver3.td";
+pub const SOG_ZEN4: &str =
+    "AMD Software Optimization Guide for Zen 4 (pub. 57647) §2.6.2 and §2.12, as quoted in LLVM llvm/lib/Target/X86/X86ScheduleZnver4.td; Chips and Cheese, \"AMD's Zen 4, Part 2\" (64-entry store queue)";
