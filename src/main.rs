@@ -204,12 +204,20 @@ fn run(
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
-    let mut cases = match scenarios::cases::build_cases(&loaded, options) {
+    // A shard builds only its own cases: another shard reports the errors of
+    // the others.
+    let cases = match scenarios::cases::build_cases_where(&loaded, options, |c| {
+        shard.is_none_or(|(i, n)| scenarios::cases::in_shard(c.index, i, n))
+    }) {
         Ok(c) => c,
         Err(e) => return input_error(&e),
     };
-    if let Some((i, n)) = shard {
-        cases = scenarios::cases::shard_of(cases, |c| c.index, i, n);
+    // Fail before the runs, not after, when the results cannot be written.
+    if let Some(dir) = out {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!("error: cannot create `{}`: {e}", dir.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
     }
     let results = if host_stats {
         run_timed(&cases)

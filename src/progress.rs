@@ -37,9 +37,15 @@ impl Progress {
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(
-                    "{elapsed_precise} [{bar:40}] {pos}/{len} cases  {per_sec}  {eta} left",
+                    "{elapsed_precise} [{bar:40}] {pos}/{len} cases  {rate}  {eta} left",
                 )
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .with_key(
+                    "rate",
+                    |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.1} cases/s", state.per_sec());
+                    },
+                )
                 .progress_chars("=> "),
             );
             Mode::Bar(bar)

@@ -86,28 +86,30 @@ pub fn build_cases(
     loaded: &LoadedScenario,
     options: BuildOptions,
 ) -> Result<Vec<BuiltCase>, InputError> {
+    build_cases_where(loaded, options, |_| true)
+}
+
+/// Builds the cases `wanted` accepts (a shard's), as [`build_cases`] does.
+pub fn build_cases_where(
+    loaded: &LoadedScenario,
+    options: BuildOptions,
+    wanted: impl Fn(&Case) -> bool,
+) -> Result<Vec<BuiltCase>, InputError> {
     if loaded.sweep.is_some() {
         crate::build::build_all(loaded, options)?;
     }
     loaded
         .cases
         .iter()
+        .filter(|c| wanted(c))
         .map(|c| build_case(loaded, c, options))
         .collect()
 }
 
-/// The cases of shard `shard` of `shards`: those whose index is `shard`
-/// modulo `shards`.
-pub fn shard_of<T>(
-    cases: Vec<T>,
-    index: impl Fn(&T) -> usize,
-    shard: usize,
-    shards: usize,
-) -> Vec<T> {
-    cases
-        .into_iter()
-        .filter(|c| index(c) % shards == shard)
-        .collect()
+/// Whether case `index` belongs to shard `shard` of `shards`: its index is
+/// `shard` modulo `shards`.
+pub fn in_shard(index: usize, shard: usize, shards: usize) -> bool {
+    index % shards == shard
 }
 
 /// Runs every variant of every case, in parallel across runs; `case_done`

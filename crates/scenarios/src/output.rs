@@ -571,7 +571,7 @@ pub fn results_json(file: &ResultsFile) -> String {
 pub fn manifest(file: &ResultsFile, shard_index: usize, shard_count: usize) -> ShardManifest {
     let mut cases: Vec<ShardCase> = Vec::new();
     for c in &file.cases {
-        if c.index % shard_count == shard_index {
+        if crate::cases::in_shard(c.index, shard_index, shard_count) {
             cases.push(ShardCase {
                 index: c.index,
                 id: c.id.clone(),

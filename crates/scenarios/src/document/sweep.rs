@@ -40,7 +40,7 @@ pub const SWEEP_KEYS: &[&str] = &["variants", "cpus", "group", "placement"];
 /// otherwise be a new parameter nothing reads).
 const NAMED_MAPS: &[&str] = &["params", "structs", "instances", "procedures", "scripts"];
 /// Upper bound on the runs (cases x variants) of one sweep.
-pub const MAX_RUNS: usize = 1_000_000;
+pub const MAX_RUNS: usize = 100_000;
 
 const PLACEMENT_HELP: &str = "\"compact\" (lowest CPU numbers first: the cores of socket 0, then of socket 1, SMT siblings last), \"spread\" (alternate sockets), or the CPUs in the order to take them, such as \"0,40,1,41\"";
 const RANGE_HELP: &str = "a list such as [1, 2, 4], or an integer range such as { from = 1, to = 160, step = \"double\" } (step: a positive integer, or \"double\")";
