@@ -1,0 +1,148 @@
+//! `bounce validate` as a user runs it: the table, the CSV, and the exit
+//! codes (0 every class within its bound, 1 a class outside, 2 bad input).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The workspace root, where `data/c2c/` is.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bounce_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("run bounce")
+}
+
+fn bounce(args: &[&str]) -> Output {
+    bounce_in(root(), args)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// A path under the temp dir no other test process uses; removed on drop.
+struct TempPath(PathBuf);
+
+impl TempPath {
+    fn new(tag: &str) -> TempPath {
+        TempPath(
+            std::env::temp_dir().join(format!("bounce-validate-cli-{}-{tag}", std::process::id())),
+        )
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn validate_icelake_prints_the_table_and_succeeds() {
+    let o = bounce(&["validate", "--machine", "icelake-sp-2s"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for needle in [
+        "bounce validate: presets against measured core-to-core latency",
+        "== icelake-sp-8375c-2s.csv: 2 x Xeon Platinum 8375C (Ice Lake-SP, AWS c6i.metal)",
+        "== icelake-sp-8360y-2s.csv: 2 x Xeon Platinum 8360Y (Ice Lake-SP)",
+        "   preset:   icelake-sp-2s adjusted to the measured SKU: cores per L3 domain 40 -> 32, clock MHz 3400 -> 3500",
+        "   class                       pairs   measured  simulated     error  median |err|  within ±10 %",
+        "   SMT siblings                   64        8.0 ",
+        "   cross-socket                 4096      107.8 ",
+        "median absolute error over all 8128 pairs:",
+        "summary: 2 machine(s) validated, 0 not validated (preset not available yet), 0 failed; 0 class(es) outside ±10 %",
+    ] {
+        assert!(out.contains(needle), "missing `{needle}` in:\n{out}");
+    }
+    assert!(!out.contains("epyc"), "{out}");
+    assert_eq!(stderr(&o), "");
+}
+
+#[test]
+fn validate_finds_the_shipped_matrices_from_elsewhere_through_the_executable() {
+    let dir = TempPath::new("cwd");
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let o = bounce_in(&dir.0, &["validate", "--machine", "icelake-sp-2s"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let data = root().join("data/c2c");
+    assert!(
+        out.contains(&format!("data: {}\n", data.display())),
+        "{out}"
+    );
+}
+
+#[test]
+fn validate_writes_the_csv() {
+    let csv = TempPath::new("table.csv");
+    let o = bounce(&[
+        "validate",
+        "--machine",
+        "icelake-sp-2s",
+        "--csv",
+        csv.0.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let text = std::fs::read_to_string(&csv.0).expect("the CSV was written");
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "file,measured_sku,preset,adjustment,class,pairs,measured_median_ns,\
+             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note"
+        )
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 8, "{text}");
+    assert!(rows[0].starts_with("icelake-sp-8375c-2s.csv,"), "{text}");
+    assert!(rows[0].contains(",SMT siblings,64,"), "{text}");
+    assert!(rows[3].contains(",all pairs,8128,"), "{text}");
+    assert!(rows[4].starts_with("icelake-sp-8360y-2s.csv,"), "{text}");
+    assert!(rows.iter().all(|r| r.contains(",validated,")), "{text}");
+}
+
+#[test]
+fn validate_with_a_missing_data_directory_is_bad_input() {
+    let o = bounce(&["validate", "--data", "/nonexistent"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: cannot read the measured matrices: `--data /nonexistent` is not a directory\n"
+    );
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
+fn validate_an_unknown_machine_suggests_the_nearest() {
+    let o = bounce(&["validate", "--machine", "icelake-sp2s"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: unknown machine `icelake-sp2s` (did you mean `icelake-sp-2s`?); presets with \
+         measured matrices: icelake-sp-2s, cascadelake-sp-2s, epyc-naples-2s, epyc-milan-2s, \
+         epyc-genoa-2s, bergamo-1s, bergamo-2s\n"
+    );
+    assert_eq!(stdout(&o), "");
+}
