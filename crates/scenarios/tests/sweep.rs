@@ -485,7 +485,7 @@ fn the_shipped_sweep_jumps_where_the_cpus_span_both_sockets() {
         .iter()
         .filter(|r| r.machine == "icelake-sp-2s")
         .collect();
-    assert!(icelake.len() >= 10);
+    assert_eq!(icelake.len(), 13);
     for r in &icelake {
         // Compact: one socket up to its 40 cores, both beyond.
         let spans_both = r.cpus > 40;
@@ -513,11 +513,17 @@ fn the_shipped_sweep_jumps_where_the_cpus_span_both_sockets() {
     // per waiter.
     assert!(cost(1) < cost(2) && cost(2) < cost(16) && cost(16) < cost(40));
     assert!(
-        cost(80) / 80.0 > cost(40) / 40.0 * 1.2,
+        cost(64) / 64.0 > cost(40) / 40.0 * 1.2,
         "{} {}",
         cost(40),
-        cost(80)
+        cost(64)
     );
+    // `all` is every CPU of each machine.
+    for r in &file.records {
+        if r.case_id.ends_with("cpus=all") {
+            assert_eq!(r.cpus, r.machine_cpus, "{}", r.case_id);
+        }
+    }
 }
 
 #[test]
