@@ -121,8 +121,15 @@ fn contended_atomics_have_the_same_shape_on_every_preset() {
                 continue;
             };
             let per_increment = cycles_per_increment(r);
+            // A machine whose dies are all linked alike (Cascade Lake-AP:
+            // every die has a UPI link to each other die) has no further
+            // jump at the socket boundary, only no drop.
+            let flat_across_sockets = name == "two-sockets"
+                && spec.nodes_per_socket > 1
+                && l.hop_between_sockets_cycles == l.hop_between_nodes_cycles;
+            let jump = if flat_across_sockets { 0.95 } else { 1.15 };
             assert!(
-                per_increment > previous * 1.15,
+                per_increment > previous * jump,
                 "{}: {name} costs {per_increment:.0} cycles per increment, not a jump over {previous:.0}",
                 preset.name
             );
