@@ -89,6 +89,8 @@ pub struct MachineReport {
     /// How the preset was adjusted to the measured SKU (empty when it was
     /// not resolved).
     pub adjustment: String,
+    /// The line's home on the adjusted machine, once resolved.
+    pub home: Option<calibration::LineHome>,
     pub outcome: Outcome,
 }
 
@@ -205,7 +207,12 @@ impl ValidationReport {
             let _ = writeln!(
                 out,
                 "   home:     line homed on {}: {}",
-                m.home.describe(),
+                match r.home {
+                    Some(calibration::LineHome::Node(node)) => {
+                        format!("node {node} ({})", m.home.describe())
+                    }
+                    _ => m.home.describe(),
+                },
                 m.home_evidence
             );
             if let Outcome::Validated {
@@ -539,6 +546,7 @@ pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> Machine
     let report = |adjustment: String, outcome: Outcome| MachineReport {
         machine: m,
         adjustment,
+        home: None,
         outcome,
     };
     let preset = match models::presets::resolve(m.preset) {
@@ -600,15 +608,18 @@ pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> Machine
         .map(|(class, (meas, sim))| row(m, class, classifier.label(class), &meas, &sim))
         .collect();
     let all_measured: Vec<f64> = measured.iter().map(|p| p.2).collect();
-    report(
-        adjustment,
-        Outcome::Validated {
-            classes,
-            pairs: measured.len(),
-            median_abs_error_pct: median_abs_error_pct(&all_measured, &simulated),
-            simulations: pp.distinct_keys(&pairs),
-        },
-    )
+    MachineReport {
+        home: Some(home),
+        ..report(
+            adjustment,
+            Outcome::Validated {
+                classes,
+                pairs: measured.len(),
+                median_abs_error_pct: median_abs_error_pct(&all_measured, &simulated),
+                simulations: pp.distinct_keys(&pairs),
+            },
+        )
+    }
 }
 
 /// Runs the validation; an error is bad input (unknown machine, unreadable

@@ -171,7 +171,7 @@ fn icelake_classes_and_adjustment_are_reported() {
     for needle in [
         "== icelake-sp-8375c-2s.csv: 2 x Xeon Platinum 8375C (Ice Lake-SP, AWS c6i.metal)",
         "   measured: 128 of 144 CPUs (Linux CPUs 0-127 of 0-143:",
-        "   home:     line homed on node 0 of socket 0: it does not matter on Intel",
+        "   home:     line homed on node 0 (node 0 of socket 0): it does not matter on Intel",
         "   clock:    3500 MHz, documented max boost: dmidecode \"Max Speed: 3500 MHz\"",
         "   class                       pairs   measured  simulated     error  median |err|  within ±10 %",
         "summary: 2 machine(s) validated, 0 not validated (preset not available yet), 0 failed; 0 class(es) outside ±10 %",
