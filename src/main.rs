@@ -13,6 +13,35 @@ use scenarios::{load_file, InputError, LoadedScenario};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// Writes to standard output; when the reader has gone (`bounce ... | head`)
+/// the program ends quietly instead of panicking.
+fn emit(args: std::fmt::Arguments) {
+    use std::io::Write;
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+// `print!` and `println!` through `emit`, for every use below.
+macro_rules! print {
+    ($($arg:tt)*) => {
+        emit(format_args!($($arg)*))
+    };
+}
+macro_rules! println {
+    () => {
+        emit(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {{
+        emit(format_args!($($arg)*));
+        emit(format_args!("\n"));
+    }};
+}
+
 #[derive(Parser)]
 #[command(
     name = "bounce",
