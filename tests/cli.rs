@@ -336,3 +336,21 @@ fn jobs_do_not_change_the_report() {
     assert_exit(&two, 0);
     assert_eq!(stdout(&one), stdout(&two));
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_bounce_quietly() {
+    // As `bounce presets | head -1` does: the pipe closes before the
+    // output is written; bounce must not panic.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(["run", "scenarios/contended-counter.toml", "--quiet"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR")))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("bounce starts");
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("bounce ends");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+}
