@@ -91,6 +91,8 @@ pub struct Record {
     pub machine_sockets: u32,
     pub machine_nodes: u32,
     pub machine_l3_domains: u32,
+    /// Physical cores (a core's SMT threads share its cache).
+    pub machine_cores: u32,
     pub machine_cpus: u32,
     /// Running CPUs (all thread groups).
     pub cpus: u32,
@@ -159,6 +161,12 @@ impl From<&Traffic> for TrafficRecord {
 pub struct FieldRecord {
     /// `instance.field`.
     pub field: String,
+    /// The instance's struct, and the field's offset and size in it (all
+    /// array elements), for drawing the struct's lines.
+    #[serde(rename = "struct")]
+    pub struct_name: String,
+    pub offset_bytes: u32,
+    pub size_bytes: u32,
     /// The lines (coherence units) the field occupies, over all its elements.
     pub lines: Vec<usize>,
     pub traffic: TrafficRecord,
@@ -317,6 +325,7 @@ fn record(
         machine_sockets: topology.spec.sockets,
         machine_nodes: topology.node_count(),
         machine_l3_domains: topology.l3_count(),
+        machine_cores: topology.core_count(),
         machine_cpus: topology.cpu_count(),
         cpus: r.cpus.len() as u32,
         cpu_list: crate::schema::format_cpulist(&sorted_cpus),
@@ -345,10 +354,19 @@ fn record(
         fields: r
             .fields
             .iter()
-            .map(|f| FieldRecord {
-                field: f.name.clone(),
-                lines: f.units.clone(),
-                traffic: (&f.traffic).into(),
+            .zip(&built.config.program.field_names)
+            .map(|(f, &(inst, field))| {
+                let memory = &built.config.memory;
+                let s = &memory.structs[memory.instances[inst as usize].struct_index];
+                let def = &s.fields[field as usize];
+                FieldRecord {
+                    field: f.name.clone(),
+                    struct_name: s.name.clone(),
+                    offset_bytes: def.offset_bytes,
+                    size_bytes: def.total_bytes(),
+                    lines: f.units.clone(),
+                    traffic: (&f.traffic).into(),
+                }
             })
             .collect(),
         lines: r
@@ -395,6 +413,7 @@ pub const RESULTS_COLUMNS: &[&str] = &[
     "machine_sockets",
     "machine_nodes",
     "machine_l3_domains",
+    "machine_cores",
     "machine_cpus",
     "cpus",
     "cpu_list",
@@ -447,6 +466,7 @@ pub fn results_csv(file: &ResultsFile) -> String {
             r.machine_sockets.to_string(),
             r.machine_nodes.to_string(),
             r.machine_l3_domains.to_string(),
+            r.machine_cores.to_string(),
             r.machine_cpus.to_string(),
             r.cpus.to_string(),
             r.cpu_list.clone(),
@@ -485,6 +505,9 @@ pub const FIELDS_COLUMNS: &[&str] = &[
     "variant",
     "kind",
     "field",
+    "struct",
+    "offset_bytes",
+    "size_bytes",
     "line",
     "address",
     "home_node",
@@ -535,6 +558,9 @@ pub fn fields_csv(file: &ResultsFile) -> String {
             row.extend([
                 "field".to_string(),
                 f.field.clone(),
+                f.struct_name.clone(),
+                f.offset_bytes.to_string(),
+                f.size_bytes.to_string(),
                 lines.join(" "),
                 String::new(),
                 String::new(),
@@ -547,6 +573,9 @@ pub fn fields_csv(file: &ResultsFile) -> String {
             let mut row: Vec<String> = ids.to_vec();
             row.extend([
                 "line".to_string(),
+                String::new(),
+                String::new(),
+                String::new(),
                 String::new(),
                 l.line.to_string(),
                 l.address.to_string(),
