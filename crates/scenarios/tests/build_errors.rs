@@ -79,12 +79,12 @@ error: unknown machine preset `icelake-sp2s` (in `machine`)
 fn script_syntax_error_in_multi_line_string() {
     // Line 3 of the script (line 1 is the comment) is line 14 of the file.
     check(
-        &BASE.replace("ctr.value = v + 1", "ctr.value = v + * 1"),
+        &BASE.replace("ctr.value = v + 1", "ctr.value = v + / 1"),
         r#"
-error: expected an expression after `+`, found `*` (in `scripts.inc`)
+error: expected an expression after `+`, found `/` (in `scripts.inc`)
   --> scenarios/test.toml:14:17
    |
-14 | ctr.value = v + * 1
+14 | ctr.value = v + / 1
    |                 ^
 "#,
     );

@@ -197,6 +197,9 @@ fn private_places(program: &Program, memory: &MemoryLayout) -> Vec<bool> {
                 .places
                 .iter()
                 .any(|p| p.instance as usize == n && p.has_element)
+                // A pointer can be passed to any CPU: an instance whose
+                // address is taken is shared.
+                || program.ops_take_address_of(n)
         })
         .collect();
     let mut shared_unit = vec![false; memory.unit_count()];
@@ -225,7 +228,7 @@ fn private_places(program: &Program, memory: &MemoryLayout) -> Vec<bool> {
     program
         .places
         .iter()
-        .map(|p| !p.has_element && private_instance[p.instance as usize])
+        .map(|p| !p.pointer && !p.has_element && private_instance[p.instance as usize])
         .collect()
 }
 
@@ -497,7 +500,23 @@ impl<'c> Simulation<'c> {
     /// Resolves a place to its address from the run-time indices on the
     /// stack, below `above` other operands, without popping them (an access
     /// that must wait is retried whole).
-    fn address_of(&self, i: usize, place: &PlaceRef, above: usize) -> Result<u64, SimError> {
+    fn address_of(&self, i: usize, place: &PlaceRef, above: usize) -> Result<Target, SimError> {
+        if place.pointer {
+            let stack = &self.cpus[i].stack;
+            let Some(&pointer) = stack
+                .len()
+                .checked_sub(above + 1)
+                .and_then(|k| stack.get(k))
+            else {
+                return Err(self.script_error(i, "internal: operand stack empty".into()));
+            };
+            return decode_pointer(pointer, self.memory.total_bytes).ok_or_else(|| {
+                self.script_error(
+                    i,
+                    format!("`*` of {pointer}, which is not a pointer made by `&inst.field`"),
+                )
+            });
+        }
         let stack = &self.cpus[i].stack;
         let operands = place.has_element as usize + place.has_index as usize;
         if stack.len() < above + operands {
@@ -540,14 +559,19 @@ impl<'c> Simulation<'c> {
                 ),
             ));
         }
-        Ok(inst.element_addresses[element as usize]
-            + place.offset_bytes as u64
-            + index as u64 * place.size_bytes as u64)
+        Ok(Target {
+            address: inst.element_addresses[element as usize]
+                + place.offset_bytes as u64
+                + index as u64 * place.size_bytes as u64,
+            size_bytes: place.size_bytes,
+            field_id: place.field_id,
+        })
     }
 
-    /// Removes a place's run-time indices from the stack.
+    /// Removes a place's run-time operands (indices, or the pointer) from the stack.
     fn drop_indices(&mut self, i: usize, place: &PlaceRef) {
-        let operands = place.has_element as usize + place.has_index as usize;
+        let operands =
+            place.pointer as usize + place.has_element as usize + place.has_index as usize;
         let stack = &mut self.cpus[i].stack;
         let keep = stack.len().saturating_sub(operands);
         stack.truncate(keep);
@@ -833,6 +857,13 @@ impl<'c> Simulation<'c> {
                 }
             }
             Op::Load(place_id) => self.load(i, place_id, probe)?,
+            Op::AddressOf(place_id) => {
+                let place = &self.program.places[place_id as usize];
+                let target = self.address_of(i, place, 0)?;
+                self.drop_indices(i, place);
+                self.push(i, encode_pointer(target))?;
+                self.advance_pc(i);
+            }
             Op::Store(place_id) => self.store(i, place_id, probe)?,
             Op::Atomic(op, place_id) => self.atomic(i, op, place_id, probe)?,
             Op::Work => {
@@ -976,8 +1007,8 @@ impl<'c> Simulation<'c> {
 
     fn load(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {
         let place = &self.program.places[place_id as usize];
-        let address = self.address_of(i, place, 0)?;
-        let size = place.size_bytes;
+        let target = self.address_of(i, place, 0)?;
+        let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
         // Store-to-load forwarding: the newest buffered store to the same
         // bytes answers; a partial overlap waits for the buffer to drain.
         let mut forwarded = None;
@@ -1011,7 +1042,7 @@ impl<'c> Simulation<'c> {
                 kind: AccessKind::LoadForwarded,
                 address,
                 size_bytes: size,
-                field_id: place.field_id,
+                field_id,
                 value,
                 new_value: None,
                 report: None,
@@ -1025,7 +1056,7 @@ impl<'c> Simulation<'c> {
             op: None,
             address,
             size_bytes: size,
-            field_id: place.field_id,
+            field_id,
             operand: 0,
             expected: 0,
         };
@@ -1076,10 +1107,10 @@ impl<'c> Simulation<'c> {
             self.block_on(i, Wait::BufferSlot);
             return Ok(());
         }
-        let address = self.address_of(i, place, 1)?;
+        let target = self.address_of(i, place, 1)?;
         let value = self.pop(i)?;
         self.drop_indices(i, place);
-        let size = place.size_bytes;
+        let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
         let unit = self.memory.unit_of(address);
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
@@ -1103,7 +1134,7 @@ impl<'c> Simulation<'c> {
                     kind: AccessKind::Store,
                     address,
                     size_bytes: size,
-                    field_id: place.field_id,
+                    field_id,
                     value,
                     new_value: None,
                     report: Some(&report),
@@ -1119,9 +1150,9 @@ impl<'c> Simulation<'c> {
             size_bytes: size,
             value,
             unit,
-            field_id: place.field_id,
+            field_id,
         });
-        probe.on_store_posted(cpu_id, now, address, place.field_id, value);
+        probe.on_store_posted(cpu_id, now, address, field_id, value);
         // Posting a store takes one cycle of the core.
         cpu.now += 1;
         let start_now = !cpu.draining;
@@ -1152,14 +1183,14 @@ impl<'c> Simulation<'c> {
         } else {
             (self.pop(i)?, 0)
         };
-        let address = self.address_of(i, place, 0)?;
+        let target = self.address_of(i, place, 0)?;
         self.drop_indices(i, place);
         self.memory_ops += 1;
         let pending = PendingAccess {
             op: Some(op),
-            address,
-            size_bytes: place.size_bytes,
-            field_id: place.field_id,
+            address: target.address,
+            size_bytes: target.size_bytes,
+            field_id: target.field_id,
             operand,
             expected,
         };
@@ -1179,6 +1210,46 @@ fn start_iteration(cpu: &mut Cpu, program: &Program) {
         pc: 0,
         locals_base: 0,
     };
+}
+
+/// Where an access lands: the bytes and the field they belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Target {
+    address: u64,
+    size_bytes: u32,
+    field_id: u32,
+}
+
+// A pointer is an integer that carries its target: the address in bits
+// 0-39, the size (at most 8 bytes are read or written) in bits 40-43, and
+// the field's identity, for attribution, in bits 44-62. Zero is never a
+// pointer, since every field has a size.
+const POINTER_ADDRESS_BITS: u32 = 40;
+const POINTER_SIZE_BITS: u32 = 4;
+
+fn encode_pointer(t: Target) -> i64 {
+    let size = t.size_bytes.min(8) as u64;
+    ((t.field_id as u64) << (POINTER_ADDRESS_BITS + POINTER_SIZE_BITS)
+        | size << POINTER_ADDRESS_BITS
+        | t.address) as i64
+}
+
+fn decode_pointer(pointer: i64, total_bytes: u64) -> Option<Target> {
+    if pointer <= 0 {
+        return None;
+    }
+    let v = pointer as u64;
+    let address = v & ((1 << POINTER_ADDRESS_BITS) - 1);
+    let size = (v >> POINTER_ADDRESS_BITS) & ((1 << POINTER_SIZE_BITS) - 1);
+    let field_id = v >> (POINTER_ADDRESS_BITS + POINTER_SIZE_BITS);
+    if size == 0 || address + size > total_bytes || field_id > u32::MAX as u64 {
+        return None;
+    }
+    Some(Target {
+        address,
+        size_bytes: size as u32,
+        field_id: field_id as u32,
+    })
 }
 
 /// The value of `a op b`, or why there is none.

@@ -86,6 +86,9 @@ pub enum ExprKind {
     Atomic(AtomicOp, Place, Vec<Expr>),
     /// A call of a procedure or a builtin (`cpu()`, `random(n)`, ...).
     Call(String, Vec<Expr>),
+    /// `&place`: a pointer to a field, an integer that `*p` can use as a
+    /// place (it carries the field's address, size and identity).
+    AddressOf(Place),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -174,6 +177,9 @@ impl AtomicOp {
 /// element i.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Place {
+    /// `*expr`: the place a pointer made by `&place` points to; the other
+    /// parts are then empty.
+    pub pointer: Option<Box<Expr>>,
     pub instance: String,
     pub element: Option<Box<Expr>>,
     pub field: String,

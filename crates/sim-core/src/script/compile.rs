@@ -104,6 +104,9 @@ impl Builtin {
 /// field index are computed at run time (popped from the stack).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlaceRef {
+    /// `*p`: the address, size and field come from the pointer on the stack
+    /// at run time; the fields below are then unused.
+    pub pointer: bool,
     pub instance: u32,
     pub field: u32,
     pub kind: InstanceKind,
@@ -136,6 +139,8 @@ pub enum Op {
     JumpIfNonZero(u32),
     Load(u32),
     Store(u32),
+    /// Pushes a pointer to the place (`&place`).
+    AddressOf(u32),
     Atomic(AtomicOp, u32),
     Work,
     Fence,
@@ -172,6 +177,24 @@ pub struct Program {
     pub positions: Vec<(u32, SourcePos)>,
     /// Names of the (instance, field) pairs, indexed by `PlaceRef::field_id`.
     pub field_names: Vec<(u32, u32)>,
+}
+
+impl Program {
+    /// Whether any script or procedure takes the address (`&`) of a field of
+    /// instance `instance`: such an instance may be reached from any CPU.
+    pub fn ops_take_address_of(&self, instance: usize) -> bool {
+        self.scripts
+            .iter()
+            .chain(&self.procedures)
+            .flat_map(|c| &c.ops)
+            .any(|op| match op {
+                Op::AddressOf(p) => {
+                    let place = &self.places[*p as usize];
+                    !place.pointer && place.instance as usize == instance
+                }
+                _ => false,
+            })
+    }
 }
 
 pub const MAX_LOCALS: usize = 256;
@@ -628,6 +651,16 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.current = expr.pos;
                 self.emit(Op::Atomic(*op, id));
             }
+            ExprKind::AddressOf(place) => {
+                if let Some(pointer) = &place.pointer {
+                    // `&*p` is `p`.
+                    self.expr(pointer)?;
+                } else {
+                    let id = self.place(place)?;
+                    self.current = expr.pos;
+                    self.emit(Op::AddressOf(id));
+                }
+            }
             ExprKind::Call(name, args) => {
                 if let Some(&(_, builtin, arity)) = Builtin::ALL.iter().find(|(n, _, _)| n == name)
                 {
@@ -709,6 +742,26 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
     }
 
     fn place(&mut self, place: &Place) -> Result<u32, CompileError> {
+        if let Some(pointer) = &place.pointer {
+            self.expr(pointer)?;
+            let id = self.program.places.len() as u32;
+            self.program.places.push(PlaceRef {
+                pointer: true,
+                instance: 0,
+                field: 0,
+                kind: InstanceKind::Global,
+                has_element: false,
+                has_index: false,
+                offset_bytes: 0,
+                size_bytes: 0,
+                count: 1,
+                field_id: 0,
+                text: "*..".to_string(),
+                origin: self.origin,
+                pos: place.pos,
+            });
+            return Ok(id);
+        }
         let memory = self.context.memory;
         let Some(instance) = memory.instance_index(&place.instance) else {
             let names: Vec<&str> = memory.instances.iter().map(|i| i.name.as_str()).collect();
@@ -799,6 +852,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         );
         let id = self.program.places.len() as u32;
         self.program.places.push(PlaceRef {
+            pointer: false,
             instance: instance as u32,
             field: field as u32,
             kind: inst.kind,

@@ -247,12 +247,16 @@ fn describe_expr(expr: &Expr) -> String {
         ExprKind::Call(name, _) => format!("a call of `{name}`"),
         ExprKind::Atomic(op, _, _) => format!("a call of `{}`", op.name()),
         ExprKind::Load(place) => format!("`{}`", place_shape(place)),
+        ExprKind::AddressOf(place) => format!("`&{}`", place_shape(place)),
         ExprKind::Unary(..) | ExprKind::Binary(..) => "an expression".to_string(),
     }
 }
 
 /// `inst.field`, `inst[..].field`, `inst.field[..]` or `inst[..].field[..]`.
 fn place_shape(place: &Place) -> String {
+    if place.pointer.is_some() {
+        return "*..".to_string();
+    }
     format!(
         "{}{}.{}{}",
         place.instance,
@@ -534,7 +538,7 @@ fn can_start_expr(tok: &Tok) -> bool {
         tok,
         Tok::Int { .. }
             | Tok::Ident(_)
-            | Tok::Sym(Sym::LParen | Sym::Minus | Sym::Bang | Sym::Tilde)
+            | Tok::Sym(Sym::LParen | Sym::Minus | Sym::Bang | Sym::Tilde | Sym::Amp | Sym::Star)
     )
 }
 
@@ -1007,6 +1011,8 @@ impl Parser {
 
     fn parse_unary(&mut self) -> Result<Expr, ParseError> {
         let (op, text) = match self.peek_tok() {
+            Tok::Sym(Sym::Amp) => return self.parse_address_of(),
+            Tok::Sym(Sym::Star) => return self.parse_deref(),
             Tok::Sym(Sym::Minus) => (UnaryOp::Neg, "-"),
             Tok::Sym(Sym::Bang) => (UnaryOp::Not, "!"),
             Tok::Sym(Sym::Tilde) => (UnaryOp::BitNot, "~"),
@@ -1024,6 +1030,52 @@ impl Parser {
         self.leave();
         Ok(Expr {
             kind: ExprKind::Unary(op, Box::new(operand)),
+            pos,
+        })
+    }
+
+    /// `&place`: a pointer to a field.
+    fn parse_address_of(&mut self) -> Result<Expr, ParseError> {
+        let pos = self.advance();
+        self.enter(pos)?;
+        if !can_start_expr(self.peek_tok()) {
+            return Err(self.unexpected("a field after `&`, such as `&inst.field`"));
+        }
+        let operand = self.parse_unary()?;
+        self.leave();
+        match operand.kind {
+            ExprKind::Load(place) => Ok(Expr {
+                kind: ExprKind::AddressOf(place),
+                pos,
+            }),
+            _ => Err(error_with(operand.pos, || {
+                format!(
+                    "`&` takes a field such as `&inst.field`, found {}",
+                    describe_expr(&operand)
+                )
+            })),
+        }
+    }
+
+    /// `*expr`: the field a pointer points to, as a place (loaded in an
+    /// expression, stored to on the left of `=`, or given to an atomic).
+    fn parse_deref(&mut self) -> Result<Expr, ParseError> {
+        let pos = self.advance();
+        self.enter(pos)?;
+        if !can_start_expr(self.peek_tok()) {
+            return Err(self.unexpected("a pointer after `*`"));
+        }
+        let pointer = self.parse_unary()?;
+        self.leave();
+        Ok(Expr {
+            kind: ExprKind::Load(Place {
+                pointer: Some(Box::new(pointer)),
+                instance: String::new(),
+                element: None,
+                field: String::new(),
+                field_index: None,
+                pos,
+            }),
             pos,
         })
     }
@@ -1164,6 +1216,7 @@ impl Parser {
             field_index = Some(Box::new(self.parse_index()?));
         }
         let place = Place {
+            pointer: None,
             instance,
             element,
             field,
@@ -1271,6 +1324,7 @@ mod tests {
             ExprKind::Binary(op, a, b) => format!("({} {} {})", op_text(*op), expr(a), expr(b)),
             ExprKind::Load(p) => place(p),
             ExprKind::Atomic(op, p, args) => format!("({} {}{})", op.name(), place(p), list(args)),
+            ExprKind::AddressOf(p) => format!("(& {})", place(p)),
             ExprKind::Call(n, args) => format!("(call {n}{})", list(args)),
         }
     }
@@ -1647,6 +1701,7 @@ mod tests {
         let expected = vec![Stmt {
             kind: StmtKind::Store {
                 place: Place {
+                    pointer: None,
                     instance: "ctr".into(),
                     element: None,
                     field: "v".into(),
@@ -1660,6 +1715,7 @@ mod tests {
                             kind: ExprKind::Atomic(
                                 AtomicOp::FetchAdd,
                                 Place {
+                                    pointer: None,
                                     instance: "c".into(),
                                     element: Some(Box::new(Expr {
                                         kind: ExprKind::Var("i".into()),
@@ -2043,8 +2099,8 @@ mod tests {
             8,
         );
         check_err(
-            "x = 1 + * 2",
-            "expected an expression after `+`, found `*`",
+            "x = 1 + / 2",
+            "expected an expression after `+`, found `/`",
             1,
             9,
         );
