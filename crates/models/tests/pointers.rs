@@ -96,3 +96,45 @@ fn address_of_needs_a_field() {
         error.message
     );
 }
+
+#[test]
+fn part_of_a_word_is_a_narrower_pointer_to_the_same_field() {
+    // The low byte and the high half of a 4-byte word, as a C union gives
+    // them: stores through the parts change only their bytes.
+    let script = "g.lock = 0x11223344\nfence\nlet lo = part(&g.lock, 0, 1)\nlet hi = part(&g.lock, 2, 2)\n*lo = 0\n*hi = 0x7777\nfence\nassert g.lock == 0x77773300\nassert *lo == 0\nassert *hi == 0x7777";
+    let config = lock_setup(script)
+        .thread(0, "s")
+        .stop(StopRule::Iterations(1))
+        .build();
+    let lock = address(&config, "g", 0, "lock");
+    let (_, log) = run_config(&config);
+    let sizes: Vec<(u64, u32, u32)> = log
+        .accesses()
+        .filter(|a| matches!(a.kind, AccessKind::Store | AccessKind::StoreDrain))
+        .map(|a| (a.address - lock, a.size_bytes, a.field_id))
+        .collect();
+    assert_eq!(sizes, vec![(0, 4, 0), (0, 1, 0), (2, 2, 0)]);
+}
+
+#[test]
+fn a_part_outside_the_field_is_a_script_error() {
+    for (script, expected) in [
+        (
+            "let x = part(&g.lock, 2, 4)",
+            "part(p, 2, 4): the part must lie inside the 4 bytes `p` points to",
+        ),
+        (
+            "let x = part(&g.lock, -1, 1)",
+            "part(p, -1, 1): the part must lie inside the 4 bytes `p` points to",
+        ),
+        (
+            "let x = part(7, 0, 1)",
+            "`part` of 7, which is not a pointer made by `&inst.field`",
+        ),
+    ] {
+        match lock_setup(script).thread(0, "s").run_err() {
+            SimError::Script { message, .. } => assert_eq!(message, expected),
+            other => panic!("expected a script error, got {other}"),
+        }
+    }
+}

@@ -976,6 +976,33 @@ impl<'c> Simulation<'c> {
                 a.max(b)
             }
             Builtin::Abs => self.pop(i)?.wrapping_abs(),
+            Builtin::Part => {
+                let size = self.pop(i)?;
+                let offset = self.pop(i)?;
+                let pointer = self.pop(i)?;
+                let Some(whole) = decode_pointer(pointer, self.memory.total_bytes) else {
+                    return Err(self.script_error(
+                        i,
+                        format!(
+                            "`part` of {pointer}, which is not a pointer made by `&inst.field`"
+                        ),
+                    ));
+                };
+                if offset < 0 || size < 1 || offset + size > whole.size_bytes as i64 {
+                    return Err(self.script_error(
+                        i,
+                        format!(
+                            "part(p, {offset}, {size}): the part must lie inside the {} bytes `p` points to",
+                            whole.size_bytes
+                        ),
+                    ));
+                }
+                encode_pointer(Target {
+                    address: whole.address + offset as u64,
+                    size_bytes: size as u32,
+                    field_id: whole.field_id,
+                })
+            }
         })
     }
 

@@ -79,10 +79,14 @@ pub enum Builtin {
     Min,
     Max,
     Abs,
+    /// `part(p, offset, size)`: a pointer to `size` bytes at `offset` inside
+    /// the field `p` points to (a byte or a half of a lock word, as a C union
+    /// gives it), attributed to the same field.
+    Part,
 }
 
 impl Builtin {
-    pub const ALL: [(&'static str, Builtin, usize); 14] = [
+    pub const ALL: [(&'static str, Builtin, usize); 15] = [
         ("cpu", Builtin::Cpu, 0),
         ("core", Builtin::Core, 0),
         ("node", Builtin::Node, 0),
@@ -97,6 +101,7 @@ impl Builtin {
         ("min", Builtin::Min, 2),
         ("max", Builtin::Max, 2),
         ("abs", Builtin::Abs, 1),
+        ("part", Builtin::Part, 3),
     ];
 }
 
