@@ -5,11 +5,14 @@
 //! - `layout`: C struct layout rules and the placement of instances
 //!   (global, per-node, per-CPU areas) in memory;
 //! - `calibration`: the measured core-to-core matrices shipped in `data/c2c`
-//!   (which machine, the preset it stands for, how that preset is adjusted).
+//!   (which machine, the preset it stands for, how that preset is adjusted);
+//! - `library`: locking schemes, counters and the memcg charge path as
+//!   script-language modules a scenario selects with `use`.
 //!
 //! This crate reads no files and draws nothing: it turns descriptions into
 //! the resolved types of `sim-core`.
 
 pub mod calibration;
 pub mod layout;
+pub mod library;
 pub mod presets;

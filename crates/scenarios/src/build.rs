@@ -514,15 +514,31 @@ pub fn build_doc(
         let message = file_positions_in_message(loaded, text, span.clone(), &message);
         loaded.error_at(position_in_string(text, span, pos), &key, message)
     };
+    // A script error inside a library's procedure points at the `use` entry
+    // that brought it in and names the module and the position in its body.
+    let library_error = |name: &str, pos: SourcePos, message: &str| -> Option<InputError> {
+        let module = crate::document::library_of_procedure(doc, name)?;
+        let span = doc.procedures[name].body.span();
+        let mut text = format!(
+            "in procedure `{name}` of library module `{}` (line {}, column {} of its body): {message}",
+            module.name, pos.line, pos.column
+        );
+        if !module.needs.is_empty() {
+            text.push_str(&format!("; `{}` needs {}", module.name, module.needs));
+        }
+        Some(loaded.error_at(span, &format!("procedures.{name}.body"), text))
+    };
     let mut procedures = Vec::new();
     for (name, p) in &doc.procedures {
         let body = parse_block(p.body.get_ref()).map_err(|e| {
-            script_error(
-                p.body.span(),
-                format!("procedures.{name}.body"),
-                e.pos,
-                e.message,
-            )
+            library_error(name, e.pos, &e.message).unwrap_or_else(|| {
+                script_error(
+                    p.body.span(),
+                    format!("procedures.{name}.body"),
+                    e.pos,
+                    e.message,
+                )
+            })
         })?;
         procedures.push(ProcedureSource {
             name: name.clone(),
@@ -548,6 +564,15 @@ pub fn build_doc(
         .map(|(k, v)| (k.clone(), *v.get_ref()))
         .collect();
     let program = compile(&memory, &params, &procedures, &scripts).map_err(|e| {
+        if let Some(mut error) = e
+            .origin
+            .strip_prefix("procedures.")
+            .and_then(|name| library_error(name, e.pos, &e.message))
+        {
+            error.suggestion = e.suggestion.clone();
+            error.valid = e.valid.clone();
+            return error;
+        }
         let (span, key) = if let Some(name) = e.origin.strip_prefix("procedures.") {
             let p = &doc.procedures[name];
             (p.body.span(), format!("procedures.{name}.body"))

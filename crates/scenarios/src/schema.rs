@@ -49,6 +49,11 @@ pub struct ScenarioDoc {
     #[serde(default = "default_seed")]
     pub seed: u64,
     pub machine: MachineRef,
+    /// Library modules (`models::library`) whose structs, instances and
+    /// procedures the scenario gets as if written in it (see
+    /// [`crate::document#libraries`]): each a known module, listed once.
+    #[serde(default, rename = "use")]
+    pub uses: Vec<Spanned<String>>,
     pub run: RunSection,
     /// Parameter values, by identifier.
     #[serde(default)]

@@ -20,6 +20,14 @@
 //! reorders the elements. An inline table value (`{ ... }`) replaces the
 //! whole table.
 //!
+//! # Libraries
+//!
+//! `use = ["locks/ticket", "memcg/stock"]` merges library modules into the
+//! tree before anything else reads it (see `library`): the base, every
+//! variant and every sweep case start from the merged tree, so their patches
+//! may change a library's entries like the file's own. `use` itself cannot
+//! be patched.
+//!
 //! # Names
 //!
 //! Parameter, struct, field, instance and procedure names and procedure
@@ -32,11 +40,13 @@
 #![allow(clippy::result_large_err)]
 
 mod diagnose;
+mod library;
 mod patch;
 mod sweep;
 mod tree;
 mod validate;
 
+pub use library::library_of_procedure;
 pub use sweep::{case_seed, fnv1a64, Axis, AxisValue, Case, Sweep, MAX_RUNS, SWEEP_KEYS};
 
 use std::ops::Range;
@@ -151,6 +161,7 @@ fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>), InputErro
     let variants_value = root.remove("variants");
     // Read by `sweep::expand` once the base and the variants are known.
     root.remove("sweep");
+    library::merge(source, &mut root)?;
 
     let stem = default_name(&source.path);
     let base_doc = build_doc(source, &root, &root_span, &stem)?;

@@ -298,6 +298,19 @@ pub(crate) fn apply<'i>(
     entry: &SetEntry<'i>,
 ) -> Result<(), InputError> {
     let full = entry.path();
+    if let Some((first, span)) = entry.segments.first() {
+        if first == "use" {
+            return Err(InputError::at(
+                source,
+                span.clone(),
+                &full,
+                "`use` cannot be changed by a variant or a sweep: the library modules are merged before any patch applies",
+            )
+            .with_valid(
+                "list every module the variants need in the file's `use`, and patch their entries (`procedures.NAME.body`, `structs.NAME.fields...`)",
+            ));
+        }
+    }
     let n = entry.segments.len();
     let mut current = root;
     for (i, (segment, seg_span)) in entry.segments.iter().enumerate() {

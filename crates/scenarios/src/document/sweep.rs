@@ -619,6 +619,7 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
     let Some(sweep_value) = root.remove("sweep") else {
         return Ok(None);
     };
+    super::library::merge(source, &mut root)?;
     let specs = match variants_value {
         Some(v) => patch::parse_variants(source, v)?,
         None => Vec::new(),
