@@ -557,3 +557,18 @@ fn a_case_reruns_alone_from_its_values_and_seed() {
     let from_alone: Vec<_> = alone_file.records.iter().map(strip).collect();
     assert_eq!(from_sweep, from_alone);
 }
+
+#[test]
+fn cases_start_from_the_same_tree_as_the_base_library_modules_included() {
+    let text = SWEEP.replace("seed = 7\n", "seed = 7\nuse = [\"locks/tas\"]\n");
+    let loaded = load(&text);
+    let base: Vec<&String> = loaded.base.doc.procedures.keys().collect();
+    assert!(!base.is_empty());
+    for case in &loaded.cases {
+        for v in &case.variants {
+            let procedures: Vec<&String> = v.doc.procedures.keys().collect();
+            assert_eq!(procedures, base, "{} {}", case.id, v.name);
+        }
+    }
+    build_cases(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+}

@@ -107,7 +107,7 @@ pub struct Variant {
 /// Loads a scenario from text; `path` is used in errors and for the default name.
 pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
     let source = Arc::new(SourceFile::new(path, text));
-    let (base, variants) = load_source(&source)?;
+    let (base, variants, has_sweep) = load_source(&source)?;
     let mut loaded = LoadedScenario {
         source,
         base,
@@ -115,7 +115,12 @@ pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
         sweep: None,
         cases: Vec::new(),
     };
-    match sweep::expand(&loaded)? {
+    let expanded = if has_sweep {
+        sweep::expand(&loaded)?
+    } else {
+        None
+    };
+    match expanded {
         Some((sweep, cases)) => {
             loaded.sweep = Some(sweep);
             loaded.cases = cases;
@@ -153,15 +158,41 @@ pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {
     }
 }
 
-fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>), InputError> {
+/// The file's tree as every document (base, variant, sweep case) starts
+/// from: parsed, with `variants` and `sweep` taken out and the library
+/// modules of `use` merged in.
+struct Prepared<'i> {
+    root_span: Range<usize>,
+    root: DeTable<'i>,
+    variants: Option<Spanned<DeValue<'i>>>,
+    sweep: Option<Spanned<DeValue<'i>>>,
+}
+
+fn prepare(source: &SourceFile) -> Result<Prepared<'_>, InputError> {
     let parsed =
         DeTable::parse(&source.text).map_err(|e| diagnose::from_syntax_error(source, &e))?;
     let root_span = parsed.span();
     let mut root = parsed.into_inner();
-    let variants_value = root.remove("variants");
-    // Read by `sweep::expand` once the base and the variants are known.
-    root.remove("sweep");
+    let variants = root.remove("variants");
+    let sweep = root.remove("sweep");
     library::merge(source, &mut root)?;
+    Ok(Prepared {
+        root_span,
+        root,
+        variants,
+        sweep,
+    })
+}
+
+/// The base, the variants, and whether the file has a `[sweep]` (read by
+/// `sweep::expand` once the base and the variants are known).
+fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>, bool), InputError> {
+    let Prepared {
+        root_span,
+        root,
+        variants: variants_value,
+        sweep,
+    } = prepare(source)?;
 
     let stem = default_name(&source.path);
     let base_doc = build_doc(source, &root, &root_span, &stem)?;
@@ -224,7 +255,7 @@ fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>), InputErro
         description: None,
         doc: base_doc,
     };
-    Ok((base, variants))
+    Ok((base, variants, sweep.is_some()))
 }
 
 /// Deserializes and validates one document from its tree.

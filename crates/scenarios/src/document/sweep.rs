@@ -28,7 +28,7 @@ use toml::Spanned;
 
 use super::patch::{self, SetEntry, VariantSpec};
 use super::tree::{join_path, type_phrase};
-use super::{build_doc, default_name, diagnose, LoadedScenario, Variant};
+use super::{build_doc, default_name, LoadedScenario, Variant};
 use crate::error::{InputError, SourceFile};
 use crate::schema::{format_cpulist, CpuSet, ScenarioDoc, CPULIST_HELP, MAX_CPU};
 use sim_core::topology::Topology;
@@ -611,15 +611,15 @@ fn written(source: &SourceFile, span: Range<usize>) -> String {
 /// the scenario has no `[sweep]`.
 pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>)>, InputError> {
     let source: &SourceFile = &loaded.source;
-    let parsed =
-        DeTable::parse(&source.text).map_err(|e| diagnose::from_syntax_error(source, &e))?;
-    let root_span = parsed.span();
-    let mut root = parsed.into_inner();
-    let variants_value = root.remove("variants");
-    let Some(sweep_value) = root.remove("sweep") else {
+    let super::Prepared {
+        root_span,
+        root,
+        variants: variants_value,
+        sweep,
+    } = super::prepare(source)?;
+    let Some(sweep_value) = sweep else {
         return Ok(None);
     };
-    super::library::merge(source, &mut root)?;
     let specs = match variants_value {
         Some(v) => patch::parse_variants(source, v)?,
         None => Vec::new(),
