@@ -1,6 +1,7 @@
 //! Text reports: the comparison table (each variant beside the base, with
 //! the change in percent, as the kernel test robot prints them) and the
-//! attribution per field and per line underneath.
+//! attribution per field and per line underneath, with how evenly the CPUs
+//! shared the run (fairness).
 
 use crate::results::{VariantFailure, VariantResult};
 use sim_core::stats::Traffic;
@@ -250,6 +251,61 @@ pub fn attribution(result: &VariantResult) -> String {
             lines.len() - MAX_LINES_SHOWN
         );
     }
+    out.push_str(&fairness(result));
+    out
+}
+
+/// How evenly the CPUs shared the run: measured iterations per CPU (lock
+/// acquisitions, when each iteration takes a lock once) and per node, and
+/// the longest iteration (the longest wait). Empty for one CPU.
+pub fn fairness(result: &VariantResult) -> String {
+    let mut out = String::new();
+    let cpus = &result.per_cpu;
+    if cpus.len() < 2 {
+        return out;
+    }
+    let (Some(min), Some(max), Some(longest)) = (
+        cpus.iter().min_by_key(|c| (c.iterations, c.cpu)),
+        cpus.iter()
+            .max_by_key(|c| (c.iterations, std::cmp::Reverse(c.cpu))),
+        cpus.iter()
+            .max_by_key(|c| (c.longest_iteration_cycles, std::cmp::Reverse(c.cpu))),
+    ) else {
+        return out;
+    };
+    let total: u64 = cpus.iter().map(|c| c.iterations).sum();
+    let mean = total as f64 / cpus.len() as f64;
+    let spread = if mean > 0.0 {
+        (max.iterations - min.iterations) as f64 / mean * 100.0
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        out,
+        "\n  fairness   iterations per CPU: min {} (CPU {}), max {} (CPU {}), mean {mean:.1}, spread {spread:.1} %",
+        min.iterations, min.cpu, max.iterations, max.cpu
+    );
+    let mut nodes: Vec<(u32, u64, usize)> = Vec::new();
+    for c in cpus {
+        match nodes.iter_mut().find(|(n, _, _)| *n == c.node) {
+            Some(entry) => {
+                entry.1 += c.iterations;
+                entry.2 += 1;
+            }
+            None => nodes.push((c.node, c.iterations, 1)),
+        }
+    }
+    nodes.sort_unstable();
+    let per_node: Vec<String> = nodes
+        .iter()
+        .map(|(n, i, k)| format!("node {n} {i} ({k} CPUs)"))
+        .collect();
+    let _ = writeln!(out, "             per node: {}", per_node.join(", "));
+    let _ = writeln!(
+        out,
+        "             longest iteration: {} cycles (CPU {})",
+        longest.longest_iteration_cycles, longest.cpu
+    );
     out
 }
 

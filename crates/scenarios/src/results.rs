@@ -28,6 +28,16 @@ pub struct LineResult {
     pub traffic: Traffic,
 }
 
+/// What one CPU did, for fairness: how many iterations (lock acquisitions,
+/// in a lock scenario) it completed and how long its longest one took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuShare {
+    pub cpu: u32,
+    pub node: u32,
+    pub iterations: u64,
+    pub longest_iteration_cycles: u64,
+}
+
 /// Everything measured for one variant.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VariantResult {
@@ -42,6 +52,8 @@ pub struct VariantResult {
     pub store_buffer_stall_cycles: u64,
     pub fields: Vec<FieldResult>,
     pub lines: Vec<LineResult>,
+    /// One per CPU that ran a script, in CPU order.
+    pub per_cpu: Vec<CpuShare>,
 }
 
 impl VariantResult {
@@ -145,6 +157,21 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             traffic: t.clone(),
         })
         .collect();
+    let per_cpu = outcome
+        .cpus
+        .iter()
+        .map(|c| CpuShare {
+            cpu: c.cpu,
+            node: config.topology.node_of(c.cpu),
+            iterations: c.measured_iterations,
+            longest_iteration_cycles: cpus
+                .iter()
+                .position(|&x| x == c.cpu)
+                .and_then(|slot| stats.longest_iteration.get(slot))
+                .copied()
+                .unwrap_or(0),
+        })
+        .collect();
     Ok(VariantResult {
         name: built.name.clone(),
         description: built.description.clone(),
@@ -157,6 +184,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         outcome,
         fields,
         lines,
+        per_cpu,
     })
 }
 

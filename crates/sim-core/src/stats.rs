@@ -157,7 +157,9 @@ pub struct Stats {
     pub per_field: Vec<Traffic>,
     pub per_unit: Vec<Traffic>,
     pub iteration_cycles: Histogram,
-    /// Measured iterations per CPU index in the thread list.
+    /// Cycles of each CPU's longest measured iteration, in the order of the
+    /// `cpus` given to [`Stats::new`] (for fairness: the longest wait).
+    pub longest_iteration: Vec<u64>,
     pub stalled_on_store_buffer_cycles: u64,
     /// log2 of the coherence unit's size.
     unit_shift: u32,
@@ -188,6 +190,7 @@ impl Stats {
             per_field: vec![Traffic::default(); field_count],
             per_unit: vec![Traffic::default(); unit_count],
             iteration_cycles: Histogram::default(),
+            longest_iteration: vec![0; cpus.len()],
             stalled_on_store_buffer_cycles: 0,
             unit_shift: unit_bytes.trailing_zeros(),
             measuring: vec![warmup == 0; cpus.len()],
@@ -237,6 +240,11 @@ impl Probe for Stats {
     fn on_iteration(&mut self, cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
         if measured {
             self.iteration_cycles.record(end - start);
+            if let Some(&slot) = self.cpu_slot.get(cpu as usize) {
+                if let Some(l) = self.longest_iteration.get_mut(slot as usize) {
+                    *l = (*l).max(end - start);
+                }
+            }
         } else if let Some(&slot) = self.cpu_slot.get(cpu as usize) {
             // The warm-up's last iteration ended: measure from here on.
             if let Some(m) = self.measuring.get_mut(slot as usize) {
