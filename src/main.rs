@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 1 a run failed (a bound hit, a script assertion,
 //! a protocol violation), 2 invalid input or usage.
 
+mod charts;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -302,8 +303,34 @@ fn run(
             );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
+        if let Err(e) = write_charts(dir, &file) {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_RUN_FAILED);
+        }
     }
     ExitCode::SUCCESS
+}
+
+/// Writes `DIR/charts/*.svg` (after the results files, in one atomic write
+/// of their own), removing SVGs an earlier run left there.
+fn write_charts(dir: &Path, file: &scenarios::output::ResultsFile) -> Result<(), String> {
+    let charts = charts::charts(file).map_err(|e| format!("cannot draw the charts: {e}"))?;
+    let chart_dir = dir.join("charts");
+    let names: Vec<&str> = charts.iter().map(|c| c.0.as_str()).collect();
+    if let Ok(entries) = std::fs::read_dir(&chart_dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".svg") && !names.contains(&name.as_str()) {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    let files: Vec<(&str, String)> = charts
+        .iter()
+        .map(|(n, s)| (n.as_str(), s.clone()))
+        .collect();
+    scenarios::output::write_atomically(&chart_dir, &files)
+        .map_err(|e| format!("cannot write the charts to `{}`: {e}", chart_dir.display()))
 }
 
 /// Runs every variant of every case one at a time on this thread, timing

@@ -1,0 +1,800 @@
+//! SVG charts of plain data: scaling lines, comparison bars, per-field
+//! attribution bars and cache-line maps of a struct.
+//!
+//! This crate knows nothing of the simulator: it takes the structs below and
+//! returns SVG documents as strings. It uses plotters' SVG backend without any
+//! font feature, so text is written as SVG `<text>` elements laid out with
+//! plotters' fixed width estimate: no font file (system or embedded) is read,
+//! and the same data gives the same bytes on every machine.
+//!
+//! Every chart has a title and axis labels (callers give the units), and a
+//! legend when it has more than one series. Data without anything to draw
+//! (no series, no points, no bars, no fields) and non-finite numbers are a
+//! [`PlotError`], never a panic.
+
+use std::fmt;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Why a chart could not be drawn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlotError {
+    /// Nothing to draw: the named part of the data is empty.
+    Empty(String),
+    /// A value cannot be drawn (not finite, or a size of zero).
+    Invalid(String),
+    /// plotters failed (should not happen with the string backend).
+    Draw(String),
+}
+
+impl fmt::Display for PlotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlotError::Empty(what) => write!(f, "nothing to draw: {what} is empty"),
+            PlotError::Invalid(what) => write!(f, "cannot draw: {what}"),
+            PlotError::Draw(what) => write!(f, "drawing failed: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for PlotError {}
+
+fn draw_err<E: std::fmt::Debug>(e: E) -> PlotError {
+    PlotError::Draw(format!("{e:?}"))
+}
+
+/// One line of a scaling chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    pub label: String,
+    /// (x, y) points; drawn in x order.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// What a vertical marker line of a scaling chart stands for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BoundaryKind {
+    Socket,
+    L3Domain,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Boundary {
+    pub x: f64,
+    pub kind: BoundaryKind,
+}
+
+/// A metric against CPU count (or any x), one line per series, with
+/// vertical lines at socket and L3-domain boundaries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScalingChart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+    pub boundaries: Vec<Boundary>,
+}
+
+/// A labelled bar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    pub label: String,
+    pub value: f64,
+}
+
+/// Each variant's percent change against the base, as horizontal bars with
+/// the value written at the end of each.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComparisonChart {
+    pub title: String,
+    /// The value axis, e.g. "throughput change against base (%)".
+    pub value_label: String,
+    /// The category axis, e.g. "variant".
+    pub category_label: String,
+    pub bars: Vec<Bar>,
+}
+
+/// One field's values in an attribution chart, one per variant.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldRow {
+    pub field: String,
+    /// HITM count per variant, in the chart's variant order.
+    pub hitm: Vec<f64>,
+    /// Stall cycles per variant, in the chart's variant order.
+    pub stall_cycles: Vec<f64>,
+}
+
+/// Per field, HITM and stall cycles side by side across variants (two
+/// panels, one per metric, each with a bar per variant).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttributionChart {
+    pub title: String,
+    pub variants: Vec<String>,
+    pub rows: Vec<FieldRow>,
+    /// Axis label of the HITM panel, with its unit.
+    pub hitm_label: String,
+    /// Axis label of the stall panel, with its unit.
+    pub stall_label: String,
+}
+
+/// A field of a struct for a cache-line map.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapField {
+    pub name: String,
+    pub offset: u32,
+    pub size: u32,
+    /// Traffic the field caused (its colour); any non-negative scale.
+    pub traffic: f64,
+}
+
+/// A struct's bytes drawn 64 to a row, each field a box at its offset,
+/// holes visible, fields coloured by traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineMapChart {
+    pub title: String,
+    /// The struct's size in bytes (padding included).
+    pub size: u32,
+    /// Bytes per row (the cache line), usually 64.
+    pub line_bytes: u32,
+    pub fields: Vec<MapField>,
+    /// What `traffic` counts, with its unit, for the colour key.
+    pub traffic_label: String,
+}
+
+const PALETTE: [RGBColor; 12] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 128),
+    RGBColor(128, 0, 0),
+];
+
+fn color(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+const FONT: &str = "sans-serif";
+
+/// Width of `text` at `size` px, as a generous estimate of a sans-serif
+/// font (wider than plotters' own, so that what fits here fits on screen).
+fn text_width(text: &str, size: f64) -> f64 {
+    text.chars().count() as f64 * size * 0.6
+}
+
+/// A number for a label: short, with k/M/G for large magnitudes.
+pub fn short_number(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = if scaled == scaled.trunc() || scaled.abs() >= 100.0 {
+        format!("{scaled:.0}")
+    } else if scaled.abs() >= 10.0 {
+        format!("{scaled:.1}")
+    } else {
+        format!("{scaled:.2}")
+    };
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    format!("{s}{suffix}")
+}
+
+fn check_finite(what: &str, v: f64) -> Result<(), PlotError> {
+    if v.is_finite() {
+        Ok(())
+    } else {
+        Err(PlotError::Invalid(format!("{what} is {v}")))
+    }
+}
+
+fn render(
+    width: u32,
+    height: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError>,
+) -> Result<String, PlotError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        draw(&root)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+/// The scaling chart as an SVG document.
+pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
+    if chart.series.is_empty() {
+        return Err(PlotError::Empty("the list of series".into()));
+    }
+    let mut points = Vec::new();
+    for s in &chart.series {
+        if s.points.is_empty() {
+            return Err(PlotError::Empty(format!("series `{}`", s.label)));
+        }
+        for &(x, y) in &s.points {
+            check_finite(&format!("a point of `{}`", s.label), x)?;
+            check_finite(&format!("a point of `{}`", s.label), y)?;
+            points.push((x, y));
+        }
+    }
+    for b in &chart.boundaries {
+        check_finite("a boundary", b.x)?;
+    }
+    let xmin = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+    let xmax = points.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+    let ymin = points.iter().map(|p| p.1).fold(0.0, f64::min);
+    let ymax = points.iter().map(|p| p.1).fold(0.0, f64::max);
+    let xpad = ((xmax - xmin) * 0.04).max(0.5);
+    let (x0, x1) = (xmin - xpad, xmax + xpad);
+    let yspan = if ymax > ymin { ymax - ymin } else { 1.0 };
+    // Headroom above the lines for the legend.
+    let (y0, y1) = (ymin, ymax + yspan * 0.05);
+    let boundaries: Vec<&Boundary> = chart
+        .boundaries
+        .iter()
+        .filter(|b| b.x > x0 && b.x < x1)
+        .collect();
+    // The legend: one entry per series, then one per kind of boundary,
+    // drawn by hand to the right of the plot so it never covers a line.
+    let mut entries: Vec<(String, ShapeStyle, bool)> = Vec::new();
+    if chart.series.len() > 1 || !boundaries.is_empty() {
+        for (i, s) in chart.series.iter().enumerate() {
+            entries.push((s.label.clone(), color(i).stroke_width(2), false));
+        }
+        for (kind, name) in [
+            (BoundaryKind::Socket, "socket boundary"),
+            (BoundaryKind::L3Domain, "L3 domain boundary"),
+        ] {
+            if boundaries.iter().any(|b| b.kind == kind) {
+                entries.push((name.to_string(), boundary_style(kind), true));
+            }
+        }
+    }
+    let legend_w = if entries.is_empty() {
+        0
+    } else {
+        entries
+            .iter()
+            .map(|e| text_width(&e.0, 13.0))
+            .fold(0.0, f64::max) as u32
+            + 60
+    };
+    let plot_w = 820;
+    let height = 560.max(120 + 20 * entries.len() as u32);
+    render(plot_w + legend_w, height, |root| {
+        let (plot, legend) = root.split_horizontally(plot_w);
+        let mut c = ChartBuilder::on(&plot)
+            .caption(&chart.title, (FONT, 22))
+            .margin(20)
+            .x_label_area_size(55)
+            .y_label_area_size(85)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(draw_err)?;
+        c.configure_mesh()
+            .x_desc(&chart.x_label)
+            .y_desc(&chart.y_label)
+            .axis_desc_style((FONT, 16))
+            .label_style((FONT, 13))
+            .x_label_formatter(&|v| short_number(*v))
+            .y_label_formatter(&|v| short_number(*v))
+            .light_line_style(WHITE.mix(0.0))
+            .draw()
+            .map_err(draw_err)?;
+        for b in &boundaries {
+            let dash = if b.kind == BoundaryKind::Socket { 8 } else { 3 };
+            c.draw_series(DashedLineSeries::new(
+                vec![(b.x, y0), (b.x, y1)],
+                dash,
+                4,
+                boundary_style(b.kind),
+            ))
+            .map_err(draw_err)?;
+        }
+        for (i, s) in chart.series.iter().enumerate() {
+            let col = color(i);
+            let mut pts = s.points.clone();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            c.draw_series(
+                pts.iter()
+                    .map(|&p| Circle::new(p, 3, ShapeStyle::from(&col).filled())),
+            )
+            .map_err(draw_err)?;
+            c.draw_series(LineSeries::new(pts, col.stroke_width(2)))
+                .map_err(draw_err)?;
+        }
+        let style = TextStyle::from((FONT, 13).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, (label, line, dashed)) in entries.iter().enumerate() {
+            let y = 70 + 20 * i as i32;
+            if *dashed {
+                legend
+                    .draw(&PathElement::new(vec![(0, y), (8, y)], *line))
+                    .map_err(draw_err)?;
+                legend
+                    .draw(&PathElement::new(vec![(14, y), (22, y)], *line))
+                    .map_err(draw_err)?;
+            } else {
+                legend
+                    .draw(&PathElement::new(vec![(0, y), (22, y)], *line))
+                    .map_err(draw_err)?;
+            }
+            legend
+                .draw(&Text::new(label.as_str(), (30, y), style.clone()))
+                .map_err(draw_err)?;
+        }
+        Ok(())
+    })
+}
+
+fn boundary_style(kind: BoundaryKind) -> ShapeStyle {
+    match kind {
+        BoundaryKind::Socket => ShapeStyle::from(&BLACK.mix(0.7)).stroke_width(2),
+        BoundaryKind::L3Domain => ShapeStyle::from(&RGBColor(120, 120, 120)).stroke_width(1),
+    }
+}
+
+/// A panel of horizontal bars: one group per category (top to bottom), a
+/// bar per series in each group. The y axis is in half-bar units so that a
+/// group's centre falls on an integer, where its name is written.
+#[allow(clippy::too_many_arguments)]
+fn hbars(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    value_label: &str,
+    category_label: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    value_text: Option<&dyn Fn(f64) -> String>,
+    label_area: u32,
+) -> Result<(), PlotError> {
+    let n = categories.len() as i32;
+    let k = series.len() as i32;
+    let group = 2 * k + 2;
+    let values: Vec<f64> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
+    let lo = values.iter().copied().fold(0.0, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    // Room at the ends for the values written on the bars, and the legend.
+    let pad = if value_text.is_some() { 0.22 } else { 0.05 };
+    let x0 = if lo < 0.0 { lo - span * pad } else { 0.0 };
+    // A bar of zero writes its value to the right of the axis.
+    let mut x1 = if hi > 0.0 || lo >= 0.0 || value_text.is_some() {
+        hi + span * pad
+    } else {
+        0.0
+    };
+    if k > 1 {
+        x1 += span * 0.3;
+    }
+    let top = n * group;
+    let mut c = ChartBuilder::on(area)
+        .caption(title, (FONT, 20))
+        .margin(15)
+        .x_label_area_size(50)
+        .y_label_area_size(label_area)
+        .set_label_area_size(LabelAreaPosition::Left, label_area)
+        .build_cartesian_2d(x0..x1, 0..top)
+        .map_err(draw_err)?;
+    c.configure_mesh()
+        .disable_y_mesh()
+        .set_tick_mark_size(LabelAreaPosition::Left, 0)
+        .light_line_style(WHITE.mix(0.0))
+        .y_label_formatter(&|_| String::new())
+        .x_label_formatter(&|v| short_number(*v))
+        .x_desc(value_label)
+        .y_desc(category_label)
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 13))
+        .draw()
+        .map_err(draw_err)?;
+    // The category names, right-aligned left of the axis at their group's
+    // centre (drawn by hand: plotters' own labels fall on round numbers).
+    let base = area.get_base_pixel();
+    let style = TextStyle::from((FONT, 13).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    for (i, name) in categories.iter().enumerate() {
+        let centre = (n - 1 - i as i32) * group + 2 + k;
+        let (px, py) = c.backend_coord(&(x0, centre));
+        area.draw(&Text::new(
+            name.as_str(),
+            (px - base.0 - 8, py - base.1),
+            style.clone(),
+        ))
+        .map_err(draw_err)?;
+    }
+    for (j, (name, vals)) in series.iter().enumerate() {
+        let col = color(j);
+        let bars = vals.iter().enumerate().map(|(i, &v)| {
+            let g = (n - 1 - i as i32) * group;
+            let y = g + 2 + 2 * (k - 1 - j as i32);
+            Rectangle::new([(0.0, y), (v, y + 2)], col.filled())
+        });
+        let ann = c.draw_series(bars).map_err(draw_err)?;
+        if k > 1 {
+            ann.label(name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], col.filled()));
+        }
+        if let Some(text) = value_text {
+            let labels = vals.iter().enumerate().map(|(i, &v)| {
+                let g = (n - 1 - i as i32) * group;
+                let y = g + 3 + 2 * (k - 1 - j as i32);
+                let (h, dx) = if v < 0.0 {
+                    (HPos::Right, -6)
+                } else {
+                    (HPos::Left, 6)
+                };
+                let style = TextStyle::from((FONT, 14).into_font())
+                    .color(&BLACK)
+                    .pos(Pos::new(h, VPos::Center));
+                EmptyElement::at((v, y)) + Text::new(text(v), (dx, 0), style)
+            });
+            c.draw_series(labels).map_err(draw_err)?;
+        }
+    }
+    c.draw_series(std::iter::once(PathElement::new(
+        vec![(0.0, 0), (0.0, top)],
+        BLACK.stroke_width(1),
+    )))
+    .map_err(draw_err)?;
+    if k > 1 {
+        c.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font((FONT, 13))
+            .background_style(WHITE.mix(0.9))
+            .border_style(BLACK)
+            .draw()
+            .map_err(draw_err)?;
+    }
+    Ok(())
+}
+
+fn label_area_for(names: &[String]) -> u32 {
+    let w = names
+        .iter()
+        .map(|s| text_width(s, 13.0))
+        .fold(0.0, f64::max);
+    (w as u32 + 45).clamp(90, 420)
+}
+
+/// The comparison chart as an SVG document.
+pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
+    if chart.bars.is_empty() {
+        return Err(PlotError::Empty("the list of bars".into()));
+    }
+    for b in &chart.bars {
+        check_finite(&format!("bar `{}`", b.label), b.value)?;
+    }
+    let names: Vec<String> = chart.bars.iter().map(|b| b.label.clone()).collect();
+    let values: Vec<f64> = chart.bars.iter().map(|b| b.value).collect();
+    let label_area = label_area_for(&names);
+    let height = 150 + 44 * chart.bars.len() as u32;
+    let width = (label_area + 700).max(800);
+    let fmt = |v: f64| format!("{v:+.1}%");
+    render(width, height, |root| {
+        hbars(
+            root,
+            &chart.title,
+            &chart.value_label,
+            &chart.category_label,
+            &names,
+            &[(String::new(), values)],
+            Some(&fmt),
+            label_area,
+        )
+    })
+}
+
+/// The attribution chart as an SVG document.
+pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
+    if chart.rows.is_empty() {
+        return Err(PlotError::Empty("the list of fields".into()));
+    }
+    if chart.variants.is_empty() {
+        return Err(PlotError::Empty("the list of variants".into()));
+    }
+    let k = chart.variants.len();
+    for r in &chart.rows {
+        if r.hitm.len() != k || r.stall_cycles.len() != k {
+            return Err(PlotError::Invalid(format!(
+                "field `{}` has not one value per variant",
+                r.field
+            )));
+        }
+        for &v in r.hitm.iter().chain(&r.stall_cycles) {
+            check_finite(&format!("a value of field `{}`", r.field), v)?;
+        }
+    }
+    let names: Vec<String> = chart.rows.iter().map(|r| r.field.clone()).collect();
+    let per_variant = |get: fn(&FieldRow) -> &Vec<f64>| -> Vec<(String, Vec<f64>)> {
+        chart
+            .variants
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (v.clone(), chart.rows.iter().map(|r| get(r)[j]).collect()))
+            .collect()
+    };
+    let hitm = per_variant(|r| &r.hitm);
+    let stall = per_variant(|r| &r.stall_cycles);
+    let label_area = label_area_for(&names);
+    let panel = 110 + (2 * k as u32 + 2) * 9 * chart.rows.len() as u32;
+    let width = (label_area + 700).max(800);
+    let height = 50 + 2 * panel;
+    render(width, height, |root| {
+        let (head, body) = root.split_vertically(50);
+        head.draw(&Text::new(
+            chart.title.as_str(),
+            (width as i32 / 2, 25),
+            TextStyle::from((FONT, 22).into_font())
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Center)),
+        ))
+        .map_err(draw_err)?;
+        let (upper, lower) = body.split_vertically(panel);
+        hbars(
+            &upper,
+            "HITM (misses served from another core's modified line)",
+            &chart.hitm_label,
+            "field",
+            &names,
+            &hitm,
+            None,
+            label_area,
+        )?;
+        hbars(
+            &lower,
+            "Stall cycles waiting for the field's accesses",
+            &chart.stall_label,
+            "field",
+            &names,
+            &stall,
+            None,
+            label_area,
+        )
+    })
+}
+
+/// Colour of a field by its share of the largest traffic.
+fn heat(share: f64) -> RGBColor {
+    if share <= 0.0 {
+        return RGBColor(205, 222, 238);
+    }
+    let s = share.clamp(0.0, 1.0);
+    let lerp = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * s).round() as u8;
+    RGBColor(lerp(255, 190), lerp(236, 20), lerp(160, 30))
+}
+
+/// The cache-line map as an SVG document.
+pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
+    if chart.fields.is_empty() {
+        return Err(PlotError::Empty("the list of fields".into()));
+    }
+    if chart.size == 0 || chart.line_bytes == 0 {
+        return Err(PlotError::Invalid("a struct or line size of zero".into()));
+    }
+    for f in &chart.fields {
+        check_finite(&format!("traffic of `{}`", f.name), f.traffic)?;
+        if f.traffic < 0.0 {
+            return Err(PlotError::Invalid(format!(
+                "traffic of `{}` is negative",
+                f.name
+            )));
+        }
+        if f.size == 0 || f.offset.saturating_add(f.size) > chart.size {
+            return Err(PlotError::Invalid(format!(
+                "field `{}` (offset {}, size {}) is not inside the struct of {} bytes",
+                f.name, f.offset, f.size, chart.size
+            )));
+        }
+    }
+    let lb = chart.line_bytes;
+    let rows = chart.size.div_ceil(lb);
+    let cell = (768 / lb).max(4) as i32;
+    let left = 100;
+    let top = 95;
+    let row_h = 46;
+    let row_gap = 10;
+    let grid_w = cell * lb as i32;
+    let width = (left + grid_w + 40).max(700);
+    let key_top = top + rows as i32 * (row_h + row_gap) + 20;
+    let key_line = 18;
+    let height = key_top + 70 + key_line * (chart.fields.len() as i32 + 1) + 20;
+    let max_traffic = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
+    let share = |t: f64| {
+        if max_traffic > 0.0 {
+            t / max_traffic
+        } else {
+            0.0
+        }
+    };
+    let text = |size: i32, h: HPos| {
+        TextStyle::from((FONT, size).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(h, VPos::Center))
+    };
+    render(width as u32, height as u32, |root| {
+        let d = |e: Result<(), _>| e.map_err(draw_err);
+        d(root.draw(&Text::new(
+            chart.title.as_str(),
+            (width / 2, 25),
+            text(22, HPos::Center),
+        )))?;
+        d(root.draw(&Text::new(
+            format!(
+                "{} bytes, {} byte(s) per row (one cache line); x: byte offset in the line",
+                chart.size, lb
+            ),
+            (width / 2, 52),
+            text(14, HPos::Center),
+        )))?;
+        // Byte ruler.
+        for b in (0..=lb).step_by(8) {
+            let x = left + b as i32 * cell;
+            d(root.draw(&Text::new(
+                format!("{b}"),
+                (x, top - 14),
+                text(12, HPos::Center),
+            )))?;
+            d(root.draw(&PathElement::new(
+                vec![(x, top - 6), (x, top)],
+                BLACK.stroke_width(1),
+            )))?;
+        }
+        for r in 0..rows {
+            let y = top + r as i32 * (row_h + row_gap);
+            d(root.draw(&Text::new(
+                format!("line {r}"),
+                (left - 12, y + row_h / 2 - 8),
+                text(13, HPos::Right),
+            )))?;
+            d(root.draw(&Text::new(
+                format!("+{}", r * lb),
+                (left - 12, y + row_h / 2 + 9),
+                text(12, HPos::Right),
+            )))?;
+            let bytes = (chart.size - r * lb).min(lb) as i32;
+            // Holes: what no field covers shows this hatched grey.
+            d(root.draw(&Rectangle::new(
+                [(left, y), (left + bytes * cell, y + row_h)],
+                RGBColor(232, 232, 232).filled(),
+            )))?;
+            let mut x = left - row_h;
+            while x < left + bytes * cell {
+                let (x0, y0) = (x.max(left), y + row_h - (x.max(left) - x));
+                let x1 = (x + row_h).min(left + bytes * cell);
+                let y1 = y + row_h - (x1 - x);
+                d(root.draw(&PathElement::new(
+                    vec![(x0, y0), (x1, y1)],
+                    RGBColor(200, 200, 200).stroke_width(1),
+                )))?;
+                x += 8;
+            }
+            d(root.draw(&Rectangle::new(
+                [(left, y), (left + bytes * cell, y + row_h)],
+                BLACK.stroke_width(1),
+            )))?;
+        }
+        for (i, f) in chart.fields.iter().enumerate() {
+            let fill = heat(share(f.traffic));
+            let end = f.offset + f.size;
+            let mut start = f.offset;
+            let mut first = true;
+            while start < end {
+                let r = start / lb;
+                let stop = end.min((r + 1) * lb);
+                let y = top + r as i32 * (row_h + row_gap);
+                let x0 = left + (start - r * lb) as i32 * cell;
+                let x1 = left + (stop - r * lb) as i32 * cell;
+                d(root.draw(&Rectangle::new([(x0, y), (x1, y + row_h)], fill.filled())))?;
+                d(root.draw(&Rectangle::new(
+                    [(x0, y), (x1, y + row_h)],
+                    BLACK.stroke_width(1),
+                )))?;
+                let room = (x1 - x0 - 6) as f64;
+                let tag = format!("{}", i + 1);
+                let label = if first && text_width(&f.name, 12.0) <= room {
+                    Some(f.name.clone())
+                } else if text_width(&tag, 12.0) <= room {
+                    Some(tag)
+                } else {
+                    None
+                };
+                if let Some(label) = label {
+                    d(root.draw(&Text::new(
+                        label,
+                        ((x0 + x1) / 2, y + row_h / 2),
+                        text(12, HPos::Center),
+                    )))?;
+                }
+                first = false;
+                start = stop;
+            }
+        }
+        // Colour key.
+        let ky = key_top;
+        d(root.draw(&Text::new(
+            format!("colour: {}", chart.traffic_label),
+            (left, ky),
+            text(13, HPos::Left),
+        )))?;
+        let bar_w = 300;
+        for s in 0..bar_w {
+            let col = heat((s + 1) as f64 / bar_w as f64);
+            d(root.draw(&Rectangle::new(
+                [(left + s, ky + 14), (left + s + 1, ky + 30)],
+                col.filled(),
+            )))?;
+        }
+        d(root.draw(&Rectangle::new(
+            [(left, ky + 14), (left + bar_w, ky + 30)],
+            BLACK.stroke_width(1),
+        )))?;
+        d(root.draw(&Text::new("0", (left, ky + 42), text(12, HPos::Center))))?;
+        d(root.draw(&Text::new(
+            short_number(max_traffic),
+            (left + bar_w, ky + 42),
+            text(12, HPos::Center),
+        )))?;
+        let sx = left + bar_w + 40;
+        d(root.draw(&Rectangle::new(
+            [(sx, ky + 14), (sx + 16, ky + 30)],
+            heat(0.0).filled(),
+        )))?;
+        d(root.draw(&Text::new(
+            "no traffic",
+            (sx + 22, ky + 22),
+            text(12, HPos::Left),
+        )))?;
+        let hx = sx + 120;
+        d(root.draw(&Rectangle::new(
+            [(hx, ky + 14), (hx + 16, ky + 30)],
+            RGBColor(232, 232, 232).filled(),
+        )))?;
+        d(root.draw(&Text::new(
+            "hole (padding)",
+            (hx + 22, ky + 22),
+            text(12, HPos::Left),
+        )))?;
+        // Field key.
+        let ty = ky + 70;
+        let cols = [left - 60, left - 20, left + 280, left + 360, left + 430];
+        let head = ["#", "field", "offset", "size", "traffic"];
+        for (x, h) in cols.iter().zip(head) {
+            d(root.draw(&Text::new(h, (*x, ty), text(12, HPos::Left))))?;
+        }
+        for (i, f) in chart.fields.iter().enumerate() {
+            let y = ty + key_line * (i as i32 + 1);
+            let cells = [
+                format!("{}", i + 1),
+                f.name.clone(),
+                format!("{} B", f.offset),
+                format!("{} B", f.size),
+                short_number(f.traffic),
+            ];
+            for (x, s) in cols.iter().zip(cells) {
+                d(root.draw(&Text::new(s, (*x, y), text(12, HPos::Left))))?;
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,238 @@
+//! Every chart: its title and axis labels are in the SVG, the same data gives
+//! the same bytes, and nothing to draw is an error, not a panic. With
+//! `PLOTS_DUMP=DIR` the SVGs are also written to DIR for looking at.
+
+use plots::*;
+
+fn dump(name: &str, svg: &str) {
+    if let Some(dir) = std::env::var_os("PLOTS_DUMP") {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(std::path::Path::new(&dir).join(name), svg).unwrap();
+    }
+}
+
+fn scaling_chart() -> ScalingChart {
+    let line = |label: &str, f: fn(f64) -> f64| Series {
+        label: label.into(),
+        points: [1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 48.0, 64.0]
+            .iter()
+            .map(|&x| (x, f(x)))
+            .collect(),
+    };
+    ScalingChart {
+        title: "Scaling of the counter".into(),
+        x_label: "running CPUs (count)".into(),
+        y_label: "throughput (iterations per second)".into(),
+        series: vec![
+            line("base", |x| 1.5e8 / x),
+            line("padded", |x| 2.0e8 / x.sqrt()),
+        ],
+        boundaries: vec![
+            Boundary {
+                x: 32.5,
+                kind: BoundaryKind::Socket,
+            },
+            Boundary {
+                x: 16.5,
+                kind: BoundaryKind::L3Domain,
+            },
+            Boundary {
+                x: 48.5,
+                kind: BoundaryKind::L3Domain,
+            },
+        ],
+    }
+}
+
+fn comparison_chart() -> ComparisonChart {
+    ComparisonChart {
+        title: "Change against base".into(),
+        value_label: "throughput change against base (%)".into(),
+        category_label: "variant".into(),
+        bars: vec![
+            Bar {
+                label: "base".into(),
+                value: 0.0,
+            },
+            Bar {
+                label: "padded".into(),
+                value: 42.5,
+            },
+            Bar {
+                label: "a-much-longer-variant-name".into(),
+                value: -12.25,
+            },
+        ],
+    }
+}
+
+fn attribution_chart() -> AttributionChart {
+    AttributionChart {
+        title: "Per-field attribution".into(),
+        variants: vec!["base".into(), "padded".into()],
+        rows: vec![
+            FieldRow {
+                field: "ctr.value".into(),
+                hitm: vec![1.0, 0.2],
+                stall_cycles: vec![900.0, 120.0],
+            },
+            FieldRow {
+                field: "ctr.other".into(),
+                hitm: vec![0.8, 0.0],
+                stall_cycles: vec![700.0, 10.0],
+            },
+            FieldRow {
+                field: "lock.locked_pending".into(),
+                hitm: vec![0.1, 0.1],
+                stall_cycles: vec![50.0, 55.0],
+            },
+        ],
+        hitm_label: "HITM per iteration (count)".into(),
+        stall_label: "stall cycles per iteration (cycles)".into(),
+    }
+}
+
+fn line_map_chart() -> LineMapChart {
+    let f = |name: &str, offset, size, traffic| MapField {
+        name: name.into(),
+        offset,
+        size,
+        traffic,
+    };
+    LineMapChart {
+        title: "struct sock".into(),
+        size: 160,
+        line_bytes: 64,
+        fields: vec![
+            f("flags", 0, 4, 0.0),
+            f("refcnt", 8, 8, 3.5),
+            f("a_long_field_name_that_does_not_fit", 16, 2, 1.0),
+            f("spans_two_lines", 56, 16, 0.5),
+            f("stats", 72, 48, 2.0),
+            f("tail", 128, 8, 0.1),
+        ],
+        traffic_label: "stores + atomics + misses per iteration (count)".into(),
+    }
+}
+
+#[test]
+fn every_chart_has_its_title_and_axis_labels_and_is_deterministic() {
+    let s = scaling_chart();
+    let svg = scaling(&s).unwrap();
+    dump("scaling.svg", &svg);
+    for text in [
+        s.title.as_str(),
+        &s.x_label,
+        &s.y_label,
+        "base",
+        "padded",
+        "socket boundary",
+        "L3 domain boundary",
+    ] {
+        assert!(svg.contains(text), "scaling lacks {text}");
+    }
+    assert_eq!(svg, scaling(&s).unwrap());
+
+    let c = comparison_chart();
+    let svg = comparison(&c).unwrap();
+    dump("comparison.svg", &svg);
+    for text in [
+        c.title.as_str(),
+        &c.value_label,
+        &c.category_label,
+        "+42.5%",
+        "-12.2%",
+        "+0.0%",
+    ] {
+        assert!(svg.contains(text), "comparison lacks {text}");
+    }
+    assert_eq!(svg, comparison(&c).unwrap());
+
+    let a = attribution_chart();
+    let svg = attribution(&a).unwrap();
+    dump("attribution.svg", &svg);
+    for text in [
+        a.title.as_str(),
+        &a.hitm_label,
+        &a.stall_label,
+        "field",
+        "ctr.value",
+        "padded",
+    ] {
+        assert!(svg.contains(text), "attribution lacks {text}");
+    }
+    assert_eq!(svg, attribution(&a).unwrap());
+
+    let m = line_map_chart();
+    let svg = line_map(&m).unwrap();
+    dump("lines.svg", &svg);
+    for text in [
+        m.title.as_str(),
+        &m.traffic_label,
+        "byte offset",
+        "line 2",
+        "refcnt",
+        "hole (padding)",
+    ] {
+        assert!(svg.contains(text), "line map lacks {text}");
+    }
+    assert_eq!(svg, line_map(&m).unwrap());
+}
+
+#[test]
+fn nothing_to_draw_is_an_error() {
+    let mut s = scaling_chart();
+    s.series[1].points.clear();
+    assert!(matches!(scaling(&s), Err(PlotError::Empty(_))));
+    s.series.clear();
+    assert!(matches!(scaling(&s), Err(PlotError::Empty(_))));
+
+    let mut c = comparison_chart();
+    c.bars.clear();
+    assert!(matches!(comparison(&c), Err(PlotError::Empty(_))));
+
+    let mut a = attribution_chart();
+    a.rows.clear();
+    assert!(matches!(attribution(&a), Err(PlotError::Empty(_))));
+
+    let mut m = line_map_chart();
+    m.fields.clear();
+    assert!(matches!(line_map(&m), Err(PlotError::Empty(_))));
+}
+
+#[test]
+fn bad_values_are_errors() {
+    let mut s = scaling_chart();
+    s.series[0].points[0].1 = f64::NAN;
+    assert!(matches!(scaling(&s), Err(PlotError::Invalid(_))));
+
+    let mut a = attribution_chart();
+    a.rows[0].hitm.pop();
+    assert!(matches!(attribution(&a), Err(PlotError::Invalid(_))));
+
+    let mut m = line_map_chart();
+    m.fields[0].offset = 200;
+    assert!(matches!(line_map(&m), Err(PlotError::Invalid(_))));
+}
+
+#[test]
+fn one_series_and_single_points_draw() {
+    let s = ScalingChart {
+        series: vec![Series {
+            label: "only".into(),
+            points: vec![(4.0, 0.0)],
+        }],
+        boundaries: vec![],
+        ..scaling_chart()
+    };
+    let svg = scaling(&s).unwrap();
+    assert!(!svg.contains("only"), "no legend for one series");
+    let c = ComparisonChart {
+        bars: vec![Bar {
+            label: "base".into(),
+            value: 0.0,
+        }],
+        ..comparison_chart()
+    };
+    comparison(&c).unwrap();
+}

@@ -1,0 +1,303 @@
+//! The charts of `bounce run FILE --out DIR`: the results file turned into
+//! the plain data of the `plots` crate, and its SVGs named for `DIR/charts/`.
+//!
+//! - `scaling-throughput.svg`, `scaling-cycles.svg` (and one of each per
+//!   machine, `scaling-throughput-MACHINE.svg`, when there are several): when the sweep has a
+//!   `cpus` axis, a line per variant (and per value of the other axes)
+//!   against the running CPU count, with socket and L3-domain boundaries
+//!   when every case ran on one machine with compact placement;
+//! - `comparison.svg`: each variant's throughput change against the first
+//!   variant, in the last case of the sweep;
+//! - `attribution.svg`: per field, HITM and stall cycles per iteration
+//!   across variants, in the last case;
+//! - `lines-STRUCT-VARIANT.svg`: each struct's cache-line map per variant
+//!   in the last case, fields coloured by writes and misses per iteration.
+
+use std::collections::BTreeMap;
+
+use indexmap::IndexMap;
+use plots::{
+    AttributionChart, Bar, Boundary, BoundaryKind, ComparisonChart, FieldRow, LineMapChart,
+    MapField, PlotError, ScalingChart, Series,
+};
+use scenarios::output::{Record, ResultsFile};
+
+/// A number of a record to draw.
+type Metric = fn(&Record) -> f64;
+
+/// Most fields an attribution chart shows (those with the most traffic).
+const MAX_ATTRIBUTED_FIELDS: usize = 24;
+
+/// Every chart of `file`, as (file name, SVG), in a fixed order. A chart
+/// with nothing to draw (no fields, no records) is left out.
+pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
+    let mut out = Vec::new();
+    let Some(last) = file.records.last() else {
+        return Ok(out);
+    };
+    let name = &file.scenario.name;
+    if file.axes.iter().any(|a| a.name == "cpus") {
+        let metrics: [(&str, &str, Metric); 2] = [
+            (
+                "scaling-throughput",
+                "throughput (iterations per simulated second)",
+                |r| r.throughput_iterations_per_second,
+            ),
+            (
+                "scaling-cycles",
+                "cycles per iteration, mean (cycles)",
+                |r| r.cycles_per_iteration_mean,
+            ),
+        ];
+        let all: Vec<&Record> = file.records.iter().collect();
+        let mut machines: IndexMap<&str, Vec<&Record>> = IndexMap::new();
+        for r in &file.records {
+            machines.entry(r.machine.as_str()).or_default().push(r);
+        }
+        for (file_name, y_label, metric) in metrics {
+            let chart = scaling(file, &all, name, y_label, metric);
+            out.push((format!("{file_name}.svg"), plots::scaling(&chart)?));
+            // With several machines, one chart per machine too, where its
+            // socket and L3 boundaries can be marked.
+            if machines.len() > 1 {
+                for (machine, records) in &machines {
+                    let chart = scaling(file, records, name, y_label, metric);
+                    out.push((
+                        format!("{file_name}-{}.svg", file_safe(machine)),
+                        plots::scaling(&chart)?,
+                    ));
+                }
+            }
+        }
+    }
+    let case: Vec<&Record> = file
+        .records
+        .iter()
+        .filter(|r| r.case_index == last.case_index)
+        .collect();
+    let where_ = if last.case_id.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", last.case_id)
+    };
+    if let Some(chart) = comparison(&case, name, &where_) {
+        out.push(("comparison.svg".into(), plots::comparison(&chart)?));
+    }
+    match plots::attribution(&attribution(&case, name, &where_)) {
+        Ok(svg) => out.push(("attribution.svg".into(), svg)),
+        Err(PlotError::Empty(_)) => {}
+        Err(e) => return Err(e),
+    }
+    for r in &case {
+        for chart in line_maps(r, &where_) {
+            let file_name = format!(
+                "lines-{}-{}.svg",
+                file_safe(&chart.0),
+                file_safe(&r.variant)
+            );
+            out.push((file_name, plots::line_map(&chart.1)?));
+        }
+    }
+    Ok(out)
+}
+
+fn file_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn axis_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn scaling(
+    file: &ResultsFile,
+    records: &[&Record],
+    name: &str,
+    y_label: &str,
+    metric: Metric,
+) -> ScalingChart {
+    let mut lines: IndexMap<String, Vec<(f64, f64)>> = IndexMap::new();
+    let first = records[0];
+    let one_machine = records.iter().all(|r| r.machine == first.machine);
+    // Axes other than `cpus` that vary among these records name the lines.
+    let varying: Vec<&str> = file
+        .axes
+        .iter()
+        .filter(|a| a.name != "cpus")
+        .filter(|a| {
+            records
+                .iter()
+                .any(|r| r.axes.get(&a.name) != first.axes.get(&a.name))
+        })
+        .map(|a| a.name.as_str())
+        .collect();
+    for r in records {
+        let others: Vec<String> = r
+            .axes
+            .iter()
+            .filter(|(k, _)| varying.contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={}", axis_text(v)))
+            .collect();
+        let label = if varying.is_empty() {
+            r.variant.clone()
+        } else {
+            format!("{}, {}", r.variant, others.join(", "))
+        };
+        lines
+            .entry(label)
+            .or_default()
+            .push((r.cpus as f64, metric(r)));
+    }
+    let mut boundaries = Vec::new();
+    if one_machine && file.placement.as_deref() == Some("compact") && first.machine_sockets > 0 {
+        let per_socket = first.machine_cores / first.machine_sockets;
+        for s in 1..first.machine_sockets {
+            boundaries.push(Boundary {
+                x: (s * per_socket) as f64 + 0.5,
+                kind: BoundaryKind::Socket,
+            });
+        }
+        if first.machine_l3_domains > first.machine_sockets {
+            let per_l3 = first.machine_cores / first.machine_l3_domains;
+            for d in 1..first.machine_l3_domains {
+                if per_l3 > 0 && (d * per_l3).checked_rem(per_socket) != Some(0) {
+                    boundaries.push(Boundary {
+                        x: (d * per_l3) as f64 + 0.5,
+                        kind: BoundaryKind::L3Domain,
+                    });
+                }
+            }
+        }
+    }
+    let machine = if one_machine {
+        format!(" on {}", first.machine)
+    } else {
+        String::new()
+    };
+    ScalingChart {
+        title: format!("{name}: scaling{machine}"),
+        x_label: "running CPUs (count)".into(),
+        y_label: y_label.into(),
+        series: lines
+            .into_iter()
+            .map(|(label, points)| Series { label, points })
+            .collect(),
+        boundaries,
+    }
+}
+
+fn comparison(case: &[&Record], name: &str, where_: &str) -> Option<ComparisonChart> {
+    let base = case.first()?;
+    let b = base.throughput_iterations_per_second;
+    if b <= 0.0 {
+        return None;
+    }
+    Some(ComparisonChart {
+        title: format!("{name}: change against {}{where_}", base.variant),
+        value_label: format!("throughput change against `{}` (%)", base.variant),
+        category_label: "variant".into(),
+        bars: case
+            .iter()
+            .map(|r| Bar {
+                label: r.variant.clone(),
+                value: (r.throughput_iterations_per_second / b - 1.0) * 100.0,
+            })
+            .collect(),
+    })
+}
+
+fn per_iteration(count: u64, r: &Record) -> f64 {
+    if r.measured_iterations == 0 {
+        0.0
+    } else {
+        count as f64 / r.measured_iterations as f64
+    }
+}
+
+fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
+    let k = case.len();
+    let mut rows: IndexMap<String, FieldRow> = IndexMap::new();
+    for (j, r) in case.iter().enumerate() {
+        for f in &r.fields {
+            let row = rows.entry(f.field.clone()).or_insert_with(|| FieldRow {
+                field: f.field.clone(),
+                hitm: vec![0.0; k],
+                stall_cycles: vec![0.0; k],
+            });
+            row.hitm[j] += per_iteration(f.traffic.hitm, r);
+            row.stall_cycles[j] += per_iteration(f.traffic.stall_cycles, r);
+        }
+    }
+    let mut rows: Vec<(usize, FieldRow)> = rows
+        .into_values()
+        .filter(|r| r.hitm.iter().chain(&r.stall_cycles).any(|v| *v > 0.0))
+        .enumerate()
+        .collect();
+    if rows.len() > MAX_ATTRIBUTED_FIELDS {
+        let weight = |r: &FieldRow| r.stall_cycles.iter().sum::<f64>();
+        rows.sort_by(|a, b| weight(&b.1).total_cmp(&weight(&a.1)).then(a.0.cmp(&b.0)));
+        rows.truncate(MAX_ATTRIBUTED_FIELDS);
+        rows.sort_by_key(|r| r.0);
+    }
+    AttributionChart {
+        title: format!("{name}: per-field attribution{where_}"),
+        variants: case.iter().map(|r| r.variant.clone()).collect(),
+        rows: rows.into_iter().map(|r| r.1).collect(),
+        hitm_label: "HITM per iteration (count)".into(),
+        stall_label: "stall cycles per iteration (cycles)".into(),
+    }
+}
+
+/// One map per struct of the record: (struct name, chart).
+fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
+    // struct -> field name -> (offset, size, traffic), over its instances.
+    let mut structs: BTreeMap<&str, IndexMap<&str, (u32, u32, f64)>> = BTreeMap::new();
+    for f in &r.fields {
+        let field = f.field.split_once('.').map_or(f.field.as_str(), |(_, b)| b);
+        let t = &f.traffic;
+        let traffic = per_iteration(t.stores + t.atomics + t.misses, r);
+        let e = structs
+            .entry(f.struct_name.as_str())
+            .or_default()
+            .entry(field)
+            .or_insert((f.offset_bytes, f.size_bytes, 0.0));
+        e.2 += traffic;
+    }
+    structs
+        .into_iter()
+        .map(|(s, fields)| {
+            let mut fields: Vec<MapField> = fields
+                .into_iter()
+                .map(|(name, (offset, size, traffic))| MapField {
+                    name: name.to_string(),
+                    offset,
+                    size,
+                    traffic,
+                })
+                .collect();
+            fields.sort_by_key(|f| f.offset);
+            let size = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
+            (
+                s.to_string(),
+                LineMapChart {
+                    title: format!("struct {s}, variant {}{where_}", r.variant),
+                    size,
+                    line_bytes: 64,
+                    fields,
+                    traffic_label: "stores + atomics + misses per iteration (count)".into(),
+                },
+            )
+        })
+        .collect()
+}

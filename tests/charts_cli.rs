@@ -1,0 +1,160 @@
+//! Charts through the binary: `run --out DIR` writes `DIR/charts/*.svg`, the
+//! same bytes on every run and with any number of host threads.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bounce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run bounce")
+}
+
+#[track_caller]
+fn assert_ok(o: &Output) {
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let path = std::env::temp_dir().join(format!("bounce-charts-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+
+    fn join(&self, name: &str) -> String {
+        self.0.join(name).to_str().expect("UTF-8 path").to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const SWEEP: &str = r#"schema = 1
+name = "chart-sweep"
+machine = "icelake-sp-2s"
+seed = 5
+
+[run]
+iterations = 20
+
+[structs.counter]
+fields = [
+  { name = "value", type = "unsigned long" },
+  { name = "flag", type = "int" },
+  { name = "other", type = "unsigned long" },
+]
+
+[instances.ctr]
+struct = "counter"
+kind = "global"
+
+[scripts]
+inc = """
+fetch_add(ctr.value, 1)
+ctr.other = ctr.other + 1
+"""
+
+[[threads]]
+name = "workers"
+cpus = "0"
+script = "inc"
+
+[[variants]]
+name = "padded"
+set = { "structs.counter.fields.other.align" = 64 }
+
+[sweep]
+cpus = [1, 2, 44]
+"#;
+
+/// The charts directory's files, by name.
+fn charts(dir: &str) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(Path::new(dir).join("charts"))
+        .expect("charts directory")
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn run_writes_the_same_charts_whatever_the_jobs() {
+    let tmp = TempDir::new("jobs");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let (a, b, c) = (tmp.join("a"), tmp.join("b"), tmp.join("c"));
+    assert_ok(&bounce(&["--jobs", "2", "run", &file, "--out", &a, "-q"]));
+    assert_ok(&bounce(&["--jobs", "2", "run", &file, "--out", &b, "-q"]));
+    assert_ok(&bounce(&["--jobs", "1", "run", &file, "--out", &c, "-q"]));
+    let first = charts(&a);
+    let names: Vec<&str> = first.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "attribution.svg",
+            "comparison.svg",
+            "lines-counter-base.svg",
+            "lines-counter-padded.svg",
+            "scaling-cycles.svg",
+            "scaling-throughput.svg",
+        ]
+    );
+    assert!(first == charts(&b), "two runs wrote different charts");
+    assert!(first == charts(&c), "the charts depend on --jobs");
+    let text = |name: &str| {
+        String::from_utf8(first.iter().find(|f| f.0 == name).unwrap().1.clone()).unwrap()
+    };
+    let scaling = text("scaling-throughput.svg");
+    for s in [
+        "chart-sweep: scaling on icelake-sp-2s",
+        "running CPUs (count)",
+        "throughput (iterations per simulated second)",
+        "socket boundary",
+        "padded",
+    ] {
+        assert!(scaling.contains(s), "scaling lacks {s}");
+    }
+    let comparison = text("comparison.svg");
+    assert!(comparison.contains("throughput change against `base` (%)"));
+    assert!(comparison.contains("+0.0%"));
+    let attribution = text("attribution.svg");
+    assert!(attribution.contains("HITM per iteration (count)"));
+    assert!(attribution.contains("stall cycles per iteration (cycles)"));
+    assert!(attribution.contains("ctr.value"));
+    let lines = text("lines-counter-padded.svg");
+    assert!(lines.contains("struct counter, variant padded"));
+    assert!(
+        lines.contains("line 1"),
+        "the padded field is on the second line"
+    );
+
+    // A later run removes charts it no longer makes.
+    std::fs::write(Path::new(&a).join("charts/stale.svg"), "x").unwrap();
+    assert_ok(&bounce(&["run", &file, "--out", &a, "-q"]));
+    assert!(charts(&a) == first);
+}
