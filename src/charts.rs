@@ -287,6 +287,8 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
                 })
                 .collect();
             fields.sort_by_key(|f| f.offset);
+            // The results do not carry the struct's size: the map ends with
+            // the last field, without the tail padding.
             let size = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
             (
                 s.to_string(),

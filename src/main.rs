@@ -407,6 +407,10 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
+    if let Err(e) = write_charts(out, &merged) {
+        eprintln!("error: {e}");
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
     println!(
         "bounce: merged {} shard(s) of `{}`: {} case(s), {} run(s), into `{}`",
         inputs.len(),

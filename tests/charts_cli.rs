@@ -158,3 +158,28 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     assert_ok(&bounce(&["run", &file, "--out", &a, "-q"]));
     assert!(charts(&a) == first);
 }
+
+#[test]
+fn merged_shards_write_the_charts_of_an_unsharded_run() {
+    let tmp = TempDir::new("merge");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let (full, s0, s1, merged) = (
+        tmp.join("full"),
+        tmp.join("s0"),
+        tmp.join("s1"),
+        tmp.join("m"),
+    );
+    assert_ok(&bounce(&["run", &file, "--out", &full, "-q"]));
+    assert_ok(&bounce(&[
+        "run", &file, "--shard", "0/2", "--out", &s0, "-q",
+    ]));
+    assert_ok(&bounce(&[
+        "run", &file, "--shard", "1/2", "--out", &s1, "-q",
+    ]));
+    assert_ok(&bounce(&["merge", &merged, &s1, &s0]));
+    assert!(
+        charts(&full) == charts(&merged),
+        "the merge drew other charts"
+    );
+}

@@ -134,7 +134,8 @@ pub struct MapField {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LineMapChart {
     pub title: String,
-    /// The struct's size in bytes (padding included).
+    /// Bytes to draw: the struct's size (tail padding included) when
+    /// known, else the end of its last field.
     pub size: u32,
     /// Bytes per row (the cache line), usually 64.
     pub line_bytes: u32,
@@ -177,7 +178,7 @@ pub fn short_number(v: f64) -> String {
         (v / 1e9, "G")
     } else if a >= 1e6 {
         (v / 1e6, "M")
-    } else if a >= 1e4 {
+    } else if a >= 1e3 {
         (v / 1e3, "k")
     } else {
         (v, "")
@@ -641,7 +642,7 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         )))?;
         d(root.draw(&Text::new(
             format!(
-                "{} bytes, {} byte(s) per row (one cache line); x: byte offset in the line",
+                "{} bytes drawn, {} per row (one cache line); x: byte offset in the line",
                 chart.size, lb
             ),
             (width / 2, 52),
