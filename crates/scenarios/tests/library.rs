@@ -318,3 +318,46 @@ fn the_readme_example_builds_and_runs() {
     let results = scenarios::results::run_all(&built);
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
 }
+
+#[test]
+fn the_memcg_structs_are_laid_out_as_the_threads_print_them() {
+    let text = scenario(r#"["memcg/stock"]"#, "", "work 1");
+    let loaded = load_str("scenarios/test.toml", &text).expect("loads");
+    let built = build_all(&loaded, BuildOptions::default()).expect("builds");
+    let memory = &built[0].config.memory;
+    let layout = |instance: &str| {
+        let def = memory.struct_of(memory.instance_index(instance).unwrap());
+        let fields: Vec<(String, u32, u32)> = def
+            .fields
+            .iter()
+            .map(|f| (f.name.clone(), f.offset_bytes, f.size_bytes))
+            .collect();
+        (fields, def.size_bytes)
+    };
+    // pahole in memcg-stock-remote-draining: 48 bytes, 4 of tail padding.
+    let (fields, size) = layout("memcg_stock");
+    let expected = [
+        ("stock_lock", 0, 4),
+        ("nr_pages", 4, 4),
+        ("cached", 8, 8),
+        ("cached_objcg", 16, 8),
+        ("cached_pgdat", 24, 8),
+        ("nr_bytes", 32, 4),
+        ("nr_slab_reclaimable_b", 36, 4),
+        ("nr_slab_unreclaimable_b", 40, 4),
+    ];
+    let expected: Vec<(String, u32, u32)> = expected
+        .iter()
+        .map(|(n, o, s)| (n.to_string(), *o, *s))
+        .collect();
+    assert_eq!((fields, size), (expected, 48));
+    // struct page_counter: 14 eight-byte fields, 112 bytes, `usage` first and
+    // `parent` last (sctp-memcg-charge-regression).
+    let (fields, size) = layout("memcg");
+    assert_eq!(size, 112);
+    assert_eq!(fields.len(), 14);
+    assert!(fields.iter().all(|(_, _, s)| *s == 8));
+    assert_eq!(fields[0].0, "usage");
+    assert_eq!(fields[4], ("max".to_string(), 32, 8));
+    assert_eq!(fields[13], ("parent".to_string(), 104, 8));
+}
