@@ -385,7 +385,16 @@ fn hbars(
         0.0
     };
     if k > 1 {
-        x1 += span * 0.3;
+        // Room at the right for the legend, so that it covers no bar: the
+        // bars end where the legend's estimated width begins.
+        let legend_w = series
+            .iter()
+            .map(|s| text_width(&s.0, 13.0))
+            .fold(0.0, f64::max)
+            + 60.0;
+        let plot_w = (area.dim_in_pixel().0 as f64 - label_area as f64 - 40.0).max(100.0);
+        let free = (0.95 - legend_w / plot_w).max(0.3);
+        x1 = x1.max(x0 + (hi - x0) / free);
     }
     let top = n * group;
     let mut c = ChartBuilder::on(area)
@@ -394,7 +403,7 @@ fn hbars(
         .x_label_area_size(50)
         .y_label_area_size(label_area)
         .set_label_area_size(LabelAreaPosition::Left, label_area)
-        .build_cartesian_2d(x0..x1, 0..top)
+        .build_cartesian_2d(x0..x1, 0..top + 2)
         .map_err(draw_err)?;
     c.configure_mesh()
         .disable_y_mesh()
@@ -454,7 +463,7 @@ fn hbars(
         }
     }
     c.draw_series(std::iter::once(PathElement::new(
-        vec![(0.0, 0), (0.0, top)],
+        vec![(0.0, 0), (0.0, top + 2)],
         BLACK.stroke_width(1),
     )))
     .map_err(draw_err)?;
