@@ -171,6 +171,11 @@ fn text_width(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.6
 }
 
+/// The width a title at 22 px needs, with a margin each side.
+fn title_width(title: &str) -> u32 {
+    text_width(title, 22.0) as u32 + 60
+}
+
 /// A number for a label: short, with k/M/G for large magnitudes.
 pub fn short_number(v: f64) -> String {
     let a = v.abs();
@@ -279,7 +284,8 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
             .fold(0.0, f64::max) as u32
             + 60
     };
-    let plot_w = 820;
+    // Wide enough for the title, which is centred over the plot.
+    let plot_w = 820.max(title_width(&chart.title) + 200);
     let height = 560.max(120 + 20 * entries.len() as u32);
     render(plot_w + legend_w, height, |root| {
         let (plot, legend) = root.split_horizontally(plot_w);
@@ -499,7 +505,7 @@ pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
     let values: Vec<f64> = chart.bars.iter().map(|b| b.value).collect();
     let label_area = label_area_for(&names);
     let height = 150 + 44 * chart.bars.len() as u32;
-    let width = (label_area + 700).max(800);
+    let width = (label_area + 700).max(800).max(title_width(&chart.title));
     let fmt = |v: f64| format!("{v:+.1}%");
     render(width, height, |root| {
         hbars(
@@ -548,7 +554,7 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     let stall = per_variant(|r| &r.stall_cycles);
     let label_area = label_area_for(&names);
     let panel = 110 + (2 * k as u32 + 2) * 9 * chart.rows.len() as u32;
-    let width = (label_area + 700).max(800);
+    let width = (label_area + 700).max(800).max(title_width(&chart.title));
     let height = 50 + 2 * panel;
     render(width, height, |root| {
         let (head, body) = root.split_vertically(50);
@@ -625,7 +631,23 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
     let row_h = 46;
     let row_gap = 10;
     let grid_w = cell * lb as i32;
-    let width = (left + grid_w + 40).max(700);
+    // The key's columns: the names as wide as the longest.
+    let name_w = chart
+        .fields
+        .iter()
+        .map(|f| text_width(&f.name, 12.0))
+        .fold(280.0, f64::max) as i32
+        + 20;
+    let cols = [
+        left - 60,
+        left - 20,
+        left - 20 + name_w,
+        left - 20 + name_w + 80,
+        left - 20 + name_w + 150,
+    ];
+    let width = (left + grid_w + 40)
+        .max(cols[4] + 80)
+        .max(title_width(&chart.title) as i32);
     let key_top = top + rows as i32 * (row_h + row_gap) + 20;
     let key_line = 18;
     let height = key_top + 70 + key_line * (chart.fields.len() as i32 + 1) + 20;
@@ -787,7 +809,6 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         )))?;
         // Field key.
         let ty = ky + 70;
-        let cols = [left - 60, left - 20, left + 280, left + 360, left + 430];
         let head = ["#", "field", "offset", "size", "traffic"];
         for (x, h) in cols.iter().zip(head) {
             d(root.draw(&Text::new(h, (*x, ty), text(12, HPos::Left))))?;

@@ -100,7 +100,9 @@ fn line_map_chart() -> LineMapChart {
         traffic,
     };
     LineMapChart {
-        title: "struct sock".into(),
+        title:
+            "struct sock, variant a-long-variant-name (machine=icelake-sp-2s,cpus=44,params.step=2)"
+                .into(),
         size: 160,
         line_bytes: 64,
         fields: vec![
@@ -110,6 +112,12 @@ fn line_map_chart() -> LineMapChart {
             f("spans_two_lines", 56, 16, 0.5),
             f("stats", 72, 48, 2.0),
             f("tail", 128, 8, 0.1),
+            f(
+                "an_even_longer_field_name_in_the_key_table_of_the_map",
+                136,
+                8,
+                0.0,
+            ),
         ],
         traffic_label: "stores + atomics + misses per iteration (count)".into(),
     }
