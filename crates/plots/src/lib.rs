@@ -770,10 +770,11 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
             text(13, HPos::Left),
         )))?;
         let bar_w = 300;
-        for s in 0..bar_w {
-            let col = heat((s + 1) as f64 / bar_w as f64);
+        // 60 steps of 5 px.
+        for s in 0..60 {
+            let col = heat((s + 1) as f64 / 60.0);
             d(root.draw(&Rectangle::new(
-                [(left + s, ky + 14), (left + s + 1, ky + 30)],
+                [(left + 5 * s, ky + 14), (left + 5 * s + 5, ky + 30)],
                 col.filled(),
             )))?;
         }
