@@ -126,6 +126,31 @@ enum Command {
         #[arg(long, default_value_t = 200, value_name = "N")]
         limit: usize,
     },
+    /// Explore every reachable state of the coherence protocol on a small
+    /// configuration and check its invariants in each.
+    CheckProtocol {
+        /// The protocol (default: all three, one after the other).
+        #[arg(long, value_parser = ["mesi", "mesif", "moesi"])]
+        protocol: Option<String>,
+        /// Private caches (one CPU each).
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        caches: u32,
+        /// Cache lines.
+        #[arg(long, default_value_t = 2, value_name = "L")]
+        lines: u32,
+        /// Distinct values a store or atomic may write.
+        #[arg(long, default_value_t = 2, value_name = "V")]
+        values: u32,
+        /// Store-buffer entries per CPU.
+        #[arg(long, default_value_t = 2, value_name = "N")]
+        buffer: u32,
+        /// Stop, without a verdict, after this many distinct states.
+        #[arg(long, default_value_t = sim_core::checker::DEFAULT_MAX_STATES, value_name = "N")]
+        max_states: u64,
+        /// On a violation, write a scenario that replays its path to this file.
+        #[arg(long, value_name = "FILE")]
+        write_scenario: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -178,6 +203,20 @@ fn main() -> ExitCode {
             variant,
             limit,
         } => trace(&file, variant.as_deref(), limit),
+        Command::CheckProtocol {
+            protocol,
+            caches,
+            lines,
+            values,
+            buffer,
+            max_states,
+            write_scenario,
+        } => check_protocol(
+            protocol.as_deref(),
+            [caches, lines, values, buffer],
+            max_states,
+            write_scenario.as_deref(),
+        ),
     }
 }
 
@@ -554,4 +593,136 @@ fn trace(file: &Path, variant: Option<&str>, limit: usize) -> ExitCode {
             ExitCode::from(EXIT_RUN_FAILED)
         }
     }
+}
+
+/// `check-protocol`: runs the exhaustive checker for one protocol or all
+/// three, prints what it explored and how long it took (host time, measured
+/// here), and any violation with its path; writes the replay scenario.
+fn check_protocol(
+    protocol: Option<&str>,
+    [caches, lines, values, buffer]: [u32; 4],
+    max_states: u64,
+    write_scenario: Option<&Path>,
+) -> ExitCode {
+    use sim_core::checker::{check, CheckConfig};
+    use sim_core::topology::Protocol;
+    let protocols = match protocol {
+        Some("mesi") => vec![Protocol::Mesi],
+        Some("mesif") => vec![Protocol::Mesif],
+        Some("moesi") => vec![Protocol::Moesi],
+        _ => vec![Protocol::Mesi, Protocol::Mesif, Protocol::Moesi],
+    };
+    for protocol in protocols {
+        let config = CheckConfig {
+            caches,
+            lines,
+            values,
+            buffer_depth: buffer,
+            max_states,
+            ..CheckConfig::new(protocol)
+        };
+        let start = std::time::Instant::now();
+        let report = match check(&config) {
+            Ok(r) => r,
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        println!(
+            "{}: {caches} caches x {lines} lines x {values} values, store buffers of {buffer}: \
+             {} states, {} transitions, depth {}, {} quiescent states, {seconds:.2} s",
+            protocol.name().to_uppercase(),
+            report.states,
+            report.transitions,
+            report.depth,
+            report.quiescent_states,
+        );
+        if let Some(v) = &report.violation {
+            print!("{v}");
+            let Some(path) = write_scenario else {
+                return ExitCode::from(EXIT_RUN_FAILED);
+            };
+            // The replay as a scenario: the checker's machine, one line per
+            // element of `lines`, one thread per cache that acts.
+            let m = config.machine();
+            let l = &m.latency;
+            let name = protocol.name();
+            let mut text = format!(
+                "# Replays the shortest path to a protocol violation found by\n\
+                 # `bounce check-protocol --protocol {name} --caches {caches} --lines {lines} \
+                 --values {values} --buffer {buffer}`.\n#\n"
+            );
+            for line in v.to_string().lines() {
+                text.push_str(&format!("# {line}\n"));
+            }
+            text.push_str(&format!(
+                "#\n# Each access is issued where it took effect in the path, \
+                 {} cycles apart, so that\n# each finds its line free (see the scripts). \
+                 Run with `bounce run --check`.\n\n\
+                 schema = 1\nname = \"check-protocol-{name}\"\n\
+                 description = \"Replay of a {} violation\"\nseed = 1\n\n\
+                 [machine]\nname = \"{}\"\nclock_mhz = {}\nsockets = {}\n\
+                 nodes_per_socket = {}\nl3_per_node = {}\ncores_per_l3 = {}\n\
+                 threads_per_core = {}\nline_size_bytes = {}\nprotocol = \"{name}\"\n\
+                 lookup = \"{}\"\nadjacent_line_prefetch = {}\nstore_buffer_entries = {}\n\n\
+                 [machine.latency]\nl1_hit_cycles = {}\nlocked_op_cycles = {}\n\
+                 smt_transfer_cycles = {}\nl3_transfer_cycles = {}\nhop_in_node_cycles = {}\n\
+                 hop_between_nodes_cycles = {}\nhop_between_sockets_cycles = {}\n\
+                 dram_cycles = {}\n\n\
+                 [run]\niterations = 1\n\n\
+                 [structs.line]\nalign = 64\nfields = [\n  {{ name = \"v\", type = \"unsigned long\" }},\n]\n\n\
+                 [instances.lines]\nstruct = \"line\"\nkind = \"global\"\ncount = {lines}\nnode = 0\n\n\
+                 [scripts]\n",
+                sim_core::checker::REPLAY_STEP_CYCLES,
+                v.invariant,
+                m.name,
+                m.clock_mhz,
+                m.sockets,
+                m.nodes_per_socket,
+                m.l3_per_node,
+                m.cores_per_l3,
+                m.threads_per_core,
+                m.line_size_bytes,
+                m.lookup.name(),
+                m.adjacent_line_prefetch,
+                m.store_buffer_entries,
+                l.l1_hit_cycles,
+                l.locked_op_cycles,
+                l.smt_transfer_cycles,
+                l.l3_transfer_cycles,
+                l.hop_in_node_cycles,
+                l.hop_between_nodes_cycles,
+                l.hop_between_sockets_cycles,
+                l.dram_cycles,
+            ));
+            let scripts = v.replay_scripts();
+            for (cpu, script) in &scripts {
+                text.push_str(&format!("cache{cpu} = \"\"\"\n{script}\"\"\"\n"));
+            }
+            for (cpu, _) in &scripts {
+                text.push_str(&format!(
+                    "\n[[threads]]\nname = \"cache{cpu}\"\ncpus = \"{cpu}\"\nscript = \"cache{cpu}\"\n"
+                ));
+            }
+            // Written whole or not at all: a temporary file renamed into place.
+            let tmp = path.with_extension("toml.partial");
+            if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)) {
+                eprintln!("error: cannot write `{}`: {e}", path.display());
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+            println!("replay scenario written to {}", path.display());
+            return ExitCode::from(EXIT_RUN_FAILED);
+        }
+        if !report.complete {
+            eprintln!(
+                "error: stopped at {} states without a verdict (raise --max-states)",
+                report.states
+            );
+            return ExitCode::from(EXIT_RUN_FAILED);
+        }
+        println!("  no violation: every invariant holds in every reachable state");
+    }
+    ExitCode::SUCCESS
 }

@@ -32,6 +32,25 @@ use crate::time::Cycle;
 use crate::topology::{Lookup, PairClass, Protocol, Topology};
 use std::fmt;
 
+/// `planted!(Bug)`: whether that deliberately broken transition is switched
+/// on. Only unit tests of this crate can switch one on (see [`planted`]); in
+/// every other build the macro is the literal `false`, and each planted
+/// bug's code is behind `#[cfg(test)]`, so the simulator compiled for users
+/// contains none of it.
+#[cfg(test)]
+macro_rules! planted {
+    ($bug:ident) => {
+        crate::coherence::planted::active(crate::coherence::planted::Bug::$bug)
+    };
+}
+#[cfg(not(test))]
+#[allow(unused_macros)]
+macro_rules! planted {
+    ($bug:ident) => {
+        false
+    };
+}
+
 /// The state of a line in one private cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum LineState {
@@ -75,7 +94,7 @@ impl fmt::Display for LineState {
 }
 
 /// What an access needs from the line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Need {
     /// A readable copy (a load).
     Read,
@@ -86,7 +105,7 @@ pub enum Need {
 const NO_THREAD: u8 = u8::MAX;
 
 /// One private cache holding a line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Holder {
     core: u32,
     state: LineState,
@@ -101,7 +120,7 @@ struct Holder {
 }
 
 /// A set of cores, as a bitmap.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 struct CoreSet {
     words: Vec<u64>,
 }
@@ -114,6 +133,9 @@ impl CoreSet {
     }
     fn insert(&mut self, core: u32) {
         self.words[(core / 64) as usize] |= 1 << (core % 64);
+    }
+    fn contains(&self, core: u32) -> bool {
+        self.words[(core / 64) as usize] & (1 << (core % 64)) != 0
     }
     fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
@@ -128,7 +150,7 @@ impl CoreSet {
 }
 
 /// One coherence unit (a line, or a line pair with the adjacent-line prefetcher).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Unit {
     home_node: u32,
     /// The home orders no new request on this line before this cycle.
@@ -148,7 +170,7 @@ struct Unit {
 }
 
 /// A request waiting at a line's home for the line to be free.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Waiter {
     pub cpu: u32,
     /// The CPU's core (whose cache the request fills).
@@ -230,7 +252,10 @@ impl AccessReport {
 }
 
 /// Every line's directory entry and cached copies.
-#[derive(Clone, Debug)]
+///
+/// `Eq` and `Hash` cover every field, so the exhaustive checker
+/// ([`crate::checker`]) can tell two protocol states apart.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Coherence {
     units: Vec<Unit>,
     protocol: Protocol,
@@ -299,7 +324,10 @@ impl Coherence {
         let thread = topology.thread_of(cpu) as u8;
         let l = &topology.spec.latency;
         let u = &mut self.units[unit];
-        if !u.waiting.is_empty() {
+        let queued = !u.waiting.is_empty();
+        #[cfg(test)]
+        let queued = queued && !planted!(HitBypassesQueue);
+        if queued {
             // A request is queued for the line: its snoop arrives before this
             // core may use the line again, so this access queues too.
             return None;
@@ -324,6 +352,11 @@ impl Coherence {
             holder.last_writer_thread = thread;
             u.version += 1;
             holder.version = u.version;
+            #[cfg(test)]
+            if planted!(WriteHitKeepsVersion) {
+                u.version -= 1;
+                holder.version = u.version;
+            }
         } else if sibling_wrote {
             holder.last_writer_thread = NO_THREAD;
         }
@@ -408,7 +441,10 @@ impl Coherence {
         pick: &mut dyn FnMut(usize) -> usize,
     ) -> Result<Option<(Waiter, AccessReport)>, SimError> {
         let u = &mut self.units[unit];
-        if u.waiting.is_empty() || u.busy_until > now {
+        let busy = u.busy_until > now;
+        #[cfg(test)]
+        let busy = busy && !planted!(ServeWhileBusy);
+        if u.waiting.is_empty() || busy {
             return Ok(None);
         }
         // A waiter whose core already holds the line only queued behind a
@@ -420,9 +456,17 @@ impl Coherence {
         // holder's re-access; only holders waiting means the drawn one.
         let chosen = (0..n)
             .map(|step| (drawn + step) % n)
-            .find(|&k| !holds(&u.waiting[k]))
-            .unwrap_or(drawn);
+            .find(|&k| !holds(&u.waiting[k]));
+        #[cfg(test)]
+        if chosen.is_none() && planted!(HoldersNeverServed) {
+            return Ok(None);
+        }
+        let chosen = chosen.unwrap_or(drawn);
         let waiter = u.waiting.swap_remove(chosen);
+        #[cfg(test)]
+        if waiter.need == Need::Read && planted!(ServeDropsRead) {
+            return Ok(None);
+        }
         let report = match self.try_hit_for_waiter(topology, now, &waiter, unit) {
             Some(r) => r,
             None => self.transaction(
@@ -509,6 +553,11 @@ impl Coherence {
             .iter()
             .find(|h| h.core != core && h.state.supplies_data())
             .map(|h| (h.core, h.state));
+        #[cfg(test)]
+        let supplier = match supplier {
+            Some((_, LineState::Owned)) if planted!(OwnedNotSupplier) => None,
+            other => other,
+        };
         let needs_data = !have_data;
         let data_from_cache = needs_data && supplier.is_some();
 
@@ -589,6 +638,8 @@ impl Coherence {
         let requester_after;
         match need {
             Need::Write => {
+                #[cfg(test)]
+                let spared: Vec<Holder> = planted::spared_on_write(&u.holders, core, have_data);
                 for h in u.holders.iter().filter(|h| h.core != core) {
                     others.push(StateChange {
                         core: h.core,
@@ -598,6 +649,11 @@ impl Coherence {
                     invalidations += 1;
                 }
                 u.holders.retain(|h| h.core == core);
+                #[cfg(test)]
+                for h in spared {
+                    let at = u.holders.partition_point(|k| k.core < h.core);
+                    u.holders.insert(at, h);
+                }
                 u.version += 1;
                 requester_after = LineState::Modified;
             }
@@ -616,6 +672,18 @@ impl Coherence {
                             // for the line: M writes back and both share.
                             _ => LineState::Shared,
                         };
+                        #[cfg(test)]
+                        let after = match (protocol, before) {
+                            (Protocol::Moesi, LineState::Modified)
+                                if planted!(MoesiModifiedToShared) =>
+                            {
+                                LineState::Shared
+                            }
+                            (_, LineState::Forward) if planted!(MesifKeepsForward) => {
+                                LineState::Forward
+                            }
+                            _ => after,
+                        };
                         if after != before {
                             h.state = after;
                             others.push(StateChange {
@@ -631,6 +699,14 @@ impl Coherence {
                         // The newest sharer becomes the forwarder.
                         new_state = LineState::Forward;
                     }
+                }
+                #[cfg(test)]
+                if planted!(ExclusiveDespiteSharers)
+                    && u.holders
+                        .iter()
+                        .all(|h| h.core == core || h.state == LineState::Shared)
+                {
+                    new_state = LineState::Exclusive;
                 }
                 requester_after = new_state;
             }
@@ -652,12 +728,25 @@ impl Coherence {
             Err(i) => u.holders.insert(i, holder),
         }
         // Directory follows the caches.
+        #[cfg(test)]
+        let previous_owner = u.dir_owner;
         u.dir_sharers.clear();
         u.dir_owner = None;
         for h in &u.holders {
             u.dir_sharers.insert(h.core);
             if h.state.supplies_data() {
                 u.dir_owner = Some(h.core);
+            }
+        }
+        #[cfg(test)]
+        {
+            if planted!(DirectoryKeepsOwner) && u.dir_owner.is_none() {
+                u.dir_owner = previous_owner;
+            }
+            if planted!(DirectoryMissesRequester) && requester_before == LineState::Invalid {
+                let kept: Vec<u32> = u.dir_sharers.iter().filter(|&c| c != core).collect();
+                u.dir_sharers.clear();
+                kept.into_iter().for_each(|c| u.dir_sharers.insert(c));
             }
         }
         u.busy_until = done;
@@ -777,6 +866,264 @@ impl Coherence {
     pub(crate) fn corrupt_version_for_test(&mut self, unit: usize) {
         if let Some(h) = self.units[unit].holders.first_mut() {
             h.version = h.version.wrapping_add(7);
+        }
+    }
+}
+
+/// Support for the exhaustive checker ([`crate::checker`]): read access to
+/// the protocol state, and the abstraction of time that keeps the checker's
+/// state space finite. None of it is used by the engine.
+impl Coherence {
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// The line's write count: its position in coherence order.
+    pub fn version(&self, unit: usize) -> u64 {
+        self.units[unit].version
+    }
+
+    /// The caches holding the line and their states, by core.
+    pub fn holders(&self, unit: usize) -> impl ExactSizeIterator<Item = (u32, LineState)> + '_ {
+        self.units[unit].holders.iter().map(|h| (h.core, h.state))
+    }
+
+    /// Requests waiting for the line, in queue order.
+    pub fn waiters(&self, unit: usize) -> &[Waiter] {
+        &self.units[unit].waiting
+    }
+
+    /// Forgets time after a step taken at `now`: a line still busy (a
+    /// transaction in flight or a lock held) stays busy until `now + 1`,
+    /// every other time (the lock's end too) becomes `now`; waiters are put in (cpu, tag) order
+    /// (the home's choice among them does not depend on their order, and the
+    /// checker tries every choice); write counts are counted from the line's
+    /// current one. With one thread per core, which thread wrote a line last
+    /// cannot matter and is forgotten too. What is left is the state that
+    /// decides what the protocol can do next.
+    pub(crate) fn abstract_time(&mut self, now: Cycle, one_thread_per_core: bool) {
+        for u in &mut self.units {
+            u.busy_until = if u.busy_until > now { now + 1 } else { now };
+            // The lock only delays hits (times); the line stays busy for it.
+            u.locked_until = now;
+            let base = u.version;
+            u.version = 0;
+            for h in &mut u.holders {
+                h.ready_at = now;
+                h.version = h.version.wrapping_sub(base);
+                if one_thread_per_core {
+                    h.last_writer_thread = NO_THREAD;
+                }
+            }
+            for w in &mut u.waiting {
+                w.issued = now;
+            }
+            u.waiting.sort_unstable_by_key(|w| (w.cpu, w.tag));
+        }
+    }
+
+    /// Becomes a copy of `other` (a state of the same configuration),
+    /// reusing this one's allocations.
+    pub(crate) fn copy_from(&mut self, other: &Coherence) {
+        self.units.truncate(other.units.len());
+        for (u, o) in self.units.iter_mut().zip(&other.units) {
+            u.home_node = o.home_node;
+            u.busy_until = o.busy_until;
+            u.locked_until = o.locked_until;
+            u.version = o.version;
+            u.dir_owner = o.dir_owner;
+            u.dir_sharers.words.clone_from(&o.dir_sharers.words);
+            u.holders.clone_from(&o.holders);
+            u.waiting.clone_from(&o.waiting);
+        }
+        let have = self.units.len();
+        self.units.extend(other.units[have..].iter().cloned());
+        self.protocol = other.protocol;
+        self.lookup = other.lookup;
+        self.check_invariants = other.check_invariants;
+        self.unit_bytes = other.unit_bytes;
+    }
+
+    /// Lets the line's transaction (or lock) end, at `now`.
+    pub(crate) fn end_busy(&mut self, unit: usize, now: Cycle) {
+        let u = &mut self.units[unit];
+        u.busy_until = now;
+        u.locked_until = now;
+    }
+
+    /// Appends an exact encoding of every field that changes (the ones fixed
+    /// at construction are left out), under a renaming of cores, CPUs,
+    /// waiter tags and lines: equal encodings, states equal up to that
+    /// renaming. The checker takes the least encoding over the renamings
+    /// that map the configuration onto itself (symmetry reduction).
+    pub(crate) fn encode(&self, renaming: &Renaming<'_>, out: &mut Vec<u8>) {
+        let core = |c: u32| renaming.cores[c as usize];
+        let key = |w: &Waiter| (renaming.cpus[w.cpu as usize], (renaming.tags)(w.tag));
+        for &unit in renaming.units {
+            let u = &self.units[unit];
+            put_varint(out, u.busy_until.0);
+            put_varint(out, u.locked_until.0);
+            put_varint(out, u.version);
+            put_varint(out, u.dir_owner.map_or(0, |c| core(c) as u64 + 1));
+            // Sharers and holders in the new core order.
+            for &old in renaming.core_at {
+                out.push(u.dir_sharers.contains(old) as u8);
+            }
+            put_varint(out, u.holders.len() as u64);
+            for &old in renaming.core_at {
+                if let Ok(i) = u.holders.binary_search_by_key(&old, |h| h.core) {
+                    let h = &u.holders[i];
+                    put_varint(out, core(h.core) as u64);
+                    out.push(h.state as u8);
+                    put_varint(out, h.ready_at.0);
+                    put_varint(out, h.version);
+                    out.push(h.last_writer_thread);
+                }
+            }
+            // Waiters in (new CPU, new tag) order, picked one key at a time
+            // (there are few) rather than sorted.
+            put_varint(out, u.waiting.len() as u64);
+            let mut last: Option<(u32, u32)> = None;
+            let mut emitted = 0;
+            while emitted < u.waiting.len() {
+                let mut least: Option<(u32, u32)> = None;
+                for w in &u.waiting {
+                    let k = key(w);
+                    if last.is_none_or(|l| k > l) && least.is_none_or(|m| k < m) {
+                        least = Some(k);
+                    }
+                }
+                for w in &u.waiting {
+                    if Some(key(w)) != least {
+                        continue;
+                    }
+                    let (cpu, tag) = key(w);
+                    put_varint(out, cpu as u64);
+                    put_varint(out, core(w.core) as u64);
+                    out.push(w.need as u8);
+                    put_varint(out, w.hold_cycles);
+                    put_varint(out, w.issued.0);
+                    put_varint(out, tag as u64);
+                    emitted += 1;
+                }
+                last = least;
+            }
+        }
+    }
+}
+
+/// A renaming for [`Coherence::encode`]: `cores[c]` and `cpus[c]` are the
+/// new numbers of core and CPU `c`, `core_at[n]` the old core numbered `n`,
+/// `tags` renames the engine's tags, and `units` lists the old unit numbers
+/// in their new order. Every core is renamed (a permutation).
+pub(crate) struct Renaming<'a> {
+    pub cores: &'a [u32],
+    pub core_at: &'a [u32],
+    pub cpus: &'a [u32],
+    pub tags: &'a dyn Fn(u32) -> u32,
+    pub units: &'a [usize],
+}
+
+/// LEB128: seven bits a byte, low first, high bit set on all but the last.
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Deliberately broken transitions, compiled only into this crate's unit
+/// tests: the exhaustive checker must catch every one (see the tests of
+/// [`crate::checker`]). One bug at a time is switched on, per test thread.
+#[cfg(test)]
+pub(crate) mod planted {
+    use super::{Holder, LineState};
+    use std::cell::Cell;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Bug {
+        /// A write miss that finds several other copies leaves the last one valid.
+        WriteSparesOneSharer,
+        /// An upgrade (the writer already has the data) leaves the other
+        /// Shared copies valid.
+        UpgradeKeepsSharers,
+        /// MOESI: a read of a Modified line leaves it Shared instead of
+        /// Owned, without a writeback: the dirty data has no owner.
+        MoesiModifiedToShared,
+        /// MESIF: the old forwarder stays F when a new reader becomes F.
+        MesifKeepsForward,
+        /// A read is granted Exclusive while other Shared copies exist.
+        ExclusiveDespiteSharers,
+        /// MOESI: an Owned copy is not asked for the data; memory answers.
+        OwnedNotSupplier,
+        /// A write hit does not advance the line's write count.
+        WriteHitKeepsVersion,
+        /// The directory does not add a requester that had no copy.
+        DirectoryMissesRequester,
+        /// The directory keeps the old owner when no cache answers any more.
+        DirectoryKeepsOwner,
+        /// The home serves a waiter while the line's transaction is in flight.
+        ServeWhileBusy,
+        /// A core hits in its cache while another core's request waits.
+        HitBypassesQueue,
+        /// When only holders' re-accesses wait, the home serves none of them.
+        HoldersNeverServed,
+        /// The home takes a waiting read off the queue and never answers it.
+        ServeDropsRead,
+    }
+
+    impl Bug {
+        pub(crate) const ALL: [Bug; 13] = [
+            Bug::WriteSparesOneSharer,
+            Bug::UpgradeKeepsSharers,
+            Bug::MoesiModifiedToShared,
+            Bug::MesifKeepsForward,
+            Bug::ExclusiveDespiteSharers,
+            Bug::OwnedNotSupplier,
+            Bug::WriteHitKeepsVersion,
+            Bug::DirectoryMissesRequester,
+            Bug::DirectoryKeepsOwner,
+            Bug::ServeWhileBusy,
+            Bug::HitBypassesQueue,
+            Bug::HoldersNeverServed,
+            Bug::ServeDropsRead,
+        ];
+    }
+
+    thread_local! {
+        static ACTIVE: Cell<Option<Bug>> = const { Cell::new(None) };
+    }
+
+    pub(crate) fn active(bug: Bug) -> bool {
+        ACTIVE.with(|a| a.get() == Some(bug))
+    }
+
+    /// Runs `f` with `bug` switched on in this thread.
+    pub(crate) fn with<R>(bug: Bug, f: impl FnOnce() -> R) -> R {
+        struct Off;
+        impl Drop for Off {
+            fn drop(&mut self) {
+                ACTIVE.with(|a| a.set(None));
+            }
+        }
+        ACTIVE.with(|a| a.set(Some(bug)));
+        let _off = Off;
+        f()
+    }
+
+    /// The other copies a broken write leaves valid.
+    pub(super) fn spared_on_write(holders: &[Holder], core: u32, have_data: bool) -> Vec<Holder> {
+        let others: Vec<Holder> = holders.iter().filter(|h| h.core != core).copied().collect();
+        if active(Bug::WriteSparesOneSharer) && !have_data && others.len() >= 2 {
+            others.last().copied().into_iter().collect()
+        } else if active(Bug::UpgradeKeepsSharers) && have_data {
+            others
+                .into_iter()
+                .filter(|h| h.state == LineState::Shared)
+                .collect()
+        } else {
+            Vec::new()
         }
     }
 }

@@ -19,6 +19,7 @@
 //!   states ([`SimError::ProtocolViolation`]); bad input never reaches here
 //!   unvalidated, but where it could, it is an error, not a panic.
 
+pub mod checker;
 pub mod coherence;
 pub mod engine;
 pub mod error;
