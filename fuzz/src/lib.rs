@@ -1,0 +1,230 @@
+//! The fuzz harness, shared by the cargo-fuzz targets (fuzz_targets/) and
+//! the stable tests that replay the corpus and generate scenarios
+//! (crates/scenarios/tests/fuzz_*.rs include this file by path).
+//!
+//! Each function takes arbitrary bytes and goes as far as they allow:
+//! parse, compile or build, then run briefly with the invariants checked.
+//! An error is a fine answer; a panic, a hang, an unbounded allocation or a
+//! protocol violation is a bug.
+
+use models::layout::{build_memory, FieldSpec, FieldType, InstanceSpec, StructSpec};
+use scenarios::build::{build_all, BuildOptions};
+use sim_core::engine::{run, SimConfig, StopRule, ThreadSpec};
+use sim_core::memory::InstanceKind;
+use sim_core::probe::NoProbe;
+use sim_core::script::compile::{compile, ProcedureSource, ScriptSource};
+use sim_core::script::parse::parse_block;
+use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use sim_core::SimError;
+
+/// Inputs longer than this are not tried. The loader itself takes any
+/// size, and a large script costs some 40 bytes of syntax tree per byte of
+/// text before the compiler's operation limit rejects it; a fuzzer is kept
+/// to inputs a person could write.
+pub const MAX_INPUT_BYTES: usize = 64 * 1024;
+/// Budgets of the runs the harness makes, whatever the input asks for.
+pub const RUN_MAX_CYCLES: u64 = 200_000;
+pub const RUN_MAX_EVENTS: u64 = 20_000;
+
+/// How far an input went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Outcome {
+    /// Longer than [`MAX_INPUT_BYTES`].
+    TooLarge,
+    NotUtf8,
+    /// Refused by the parser (TOML, schema or script syntax).
+    Rejected,
+    /// Parsed, refused when compiled or built.
+    NotBuilt,
+    /// Built and run: every run finished or stopped at a budget or a
+    /// script failure.
+    Ran,
+}
+
+/// A bug the harness found without a panic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding(pub String);
+
+/// A scenario file: `scenarios::load_str`, `scenarios::build::build_all`,
+/// then every variant run with small budgets and the invariants checked.
+pub fn scenario(data: &[u8]) -> Result<Outcome, Finding> {
+    if data.len() > MAX_INPUT_BYTES {
+        return Ok(Outcome::TooLarge);
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Ok(Outcome::NotUtf8);
+    };
+    let loaded = match scenarios::load_str("fuzz.toml", text) {
+        Ok(l) => l,
+        Err(e) => {
+            // Rendering points into the text: it must not panic either.
+            let _ = e.to_string();
+            return Ok(Outcome::Rejected);
+        }
+    };
+    let options = BuildOptions {
+        check_invariants: true,
+        max_events: RUN_MAX_EVENTS,
+    };
+    let built = match build_all(&loaded, options) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = e.to_string();
+            return Ok(Outcome::NotBuilt);
+        }
+    };
+    for variant in built {
+        run_briefly(variant.config)?;
+    }
+    Ok(Outcome::Ran)
+}
+
+/// A script: parsed, compiled against [`small_layout`] (with a parameter
+/// `N` and a procedure `bump(p)`), and run by two CPUs with small budgets.
+pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
+    if data.len() > MAX_INPUT_BYTES {
+        return Ok(Outcome::TooLarge);
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Ok(Outcome::NotUtf8);
+    };
+    let body = match parse_block(text) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = e.to_string();
+            return Ok(Outcome::Rejected);
+        }
+    };
+    let topology = Topology::new(small_machine()).expect("a valid machine");
+    let memory = build_memory(&topology, &small_structs(), &small_instances()).expect("a layout");
+    let procedure = ProcedureSource {
+        name: "bump".into(),
+        params: vec!["p".into()],
+        body: parse_block("fetch_add(*p, 1)\nreturn *p").expect("the procedure parses"),
+    };
+    let program = match compile(
+        &memory,
+        &[("N".to_string(), 4)],
+        &[procedure],
+        &[ScriptSource {
+            name: "fuzz".into(),
+            body,
+        }],
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = e.to_string();
+            return Ok(Outcome::NotBuilt);
+        }
+    };
+    let config = SimConfig {
+        topology,
+        memory,
+        program,
+        threads: [0, 5]
+            .iter()
+            .enumerate()
+            .map(|(tid, &cpu)| ThreadSpec {
+                cpu,
+                script: 0,
+                tid: tid as u32,
+                group_size: 2,
+            })
+            .collect(),
+        stop: StopRule::Iterations(3),
+        warmup_iterations: 1,
+        max_cycles: RUN_MAX_CYCLES,
+        max_events: RUN_MAX_EVENTS,
+        seed: 1,
+        check_invariants: true,
+    };
+    run_briefly(config)?;
+    Ok(Outcome::Ran)
+}
+
+/// Runs with the budgets clamped; a protocol violation is a finding.
+fn run_briefly(mut config: SimConfig) -> Result<(), Finding> {
+    config.max_cycles = config.max_cycles.min(RUN_MAX_CYCLES);
+    config.max_events = config.max_events.min(RUN_MAX_EVENTS);
+    if let StopRule::Cycles(c) = config.stop {
+        config.stop = StopRule::Cycles(c.min(RUN_MAX_CYCLES));
+    }
+    config.check_invariants = true;
+    match run(&config, &mut NoProbe) {
+        Err(e @ SimError::ProtocolViolation { .. }) => Err(Finding(e.to_string())),
+        Err(e) => {
+            let _ = e.to_string();
+            Ok(())
+        }
+        Ok(_) => Ok(()),
+    }
+}
+
+/// 1 socket, 2 nodes of one L3 domain, 2 cores each, 2 threads: CPUs 0-3
+/// are the cores' first threads, 4-7 their siblings; MESIF.
+pub fn small_machine() -> MachineSpec {
+    MachineSpec {
+        name: "fuzz".into(),
+        clock_mhz: 2000,
+        sockets: 1,
+        nodes_per_socket: 2,
+        l3_per_node: 1,
+        cores_per_l3: 2,
+        threads_per_core: 2,
+        line_size_bytes: 64,
+        protocol: Protocol::Mesif,
+        lookup: Lookup::Local,
+        adjacent_line_prefetch: true,
+        store_buffer_entries: 4,
+        latency: LatencySpec {
+            l1_hit_cycles: 4,
+            locked_op_cycles: 20,
+            smt_transfer_cycles: 7,
+            l3_transfer_cycles: 60,
+            hop_in_node_cycles: 30,
+            hop_between_nodes_cycles: 50,
+            hop_between_sockets_cycles: 110,
+            dram_cycles: 150,
+        },
+    }
+}
+
+/// `struct s { u64 a; u32 b; u8 c; u64 arr[4]; u32 lock; }`.
+pub fn small_structs() -> Vec<StructSpec> {
+    let field = |name: &str, ty: &str, count: u32| FieldSpec {
+        name: name.into(),
+        ty: FieldType::Named(ty.into()),
+        count,
+        align: None,
+        offset: None,
+    };
+    vec![StructSpec {
+        name: "s".into(),
+        align: None,
+        fields: vec![
+            field("a", "u64", 1),
+            field("b", "u32", 1),
+            field("c", "u8", 1),
+            field("arr", "u64", 4),
+            field("lock", "u32", 1),
+        ],
+    }]
+}
+
+/// `g` (one global `s`), `many` (four), `pc` (per CPU), `pn` (per node).
+pub fn small_instances() -> Vec<InstanceSpec> {
+    let instance = |name: &str, kind: InstanceKind, count: u32| InstanceSpec {
+        name: name.into(),
+        struct_name: "s".into(),
+        kind,
+        node: 0,
+        count,
+        shared_aligned: false,
+    };
+    vec![
+        instance("g", InstanceKind::Global, 1),
+        instance("many", InstanceKind::Global, 4),
+        instance("pc", InstanceKind::PerCpu, 1),
+        instance("pn", InstanceKind::PerNode, 1),
+    ]
+}
