@@ -153,9 +153,39 @@ struct Cpu {
     rng: ChaCha8Rng,
 }
 
+/// How the engine goes about a run; no option changes any result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Let a CPU run ahead of the event queue: through operations that touch
+    /// only its registers, and through accesses to places no other CPU can
+    /// reach. Off, every operation goes through `step` and every access
+    /// waits for its turn in global time order (the plain event-by-event
+    /// path, which the tests compare the fast one against).
+    pub fast_path: bool,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions { fast_path: true }
+    }
+}
+
 /// Runs a configuration to its end.
 pub fn run(config: &SimConfig, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+    run_with(config, probe, EngineOptions::default())
+}
+
+/// Runs a configuration to its end with the given engine options.
+pub fn run_with(
+    config: &SimConfig,
+    probe: &mut dyn Probe,
+    options: EngineOptions,
+) -> Result<RunOutcome, SimError> {
     let mut sim = Simulation::new(config);
+    if !options.fast_path {
+        sim.run_local_ops = false;
+        sim.private_place.iter_mut().for_each(|p| *p = false);
+    }
     sim.run(probe)
 }
 
@@ -183,6 +213,8 @@ struct Simulation<'c> {
     private_place: Vec<bool>,
     /// Code of every script, then every procedure, indexed by `Frame::code`.
     code_ops: Vec<&'c [Op]>,
+    /// Run register-only operations in a tight loop ahead of `step`.
+    run_local_ops: bool,
 }
 
 /// Which places can only ever reach lines of the running CPU: fields of a
@@ -309,6 +341,7 @@ impl<'c> Simulation<'c> {
                 .chain(&config.program.procedures)
                 .map(|c| c.ops.as_slice())
                 .collect(),
+            run_local_ops: true,
             arbitration: {
                 // Its own stream, apart from every CPU's.
                 let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
@@ -456,8 +489,10 @@ impl<'c> Simulation<'c> {
             } else if now > self.config.max_cycles {
                 return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
             }
-            let code = self.cpus[i].frame.code as usize;
-            run_local_ops(&mut self.cpus[i], self.code_ops[code]);
+            if self.run_local_ops {
+                let code = self.cpus[i].frame.code as usize;
+                run_local_ops(&mut self.cpus[i], self.code_ops[code]);
+            }
             // Only accesses that another CPU could also reach must wait for
             // their turn; everything else runs ahead.
             let op = self.current_op(i);
