@@ -7,7 +7,7 @@
 //! An error is a fine answer; a panic, a hang, an unbounded allocation or a
 //! protocol violation is a bug.
 
-use models::layout::{build_memory, FieldSpec, FieldType, InstanceSpec, StructSpec};
+use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use scenarios::build::{build_all, BuildOptions};
 use sim_core::engine::{run, SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
@@ -192,15 +192,13 @@ pub fn small_machine() -> MachineSpec {
 /// `struct s { u64 a; u32 b; u8 c; u64 arr[4]; u32 lock; }`.
 pub fn small_structs() -> Vec<StructSpec> {
     let field = |name: &str, ty: &str, count: u32| FieldSpec {
-        name: name.into(),
-        ty: FieldType::Named(ty.into()),
         count,
-        align: None,
-        offset: None,
+        ..FieldSpec::named(name, ty)
     };
     vec![StructSpec {
         name: "s".into(),
         align: None,
+        is_union: false,
         fields: vec![
             field("a", "u64", 1),
             field("b", "u32", 1),

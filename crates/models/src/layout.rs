@@ -83,10 +83,20 @@ pub const C_TYPE_NAMES: &[&str] = &[
 /// How a field's size is given.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FieldType {
-    /// A C type name, resolved by [`c_type`].
+    /// A C type name, resolved by [`c_type`], or a struct or union of the
+    /// same set (`struct page_counter`, `union u`, or the bare name when it
+    /// is no C type).
     Named(String),
     /// Raw bytes (padding, or a type the table does not know).
     Bytes(u32),
+}
+
+/// A bitfield's place inside its storage unit (pahole's `/* off: bit size */`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BitField {
+    /// Bits from the start of the storage unit.
+    pub bit_offset: u32,
+    pub bits: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,12 +106,35 @@ pub struct FieldSpec {
     pub count: u32,
     pub align: Option<u32>,
     pub offset: Option<u32>,
+    /// A struct or union member without a name of its own (C11 anonymous
+    /// members): its members are named as if they were the parent's.
+    pub anonymous: bool,
+    /// A bitfield: the field is its storage unit (`ty`), shared with the
+    /// bitfields next to it, so it may overlap them.
+    pub bit_field: Option<BitField>,
+}
+
+impl FieldSpec {
+    /// A field of a named type, laid out by the C rules.
+    pub fn named(name: &str, ty: &str) -> FieldSpec {
+        FieldSpec {
+            name: name.to_string(),
+            ty: FieldType::Named(ty.to_string()),
+            count: 1,
+            align: None,
+            offset: None,
+            anonymous: false,
+            bit_field: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StructSpec {
     pub name: String,
     pub align: Option<u32>,
+    /// A union: every member at offset 0, the size that of the largest.
+    pub is_union: bool,
     pub fields: Vec<FieldSpec>,
 }
 
@@ -148,105 +181,397 @@ impl std::error::Error for LayoutError {}
 pub const MAX_STRUCT_BYTES: u64 = 1 << 20;
 pub const MAX_MEMORY_BYTES: u64 = 256 << 20;
 pub const MAX_INSTANCE_COUNT: u32 = 1 << 16;
+/// Deepest nesting of structs in structs.
+pub const MAX_NESTING_DEPTH: usize = 32;
 
 fn round_up(value: u64, align: u64) -> u64 {
     value.div_ceil(align) * align
 }
 
-/// Lays out one struct by C rules.
-pub fn layout_struct(spec: &StructSpec) -> Result<StructDef, LayoutError> {
+/// One member of a laid-out struct, as pahole lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaidOutField {
+    pub name: String,
+    /// The type as written (`unsigned long`, `struct page_counter`), or
+    /// `N bytes` for an opaque field.
+    pub type_name: String,
+    pub offset_bytes: u32,
+    /// Size of one element.
+    pub size_bytes: u32,
+    pub count: u32,
+    pub align_bytes: u32,
+    pub anonymous: bool,
+    pub bit_field: Option<BitField>,
+    /// The struct or union this member is, laid out.
+    pub nested: Option<Box<LaidOutStruct>>,
+}
+
+impl LaidOutField {
+    pub fn total_bytes(&self) -> u32 {
+        self.size_bytes * self.count
+    }
+}
+
+/// A struct or union laid out by C rules, nesting kept.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaidOutStruct {
+    pub name: String,
+    pub is_union: bool,
+    pub size_bytes: u32,
+    pub align_bytes: u32,
+    pub fields: Vec<LaidOutField>,
+}
+
+/// How a named field type resolves.
+enum Resolved {
+    Scalar(u32, u32),
+    Struct(usize),
+}
+
+/// Finds a field type: a pointer, a struct or union of the set when it is
+/// written `struct NAME`/`union NAME` (or is a bare name that is no C type),
+/// or a C type.
+fn resolve_type(name: &str, specs: &[StructSpec]) -> Result<Resolved, String> {
+    let name = name.trim();
+    if name.ends_with('*') {
+        return Ok(Resolved::Scalar(8, 8));
+    }
+    let (tag, bare) = if let Some(rest) = name.strip_prefix("struct ") {
+        (Some(false), rest.trim())
+    } else if let Some(rest) = name.strip_prefix("union ") {
+        (Some(true), rest.trim())
+    } else {
+        (None, name)
+    };
+    let declared = specs.iter().position(|s| s.name == bare);
+    if tag.is_none() {
+        if let Some((size, align)) = c_type(name) {
+            return Ok(Resolved::Scalar(size, align));
+        }
+    }
+    match (declared, tag) {
+        (Some(i), Some(is_union)) if specs[i].is_union != is_union => Err(format!(
+            "`{bare}` is declared as a {}, not a {}",
+            if specs[i].is_union { "union" } else { "struct" },
+            if is_union { "union" } else { "struct" }
+        )),
+        (Some(i), _) => Ok(Resolved::Struct(i)),
+        (None, _) => match c_type(name) {
+            Some((size, align)) => Ok(Resolved::Scalar(size, align)),
+            None => Err(format!(
+                "unknown C type `{name}`; give `size` (and `align`) in bytes instead, \
+                 or declare the struct in `[structs]`"
+            )),
+        },
+    }
+}
+
+/// Lays out a set of structs and unions, which may contain each other, by C
+/// rules; the result is in the order of `specs`.
+pub fn layout_structs(specs: &[StructSpec]) -> Result<Vec<LaidOutStruct>, LayoutError> {
+    let mut done: Vec<Option<LaidOutStruct>> = vec![None; specs.len()];
+    let mut stack = Vec::new();
+    for i in 0..specs.len() {
+        lay_out(i, specs, &mut done, &mut stack)?;
+    }
+    Ok(done.into_iter().flatten().collect())
+}
+
+fn lay_out(
+    index: usize,
+    specs: &[StructSpec],
+    done: &mut Vec<Option<LaidOutStruct>>,
+    stack: &mut Vec<usize>,
+) -> Result<(), LayoutError> {
+    if done[index].is_some() {
+        return Ok(());
+    }
+    let spec = &specs[index];
     let err = |field: Option<&str>, key: &'static str, message: String| LayoutError {
         owner: spec.name.clone(),
         field: field.map(str::to_string),
         key,
         message,
     };
+    stack.push(index);
     let mut offset: u64 = 0;
+    let mut size: u64 = 0;
+    // Where the last ordinary (non-bitfield) member ends: bitfields may share
+    // a storage unit, nothing else may overlap.
+    let mut solid_end: u64 = 0;
     let mut struct_align: u64 = 1;
     let mut fields = Vec::new();
     for f in &spec.fields {
-        let (size, natural_align) = match &f.ty {
-            FieldType::Named(name) => match c_type(name) {
-                Some(t) => t,
-                None => {
-                    return Err(err(
-                        Some(&f.name),
-                        "type",
-                        format!(
-                            "unknown C type `{name}`; give `size` (and `align`) in bytes instead"
-                        ),
-                    ))
+        let (elem_size, natural_align, type_name, nested) = match &f.ty {
+            FieldType::Named(name) => match resolve_type(name, specs) {
+                Ok(Resolved::Scalar(size, align)) => (size, align, name.trim().to_string(), None),
+                Ok(Resolved::Struct(inner)) => {
+                    if let Some(at) = stack.iter().position(|&s| s == inner) {
+                        let mut cycle: Vec<&str> = stack[at..]
+                            .iter()
+                            .map(|&s| specs[s].name.as_str())
+                            .collect();
+                        cycle.push(&specs[inner].name);
+                        stack.pop();
+                        return Err(err(
+                            Some(&f.name),
+                            "type",
+                            format!(
+                                "`{}` contains itself ({}); a struct can hold a pointer to \
+                                 itself (`struct {} *`), not itself",
+                                specs[inner].name,
+                                cycle.join(" -> "),
+                                specs[inner].name
+                            ),
+                        ));
+                    }
+                    if stack.len() >= MAX_NESTING_DEPTH {
+                        stack.pop();
+                        return Err(err(
+                            Some(&f.name),
+                            "type",
+                            format!("structs nest more than {MAX_NESTING_DEPTH} deep"),
+                        ));
+                    }
+                    if let Err(e) = lay_out(inner, specs, done, stack) {
+                        stack.pop();
+                        return Err(e);
+                    }
+                    let def = done[inner].clone().expect("laid out above");
+                    let type_name = format!(
+                        "{} {}",
+                        if def.is_union { "union" } else { "struct" },
+                        def.name
+                    );
+                    (
+                        def.size_bytes,
+                        def.align_bytes,
+                        type_name,
+                        Some(Box::new(def)),
+                    )
+                }
+                Err(message) => {
+                    stack.pop();
+                    return Err(err(Some(&f.name), "type", message));
                 }
             },
             FieldType::Bytes(size) => {
                 // Raw bytes align like the largest power of two that divides
                 // them, up to 8, as a member of that size would.
                 let natural = (*size).max(1);
-                (*size, (1u32 << natural.trailing_zeros()).min(8))
+                (
+                    *size,
+                    (1u32 << natural.trailing_zeros()).min(8),
+                    format!("{size} bytes"),
+                    None,
+                )
             }
         };
+        let fail = |key: &'static str, message: String| err(Some(&f.name), key, message);
+        let check = || -> Result<(), LayoutError> {
+            if f.anonymous && nested.is_none() {
+                return Err(fail(
+                    "anonymous",
+                    "only a struct or union member can be anonymous".into(),
+                ));
+            }
+            if f.anonymous && f.count != 1 {
+                return Err(fail(
+                    "count",
+                    "an anonymous member cannot be an array".into(),
+                ));
+            }
+            Ok(())
+        };
+        if let Err(e) = check() {
+            stack.pop();
+            return Err(e);
+        }
         let align = f.align.unwrap_or(natural_align) as u64;
         if !align.is_power_of_two() {
-            return Err(err(
-                Some(&f.name),
-                "align",
-                format!("{align} is not a power of two"),
-            ));
+            stack.pop();
+            return Err(fail("align", format!("{align} is not a power of two")));
         }
         if f.count == 0 || f.count > MAX_INSTANCE_COUNT {
-            return Err(err(
-                Some(&f.name),
+            stack.pop();
+            return Err(fail(
                 "count",
                 format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", f.count),
             ));
         }
-        let start = match f.offset {
-            Some(explicit) => {
-                let explicit = explicit as u64;
-                if explicit < offset {
-                    return Err(err(
-                        Some(&f.name),
+        let start = if spec.is_union {
+            match f.offset {
+                Some(0) | None => 0,
+                Some(other) => {
+                    stack.pop();
+                    return Err(fail(
                         "offset",
-                        format!(
-                            "offset {explicit} overlaps the previous field, which ends at {offset}; \
-                             offsets must increase in field order"
-                        ),
+                        format!("offset {other} in a union, whose members all start at 0"),
                     ));
                 }
-                explicit
             }
-            None => round_up(offset, align),
+        } else {
+            match f.offset {
+                Some(explicit) => {
+                    let explicit = explicit as u64;
+                    let floor = if f.bit_field.is_some() {
+                        solid_end
+                    } else {
+                        offset
+                    };
+                    if explicit < floor {
+                        stack.pop();
+                        return Err(fail(
+                            "offset",
+                            format!(
+                                "offset {explicit} overlaps the previous field, which ends at {floor}; \
+                                 offsets must increase in field order"
+                            ),
+                        ));
+                    }
+                    explicit
+                }
+                None => round_up(offset, align),
+            }
         };
-        let bytes = size as u64 * f.count as u64;
-        offset = start + bytes;
-        if offset > MAX_STRUCT_BYTES {
-            return Err(err(
-                Some(&f.name),
+        let bytes = elem_size as u64 * f.count as u64;
+        let end = start + bytes;
+        if end > MAX_STRUCT_BYTES {
+            stack.pop();
+            return Err(fail(
                 "size",
                 format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
             ));
         }
+        if !spec.is_union {
+            offset = offset.max(end);
+            if f.bit_field.is_none() {
+                solid_end = offset;
+            }
+        }
+        size = size.max(end);
         struct_align = struct_align.max(align);
-        fields.push(FieldDef {
+        fields.push(LaidOutField {
             name: f.name.clone(),
+            type_name,
             offset_bytes: start as u32,
-            size_bytes: size,
+            size_bytes: elem_size,
             count: f.count,
+            align_bytes: align as u32,
+            anonymous: f.anonymous,
+            bit_field: f.bit_field,
+            nested,
         });
     }
+    stack.pop();
     if let Some(a) = spec.align {
         if !a.is_power_of_two() {
             return Err(err(None, "align", format!("{a} is not a power of two")));
         }
         struct_align = struct_align.max(a as u64);
     }
-    let size = round_up(offset.max(1), struct_align);
-    Ok(StructDef {
+    let total = round_up(size.max(1), struct_align);
+    if total > MAX_STRUCT_BYTES {
+        return Err(err(
+            None,
+            "align",
+            format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
+        ));
+    }
+    done[index] = Some(LaidOutStruct {
         name: spec.name.clone(),
-        size_bytes: size as u32,
+        is_union: spec.is_union,
+        size_bytes: total as u32,
         align_bytes: struct_align as u32,
         fields,
+    });
+    Ok(())
+}
+
+/// The fields a simulation sees: every member of every nested struct or
+/// union as a field of its own, named by its dotted path.
+pub fn flatten(def: &LaidOutStruct) -> Result<StructDef, LayoutError> {
+    let mut fields = Vec::new();
+    flatten_into(def, &def.name, &[], 0, None, &mut fields)?;
+    Ok(StructDef {
+        name: def.name.clone(),
+        size_bytes: def.size_bytes,
+        align_bytes: def.align_bytes,
+        fields,
     })
+}
+
+/// One array on a member's path: element count, stride and how many path
+/// segments come before its index.
+type OuterArray = (u32, u32, u32);
+
+fn flatten_into(
+    def: &LaidOutStruct,
+    owner: &str,
+    prefix: &[&str],
+    base_offset: u32,
+    outer: Option<OuterArray>,
+    out: &mut Vec<FieldDef>,
+) -> Result<(), LayoutError> {
+    for f in &def.fields {
+        let mut path: Vec<&str> = prefix.to_vec();
+        if !f.anonymous {
+            path.push(&f.name);
+        }
+        let name = path.join(".");
+        let offset = base_offset + f.offset_bytes;
+        let two_indices = || LayoutError {
+            owner: owner.to_string(),
+            field: Some(prefix.first().copied().unwrap_or(&f.name).to_string()),
+            key: "count",
+            message: format!(
+                "`{name}` would need two indices (an array inside an array of structs); \
+                 a place takes one, so split one of the arrays into separate fields"
+            ),
+        };
+        let array = if f.count > 1 {
+            if outer.is_some() {
+                return Err(two_indices());
+            }
+            let stride = f.size_bytes;
+            Some((f.count, stride, path.len() as u32))
+        } else {
+            outer
+        };
+        match &f.nested {
+            Some(inner) => flatten_into(inner, owner, &path, offset, array, out)?,
+            None => {
+                if let Some(first) = out.iter().find(|g| g.name == name) {
+                    return Err(LayoutError {
+                        owner: owner.to_string(),
+                        field: Some(f.name.clone()),
+                        key: "name",
+                        message: format!(
+                            "two members are both reached as `{}` (an anonymous member's \
+                             field has the name of another)",
+                            first.name
+                        ),
+                    });
+                }
+                let (count, stride, index_after) = array.unwrap_or((1, f.size_bytes, 0));
+                out.push(FieldDef {
+                    name,
+                    offset_bytes: offset,
+                    size_bytes: f.size_bytes,
+                    count,
+                    stride_bytes: stride,
+                    index_after_segments: index_after,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Lays out one struct by C rules (one that nests no other struct).
+pub fn layout_struct(spec: &StructSpec) -> Result<StructDef, LayoutError> {
+    let laid = layout_structs(std::slice::from_ref(spec))?;
+    flatten(&laid[0])
 }
 
 /// Lays out every struct and places every instance for a machine.
@@ -255,9 +580,9 @@ pub fn build_memory(
     structs: &[StructSpec],
     instances: &[InstanceSpec],
 ) -> Result<MemoryLayout, LayoutError> {
-    let defs = structs
+    let defs = layout_structs(structs)?
         .iter()
-        .map(layout_struct)
+        .map(flatten)
         .collect::<Result<Vec<_>, _>>()?;
     let unit = topology.coherence_unit_bytes() as u64;
     let line = topology.line_size_bytes() as u64;
@@ -421,65 +746,12 @@ pub fn build_memory(
     })
 }
 
-/// A pahole-style listing of a laid-out struct, with holes and line breaks.
-pub fn describe_struct(def: &StructDef, line_size_bytes: u32) -> String {
-    let mut out = format!("struct {} {{\n", def.name);
-    let mut end = 0u32;
-    for f in &def.fields {
-        if f.offset_bytes > end {
-            out.push_str(&format!(
-                "\t/* XXX {} bytes hole */\n",
-                f.offset_bytes - end
-            ));
-        }
-        if f.offset_bytes / line_size_bytes != end.saturating_sub(1) / line_size_bytes
-            && f.offset_bytes > 0
-            && f.offset_bytes % line_size_bytes == 0
-        {
-            out.push_str(&format!(
-                "\t/* --- cacheline {} boundary ({} bytes) --- */\n",
-                f.offset_bytes / line_size_bytes,
-                f.offset_bytes
-            ));
-        }
-        let array = if f.count > 1 {
-            format!("[{}]", f.count)
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "\t{}{};\t/* {:5} {:5} */\n",
-            f.name,
-            array,
-            f.offset_bytes,
-            f.total_bytes()
-        ));
-        end = f.offset_bytes + f.total_bytes();
-    }
-    if def.size_bytes > end {
-        out.push_str(&format!("\t/* padding: {} */\n", def.size_bytes - end));
-    }
-    out.push_str(&format!(
-        "\t/* size: {}, cachelines: {}, align: {} */\n}};\n",
-        def.size_bytes,
-        def.size_bytes.div_ceil(line_size_bytes),
-        def.align_bytes
-    ));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn field(name: &str, ty: &str) -> FieldSpec {
-        FieldSpec {
-            name: name.into(),
-            ty: FieldType::Named(ty.into()),
-            count: 1,
-            align: None,
-            offset: None,
-        }
+        FieldSpec::named(name, ty)
     }
 
     #[test]
@@ -487,6 +759,7 @@ mod tests {
         let def = layout_struct(&StructSpec {
             name: "s".into(),
             align: None,
+            is_union: false,
             fields: vec![field("a", "char"), field("b", "long"), field("c", "int")],
         })
         .unwrap();
@@ -506,6 +779,7 @@ mod tests {
         let def = layout_struct(&StructSpec {
             name: "pc".into(),
             align: None,
+            is_union: false,
             fields: vec![usage, min, field("max", "unsigned long")],
         })
         .unwrap();
@@ -520,6 +794,7 @@ mod tests {
         let e = layout_struct(&StructSpec {
             name: "s".into(),
             align: None,
+            is_union: false,
             fields: vec![field("a", "long"), b],
         })
         .unwrap_err();
@@ -532,6 +807,7 @@ mod tests {
         let e = layout_struct(&StructSpec {
             name: "s".into(),
             align: None,
+            is_union: false,
             fields: vec![field("a", "struct foo")],
         })
         .unwrap_err();

@@ -418,6 +418,7 @@ fn layout_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: LayoutError) -> I
                     "offset" => f.offset.as_ref().map(|t| t.span()),
                     "count" => f.count.as_ref().map(|t| t.span()),
                     "size" => f.size.as_ref().map(|t| t.span()),
+                    "anonymous" => f.anonymous.as_ref().map(|t| t.span()),
                     _ => None,
                 }
                 .unwrap_or_else(|| f.name.span());
@@ -426,9 +427,17 @@ fn layout_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: LayoutError) -> I
                     &format!("structs.{}.fields.{}.{}", e.owner, field_name, e.key),
                     e.message.clone(),
                 );
-                if e.key == "type" {
+                if e.key == "type" && e.message.starts_with("unknown C type") {
                     let given = f.ty.as_ref().map(|t| t.get_ref().as_str()).unwrap_or("");
-                    error = error.with_choices(given, layout::C_TYPE_NAMES);
+                    // C types, and the struct names as a field would write them.
+                    let declared: Vec<String> = doc
+                        .structs
+                        .iter()
+                        .map(|(n, s)| format!("{} {n}", if s.union { "union" } else { "struct" }))
+                        .collect();
+                    let mut choices: Vec<&str> = layout::C_TYPE_NAMES.to_vec();
+                    choices.extend(declared.iter().map(String::as_str));
+                    error = error.with_choices(given, &choices);
                 }
                 return error;
             }
@@ -467,6 +476,7 @@ pub fn build_doc(
         .map(|(name, s)| StructSpec {
             name: name.clone(),
             align: s.align.as_ref().map(|a| *a.get_ref() as u32),
+            is_union: s.union,
             fields: s
                 .fields
                 .iter()
@@ -486,6 +496,8 @@ pub fn build_doc(
                         .offset
                         .as_ref()
                         .map(|o| (*o.get_ref()).min(u32::MAX as u64) as u32),
+                    anonymous: f.anonymous.as_ref().is_some_and(|a| *a.get_ref()),
+                    bit_field: None,
                 })
                 .collect(),
         })

@@ -128,11 +128,14 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             let instance = &memory.instances[inst as usize];
             let def = &memory.structs[instance.struct_index].fields[field as usize];
             let mut units: Vec<usize> = Vec::new();
+            let spans = field_spans(def);
             for &base in &instance.element_addresses {
-                let start = base + def.offset_bytes as u64;
-                let end = start + def.total_bytes().max(1) as u64;
-                for u in memory.unit_of(start)..=memory.unit_of(end - 1) {
-                    units.push(u);
+                for &(from, to) in &spans {
+                    let start = base + from as u64;
+                    let end = base + to.max(from + 1) as u64;
+                    for u in memory.unit_of(start)..=memory.unit_of(end - 1) {
+                        units.push(u);
+                    }
                 }
             }
             units.sort_unstable();
@@ -188,6 +191,17 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
     })
 }
 
+/// The byte ranges (relative to the struct) a field covers: one for a
+/// scalar or a packed array, one per element for a member of an array of
+/// structs (whose elements have other members between them).
+fn field_spans(f: &sim_core::memory::FieldDef) -> Vec<(u32, u32)> {
+    if f.stride_bytes == f.size_bytes || f.count <= 1 {
+        vec![(f.offset_bytes, f.offset_bytes + f.total_bytes())]
+    } else {
+        f.element_ranges().collect()
+    }
+}
+
 /// Names of the fields that overlap a unit.
 pub fn fields_on_unit(memory: &sim_core::memory::MemoryLayout, unit: usize) -> Vec<String> {
     let start = unit as u64 * memory.unit_bytes as u64;
@@ -201,9 +215,11 @@ pub fn fields_on_unit(memory: &sim_core::memory::MemoryLayout, unit: usize) -> V
                 continue;
             }
             for f in &def.fields {
-                let fs = base + f.offset_bytes as u64;
-                let fe = fs + f.total_bytes() as u64;
-                if fs < end && fe > start {
+                let overlaps = field_spans(f).iter().any(|&(from, to)| {
+                    let (fs, fe) = (base + from as u64, base + to as u64);
+                    fs < end && fe > start
+                });
+                if overlaps {
                     names.push(if many {
                         format!("{}[{}].{}", inst.name, e, f.name)
                     } else {

@@ -233,12 +233,15 @@ impl RunSection {
     }
 }
 
-/// `[structs.NAME]`: a C-like struct layout.
+/// `[structs.NAME]`: a C-like struct (or union) layout.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StructDef {
     /// Struct-level alignment in bytes; a power of two.
     pub align: Option<Spanned<u64>>,
+    /// A union: every field at offset 0, the size of the largest.
+    #[serde(default)]
+    pub union: bool,
     /// Non-empty; field names are unique identifiers.
     pub fields: Vec<FieldDef>,
 }
@@ -248,7 +251,8 @@ pub struct StructDef {
 #[serde(deny_unknown_fields)]
 pub struct FieldDef {
     pub name: Spanned<String>,
-    /// A C type name, resolved by a later stage.
+    /// A C type name, or another struct or union of `[structs]`
+    /// (`struct NAME`, `union NAME`, or `NAME`), resolved by a later stage.
     #[serde(rename = "type")]
     pub ty: Option<Spanned<String>>,
     /// Size in bytes (at least 1) of an opaque field.
@@ -259,6 +263,9 @@ pub struct FieldDef {
     pub offset: Option<Spanned<u64>>,
     /// Array length; at least 1.
     pub count: Option<Spanned<u64>>,
+    /// A struct or union member whose fields scripts name without it (C11
+    /// anonymous members: `union { ... };`).
+    pub anonymous: Option<Spanned<bool>>,
 }
 
 /// What a field is made of.

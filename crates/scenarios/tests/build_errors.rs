@@ -199,12 +199,12 @@ fn unknown_c_type() {
     check(
         &BASE.replace("\"unsigned long\"", "\"unsigned lnog\""),
         r#"
-error: unknown C type `unsigned lnog`; give `size` (and `align`) in bytes instead (in `structs.counter.fields.value.type`)
+error: unknown C type `unsigned lnog`; give `size` (and `align`) in bytes instead, or declare the struct in `[structs]` (in `structs.counter.fields.value.type`)
  --> scenarios/test.toml:6:36
   |
 6 | fields = [{ name = "value", type = "unsigned lnog" }]
   |                                    ^^^^^^^^^^^^^^^
-  = valid: char, unsigned char, u8, s8, i8, bool, short, unsigned short, u16, s16, i16, int, unsigned int, u32, s32, i32, atomic_t, spinlock_t, raw_spinlock_t, refcount_t, long, unsigned long, long long, u64, s64, i64, size_t, ssize_t, atomic_long_t, atomic64_t, pointer, T *, local_lock_t, struct list_head, struct rcu_head
+  = valid: char, unsigned char, u8, s8, i8, bool, short, unsigned short, u16, s16, i16, int, unsigned int, u32, s32, i32, atomic_t, spinlock_t, raw_spinlock_t, refcount_t, long, unsigned long, long long, u64, s64, i64, size_t, ssize_t, atomic_long_t, atomic64_t, pointer, T *, local_lock_t, struct list_head, struct rcu_head, struct counter
   = help: did you mean `unsigned long`?
 "#,
     );

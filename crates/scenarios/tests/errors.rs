@@ -45,7 +45,7 @@ error: unknown key `alig` in `structs.counter.fields.b`
   |
 9 |     { name = "b", type = "u64", alig = 64 },
   |                                 ^^^^
-  = valid: name, type, size, align, offset, count
+  = valid: name, type, size, align, offset, count, anonymous
   = help: did you mean `align`?
 "#,
     );
@@ -666,7 +666,7 @@ fn error_fields() {
     );
     assert_eq!(
         err.valid.as_deref(),
-        Some("name, type, size, align, offset, count")
+        Some("name, type, size, align, offset, count, anonymous")
     );
     assert_eq!(err.suggestion.as_deref(), Some("align"));
     assert_eq!(

@@ -1798,12 +1798,7 @@ mod tests {
                 name: "line".into(),
                 size_bytes: 64,
                 align_bytes: 64,
-                fields: vec![FieldDef {
-                    name: "v".into(),
-                    offset_bytes: 0,
-                    size_bytes: 8,
-                    count: 1,
-                }],
+                fields: vec![FieldDef::simple("v", 0, 8, 1)],
             }],
             instances: vec![InstanceDef {
                 name: "lines".into(),

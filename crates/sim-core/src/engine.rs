@@ -597,7 +597,7 @@ impl<'c> Simulation<'c> {
         Ok(Target {
             address: inst.element_addresses[element as usize]
                 + place.offset_bytes as u64
-                + index as u64 * place.size_bytes as u64,
+                + index as u64 * place.stride_bytes as u64,
             size_bytes: place.size_bytes,
             field_id: place.field_id,
         })

@@ -5,19 +5,75 @@
 //! area packing) live in the `models` crate; sim-core only uses the result.
 
 /// A field of a struct type, already laid out.
+///
+/// A member of a nested struct or union is a field of its own, named by its
+/// dotted path (`css.parent`); an array of structs gives each member one
+/// field whose elements are a struct size apart (`stride_bytes`), indexed
+/// where the array is written (`items[i].next`). A place takes one index,
+/// so a path has at most one array along it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FieldDef {
+    /// The dotted path from the struct (`usage`, `css.parent`).
     pub name: String,
     pub offset_bytes: u32,
     /// Size of one element.
     pub size_bytes: u32,
     /// Number of elements (1 for a scalar field).
     pub count: u32,
+    /// Distance between elements: `size_bytes` for an array field, the
+    /// struct size for a member of an array of structs.
+    pub stride_bytes: u32,
+    /// For an array (`count > 1`): how many path segments come before the
+    /// index, so `items.next` with 1 is written `items[i].next`.
+    pub index_after_segments: u32,
 }
 
 impl FieldDef {
+    /// A scalar field, or an array of `count` elements packed one after another.
+    pub fn simple(name: &str, offset_bytes: u32, size_bytes: u32, count: u32) -> FieldDef {
+        FieldDef {
+            name: name.to_string(),
+            offset_bytes,
+            size_bytes,
+            count,
+            stride_bytes: size_bytes,
+            index_after_segments: name.split('.').count() as u32,
+        }
+    }
+
+    /// Bytes from the first element's start to the last element's end.
     pub fn total_bytes(&self) -> u32 {
-        self.size_bytes * self.count
+        if self.count == 0 {
+            return 0;
+        }
+        (self.count - 1) * self.stride_bytes + self.size_bytes
+    }
+
+    /// The byte ranges, relative to the struct, that the elements cover.
+    pub fn element_ranges(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (0..self.count).map(move |k| {
+            let start = self.offset_bytes + k * self.stride_bytes;
+            (start, start + self.size_bytes)
+        })
+    }
+
+    /// The field as a script writes it, with `index` where the array's
+    /// index goes: `items[i].next`, `vals[i]`, `css.parent`.
+    pub fn written(&self, index: &str) -> String {
+        if self.count <= 1 {
+            return self.name.clone();
+        }
+        let mut out = String::new();
+        for (n, segment) in self.name.split('.').enumerate() {
+            if n > 0 {
+                out.push('.');
+            }
+            out.push_str(segment);
+            if n as u32 + 1 == self.index_after_segments {
+                out.push_str(&format!("[{index}]"));
+            }
+        }
+        out
     }
 }
 
@@ -113,15 +169,16 @@ impl MemoryLayout {
                     String::new()
                 };
                 for field in &def.fields {
-                    if offset >= field.offset_bytes
-                        && offset < field.offset_bytes + field.total_bytes()
+                    if let Some(k) = field
+                        .element_ranges()
+                        .position(|(start, end)| offset >= start && offset < end)
                     {
-                        let index = if field.count > 1 {
-                            format!("[{}]", (offset - field.offset_bytes) / field.size_bytes)
-                        } else {
-                            String::new()
-                        };
-                        return format!("{}{}.{}{}", inst.name, element_text, field.name, index);
+                        return format!(
+                            "{}{}.{}",
+                            inst.name,
+                            element_text,
+                            field.written(&k.to_string())
+                        );
                     }
                 }
                 return format!("{}{}+{}", inst.name, element_text, offset);

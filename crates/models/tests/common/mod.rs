@@ -3,7 +3,7 @@
 //! that records everything the engine reports.
 #![allow(dead_code)]
 
-use models::layout::{build_memory, FieldSpec, FieldType, InstanceSpec, StructSpec};
+use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use sim_core::coherence::AccessReport;
 use sim_core::engine::{run, RunOutcome, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
 use sim_core::memory::InstanceKind;
@@ -52,13 +52,7 @@ pub fn icelake() -> MachineSpec {
 
 /// A field of a named C type.
 pub fn field(name: &str, ty: &str) -> FieldSpec {
-    FieldSpec {
-        name: name.into(),
-        ty: FieldType::Named(ty.into()),
-        count: 1,
-        align: None,
-        offset: None,
-    }
+    FieldSpec::named(name, ty)
 }
 
 /// An array field of a named C type.
@@ -73,6 +67,7 @@ pub fn strukt(name: &str, fields: Vec<FieldSpec>) -> StructSpec {
     StructSpec {
         name: name.into(),
         align: None,
+        is_union: false,
         fields,
     }
 }

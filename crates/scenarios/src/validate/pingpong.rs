@@ -12,7 +12,7 @@
 //! same [`PairKey`], which is what makes a 512-CPU matrix cheap.
 
 use models::calibration::LineHome;
-use models::layout::{build_memory, FieldSpec, FieldType, InstanceSpec, StructSpec};
+use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use rayon::prelude::*;
 use sim_core::engine::{run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
 use sim_core::memory::InstanceKind;
@@ -111,13 +111,8 @@ impl PingPong {
         let structs = [StructSpec {
             name: "flag".into(),
             align: None,
-            fields: vec![FieldSpec {
-                name: "turn".into(),
-                ty: FieldType::Named("unsigned long".into()),
-                count: 1,
-                align: None,
-                offset: None,
-            }],
+            is_union: false,
+            fields: vec![FieldSpec::named("turn", "unsigned long")],
         }];
         let mut bases: Vec<Option<SimConfig>> = vec![None; nodes as usize];
         for node in homes {

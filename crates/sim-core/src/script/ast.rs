@@ -169,7 +169,9 @@ impl AtomicOp {
     }
 }
 
-/// A field of an instance: `inst.field`, `inst[elem].field`, `inst.field[i]`.
+/// A field of an instance: `inst.field`, `inst[elem].field`, `inst.field[i]`,
+/// or a member of a nested struct by its path, `inst.css.parent`,
+/// `inst.items[i].next` (one field index at most).
 ///
 /// For a per-CPU instance, `inst.field` is the running CPU's copy and
 /// `inst[c].field` CPU c's; for a per-node instance, the running CPU's node
@@ -182,7 +184,11 @@ pub struct Place {
     pub pointer: Option<Box<Expr>>,
     pub instance: String,
     pub element: Option<Box<Expr>>,
+    /// The field's dotted path (`usage`, `css.parent`).
     pub field: String,
     pub field_index: Option<Box<Expr>>,
+    /// With a field index: how many path segments come before it
+    /// (`items[i].next`: 1; `css.vals[i]`: 2).
+    pub index_after_segments: u32,
     pub pos: SourcePos,
 }

@@ -120,6 +120,8 @@ pub struct PlaceRef {
     pub offset_bytes: u32,
     pub size_bytes: u32,
     pub count: u32,
+    /// Distance between elements (see `FieldDef::stride_bytes`).
+    pub stride_bytes: u32,
     /// Dense id of (instance, field), for attribution.
     pub field_id: u32,
     /// As written, for messages: `stock[c].nr_pages`.
@@ -760,6 +762,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 offset_bytes: 0,
                 size_bytes: 0,
                 count: 1,
+                stride_bytes: 0,
                 field_id: 0,
                 text: "*..".to_string(),
                 origin: self.origin,
@@ -810,8 +813,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             return Err(self.error(
                 place.pos,
                 format!(
-                    "`{}` is an array of {}; index it, as `{}.{}[i]`",
-                    place.field, f.count, place.instance, place.field
+                    "`{}` is an array of {}; index it, as `{}.{}`",
+                    place.field,
+                    f.count,
+                    place.instance,
+                    f.written("i")
                 ),
             ));
         }
@@ -819,6 +825,17 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             return Err(self.error(
                 place.pos,
                 format!("`{}` is not an array and takes no index", place.field),
+            ));
+        }
+        if f.count > 1 && place.index_after_segments != f.index_after_segments {
+            return Err(self.error(
+                place.pos,
+                format!(
+                    "`{}` is indexed where its array is: write `{}.{}`",
+                    place.field,
+                    place.instance,
+                    f.written("i")
+                ),
             ));
         }
         let inst = &memory.instances[instance];
@@ -845,15 +862,10 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             self.expr(i)?;
         }
         let text = format!(
-            "{}{}.{}{}",
+            "{}{}.{}",
             place.instance,
             if place.element.is_some() { "[..]" } else { "" },
-            place.field,
-            if place.field_index.is_some() {
-                "[..]"
-            } else {
-                ""
-            }
+            f.written("..")
         );
         let id = self.program.places.len() as u32;
         self.program.places.push(PlaceRef {
@@ -866,6 +878,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             offset_bytes: f.offset_bytes,
             size_bytes: f.size_bytes,
             count: f.count,
+            stride_bytes: f.stride_bytes,
             field_id: self.context.field_base[instance] + field as u32,
             text,
             origin: self.origin,

@@ -252,22 +252,24 @@ fn describe_expr(expr: &Expr) -> String {
     }
 }
 
-/// `inst.field`, `inst[..].field`, `inst.field[..]` or `inst[..].field[..]`.
+/// `inst.field`, `inst[..].field`, `inst.field[..]` or `inst[..].field[..]`,
+/// the field being a path (`inst.items[..].next`).
 fn place_shape(place: &Place) -> String {
     if place.pointer.is_some() {
         return "*..".to_string();
     }
-    format!(
-        "{}{}.{}{}",
-        place.instance,
-        if place.element.is_some() { "[..]" } else { "" },
-        place.field,
-        if place.field_index.is_some() {
-            "[..]"
-        } else {
-            ""
+    let mut out = place.instance.clone();
+    if place.element.is_some() {
+        out.push_str("[..]");
+    }
+    for (n, segment) in place.field.split('.').enumerate() {
+        out.push('.');
+        out.push_str(segment);
+        if place.field_index.is_some() && n as u32 + 1 == place.index_after_segments {
+            out.push_str("[..]");
         }
-    )
+    }
+    out
 }
 
 /// Shows a character inside backticks: printable ones as themselves, others
@@ -784,7 +786,8 @@ impl Parser {
             pos,
             format!(
                 "unexpected {found} after `{}`: a place is `inst.field`, `inst[i].field`, \
-                 `inst.field[j]` or `inst[i].field[j]`",
+                 `inst.field[j]` or `inst[i].field[j]`, a field being a name or a path \
+                 with one index at most (`inst.items[j].next`)",
                 place_shape(place)
             ),
         )
@@ -1074,6 +1077,7 @@ impl Parser {
                 element: None,
                 field: String::new(),
                 field_index: None,
+                index_after_segments: 0,
                 pos,
             }),
             pos,
@@ -1205,25 +1209,45 @@ impl Parser {
             }
         }
         self.advance(); // the `.`
-        let Tok::Ident(field) = self.peek_tok() else {
-            let shape = if element.is_some() { "[..]" } else { "" };
-            return Err(self.unexpected_with(|| format!("a field name after `{instance}{shape}.`")));
-        };
-        let field = field.clone();
-        self.advance();
-        let mut field_index = None;
-        if self.at_sym(Sym::LBracket) {
-            field_index = Some(Box::new(self.parse_index()?));
-        }
-        let place = Place {
+        let mut place = Place {
             pointer: None,
             instance,
             element,
-            field,
-            field_index,
+            field: String::new(),
+            field_index: None,
+            index_after_segments: 0,
             pos,
         };
-        if matches!(self.peek_tok(), Tok::Sym(Sym::Dot | Sym::LBracket)) {
+        let mut segments = 0u32;
+        loop {
+            let Tok::Ident(segment) = self.peek_tok() else {
+                let written = if segments == 0 {
+                    format!(
+                        "{}{}",
+                        place.instance,
+                        if place.element.is_some() { "[..]" } else { "" }
+                    )
+                } else {
+                    place_shape(&place)
+                };
+                return Err(self.unexpected_with(|| format!("a field name after `{written}.`")));
+            };
+            if segments > 0 {
+                place.field.push('.');
+            }
+            place.field.push_str(segment);
+            self.advance();
+            segments += 1;
+            if self.at_sym(Sym::LBracket) && place.field_index.is_none() {
+                place.field_index = Some(Box::new(self.parse_index()?));
+                place.index_after_segments = segments;
+            }
+            if !self.at_sym(Sym::Dot) {
+                break;
+            }
+            self.advance(); // the `.`
+        }
+        if self.at_sym(Sym::LBracket) {
             return Err(self.place_shape_error(&place));
         }
         Ok(place)
@@ -1297,10 +1321,14 @@ mod tests {
         if let Some(e) = &p.element {
             s += &format!("[{}]", expr(e));
         }
-        s += ".";
-        s += &p.field;
-        if let Some(i) = &p.field_index {
-            s += &format!("[{}]", expr(i));
+        for (n, segment) in p.field.split('.').enumerate() {
+            s += ".";
+            s += segment;
+            if let Some(i) = &p.field_index {
+                if n as u32 + 1 == p.index_after_segments {
+                    s += &format!("[{}]", expr(i));
+                }
+            }
         }
         s
     }
@@ -1587,6 +1615,10 @@ mod tests {
         assert_eq!(e("a[c + 1].b[i * 2]"), "a[(+ c 1)].b[(* i 2)]");
         assert_eq!(e("a[b[1].c].d[e.f]"), "a[b[1].c].d[e.f]");
         assert_eq!(e("a.b + c.d[1]"), "(+ a.b c.d[1])");
+        // Nested fields: a path, with the one index where it is written.
+        assert_eq!(e("a.b.c"), "a.b.c");
+        assert_eq!(e("a[1].b[i].c.d"), "a[1].b[i].c.d");
+        assert_eq!(e("a.b.c[2]"), "a.b.c[2]");
         let b = parse_block("  q[1].f[2] = 3").unwrap();
         let StmtKind::Store { place: pl, value } = &b[0].kind else {
             panic!()
@@ -1706,6 +1738,7 @@ mod tests {
                     element: None,
                     field: "v".into(),
                     field_index: None,
+                    index_after_segments: 0,
                     pos: at(1, 1),
                 },
                 value: Expr {
@@ -1723,6 +1756,7 @@ mod tests {
                                     })),
                                     field: "n".into(),
                                     field_index: None,
+                                    index_after_segments: 0,
                                     pos: at(1, 19),
                                 },
                                 vec![Expr {
@@ -1994,16 +2028,24 @@ mod tests {
             10,
         );
         check_err(
-            "x = a.b.c",
-            "unexpected `.` after `a.b`: a place is `inst.field`, `inst[i].field`, \
-             `inst.field[j]` or `inst[i].field[j]`",
+            "x = a.b[1].c[2]",
+            "unexpected `[` after `a.b[..].c`: a place is `inst.field`, `inst[i].field`, \
+             `inst.field[j]` or `inst[i].field[j]`, a field being a name or a path \
+             with one index at most (`inst.items[j].next`)",
             1,
-            8,
+            13,
+        );
+        check_err(
+            "x = a.b.",
+            "expected a field name after `a.b.`, found end of script",
+            1,
+            9,
         );
         check_err(
             "a[1].b[2][3] = 0",
             "unexpected `[` after `a[..].b[..]`: a place is `inst.field`, `inst[i].field`, \
-             `inst.field[j]` or `inst[i].field[j]`",
+             `inst.field[j]` or `inst[i].field[j]`, a field being a name or a path \
+             with one index at most (`inst.items[j].next`)",
             1,
             10,
         );
