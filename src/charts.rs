@@ -263,10 +263,14 @@ fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
 fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
     // struct -> field name -> (offset, size, traffic), over its instances.
     let mut structs: BTreeMap<&str, IndexMap<&str, (u32, u32, f64)>> = BTreeMap::new();
+    // struct -> sizeof (0 when the results file predates it).
+    let mut sizes: BTreeMap<&str, u32> = BTreeMap::new();
     for f in &r.fields {
         let field = f.field.split_once('.').map_or(f.field.as_str(), |(_, b)| b);
         let t = &f.traffic;
         let traffic = per_iteration(t.stores + t.atomics + t.misses, r);
+        let size = sizes.entry(f.struct_name.as_str()).or_default();
+        *size = (*size).max(f.struct_size_bytes);
         let e = structs
             .entry(f.struct_name.as_str())
             .or_default()
@@ -287,9 +291,10 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
                 })
                 .collect();
             fields.sort_by_key(|f| f.offset);
-            // The results do not carry the struct's size: the map ends with
-            // the last field, without the tail padding.
-            let size = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
+            // sizeof, tail padding included; a file without it ends the
+            // map with the last field.
+            let fields_end = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
+            let size = sizes.get(s).copied().unwrap_or(0).max(fields_end);
             (
                 s.to_string(),
                 LineMapChart {
@@ -302,4 +307,49 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
             )
         })
         .collect()
+}
+
+/// The charts of `bounce validate --out DIR`, as (file name, SVG):
+/// `validation-scatter.svg` (measured against simulated medians per class,
+/// every machine, with y = x and the bound as a band) and
+/// `validation-classes.svg` (the same as bars, each class named). Machines
+/// not validated have no points; with none validated there is no chart.
+pub fn validation_charts(
+    report: &scenarios::validate::ValidationReport,
+) -> Result<Vec<(String, String)>, PlotError> {
+    use scenarios::validate::{Outcome, BOUND_PCT};
+    let mut points = Vec::new();
+    for r in &report.machines {
+        if let Outcome::Validated { classes, .. } = &r.outcome {
+            let machine = r.machine.file.trim_end_matches(".csv");
+            for c in classes {
+                points.push(plots::ValidationPoint {
+                    machine: machine.to_string(),
+                    class: c.label.clone(),
+                    measured: c.measured_median_ns,
+                    simulated: c.simulated_median_ns,
+                });
+            }
+        }
+    }
+    if points.is_empty() {
+        return Ok(Vec::new());
+    }
+    let chart = plots::ValidationChart {
+        title: "bounce validate: simulated against measured core-to-core latency".into(),
+        x_label: "measured one-way latency, median per class (ns)".into(),
+        y_label: "simulated one-way latency, median per class (ns)".into(),
+        band_pct: BOUND_PCT,
+        points,
+    };
+    let scatter = plots::validation_scatter(&chart)?;
+    let bars = plots::validation_bars(&plots::ValidationChart {
+        title: "bounce validate: measured and simulated one-way latency per class".into(),
+        x_label: "one-way latency, median per class (ns)".into(),
+        ..chart
+    })?;
+    Ok(vec![
+        ("validation-scatter.svg".into(), scatter),
+        ("validation-classes.svg".into(), bars),
+    ])
 }

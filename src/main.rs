@@ -114,6 +114,10 @@ enum Command {
         /// Also write the table as CSV to this file.
         #[arg(long, value_name = "FILE")]
         csv: Option<PathBuf>,
+        /// Also write validation.csv and the charts (validation-scatter.svg,
+        /// validation-classes.svg) into DIR (created if missing).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -197,7 +201,12 @@ fn main() -> ExitCode {
         Command::Merge { out, shards } => merge(&out, &shards),
         Command::Check { file } => check(&file),
         Command::Presets { action } => presets(action),
-        Command::Validate { machine, data, csv } => validate(machine, data, csv),
+        Command::Validate {
+            machine,
+            data,
+            csv,
+            out,
+        } => validate(machine, data, csv, out.as_deref()),
         Command::Trace {
             file,
             variant,
@@ -482,7 +491,12 @@ fn presets(action: Option<PresetsAction>) -> ExitCode {
     }
 }
 
-fn validate(machine: Option<String>, data: Option<PathBuf>, csv: Option<PathBuf>) -> ExitCode {
+fn validate(
+    machine: Option<String>,
+    data: Option<PathBuf>,
+    csv: Option<PathBuf>,
+    out: Option<&Path>,
+) -> ExitCode {
     let options = scenarios::validate::ValidateOptions {
         machine,
         data_dir: data,
@@ -504,6 +518,26 @@ fn validate(machine: Option<String>, data: Option<PathBuf>, csv: Option<PathBuf>
             eprintln!("error: cannot write `{}`: {e}", path.display());
             return ExitCode::from(EXIT_BAD_INPUT);
         }
+    }
+    if let Some(dir) = out {
+        let charts = match charts::validation_charts(&report) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: cannot draw the validation charts: {e}");
+                return ExitCode::from(EXIT_RUN_FAILED);
+            }
+        };
+        let mut files: Vec<(&str, String)> = vec![("validation.csv", report.to_csv())];
+        files.extend(charts.iter().map(|(n, s)| (n.as_str(), s.clone())));
+        if let Err(e) = scenarios::output::write_atomically(dir, &files) {
+            eprintln!("error: cannot write to `{}`: {e}", dir.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        eprintln!(
+            "bounce: wrote {} to `{}`",
+            files.iter().map(|f| f.0).collect::<Vec<_>>().join(", "),
+            dir.display()
+        );
     }
     if report.all_within_bounds() {
         ExitCode::SUCCESS

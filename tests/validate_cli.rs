@@ -146,3 +146,64 @@ fn validate_an_unknown_machine_suggests_the_nearest() {
     );
     assert_eq!(stdout(&o), "");
 }
+
+#[test]
+fn validate_out_writes_the_table_and_the_charts() {
+    let dir = TempPath::new("out");
+    let o = bounce(&[
+        "validate",
+        "--machine",
+        "icelake-sp-2s",
+        "--out",
+        dir.0.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let csv = std::fs::read_to_string(dir.0.join("validation.csv")).expect("validation.csv");
+    assert!(csv.starts_with("file,measured_sku,preset,"), "{csv}");
+    assert_eq!(csv.lines().count(), 9, "{csv}");
+    let scatter =
+        std::fs::read_to_string(dir.0.join("validation-scatter.svg")).expect("the scatter");
+    for text in [
+        "simulated against measured core-to-core latency",
+        "measured one-way latency, median per class (ns)",
+        "simulated one-way latency, median per class (ns)",
+        "icelake-sp-8375c-2s",
+        "icelake-sp-8360y-2s",
+        "±10 % band",
+    ] {
+        assert!(scatter.contains(text), "scatter lacks {text}");
+    }
+    let bars = std::fs::read_to_string(dir.0.join("validation-classes.svg")).expect("the bars");
+    assert!(bars.contains("icelake-sp-8375c-2s: cross-socket"), "{bars}");
+    // Nothing else, and no temporary file left.
+    let mut names: Vec<String> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "validation-classes.svg",
+            "validation-scatter.svg",
+            "validation.csv"
+        ]
+    );
+    // The same bytes again.
+    let again = TempPath::new("out-again");
+    let o = bounce(&[
+        "validate",
+        "--machine",
+        "icelake-sp-2s",
+        "--out",
+        again.0.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    for name in &names {
+        assert_eq!(
+            std::fs::read(dir.0.join(name)).unwrap(),
+            std::fs::read(again.0.join(name)).unwrap(),
+            "{name} differs between runs"
+        );
+    }
+}

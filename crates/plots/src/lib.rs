@@ -14,6 +14,9 @@
 
 use std::fmt;
 
+mod validation;
+pub use validation::{validation_bars, validation_scatter, ValidationChart, ValidationPoint};
+
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -134,8 +137,9 @@ pub struct MapField {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LineMapChart {
     pub title: String,
-    /// Bytes to draw: the struct's size (tail padding included) when
-    /// known, else the end of its last field.
+    /// Bytes to draw: the struct's size (`sizeof`, tail padding included)
+    /// when known, else the end of its last field. Bytes after the last
+    /// field are drawn as tail padding.
     pub size: u32,
     /// Bytes per row (the cache line), usually 64.
     pub line_bytes: u32,
@@ -590,6 +594,9 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     })
 }
 
+/// Colour of the tail padding, apart from holes and from fields.
+const TAIL: RGBColor = RGBColor(214, 206, 236);
+
 /// Colour of a field by its share of the largest traffic.
 fn heat(share: f64) -> RGBColor {
     if share <= 0.0 {
@@ -623,11 +630,34 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
             )));
         }
     }
+    // Bytes after the last field: the tail padding up to `sizeof`; the
+    // other bytes no field covers are holes.
+    let fields_end = chart
+        .fields
+        .iter()
+        .map(|f| f.offset + f.size)
+        .max()
+        .unwrap_or(0);
+    let tail_bytes = chart.size - fields_end;
+    let mut covered = vec![false; fields_end as usize];
+    for f in &chart.fields {
+        for b in f.offset..f.offset + f.size {
+            covered[b as usize] = true;
+        }
+    }
+    let hole_bytes = covered.iter().filter(|c| !**c).count();
+    let sizes = format!(
+        "struct size {} bytes (sizeof): {} in fields, {} in holes, {} of tail padding",
+        chart.size,
+        chart.size as usize - hole_bytes - tail_bytes as usize,
+        hole_bytes,
+        tail_bytes
+    );
     let lb = chart.line_bytes;
     let rows = chart.size.div_ceil(lb);
     let cell = (768 / lb).max(4) as i32;
     let left = 100;
-    let top = 95;
+    let top = 110;
     let row_h = 46;
     let row_gap = 10;
     let grid_w = cell * lb as i32;
@@ -647,6 +677,7 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
     ];
     let width = (left + grid_w + 40)
         .max(cols[4] + 80)
+        .max(text_width(&sizes, 14.0) as i32 + 40)
         .max(title_width(&chart.title) as i32);
     let key_top = top + rows as i32 * (row_h + row_gap) + 20;
     let key_line = 18;
@@ -672,11 +703,13 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
             text(22, HPos::Center),
         )))?;
         d(root.draw(&Text::new(
-            format!(
-                "{} bytes drawn, {} per row (one cache line); x: byte offset in the line",
-                chart.size, lb
-            ),
-            (width / 2, 52),
+            sizes.as_str(),
+            (width / 2, 50),
+            text(14, HPos::Center),
+        )))?;
+        d(root.draw(&Text::new(
+            format!("{lb} bytes per row (one cache line); x: byte offset in the line"),
+            (width / 2, 70),
             text(14, HPos::Center),
         )))?;
         // Byte ruler.
@@ -762,6 +795,29 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
                 start = stop;
             }
         }
+        // Tail padding: from the end of the last field to `sizeof`.
+        let mut start = fields_end;
+        while start < chart.size {
+            let r = start / lb;
+            let stop = chart.size.min((r + 1) * lb);
+            let y = top + r as i32 * (row_h + row_gap);
+            let x0 = left + (start - r * lb) as i32 * cell;
+            let x1 = left + (stop - r * lb) as i32 * cell;
+            d(root.draw(&Rectangle::new([(x0, y), (x1, y + row_h)], TAIL.filled())))?;
+            d(root.draw(&Rectangle::new(
+                [(x0, y), (x1, y + row_h)],
+                BLACK.stroke_width(1),
+            )))?;
+            let label = format!("tail {} B", stop - start);
+            if text_width(&label, 12.0) <= (x1 - x0 - 6) as f64 {
+                d(root.draw(&Text::new(
+                    label,
+                    ((x0 + x1) / 2, y + row_h / 2),
+                    text(12, HPos::Center),
+                )))?;
+            }
+            start = stop;
+        }
         // Colour key.
         let ky = key_top;
         d(root.draw(&Text::new(
@@ -806,6 +862,16 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         d(root.draw(&Text::new(
             "hole (padding)",
             (hx + 22, ky + 22),
+            text(12, HPos::Left),
+        )))?;
+        let tx = hx + 140;
+        d(root.draw(&Rectangle::new(
+            [(tx, ky + 14), (tx + 16, ky + 30)],
+            TAIL.filled(),
+        )))?;
+        d(root.draw(&Text::new(
+            "tail padding (to sizeof)",
+            (tx + 22, ky + 22),
             text(12, HPos::Left),
         )))?;
         // Field key.

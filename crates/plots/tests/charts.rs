@@ -244,3 +244,95 @@ fn one_series_and_single_points_draw() {
     };
     comparison(&c).unwrap();
 }
+
+fn validation_chart() -> ValidationChart {
+    let p = |machine: &str, class: &str, measured, simulated| ValidationPoint {
+        machine: machine.into(),
+        class: class.into(),
+        measured,
+        simulated,
+    };
+    ValidationChart {
+        title: "Simulated against measured".into(),
+        x_label: "measured one-way latency (ns)".into(),
+        y_label: "simulated one-way latency (ns)".into(),
+        band_pct: 10.0,
+        points: vec![
+            p("icelake", "SMT siblings", 8.0, 7.7),
+            p("icelake", "cross-socket", 108.0, 105.0),
+            p("milan", "cross-socket", 304.0, 197.0),
+        ],
+    }
+}
+
+#[test]
+fn validation_charts_name_machines_classes_and_the_band() {
+    let v = validation_chart();
+    let svg = validation_scatter(&v).unwrap();
+    dump("validation-scatter.svg", &svg);
+    for text in [
+        v.title.as_str(),
+        &v.x_label,
+        &v.y_label,
+        "icelake",
+        "milan",
+        "simulated = measured",
+        "±10 % band",
+    ] {
+        assert!(svg.contains(text), "scatter lacks {text}");
+    }
+    // One point per class, in its machine's colour.
+    assert_eq!(
+        svg.matches("<circle").count(),
+        3 + 2,
+        "3 points, 2 in the legend"
+    );
+    assert_eq!(svg, validation_scatter(&v).unwrap());
+
+    let svg = validation_bars(&v).unwrap();
+    dump("validation-classes.svg", &svg);
+    for text in [
+        "icelake: SMT siblings",
+        "milan: cross-socket",
+        "measured",
+        "simulated",
+        "304",
+        "197",
+    ] {
+        assert!(svg.contains(text), "bars lack {text}");
+    }
+
+    let mut empty = validation_chart();
+    empty.points.clear();
+    assert!(matches!(
+        validation_scatter(&empty),
+        Err(PlotError::Empty(_))
+    ));
+    let mut zero = validation_chart();
+    zero.points[0].measured = 0.0;
+    assert!(matches!(validation_bars(&zero), Err(PlotError::Invalid(_))));
+}
+
+#[test]
+fn the_line_map_shows_the_struct_size_and_its_tail_padding() {
+    // Fields end at 144; sizeof is 160: 16 bytes of tail padding, and the
+    // holes at 4..8, 18..56 and 120..128.
+    let m = line_map_chart();
+    let svg = line_map(&m).unwrap();
+    assert!(
+        svg.contains(
+            "struct size 160 bytes (sizeof): 94 in fields, 50 in holes, 16 of tail padding"
+        ),
+        "{svg}"
+    );
+    assert!(svg.contains("tail 16 B"));
+    assert!(svg.contains("tail padding (to sizeof)"));
+    // Without tail padding there is no tail box.
+    let tight = LineMapChart {
+        size: 144,
+        ..line_map_chart()
+    };
+    let svg = line_map(&tight).unwrap();
+    assert!(svg.contains("0 of tail padding"));
+    assert!(!svg.contains("tail 16 B"));
+}

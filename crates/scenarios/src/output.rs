@@ -167,6 +167,10 @@ pub struct FieldRecord {
     pub struct_name: String,
     pub offset_bytes: u32,
     pub size_bytes: u32,
+    /// The whole struct's size, tail padding included (`sizeof`); 0 in
+    /// files written before it was recorded.
+    #[serde(default)]
+    pub struct_size_bytes: u32,
     /// The lines (coherence units) the field occupies, over all its elements.
     pub lines: Vec<usize>,
     pub traffic: TrafficRecord,
@@ -364,6 +368,7 @@ fn record(
                     struct_name: s.name.clone(),
                     offset_bytes: def.offset_bytes,
                     size_bytes: def.total_bytes(),
+                    struct_size_bytes: s.size_bytes,
                     lines: f.units.clone(),
                     traffic: (&f.traffic).into(),
                 }
