@@ -493,6 +493,16 @@ fn validation(root: &Path, out: &mut Files) -> Result<(), String> {
         .render()
         .replace(&root.join("data/c2c").display().to_string(), "data/c2c");
     out.add("validate/report.txt", text);
+    // The charts `bounce validate --out DIR` draws.
+    let charts = charts::validation_charts(&report)
+        .map_err(|e| format!("cannot draw the validation charts: {e}"))?;
+    for name in ["validation-scatter.svg", "validation-classes.svg"] {
+        let (_, svg) = charts
+            .iter()
+            .find(|(n, _)| n == name)
+            .ok_or_else(|| format!("bounce validate draws no `{name}`"))?;
+        out.add(format!("validate/{name}"), svg.clone());
+    }
     Ok(())
 }
 
