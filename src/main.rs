@@ -10,7 +10,7 @@ mod progress;
 use clap::{Parser, Subcommand};
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::trace::TraceProbe;
-use scenarios::{load_file, InputError, LoadedScenario};
+use scenarios::{load_file_with, InputError, LoadedScenario};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -54,6 +54,11 @@ struct Cli {
     /// Host threads for running variants in parallel (results do not depend on it).
     #[arg(long, global = true, value_name = "N")]
     jobs: Option<usize>,
+    /// Raise (or lower) one of the bounds on input size and run length, such
+    /// as `--set-limit iterations=2000000000000`; repeatable. `bounce limits`
+    /// lists them.
+    #[arg(long, global = true, value_name = "NAME=VALUE")]
+    set_limit: Vec<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -93,6 +98,8 @@ enum Command {
         #[arg(required = true)]
         shards: Vec<PathBuf>,
     },
+    /// List the bounds on input size and run length: each value, and why.
+    Limits,
     /// Validate a scenario without running it.
     Check {
         /// The scenario file (TOML).
@@ -189,6 +196,14 @@ fn main() -> ExitCode {
             .num_threads(jobs)
             .build_global();
     }
+    let mut limits = scenarios::Limits::default();
+    for assignment in &cli.set_limit {
+        if let Err(e) = limits.set(assignment) {
+            eprintln!("error: --set-limit {assignment}: {e}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    }
+    let limits = &limits;
     match cli.command {
         Command::Run {
             file,
@@ -197,9 +212,18 @@ fn main() -> ExitCode {
             out,
             shard,
             quiet,
-        } => run(&file, check, host_stats, out.as_deref(), shard, quiet),
+        } => run(
+            &file,
+            limits,
+            check,
+            host_stats,
+            out.as_deref(),
+            shard,
+            quiet,
+        ),
+        Command::Limits => show_limits(limits),
         Command::Merge { out, shards } => merge(&out, &shards),
-        Command::Check { file } => check(&file),
+        Command::Check { file } => check(&file, limits),
         Command::Presets { action } => presets(action),
         Command::Validate {
             machine,
@@ -211,7 +235,7 @@ fn main() -> ExitCode {
             file,
             variant,
             limit,
-        } => trace(&file, variant.as_deref(), limit),
+        } => trace(&file, limits, variant.as_deref(), limit),
         Command::CheckProtocol {
             protocol,
             caches,
@@ -236,9 +260,10 @@ fn input_error(e: &InputError) -> ExitCode {
 
 fn load_and_build(
     file: &Path,
+    limits: &scenarios::Limits,
     options: BuildOptions,
 ) -> Result<(LoadedScenario, Vec<BuiltVariant>), ExitCode> {
-    let loaded = load_file(file).map_err(|e| input_error(&e))?;
+    let loaded = load_file_with(file, limits).map_err(|e| input_error(&e))?;
     let built = build_all(&loaded, options).map_err(|e| input_error(&e))?;
     Ok((loaded, built))
 }
@@ -270,6 +295,7 @@ fn parse_shard(text: &str) -> Result<(usize, usize), String> {
 
 fn run(
     file: &Path,
+    limits: &scenarios::Limits,
     check: bool,
     host_stats: bool,
     out: Option<&Path>,
@@ -278,7 +304,7 @@ fn run(
 ) -> ExitCode {
     let mut options = BuildOptions::default();
     options.check_invariants |= check;
-    let loaded = match load_file(file) {
+    let loaded = match load_file_with(file, limits) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
@@ -547,8 +573,36 @@ fn validate(
     }
 }
 
-fn check(file: &Path) -> ExitCode {
-    let (loaded, built) = match load_and_build(file, BuildOptions::default()) {
+/// `bounce limits`: every bound, its value (as raised or lowered by
+/// `--set-limit`) and why it exists; then the fixed ones.
+fn show_limits(limits: &scenarios::Limits) -> ExitCode {
+    use sim_core::limits::{FIXED, LIMITS};
+    println!("Bounds on input size and run length; raise one with --set-limit NAME=VALUE.\n");
+    let width = LIMITS.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    for l in LIMITS {
+        let value = limits.get(l.name).unwrap_or(l.default);
+        let changed = if value == l.default {
+            String::new()
+        } else {
+            format!(" (default {})", l.default)
+        };
+        println!("{:width$}  {value} {}{changed}", l.name, l.unit);
+        for line in l.why.lines() {
+            println!("{:width$}    {}", "", line.trim());
+        }
+    }
+    println!("\nFixed bounds (part of the program; raising one is a change to crates/sim-core/src/limits.rs):\n");
+    let width = FIXED.iter().map(|l| l.name.len()).max().unwrap_or(0);
+    for l in FIXED {
+        println!("{:width$}  {} {}", l.name, l.value, l.unit);
+        println!("{:width$}    {}", "", l.why);
+    }
+    println!("\nThe simulated-cycle budget of a run is the scenario's `run.max_cycles` (default 10000000000).");
+    ExitCode::SUCCESS
+}
+
+fn check(file: &Path, limits: &scenarios::Limits) -> ExitCode {
+    let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -577,8 +631,8 @@ fn check(file: &Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn trace(file: &Path, variant: Option<&str>, limit: usize) -> ExitCode {
-    let (loaded, built) = match load_and_build(file, BuildOptions::default()) {
+fn trace(file: &Path, limits: &scenarios::Limits, variant: Option<&str>, limit: usize) -> ExitCode {
+    let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
     };

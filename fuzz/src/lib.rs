@@ -23,8 +23,11 @@ use sim_core::SimError;
 /// to inputs a person could write.
 pub const MAX_INPUT_BYTES: usize = 64 * 1024;
 /// Budgets of the runs the harness makes, whatever the input asks for.
+/// (A run of iterations that take no time stops at the bound on steps
+/// without time, kept low here so such inputs are quick.)
 pub const RUN_MAX_CYCLES: u64 = 200_000;
 pub const RUN_MAX_EVENTS: u64 = 20_000;
+pub const RUN_MAX_STEPS_WITHOUT_TIME: u64 = 20_000;
 
 /// How far an input went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -64,7 +67,6 @@ pub fn scenario(data: &[u8]) -> Result<Outcome, Finding> {
     };
     let options = BuildOptions {
         check_invariants: true,
-        max_events: RUN_MAX_EVENTS,
     };
     let built = match build_all(&loaded, options) {
         Ok(b) => b,
@@ -135,6 +137,7 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
         warmup_iterations: 1,
         max_cycles: RUN_MAX_CYCLES,
         max_events: RUN_MAX_EVENTS,
+        max_steps_without_time: sim_core::engine::DEFAULT_MAX_STEPS_WITHOUT_TIME,
         seed: 1,
         check_invariants: true,
     };
@@ -146,6 +149,9 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
 fn run_briefly(mut config: SimConfig) -> Result<(), Finding> {
     config.max_cycles = config.max_cycles.min(RUN_MAX_CYCLES);
     config.max_events = config.max_events.min(RUN_MAX_EVENTS);
+    config.max_steps_without_time = config
+        .max_steps_without_time
+        .min(RUN_MAX_STEPS_WITHOUT_TIME);
     if let StopRule::Cycles(c) = config.stop {
         config.stop = StopRule::Cycles(c.min(RUN_MAX_CYCLES));
     }

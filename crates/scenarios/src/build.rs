@@ -10,7 +10,7 @@ use crate::error::InputError;
 use crate::schema::{self, CpuSet, FieldShape, MachineRef, RunLength, ScenarioDoc};
 use models::layout::{self, FieldSpec, FieldType, InstanceSpec, LayoutError, StructSpec};
 use models::presets::{self, ResolveError};
-use sim_core::engine::{SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
+use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
 use sim_core::script::ast::SourcePos;
 use sim_core::script::compile::{compile, ProcedureSource, ScriptSource};
@@ -24,14 +24,12 @@ use toml::Spanned;
 pub struct BuildOptions {
     /// Check the protocol invariants after every transaction.
     pub check_invariants: bool,
-    pub max_events: u64,
 }
 
 impl Default for BuildOptions {
     fn default() -> Self {
         BuildOptions {
             check_invariants: cfg!(debug_assertions),
-            max_events: DEFAULT_MAX_EVENTS,
         }
     }
 }
@@ -664,7 +662,8 @@ pub fn build_doc(
             stop,
             warmup_iterations: doc.run.warmup_iterations,
             max_cycles: *doc.run.max_cycles.get_ref(),
-            max_events: options.max_events,
+            max_events: loaded.limits.events,
+            max_steps_without_time: loaded.limits.steps_without_time,
             seed: doc.seed,
             check_invariants: options.check_invariants,
         },

@@ -18,6 +18,8 @@ pub mod schema;
 pub mod trace;
 pub mod validate;
 
-pub use document::{load_file, load_str, LoadedScenario, Variant};
+pub use document::{
+    load_file, load_file_with, load_str, load_str_with, Limits, LoadedScenario, Variant,
+};
 pub use error::{InputError, SourceFile};
 pub use schema::ScenarioDoc;

@@ -484,16 +484,35 @@ fn scenario(wild: Wild) -> impl Strategy<Value = String> {
         number(wild),
         run(wild),
         prop::option::weighted(if wild { 0.5 } else { 0.99 }, number(wild)),
-        (structs("s", wild), prop::option::weighted(0.4, structs("t", wild))),
-        (instance("g", wild), instance("h", wild), instance("pc", wild)),
+        (
+            structs("s", wild),
+            prop::option::weighted(0.4, structs("t", wild)),
+        ),
+        (
+            instance("g", wild),
+            instance("h", wild),
+            instance("pc", wild),
+        ),
         (script(SCENARIO_INSTANCES), script(SCENARIO_INSTANCES)),
         threads,
         prop::option::weighted(0.3, variant),
         prop::option::weighted(0.1, (1u32..4, 1u32..4)),
     )
         .prop_map(
-            |(machine, seed, run, param, structs, instances, (one, two), threads, variant, sweep)| {
-                let mut s = format!("schema = 1\nname = \"generated\"\nseed = {seed}\n{machine}\n{run}");
+            |(
+                machine,
+                seed,
+                run,
+                param,
+                structs,
+                instances,
+                (one, two),
+                threads,
+                variant,
+                sweep,
+            )| {
+                let mut s =
+                    format!("schema = 1\nname = \"generated\"\nseed = {seed}\n{machine}\n{run}");
                 if let Some(p) = param {
                     s.push_str(&format!("[params]\nN = {p}\n\n"));
                 }
@@ -502,19 +521,24 @@ fn scenario(wild: Wild) -> impl Strategy<Value = String> {
                 s.push_str(&instances.0);
                 s.push_str(&instances.1);
                 s.push_str(&instances.2);
-                // Every iteration does some work: one of local operations
-                // alone takes no time, and a `cycles` run of it never ends
-                // (a known hang: fuzz/hangs/scenario/).
+                // An iteration of local operations alone takes no time; the
+                // engine stops such a run (`limits.steps_without_time`).
                 s.push_str(&format!(
-                    "[scripts]\none = \"\"\"\nwork 1\n{one}\"\"\"\ntwo = \"\"\"\nwork 1\n{two}\"\"\"\n\n"
+                    "[scripts]\none = \"\"\"\n{one}\"\"\"\ntwo = \"\"\"\n{two}\"\"\"\n\n"
                 ));
                 s.push_str(&threads);
                 s.extend(variant);
                 if let Some((a, b)) = sweep {
                     s.push_str(&format!(
                         "[sweep]\n\"instances.g.count\" = [{}]\n\"seed\" = [{}]\n",
-                        (1..=a).map(|k| k.to_string()).collect::<Vec<_>>().join(", "),
-                        (1..=b).map(|k| k.to_string()).collect::<Vec<_>>().join(", ")
+                        (1..=a)
+                            .map(|k| k.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        (1..=b)
+                            .map(|k| k.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
                 s

@@ -1787,7 +1787,10 @@ mod tests {
     /// Runs a violation's replay scripts in the engine, with the invariants
     /// checked after every transaction.
     fn replay(config: &CheckConfig, violation: &Violation) -> Result<(), crate::SimError> {
-        use crate::engine::{run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
+        use crate::engine::{
+            run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS,
+            DEFAULT_MAX_STEPS_WITHOUT_TIME,
+        };
         use crate::memory::{FieldDef, InstanceDef, InstanceKind, StructDef};
         use crate::probe::NoProbe;
         use crate::script::compile::{compile, ScriptSource};
@@ -1839,6 +1842,7 @@ mod tests {
             warmup_iterations: 0,
             max_cycles: 10_000_000,
             max_events: DEFAULT_MAX_EVENTS,
+            max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
             seed: 1,
             check_invariants: true,
         };

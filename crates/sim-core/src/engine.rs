@@ -14,7 +14,7 @@
 //! order, one line transaction at a time (x86-TSO); loads forward from it.
 
 use crate::coherence::{AccessReport, Coherence, Need, Requested};
-use crate::error::{Budget, CpuWhere, SimError};
+use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
 use crate::memory::{InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, Probe};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
@@ -57,13 +57,17 @@ pub struct SimConfig {
     pub max_cycles: u64,
     /// Budget on processed events.
     pub max_events: u64,
+    /// Script steps of one CPU, or events of the run, at one cycle before
+    /// the run is stopped for want of progress (`limits.steps_without_time`).
+    pub max_steps_without_time: u64,
     pub seed: u64,
     pub check_invariants: bool,
 }
 
 pub const MAX_CALL_DEPTH: usize = 256;
 pub const MAX_STACK: usize = 4096;
-pub const DEFAULT_MAX_EVENTS: u64 = 2_000_000_000;
+pub const DEFAULT_MAX_EVENTS: u64 = crate::limits::DEFAULT_EVENTS;
+pub const DEFAULT_MAX_STEPS_WITHOUT_TIME: u64 = crate::limits::DEFAULT_STEPS_WITHOUT_TIME;
 
 /// What a finished run measured.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -151,6 +155,9 @@ struct Cpu {
     draining: bool,
     pending: Option<PendingAccess>,
     rng: ChaCha8Rng,
+    /// Steps executed since the clock last moved, and the cycle it moved to.
+    still_steps: u64,
+    still_at: Cycle,
 }
 
 /// How the engine goes about a run; no option changes any result.
@@ -309,6 +316,8 @@ impl<'c> Simulation<'c> {
                     draining: false,
                     pending: None,
                     rng,
+                    still_steps: 0,
+                    still_at: Cycle::ZERO,
                 };
                 start_iteration(&mut cpu, &config.program);
                 cpu
@@ -370,16 +379,30 @@ impl<'c> Simulation<'c> {
             self.schedule(Cycle::ZERO, EventKind::Resume, i);
         }
         let max_events = self.config.max_events;
+        let mut stopped = false;
+        // Events processed at the current cycle: a run whose events never
+        // move time would otherwise spin until the event budget.
+        let (mut still_at, mut still_events) = (0, 0u64);
         while let Some(Reverse((key, cpu_index, kind))) = self.queue.pop() {
             let cycle = (key >> 64) as u64;
             if let Some(stop) = self.stop_cycle {
                 if cycle >= stop {
+                    stopped = true;
                     break;
                 }
             }
             self.events += 1;
             if self.events > max_events {
                 return Err(self.truncated(Budget::Events, max_events, Cycle(cycle)));
+            }
+            if cycle == still_at {
+                still_events += 1;
+                if still_events > self.config.max_steps_without_time {
+                    let all: Vec<usize> = (0..self.cpus.len()).collect();
+                    return Err(self.stalled(Stall::ZeroTimeEvents, Cycle(cycle), &all));
+                }
+            } else {
+                (still_at, still_events) = (cycle, 1);
             }
             let i = cpu_index as usize;
             if kind == event_code(EventKind::Resume) {
@@ -391,6 +414,19 @@ impl<'c> Simulation<'c> {
             }
             // Once every CPU has finished, the queue still drains their
             // store buffers, so every store takes its place.
+        }
+        if !stopped && self.finished_cpus < self.cpus.len() {
+            // Nothing is queued, yet some CPU has not finished: it waits
+            // for something that will never come.
+            let waiting: Vec<usize> = (0..self.cpus.len())
+                .filter(|&i| !self.cpus[i].finished)
+                .collect();
+            let at = waiting
+                .iter()
+                .map(|&i| self.cpus[i].now)
+                .max()
+                .unwrap_or_default();
+            return Err(self.stalled(Stall::Deadlock, at, &waiting));
         }
         let end = match self.stop_cycle {
             Some(stop) => stop,
@@ -434,6 +470,53 @@ impl<'c> Simulation<'c> {
             limit,
             cycle,
             unfinished,
+        }
+    }
+
+    /// A run that stopped making progress, with where each CPU involved is
+    /// and what it waits for.
+    fn stalled(&self, stall: Stall, cycle: Cycle, involved: &[usize]) -> SimError {
+        let cpus = involved
+            .iter()
+            .map(|&i| {
+                let cpu = &self.cpus[i];
+                let (origin, pos) = self.position(cpu);
+                let line = |address: u64| {
+                    let unit = self.memory.unit_of(address);
+                    format!(
+                        "line {unit} (address {address:#x}, home node {}): {}",
+                        self.coherence.home_of(unit),
+                        self.coherence.describe_unit(unit)
+                    )
+                };
+                let waiting_for = match cpu.wait {
+                    Wait::None => None,
+                    Wait::Line => cpu.pending.map(|p| line(p.address)),
+                    Wait::BufferEmpty | Wait::BufferSlot => Some(format!(
+                        "its store buffer ({} entries) to drain{}",
+                        cpu.store_buffer.len(),
+                        cpu.store_buffer
+                            .front()
+                            .map(|e| format!(", the oldest to {}", line(e.address)))
+                            .unwrap_or_default()
+                    )),
+                };
+                StalledCpu {
+                    cpu: cpu.spec.cpu,
+                    origin,
+                    pos,
+                    waiting_for,
+                }
+            })
+            .collect();
+        SimError::NoProgress {
+            stall,
+            limit: match stall {
+                Stall::Deadlock => 0,
+                _ => self.config.max_steps_without_time,
+            },
+            cycle,
+            cpus,
         }
     }
 
@@ -496,6 +579,21 @@ impl<'c> Simulation<'c> {
             // Only accesses that another CPU could also reach must wait for
             // their turn; everything else runs ahead.
             let op = self.current_op(i);
+            if matches!(op, Op::Call(_) | Op::EndIteration) {
+                // Every loop back-edge costs a cycle, so only calls and
+                // iteration ends can repeat without time passing: count
+                // them (the same ones on the fast and the plain path).
+                let cpu = &mut self.cpus[i];
+                if cpu.now == cpu.still_at {
+                    cpu.still_steps += 1;
+                    if cpu.still_steps > self.config.max_steps_without_time {
+                        return Err(self.stalled(Stall::ZeroTimeSteps, Cycle(now), &[i]));
+                    }
+                } else {
+                    cpu.still_at = cpu.now;
+                    cpu.still_steps = 1;
+                }
+            }
             let ordered = match op {
                 Op::Load(p) | Op::Store(p) | Op::Atomic(_, p) => !self.private_place[p as usize],
                 _ => false,
@@ -1057,7 +1155,7 @@ impl<'c> Simulation<'c> {
             self.measure_start = self.measure_start.max(cpu.now.0);
         }
         if let StopRule::Iterations(n) = self.config.stop {
-            if cpu.iteration >= warmup + n {
+            if cpu.iteration >= warmup.saturating_add(n) {
                 cpu.callers.clear();
                 self.finish(i);
                 return;
@@ -1438,5 +1536,153 @@ fn uniform_below(rng: &mut ChaCha8Rng, bound: u64) -> u64 {
         if v < zone {
             return v % bound;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Runs that stop making progress. A correct simulator never deadlocks,
+    //! so the deadlock is made with one of the protocol bugs planted for the
+    //! checker (`coherence::planted`): the home takes a waiting read off its
+    //! queue and never answers it.
+    use super::*;
+    use crate::checker::CheckConfig;
+    use crate::coherence::planted::{self, Bug};
+    use crate::memory::{FieldDef, InstanceDef, StructDef};
+    use crate::probe::NoProbe;
+    use crate::script::compile::{compile, ScriptSource};
+    use crate::script::parse::parse_block;
+    use crate::topology::Protocol;
+
+    /// Three CPUs (one per cache) of the checker's machine, each running its
+    /// script from `scripts` over `lines[0..2].v`, one line each.
+    fn config(scripts: &[&str], stop: StopRule) -> SimConfig {
+        let machine = CheckConfig::new(Protocol::Mesi).machine();
+        let memory = MemoryLayout {
+            structs: vec![StructDef {
+                name: "line".into(),
+                size_bytes: 64,
+                align_bytes: 64,
+                fields: vec![FieldDef::simple("v", 0, 8, 1)],
+            }],
+            instances: vec![InstanceDef {
+                name: "lines".into(),
+                struct_index: 0,
+                kind: InstanceKind::Global,
+                element_addresses: vec![0, 64],
+                element_homes: vec![0, 0],
+            }],
+            total_bytes: 128,
+            unit_bytes: 64,
+            line_size_bytes: 64,
+            unit_homes: vec![0, 0],
+        };
+        let sources: Vec<ScriptSource> = scripts
+            .iter()
+            .enumerate()
+            .map(|(n, text)| ScriptSource {
+                name: format!("s{n}"),
+                body: parse_block(text).unwrap(),
+            })
+            .collect();
+        let program = compile(&memory, &[], &[], &sources).unwrap();
+        SimConfig {
+            topology: Topology::new(machine).unwrap(),
+            memory,
+            program,
+            threads: (0..scripts.len() as u32)
+                .map(|n| ThreadSpec {
+                    cpu: n,
+                    script: n,
+                    tid: 0,
+                    group_size: 1,
+                })
+                .collect(),
+            stop,
+            warmup_iterations: 0,
+            max_cycles: 1_000_000,
+            max_events: DEFAULT_MAX_EVENTS,
+            max_steps_without_time: 1000,
+            seed: 1,
+            check_invariants: true,
+        }
+    }
+
+    #[test]
+    fn a_deadlock_names_the_waiting_cpus_lines_and_states() {
+        let scripts = [
+            "fetch_add(lines[0].v, 1)\nwork 3",
+            "let x = lines[0].v\nwork 5",
+        ];
+        let config = config(&scripts, StopRule::Iterations(50));
+        // Without the bug the same run finishes.
+        assert!(run(&config, &mut NoProbe).is_ok());
+        let error = planted::with(Bug::ServeDropsRead, || run(&config, &mut NoProbe));
+        let Err(SimError::NoProgress {
+            stall: Stall::Deadlock,
+            cpus,
+            ..
+        }) = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(cpus.len(), 1, "{cpus:?}");
+        assert_eq!(cpus[0].cpu, 1);
+        assert_eq!(cpus[0].origin, "scripts.s1");
+        assert_eq!(cpus[0].pos.line, 1);
+        let shown = error.clone().unwrap_err().to_string();
+        assert!(shown.starts_with("deadlock at cycle "), "{shown}");
+        let waiting = cpus[0].waiting_for.as_deref().unwrap();
+        assert!(
+            waiting.starts_with("line 0 (address 0x0, home node 0): core 0: M;"),
+            "{waiting}"
+        );
+        assert!(
+            shown.contains("CPU 1: at scripts.s1 line 1, waiting for line 0"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn steps_that_take_no_time_stop_the_run_just_past_the_bound() {
+        // One step per iteration (its end): a cycles run never ends.
+        let config = config(&["let x = 1"], StopRule::Cycles(100));
+        match run(&config, &mut NoProbe) {
+            Err(SimError::NoProgress {
+                stall: Stall::ZeroTimeSteps,
+                limit: 1000,
+                cycle: Cycle(0),
+                cpus,
+            }) => {
+                assert_eq!(cpus.len(), 1);
+                assert_eq!((cpus[0].cpu, cpus[0].waiting_for.as_ref()), (0, None));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Just inside: an iterations run of 999 such steps (998 iterations
+        // and the step that ends the run) finishes, at cycle 0.
+        let mut inside = config.clone();
+        inside.stop = StopRule::Iterations(999);
+        let outcome = run(&inside, &mut NoProbe).unwrap();
+        assert_eq!(outcome.cpus[0].measured_iterations, 999);
+        let mut outside = config;
+        outside.stop = StopRule::Iterations(1001);
+        assert!(matches!(
+            run(&outside, &mut NoProbe),
+            Err(SimError::NoProgress { .. })
+        ));
+    }
+
+    #[test]
+    fn iterations_near_the_top_of_u64_do_not_overflow() {
+        // The warm-up plus the measured count saturates instead of wrapping
+        // (the loader bounds both far lower; the engine must not panic).
+        let mut config = config(&["work 1"], StopRule::Iterations(u64::MAX));
+        config.warmup_iterations = 5;
+        config.max_cycles = 100;
+        assert!(matches!(
+            run(&config, &mut NoProbe),
+            Err(SimError::Truncated { .. })
+        ));
     }
 }

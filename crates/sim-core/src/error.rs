@@ -14,6 +14,29 @@ pub struct CpuWhere {
     pub pos: SourcePos,
 }
 
+/// A CPU that could not go on when a run stopped for want of progress.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StalledCpu {
+    pub cpu: u32,
+    /// `scripts.NAME` or `procedures.NAME`.
+    pub origin: String,
+    pub pos: SourcePos,
+    /// What it waits for, in words: the line with its coherence states, or
+    /// its store buffer; `None` when it was not waiting.
+    pub waiting_for: Option<String>,
+}
+
+/// How a run failed to make progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stall {
+    /// Unfinished CPUs wait and no event is queued that could wake them.
+    Deadlock,
+    /// One CPU made `limit` calls and iteration ends without its clock moving.
+    ZeroTimeSteps,
+    /// The run processed `limit` events at one cycle.
+    ZeroTimeEvents,
+}
+
 /// Which budget a run exhausted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Budget {
@@ -48,6 +71,15 @@ pub enum SimError {
         limit: u64,
         cycle: Cycle,
         unfinished: Vec<CpuWhere>,
+    },
+    /// The run stopped making progress (deadlock, or steps that take no
+    /// simulated time): no result.
+    NoProgress {
+        stall: Stall,
+        /// The bound that was hit (`limits.steps_without_time`); 0 for a deadlock.
+        limit: u64,
+        cycle: Cycle,
+        cpus: Vec<StalledCpu>,
     },
 }
 
@@ -101,6 +133,47 @@ impl fmt::Display for SimError {
                 }
                 if unfinished.len() > 8 {
                     write!(f, "\n    ... and {} more", unfinished.len() - 8)?;
+                }
+                Ok(())
+            }
+            SimError::NoProgress {
+                stall,
+                limit,
+                cycle,
+                cpus,
+            } => {
+                match stall {
+                    Stall::Deadlock => write!(
+                        f,
+                        "deadlock at cycle {cycle}: every unfinished CPU waits and no event is \
+                         queued that could wake it; no result is reported. This is a bug in the \
+                         simulator; please report it with the scenario."
+                    )?,
+                    Stall::ZeroTimeSteps => write!(
+                        f,
+                        "no progress at cycle {cycle}: a CPU made {limit} procedure calls \
+                         and iteration ends without simulated time advancing; no result is reported. A script \
+                         whose iteration makes no memory access, no `work` and no loop takes \
+                         no time, so the run never reaches its end: give it some work \
+                         (`work 1`), or raise the bound with `--set-limit steps_without_time=N`."
+                    )?,
+                    Stall::ZeroTimeEvents => write!(
+                        f,
+                        "no progress at cycle {cycle}: the run processed {limit} events \
+                         without simulated time advancing; no result is reported. This is a \
+                         bug in the simulator unless the machine is very large: raise the \
+                         bound with `--set-limit steps_without_time=N`."
+                    )?,
+                }
+                write!(f, "\n  {} CPU(s) involved", cpus.len())?;
+                for c in cpus.iter().take(8) {
+                    write!(f, "\n    CPU {}: at {} line {}", c.cpu, c.origin, c.pos.line)?;
+                    if let Some(w) = &c.waiting_for {
+                        write!(f, ", waiting for {w}")?;
+                    }
+                }
+                if cpus.len() > 8 {
+                    write!(f, "\n    ... and {} more", cpus.len() - 8)?;
                 }
                 Ok(())
             }

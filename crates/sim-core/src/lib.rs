@@ -23,6 +23,7 @@ pub mod checker;
 pub mod coherence;
 pub mod engine;
 pub mod error;
+pub mod limits;
 pub mod memory;
 pub mod probe;
 pub mod script;

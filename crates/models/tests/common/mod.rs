@@ -5,7 +5,10 @@
 
 use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use sim_core::coherence::AccessReport;
-use sim_core::engine::{run, RunOutcome, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
+use sim_core::engine::{
+    run, RunOutcome, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS,
+    DEFAULT_MAX_STEPS_WITHOUT_TIME,
+};
 use sim_core::memory::InstanceKind;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::script::compile::{compile, CompileError, ProcedureSource, ScriptSource};
@@ -222,6 +225,7 @@ impl<'a> Setup<'a> {
             warmup_iterations: 0,
             max_cycles: self.max_cycles,
             max_events: DEFAULT_MAX_EVENTS,
+            max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
             seed: self.seed,
             check_invariants: true,
         })

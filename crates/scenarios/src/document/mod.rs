@@ -59,6 +59,7 @@ use toml::Spanned;
 
 use crate::error::{InputError, SourceFile};
 use crate::schema::ScenarioDoc;
+pub use sim_core::limits::Limits;
 
 /// A loaded scenario: the base document and one document per variant.
 #[derive(Debug, Clone)]
@@ -74,6 +75,8 @@ pub struct LoadedScenario {
     /// the documents of the variants it runs. Without a sweep, one case with
     /// an empty id whose documents are the base and the variants.
     pub cases: Vec<Case>,
+    /// The bounds it was loaded under, which its build and runs keep.
+    pub limits: Limits,
 }
 
 impl LoadedScenario {
@@ -104,16 +107,27 @@ pub struct Variant {
     pub doc: ScenarioDoc,
 }
 
-/// Loads a scenario from text; `path` is used in errors and for the default name.
+/// Loads a scenario from text under the default [`Limits`]; `path` is
+/// used in errors and for the default name.
 pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
+    load_str_with(path, text, &Limits::default())
+}
+
+/// Loads a scenario from text under `limits`.
+pub fn load_str_with(
+    path: &str,
+    text: &str,
+    limits: &Limits,
+) -> Result<LoadedScenario, InputError> {
     let source = Arc::new(SourceFile::new(path, text));
-    let (base, variants, has_sweep) = load_source(&source)?;
+    let (base, variants, has_sweep) = load_source(&source, limits)?;
     let mut loaded = LoadedScenario {
         source,
         base,
         variants,
         sweep: None,
         cases: Vec::new(),
+        limits: *limits,
     };
     let expanded = if has_sweep {
         sweep::expand(&loaded)?
@@ -138,13 +152,19 @@ pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
     Ok(loaded)
 }
 
-/// Loads a scenario file. An unreadable file is an error with line 0.
+/// Loads a scenario file under the default [`Limits`]. An unreadable file
+/// is an error with line 0.
 pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {
+    load_file_with(path, &Limits::default())
+}
+
+/// Loads a scenario file under `limits`.
+pub fn load_file_with(path: &Path, limits: &Limits) -> Result<LoadedScenario, InputError> {
     let shown = path.display().to_string();
     let bytes = std::fs::read(path)
         .map_err(|e| InputError::whole_file(&shown, format!("cannot read `{shown}`: {e}")))?;
     match String::from_utf8(bytes) {
-        Ok(text) => load_str(&shown, &text),
+        Ok(text) => load_str_with(&shown, &text, limits),
         Err(e) => {
             let at = e.utf8_error().valid_up_to();
             let source = SourceFile::new(shown, String::from_utf8_lossy(e.as_bytes()));
@@ -186,7 +206,10 @@ fn prepare(source: &SourceFile) -> Result<Prepared<'_>, InputError> {
 
 /// The base, the variants, and whether the file has a `[sweep]` (read by
 /// `sweep::expand` once the base and the variants are known).
-fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>, bool), InputError> {
+fn load_source(
+    source: &SourceFile,
+    limits: &Limits,
+) -> Result<(Variant, Vec<Variant>, bool), InputError> {
     let Prepared {
         root_span,
         root,
@@ -195,7 +218,7 @@ fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>, bool), Inp
     } = prepare(source)?;
 
     let stem = default_name(&source.path);
-    let base_doc = build_doc(source, &root, &root_span, &stem)?;
+    let base_doc = build_doc(source, &root, &root_span, &stem, limits)?;
     let specs = match variants_value {
         Some(v) => patch::parse_variants(source, v)?,
         None => Vec::new(),
@@ -243,7 +266,7 @@ fn load_source(source: &SourceFile) -> Result<(Variant, Vec<Variant>, bool), Inp
                 "internal error: root is not a table",
             )));
         };
-        let doc = build_doc(source, &patched, &root_span, &stem).map_err(in_variant)?;
+        let doc = build_doc(source, &patched, &root_span, &stem, limits).map_err(in_variant)?;
         variants.push(Variant {
             name,
             description: spec.description,
@@ -264,6 +287,7 @@ fn build_doc(
     root: &DeTable<'_>,
     root_span: &Range<usize>,
     default_name: &str,
+    limits: &Limits,
 ) -> Result<ScenarioDoc, InputError> {
     let de = toml::de::Deserializer::from(Spanned::new(root_span.clone(), root.clone()));
     let mut doc = ScenarioDoc::deserialize(de)
@@ -271,7 +295,7 @@ fn build_doc(
     if doc.name.is_empty() {
         doc.name = default_name.to_string();
     }
-    validate::validate(source, root, &doc)?;
+    validate::validate(source, root, &doc, limits)?;
     Ok(doc)
 }
 

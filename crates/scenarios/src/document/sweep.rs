@@ -867,7 +867,7 @@ fn case_doc<'i>(
             ))
         }
     };
-    let doc = build_doc(source, table, root_span, stem)?;
+    let doc = build_doc(source, table, root_span, stem, &loaded.limits)?;
     let Some((count, count_span, key_span)) = count else {
         return Ok(doc);
     };
@@ -928,7 +928,7 @@ fn case_doc<'i>(
             ))
         }
     };
-    build_doc(source, table, root_span, stem)
+    build_doc(source, table, root_span, stem, &loaded.limits)
 }
 
 /// The patch `threads.GROUP.cpus = value`.

@@ -12,18 +12,29 @@ use crate::schema::{
     format_cpulist, CpuSet, InlineMachine, InstanceKind, MachineRef, RunSection, ScenarioDoc,
     StructDef, ThreadGroup, SCHEMA_VERSION,
 };
+use sim_core::limits::Limits;
 
 type Result<T = ()> = std::result::Result<T, InputError>;
 
 struct Checker<'a, 'i> {
     source: &'a SourceFile,
     tree: &'a DeTable<'i>,
+    limits: &'a Limits,
 }
 
 const POWER_OF_TWO: &str = "a power of two such as 1, 2, 4, 8, 16, 32 or 64";
 
-pub(crate) fn validate(source: &SourceFile, tree: &DeTable<'_>, doc: &ScenarioDoc) -> Result {
-    let c = Checker { source, tree };
+pub(crate) fn validate(
+    source: &SourceFile,
+    tree: &DeTable<'_>,
+    doc: &ScenarioDoc,
+    limits: &Limits,
+) -> Result {
+    let c = Checker {
+        source,
+        tree,
+        limits,
+    };
     c.schema(doc)?;
     if !doc.base_name.span().is_empty() {
         check_name(
@@ -149,6 +160,30 @@ impl Checker<'_, '_> {
         Ok(())
     }
 
+    /// `value` (of `key`) is at most the limit called `limit_name`.
+    fn within_limit(
+        &self,
+        span: Range<usize>,
+        key: &str,
+        value: u64,
+        limit_name: &str,
+        limit: u64,
+    ) -> Result {
+        if value > limit {
+            return Err(self
+                .err(
+                    span,
+                    key,
+                    format!("`{key}` is {value}, more than the limit of {limit}"),
+                )
+                .with_valid(format!(
+                    "at most {limit}; raise the limit with `--set-limit {limit_name}={value}` \
+                     if the run is meant to be this long"
+                )));
+        }
+        Ok(())
+    }
+
     fn power_of_two<T: Copy + Into<u64>>(&self, value: &Option<Spanned<T>>, key: &str) -> Result {
         if let Some(v) = value {
             let n: u64 = (*v.get_ref()).into();
@@ -205,6 +240,25 @@ impl Checker<'_, '_> {
         self.at_least_one(&run.iterations, "run.iterations")?;
         self.at_least_one(&run.cycles, "run.cycles")?;
         self.at_least_one(&Some(run.max_cycles.clone()), "run.max_cycles")?;
+        // Bounded so that warm-up plus measured iterations never overflow,
+        // and so that a typo of many digits is caught before a run that
+        // would never end.
+        if let Some(i) = &run.iterations {
+            self.within_limit(
+                i.span(),
+                "run.iterations",
+                *i.get_ref(),
+                "iterations",
+                self.limits.iterations,
+            )?;
+        }
+        self.within_limit(
+            self.value_span(&["run", "warmup_iterations"]),
+            "run.warmup_iterations",
+            run.warmup_iterations,
+            "warmup_iterations",
+            self.limits.warmup_iterations,
+        )?;
         if let Some(c) = &run.cycles {
             let max = *run.max_cycles.get_ref();
             if *c.get_ref() > max {

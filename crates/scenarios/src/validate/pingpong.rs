@@ -14,7 +14,9 @@
 use models::calibration::LineHome;
 use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use rayon::prelude::*;
-use sim_core::engine::{run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS};
+use sim_core::engine::{
+    run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS, DEFAULT_MAX_STEPS_WITHOUT_TIME,
+};
 use sim_core::memory::InstanceKind;
 use sim_core::probe::Probe;
 use sim_core::script::compile::{compile, ScriptSource};
@@ -137,6 +139,7 @@ impl PingPong {
                 warmup_iterations: WARMUP_ITERATIONS,
                 max_cycles: MAX_CYCLES,
                 max_events: DEFAULT_MAX_EVENTS,
+                max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
                 seed: SEED,
                 check_invariants: cfg!(debug_assertions),
             });

@@ -1,0 +1,187 @@
+//! Every bound bounce puts on its input and on its runs, in one place.
+//!
+//! Two kinds:
+//! - [`Limits`]: bounds a user may raise, each on the command line with
+//!   `--set-limit NAME=VALUE` (`bounce limits` lists them with their values and
+//!   reasons). They are checked where the input is read (the scenario
+//!   loader and builder) or where the run happens (the engine), and every
+//!   error that reports one names it and that flag.
+//! - [`FIXED`]: bounds of the interpreter's own structures and of the
+//!   pointer encoding, which a value on the command line could not raise
+//!   safely; raising one is a change to this file.
+//!
+//! The simulated-cycle budget is not here: it is part of a scenario
+//! (`run.max_cycles`, default 10^10), because it says how long that
+//! scenario is meant to run.
+
+/// Declares [`Limits`], its defaults, and the table [`LIMITS`] that
+/// describes each (name, default, unit, why), from one list.
+macro_rules! limits {
+    ($( $(#[doc = $doc:literal])* $name:ident : $default:expr, $unit:literal; )*) => {
+        /// The bounds a user may raise (see the module documentation).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct Limits {
+            $( $(#[doc = $doc])* pub $name: u64, )*
+        }
+
+        impl Default for Limits {
+            fn default() -> Self {
+                Limits { $( $name: $default, )* }
+            }
+        }
+
+        /// Each limit: its name (as `--set-limit` takes it), default, unit and
+        /// why it exists, in declaration order.
+        pub const LIMITS: &[LimitInfo] = &[
+            $( LimitInfo {
+                name: stringify!($name),
+                default: $default,
+                unit: $unit,
+                why: concat!($($doc, "\n"),*),
+            }, )*
+        ];
+
+        impl Limits {
+            fn slot(&mut self, name: &str) -> Option<&mut u64> {
+                match name {
+                    $( stringify!($name) => Some(&mut self.$name), )*
+                    _ => None,
+                }
+            }
+
+            /// The current value of the limit called `name`.
+            pub fn get(&self, name: &str) -> Option<u64> {
+                match name {
+                    $( stringify!($name) => Some(self.$name), )*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+/// Default of [`Limits::events`], for runs built without a `Limits`.
+pub const DEFAULT_EVENTS: u64 = 2_000_000_000;
+/// Default of [`Limits::steps_without_time`].
+pub const DEFAULT_STEPS_WITHOUT_TIME: u64 = 1_000_000;
+
+/// A limit as `bounce limits` shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitInfo {
+    pub name: &'static str,
+    pub default: u64,
+    pub unit: &'static str,
+    pub why: &'static str,
+}
+
+limits! {
+    /// Iterations per CPU (`run.iterations`). Far beyond any run that
+    /// ends in reasonable time, and low enough that the warm-up plus the
+    /// measured iterations can never overflow a 64-bit count.
+    iterations: 1_000_000_000_000, "iterations";
+    /// Warm-up iterations per CPU (`run.warmup_iterations`), bounded for
+    /// the same reasons as `iterations`.
+    warmup_iterations: 1_000_000_000_000, "iterations";
+    /// Events one run may process (store-buffer drains, lines freed, CPUs
+    /// resumed). A run that hits it is truncated: no result.
+    events: DEFAULT_EVENTS, "events";
+    /// Steps one CPU may take, or events the whole run may process, at one
+    /// simulated cycle. The steps counted are procedure calls and iteration
+    /// ends, the only operations that can repeat without time passing
+    /// (every loop back-edge costs a cycle). A script whose iteration takes
+    /// no time never reaches the end of a `cycles` run and no budget of
+    /// cycles or events stops it; this does. A real iteration makes a few
+    /// calls at most.
+    steps_without_time: DEFAULT_STEPS_WITHOUT_TIME, "steps";
+}
+
+/// Why a `--set-limit NAME=VALUE` was refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitError(pub String);
+
+impl std::fmt::Display for LimitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Limits {
+    /// Applies one `NAME=VALUE` (underscores allowed in the value, as in
+    /// `1_000_000`). An unknown name is refused with the nearest known one.
+    pub fn set(&mut self, assignment: &str) -> Result<(), LimitError> {
+        let Some((name, value)) = assignment.split_once('=') else {
+            return Err(LimitError(format!(
+                "`{assignment}` is not NAME=VALUE (for example `events=4000000000`)"
+            )));
+        };
+        let name = name.trim();
+        let digits: String = value.trim().chars().filter(|&c| c != '_').collect();
+        let Ok(number) = digits.parse::<u64>() else {
+            return Err(LimitError(format!(
+                "the value of limit `{name}` must be a whole number of at least 1, found `{}`",
+                value.trim()
+            )));
+        };
+        if number == 0 {
+            return Err(LimitError(format!(
+                "the value of limit `{name}` must be at least 1, found 0"
+            )));
+        }
+        match self.slot(name) {
+            Some(slot) => {
+                *slot = number;
+                Ok(())
+            }
+            None => {
+                let names: Vec<&str> = LIMITS.iter().map(|l| l.name).collect();
+                let nearest = names
+                    .iter()
+                    .map(|n| (strsim::levenshtein(n, name), *n))
+                    .min()
+                    .filter(|(d, _)| *d <= name.len().max(3) / 2)
+                    .map(|(_, n)| format!(" (did you mean `{n}`?)"))
+                    .unwrap_or_default();
+                Err(LimitError(format!(
+                    "unknown limit `{name}`{nearest}; valid: {}",
+                    names.join(", ")
+                )))
+            }
+        }
+    }
+}
+
+/// A bound that is part of the program, not of the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedLimit {
+    pub name: &'static str,
+    pub value: u64,
+    pub unit: &'static str,
+    pub why: &'static str,
+}
+
+/// The fixed bounds (see the module documentation).
+pub const FIXED: &[FixedLimit] = &[];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_takes_a_known_name_and_refuses_others() {
+        let mut l = Limits::default();
+        l.set("events=4_000").unwrap();
+        assert_eq!(l.events, 4000);
+        assert_eq!(l.get("events"), Some(4000));
+        assert_eq!(
+            l.set("evnts=5").unwrap_err().to_string(),
+            format!(
+                "unknown limit `evnts` (did you mean `events`?); valid: {}",
+                LIMITS.iter().map(|l| l.name).collect::<Vec<_>>().join(", ")
+            )
+        );
+        assert!(l.set("events").is_err());
+        assert!(l.set("events=0").is_err());
+        assert!(l.set("events=-1").is_err());
+        assert_eq!(l.events, 4000);
+    }
+}
