@@ -182,7 +182,6 @@ impl Run {
 fn options() -> BuildOptions {
     BuildOptions {
         check_invariants: false,
-        ..BuildOptions::default()
     }
 }
 
