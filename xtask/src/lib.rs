@@ -477,7 +477,94 @@ fn presets(out: &mut Files) -> Result<(), String> {
             scenarios::presets_view::show(name, false)?,
         );
     }
+    for name in ["icelake-sp-2s", "epyc-naples-2s", "epyc-milan-2s"] {
+        out.add(format!("presets/{name}.svg"), topology_drawing(name)?);
+    }
     Ok(())
+}
+
+/// The latencies a topology drawing lists under the boxes.
+const DRAWN_LATENCIES: &[&str] = &[
+    "latency.smt_transfer_cycles",
+    "latency.l3_transfer_cycles",
+    "latency.hop_in_node_cycles",
+    "latency.hop_between_nodes_cycles",
+    "latency.hop_between_sockets_cycles",
+    "latency.dram_cycles",
+];
+
+/// A preset drawn as sockets, nodes and L3 domains, from the same tables
+/// `bounce presets show` prints.
+fn topology_drawing(name: &str) -> Result<String, String> {
+    use plots::{L3Box, NodeBox, SocketBox, TopologyChart};
+    use scenarios::presets_view::cpulist;
+    let resolved = models::presets::resolve_preset(name).map_err(|e| e.to_string())?;
+    let t = sim_core::topology::Topology::new(resolved.spec.clone())
+        .map_err(|e| format!("preset `{name}` does not build: {e}"))?;
+    let spec = &t.spec;
+    let cpus_where = |keep: &dyn Fn(u32) -> bool| -> String {
+        let cpus: Vec<u32> = (0..t.cpu_count()).filter(|&c| keep(c)).collect();
+        cpulist(&cpus)
+    };
+    let mut sockets = Vec::new();
+    for socket in 0..spec.sockets {
+        let mut nodes = Vec::new();
+        for node in (0..t.node_count()).filter(|&n| t.socket_of_node(n) == socket) {
+            let l3_domains = (0..t.l3_count())
+                .filter(|&l3| t.node_of_core(l3 * spec.cores_per_l3) == node)
+                .map(|l3| L3Box {
+                    label: format!("L3 {l3}"),
+                    detail: format!(
+                        "{} cores, CPUs {}",
+                        spec.cores_per_l3,
+                        cpus_where(&|c| t.l3_of(c) == l3)
+                    ),
+                })
+                .collect();
+            nodes.push(NodeBox {
+                label: format!("node {node}"),
+                l3_domains,
+            });
+        }
+        sockets.push(SocketBox {
+            label: format!("socket {socket}"),
+            nodes,
+        });
+    }
+    let mut notes = vec![
+        "latencies (core cycles at the preset's clock; sources in `bounce presets show`):"
+            .to_string(),
+    ];
+    for key in DRAWN_LATENCIES {
+        let p = resolved
+            .params
+            .iter()
+            .find(|p| p.key == *key)
+            .ok_or_else(|| format!("preset `{name}` has no parameter `{key}`"))?;
+        notes.push(format!(
+            "{} = {} {} ({})",
+            key.trim_start_matches("latency."),
+            p.value,
+            p.unit,
+            p.kind
+        ));
+    }
+    let chart = TopologyChart {
+        title: format!("{name}: {}", resolved.preset.summary),
+        subtitle: format!(
+            "{} sockets, {} nodes, {} L3 domains, {} cores, {} CPUs; {}, lookup {}",
+            spec.sockets,
+            t.node_count(),
+            t.l3_count(),
+            t.core_count(),
+            t.cpu_count(),
+            spec.protocol.name().to_uppercase(),
+            spec.lookup.name()
+        ),
+        sockets,
+        notes,
+    };
+    plots::topology(&chart).map_err(|e| format!("preset `{name}`: {e}"))
 }
 
 fn validation(root: &Path, out: &mut Files) -> Result<(), String> {

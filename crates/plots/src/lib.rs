@@ -1,5 +1,6 @@
 //! SVG charts of plain data: scaling lines, comparison bars, per-field
-//! attribution bars and cache-line maps of a struct.
+//! attribution bars, cache-line maps of a struct, and a machine's topology
+//! as nested boxes.
 //!
 //! This crate knows nothing of the simulator: it takes the structs below and
 //! returns SVG documents as strings. It uses plotters' SVG backend without any
@@ -16,6 +17,8 @@ use std::fmt;
 
 mod validation;
 pub use validation::{validation_bars, validation_scatter, ValidationChart, ValidationPoint};
+mod topology;
+pub use topology::{topology, L3Box, NodeBox, SocketBox, TopologyChart};
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
