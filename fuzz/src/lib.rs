@@ -17,10 +17,9 @@ use sim_core::script::parse::parse_block;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
 use sim_core::SimError;
 
-/// Inputs longer than this are not tried. The loader itself takes any
-/// size, and a large script costs some 40 bytes of syntax tree per byte of
-/// text before the compiler's operation limit rejects it; a fuzzer is kept
-/// to inputs a person could write.
+/// Inputs longer than this are not tried: a fuzzer is kept to inputs a
+/// person could write. (The loader refuses scenario files over 1 MiB and
+/// scripts over 64 KiB; `sim_core::limits`.)
 pub const MAX_INPUT_BYTES: usize = 64 * 1024;
 /// Budgets of the runs the harness makes, whatever the input asks for.
 /// (A run of iterations that take no time stops at the bound on steps

@@ -115,7 +115,9 @@ impl fmt::Display for SimError {
             } => {
                 let what = match budget {
                     Budget::Cycles => format!("the cycle budget (run.max_cycles = {limit})"),
-                    Budget::Events => format!("the event budget ({limit} events)"),
+                    Budget::Events => format!(
+                        "the event budget ({limit} events; `--set-limit events=N` raises it)"
+                    ),
                 };
                 write!(
                     f,

@@ -75,6 +75,22 @@ pub struct LimitInfo {
 }
 
 limits! {
+    /// Bytes of a scenario file, checked before it is read. The shipped
+    /// scenarios are under 2 KB; parsing costs about three bytes of memory
+    /// per byte of text, more for many small keys.
+    scenario_bytes: 1 << 20, "bytes";
+    /// Bytes of one script or procedure body, checked before it is parsed
+    /// (the syntax tree takes some 40 bytes per byte of text).
+    script_bytes: 64 << 10, "bytes";
+    /// Entries of `[params]`.
+    params: 10_000, "parameters";
+    /// Runs of one scenario: variants (with the base), times the cases of
+    /// its sweep. Each is a whole document in memory before anything runs.
+    runs: 10_000, "runs";
+    /// Host memory a load or a build may take, estimated before it takes
+    /// it: the documents of every run (each about three times the file's
+    /// size), and each run's configuration and simulator state.
+    host_memory_bytes: 2 << 30, "bytes";
     /// Iterations per CPU (`run.iterations`). Far beyond any run that
     /// ends in reasonable time, and low enough that the warm-up plus the
     /// measured iterations can never overflow a 64-bit count.

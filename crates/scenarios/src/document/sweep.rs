@@ -39,8 +39,6 @@ pub const SWEEP_KEYS: &[&str] = &["variants", "cpus", "group", "placement"];
 /// change one of their entries but not add one (a misspelt parameter would
 /// otherwise be a new parameter nothing reads).
 const NAMED_MAPS: &[&str] = &["params", "structs", "instances", "procedures", "scripts"];
-/// Upper bound on the runs (cases x variants) of one sweep.
-pub const MAX_RUNS: usize = 100_000;
 
 const PLACEMENT_HELP: &str = "\"compact\" (lowest CPU numbers first: the cores of socket 0, then of socket 1, SMT siblings last), \"spread\" (alternate sockets), or the CPUs in the order to take them, such as \"0,40,1,41\"";
 const RANGE_HELP: &str = "a list such as [1, 2, 4], or an integer range such as { from = 1, to = 160, step = \"double\" } (step: a positive integer, or \"double\")";
@@ -308,6 +306,7 @@ fn raw_values<'i>(
     source: &SourceFile,
     key: &str,
     value: Spanned<DeValue<'i>>,
+    max_values: u64,
 ) -> Result<RawValues<'i>, InputError> {
     let span = value.span();
     let is_inline_table = source
@@ -327,7 +326,7 @@ fn raw_values<'i>(
             }
             Ok(RawValues::List(items.to_vec()))
         }
-        DeValue::Table(t) if is_inline_table => range(source, key, t, span),
+        DeValue::Table(t) if is_inline_table => range(source, key, t, span, max_values),
         other => Err(at(
             source,
             span,
@@ -346,6 +345,7 @@ fn range<'i>(
     key: &str,
     table: DeTable<'i>,
     span: Range<usize>,
+    max_values: u64,
 ) -> Result<RawValues<'i>, InputError> {
     let mut from = None;
     let mut to = None;
@@ -438,13 +438,16 @@ fn range<'i>(
     let mut v = from;
     loop {
         values.push(v);
-        if values.len() > MAX_RUNS {
+        if values.len() as u64 > max_values {
             return Err(at(
                 source,
                 span,
                 key,
-                format!("the range `{key}` has more than {MAX_RUNS} values"),
-            ));
+                format!("the range `{key}` has more than {max_values} values, one run each"),
+            )
+            .with_valid(format!(
+                "at most {max_values} values; raise the limit with `--set-limit runs=N`"
+            )));
         }
         let next = match step_kind {
             Step::Add(n) => v.checked_add(n),
@@ -462,7 +465,11 @@ fn range<'i>(
 }
 
 /// Reads the `[sweep]` table.
-fn read<'i>(source: &SourceFile, value: Spanned<DeValue<'i>>) -> Result<RawSweep<'i>, InputError> {
+fn read<'i>(
+    source: &SourceFile,
+    value: Spanned<DeValue<'i>>,
+    max_values: u64,
+) -> Result<RawSweep<'i>, InputError> {
     let span = value.span();
     let table = match value.into_inner() {
         DeValue::Table(t) => t,
@@ -531,7 +538,7 @@ fn read<'i>(source: &SourceFile, value: Spanned<DeValue<'i>>) -> Result<RawSweep
                     name: name.clone(),
                     key_span: key.span(),
                     kind,
-                    values: raw_values(source, &full, value)?,
+                    values: raw_values(source, &full, value, max_values)?,
                 });
             }
             _ => {
@@ -549,7 +556,7 @@ fn read<'i>(source: &SourceFile, value: Spanned<DeValue<'i>>) -> Result<RawSweep
         raw.axes.push(RawAxis {
             name,
             key_span,
-            values: raw_values(source, &full, entry.value)?,
+            values: raw_values(source, &full, entry.value, max_values)?,
             kind: RawKind::Path(entry.segments),
         });
     }
@@ -624,7 +631,7 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
         Some(v) => patch::parse_variants(source, v)?,
         None => Vec::new(),
     };
-    let raw = read(source, sweep_value)?;
+    let raw = read(source, sweep_value, loaded.limits.runs)?;
 
     // Integer ranges become TOML values parsed from generated text, so that
     // they patch the document like the values written in the file.
@@ -710,18 +717,18 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
     for a in &axes {
         total = total.saturating_mul(a.values.len());
     }
-    if total.saturating_mul(selected.len()) > MAX_RUNS {
-        let span = axes.first().map_or(0..0, |a| a.key_span.clone());
-        return Err(at(
-            source,
-            span,
-            "sweep",
-            format!(
-                "the sweep has {total} cases of {} variant(s), more than the limit of {MAX_RUNS} runs",
-                selected.len()
-            ),
-        ));
-    }
+    // Counted, and the memory of their documents estimated, before any is made.
+    super::check_documents(
+        source,
+        axes.first().map_or(0..0, |a| a.key_span.clone()),
+        "sweep",
+        (total as u64).saturating_mul(selected.len() as u64),
+        &format!(
+            "the sweep has {total} cases of {} variant(s)",
+            selected.len()
+        ),
+        &loaded.limits,
+    )?;
 
     let stem = default_name(&source.path);
     let mut cases = Vec::with_capacity(total);

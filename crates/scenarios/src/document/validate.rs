@@ -49,8 +49,44 @@ pub(crate) fn validate(
         c.machine(m)?;
     }
     c.run(&doc.run)?;
+    if doc.params.len() as u64 > limits.params {
+        return Err(c
+            .err(
+                c.key_span(&["params"]),
+                "params",
+                format!(
+                    "`params` has {} entries, more than the limit of {}",
+                    doc.params.len(),
+                    limits.params
+                ),
+            )
+            .with_valid(format!(
+                "at most {} parameters; raise the limit with `--set-limit params={}`",
+                limits.params,
+                doc.params.len()
+            )));
+    }
     for name in doc.params.keys() {
         c.map_key_name(&["params", name], "parameter name", NameRule::Identifier)?;
+    }
+    // Script texts are measured before anything parses them.
+    let texts = doc
+        .scripts
+        .iter()
+        .map(|(name, text)| (join_path(&["scripts", name]), text))
+        .chain(
+            doc.procedures
+                .iter()
+                .map(|(name, p)| (join_path(&["procedures", name, "body"]), &p.body)),
+        );
+    for (key, text) in texts {
+        c.within_limit(
+            text.span(),
+            &key,
+            text.get_ref().len() as u64,
+            "script_bytes",
+            limits.script_bytes,
+        )?;
     }
     for (name, s) in &doc.structs {
         c.struct_def(name, s)?;
@@ -170,15 +206,19 @@ impl Checker<'_, '_> {
         limit: u64,
     ) -> Result {
         if value > limit {
+            let unit = sim_core::limits::LIMITS
+                .iter()
+                .find(|l| l.name == limit_name)
+                .map_or("", |l| l.unit);
+            let what = if unit == "bytes" {
+                format!("`{key}` is {value} bytes long")
+            } else {
+                format!("`{key}` is {value}")
+            };
             return Err(self
-                .err(
-                    span,
-                    key,
-                    format!("`{key}` is {value}, more than the limit of {limit}"),
-                )
+                .err(span, key, format!("{what}, more than the limit of {limit}"))
                 .with_valid(format!(
-                    "at most {limit}; raise the limit with `--set-limit {limit_name}={value}` \
-                     if the run is meant to be this long"
+                    "at most {limit} {unit}; raise the limit with `--set-limit {limit_name}={value}`"
                 )));
         }
         Ok(())
