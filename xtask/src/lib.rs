@@ -436,29 +436,35 @@ fn home_node(root: &Path, out: &mut Files) -> Result<(), String> {
     Ok(())
 }
 
-/// The parameters the presets table shows, with their column titles.
-const PRESET_COLUMNS: &[(&str, &str)] = &[
+/// The presets' shape, with the columns' titles.
+const PRESET_SHAPE: &[(&str, &str)] = &[
     ("sockets", "sockets"),
     ("nodes_per_socket", "nodes per socket"),
-    ("l3_per_node", "L3 domains per node"),
+    ("l3_per_node", "L3 per node"),
     ("cores_per_l3", "cores per L3"),
-    ("threads_per_core", "threads per core"),
-    ("clock_mhz", "clock (MHz)"),
+    ("threads_per_core", "SMT"),
+    ("clock_mhz", "MHz"),
     ("protocol", "protocol"),
-    ("lookup", "directory lookup"),
-    ("latency.l3_transfer_cycles", "L3 transfer (cycles)"),
-    ("latency.hop_between_nodes_cycles", "node hop (cycles)"),
-    ("latency.hop_between_sockets_cycles", "socket hop (cycles)"),
-    ("latency.dram_cycles", "DRAM (cycles)"),
+    ("lookup", "lookup"),
 ];
 
-fn presets(out: &mut Files) -> Result<(), String> {
-    out.add("presets/list.txt", scenarios::presets_view::list());
+/// The presets' main latencies (core cycles), with the columns' titles.
+const PRESET_LATENCIES: &[(&str, &str)] = &[
+    ("latency.smt_transfer_cycles", "SMT sibling"),
+    ("latency.l3_transfer_cycles", "L3 transfer"),
+    ("latency.hop_in_node_cycles", "leg in node"),
+    ("latency.hop_between_nodes_cycles", "leg between nodes"),
+    ("latency.hop_between_sockets_cycles", "leg between sockets"),
+    ("latency.dram_cycles", "DRAM"),
+];
+
+/// One row per preset of the parameters `columns` names.
+fn preset_table(columns: &[(&str, &str)]) -> Result<String, String> {
     let mut rows = Vec::new();
     for preset in models::presets::PRESETS {
         let params = (preset.params)();
         let mut row = vec![format!("`{}`", preset.name)];
-        for (key, _) in PRESET_COLUMNS {
+        for (key, _) in columns {
             let value = params
                 .iter()
                 .find(|p| p.key == *key)
@@ -469,8 +475,14 @@ fn presets(out: &mut Files) -> Result<(), String> {
         rows.push(row);
     }
     let mut header = vec!["preset"];
-    header.extend(PRESET_COLUMNS.iter().map(|c| c.1));
-    out.add_markdown("presets/parameters.md", &table(&header, &rows));
+    header.extend(columns.iter().map(|c| c.1));
+    Ok(table(&header, &rows))
+}
+
+fn presets(out: &mut Files) -> Result<(), String> {
+    out.add("presets/list.txt", scenarios::presets_view::list());
+    out.add_markdown("presets/shape.md", &preset_table(PRESET_SHAPE)?);
+    out.add_markdown("presets/latencies.md", &preset_table(PRESET_LATENCIES)?);
     for name in ["icelake-sp-2s", "epyc-milan-2s"] {
         out.add(
             format!("presets/{name}.txt"),
@@ -532,7 +544,17 @@ fn topology_drawing(name: &str) -> Result<String, String> {
         });
     }
     let mut notes = vec![
-        "latencies (core cycles at the preset's clock; sources in `bounce presets show`):"
+        format!(
+            "{} sockets, {} nodes, {} L3 domains, {} cores, {} CPUs; {}, lookup {}",
+            spec.sockets,
+            t.node_count(),
+            t.l3_count(),
+            t.core_count(),
+            t.cpu_count(),
+            spec.protocol.name().to_uppercase(),
+            spec.lookup.name()
+        ),
+        "latencies in core cycles at the preset's clock (sources: bounce presets show):"
             .to_string(),
     ];
     for key in DRAWN_LATENCIES {
@@ -550,17 +572,8 @@ fn topology_drawing(name: &str) -> Result<String, String> {
         ));
     }
     let chart = TopologyChart {
-        title: format!("{name}: {}", resolved.preset.summary),
-        subtitle: format!(
-            "{} sockets, {} nodes, {} L3 domains, {} cores, {} CPUs; {}, lookup {}",
-            spec.sockets,
-            t.node_count(),
-            t.l3_count(),
-            t.core_count(),
-            t.cpu_count(),
-            spec.protocol.name().to_uppercase(),
-            spec.lookup.name()
-        ),
+        title: name.to_string(),
+        subtitle: resolved.preset.summary.to_string(),
         sockets,
         notes,
     };
