@@ -337,7 +337,17 @@ fn run(
             "{}",
             scenarios::report::sweep_report(name, sweep, &results, loaded.cases.len(), shard)
         ),
-        (None, Some(case)) => print!("{}", scenarios::report::full_report(name, &case.results)),
+        (None, Some(case)) => {
+            print!("{}", scenarios::report::full_report(name, &case.results));
+            if let Some(built) = cases.first() {
+                let comparisons =
+                    scenarios::measured::compare(&loaded, &built.variants, &case.results);
+                let table = scenarios::measured::table(&comparisons);
+                if !table.is_empty() {
+                    print!("\n{table}");
+                }
+            }
+        }
         (None, None) => {
             let (i, n) = shard.unwrap_or((0, 1));
             println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
@@ -369,6 +379,9 @@ fn run(
     if let Some(dir) = out {
         let mut file = scenarios::output::header(&loaded, env!("CARGO_PKG_VERSION"));
         file.records = scenarios::output::records(&file, &cases, &results);
+        if let (None, Some(built), Some(case)) = (&loaded.sweep, cases.first(), results.first()) {
+            file.measured = scenarios::measured::compare(&loaded, &built.variants, &case.results);
+        }
         let manifest = shard.map(|(i, n)| scenarios::output::manifest(&file, i, n));
         if let Err(e) = scenarios::output::write_results(dir, &file, manifest.as_ref()) {
             eprintln!(

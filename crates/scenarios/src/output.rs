@@ -48,6 +48,10 @@ pub struct ResultsFile {
     pub cases: Vec<CaseInfo>,
     /// One per case and variant, in case order then variant order.
     pub records: Vec<Record>,
+    /// The scenario's measured figures beside the simulated ones
+    /// (`[[measured]]`; absent when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<crate::measured::Comparison>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -277,6 +281,7 @@ pub fn header(loaded: &LoadedScenario, tool_version: &str) -> ResultsFile {
             })
             .collect(),
         records: Vec::new(),
+        measured: Vec::new(),
     }
 }
 
@@ -753,6 +758,8 @@ pub fn merge(shards: &[ShardInput]) -> Result<ResultsFile, String> {
     let header_of = |r: &ResultsFile| {
         let mut h = r.clone();
         h.records.clear();
+        // Only the shard that ran the (single) case has the comparisons.
+        h.measured.clear();
         h
     };
     let header = header_of(&first.results);
@@ -877,5 +884,9 @@ pub fn merge(shards: &[ShardInput]) -> Result<ResultsFile, String> {
     records.sort_by_key(|r| (r.case_index, variant_pos(&r.variant)));
     let mut merged = header;
     merged.records = records;
+    merged.measured = shards
+        .iter()
+        .flat_map(|s| s.results.measured.iter().cloned())
+        .collect();
     Ok(merged)
 }

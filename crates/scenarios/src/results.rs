@@ -36,6 +36,8 @@ pub struct CpuShare {
     pub node: u32,
     pub iterations: u64,
     pub longest_iteration_cycles: u64,
+    /// Cycles of its measured iterations added up.
+    pub iteration_cycles_total: u64,
 }
 
 /// Everything measured for one variant.
@@ -171,6 +173,12 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
                 .iter()
                 .position(|&x| x == c.cpu)
                 .and_then(|slot| stats.longest_iteration.get(slot))
+                .copied()
+                .unwrap_or(0),
+            iteration_cycles_total: cpus
+                .iter()
+                .position(|&x| x == c.cpu)
+                .and_then(|slot| stats.iteration_cycles_per_cpu.get(slot))
                 .copied()
                 .unwrap_or(0),
         })

@@ -72,6 +72,80 @@ pub struct ScenarioDoc {
     pub scripts: IndexMap<String, Spanned<String>>,
     /// Non-empty; names unique; CPU sets pairwise disjoint.
     pub threads: Vec<ThreadGroup>,
+    /// `[[measured]]`: figures measured on real machines, each printed beside
+    /// the simulated figure of a variant (see [`crate::measured`]). Variant,
+    /// thread group and field names are checked once all variants are known.
+    #[serde(default)]
+    pub measured: Vec<MeasuredDef>,
+}
+
+/// One `[[measured]]` entry: a figure someone measured, the variant that
+/// models the measured configuration, and the metric to compute from its run.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredDef {
+    /// What was measured, as the table shows it (e.g. `consume_stock`).
+    pub label: Spanned<String>,
+    /// The variant (or the base) whose run stands for the measured configuration.
+    pub variant: Spanned<String>,
+    pub metric: Spanned<MeasuredMetric>,
+    /// The measured figure, in the metric's unit.
+    pub value: Spanned<f64>,
+    /// Where the figure comes from: a file and line, or a citation.
+    pub source: Spanned<String>,
+    /// `throughput-change`: the variant the change is measured against
+    /// (default: the base). `cycles-per-iteration`: when given, the figure is
+    /// the difference from this variant's cycles per iteration.
+    pub relative_to: Option<Spanned<String>>,
+    /// `cycles-per-iteration`: only the iterations of this thread group
+    /// (default: every CPU's).
+    pub threads: Option<Spanned<String>>,
+    /// `field-cycles-share`: the fields (`instance.field`) whose accesses count.
+    #[serde(default)]
+    pub fields: Vec<Spanned<String>>,
+    /// The largest difference, in the metric's unit, that counts as a match;
+    /// without it the table shows the difference and no verdict.
+    pub tolerance: Option<Spanned<f64>>,
+}
+
+/// What a `[[measured]]` figure is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MeasuredMetric {
+    /// Throughput (iterations per second, all CPUs) change in percent against
+    /// `relative_to`.
+    ThroughputChange,
+    /// Mean cycles per measured iteration (or its difference from
+    /// `relative_to`'s).
+    CyclesPerIteration,
+    /// Percent of the running CPUs' measured cycles spent in accesses to
+    /// `fields` (the L1 hit, the wait for the line, the locked operation).
+    FieldCyclesShare,
+}
+
+impl MeasuredMetric {
+    pub const NAMES: &'static [&'static str] = &[
+        "throughput-change",
+        "cycles-per-iteration",
+        "field-cycles-share",
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MeasuredMetric::ThroughputChange => "throughput-change",
+            MeasuredMetric::CyclesPerIteration => "cycles-per-iteration",
+            MeasuredMetric::FieldCyclesShare => "field-cycles-share",
+        }
+    }
+
+    /// The unit the figure and the difference are in.
+    pub fn unit(self) -> &'static str {
+        match self {
+            MeasuredMetric::ThroughputChange => "%",
+            MeasuredMetric::CyclesPerIteration => "cycles",
+            MeasuredMetric::FieldCyclesShare => "% of cycles",
+        }
+    }
 }
 
 fn default_base_name() -> Spanned<String> {

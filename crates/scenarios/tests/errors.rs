@@ -317,7 +317,7 @@ error: unknown top-level key `sede`
   |
 2 | sede = 3
   | ^^^^
-  = valid: schema, name, description, base_name, seed, machine, use, run, params, structs, instances, procedures, scripts, threads, variants, sweep
+  = valid: schema, name, description, base_name, seed, machine, use, run, params, structs, instances, procedures, scripts, threads, measured, variants, sweep
   = help: did you mean `seed`?
 "#,
     );

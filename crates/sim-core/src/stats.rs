@@ -160,6 +160,9 @@ pub struct Stats {
     /// Cycles of each CPU's longest measured iteration, in the order of the
     /// `cpus` given to [`Stats::new`] (for fairness: the longest wait).
     pub longest_iteration: Vec<u64>,
+    /// Cycles of each CPU's measured iterations added up, in the same order
+    /// (for figures of one thread group).
+    pub iteration_cycles_per_cpu: Vec<u64>,
     pub stalled_on_store_buffer_cycles: u64,
     /// log2 of the coherence unit's size.
     unit_shift: u32,
@@ -191,6 +194,7 @@ impl Stats {
             per_unit: vec![Traffic::default(); unit_count],
             iteration_cycles: Histogram::default(),
             longest_iteration: vec![0; cpus.len()],
+            iteration_cycles_per_cpu: vec![0; cpus.len()],
             stalled_on_store_buffer_cycles: 0,
             unit_shift: unit_bytes.trailing_zeros(),
             measuring: vec![warmup == 0; cpus.len()],
@@ -243,6 +247,9 @@ impl Probe for Stats {
             if let Some(&slot) = self.cpu_slot.get(cpu as usize) {
                 if let Some(l) = self.longest_iteration.get_mut(slot as usize) {
                     *l = (*l).max(end - start);
+                }
+                if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot as usize) {
+                    *t += end - start;
                 }
             }
         } else if let Some(&slot) = self.cpu_slot.get(cpu as usize) {

@@ -152,6 +152,7 @@ pub fn load_str_with(
             }];
         }
     }
+    crate::measured::validate(&loaded)?;
     Ok(loaded)
 }
 
