@@ -332,6 +332,7 @@ fn run(
         results
     };
     let name = &loaded.base.doc.name;
+    let measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
     match (&loaded.sweep, results.first()) {
         (Some(sweep), _) => print!(
             "{}",
@@ -339,13 +340,9 @@ fn run(
         ),
         (None, Some(case)) => {
             print!("{}", scenarios::report::full_report(name, &case.results));
-            if let Some(built) = cases.first() {
-                let comparisons =
-                    scenarios::measured::compare(&loaded, &built.variants, &case.results);
-                let table = scenarios::measured::table(&comparisons);
-                if !table.is_empty() {
-                    print!("\n{table}");
-                }
+            let table = scenarios::measured::table(&measured);
+            if !table.is_empty() {
+                print!("\n{table}");
             }
         }
         (None, None) => {
@@ -379,9 +376,7 @@ fn run(
     if let Some(dir) = out {
         let mut file = scenarios::output::header(&loaded, env!("CARGO_PKG_VERSION"));
         file.records = scenarios::output::records(&file, &cases, &results);
-        if let (None, Some(built), Some(case)) = (&loaded.sweep, cases.first(), results.first()) {
-            file.measured = scenarios::measured::compare(&loaded, &built.variants, &case.results);
-        }
+        file.measured = measured;
         let manifest = shard.map(|(i, n)| scenarios::output::manifest(&file, i, n));
         if let Err(e) = scenarios::output::write_results(dir, &file, manifest.as_ref()) {
             eprintln!(

@@ -161,7 +161,15 @@ impl Run {
                 self.loaded.cases.len(),
                 None,
             ),
-            None => scenarios::report::full_report(name, &self.results[0].results),
+            None => {
+                let mut text = scenarios::report::full_report(name, &self.results[0].results);
+                let table = scenarios::measured::table(&self.file.measured);
+                if !table.is_empty() {
+                    text.push('\n');
+                    text.push_str(&table);
+                }
+                text
+            }
         }
     }
     /// The variant results of every case, in case order.
@@ -208,6 +216,7 @@ fn run(root: &Path, path: &str) -> Result<Run, String> {
     }
     let mut file = scenarios::output::header(&loaded, env!("CARGO_PKG_VERSION"));
     file.records = scenarios::output::records(&file, &cases, &results);
+    file.measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
     Ok(Run {
         path: path.to_string(),
         loaded,

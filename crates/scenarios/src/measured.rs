@@ -326,6 +326,20 @@ pub fn compare(
         .collect()
 }
 
+/// The comparisons of a whole run (the single case of a scenario without a
+/// sweep; none with a sweep, which cannot have `[[measured]]`), as
+/// `bounce run` prints them and `results.json` holds them.
+pub fn compare_cases(
+    loaded: &LoadedScenario,
+    cases: &[crate::cases::BuiltCase],
+    results: &[crate::cases::CaseResult],
+) -> Vec<Comparison> {
+    match (&loaded.sweep, cases.first(), results.first()) {
+        (None, Some(built), Some(case)) => compare(loaded, &built.variants, &case.results),
+        _ => Vec::new(),
+    }
+}
+
 /// A figure with as many decimals as its size deserves.
 fn figure(value: f64) -> String {
     let a = value.abs();
