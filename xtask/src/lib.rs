@@ -792,9 +792,18 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
             .map_err(|e| format!("cannot read `{path}`: {e}"))?;
         let run = run(root, &path)?;
         let stem = name.trim_end_matches(".toml");
+        // First what a reader comes for, the measured figures beside the
+        // simulated ones; the listing and the whole report fold away.
+        let description = run.loaded.base.doc.description.clone().unwrap_or_default();
+        let measured = scenarios::measured::table(&run.file.measured);
+        let _ = write!(index, "### `{path}`\n\n{description}\n\n");
+        if !measured.is_empty() {
+            let _ = write!(index, "```text\n{measured}```\n\n");
+        }
         let _ = write!(
             index,
-            "### `{path}`\n\n```toml\n{text}```\n\n`bounce run {path}` prints:\n\n```text\n{}```\n\n",
+            "<details>\n<summary>The scenario, <code>{path}</code></summary>\n\n```toml\n{text}```\n\n</details>\n\n\
+             <details>\n<summary>All that <code>bounce run {path}</code> prints</summary>\n\n```text\n{}```\n\n</details>\n\n",
             run.report()
         );
         out.add(format!("cases/{stem}.txt"), run.report());
