@@ -49,6 +49,7 @@ pub struct Generated {
 pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     let mut out = Files::default();
     false_sharing(root, &mut out)?;
+    adjacent_pair(root, &mut out)?;
     ping_pong(root, &mut out)?;
     traces(root, &mut out)?;
     contended(root, &mut out)?;
@@ -317,6 +318,37 @@ fn false_sharing(root: &Path, out: &mut Files) -> Result<(), String> {
                 "HITM per increment",
                 "cross-socket misses per increment",
                 "increments per second (all 8 CPUs)",
+            ],
+            &rows,
+        ),
+    );
+    Ok(())
+}
+
+fn adjacent_pair(root: &Path, out: &mut Files) -> Result<(), String> {
+    let run = run(root, "book/scenarios/adjacent-pair.toml")?;
+    let rows: Vec<Vec<String>> = run
+        .variant_results()
+        .zip(&run.file.records)
+        .map(|(v, r)| {
+            vec![
+                format!("`{}`", r.variant),
+                v.description.clone().unwrap_or_else(|| "the base".into()),
+                num(r.cycles_per_iteration_mean),
+                num(r.hitm_per_iteration),
+                num(r.cross_socket_misses_per_iteration),
+            ]
+        })
+        .collect();
+    out.add_markdown(
+        "adjacent-pair/summary.md",
+        &table(
+            &[
+                "variant",
+                "what it changes",
+                "cycles per increment",
+                "HITM per increment",
+                "cross-socket misses per increment",
             ],
             &rows,
         ),
