@@ -137,6 +137,22 @@ enum Command {
         #[arg(long, default_value_t = 200, value_name = "N")]
         limit: usize,
     },
+    /// Print a struct's layout as pahole does (offsets, sizes, holes,
+    /// cache-line boundaries, padding); with --run, each member's loads,
+    /// stores, atomics and HITM transfers over a run of the variant.
+    Layout {
+        /// The scenario file (TOML).
+        file: PathBuf,
+        /// The struct to show (default: every struct an instance uses).
+        #[arg(long = "struct", value_name = "NAME")]
+        struct_name: Option<String>,
+        /// The variant whose layout to show (default: the base).
+        #[arg(long, value_name = "NAME")]
+        variant: Option<String>,
+        /// Run the variant and show each member's traffic.
+        #[arg(long)]
+        run: bool,
+    },
     /// Explore every reachable state of the coherence protocol on a small
     /// configuration and check its invariants in each.
     CheckProtocol {
@@ -236,6 +252,18 @@ fn main() -> ExitCode {
             variant,
             limit,
         } => trace(&file, limits, variant.as_deref(), limit),
+        Command::Layout {
+            file,
+            struct_name,
+            variant,
+            run,
+        } => layout(
+            &file,
+            limits,
+            struct_name.as_deref(),
+            variant.as_deref(),
+            run,
+        ),
         Command::CheckProtocol {
             protocol,
             caches,
@@ -644,23 +672,9 @@ fn trace(file: &Path, limits: &scenarios::Limits, variant: Option<&str>, limit: 
         Ok(x) => x,
         Err(code) => return code,
     };
-    let chosen = match variant {
-        None => &built[0],
-        Some(name) => match built.iter().find(|b| b.name == name) {
-            Some(b) => b,
-            None => {
-                let names: Vec<&str> = built.iter().map(|b| b.name.as_str()).collect();
-                let hint = scenarios::error::closest(name, &names)
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
-                eprintln!(
-                    "error: `{}` has no variant `{name}`{hint}; variants: {}",
-                    file.display(),
-                    names.join(", ")
-                );
-                return ExitCode::from(EXIT_BAD_INPUT);
-            }
-        },
+    let chosen = match choose_variant(file, &built, variant) {
+        Ok(b) => b,
+        Err(code) => return code,
     };
     let config = &chosen.config;
     println!(
@@ -689,6 +703,155 @@ fn trace(file: &Path, limits: &scenarios::Limits, variant: Option<&str>, limit: 
             ExitCode::from(EXIT_RUN_FAILED)
         }
     }
+}
+
+/// The variant named `variant` (the base when `None`), or an error naming
+/// the variants there are.
+fn choose_variant<'a>(
+    file: &Path,
+    built: &'a [BuiltVariant],
+    variant: Option<&str>,
+) -> Result<&'a BuiltVariant, ExitCode> {
+    let Some(name) = variant else {
+        return Ok(&built[0]);
+    };
+    if let Some(b) = built.iter().find(|b| b.name == name) {
+        return Ok(b);
+    }
+    let names: Vec<&str> = built.iter().map(|b| b.name.as_str()).collect();
+    let hint = scenarios::error::closest(name, &names)
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    eprintln!(
+        "error: `{}` has no variant `{name}`{hint}; variants: {}",
+        file.display(),
+        names.join(", ")
+    );
+    Err(ExitCode::from(EXIT_BAD_INPUT))
+}
+
+/// `layout`: the pahole-style view of one struct or of every struct an
+/// instance uses, in one variant, optionally with a run's traffic.
+fn layout(
+    file: &Path,
+    limits: &scenarios::Limits,
+    struct_name: Option<&str>,
+    variant: Option<&str>,
+    run: bool,
+) -> ExitCode {
+    use scenarios::layout_view::{laid_out_structs, render_struct, struct_traffic};
+    let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let chosen = match choose_variant(file, &built, variant) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
+    let Some(doc) = loaded.all().find(|v| v.name == chosen.name).map(|v| &v.doc) else {
+        eprintln!("error: variant `{}` has no document", chosen.name);
+        return ExitCode::from(EXIT_BAD_INPUT);
+    };
+    let structs = match laid_out_structs(&loaded, doc) {
+        Ok(s) => s,
+        Err(e) => return input_error(&e),
+    };
+    let memory = &chosen.config.memory;
+    let shown: Vec<&models::layout::LaidOutStruct> = match struct_name {
+        Some(name) => match structs.iter().find(|s| s.name == name) {
+            Some(s) => vec![s],
+            None => {
+                let names: Vec<&str> = structs.iter().map(|s| s.name.as_str()).collect();
+                let hint = scenarios::error::closest(name, &names)
+                    .map(|c| format!(" (did you mean `{c}`?)"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "error: `{}` has no struct `{name}`{hint}; structs: {}",
+                    file.display(),
+                    if names.is_empty() {
+                        "(none)".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                );
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+        None => {
+            let used: Vec<&str> = memory
+                .instances
+                .iter()
+                .map(|i| memory.structs[i.struct_index].name.as_str())
+                .collect();
+            let instantiated: Vec<_> = structs
+                .iter()
+                .filter(|s| used.contains(&s.name.as_str()))
+                .collect();
+            if instantiated.is_empty() {
+                structs.iter().collect()
+            } else {
+                instantiated
+            }
+        }
+    };
+    let result = if run {
+        match scenarios::results::run_variant(chosen) {
+            Ok(r) => Some(r),
+            Err(f) => {
+                eprintln!("error: variant `{}` has no result: {}", f.name, f.error);
+                return ExitCode::from(EXIT_RUN_FAILED);
+            }
+        }
+    } else {
+        None
+    };
+    let config = &chosen.config;
+    print!(
+        "layout of `{}` variant `{}` on {} ({}-byte lines",
+        loaded.base.doc.name, chosen.name, config.topology.spec.name, memory.line_size_bytes
+    );
+    if memory.unit_bytes != memory.line_size_bytes {
+        print!(
+            ", coherence in {}-byte pairs: adjacent-line prefetch",
+            memory.unit_bytes
+        );
+    }
+    match &result {
+        Some(r) => println!(
+            "), after {} iterations on {} CPUs in {} cycles",
+            r.measured_iterations(),
+            r.cpus.len(),
+            r.outcome.elapsed_cycles
+        ),
+        None => println!(")"),
+    }
+    for def in shown {
+        let traffic = result
+            .as_ref()
+            .map(|r| struct_traffic(r, memory, &config.program.field_names, &def.name));
+        let instances: Vec<String> = memory
+            .instances
+            .iter()
+            .filter(|i| memory.structs[i.struct_index].name == def.name)
+            .map(|i| {
+                let count = i.element_addresses.len();
+                if i.kind == sim_core::memory::InstanceKind::Global && count > 1 {
+                    format!("{}[{count}] ({})", i.name, i.kind.name())
+                } else {
+                    format!("{} ({})", i.name, i.kind.name())
+                }
+            })
+            .collect();
+        println!();
+        if !instances.is_empty() {
+            println!("/* instances: {} */", instances.join(", "));
+        }
+        print!(
+            "{}",
+            render_struct(def, memory.line_size_bytes, traffic.as_ref())
+        );
+    }
+    ExitCode::SUCCESS
 }
 
 /// `check-protocol`: runs the exhaustive checker for one protocol or all

@@ -405,7 +405,11 @@ fn file_positions_in_message(
     out
 }
 
-fn layout_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: LayoutError) -> InputError {
+pub(crate) fn layout_error(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    e: LayoutError,
+) -> InputError {
     // A struct field, a struct, or an instance.
     if let Some(s) = doc.structs.get(&e.owner) {
         if let Some(field_name) = &e.field {
@@ -460,15 +464,12 @@ fn layout_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: LayoutError) -> I
     InputError::whole_file(&loaded.source.path, e.to_string())
 }
 
-/// Builds one document into a runnable configuration.
-pub fn build_doc(
-    loaded: &LoadedScenario,
+/// The structs of a document as the layout rules take them.
+pub fn struct_specs(
+    _loaded: &LoadedScenario,
     doc: &ScenarioDoc,
-    options: BuildOptions,
-) -> Result<BuiltVariant, InputError> {
-    let topology = build_machine(loaded, doc)?;
-
-    let structs: Vec<StructSpec> = doc
+) -> Result<Vec<StructSpec>, InputError> {
+    Ok(doc
         .structs
         .iter()
         .map(|(name, s)| StructSpec {
@@ -499,7 +500,18 @@ pub fn build_doc(
                 })
                 .collect(),
         })
-        .collect();
+        .collect())
+}
+
+/// Builds one document into a runnable configuration.
+pub fn build_doc(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    options: BuildOptions,
+) -> Result<BuiltVariant, InputError> {
+    let topology = build_machine(loaded, doc)?;
+
+    let structs = struct_specs(loaded, doc)?;
     let instances: Vec<InstanceSpec> = doc
         .instances
         .iter()

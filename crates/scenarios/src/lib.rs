@@ -10,6 +10,7 @@ pub mod build;
 pub mod cases;
 pub mod document;
 pub mod error;
+pub mod layout_view;
 pub mod measured;
 pub mod output;
 pub mod presets_view;

@@ -1,0 +1,169 @@
+//! `bounce layout`: the pahole-style view of a scenario's structs, with a
+//! run's per-member traffic, and its errors.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn bounce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .output()
+        .expect("run bounce")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+const NESTED: &str = "tests/data/nested-layout.toml";
+
+#[test]
+fn nested_struct_listing_as_pahole_shows_it() {
+    let o = bounce(&["layout", NESTED]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        "layout of `nested-layout` variant `base` on icelake-sp-2s (64-byte lines)
+
+/* instances: m (global) */
+struct memcg {
+    struct css {
+        16 bytes              refcnt;  /*     0    16 */
+        pointer               parent;  /*    16     8 */
+    } css;                             /*     0    24 */
+    struct page_counter {
+        atomic_long_t         usage;   /*    24     8 */
+        unsigned long         min;     /*    32     8 */
+        unsigned long         max;     /*    40     8 */
+        struct page_counter * parent;  /*    48     8 */
+    } memory;                          /*    24    32 */
+    union {
+        long                  pages;   /*    56     8 */
+        int                   bytes;   /*    56     4 */
+    };                                 /*    56     8 */
+    /* --- cacheline 1 boundary (64 bytes) --- */
+    struct slot {
+        char                  tag;     /*    64     1 */
+        /* XXX 7 bytes hole, try to pack */
+        long                  value;   /*    72     8 */
+    } slots[4];                        /*    64    64 */
+
+    /* size: 128, cachelines: 2, members: 4 */
+};
+"
+    );
+}
+
+#[test]
+fn a_variant_moves_the_nested_counter_and_the_run_shows_who_touched_what() {
+    let o = bounce(&["layout", NESTED, "--variant", "usage-alone", "--run"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let line = |needle: &str| -> &str {
+        out.lines()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no line with {needle:?} in\n{out}"))
+    };
+    assert!(out.starts_with(
+        "layout of `nested-layout` variant `usage-alone` on icelake-sp-2s (64-byte lines), \
+         after 800 iterations on 4 CPUs in "
+    ));
+    assert!(line("loads").ends_with("loads    stores   atomics      HITM"));
+    // `usage` alone on line 1 (64..128), `min` on the next: holes and
+    // boundaries as a compiler leaves them.
+    assert!(line(" usage;").contains("/*    64     8 */"), "{out}");
+    assert!(line(" min;").contains("/*   128     8 */"), "{out}");
+    assert!(out.contains("        /* XXX 56 bytes hole, try to pack */\n        /* --- cacheline 2 boundary (128 bytes) --- */\n"));
+    assert!(out.contains("        /* XXX 40 bytes tail padding */\n"));
+    assert!(out.contains("    /* size: 320, cachelines: 5, members: 4 */\n    /* sum members: 224, holes: 1, sum holes: 40 */\n    /* padding: 56 */\n"));
+    // Every CPU's atomic on usage, 4 x 200, and the transfers they caused;
+    // `min` untouched shows no traffic.
+    let usage: Vec<u64> = line(" usage;")
+        .split("*/")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert_eq!(&usage[..3], &[0, 0, 800]);
+    assert!(usage[3] > 0 && usage[3] <= 800, "{usage:?}");
+    assert!(line(" min;").ends_with("*/"));
+    let parent: Vec<&str> = line("pointer")
+        .split("*/")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(&parent[..3], &["800", "0", "0"]);
+    // The nested struct's line sums its members.
+    let memory: Vec<&str> = line("} memory;")
+        .split("*/")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(&memory[..3], &["800", "0", "800"]);
+}
+
+#[test]
+fn one_struct_on_request() {
+    let o = bounce(&[
+        "layout",
+        "scenarios/false-sharing.toml",
+        "--struct",
+        "counter",
+        "--variant",
+        "padded",
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        "layout of `false-sharing` variant `padded` on icelake-sp-2s (64-byte lines)
+
+/* instances: counters[8] (global) */
+struct counter {
+    unsigned long value;  /*     0     8 */
+
+    /* size: 64, cachelines: 1, members: 1 */
+    /* padding: 56 */
+};
+"
+    );
+}
+
+#[test]
+fn unknown_struct_or_variant_is_a_usage_error_with_a_suggestion() {
+    let o = bounce(&["layout", NESTED, "--struct", "memcgg"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: `tests/data/nested-layout.toml` has no struct `memcgg` (did you mean `memcg`?); \
+         structs: page_counter, css, stat, slot, memcg\n"
+    );
+    assert!(stdout(&o).is_empty());
+    let o = bounce(&["layout", NESTED, "--variant", "usage-alne", "--run"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: `tests/data/nested-layout.toml` has no variant `usage-alne` (did you mean \
+         `usage-alone`?); variants: base, usage-alone\n"
+    );
+    let o = bounce(&["layout", "tests/data/no-such-file.toml"]);
+    assert_exit(&o, 2);
+}
