@@ -262,6 +262,28 @@ fn tcp_memory_allocated_fit_holds() {
     assert!(simulated(&rows, "percpu_counter") < atomic / 5.0);
 }
 
+#[test]
+fn results_json_carries_the_comparisons_and_reads_them_back() {
+    use scenarios::output::{header, records, results_json, ResultsFile};
+    let loaded = shortened("tcp-memory-allocated.toml", 5, 1);
+    let cases = scenarios::cases::build_cases(&loaded, BuildOptions::default()).unwrap();
+    let results = scenarios::cases::run_cases(&cases, &|| {});
+    let mut file = header(&loaded, "test");
+    file.records = records(&file, &cases, &results);
+    let without = results_json(&file);
+    assert!(!without.contains("\"measured\": ["), "{without}");
+    file.measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
+    assert_eq!(file.measured.len(), 2);
+    let text = results_json(&file);
+    assert!(text.contains("\"measured\": ["), "{text}");
+    assert!(
+        text.contains("\"metric\": \"field-cycles-share\""),
+        "{text}"
+    );
+    let back: ResultsFile = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, file);
+}
+
 fn error_of(text: &str) -> String {
     load_str("case.toml", text).unwrap_err().to_string()
 }
