@@ -847,6 +847,17 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
 fn tutorial(root: &Path, out: &mut Files) -> Result<(), String> {
     let run = run(root, "book/scenarios/tutorial.toml")?;
     out.add("tutorial/report.txt", run.report());
+    // `bounce layout book/scenarios/tutorial.toml --variant V`, without the
+    // traffic: each variant's struct as pahole would print it.
+    for variant in run.loaded.all() {
+        let structs = scenarios::layout_view::laid_out_structs(&run.loaded, &variant.doc)
+            .map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        for def in &structs {
+            text.push_str(&scenarios::layout_view::render_struct(def, 64, None));
+        }
+        out.add(format!("tutorial/layout-{}.txt", variant.name), text);
+    }
     out.add_charts(
         "tutorial",
         &run,
