@@ -354,3 +354,106 @@ fn a_reader_that_goes_away_ends_bounce_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
 }
+
+/// A run stopped by a bound through the CLI: exit 1, the reason on stderr,
+/// and with `--out` no results file written (the directory stays empty).
+fn assert_no_result_written(args: &[&str], file: &TempScenario, expected: &str) {
+    let out = std::env::temp_dir().join(format!(
+        "bounce-cli-{}-out-{}",
+        std::process::id(),
+        file.path().len() + args.len()
+    ));
+    let _ = std::fs::remove_dir_all(&out);
+    let out_text = out.to_str().unwrap();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["run", file.path(), "--out", out_text, "-q"]);
+    let o = bounce(&all);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(err.contains(expected), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "error: nothing written to `{out_text}`: some runs have no result\n"
+        )),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_run_over_its_event_budget_is_truncated_and_writes_nothing() {
+    let file = TempScenario::new("events", SMALL);
+    assert_no_result_written(
+        &["--set-limit", "events=5"],
+        &file,
+        "run truncated at cycle ",
+    );
+    assert_no_result_written(
+        &["--set-limit", "events=5"],
+        &file,
+        "it hit the event budget (5 events; `--set-limit events=N` raises it)",
+    );
+}
+
+#[test]
+fn a_run_that_takes_no_time_stops_and_writes_nothing() {
+    let file = TempScenario::new(
+        "zero-time",
+        &SMALL
+            .replace("iterations = 10", "cycles = 1000")
+            .replace("\"ctr.value = ctr.value + 1\"", "\"let x = 1\""),
+    );
+    assert_no_result_written(
+        &["--set-limit", "steps_without_time=1000"],
+        &file,
+        "no progress at cycle 0: a CPU made 1000 procedure calls and iteration ends \
+         without simulated time advancing",
+    );
+}
+
+#[test]
+fn limits_are_listed_and_set_by_name() {
+    let o = bounce(&["--set-limit", "events=1_000", "limits"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("\nevents              1000 events (default 2000000000)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nscenario_bytes      1048576 bytes\n"),
+        "{out}"
+    );
+    assert!(out.contains("\nmachine CPUs       4096 CPUs\n"), "{out}");
+    let o = bounce(&[
+        "--set-limit",
+        "event=5",
+        "check",
+        "scenarios/ping-pong.toml",
+    ]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).starts_with(
+            "error: --set-limit event=5: unknown limit `event` (did you mean `events`?); valid: "
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // Lowered below what a file needs, a limit refuses it at load (exit 2).
+    let o = bounce(&[
+        "--set-limit",
+        "iterations=5",
+        "check",
+        "scenarios/ping-pong.toml",
+    ]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("raise the limit with `--set-limit iterations="),
+        "{}",
+        stderr(&o)
+    );
+}

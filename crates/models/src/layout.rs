@@ -178,9 +178,9 @@ impl fmt::Display for LayoutError {
 impl std::error::Error for LayoutError {}
 
 /// Largest struct and largest memory a scenario may ask for.
-pub const MAX_STRUCT_BYTES: u64 = 1 << 20;
-pub const MAX_MEMORY_BYTES: u64 = 256 << 20;
-pub const MAX_INSTANCE_COUNT: u32 = 1 << 16;
+pub const MAX_STRUCT_BYTES: u64 = sim_core::limits::STRUCT_BYTES;
+pub const MAX_MEMORY_BYTES: u64 = sim_core::limits::SIMULATED_MEMORY_BYTES;
+pub const MAX_INSTANCE_COUNT: u32 = sim_core::limits::INSTANCE_ELEMENTS;
 /// Deepest nesting of structs in structs.
 pub const MAX_NESTING_DEPTH: usize = 32;
 

@@ -663,22 +663,43 @@ pub fn build_doc(
         RunLength::Iterations(n) => StopRule::Iterations(n),
         RunLength::Cycles(c) => StopRule::Cycles(c),
     };
+    let config = SimConfig {
+        topology,
+        memory,
+        program,
+        threads,
+        stop,
+        warmup_iterations: doc.run.warmup_iterations,
+        max_cycles: *doc.run.max_cycles.get_ref(),
+        max_events: loaded.limits.events,
+        max_steps_without_time: loaded.limits.steps_without_time,
+        seed: doc.seed,
+        check_invariants: options.check_invariants,
+    };
+    // Refused before the run allocates it.
+    let estimate = sim_core::engine::estimate_run_bytes(&config);
+    if estimate > loaded.limits.host_memory_bytes {
+        return Err(InputError::whole_file(
+            &loaded.source.path,
+            format!(
+                "a run would take about {} MiB of host memory ({} bytes of instances in {} \
+                 lines, {} running CPUs), more than the limit of {} MiB",
+                estimate >> 20,
+                config.memory.total_bytes,
+                config.memory.unit_count(),
+                config.threads.len(),
+                loaded.limits.host_memory_bytes >> 20
+            ),
+        )
+        .with_valid(format!(
+            "fewer or smaller instances; or raise the limit with \
+             `--set-limit host_memory_bytes={estimate}`"
+        )));
+    }
     Ok(BuiltVariant {
         name: String::new(),
         description: None,
-        config: SimConfig {
-            topology,
-            memory,
-            program,
-            threads,
-            stop,
-            warmup_iterations: doc.run.warmup_iterations,
-            max_cycles: *doc.run.max_cycles.get_ref(),
-            max_events: loaded.limits.events,
-            max_steps_without_time: loaded.limits.steps_without_time,
-            seed: doc.seed,
-            check_invariants: options.check_invariants,
-        },
+        config,
         groups,
     })
 }

@@ -90,6 +90,7 @@ struct Row {
 
 fn rows() -> Vec<Row> {
     let with_sweep = format!("{BASE}\n[sweep]\n\"params.c\" = [1, 2, 3]\n");
+    let big_instances = BASE.replace("count = 4", "count = 60000");
     let zero_time = BASE.replace("bump(&counters[tid()].value)\nwork b\n", "let x = a\n");
     vec![
         Row {
@@ -119,10 +120,17 @@ fn rows() -> Vec<Row> {
             text: with_sweep.clone(),
             needs: 6,
         },
+        // The documents of six runs, at 16 bytes per byte of the file.
         Row {
             limit: "host_memory_bytes",
             text: with_sweep.clone(),
             needs: 6 * with_sweep.len() as u64 * 16,
+        },
+        // One run's data and state, estimated before it runs.
+        Row {
+            limit: "host_memory_bytes",
+            text: big_instances.clone(),
+            needs: run_estimate_of(&big_instances),
         },
         Row {
             limit: "iterations",
@@ -146,6 +154,17 @@ fn rows() -> Vec<Row> {
             needs: events_of(BASE),
         },
     ]
+}
+
+/// The largest estimate of a run's memory among the variants of `text`.
+fn run_estimate_of(text: &str) -> u64 {
+    let loaded = load_str_with("limits.toml", text, &Limits::default()).unwrap();
+    build_all(&loaded, BuildOptions::default())
+        .unwrap()
+        .iter()
+        .map(|v| sim_core::engine::estimate_run_bytes(&v.config))
+        .max()
+        .unwrap()
 }
 
 /// The most events any variant of `text` processes.
@@ -229,4 +248,147 @@ fn limit_errors_read_whole() {
             BASE.len()
         )
     );
+}
+
+/// The fixed bounds (`sim_core::limits::FIXED`) that input can reach: the
+/// scenario at the bound builds, one past it is refused naming the key.
+/// (Operations per script are out of reach under `script_bytes`, the
+/// operand stack under the nesting and call-depth bounds, and events in
+/// flight without a simulator bug.)
+#[test]
+fn fixed_limits_hold_just_inside_and_refuse_just_outside() {
+    use sim_core::limits::*;
+    let machine = |sockets: u64, nodes: u64, cores: u64| {
+        BASE.replace(
+            "machine = \"icelake-sp-2s\"",
+            &format!(
+                "[machine]\npreset = \"icelake-sp-2s\"\nsockets = {sockets}\n\
+                 nodes_per_socket = {nodes}\nl3_per_node = 1\ncores_per_l3 = {cores}\n\
+                 threads_per_core = 1\n"
+            ),
+        )
+        // The machine table ends at the next table; keep `seed` above it.
+        .replace("seed = 1\n", "")
+        .replacen("schema = 1\n", "schema = 1\nseed = 1\n", 1)
+    };
+    let padded = |pad: u64, count: u64| {
+        BASE.replace(
+            "fields = [{ name = \"value\", type = \"unsigned long\" }]",
+            &format!(
+                "fields = [{{ name = \"value\", type = \"unsigned long\" }}, \
+                 {{ name = \"pad\", size = {pad} }}]"
+            ),
+        )
+        .replace("count = 4", &format!("count = {count}"))
+    };
+    let script = |body: String| {
+        BASE.replace(
+            "increment = \"\"\"\nbump(&counters[tid()].value)\nwork b\n\"\"\"",
+            &format!("increment = \"\"\"\n{body}work 1\n\"\"\""),
+        )
+    };
+    let ifs = |n: usize| format!("{}{}", "if 1 {\n".repeat(n), "}\n".repeat(n));
+    let lets = |n: usize| {
+        (0..n)
+            .map(|k| format!("let x{k} = {k}\n"))
+            .collect::<String>()
+    };
+    let calls = |n: usize| {
+        BASE.replace(
+            "body = \"fetch_add(*p, a)\"",
+            "body = \"if p > 0 { bump(p - 1) }\"",
+        )
+        .replace("bump(&counters[tid()].value)", &format!("bump({n})"))
+    };
+    // (what, at the bound, one past it, text of the error past it)
+    let rows: Vec<(&str, String, String, &str)> = vec![
+        (
+            "machine CPUs",
+            machine(1, 1, MACHINE_CPUS),
+            machine(1, 1, MACHINE_CPUS + 1),
+            "the limit is 4096",
+        ),
+        (
+            "machine sockets",
+            machine(MACHINE_SOCKETS as u64, 1, 1),
+            machine(MACHINE_SOCKETS as u64 + 1, 1, 1),
+            "more than the limit of 64",
+        ),
+        (
+            "machine nodes",
+            machine(1, MACHINE_NODES, 1),
+            machine(1, MACHINE_NODES + 1, 1),
+            "the limit is 1024",
+        ),
+        (
+            "struct size",
+            padded(STRUCT_BYTES - 8, 4),
+            padded(STRUCT_BYTES - 7, 4),
+            "the struct would exceed 1048576 bytes",
+        ),
+        (
+            "instance elements",
+            BASE.replace("count = 4", &format!("count = {INSTANCE_ELEMENTS}")),
+            BASE.replace("count = 4", &format!("count = {}", INSTANCE_ELEMENTS + 1)),
+            "out of range 1..=65536",
+        ),
+        (
+            "simulated memory",
+            padded(
+                STRUCT_BYTES / 4 - 8,
+                SIMULATED_MEMORY_BYTES / (STRUCT_BYTES / 4),
+            ),
+            padded(
+                STRUCT_BYTES / 4 - 8,
+                SIMULATED_MEMORY_BYTES / (STRUCT_BYTES / 4) + 1,
+            ),
+            "MiB",
+        ),
+        (
+            "script nesting",
+            script(ifs(SCRIPT_NESTING)),
+            script(ifs(SCRIPT_NESTING + 1)),
+            "nesting is too deep",
+        ),
+        (
+            "script locals",
+            script(lets(SCRIPT_LOCALS)),
+            script(lets(SCRIPT_LOCALS + 1)),
+            "uses more than 256 locals",
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (what, inside, outside, error) in rows {
+        let build = |text: &str| -> Result<(), String> {
+            let loaded = load_str_with("limits.toml", text, &Limits::default())
+                .map_err(|e| e.to_string())?;
+            build_all(&loaded, BuildOptions::default())
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        if let Err(e) = build(&inside) {
+            failures.push(format!("{what} at the bound: {e}"));
+        }
+        match build(&outside) {
+            Ok(()) => failures.push(format!("{what} past the bound: built")),
+            Err(e) if !e.contains(error) => {
+                failures.push(format!("{what} past the bound: expected `{error}` in {e}"))
+            }
+            Err(_) => {}
+        }
+    }
+    // Calls nest at most CALL_DEPTH - 1 deep below the script.
+    let depth = CALL_DEPTH - 2;
+    for (n, fails) in [(depth, false), (depth + 1, true)] {
+        let loaded = load_str_with("limits.toml", &calls(n), &Limits::default()).unwrap();
+        let built = build_all(&loaded, BuildOptions::default()).unwrap();
+        let result = run(&built[0].config, &mut NoProbe);
+        match (&result, fails) {
+            (Ok(_), false) => {}
+            (Err(SimError::Script { message, .. }), true)
+                if message.contains("calls nested deeper than 256") => {}
+            _ => failures.push(format!("call depth {n}: {result:?}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -290,6 +290,14 @@ impl Coherence {
         }
     }
 
+    /// Host bytes one line's state takes on a machine of `cores` cores,
+    /// with two caches holding it (for the estimate made before a run).
+    pub fn line_state_bytes(cores: u32) -> u64 {
+        (std::mem::size_of::<Unit>()
+            + (cores as usize).div_ceil(64) * 8
+            + 2 * std::mem::size_of::<Holder>()) as u64
+    }
+
     pub fn unit_count(&self) -> usize {
         self.units.len()
     }

@@ -64,10 +64,38 @@ pub struct SimConfig {
     pub check_invariants: bool,
 }
 
-pub const MAX_CALL_DEPTH: usize = 256;
-pub const MAX_STACK: usize = 4096;
+pub const MAX_CALL_DEPTH: usize = crate::limits::CALL_DEPTH;
+pub const MAX_STACK: usize = crate::limits::OPERAND_STACK;
 pub const DEFAULT_MAX_EVENTS: u64 = crate::limits::DEFAULT_EVENTS;
 pub const DEFAULT_MAX_STEPS_WITHOUT_TIME: u64 = crate::limits::DEFAULT_STEPS_WITHOUT_TIME;
+
+/// Host memory a run of `config` takes, estimated before it starts: the
+/// simulated data, every line's coherence state (two caches holding each),
+/// every CPU's registers, stack, locals and store buffer, and the events in
+/// flight. Caches that hold many lines each add to it (caches are
+/// unbounded), so it is a floor for a run that touches all its memory from
+/// every core, and close for the rest.
+pub fn estimate_run_bytes(config: &SimConfig) -> u64 {
+    let lines = config.memory.unit_count() as u64;
+    let cpus = config.threads.len() as u64;
+    let per_line = Coherence::line_state_bytes(config.topology.core_count());
+    let per_cpu = (std::mem::size_of::<Cpu>()
+        + 64 * 8
+        + crate::limits::SCRIPT_LOCALS * 8
+        + config.topology.spec.store_buffer_entries as usize * std::mem::size_of::<BufferedStore>())
+        as u64;
+    let event_bytes = std::mem::size_of::<Reverse<(u128, u32, u8)>>() as u64;
+    config.memory.total_bytes
+        + lines * per_line
+        + cpus * per_cpu
+        + events_in_flight_bound(config) * event_bytes
+}
+
+/// The most events a run can have queued at once (see `limits`).
+fn events_in_flight_bound(config: &SimConfig) -> u64 {
+    crate::limits::EVENTS_IN_FLIGHT_PER_CPU * config.threads.len() as u64
+        + crate::limits::EVENTS_IN_FLIGHT_PER_LINE * config.memory.unit_count() as u64
+}
 
 /// What a finished run measured.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -379,6 +407,7 @@ impl<'c> Simulation<'c> {
             self.schedule(Cycle::ZERO, EventKind::Resume, i);
         }
         let max_events = self.config.max_events;
+        let max_in_flight = events_in_flight_bound(self.config);
         let mut stopped = false;
         // Events processed at the current cycle: a run whose events never
         // move time would otherwise spin until the event budget.
@@ -411,6 +440,9 @@ impl<'c> Simulation<'c> {
                 self.drain_done(i, Cycle(cycle), probe)?;
             } else {
                 self.line_free(i, Cycle(cycle), probe)?;
+            }
+            if self.queue.len() as u64 > max_in_flight {
+                return Err(self.truncated(Budget::EventsInFlight, max_in_flight, Cycle(cycle)));
             }
             // Once every CPU has finished, the queue still drains their
             // store buffers, so every store takes its place.

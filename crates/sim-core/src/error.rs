@@ -44,6 +44,8 @@ pub enum Budget {
     Cycles,
     /// The bound on processed events.
     Events,
+    /// The bound on events queued at once (a simulator bug if ever hit).
+    EventsInFlight,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,6 +117,10 @@ impl fmt::Display for SimError {
             } => {
                 let what = match budget {
                     Budget::Cycles => format!("the cycle budget (run.max_cycles = {limit})"),
+                    Budget::EventsInFlight => format!(
+                        "the bound on events in flight ({limit}: 2 per CPU and 1 per line; \
+                         a bug in the simulator, please report it)"
+                    ),
                     Budget::Events => format!(
                         "the event budget ({limit} events; `--set-limit events=N` raises it)"
                     ),

@@ -175,8 +175,111 @@ pub struct FixedLimit {
     pub why: &'static str,
 }
 
+/// CPUs of a machine: per-CPU instances, hop tables and CPU lists grow with it.
+pub const MACHINE_CPUS: u64 = 4096;
+/// Sockets of a machine.
+pub const MACHINE_SOCKETS: u32 = 64;
+/// NUMA nodes of a machine (sockets x nodes per socket): per-node
+/// instances and the node distance table grow with it.
+pub const MACHINE_NODES: u64 = 1024;
+/// Nesting of blocks and expressions in a script: the parser, the compiler
+/// and every walk of the tree recurse, and must not exhaust the host stack.
+pub const SCRIPT_NESTING: usize = 64;
+/// Operations one script or procedure compiles to.
+pub const SCRIPT_OPS: usize = 1 << 20;
+/// Local variables of one script or procedure (slots of a fixed frame).
+pub const SCRIPT_LOCALS: usize = 256;
+/// Procedure calls nested at run time (recursion is allowed, but bounded).
+pub const CALL_DEPTH: usize = 256;
+/// Values on a CPU's operand stack at run time.
+pub const OPERAND_STACK: usize = 4096;
+/// Bytes of one struct.
+pub const STRUCT_BYTES: u64 = 1 << 20;
+/// Elements of one instance (`count`).
+pub const INSTANCE_ELEMENTS: u32 = 1 << 16;
+/// Bytes of simulated memory (every instance): each run holds its data,
+/// and a pointer carries its address in 40 bits.
+pub const SIMULATED_MEMORY_BYTES: u64 = 256 << 20;
+/// Events in flight in one run, per CPU (a resume and a store-buffer
+/// drain) and per line (its home freeing it); more is a simulator bug.
+pub const EVENTS_IN_FLIGHT_PER_CPU: u64 = 2;
+pub const EVENTS_IN_FLIGHT_PER_LINE: u64 = 1;
+
 /// The fixed bounds (see the module documentation).
-pub const FIXED: &[FixedLimit] = &[];
+pub const FIXED: &[FixedLimit] = &[
+    FixedLimit {
+        name: "machine CPUs",
+        value: MACHINE_CPUS,
+        unit: "CPUs",
+        why: "per-CPU instances, hop tables and CPU lists grow with it",
+    },
+    FixedLimit {
+        name: "machine sockets",
+        value: MACHINE_SOCKETS as u64,
+        unit: "sockets",
+        why: "the socket distance table grows with it",
+    },
+    FixedLimit {
+        name: "machine nodes",
+        value: MACHINE_NODES,
+        unit: "nodes",
+        why: "per-node instances and the node distance table grow with it",
+    },
+    FixedLimit {
+        name: "script nesting",
+        value: SCRIPT_NESTING as u64,
+        unit: "levels",
+        why: "parsing and compiling recurse; deeper input could exhaust the stack",
+    },
+    FixedLimit {
+        name: "script operations",
+        value: SCRIPT_OPS as u64,
+        unit: "operations",
+        why: "per script or procedure; unreachable within script_bytes, kept as a backstop",
+    },
+    FixedLimit {
+        name: "script locals",
+        value: SCRIPT_LOCALS as u64,
+        unit: "locals",
+        why: "per script or procedure: the slots of one frame",
+    },
+    FixedLimit {
+        name: "call depth",
+        value: CALL_DEPTH as u64,
+        unit: "calls",
+        why: "nested calls at run time; deeper is a script failure (unbounded recursion)",
+    },
+    FixedLimit {
+        name: "operand stack",
+        value: OPERAND_STACK as u64,
+        unit: "values",
+        why: "per CPU at run time",
+    },
+    FixedLimit {
+        name: "struct size",
+        value: STRUCT_BYTES,
+        unit: "bytes",
+        why: "per struct, holes and padding included",
+    },
+    FixedLimit {
+        name: "instance elements",
+        value: INSTANCE_ELEMENTS as u64,
+        unit: "elements",
+        why: "per instance (`count`)",
+    },
+    FixedLimit {
+        name: "simulated memory",
+        value: SIMULATED_MEMORY_BYTES,
+        unit: "bytes",
+        why: "all instances: every run holds the data, and pointers carry 40-bit addresses",
+    },
+    FixedLimit {
+        name: "events in flight",
+        value: EVENTS_IN_FLIGHT_PER_CPU,
+        unit: "per CPU, plus 1 per line",
+        why: "a resume and a store-buffer drain per CPU, a line's release per line; more is a bug",
+    },
+];
 
 #[cfg(test)]
 mod tests {

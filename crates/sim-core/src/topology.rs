@@ -104,8 +104,10 @@ pub struct MachineSpec {
 
 /// Upper bounds on a machine, so that a typo cannot ask for a machine that
 /// exhausts memory.
-pub const MAX_CPUS: u64 = 4096;
-pub const MAX_SOCKETS: u32 = 64;
+/// (Their values and reasons are in `crate::limits`.)
+pub const MAX_CPUS: u64 = crate::limits::MACHINE_CPUS;
+pub const MAX_SOCKETS: u32 = crate::limits::MACHINE_SOCKETS;
+pub const MAX_NODES: u64 = crate::limits::MACHINE_NODES;
 
 /// A machine description that cannot be built, naming the key at fault.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -177,6 +179,16 @@ impl Topology {
             return Err(SpecError {
                 key: "sockets",
                 message: format!("{} is more than the limit of {MAX_SOCKETS}", spec.sockets),
+            });
+        }
+        let nodes = spec.sockets as u64 * spec.nodes_per_socket as u64;
+        if nodes > MAX_NODES {
+            return Err(SpecError {
+                key: "nodes_per_socket",
+                message: format!(
+                    "the machine would have {nodes} nodes; the limit is {MAX_NODES} \
+                     (sockets x nodes_per_socket)"
+                ),
             });
         }
         let cpus = spec.sockets as u64

@@ -204,8 +204,8 @@ impl Program {
     }
 }
 
-pub const MAX_LOCALS: usize = 256;
-pub const MAX_OPS: usize = 1 << 20;
+pub const MAX_LOCALS: usize = crate::limits::SCRIPT_LOCALS;
+pub const MAX_OPS: usize = crate::limits::SCRIPT_OPS;
 
 /// Compiles scripts and procedures against a memory layout and parameters.
 pub fn compile(

@@ -39,7 +39,7 @@ use super::ast::{
 /// operators and binary operators (each operator of an expression counts as
 /// one level, as does each `else if`). Deeper input is rejected with an error
 /// instead of exhausting the stack here or in whatever walks the tree later.
-pub const MAX_NESTING_DEPTH: usize = 64;
+pub const MAX_NESTING_DEPTH: usize = crate::limits::SCRIPT_NESTING;
 
 /// A syntax error, at the offending token.
 #[derive(Debug, Clone, PartialEq)]
