@@ -1,19 +1,41 @@
 #!/usr/bin/env bash
 # Repeatable speed figures: instructions per simulated memory operation,
 # counted by callgrind (the same on a loaded or an idle machine), for the
-# benchmark scenarios at 100 iterations. Record the output in
-# benches/FIGURES.md with each change that affects speed.
+# benchmark scenarios with their iterations cut so that each takes well
+# under a minute under valgrind. Record the output in benches/FIGURES.md
+# with each change that affects speed.
+#
+#   bash benches/callgrind.sh                 # all scenarios, this build
+#   bash benches/callgrind.sh hits512         # some of them
+#   BOUNCE=/path/to/bounce bash benches/callgrind.sh   # another build, no cargo
+#
+# The count includes loading and building the scenario (a few million
+# instructions), so the per-op figure of a short run is slightly high.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet
+if [[ -z "${BOUNCE:-}" ]]; then
+  cargo build --release --quiet
+  BOUNCE=./target/release/bounce
+fi
+# name and measured iterations per CPU under callgrind
+declare -A iterations=(
+  [hits]=100 [contended]=100
+  [hits512]=20 [contended512]=40 [false-sharing512]=40 [sctp36-standin]=200
+)
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then
+  names=(hits contended hits512 contended512 false-sharing512 sctp36-standin)
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-printf '%-12s %14s %12s %18s\n' scenario instructions memory_ops instructions/op
-for name in hits contended; do
-  sed 's/^iterations = .*/iterations = 100/' "benches/$name.toml" > "$tmp/$name.toml"
+printf '%-18s %14s %12s %10s %16s %18s\n' scenario instructions memory_ops events instructions/op instructions/event
+for name in "${names[@]}"; do
+  sed "s/^iterations = .*/iterations = ${iterations[$name]}/" "benches/$name.toml" > "$tmp/$name.toml"
   valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$name" \
-    ./target/release/bounce run "$tmp/$name.toml" --host-stats > /dev/null 2> "$tmp/$name.err"
+    "$BOUNCE" run "$tmp/$name.toml" --host-stats > /dev/null 2> "$tmp/$name.err"
   instructions=$(grep -Eo 'Collected : [0-9]+' "$tmp/$name.err" | grep -Eo '[0-9]+')
   ops=$(grep -Eo '[0-9]+ memory ops' "$tmp/$name.err" | grep -Eo '[0-9]+' | head -1)
-  printf '%-12s %14s %12s %18s\n' "$name" "$instructions" "$ops" "$((instructions / ops))"
+  events=$(grep -Eo '[0-9]+ events' "$tmp/$name.err" | grep -Eo '[0-9]+' | head -1)
+  printf '%-18s %14s %12s %10s %16s %18s\n' "$name" "$instructions" "$ops" "$events" \
+    "$((instructions / ops))" "$((instructions / (events > 0 ? events : 1)))"
 done

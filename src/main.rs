@@ -73,7 +73,8 @@ enum Command {
         #[arg(long)]
         check: bool,
         /// Also print, per variant, the host time and the simulated memory
-        /// operations and events per host second (variants run one at a time).
+        /// operations and events per host second (variants run one at a time),
+        /// then the peak resident memory of the process.
         #[arg(long)]
         host_stats: bool,
         /// Also write results.csv, results.json and fields.csv into DIR
@@ -352,7 +353,11 @@ fn run(
         }
     }
     let results = if host_stats {
-        run_timed(&cases)
+        let results = run_timed(&cases);
+        if let Some(kib) = peak_resident_kib() {
+            eprintln!("host: peak memory {:.1} MB resident", kib as f64 / 1024.0);
+        }
+        results
     } else {
         let progress = progress::Progress::new(cases.len(), quiet);
         let results = scenarios::cases::run_cases(&cases, &|| progress.case_done());
@@ -445,6 +450,13 @@ fn write_charts(dir: &Path, file: &scenarios::output::ResultsFile) -> Result<(),
 
 /// Runs every variant of every case one at a time on this thread, timing
 /// each with the host clock (the simulation itself never reads it).
+/// The process's peak resident memory (`VmHWM`), where Linux tells it.
+fn peak_resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 fn run_timed(cases: &[scenarios::cases::BuiltCase]) -> Vec<scenarios::cases::CaseResult> {
     cases
         .iter()
