@@ -51,8 +51,8 @@ fn build(file: &str, iterations: u64) -> Option<Vec<BuiltCase>> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let loaded = scenarios::load_str(&path.display().to_string(), &text)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let loaded =
+        scenarios::load_str(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
     Some(build_cases(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}")))
 }
 

@@ -263,6 +263,32 @@ pub struct Coherence {
     /// Check the invariants after every transaction.
     pub check_invariants: bool,
     unit_bytes: u32,
+    /// A report's `others` handed back by the engine ([`Coherence::recycle`]),
+    /// reused by the next transaction instead of a new allocation.
+    spare_changes: SpareChanges,
+}
+
+/// Spare capacity, not protocol state: equal and hashed alike whatever it
+/// holds, so the checker's states compare as before.
+#[derive(Debug, Default)]
+struct SpareChanges(Vec<StateChange>);
+
+impl Clone for SpareChanges {
+    fn clone(&self) -> Self {
+        SpareChanges::default()
+    }
+}
+
+impl PartialEq for SpareChanges {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SpareChanges {}
+
+impl std::hash::Hash for SpareChanges {
+    fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
 }
 
 impl Coherence {
@@ -287,6 +313,14 @@ impl Coherence {
             lookup: topology.spec.lookup,
             check_invariants: cfg!(debug_assertions),
             unit_bytes: memory.unit_bytes,
+            spare_changes: SpareChanges::default(),
+        }
+    }
+
+    /// Takes back a finished report's storage, for the next transaction.
+    pub fn recycle(&mut self, report: AccessReport) {
+        if report.others.capacity() > self.spare_changes.0.capacity() {
+            self.spare_changes.0 = report.others;
         }
     }
 
@@ -544,6 +578,8 @@ impl Coherence {
         let l = &topology.spec.latency;
         let protocol = self.protocol;
         let lookup = self.lookup;
+        let mut others = std::mem::take(&mut self.spare_changes.0);
+        others.clear();
         let u = &mut self.units[unit_index];
         let start = now;
         let home = u.home_node;
@@ -570,23 +606,29 @@ impl Coherence {
         let data_from_cache = needs_data && supplier.is_some();
 
         // Targets the directory must reach: the supplier (for data) and, for
-        // a write, every other copy (to invalidate it).
-        let mut target_cores: Vec<u32> = Vec::new();
-        if data_from_cache {
-            target_cores.push(supplier.map(|s| s.0).unwrap_or(core));
-        }
-        if need == Need::Write {
-            for h in &u.holders {
-                if h.core != core && !target_cores.contains(&h.core) {
-                    target_cores.push(h.core);
-                }
-            }
-        }
+        // a write, every other copy (to invalidate it). Every target is a
+        // holder other than the requester; they are walked in place, not
+        // collected (no allocation per transaction), and what is computed
+        // from them (all in one L3, any across sockets, the slowest path)
+        // does not depend on their order.
+        let supplier_core = if data_from_cache {
+            supplier.map(|s| s.0)
+        } else {
+            None
+        };
+        let holders = &u.holders;
+        let targets = || {
+            holders
+                .iter()
+                .filter(move |h| {
+                    h.core != core && (need == Need::Write || Some(h.core) == supplier_core)
+                })
+                .map(|h| h.core)
+        };
+        let no_targets = targets().next().is_none();
 
         let requester_l3 = topology.l3_of_core(core);
-        let all_targets_in_l3 = target_cores
-            .iter()
-            .all(|&t| topology.l3_of_core(t) == requester_l3);
+        let all_targets_in_l3 = targets().all(|t| topology.l3_of_core(t) == requester_l3);
         let directory_node = match lookup {
             Lookup::Home => home,
             Lookup::Local => topology.node_of_core(core),
@@ -595,7 +637,7 @@ impl Coherence {
         let mut cross_socket = false;
         let route;
         let cost;
-        if (data_from_cache || !needs_data) && all_targets_in_l3 && !target_cores.is_empty() {
+        if (data_from_cache || !needs_data) && all_targets_in_l3 && !no_targets {
             route = Route::SameL3;
             cost = l.l3_transfer_cycles;
         } else if needs_data && !data_from_cache {
@@ -603,35 +645,30 @@ impl Coherence {
             // proceed in parallel through the directory.
             let memory_path = topology.hop_core_to_node(core, home) * 2 + l.dram_cycles;
             cross_socket |= topology.socket_of_node(home) != requester_socket;
-            let invalidate_path = if target_cores.is_empty() {
+            let invalidate_path = if no_targets {
                 0
             } else {
-                self::directory_path(topology, core, directory_node, &target_cores)
+                self::directory_path(topology, core, directory_node, targets())
             };
-            cross_socket |= target_cores
-                .iter()
-                .any(|&t| topology.socket_of_core(t) != requester_socket);
+            cross_socket |= targets().any(|t| topology.socket_of_core(t) != requester_socket);
             route = Route::Memory { node: home };
             cost = memory_path.max(invalidate_path);
         } else {
             cross_socket |= topology.socket_of_node(directory_node) != requester_socket;
-            cross_socket |= target_cores
-                .iter()
-                .any(|&t| topology.socket_of_core(t) != requester_socket);
+            cross_socket |= targets().any(|t| topology.socket_of_core(t) != requester_socket);
             route = Route::Directory {
                 node: directory_node,
             };
-            cost = if target_cores.is_empty() {
+            cost = if no_targets {
                 // Permission only (an upgrade with no other copy): ask and be answered.
                 topology.hop_core_to_node(core, directory_node) * 2
             } else {
-                self::directory_path(topology, core, directory_node, &target_cores)
+                self::directory_path(topology, core, directory_node, targets())
             };
         }
         let done = start + cost;
 
         // Apply the new states.
-        let mut others = Vec::new();
         let mut invalidations = 0;
         let mut hitm = false;
         let supplier_report = if data_from_cache {
@@ -646,6 +683,8 @@ impl Coherence {
         let requester_after;
         match need {
             Need::Write => {
+                // One allocation at most, not one per doubling.
+                others.reserve(u.holders.iter().filter(|h| h.core != core).count());
                 #[cfg(test)]
                 let spared: Vec<Holder> = planted::spared_on_write(&u.holders, core, have_data);
                 for h in u.holders.iter().filter(|h| h.core != core) {
@@ -1137,11 +1176,15 @@ pub(crate) mod planted {
 }
 
 /// leg(requester, directory) + max over targets of [leg(directory, target) + leg(target, requester)].
-fn directory_path(topology: &Topology, core: u32, directory_node: u32, targets: &[u32]) -> u64 {
+fn directory_path(
+    topology: &Topology,
+    core: u32,
+    directory_node: u32,
+    targets: impl Iterator<Item = u32>,
+) -> u64 {
     let to_directory = topology.hop_core_to_node(core, directory_node);
     let slowest = targets
-        .iter()
-        .map(|&t| topology.hop_core_to_node(t, directory_node) + topology.hop_core_to_core(t, core))
+        .map(|t| topology.hop_core_to_node(t, directory_node) + topology.hop_core_to_core(t, core))
         .max()
         .unwrap_or(0);
     to_directory + slowest

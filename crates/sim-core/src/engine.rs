@@ -648,24 +648,68 @@ impl<'c> Simulation<'c> {
         }
     }
 
+    #[inline]
     fn read_value(&self, address: u64, size: u32) -> i64 {
-        let n = size.min(8) as usize;
         let start = address as usize;
-        let mut raw = [0u8; 8];
-        raw[..n].copy_from_slice(&self.bytes[start..start + n]);
-        sign_extend(i64::from_le_bytes(raw), size)
+        // The common widths as fixed-size copies (no call to memcpy).
+        match size {
+            8.. => i64::from_le_bytes(self.bytes[start..start + 8].try_into().unwrap()),
+            4 => i32::from_le_bytes(self.bytes[start..start + 4].try_into().unwrap()) as i64,
+            _ => {
+                let n = size as usize;
+                let mut raw = [0u8; 8];
+                raw[..n].copy_from_slice(&self.bytes[start..start + n]);
+                sign_extend(i64::from_le_bytes(raw), size)
+            }
+        }
     }
 
+    #[inline]
     fn write_value(&mut self, address: u64, size: u32, value: i64) {
-        let n = size.min(8) as usize;
         let start = address as usize;
-        self.bytes[start..start + n].copy_from_slice(&value.to_le_bytes()[..n]);
+        match size {
+            8.. => self.bytes[start..start + 8].copy_from_slice(&value.to_le_bytes()),
+            4 => self.bytes[start..start + 4].copy_from_slice(&(value as i32).to_le_bytes()),
+            _ => {
+                let n = size as usize;
+                self.bytes[start..start + n].copy_from_slice(&value.to_le_bytes()[..n]);
+            }
+        }
     }
 
     /// Resolves a place to its address from the run-time indices on the
     /// stack, below `above` other operands, without popping them (an access
     /// that must wait is retried whole).
+    #[inline]
     fn address_of(&self, i: usize, place: &PlaceRef, above: usize) -> Result<Target, SimError> {
+        if !place.pointer && !place.has_element && !place.has_index && place.count > 0 {
+            // The common case: the running CPU's (or node's, or the only)
+            // element, no operands on the stack.
+            let cpu_id = self.cpus[i].spec.cpu;
+            let element = match place.kind {
+                InstanceKind::Global => 0,
+                InstanceKind::PerCpu => cpu_id as usize,
+                InstanceKind::PerNode => self.topology.node_of(cpu_id) as usize,
+            };
+            let inst = &self.memory.instances[place.instance as usize];
+            if let Some(&base) = inst.element_addresses.get(element) {
+                return Ok(Target {
+                    address: base + place.offset_bytes as u64,
+                    size_bytes: place.size_bytes,
+                    field_id: place.field_id,
+                });
+            }
+        }
+        self.address_of_slow(i, place, above)
+    }
+
+    #[inline(never)]
+    fn address_of_slow(
+        &self,
+        i: usize,
+        place: &PlaceRef,
+        above: usize,
+    ) -> Result<Target, SimError> {
         if place.pointer {
             let stack = &self.cpus[i].stack;
             let Some(&pointer) = stack
@@ -782,7 +826,10 @@ impl<'c> Simulation<'c> {
             request_tag(i, true),
         )?;
         match requested {
-            Requested::Done(report) => self.finish_drain(i, &report, probe),
+            Requested::Done(report) => {
+                self.finish_drain(i, &report, probe);
+                self.coherence.recycle(report);
+            }
             Requested::Queued {
                 free_at,
                 first_waiter,
@@ -831,6 +878,7 @@ impl<'c> Simulation<'c> {
             } else {
                 self.finish_pending(i, &report, probe)?;
             }
+            self.coherence.recycle(report);
         }
         if self.coherence.waiting_count(unit) > 0 {
             let next = self.coherence.busy_until(unit).max(at);
@@ -1268,6 +1316,17 @@ impl<'c> Simulation<'c> {
         let unit = self.memory.unit_of(pending.address);
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
+        // A hit first, straight from the cache (what `request` tries first
+        // too; a failed try changes nothing), without the queueing result.
+        if let Some(report) = self
+            .coherence
+            .try_hit(self.topology, now, cpu_id, unit, need, hold)
+        {
+            if self.coherence.check_invariants {
+                self.coherence.check_unit(unit, report.done)?;
+            }
+            return self.complete_access(i, &pending, &report, probe);
+        }
         match self.coherence.request(
             self.topology,
             now,
@@ -1277,7 +1336,11 @@ impl<'c> Simulation<'c> {
             hold,
             request_tag(i, false),
         )? {
-            Requested::Done(report) => self.complete_access(i, &pending, &report, probe),
+            Requested::Done(report) => {
+                let completed = self.complete_access(i, &pending, &report, probe);
+                self.coherence.recycle(report);
+                completed
+            }
             Requested::Queued {
                 free_at,
                 first_waiter,
