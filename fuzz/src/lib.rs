@@ -80,6 +80,55 @@ pub fn scenario(data: &[u8]) -> Result<Outcome, Finding> {
     Ok(Outcome::Ran)
 }
 
+/// A pahole listing: `models::pahole::parse`, then every struct it lists
+/// imported (checked against the C layout rules), laid out, flattened into
+/// the simulator's fields and shown as `bounce layout` shows it.
+pub fn pahole(data: &[u8]) -> Result<Outcome, Finding> {
+    if data.len() > MAX_INPUT_BYTES {
+        return Ok(Outcome::TooLarge);
+    }
+    let Ok(text) = std::str::from_utf8(data) else {
+        return Ok(Outcome::NotUtf8);
+    };
+    let listed = match models::pahole::parse(text) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = e.to_string();
+            return Ok(Outcome::Rejected);
+        }
+    };
+    let mut imported = 0;
+    for s in &listed {
+        let spec = match models::pahole::import(text, &s.name, "fuzz") {
+            Ok(spec) => spec,
+            Err(e) => {
+                let _ = e.to_string();
+                continue;
+            }
+        };
+        let laid = match models::layout::layout_structs(std::slice::from_ref(&spec)) {
+            Ok(l) => l,
+            Err(e) => {
+                return Err(Finding(format!(
+                    "an imported listing does not lay out: {e}"
+                )))
+            }
+        };
+        if let Ok(def) = models::layout::flatten(&laid[0]) {
+            if def.size_bytes != laid[0].size_bytes {
+                return Err(Finding("flattening changed the size".into()));
+            }
+        }
+        let _ = scenarios::layout_view::render_struct(&laid[0], 64, None);
+        imported += 1;
+    }
+    Ok(if imported > 0 {
+        Outcome::Ran
+    } else {
+        Outcome::NotBuilt
+    })
+}
+
 /// A script: parsed, compiled against [`small_layout`] (with a parameter
 /// `N` and a procedure `bump(p)`), and run by two CPUs with small budgets.
 pub fn script(data: &[u8]) -> Result<Outcome, Finding> {

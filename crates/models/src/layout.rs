@@ -28,12 +28,33 @@ pub fn c_type(name: &str) -> Option<(u32, u32)> {
         return Some((8, 8));
     }
     Some(match name {
-        "char" | "signed char" | "unsigned char" | "u8" | "s8" | "i8" | "bool" | "_Bool" => (1, 1),
-        "short" | "unsigned short" | "u16" | "s16" | "i16" => (2, 2),
-        "int" | "unsigned int" | "unsigned" | "u32" | "s32" | "i32" | "atomic_t" | "spinlock_t"
-        | "raw_spinlock_t" | "arch_spinlock_t" | "refcount_t" | "gfp_t" => (4, 4),
-        "long" | "unsigned long" | "long long" | "unsigned long long" | "u64" | "s64" | "i64"
-        | "size_t" | "ssize_t" | "atomic_long_t" | "atomic64_t" | "pointer" | "ptr"
+        "char" | "signed char" | "unsigned char" | "u8" | "s8" | "i8" | "__u8" | "__s8"
+        | "bool" | "_Bool" => (1, 1),
+        // pahole writes the integer types as DWARF names them.
+        "short" | "unsigned short" | "short int" | "short unsigned int" | "u16" | "s16" | "i16"
+        | "__u16" | "__s16" => (2, 2),
+        "int" | "unsigned int" | "unsigned" | "u32" | "s32" | "i32" | "__u32" | "__s32"
+        | "atomic_t" | "spinlock_t" | "raw_spinlock_t" | "arch_spinlock_t" | "refcount_t"
+        | "gfp_t" => (4, 4),
+        "long"
+        | "unsigned long"
+        | "long int"
+        | "long unsigned int"
+        | "long long"
+        | "unsigned long long"
+        | "long long int"
+        | "long long unsigned int"
+        | "u64"
+        | "s64"
+        | "i64"
+        | "__u64"
+        | "__s64"
+        | "size_t"
+        | "ssize_t"
+        | "atomic_long_t"
+        | "atomic64_t"
+        | "pointer"
+        | "ptr"
         | "uintptr_t" => (8, 8),
         "local_lock_t" => (0, 1),
         "struct list_head" | "struct rcu_head" | "struct callback_head" => (16, 8),
@@ -89,6 +110,8 @@ pub enum FieldType {
     Named(String),
     /// Raw bytes (padding, or a type the table does not know).
     Bytes(u32),
+    /// A struct or union written out in place (as pahole expands one).
+    Inline(Box<StructSpec>),
 }
 
 /// A bitfield's place inside its storage unit (pahole's `/* off: bit size */`).
@@ -286,14 +309,27 @@ fn lay_out(
     if done[index].is_some() {
         return Ok(());
     }
-    let spec = &specs[index];
+    stack.push(index);
+    let laid = lay_out_spec(&specs[index], specs, done, stack);
+    stack.pop();
+    done[index] = Some(laid?);
+    Ok(())
+}
+
+/// Lays out one struct; the named structs it contains are laid out first
+/// (into `done`), `stack` holding the ones being laid out, to find cycles.
+fn lay_out_spec(
+    spec: &StructSpec,
+    specs: &[StructSpec],
+    done: &mut Vec<Option<LaidOutStruct>>,
+    stack: &mut Vec<usize>,
+) -> Result<LaidOutStruct, LayoutError> {
     let err = |field: Option<&str>, key: &'static str, message: String| LayoutError {
         owner: spec.name.clone(),
         field: field.map(str::to_string),
         key,
         message,
     };
-    stack.push(index);
     let mut offset: u64 = 0;
     let mut size: u64 = 0;
     // Where the last ordinary (non-bitfield) member ends: bitfields may share
@@ -312,7 +348,6 @@ fn lay_out(
                             .map(|&s| specs[s].name.as_str())
                             .collect();
                         cycle.push(&specs[inner].name);
-                        stack.pop();
                         return Err(err(
                             Some(&f.name),
                             "type",
@@ -326,17 +361,13 @@ fn lay_out(
                         ));
                     }
                     if stack.len() >= MAX_NESTING_DEPTH {
-                        stack.pop();
                         return Err(err(
                             Some(&f.name),
                             "type",
                             format!("structs nest more than {MAX_NESTING_DEPTH} deep"),
                         ));
                     }
-                    if let Err(e) = lay_out(inner, specs, done, stack) {
-                        stack.pop();
-                        return Err(e);
-                    }
+                    lay_out(inner, specs, done, stack)?;
                     let def = done[inner].clone().expect("laid out above");
                     let type_name = format!(
                         "{} {}",
@@ -351,10 +382,27 @@ fn lay_out(
                     )
                 }
                 Err(message) => {
-                    stack.pop();
                     return Err(err(Some(&f.name), "type", message));
                 }
             },
+            FieldType::Inline(inner) => {
+                let def = lay_out_spec(inner, specs, done, stack)?;
+                let type_name = format!(
+                    "{}{}",
+                    if def.is_union { "union" } else { "struct" },
+                    if def.name.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" {}", def.name)
+                    }
+                );
+                (
+                    def.size_bytes,
+                    def.align_bytes,
+                    type_name,
+                    Some(Box::new(def)),
+                )
+            }
             FieldType::Bytes(size) => {
                 // Raw bytes align like the largest power of two that divides
                 // them, up to 8, as a member of that size would.
@@ -383,17 +431,12 @@ fn lay_out(
             }
             Ok(())
         };
-        if let Err(e) = check() {
-            stack.pop();
-            return Err(e);
-        }
+        check()?;
         let align = f.align.unwrap_or(natural_align) as u64;
         if !align.is_power_of_two() {
-            stack.pop();
             return Err(fail("align", format!("{align} is not a power of two")));
         }
         if f.count == 0 || f.count > MAX_INSTANCE_COUNT {
-            stack.pop();
             return Err(fail(
                 "count",
                 format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", f.count),
@@ -403,7 +446,6 @@ fn lay_out(
             match f.offset {
                 Some(0) | None => 0,
                 Some(other) => {
-                    stack.pop();
                     return Err(fail(
                         "offset",
                         format!("offset {other} in a union, whose members all start at 0"),
@@ -420,7 +462,6 @@ fn lay_out(
                         offset
                     };
                     if explicit < floor {
-                        stack.pop();
                         return Err(fail(
                             "offset",
                             format!(
@@ -437,7 +478,6 @@ fn lay_out(
         let bytes = elem_size as u64 * f.count as u64;
         let end = start + bytes;
         if end > MAX_STRUCT_BYTES {
-            stack.pop();
             return Err(fail(
                 "size",
                 format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
@@ -463,7 +503,6 @@ fn lay_out(
             nested,
         });
     }
-    stack.pop();
     if let Some(a) = spec.align {
         if !a.is_power_of_two() {
             return Err(err(None, "align", format!("{a} is not a power of two")));
@@ -478,14 +517,13 @@ fn lay_out(
             format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
         ));
     }
-    done[index] = Some(LaidOutStruct {
+    Ok(LaidOutStruct {
         name: spec.name.clone(),
         is_union: spec.is_union,
         size_bytes: total as u32,
         align_bytes: struct_align as u32,
         fields,
-    });
-    Ok(())
+    })
 }
 
 /// The fields a simulation sees: every member of every nested struct or

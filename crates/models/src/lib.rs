@@ -4,6 +4,8 @@
 //!   comes from and whether it is measured, documented, derived or assumed);
 //! - `layout`: C struct layout rules and the placement of instances
 //!   (global, per-node, per-CPU areas) in memory;
+//! - `pahole`: reading pahole's text listings into struct specs, checked
+//!   against the layout rules;
 //! - `calibration`: the measured core-to-core matrices shipped in `data/c2c`
 //!   (which machine, the preset it stands for, how that preset is adjusted);
 //! - `library`: locking schemes, counters and the memcg charge path as
@@ -15,4 +17,5 @@
 pub mod calibration;
 pub mod layout;
 pub mod library;
+pub mod pahole;
 pub mod presets;

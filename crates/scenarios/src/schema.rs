@@ -316,8 +316,23 @@ pub struct StructDef {
     /// A union: every field at offset 0, the size of the largest.
     #[serde(default)]
     pub union: bool,
-    /// Non-empty; field names are unique identifiers.
+    /// The layout comes from a pahole listing instead of `fields`.
+    pub pahole: Option<PaholeRef>,
+    /// Non-empty unless `pahole` is given (then empty); field names are
+    /// unique identifiers.
+    #[serde(default)]
     pub fields: Vec<FieldDef>,
+}
+
+/// `pahole = { file = "memcg_stock.pahole", struct = "memcg_stock_pcp" }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaholeRef {
+    /// The listing (`pahole -C NAME vmlinux > FILE`), relative to the scenario file.
+    pub file: Spanned<String>,
+    /// The struct of the listing (default: the scenario's name for it).
+    #[serde(rename = "struct")]
+    pub struct_name: Option<Spanned<String>>,
 }
 
 /// One field of a struct: exactly one of `type` and `size` is set.

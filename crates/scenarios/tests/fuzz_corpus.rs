@@ -136,8 +136,10 @@ fn the_saved_corpus_replays_without_a_panic_a_hang_or_a_violation() {
     let mut failures = Vec::new();
     let scenario = replay("scenario", harness::scenario, &mut failures);
     let script = replay("script", harness::script, &mut failures);
+    let pahole = replay("pahole", harness::pahole, &mut failures);
     failures.extend(known_crashes("scenario", harness::scenario));
     failures.extend(known_crashes("script", harness::script));
+    failures.extend(known_crashes("pahole", harness::pahole));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The corpus keeps reaching the simulator, not only the parsers.
     assert!(
@@ -155,5 +157,13 @@ fn the_saved_corpus_replays_without_a_panic_a_hang_or_a_violation() {
     assert!(
         script.get(&Outcome::Rejected).copied().unwrap_or(0) >= 10,
         "{script:?}"
+    );
+    assert!(
+        pahole.get(&Outcome::Ran).copied().unwrap_or(0) >= 4,
+        "{pahole:?}"
+    );
+    assert!(
+        pahole.get(&Outcome::Rejected).copied().unwrap_or(0) >= 5,
+        "{pahole:?}"
     );
 }

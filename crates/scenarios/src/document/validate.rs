@@ -321,6 +321,27 @@ impl Checker<'_, '_> {
         self.map_key_name(&["structs", name], "struct name", NameRule::Identifier)?;
         self.power_of_two(&s.align, &join_path(&["structs", name, "align"]))?;
         let fields_key = join_path(&["structs", name, "fields"]);
+        if let Some(p) = &s.pahole {
+            let key = join_path(&["structs", name, "pahole"]);
+            if !s.fields.is_empty() || s.union {
+                let what = if s.union { "union" } else { "fields" };
+                return Err(self
+                    .err(
+                        p.file.span(),
+                        &key,
+                        format!("`structs.{name}` has both `pahole` and `{what}`; the listing gives the layout"),
+                    )
+                    .with_valid("either `pahole = { file = \"...\", struct = \"...\" }` or `fields = [...]`"));
+            }
+            if p.file.get_ref().trim().is_empty() {
+                return Err(self.err(
+                    p.file.span(),
+                    &format!("{key}.file"),
+                    "empty file name for `pahole.file`",
+                ));
+            }
+            return Ok(());
+        }
         if s.fields.is_empty() {
             return Err(self
                 .err(

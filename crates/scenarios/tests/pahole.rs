@@ -1,0 +1,137 @@
+//! Structs whose layout comes from a pahole listing: imported, run, shown,
+//! and errors in the listing reported at its own file and line.
+
+use scenarios::build::{build_all, BuildOptions};
+use scenarios::layout_view::{laid_out_structs, render_struct};
+use scenarios::results::run_variant;
+use scenarios::{load_file, load_str};
+use std::path::Path;
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/pahole");
+
+fn scenario() -> String {
+    std::fs::read_to_string(Path::new(DIR).join("memcg.toml")).unwrap()
+}
+
+#[test]
+fn imported_structs_run_and_show_as_listed() {
+    let loaded = load_file(&Path::new(DIR).join("memcg.toml")).expect("loads");
+    let built = build_all(&loaded, BuildOptions::default()).expect("builds");
+    let memory = &built[0].config.memory;
+    let stock = &memory.structs[0];
+    assert_eq!((stock.name.as_str(), stock.size_bytes), ("stock", 48));
+    let memcg = &memory.structs[1];
+    assert_eq!(memcg.size_bytes, 656);
+    let at = |name: &str| memcg.fields[memcg.field_index(name).unwrap()].offset_bytes;
+    assert_eq!((at("css.parent"), at("memory.usage")), (0xc0, 0xd0));
+    let result = run_variant(&built[0]).expect("runs");
+    let usage = result
+        .fields
+        .iter()
+        .find(|f| f.name == "memcg.memory.usage")
+        .unwrap();
+    assert_eq!(usage.traffic.atomics, 400);
+    // css.parent and memory.usage share line 3 (192..256): the false
+    // sharing the thread describes.
+    let parent = result
+        .fields
+        .iter()
+        .find(|f| f.name == "memcg.css.parent")
+        .unwrap();
+    assert_eq!(usage.units, parent.units);
+    assert!(parent.traffic.misses > 0);
+
+    let structs = laid_out_structs(&loaded, &loaded.base.doc).unwrap();
+    let text = render_struct(&structs[0], 64, None);
+    assert_eq!(
+        text,
+        "struct stock {
+    spinlock_t           stock_lock;               /*     0     4 */
+    unsigned int         nr_pages;                 /*     4     4 */
+    struct mem_cgroup *  cached;                   /*     8     8 */
+    struct obj_cgroup *  cached_objcg;             /*    16     8 */
+    struct pglist_data * cached_pgdat;             /*    24     8 */
+    unsigned int         nr_bytes;                 /*    32     4 */
+    int                  nr_slab_reclaimable_b;    /*    36     4 */
+    int                  nr_slab_unreclaimable_b;  /*    40     4 */
+
+    /* size: 48, cachelines: 1, members: 8 */
+    /* padding: 4 */
+    /* last cacheline: 48 bytes */
+};
+"
+    );
+}
+
+fn error_of(text: &str) -> String {
+    let path = Path::new(DIR).join("memcg.toml");
+    let loaded = match load_str(path.to_str().unwrap(), text) {
+        Ok(l) => l,
+        Err(e) => return e.to_string(),
+    };
+    match build_all(&loaded, BuildOptions::default()) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn listing_errors_name_the_listing_and_the_scenario_key() {
+    let e = error_of(&scenario().replace(
+        "struct = \"memcg_stock_pcp\"",
+        "struct = \"memcg_stock_pc\"",
+    ));
+    assert!(
+        e.contains("no `struct memcg_stock_pc` in the listing; it has memcg_stock_pcp")
+            && e.contains("did you mean `memcg_stock_pcp`?")
+            && e.contains("structs.stock.pahole.struct"),
+        "{e}"
+    );
+    let e = error_of(&scenario().replace("memcg_stock_pcp.pahole", "no-such.pahole"));
+    assert!(e.contains("cannot read the pahole listing"), "{e}");
+    assert!(e.contains("no-such.pahole"), "{e}");
+    let e = error_of(&scenario().replace(
+        "pahole = { file = \"mem_cgroup_head.pahole\" }",
+        "pahole = { file = \"mem_cgroup_head.pahole\" }\nfields = [{ name = \"x\", type = \"int\" }]",
+    ));
+    assert!(
+        e.contains("`structs.mem_cgroup` has both `pahole` and `fields`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_error_inside_the_listing_shows_its_line() {
+    let dir = std::env::temp_dir().join(format!("bounce-pahole-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let listing = std::fs::read_to_string(Path::new(DIR).join("memcg_stock_pcp.pahole"))
+        .unwrap()
+        .replace("/*     8     8 */", "/*    12     8 */");
+    std::fs::write(dir.join("memcg_stock_pcp.pahole"), listing).unwrap();
+    std::fs::write(
+        dir.join("mem_cgroup_head.pahole"),
+        std::fs::read_to_string(Path::new(DIR).join("mem_cgroup_head.pahole")).unwrap(),
+    )
+    .unwrap();
+    let path = dir.join("memcg.toml");
+    let loaded = load_str(path.to_str().unwrap(), &scenario()).unwrap();
+    let e = build_all(&loaded, BuildOptions::default())
+        .unwrap_err()
+        .to_string();
+    let listing_path = dir.join("memcg_stock_pcp.pahole");
+    assert_eq!(
+        e,
+        format!(
+            "error: pahole lists `cached` at offset 12, but the C layout puts it at 8 (`nr_pages` ends at 8): \
+             the listing does not match its types (a type of another size or alignment, or an attribute \
+             pahole did not print) (in `structs.stock.pahole`)
+ --> {}:7:2
+  |
+7 | \tstruct mem_cgroup *        cached;               /*    12     8 */
+  | \t{}",
+            listing_path.display(),
+            "^".repeat(66)
+        )
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
