@@ -353,3 +353,76 @@ pub fn validation_charts(
         ("validation-classes.svg".into(), bars),
     ])
 }
+
+/// The timeline of `bounce trace --svg`: lanes for the cores that take part
+/// (named by the CPUs the scenario runs there) and for the directories.
+pub fn timeline_chart(
+    title: &str,
+    probe: &scenarios::timeline::TimelineProbe<'_>,
+    config: &sim_core::engine::SimConfig,
+) -> Result<String, PlotError> {
+    use scenarios::timeline::{Endpoint, MessageKind as Kind};
+    let transactions = probe.transactions();
+    let mut endpoints: Vec<Endpoint> = transactions
+        .iter()
+        .flat_map(|t| t.messages.iter().flat_map(|m| [m.from, m.to]))
+        .collect();
+    endpoints.sort();
+    endpoints.dedup();
+    let topology = &config.topology;
+    let lane_name = |e: &Endpoint| match *e {
+        Endpoint::Core(core) => {
+            let cpus: Vec<String> = config
+                .threads
+                .iter()
+                .map(|t| t.cpu)
+                .filter(|&c| topology.core_of(c) == core)
+                .map(|c| c.to_string())
+                .collect();
+            match cpus.len() {
+                0 => format!("core {core}"),
+                1 => format!("CPU {} (core {core})", cpus[0]),
+                _ => format!("CPUs {} (core {core})", cpus.join(",")),
+            }
+        }
+        Endpoint::Node(node) => format!("{} node {node}", probe.directory_name()),
+    };
+    let lanes: Vec<String> = endpoints.iter().map(lane_name).collect();
+    let lane = |e: &Endpoint| endpoints.binary_search(e).unwrap_or(0);
+    let chart = plots::TimelineChart {
+        title: title.to_string(),
+        subtitle: format!(
+            "the first {} of {} coherence transactions (hits send no message); \
+             cycles of simulated time, {} MHz; time goes down",
+            transactions.len(),
+            probe.seen,
+            topology.spec.clock_mhz
+        ),
+        lanes,
+        transactions: transactions
+            .iter()
+            .map(|t| plots::Transaction {
+                caption: t.caption.clone(),
+                messages: t
+                    .messages
+                    .iter()
+                    .map(|m| plots::Message {
+                        from: lane(&m.from),
+                        to: lane(&m.to),
+                        send_cycle: m.send_cycle,
+                        arrive_cycle: m.arrive_cycle,
+                        kind: match m.kind {
+                            Kind::Request => plots::MessageKind::Request,
+                            Kind::Forward => plots::MessageKind::Forward,
+                            Kind::Invalidate => plots::MessageKind::Invalidate,
+                            Kind::Ack => plots::MessageKind::Ack,
+                            Kind::Data => plots::MessageKind::Data,
+                        },
+                        label: m.label.clone(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    plots::timeline(&chart)
+}

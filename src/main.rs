@@ -137,6 +137,39 @@ enum Command {
         /// Stop printing after this many entries.
         #[arg(long, default_value_t = 200, value_name = "N")]
         limit: usize,
+        /// Also draw the first coherence transactions (misses; hits send no
+        /// message) as a sequence diagram of messages between caches and
+        /// directories into this SVG file.
+        #[arg(long, value_name = "OUT.svg")]
+        svg: Option<PathBuf>,
+        /// How many transactions the SVG draws (1 to 200).
+        #[arg(long, default_value_t = 12, value_name = "N", requires = "svg",
+              value_parser = clap::value_parser!(u32).range(1..=200))]
+        svg_steps: u32,
+    },
+    /// Search one struct's field order, cache-line alignments and padding for
+    /// the layout with the fewest cycles per iteration over the scenario's sweep.
+    Optimize {
+        /// The scenario file (TOML).
+        file: PathBuf,
+        /// The struct to lay out (a key of [structs]).
+        #[arg(long = "struct", value_name = "S")]
+        struct_name: String,
+        /// Largest acceptable sizeof, in bytes.
+        #[arg(long, value_name = "N")]
+        budget_bytes: Option<u32>,
+        /// The struct's first fields, in order, which must not move (an ABI prefix).
+        #[arg(long, value_name = "a,b,c", value_delimiter = ',')]
+        fixed: Vec<String>,
+        /// How many of the best layouts to print.
+        #[arg(long, default_value_t = 5, value_name = "K")]
+        top: usize,
+        /// Most distinct layouts to simulate.
+        #[arg(long, default_value_t = 400, value_name = "N")]
+        max_evaluations: usize,
+        /// Write the best layout as a [[variants]] entry (set patches) to this file.
+        #[arg(long, value_name = "PATH")]
+        write_variant: Option<PathBuf>,
     },
     /// Print a struct's layout as pahole does (offsets, sizes, holes,
     /// cache-line boundaries, padding); with --run, each member's loads,
@@ -252,7 +285,15 @@ fn main() -> ExitCode {
             file,
             variant,
             limit,
-        } => trace(&file, limits, variant.as_deref(), limit),
+            svg,
+            svg_steps,
+        } => trace(
+            &file,
+            limits,
+            variant.as_deref(),
+            limit,
+            svg.as_deref().map(|p| (p, svg_steps as usize)),
+        ),
         Command::Layout {
             file,
             struct_name,
@@ -264,6 +305,26 @@ fn main() -> ExitCode {
             struct_name.as_deref(),
             variant.as_deref(),
             run,
+        ),
+        Command::Optimize {
+            file,
+            struct_name,
+            budget_bytes,
+            fixed,
+            top,
+            max_evaluations,
+            write_variant,
+        } => optimize(
+            &file,
+            limits,
+            scenarios::optimize::OptimizeOptions {
+                struct_name,
+                budget_bytes,
+                fixed,
+                top,
+                max_evaluations,
+            },
+            write_variant.as_deref(),
         ),
         Command::CheckProtocol {
             protocol,
@@ -679,7 +740,13 @@ fn check(file: &Path, limits: &scenarios::Limits) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn trace(file: &Path, limits: &scenarios::Limits, variant: Option<&str>, limit: usize) -> ExitCode {
+fn trace(
+    file: &Path,
+    limits: &scenarios::Limits,
+    variant: Option<&str>,
+    limit: usize,
+    svg: Option<(&Path, usize)>,
+) -> ExitCode {
     let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
@@ -698,7 +765,15 @@ fn trace(file: &Path, limits: &scenarios::Limits, variant: Option<&str>, limit: 
         config.topology.spec.lookup.name()
     );
     let mut probe = TraceProbe::new(&config.topology, &config.memory, limit);
-    let result = sim_core::engine::run(config, &mut probe);
+    let mut timeline = scenarios::timeline::TimelineProbe::new(
+        &config.topology,
+        &config.memory,
+        svg.map_or(0, |s| s.1),
+    );
+    let result = {
+        let mut probes = sim_core::probe::Probes(vec![&mut probe, &mut timeline]);
+        sim_core::engine::run(config, &mut probes)
+    };
     for line in probe.lines() {
         println!("{line}");
     }
@@ -708,13 +783,76 @@ fn trace(file: &Path, limits: &scenarios::Limits, variant: Option<&str>, limit: 
             probe.omitted
         );
     }
-    match result {
-        Ok(_) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: the run has no result: {e}");
-            ExitCode::from(EXIT_RUN_FAILED)
-        }
+    if let Err(e) = &result {
+        eprintln!("error: the run has no result: {e}");
+        return ExitCode::from(EXIT_RUN_FAILED);
     }
+    if let Some((path, steps)) = svg {
+        let title = format!(
+            "{}: coherence messages, variant {} on {}",
+            loaded.base.doc.name, chosen.name, config.topology.spec.name
+        );
+        let drawn = timeline.transactions().len();
+        let svg_text = match charts::timeline_chart(&title, &timeline, config) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: cannot draw the timeline: {e}");
+                return ExitCode::from(EXIT_RUN_FAILED);
+            }
+        };
+        let tmp = path.with_extension("svg.partial");
+        if let Err(e) = std::fs::write(&tmp, svg_text).and_then(|_| std::fs::rename(&tmp, path)) {
+            eprintln!("error: cannot write `{}`: {e}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        let more = if timeline.seen > drawn as u64 {
+            format!(
+                "; {} more not drawn (--svg-steps {steps}; at most 200)",
+                timeline.seen - drawn as u64
+            )
+        } else {
+            String::new()
+        };
+        println!(
+            "timeline: the first {drawn} of {} coherence transaction(s) drawn to {}{more}",
+            timeline.seen,
+            path.display()
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `optimize`: the layout search; the report on stdout, the winner as a
+/// variant written whole or not at all.
+fn optimize(
+    file: &Path,
+    limits: &scenarios::Limits,
+    options: scenarios::optimize::OptimizeOptions,
+    write_variant: Option<&Path>,
+) -> ExitCode {
+    let loaded = match scenarios::load_file_with(file, limits) {
+        Ok(l) => l,
+        Err(e) => return input_error(&e),
+    };
+    let report = match scenarios::optimize::optimize(&loaded, &options) {
+        Ok(r) => r,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    print!("{}", report.render());
+    if let Some(path) = write_variant {
+        let tmp = path.with_extension("toml.partial");
+        if let Err(e) =
+            std::fs::write(&tmp, &report.winner_variant).and_then(|_| std::fs::rename(&tmp, path))
+        {
+            eprintln!("error: cannot write `{}`: {e}", path.display());
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+        println!("the winner written to {} as a variant", path.display());
+    }
+    ExitCode::SUCCESS
 }
 
 /// The variant named `variant` (the base when `None`), or an error naming

@@ -183,3 +183,79 @@ fn merged_shards_write_the_charts_of_an_unsharded_run() {
         "the merge drew other charts"
     );
 }
+
+#[test]
+fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
+    let dir = TempDir::new("timeline");
+    let svg = dir.join("timeline.svg");
+    let o = bounce(&[
+        "trace",
+        "scenarios/false-sharing.toml",
+        "--limit",
+        "3",
+        "--svg",
+        &svg,
+        "--svg-steps",
+        "4",
+    ]);
+    assert_ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("timeline: the first 4 of ")
+            && last.contains(&format!("coherence transaction(s) drawn to {svg}; "))
+            && last.ends_with("more not drawn (--svg-steps 4; at most 200)"),
+        "{last}"
+    );
+    let text = std::fs::read_to_string(&svg).expect("the SVG");
+    for expected in [
+        "false-sharing: coherence messages, variant packed on icelake-sp-2s",
+        "the first 4 of ",
+        "CPU 0 (core 0)",
+        "snoop filter node 0",
+        "CPU 0 load counters[0].value (line 0)",
+        "GetS",
+        "Data (DRAM)",
+        "Fwd-GetS",
+        "cycle sent → arrived",
+    ] {
+        assert!(text.contains(expected), "timeline lacks {expected}");
+    }
+    // Four transactions, four captions.
+    assert_eq!(text.matches("(line 0): ").count(), 4);
+    // The same run, the same bytes.
+    let again = dir.join("again.svg");
+    let o = bounce(&[
+        "trace",
+        "scenarios/false-sharing.toml",
+        "--limit",
+        "3",
+        "--svg",
+        &again,
+        "--svg-steps",
+        "4",
+    ]);
+    assert_ok(&o);
+    assert_eq!(text, std::fs::read_to_string(&again).unwrap());
+    for bad in [
+        vec![
+            "trace",
+            "scenarios/false-sharing.toml",
+            "--svg",
+            &svg,
+            "--svg-steps",
+            "0",
+        ],
+        vec![
+            "trace",
+            "scenarios/false-sharing.toml",
+            "--svg",
+            &svg,
+            "--svg-steps",
+            "201",
+        ],
+        vec!["trace", "scenarios/false-sharing.toml", "--svg-steps", "5"],
+    ] {
+        assert_eq!(bounce(&bad).status.code(), Some(2), "{bad:?}");
+    }
+}

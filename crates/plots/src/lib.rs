@@ -15,7 +15,9 @@
 
 use std::fmt;
 
+mod timeline;
 mod validation;
+pub use timeline::{timeline, Message, MessageKind, TimelineChart, Transaction};
 pub use validation::{validation_bars, validation_scatter, ValidationChart, ValidationPoint};
 mod topology;
 pub use topology::{topology, L3Box, NodeBox, SocketBox, TopologyChart};

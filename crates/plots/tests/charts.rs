@@ -336,3 +336,64 @@ fn the_line_map_shows_the_struct_size_and_its_tail_padding() {
     assert!(svg.contains("0 of tail padding"));
     assert!(!svg.contains("tail 16 B"));
 }
+
+fn timeline_chart() -> TimelineChart {
+    let m = |from, to, send_cycle, arrive_cycle, kind, label: &str| Message {
+        from,
+        to,
+        send_cycle,
+        arrive_cycle,
+        kind,
+        label: label.into(),
+    };
+    TimelineChart {
+        title: "Messages of a store".into(),
+        subtitle: "the first 1 of 9 transactions".into(),
+        lanes: vec![
+            "CPU 0 (core 0)".into(),
+            "CPU 40 (core 40)".into(),
+            "home directory node 0".into(),
+        ],
+        transactions: vec![Transaction {
+            caption: "CPU 40 store x.v (line 0): I->M".into(),
+            messages: vec![
+                m(1, 2, 0, 125, MessageKind::Request, "GetM"),
+                m(2, 0, 125, 250, MessageKind::Forward, "Fwd-GetM M->I"),
+                m(0, 1, 250, 480, MessageKind::Data, "Data (M)"),
+            ],
+        }],
+    }
+}
+
+#[test]
+fn the_timeline_draws_lanes_messages_and_cycles() {
+    let t = timeline_chart();
+    let svg = timeline(&t).unwrap();
+    dump("timeline.svg", &svg);
+    for text in [
+        t.title.as_str(),
+        &t.subtitle,
+        "CPU 40 (core 40)",
+        "home directory node 0",
+        "CPU 40 store x.v (line 0): I-&gt;M",
+        "Fwd-GetM M-&gt;I",
+        "125 → 250",
+        "request",
+        "invalidate",
+        "acknowledgement",
+    ] {
+        assert!(svg.contains(text), "timeline lacks {text}");
+    }
+    assert_eq!(svg, timeline(&t).unwrap());
+
+    let mut bad = timeline_chart();
+    bad.transactions[0].messages[0].to = 3;
+    assert!(matches!(timeline(&bad), Err(PlotError::Invalid(_))));
+    let mut bad = timeline_chart();
+    bad.transactions[0].messages[0].arrive_cycle = 0;
+    bad.transactions[0].messages[0].send_cycle = 5;
+    assert!(matches!(timeline(&bad), Err(PlotError::Invalid(_))));
+    let mut empty = timeline_chart();
+    empty.transactions.clear();
+    assert!(matches!(timeline(&empty), Err(PlotError::Empty(_))));
+}

@@ -12,11 +12,13 @@ pub mod document;
 pub mod error;
 pub mod layout_view;
 pub mod measured;
+pub mod optimize;
 pub mod output;
 pub mod presets_view;
 pub mod report;
 pub mod results;
 pub mod schema;
+pub mod timeline;
 pub mod trace;
 pub mod validate;
 

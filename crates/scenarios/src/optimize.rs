@@ -1,0 +1,1045 @@
+//! `bounce optimize`: a search over one struct's field order, per-field
+//! cache-line alignment and whole-struct line alignment, minimising the
+//! scenario's cost over its sweep.
+//!
+//! The cost of a layout is the geometric mean, over the sweep's cases, of
+//! its mean cycles per iteration divided by the base layout's in the same
+//! case (1.0 is the base; 0.5 halves the time per iteration). Padding is
+//! expressed as alignment: a field that starts a cache line gets
+//! `align = LINE` (the bytes before it become a hole), and a line-aligned
+//! struct gets `align = LINE` (its tail padding fills its last line), which
+//! is how `____cacheline_aligned_in_smp` pads in the kernel.
+//!
+//! The search, in three phases, every candidate of a phase run in parallel
+//! (rayon) and collected in candidate order, so the outcome does not depend
+//! on the number of host threads:
+//! 1. the base layout and the file's own variants, run as written; the
+//!    base's per-field attribution puts each field of the struct in a
+//!    traffic class: written by atomics, written by plain stores, read
+//!    only, untouched;
+//! 2. placements of the classes: every order of the classes that have
+//!    fields, every choice of which neighbouring classes share a line,
+//!    whether each written class's fields get a line each, whether the
+//!    prefix ends its line, whether the struct is line-aligned;
+//! 3. local search from the best layouts of phase 2: swap neighbouring
+//!    fields, toggle a field's line start, toggle the struct's line
+//!    alignment; take the best improving neighbour until none improves or
+//!    the evaluation budget is spent.
+//!
+//! Layouts that lay out to the same offsets and size are simulated once.
+//! Ties are broken by size, then by the layout's text, so the ranking is a
+//! total order.
+
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use rayon::prelude::*;
+
+use crate::build::{build_doc, BuildOptions};
+use crate::document::LoadedScenario;
+use crate::error::closest;
+use crate::results::run_variant;
+use crate::schema::{FieldDef, FieldShape, ScenarioDoc};
+
+/// What to optimise and within which limits.
+#[derive(Clone, Debug)]
+pub struct OptimizeOptions {
+    /// The struct (a key of `[structs]`).
+    pub struct_name: String,
+    /// Largest acceptable `sizeof`, in bytes.
+    pub budget_bytes: Option<u32>,
+    /// The struct's first fields, which keep their order and offsets.
+    pub fixed: Vec<String>,
+    /// How many of the best layouts to report.
+    pub top: usize,
+    /// Most distinct layouts to simulate (the base and the file's variants
+    /// not counted).
+    pub max_evaluations: usize,
+}
+
+impl Default for OptimizeOptions {
+    fn default() -> Self {
+        OptimizeOptions {
+            struct_name: String::new(),
+            budget_bytes: None,
+            fixed: Vec::new(),
+            top: 5,
+            max_evaluations: 400,
+        }
+    }
+}
+
+/// How a field was used in the base run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum TrafficClass {
+    /// Written by atomics (a lock, a counter bumped with `fetch_add`).
+    AtomicWritten,
+    /// Written by plain stores.
+    Written,
+    /// Loaded, never written.
+    ReadMostly,
+    /// Not accessed.
+    Untouched,
+}
+
+impl TrafficClass {
+    pub fn describe(self) -> &'static str {
+        match self {
+            TrafficClass::AtomicWritten => "atomic-written",
+            TrafficClass::Written => "written",
+            TrafficClass::ReadMostly => "read-mostly",
+            TrafficClass::Untouched => "untouched",
+        }
+    }
+}
+
+/// One field of the struct, as the base run used it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FieldUse {
+    pub name: String,
+    pub class: TrafficClass,
+    /// Stores, atomics and misses per measured iteration, over every
+    /// instance of the struct, summed over the cases.
+    pub traffic_per_iteration: f64,
+}
+
+/// A candidate layout: the fields (indices into the struct's fields as the
+/// file declares them) in order, which of them start a cache line, and
+/// whether the struct is line-aligned.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Layout {
+    pub order: Vec<usize>,
+    /// Per declared field: starts a cache line.
+    pub line_start: Vec<bool>,
+    pub struct_line_aligned: bool,
+}
+
+/// A simulated layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluated {
+    pub layout: Layout,
+    /// The layout in words (`a, b | c` with `|` at line starts).
+    pub text: String,
+    pub size_bytes: u32,
+    /// Geometric mean over the cases of cycles per iteration against the
+    /// base's; `f64::INFINITY` when a run had no result.
+    pub cost: f64,
+    /// Mean cycles per iteration, per case.
+    pub cycles_per_iteration: Vec<f64>,
+}
+
+impl Evaluated {
+    /// Predicted change of cycles per iteration against the base, in percent.
+    pub fn change_pct(&self) -> f64 {
+        (self.cost - 1.0) * 100.0
+    }
+}
+
+/// A variant of the file, for comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandMade {
+    pub name: String,
+    /// Cost as for [`Evaluated::cost`].
+    pub cost: f64,
+    /// The struct's size in the variant.
+    pub size_bytes: u32,
+}
+
+/// What the search did and found.
+#[derive(Clone, Debug)]
+pub struct OptimizeReport {
+    pub scenario: String,
+    pub struct_name: String,
+    pub line_bytes: u32,
+    pub cases: usize,
+    pub fields: Vec<FieldUse>,
+    pub fixed: usize,
+    pub budget_bytes: Option<u32>,
+    pub base: Evaluated,
+    pub hand_made: Vec<HandMade>,
+    /// The best layouts, best first (at most `top`).
+    pub best: Vec<Evaluated>,
+    /// Candidates generated (phase 2 and 3), before removing duplicates.
+    pub candidates: usize,
+    /// Distinct layouts simulated.
+    pub evaluated: usize,
+    /// Candidates over the size budget (not simulated).
+    pub over_budget: usize,
+    /// Candidates whose runs had no result.
+    pub failed: usize,
+    /// Layouts in the whole space: orders of the movable fields x line
+    /// starts x struct alignment.
+    pub space_size: f64,
+    /// Rounds of local search.
+    pub rounds: usize,
+    /// Whether the evaluation budget stopped the search.
+    pub budget_exhausted: bool,
+    /// The winner's layout, pahole style.
+    pub winner_view: String,
+    /// The winner as a `[[variants]]` entry.
+    pub winner_variant: String,
+}
+
+/// The struct's fields in a doc, by index, and the layout applied to them.
+fn apply(doc: &mut ScenarioDoc, struct_name: &str, layout: &Layout, line: u64) {
+    let Some(s) = doc.structs.get_mut(struct_name) else {
+        return;
+    };
+    let declared = s.fields.clone();
+    s.fields = layout
+        .order
+        .iter()
+        .map(|&i| {
+            let mut f = declared[i].clone();
+            let span = f.name.span();
+            if layout.line_start[i] {
+                f.align = Some(toml::Spanned::new(span, line));
+            } else if f.align.as_ref().is_some_and(|a| *a.get_ref() >= line) {
+                // The base's own line alignment, taken away: the field's
+                // natural alignment when it can be known here.
+                if let Some(natural) = natural_align(&f) {
+                    f.align = Some(toml::Spanned::new(span, natural));
+                }
+            }
+            f
+        })
+        .collect();
+    let span = s.fields.first().map(|f| f.name.span()).unwrap_or(0..0);
+    if layout.struct_line_aligned {
+        s.align = Some(toml::Spanned::new(span, line));
+    } else if s.align.as_ref().is_some_and(|a| *a.get_ref() >= line) {
+        // 1 leaves the struct its fields' alignment.
+        s.align = Some(toml::Spanned::new(span, 1));
+    }
+}
+
+/// A field's alignment without an `align` key, when it is a C scalar type
+/// or opaque bytes (nested structs: unknown here).
+fn natural_align(f: &FieldDef) -> Option<u64> {
+    match f.shape()? {
+        FieldShape::Type(t) => models::layout::c_type(t.get_ref()).map(|(_, a)| a as u64),
+        FieldShape::Size(s) => {
+            let n = (*s.get_ref()).max(1);
+            Some((1u64 << n.trailing_zeros()).min(8))
+        }
+    }
+}
+
+/// The layout's text, `a, b | c` with `|` where a line starts.
+fn layout_text(layout: &Layout, names: &[String]) -> String {
+    let mut out = String::new();
+    for (k, &i) in layout.order.iter().enumerate() {
+        if k > 0 {
+            out.push_str(if layout.line_start[i] { " | " } else { ", " });
+        } else if layout.line_start[i] {
+            out.push_str("| ");
+        }
+        out.push_str(&names[i]);
+    }
+    if layout.struct_line_aligned {
+        out.push_str("  (struct line-aligned)");
+    }
+    out
+}
+
+/// Offsets and size a layout gives, to simulate each distinct one once.
+type Signature = (Vec<(String, u32)>, u32, u32);
+
+struct Search<'a> {
+    loaded: &'a LoadedScenario,
+    options: &'a OptimizeOptions,
+    line: u64,
+    names: Vec<String>,
+    base_cycles: Vec<f64>,
+    /// Every layout simulated, by signature.
+    done: BTreeMap<Signature, Evaluated>,
+    candidates: usize,
+    over_budget: usize,
+    failed: usize,
+}
+
+impl Search<'_> {
+    /// The case documents with `layout` applied.
+    fn docs(&self, layout: &Layout) -> Vec<ScenarioDoc> {
+        self.loaded
+            .cases
+            .iter()
+            .map(|c| {
+                let mut doc = c.variants[0].doc.clone();
+                apply(&mut doc, &self.options.struct_name, layout, self.line);
+                doc
+            })
+            .collect()
+    }
+
+    /// Simulates the new layouts among `layouts` (in parallel), within the
+    /// evaluation budget; returns how many were new.
+    fn evaluate(&mut self, layouts: Vec<Layout>) -> usize {
+        self.candidates += layouts.len();
+        // Build each (cheap, serial) to find its size and signature.
+        let mut fresh: Vec<(Signature, Layout, Vec<crate::build::BuiltVariant>)> = Vec::new();
+        for layout in layouts {
+            let built: Result<Vec<_>, _> = self
+                .docs(&layout)
+                .iter()
+                .map(|d| build_doc(self.loaded, d, BuildOptions::default()))
+                .collect();
+            let Ok(built) = built else {
+                self.failed += 1;
+                continue;
+            };
+            let memory = &built[0].config.memory;
+            let Some(def) = memory
+                .structs
+                .iter()
+                .find(|s| s.name == self.options.struct_name)
+            else {
+                self.failed += 1;
+                continue;
+            };
+            if self
+                .options
+                .budget_bytes
+                .is_some_and(|b| def.size_bytes > b)
+            {
+                self.over_budget += 1;
+                continue;
+            }
+            let signature: Signature = (
+                def.fields
+                    .iter()
+                    .map(|f| (f.name.clone(), f.offset_bytes))
+                    .collect(),
+                def.size_bytes,
+                def.align_bytes,
+            );
+            if self.done.contains_key(&signature) || fresh.iter().any(|f| f.0 == signature) {
+                continue;
+            }
+            if self.done.len() + fresh.len() > self.options.max_evaluations {
+                break;
+            }
+            fresh.push((signature, layout, built));
+        }
+        let runs: Vec<(usize, &crate::build::BuiltVariant)> = fresh
+            .iter()
+            .enumerate()
+            .flat_map(|(i, f)| f.2.iter().map(move |b| (i, b)))
+            .collect();
+        let cycles: Vec<Option<f64>> = runs
+            .par_iter()
+            .map(|(_, b)| {
+                run_variant(b)
+                    .ok()
+                    .map(|r| r.iteration_cycles.mean())
+                    .filter(|c| *c > 0.0)
+            })
+            .collect();
+        let mut at = 0;
+        let new = fresh.len();
+        for (signature, layout, built) in fresh {
+            let per_case: Vec<Option<f64>> = cycles[at..at + built.len()].to_vec();
+            at += built.len();
+            let size_bytes = signature.1;
+            let (cost, cycles_per_iteration) = if per_case.iter().all(Option::is_some) {
+                let c: Vec<f64> = per_case.into_iter().flatten().collect();
+                (geomean_ratio(&c, &self.base_cycles), c)
+            } else {
+                self.failed += 1;
+                (f64::INFINITY, Vec::new())
+            };
+            let text = layout_text(&layout, &self.names);
+            self.done.insert(
+                signature,
+                Evaluated {
+                    layout,
+                    text,
+                    size_bytes,
+                    cost,
+                    cycles_per_iteration,
+                },
+            );
+        }
+        new
+    }
+
+    fn exhausted(&self) -> bool {
+        self.done.len() > self.options.max_evaluations
+    }
+
+    /// Every simulated layout, best first.
+    fn ranked(&self) -> Vec<&Evaluated> {
+        let mut all: Vec<&Evaluated> = self.done.values().collect();
+        all.sort_by(|a, b| rank(a, b));
+        all
+    }
+}
+
+/// Costs closer than this (0.1 % of the base's time per iteration) are
+/// ties: a simulation's small wobbles do not buy bytes.
+const NOISE: f64 = 1e-3;
+
+/// Best first: lower cost in steps of [`NOISE`], then smaller, then lower
+/// cost, then by text (a total order).
+fn rank(a: &Evaluated, b: &Evaluated) -> std::cmp::Ordering {
+    let step = |c: f64| {
+        if c.is_finite() {
+            (c / NOISE).round()
+        } else {
+            f64::INFINITY
+        }
+    };
+    step(a.cost)
+        .total_cmp(&step(b.cost))
+        .then(a.size_bytes.cmp(&b.size_bytes))
+        .then(a.cost.total_cmp(&b.cost))
+        .then_with(|| a.text.cmp(&b.text))
+}
+
+/// Whether `new` is better than `old` by more than [`NOISE`], or as good
+/// and smaller.
+fn improves(new: &Evaluated, old: &Evaluated) -> bool {
+    new.cost < old.cost - NOISE || (new.cost <= old.cost + NOISE && new.size_bytes < old.size_bytes)
+}
+
+fn geomean_ratio(cycles: &[f64], base: &[f64]) -> f64 {
+    let n = cycles.len().max(1) as f64;
+    let log_sum: f64 = cycles.iter().zip(base).map(|(c, b)| (c / b).ln()).sum();
+    (log_sum / n).exp()
+}
+
+/// Every permutation of `items`, in lexicographic order of positions.
+fn permutations<T: Clone>(items: &[T]) -> Vec<Vec<T>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for i in 0..items.len() {
+        let mut rest = items.to_vec();
+        let first = rest.remove(i);
+        for mut p in permutations(&rest) {
+            p.insert(0, first.clone());
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn factorial(n: usize) -> f64 {
+    (1..=n).map(|k| k as f64).product()
+}
+
+/// Runs the search. An error is bad input (an unknown struct or field, a
+/// fixed list that is not a prefix, a base that does not run) and says what
+/// would be valid.
+pub fn optimize(
+    loaded: &LoadedScenario,
+    options: &OptimizeOptions,
+) -> Result<OptimizeReport, String> {
+    let doc = &loaded.base.doc;
+    let path = &loaded.source.path;
+    let Some(def) = doc.structs.get(&options.struct_name) else {
+        let names: Vec<&str> = doc.structs.keys().map(String::as_str).collect();
+        let hint = closest(&options.struct_name, &names)
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        return Err(format!(
+            "`{path}` has no struct `{}`{hint}; structs: {}",
+            options.struct_name,
+            if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+    };
+    let names: Vec<String> = def
+        .fields
+        .iter()
+        .map(|f| f.name.get_ref().clone())
+        .collect();
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    for (k, wanted) in options.fixed.iter().enumerate() {
+        if !names.contains(wanted) {
+            let hint = closest(wanted, &name_refs)
+                .map(|c| format!(" (did you mean `{c}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "--fixed: struct `{}` has no field `{wanted}`{hint}; fields: {}",
+                options.struct_name,
+                names.join(", ")
+            ));
+        }
+        if names[k] != *wanted {
+            return Err(format!(
+                "--fixed must name the struct's first fields in order (a prefix that keeps \
+                 its offsets): struct `{}` starts with {}",
+                options.struct_name,
+                names[..options.fixed.len().min(names.len())]
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    if let Some(f) = def.fields[options.fixed.len()..]
+        .iter()
+        .find(|f| f.offset.is_some())
+    {
+        return Err(format!(
+            "field `{}` of struct `{}` has an explicit `offset`, which pins it: \
+             list the fields up to it with --fixed, or remove the offset",
+            f.name.get_ref(),
+            options.struct_name
+        ));
+    }
+    if options.top == 0 {
+        return Err("--top must be at least 1".into());
+    }
+
+    // Phase 1: the base and the file's variants, as written.
+    let cases =
+        crate::cases::build_cases(loaded, BuildOptions::default()).map_err(|e| e.to_string())?;
+    let line = cases
+        .first()
+        .and_then(|c| c.variants.first())
+        .map_or(64, |b| b.config.memory.line_size_bytes);
+    let results = crate::cases::run_cases(&cases, &|| {});
+    let mut traffic = vec![0.0; names.len()];
+    let mut access = vec![(0u64, 0u64, 0u64); names.len()];
+    let mut base_cycles = Vec::new();
+    for (case, result) in cases.iter().zip(&results) {
+        let base = match &result.results[0] {
+            Ok(r) => r,
+            Err(f) => {
+                return Err(format!(
+                    "the base layout has no result{}: {}",
+                    if case.id.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" in case `{}`", case.id)
+                    },
+                    f.error
+                ))
+            }
+        };
+        base_cycles.push(base.iteration_cycles.mean().max(f64::MIN_POSITIVE));
+        let memory = &case.variants[0].config.memory;
+        for f in &base.fields {
+            let Some((inst, path)) = f.name.split_once('.') else {
+                continue;
+            };
+            let of_struct = memory.instances.iter().any(|i| {
+                i.name == inst && memory.structs[i.struct_index].name == options.struct_name
+            });
+            if !of_struct {
+                continue;
+            }
+            let top = path.split(['.', '[']).next().unwrap_or(path);
+            if let Some(k) = names.iter().position(|n| n == top) {
+                let t = &f.traffic;
+                traffic[k] += base.per_iteration(t.stores + t.atomics + t.misses);
+                access[k].0 += t.atomics;
+                access[k].1 += t.stores;
+                access[k].2 += t.loads;
+            }
+        }
+    }
+    let fields: Vec<FieldUse> = names
+        .iter()
+        .enumerate()
+        .map(|(k, n)| FieldUse {
+            name: n.clone(),
+            class: match access[k] {
+                (a, _, _) if a > 0 => TrafficClass::AtomicWritten,
+                (_, s, _) if s > 0 => TrafficClass::Written,
+                (_, _, l) if l > 0 => TrafficClass::ReadMostly,
+                _ => TrafficClass::Untouched,
+            },
+            traffic_per_iteration: traffic[k],
+        })
+        .collect();
+    let size_in = |b: &crate::build::BuiltVariant| {
+        b.config
+            .memory
+            .structs
+            .iter()
+            .find(|s| s.name == options.struct_name)
+            .map_or(0, |s| s.size_bytes)
+    };
+    let hand_made: Vec<HandMade> = (1..cases[0].variants.len())
+        .map(|v| {
+            let cycles: Option<Vec<f64>> = results
+                .iter()
+                .map(|r| {
+                    r.results[v]
+                        .as_ref()
+                        .ok()
+                        .map(|x| x.iteration_cycles.mean())
+                })
+                .collect();
+            HandMade {
+                name: cases[0].variants[v].name.clone(),
+                cost: cycles.map_or(f64::INFINITY, |c| geomean_ratio(&c, &base_cycles)),
+                size_bytes: size_in(&cases[0].variants[v]),
+            }
+        })
+        .collect();
+
+    let n = names.len();
+    let fixed = options.fixed.len();
+    let base_layout = Layout {
+        order: (0..n).collect(),
+        line_start: def
+            .fields
+            .iter()
+            .map(|f| {
+                f.align
+                    .as_ref()
+                    .is_some_and(|a| *a.get_ref() >= line as u64)
+            })
+            .collect(),
+        struct_line_aligned: def
+            .align
+            .as_ref()
+            .is_some_and(|a| *a.get_ref() >= line as u64),
+    };
+    let mut search = Search {
+        loaded,
+        options,
+        line: line as u64,
+        names: names.clone(),
+        base_cycles: base_cycles.clone(),
+        done: BTreeMap::new(),
+        candidates: 0,
+        over_budget: 0,
+        failed: 0,
+    };
+    let base_size = size_in(&cases[0].variants[0]);
+    let base = Evaluated {
+        text: layout_text(&base_layout, &names),
+        layout: base_layout.clone(),
+        size_bytes: base_size,
+        cost: 1.0,
+        cycles_per_iteration: base_cycles.clone(),
+    };
+    // The base is a candidate like the others (when within the budget).
+    search.evaluate(vec![base_layout.clone()]);
+
+    // Phase 2: placements of the traffic classes.
+    let movable: Vec<usize> = (fixed..n).collect();
+    let mut groups: BTreeMap<TrafficClass, Vec<usize>> = BTreeMap::new();
+    for &i in &movable {
+        groups.entry(fields[i].class).or_default().push(i);
+    }
+    for members in groups.values_mut() {
+        // Hottest first, then as declared.
+        members.sort_by(|&a, &b| {
+            fields[b]
+                .traffic_per_iteration
+                .total_cmp(&fields[a].traffic_per_iteration)
+                .then(a.cmp(&b))
+        });
+    }
+    let untouched = groups.remove(&TrafficClass::Untouched).unwrap_or_default();
+    let classes: Vec<TrafficClass> = groups.keys().copied().collect();
+    let mut phase2 = Vec::new();
+    for class_order in permutations(&classes) {
+        let g = class_order.len();
+        for breaks in 0..(1u32 << g.saturating_sub(1)) {
+            for isolate in 0..4u32 {
+                for prefix_break in [false, true] {
+                    if fixed == 0 && prefix_break {
+                        continue;
+                    }
+                    for struct_line_aligned in [false, true] {
+                        let mut order: Vec<usize> = (0..fixed).collect();
+                        let mut line_start = base_layout.line_start.clone();
+                        for s in line_start.iter_mut().skip(fixed) {
+                            *s = false;
+                        }
+                        for (k, class) in class_order.iter().enumerate() {
+                            let members = &groups[class];
+                            let isolated = match class {
+                                TrafficClass::AtomicWritten => isolate & 1 != 0,
+                                TrafficClass::Written => isolate & 2 != 0,
+                                _ => false,
+                            };
+                            for (m, &i) in members.iter().enumerate() {
+                                let first_of_group = m == 0;
+                                line_start[i] = if first_of_group {
+                                    (k == 0 && prefix_break)
+                                        || (k > 0 && breaks & (1 << (k - 1)) != 0)
+                                } else {
+                                    isolated
+                                };
+                                order.push(i);
+                            }
+                        }
+                        order.extend(&untouched);
+                        phase2.push(Layout {
+                            order,
+                            line_start,
+                            struct_line_aligned,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    phase2.sort();
+    phase2.dedup();
+    search.evaluate(phase2);
+
+    // Phase 3: local search from the two best layouts so far.
+    let mut rounds = 0;
+    let seeds: Vec<Evaluated> = search
+        .ranked()
+        .into_iter()
+        .filter(|e| e.cost.is_finite())
+        .take(2)
+        .cloned()
+        .collect();
+    for seed in seeds {
+        let mut current = seed;
+        while !search.exhausted() {
+            rounds += 1;
+            let mut neighbours = Vec::new();
+            let l = &current.layout;
+            for k in fixed..n.saturating_sub(1) {
+                let mut order = l.order.clone();
+                order.swap(k, k + 1);
+                neighbours.push(Layout { order, ..l.clone() });
+            }
+            for &i in &movable {
+                let mut line_start = l.line_start.clone();
+                line_start[i] = !line_start[i];
+                neighbours.push(Layout {
+                    line_start,
+                    ..l.clone()
+                });
+            }
+            neighbours.push(Layout {
+                struct_line_aligned: !l.struct_line_aligned,
+                ..l.clone()
+            });
+            search.evaluate(neighbours.clone());
+            let best = neighbours
+                .iter()
+                .filter_map(|n| search.done.values().find(|e| e.layout == *n))
+                .filter(|e| improves(e, &current))
+                .min_by(|a, b| rank(a, b))
+                .cloned();
+            match best {
+                Some(b) => current = b,
+                None => break,
+            }
+        }
+    }
+
+    let ranked = search.ranked();
+    let best: Vec<Evaluated> = ranked
+        .iter()
+        .filter(|e| e.cost.is_finite())
+        .take(options.top)
+        .map(|e| (*e).clone())
+        .collect();
+    let Some(winner) = best.first() else {
+        return Err(format!(
+            "no layout of struct `{}` within the budget ran to a result",
+            options.struct_name
+        ));
+    };
+    let docs = search.docs(&winner.layout);
+    let built = build_doc(loaded, &docs[0], BuildOptions::default()).map_err(|e| e.to_string())?;
+    let winner_def = built
+        .config
+        .memory
+        .structs
+        .iter()
+        .find(|s| s.name == options.struct_name)
+        .cloned()
+        .ok_or("the winner has no struct")?;
+    let classes_by_name: BTreeMap<&str, TrafficClass> =
+        fields.iter().map(|f| (f.name.as_str(), f.class)).collect();
+    let winner_view = pahole_view(&winner_def, line, &classes_by_name);
+    let winner_variant = variant_text(def, &winner.layout, &names, line as u64, winner, options);
+    let movable_count = n - fixed;
+    Ok(OptimizeReport {
+        scenario: doc.name.clone(),
+        struct_name: options.struct_name.clone(),
+        line_bytes: line,
+        cases: cases.len(),
+        fields,
+        fixed,
+        budget_bytes: options.budget_bytes,
+        base,
+        hand_made,
+        best: best.clone(),
+        candidates: search.candidates,
+        evaluated: search.done.len(),
+        over_budget: search.over_budget,
+        failed: search.failed,
+        space_size: factorial(movable_count) * 2f64.powi(movable_count as i32) * 2.0,
+        rounds,
+        budget_exhausted: search.exhausted(),
+        winner_view,
+        winner_variant,
+    })
+}
+
+/// A compact pahole-style listing: offset and size of each field, holes,
+/// line boundaries, tail padding, and the field's traffic class.
+fn pahole_view(
+    def: &sim_core::memory::StructDef,
+    line: u32,
+    classes: &BTreeMap<&str, TrafficClass>,
+) -> String {
+    let mut out = format!("struct {} {{\n", def.name);
+    let mut end = 0u32;
+    let mut fields: Vec<&sim_core::memory::FieldDef> = def.fields.iter().collect();
+    fields.sort_by_key(|f| f.offset_bytes);
+    for f in fields {
+        if f.offset_bytes > end {
+            let _ = writeln!(out, "\t/* XXX {} bytes hole */", f.offset_bytes - end);
+        }
+        if f.offset_bytes > 0 && f.offset_bytes % line == 0 && f.offset_bytes >= end {
+            let _ = writeln!(
+                out,
+                "\t/* --- cacheline {} boundary ({} bytes) --- */",
+                f.offset_bytes / line,
+                f.offset_bytes
+            );
+        }
+        let top = f.name.split(['.', '[']).next().unwrap_or(&f.name);
+        let class = classes.get(top).map_or("", |c| c.describe());
+        let total = f.size_bytes * f.count;
+        let _ = writeln!(
+            out,
+            "\t{:<32} /* {:5} {:5} */  {class}",
+            if f.count > 1 {
+                format!("{}[{}];", f.name, f.count)
+            } else {
+                format!("{};", f.name)
+            },
+            f.offset_bytes,
+            total
+        );
+        end = end.max(f.offset_bytes + total);
+    }
+    if def.size_bytes > end {
+        let _ = writeln!(out, "\t/* padding: {} */", def.size_bytes - end);
+    }
+    let _ = writeln!(
+        out,
+        "\t/* size: {}, cachelines: {}, align: {} */\n}};",
+        def.size_bytes,
+        def.size_bytes.div_ceil(line),
+        def.align_bytes
+    );
+    out
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The winner as a `[[variants]]` entry of `set` patches on the base.
+fn variant_text(
+    def: &crate::schema::StructDef,
+    layout: &Layout,
+    names: &[String],
+    line: u64,
+    winner: &Evaluated,
+    options: &OptimizeOptions,
+) -> String {
+    let s = &options.struct_name;
+    let mut patches: Vec<String> = Vec::new();
+    let declared: Vec<usize> = (0..names.len()).collect();
+    if layout.order != declared {
+        patches.push(format!(
+            "{} = [{}]",
+            toml_string(&format!("structs.{s}.fields")),
+            layout
+                .order
+                .iter()
+                .map(|&i| toml_string(&names[i]))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    for (i, f) in def.fields.iter().enumerate() {
+        let own = f.align.as_ref().map(|a| *a.get_ref());
+        let wanted = if layout.line_start[i] {
+            Some(line)
+        } else if own.is_some_and(|a| a >= line) {
+            natural_align(f)
+        } else {
+            own
+        };
+        if wanted != own {
+            if let Some(a) = wanted {
+                patches.push(format!(
+                    "{} = {a}",
+                    toml_string(&format!("structs.{s}.fields.{}.align", names[i]))
+                ));
+            }
+        }
+    }
+    let own = def.align.as_ref().map(|a| *a.get_ref());
+    let wanted = if layout.struct_line_aligned {
+        Some(line)
+    } else if own.is_some_and(|a| a >= line) {
+        Some(1)
+    } else {
+        own
+    };
+    if wanted != own {
+        if let Some(a) = wanted {
+            patches.push(format!(
+                "{} = {a}",
+                toml_string(&format!("structs.{s}.align"))
+            ));
+        }
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Found by `bounce optimize --struct {s}`: {:+.1} % cycles per iteration against the base\n\
+         # (geometric mean over the sweep's cases), sizeof {} bytes. Layout: {}",
+        winner.change_pct(),
+        winner.size_bytes,
+        winner.text
+    );
+    let _ = writeln!(out, "[[variants]]");
+    let _ = writeln!(out, "name = {}", toml_string(&format!("optimized-{s}")));
+    let _ = writeln!(
+        out,
+        "description = {}",
+        toml_string(&format!(
+            "struct {s} as bounce optimize laid it out ({:+.1} % cycles per iteration)",
+            winner.change_pct()
+        ))
+    );
+    if patches.is_empty() {
+        let _ = writeln!(out, "set = {{}}");
+    } else {
+        let _ = writeln!(out, "set = {{ {} }}", patches.join(", "));
+    }
+    out
+}
+
+impl OptimizeReport {
+    /// The report as printed.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "bounce optimize: struct {} of `{}`, cost = cycles per iteration (mean), \
+             geometric mean over {} case(s), against the base",
+            self.struct_name, self.scenario, self.cases
+        );
+        let _ = writeln!(
+            out,
+            "limits: {}; {}",
+            match self.budget_bytes {
+                Some(b) => format!("sizeof at most {b} bytes"),
+                None => "no size budget".into(),
+            },
+            if self.fixed == 0 {
+                "no fixed prefix".to_string()
+            } else {
+                format!(
+                    "fixed prefix {}",
+                    self.fields[..self.fixed]
+                        .iter()
+                        .map(|f| f.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        );
+        out.push_str("\nfields by their traffic in the base run:\n");
+        for f in &self.fields {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:<15} {:>10} stores+atomics+misses per iteration",
+                f.name,
+                f.class.describe(),
+                format!("{:.3}", f.traffic_per_iteration)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nsearched: {} distinct layout(s) simulated of {} candidate(s) generated \
+             ({} over the size budget, {} without a result), {} round(s) of local search{}; \
+             the space holds {} layouts ({}! orders x 2^{} line starts x 2 struct alignments)",
+            self.evaluated,
+            self.candidates,
+            self.over_budget,
+            self.failed,
+            self.rounds,
+            if self.budget_exhausted {
+                ", stopped by --max-evaluations"
+            } else {
+                ", stopped at a local optimum"
+            },
+            format_count(self.space_size),
+            self.fields.len() - self.fixed,
+            self.fields.len() - self.fixed,
+        );
+        let _ = writeln!(
+            out,
+            "\n  {:>4}  {:>9}  {:>7}  layout (`|`: starts a cache line)",
+            "rank", "change", "sizeof"
+        );
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:>9}  {:>7}  {}",
+            "base", "0.0 %", self.base.size_bytes, self.base.text
+        );
+        for h in &self.hand_made {
+            let _ = writeln!(
+                out,
+                "  {:>4}  {:>9}  {:>7}  file's variant `{}`",
+                "file",
+                pct(h.cost),
+                h.size_bytes,
+                h.name
+            );
+        }
+        for (k, e) in self.best.iter().enumerate() {
+            let _ = writeln!(
+                out,
+                "  {:>4}  {:>9}  {:>7}  {}",
+                k + 1,
+                pct(e.cost),
+                e.size_bytes,
+                e.text
+            );
+        }
+        let _ = writeln!(out, "\nthe winner:\n{}", self.winner_view);
+        let _ = writeln!(out, "as a variant:\n{}", self.winner_variant);
+        out
+    }
+}
+
+fn pct(cost: f64) -> String {
+    if cost.is_finite() {
+        format!("{:+.1} %", (cost - 1.0) * 100.0)
+    } else {
+        "no result".into()
+    }
+}
+
+/// A count for a sentence: exact up to a million, then in powers of ten.
+fn format_count(v: f64) -> String {
+    if v < 1e6 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.2e}")
+    }
+}

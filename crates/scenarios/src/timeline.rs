@@ -1,0 +1,315 @@
+//! The messages of a run's first coherence transactions, for the timeline
+//! chart of `bounce trace --svg`.
+//!
+//! The simulator charges a transaction as legs between the requester, the
+//! directory and the caches it involves (see `sim_core::coherence`): the
+//! request travels to the directory (the line's home, or the requester's
+//! own node's snoop filter), the directory forwards to the cache holding
+//! the line and sends invalidations to the other copies, and data and
+//! acknowledgements travel back to the requester. This module spells each
+//! transaction out as those messages, timed by the same hop latencies,
+//! starting when the home ordered the request; the last message arrives
+//! when the simulator says the access completed. Hits send no message and
+//! are not collected.
+
+use sim_core::coherence::{Need, Route};
+use sim_core::memory::MemoryLayout;
+use sim_core::probe::{AccessEvent, Probe};
+use sim_core::topology::{Lookup, Topology};
+
+/// Where a message starts or ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Endpoint {
+    /// A core's private cache.
+    Core(u32),
+    /// The directory (and memory) of a node.
+    Node(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageKind {
+    Request,
+    Forward,
+    Invalidate,
+    Ack,
+    Data,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    pub send_cycle: u64,
+    pub arrive_cycle: u64,
+    pub kind: MessageKind,
+    pub label: String,
+}
+
+/// One access that needed other caches or memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transaction {
+    pub cpu: u32,
+    pub issued_cycle: u64,
+    /// e.g. "CPU 3 store counters[1].value (line 0): I->M, 312 cycles".
+    pub caption: String,
+    pub messages: Vec<Message>,
+}
+
+/// Collects the first `limit` transactions in the order their homes
+/// served them (then only counts).
+pub struct TimelineProbe<'a> {
+    topology: &'a Topology,
+    memory: &'a MemoryLayout,
+    limit: usize,
+    arrivals: u64,
+    kept: Vec<(u64, u64, Transaction)>,
+    /// The latest ordering cycle kept.
+    latest_order: u64,
+    /// Transactions seen, kept or not.
+    pub seen: u64,
+}
+
+impl<'a> TimelineProbe<'a> {
+    pub fn new(topology: &'a Topology, memory: &'a MemoryLayout, limit: usize) -> Self {
+        TimelineProbe {
+            topology,
+            memory,
+            limit,
+            arrivals: 0,
+            kept: Vec::new(),
+            latest_order: 0,
+            seen: 0,
+        }
+    }
+
+    /// The kept transactions, in the order their homes served them.
+    pub fn transactions(&self) -> Vec<Transaction> {
+        let mut kept = self.kept.clone();
+        kept.sort_by_key(|k| (k.0, k.1));
+        kept.into_iter().map(|k| k.2).collect()
+    }
+
+    /// The name of the directory at `node`, as the machine looks lines up.
+    pub fn directory_name(&self) -> &'static str {
+        match self.topology.spec.lookup {
+            Lookup::Home => "home directory",
+            Lookup::Local => "snoop filter",
+        }
+    }
+}
+
+fn need_label(need: Need, have_data: bool) -> &'static str {
+    match (need, have_data) {
+        (Need::Read, _) => "GetS",
+        (Need::Write, true) => "Upgrade",
+        (Need::Write, false) => "GetM",
+    }
+}
+
+impl Probe for TimelineProbe<'_> {
+    fn on_access(&mut self, e: &AccessEvent<'_>) {
+        let Some(r) = e.report else {
+            return;
+        };
+        if r.is_hit() {
+            return;
+        }
+        self.seen += 1;
+        let issued = e.issued.get();
+        // Keep the earliest `limit` by (the cycle the home ordered it,
+        // arrival): the order the home served them in.
+        let order = r.started.get();
+        self.arrivals += 1;
+        if self.kept.len() >= self.limit {
+            // Most accesses come after every kept one: one comparison.
+            if self.limit == 0 || order >= self.latest_order {
+                return;
+            }
+            let at = (0..self.kept.len())
+                .max_by_key(|&i| (self.kept[i].0, self.kept[i].1))
+                .expect("the list is full");
+            self.kept.swap_remove(at);
+        }
+        let t = self.topology;
+        let core = t.core_of(e.cpu);
+        let requester = Endpoint::Core(core);
+        let start = r.started.get();
+        let done = r.done.get();
+        let have_data = r.requester_before.letter() != 'I';
+        let request = need_label(r.need, have_data);
+        let queued = start - issued;
+        let mut messages = Vec::new();
+        let request_label = if queued > 0 {
+            format!("{request} (waited {queued})")
+        } else {
+            request.to_string()
+        };
+        let supplier = r.supplier.map(|s| s.0);
+        // The caches the transaction involves: the supplier, then the
+        // others whose state changed, in core order.
+        let mut targets: Vec<(u32, char, char)> = Vec::new();
+        if let Some((c, state, _)) = r.supplier {
+            let after = r
+                .others
+                .iter()
+                .find(|o| o.core == c)
+                .map_or(state.letter(), |o| o.after.letter());
+            targets.push((c, state.letter(), after));
+        }
+        for o in &r.others {
+            if Some(o.core) != supplier {
+                targets.push((o.core, o.before.letter(), o.after.letter()));
+            }
+        }
+        match r.route {
+            Route::Directory { node } | Route::Memory { node } => {
+                let dir = Endpoint::Node(node);
+                let at_dir = start + t.hop_core_to_node(core, node);
+                messages.push(Message {
+                    from: requester,
+                    to: dir,
+                    send_cycle: start,
+                    arrive_cycle: at_dir.min(done),
+                    kind: MessageKind::Request,
+                    label: request_label,
+                });
+                for &(c, before, after) in &targets {
+                    let at_target = at_dir + t.hop_core_to_node(c, node);
+                    let back = at_target + t.hop_core_to_core(c, core);
+                    let supplies = Some(c) == supplier;
+                    messages.push(Message {
+                        from: dir,
+                        to: Endpoint::Core(c),
+                        send_cycle: at_dir.min(done),
+                        arrive_cycle: at_target.min(done),
+                        kind: if supplies {
+                            MessageKind::Forward
+                        } else {
+                            MessageKind::Invalidate
+                        },
+                        label: format!(
+                            "{} {before}->{after}",
+                            if supplies {
+                                format!("Fwd-{request}")
+                            } else {
+                                "Inv".to_string()
+                            }
+                        ),
+                    });
+                    messages.push(Message {
+                        from: Endpoint::Core(c),
+                        to: requester,
+                        send_cycle: at_target.min(done),
+                        arrive_cycle: back.min(done),
+                        kind: if supplies {
+                            MessageKind::Data
+                        } else {
+                            MessageKind::Ack
+                        },
+                        label: if supplies {
+                            format!("Data ({before})")
+                        } else {
+                            "Inv-Ack".to_string()
+                        },
+                    });
+                }
+                if matches!(r.route, Route::Memory { .. }) {
+                    messages.push(Message {
+                        from: dir,
+                        to: requester,
+                        send_cycle: at_dir.min(done),
+                        arrive_cycle: done,
+                        kind: MessageKind::Data,
+                        label: "Data (DRAM)".into(),
+                    });
+                } else if supplier.is_none() {
+                    // Permission only (an upgrade): the directory grants it.
+                    messages.push(Message {
+                        from: dir,
+                        to: requester,
+                        send_cycle: at_dir.min(done),
+                        arrive_cycle: done,
+                        kind: MessageKind::Ack,
+                        label: "Grant".into(),
+                    });
+                }
+            }
+            Route::SameL3 | Route::Hit | Route::SmtSibling => {
+                // Inside one L3 domain: its tags find the copies, at the
+                // L3 transfer cost; drawn as direct snoops.
+                let half = start + (done - start) / 2;
+                for &(c, before, after) in &targets {
+                    let supplies = Some(c) == supplier;
+                    messages.push(Message {
+                        from: requester,
+                        to: Endpoint::Core(c),
+                        send_cycle: start,
+                        arrive_cycle: half,
+                        kind: if supplies {
+                            MessageKind::Forward
+                        } else {
+                            MessageKind::Invalidate
+                        },
+                        label: format!(
+                            "{} (L3) {before}->{after}",
+                            if supplies { request } else { "Inv" }
+                        ),
+                    });
+                    messages.push(Message {
+                        from: Endpoint::Core(c),
+                        to: requester,
+                        send_cycle: half,
+                        arrive_cycle: done,
+                        kind: if supplies {
+                            MessageKind::Data
+                        } else {
+                            MessageKind::Ack
+                        },
+                        label: if supplies {
+                            format!("Data ({before})")
+                        } else {
+                            "Inv-Ack".into()
+                        },
+                    });
+                }
+            }
+        }
+        // The last message arrives when the access completed.
+        if let Some(last) = messages.iter_mut().max_by_key(|m| m.arrive_cycle) {
+            last.arrive_cycle = done;
+        }
+        messages.sort_by_key(|m| (m.send_cycle, m.arrive_cycle));
+        let caption = format!(
+            "CPU {} {} {} (line {}): {}->{}, cycles {issued}-{done} ({} in all{})",
+            e.cpu,
+            e.kind.describe(),
+            self.memory.describe_address(e.address),
+            self.memory.unit_of(e.address),
+            r.requester_before,
+            r.requester_after,
+            done - issued,
+            if r.cross_socket {
+                ", crosses sockets"
+            } else {
+                ""
+            }
+        );
+        self.latest_order = self
+            .kept
+            .iter()
+            .map(|k| k.0)
+            .chain([order])
+            .max()
+            .unwrap_or(order);
+        self.kept.push((
+            order,
+            self.arrivals,
+            Transaction {
+                cpu: e.cpu,
+                issued_cycle: issued,
+                caption,
+                messages,
+            },
+        ));
+    }
+}

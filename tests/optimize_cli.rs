@@ -1,0 +1,127 @@
+//! `bounce optimize` as a user runs it: the report, the winner written as a
+//! variant that the scenario then runs, and bad input as exit 2.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bounce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run bounce")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let path =
+            std::env::temp_dir().join(format!("bounce-optimize-{}-{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+const MIXED: &str = "crates/scenarios/tests/data/optimize-mixed.toml";
+
+#[test]
+fn the_winner_written_as_a_variant_runs_as_predicted() {
+    let dir = TempDir::new("variant");
+    let variant = dir.0.join("winner.toml");
+    let o = bounce(&[
+        "optimize",
+        MIXED,
+        "--struct",
+        "conn",
+        "--fixed",
+        "id,flags",
+        "--top",
+        "2",
+        "--write-variant",
+        variant.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let out = text(&o.stdout);
+    for expected in [
+        "bounce optimize: struct conn of `mixed`",
+        "limits: no size budget; fixed prefix id, flags",
+        "  refcnt                       atomic-written",
+        "  limit                        read-mostly",
+        "distinct layout(s) simulated of",
+        "file's variant `hand-split`",
+        "the winner:\nstruct conn {",
+        "/* --- cacheline 1 boundary (64 bytes) --- */",
+    ] {
+        assert!(out.contains(expected), "lacks {expected:?}:\n{out}");
+    }
+    let rank1 = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("1 "))
+        .expect("a rank 1 row");
+    let change: f64 = rank1.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(
+        !out.lines().any(|l| l.trim_start().starts_with("3 ")),
+        "--top 2:\n{out}"
+    );
+    // The scenario with the winner appended runs it, at the predicted change.
+    let scenario = dir.0.join("with-winner.toml");
+    let mut toml = std::fs::read_to_string(root().join(MIXED)).unwrap();
+    toml.push_str(&std::fs::read_to_string(&variant).unwrap());
+    std::fs::write(&scenario, toml).unwrap();
+    let o = bounce(&["run", scenario.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let report = text(&o.stdout);
+    assert!(report.contains("optimized-conn"), "{report}");
+    let row = report
+        .lines()
+        .find(|l| l.ends_with("cycles_per_iteration.mean"))
+        .unwrap();
+    let pcts: Vec<&str> = row
+        .split_whitespace()
+        .filter(|w| w.ends_with('%'))
+        .collect();
+    let last: f64 = pcts.last().unwrap().trim_end_matches('%').parse().unwrap();
+    assert!((last - change).abs() < 0.11, "{change} predicted, {row}");
+}
+
+#[test]
+fn bad_input_is_exit_2_with_the_valid_names() {
+    let o = bounce(&["optimize", MIXED, "--struct", "con"]);
+    assert_exit(&o, 2);
+    assert!(
+        text(&o.stderr).contains("has no struct `con` (did you mean `conn`?); structs: conn"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = bounce(&["optimize", "no/such.toml", "--struct", "conn"]);
+    assert_exit(&o, 2);
+    let o = bounce(&["optimize", MIXED, "--struct", "conn", "--top", "0"]);
+    assert_exit(&o, 2);
+}
