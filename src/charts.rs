@@ -356,6 +356,8 @@ pub fn validation_charts(
 
 /// The timeline of `bounce trace --svg`: lanes for the cores that take part
 /// (named by the CPUs the scenario runs there) and for the directories.
+// xtask includes this file for the book's charts and draws no timeline.
+#[allow(dead_code)]
 pub fn timeline_chart(
     title: &str,
     probe: &scenarios::timeline::TimelineProbe<'_>,
