@@ -60,6 +60,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     locks(root, &mut out)?;
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
+    tutorial_pahole(root, &mut out)?;
     Ok(out.0)
 }
 
@@ -194,12 +195,13 @@ fn options() -> BuildOptions {
     }
 }
 
-/// Loads `path` (relative to `root`, and named so in every message and
-/// output, whatever the checkout's location).
+/// Loads `path` (relative to `root`). The scenario is named by its full
+/// path, so that files it refers to (pahole listings) are found beside it
+/// from any working directory; no generated output shows that path.
 fn load(root: &Path, path: &str) -> Result<LoadedScenario, String> {
-    let text = std::fs::read_to_string(root.join(path))
-        .map_err(|e| format!("cannot read `{path}`: {e}"))?;
-    scenarios::load_str(path, &text).map_err(|e| e.to_string())
+    let full = root.join(path);
+    let text = std::fs::read_to_string(&full).map_err(|e| format!("cannot read `{path}`: {e}"))?;
+    scenarios::load_str(&full.display().to_string(), &text).map_err(|e| e.to_string())
 }
 
 fn run(root: &Path, path: &str) -> Result<Run, String> {
@@ -841,6 +843,21 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
         out.add(format!("cases/{stem}.txt"), run.report());
     }
     out.add_markdown("cases/index.md", &index);
+    Ok(())
+}
+
+/// The tutorial's struct imported from a pahole listing: the layout
+/// `bounce layout` prints for it, and the run.
+fn tutorial_pahole(root: &Path, out: &mut Files) -> Result<(), String> {
+    let run = run(root, "book/scenarios/tutorial-pahole.toml")?;
+    let structs = scenarios::layout_view::laid_out_structs(&run.loaded, &run.loaded.base.doc)
+        .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    for def in &structs {
+        text.push_str(&scenarios::layout_view::render_struct(def, 64, None));
+    }
+    out.add("tutorial/layout-pahole.txt", text);
+    out.add("tutorial/report-pahole.txt", run.report());
     Ok(())
 }
 
