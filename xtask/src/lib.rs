@@ -228,8 +228,12 @@ fn run(root: &Path, path: &str) -> Result<Run, String> {
     })
 }
 
-/// The step trace `bounce trace FILE --variant V` prints.
-fn trace(root: &Path, path: &str, variant: &str) -> Result<String, String> {
+/// Transactions a timeline draws at most (the book's traces have fewer).
+const TIMELINE_STEPS: usize = 40;
+
+/// The step trace `bounce trace FILE --variant V` prints, and the timeline
+/// `--svg` draws.
+fn trace(root: &Path, path: &str, variant: &str) -> Result<(String, String), String> {
     let loaded = load(root, path)?;
     let built = scenarios::build::build_all(&loaded, options()).map_err(|e| e.to_string())?;
     let chosen = built
@@ -246,8 +250,13 @@ fn trace(root: &Path, path: &str, variant: &str) -> Result<String, String> {
         config.topology.spec.lookup.name()
     );
     let mut probe = TraceProbe::new(&config.topology, &config.memory, TRACE_LIMIT);
-    sim_core::engine::run(config, &mut probe)
-        .map_err(|e| format!("{path}: variant `{variant}` has no result: {e}"))?;
+    let mut timeline =
+        scenarios::timeline::TimelineProbe::new(&config.topology, &config.memory, TIMELINE_STEPS);
+    {
+        let mut probes = sim_core::probe::Probes(vec![&mut probe, &mut timeline]);
+        sim_core::engine::run(config, &mut probes)
+            .map_err(|e| format!("{path}: variant `{variant}` has no result: {e}"))?;
+    }
     if probe.omitted > 0 {
         return Err(format!(
             "{path}: the trace has {} entries past {TRACE_LIMIT}; shorten the scenario",
@@ -258,7 +267,13 @@ fn trace(root: &Path, path: &str, variant: &str) -> Result<String, String> {
         out.push_str(&line);
         out.push('\n');
     }
-    Ok(out)
+    let title = format!(
+        "{}: coherence messages, variant {} on {}",
+        loaded.base.doc.name, chosen.name, config.topology.spec.name
+    );
+    let svg = charts::timeline_chart(&title, &timeline, config)
+        .map_err(|e| format!("{path}: cannot draw the timeline: {e}"))?;
+    Ok((out, svg))
 }
 
 /// A markdown table.
@@ -392,15 +407,13 @@ fn ping_pong(root: &Path, out: &mut Files) -> Result<(), String> {
 }
 
 fn traces(root: &Path, out: &mut Files) -> Result<(), String> {
-    out.add(
-        "traces/mesi-two-cpus.txt",
-        trace(root, "book/scenarios/mesi-two-cpus.toml", "mesi")?,
-    );
+    let (text, svg) = trace(root, "book/scenarios/mesi-two-cpus.toml", "mesi")?;
+    out.add("traces/mesi-two-cpus.txt", text);
+    out.add("traces/mesi-two-cpus.svg", svg);
     for protocol in ["mesi", "mesif", "moesi"] {
-        out.add(
-            format!("traces/mesi-three-cpus-{protocol}.txt"),
-            trace(root, "book/scenarios/mesi-three-cpus.toml", protocol)?,
-        );
+        let (text, svg) = trace(root, "book/scenarios/mesi-three-cpus.toml", protocol)?;
+        out.add(format!("traces/mesi-three-cpus-{protocol}.txt"), text);
+        out.add(format!("traces/mesi-three-cpus-{protocol}.svg"), svg);
     }
     Ok(())
 }
