@@ -135,6 +135,9 @@ pub struct FieldSpec {
     /// A bitfield: the field is its storage unit (`ty`), shared with the
     /// bitfields next to it, so it may overlap them.
     pub bit_field: Option<BitField>,
+    /// What a view calls the type of an opaque (`Bytes`) field, such as
+    /// the type a pahole listing gives (`struct percpu_ref`).
+    pub type_label: Option<String>,
 }
 
 impl FieldSpec {
@@ -148,6 +151,7 @@ impl FieldSpec {
             offset: None,
             anonymous: false,
             bit_field: None,
+            type_label: None,
         }
     }
 }
@@ -410,7 +414,9 @@ fn lay_out_spec(
                 (
                     *size,
                     (1u32 << natural.trailing_zeros()).min(8),
-                    format!("{size} bytes"),
+                    f.type_label
+                        .clone()
+                        .unwrap_or_else(|| format!("{size} bytes")),
                     None,
                 )
             }

@@ -667,6 +667,7 @@ fn to_spec(
                 _ => FieldType::Bytes(element),
             }
         };
+        let ty_is_bytes = matches!(ty, FieldType::Bytes(_));
         // An opaque member's alignment is not known: take the largest the
         // listed offset allows, up to what its size suggests.
         let align = match (&ty, m.align) {
@@ -690,6 +691,7 @@ fn to_spec(
             offset: if s.is_union { None } else { Some(relative) },
             anonymous: m.anonymous,
             bit_field: m.bit_field,
+            type_label: ty_is_bytes.then(|| m.type_name.clone()),
         });
     }
     if fields.is_empty() {

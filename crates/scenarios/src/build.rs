@@ -499,6 +499,7 @@ pub fn struct_specs(
                             .map(|o| (*o.get_ref()).min(u32::MAX as u64) as u32),
                         anonymous: f.anonymous.as_ref().is_some_and(|a| *a.get_ref()),
                         bit_field: None,
+                        type_label: None,
                     })
                     .collect(),
             }),

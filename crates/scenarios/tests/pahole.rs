@@ -42,6 +42,14 @@ fn imported_structs_run_and_show_as_listed() {
     assert!(parent.traffic.misses > 0);
 
     let structs = laid_out_structs(&loaded, &loaded.base.doc).unwrap();
+    // An opaque member keeps the type the listing gives it.
+    let memcg_text = render_struct(&structs[1], 64, None);
+    assert!(
+        memcg_text.contains(
+            "        struct percpu_ref            refcnt;              /*    16    16 */\n"
+        ),
+        "{memcg_text}"
+    );
     let text = render_struct(&structs[0], 64, None);
     assert_eq!(
         text,
