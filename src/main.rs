@@ -170,6 +170,9 @@ enum Command {
         /// Write the best layout as a [[variants]] entry (set patches) to this file.
         #[arg(long, value_name = "PATH")]
         write_variant: Option<PathBuf>,
+        /// Start from this variant instead of the base.
+        #[arg(long, value_name = "NAME")]
+        variant: Option<String>,
     },
     /// Print a struct's layout as pahole does (offsets, sizes, holes,
     /// cache-line boundaries, padding); with --run, each member's loads,
@@ -314,6 +317,7 @@ fn main() -> ExitCode {
             top,
             max_evaluations,
             write_variant,
+            variant,
         } => optimize(
             &file,
             limits,
@@ -323,6 +327,7 @@ fn main() -> ExitCode {
                 fixed,
                 top,
                 max_evaluations,
+                variant,
             },
             write_variant.as_deref(),
         ),

@@ -57,6 +57,9 @@ pub struct OptimizeOptions {
     /// Most distinct layouts to simulate (the base and the file's variants
     /// not counted).
     pub max_evaluations: usize,
+    /// Start from this variant of the file instead of the base (its layout
+    /// is then the one changes are measured against).
+    pub variant: Option<String>,
 }
 
 impl Default for OptimizeOptions {
@@ -67,6 +70,7 @@ impl Default for OptimizeOptions {
             fixed: Vec::new(),
             top: 5,
             max_evaluations: 400,
+            variant: None,
         }
     }
 }
@@ -157,6 +161,10 @@ pub struct OptimizeReport {
     pub fields: Vec<FieldUse>,
     pub fixed: usize,
     pub budget_bytes: Option<u32>,
+    /// The variant searched from (None: the base).
+    pub variant: Option<String>,
+    /// Movable fields whose explicit offsets the search dropped.
+    pub dropped_offsets: Vec<String>,
     pub base: Evaluated,
     pub hand_made: Vec<HandMade>,
     /// The best layouts, best first (at most `top`).
@@ -183,7 +191,7 @@ pub struct OptimizeReport {
 }
 
 /// The struct's fields in a doc, by index, and the layout applied to them.
-fn apply(doc: &mut ScenarioDoc, struct_name: &str, layout: &Layout, line: u64) {
+fn apply(doc: &mut ScenarioDoc, struct_name: &str, layout: &Layout, line: u64, fixed: usize) {
     let Some(s) = doc.structs.get_mut(struct_name) else {
         return;
     };
@@ -194,6 +202,9 @@ fn apply(doc: &mut ScenarioDoc, struct_name: &str, layout: &Layout, line: u64) {
         .map(|&i| {
             let mut f = declared[i].clone();
             let span = f.name.span();
+            if i >= fixed {
+                f.offset = None;
+            }
             if layout.line_start[i] {
                 f.align = Some(toml::Spanned::new(span, line));
             } else if f.align.as_ref().is_some_and(|a| *a.get_ref() >= line) {
@@ -249,6 +260,8 @@ type Signature = (Vec<(String, u32)>, u32, u32);
 
 struct Search<'a> {
     loaded: &'a LoadedScenario,
+    /// Index of the starting document among each case's variants.
+    start: usize,
     options: &'a OptimizeOptions,
     line: u64,
     names: Vec<String>,
@@ -267,8 +280,14 @@ impl Search<'_> {
             .cases
             .iter()
             .map(|c| {
-                let mut doc = c.variants[0].doc.clone();
-                apply(&mut doc, &self.options.struct_name, layout, self.line);
+                let mut doc = c.variants[self.start].doc.clone();
+                apply(
+                    &mut doc,
+                    &self.options.struct_name,
+                    layout,
+                    self.line,
+                    self.options.fixed.len(),
+                );
                 doc
             })
             .collect()
@@ -438,8 +457,30 @@ pub fn optimize(
     loaded: &LoadedScenario,
     options: &OptimizeOptions,
 ) -> Result<OptimizeReport, String> {
-    let doc = &loaded.base.doc;
     let path = &loaded.source.path;
+    let start = match &options.variant {
+        None => 0,
+        Some(name) => {
+            let names: Vec<&str> = loaded.cases[0]
+                .variants
+                .iter()
+                .map(|v| v.name.as_str())
+                .collect();
+            match names.iter().position(|n| n == name) {
+                Some(i) => i,
+                None => {
+                    let hint = closest(name, &names)
+                        .map(|c| format!(" (did you mean `{c}`?)"))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "`{path}` has no variant `{name}`{hint}; variants: {}",
+                        names.join(", ")
+                    ));
+                }
+            }
+        }
+    };
+    let doc = &loaded.cases[0].variants[start].doc;
     let Some(def) = doc.structs.get(&options.struct_name) else {
         let names: Vec<&str> = doc.structs.keys().map(String::as_str).collect();
         let hint = closest(&options.struct_name, &names)
@@ -485,17 +526,13 @@ pub fn optimize(
             ));
         }
     }
-    if let Some(f) = def.fields[options.fixed.len()..]
+    // Explicit offsets of the fields that move are dropped: the search lays
+    // them out by C rules after the prefix.
+    let dropped_offsets: Vec<String> = def.fields[options.fixed.len()..]
         .iter()
-        .find(|f| f.offset.is_some())
-    {
-        return Err(format!(
-            "field `{}` of struct `{}` has an explicit `offset`, which pins it: \
-             list the fields up to it with --fixed, or remove the offset",
-            f.name.get_ref(),
-            options.struct_name
-        ));
-    }
+        .filter(|f| f.offset.is_some())
+        .map(|f| f.name.get_ref().clone())
+        .collect();
     if options.top == 0 {
         return Err("--top must be at least 1".into());
     }
@@ -512,7 +549,7 @@ pub fn optimize(
     let mut access = vec![(0u64, 0u64, 0u64); names.len()];
     let mut base_cycles = Vec::new();
     for (case, result) in cases.iter().zip(&results) {
-        let base = match &result.results[0] {
+        let base = match &result.results[start] {
             Ok(r) => r,
             Err(f) => {
                 return Err(format!(
@@ -527,7 +564,7 @@ pub fn optimize(
             }
         };
         base_cycles.push(base.iteration_cycles.mean().max(f64::MIN_POSITIVE));
-        let memory = &case.variants[0].config.memory;
+        let memory = &case.variants[start].config.memory;
         for f in &base.fields {
             let Some((inst, path)) = f.name.split_once('.') else {
                 continue;
@@ -570,7 +607,8 @@ pub fn optimize(
             .find(|s| s.name == options.struct_name)
             .map_or(0, |s| s.size_bytes)
     };
-    let hand_made: Vec<HandMade> = (1..cases[0].variants.len())
+    let hand_made: Vec<HandMade> = (0..cases[0].variants.len())
+        .filter(|&v| v != start)
         .map(|v| {
             let cycles: Option<Vec<f64>> = results
                 .iter()
@@ -609,6 +647,7 @@ pub fn optimize(
     };
     let mut search = Search {
         loaded,
+        start,
         options,
         line: line as u64,
         names: names.clone(),
@@ -618,7 +657,7 @@ pub fn optimize(
         over_budget: 0,
         failed: 0,
     };
-    let base_size = size_in(&cases[0].variants[0]);
+    let base_size = size_in(&cases[0].variants[start]);
     let base = Evaluated {
         text: layout_text(&base_layout, &names),
         layout: base_layout.clone(),
@@ -766,7 +805,21 @@ pub fn optimize(
     let classes_by_name: BTreeMap<&str, TrafficClass> =
         fields.iter().map(|f| (f.name.as_str(), f.class)).collect();
     let winner_view = pahole_view(&winner_def, line, &classes_by_name);
-    let winner_variant = variant_text(def, &winner.layout, &names, line as u64, winner, options);
+    let winner_offsets: Vec<(String, u32)> = winner_def
+        .fields
+        .iter()
+        .filter(|f| dropped_offsets.contains(&f.name))
+        .map(|f| (f.name.clone(), f.offset_bytes))
+        .collect();
+    let winner_variant = variant_text(
+        def,
+        &winner.layout,
+        &names,
+        line as u64,
+        winner,
+        options,
+        &winner_offsets,
+    );
     let movable_count = n - fixed;
     Ok(OptimizeReport {
         scenario: doc.name.clone(),
@@ -786,6 +839,8 @@ pub fn optimize(
         space_size: factorial(movable_count) * 2f64.powi(movable_count as i32) * 2.0,
         rounds,
         budget_exhausted: search.exhausted(),
+        variant: options.variant.clone(),
+        dropped_offsets: dropped_offsets.clone(),
         winner_view,
         winner_variant,
     })
@@ -855,6 +910,7 @@ fn variant_text(
     line: u64,
     winner: &Evaluated,
     options: &OptimizeOptions,
+    offsets: &[(String, u32)],
 ) -> String {
     let s = &options.struct_name;
     let mut patches: Vec<String> = Vec::new();
@@ -889,6 +945,12 @@ fn variant_text(
             }
         }
     }
+    for (name, offset) in offsets {
+        patches.push(format!(
+            "{} = {offset}",
+            toml_string(&format!("structs.{s}.fields.{name}.offset"))
+        ));
+    }
     let own = def.align.as_ref().map(|a| *a.get_ref());
     let wanted = if layout.struct_line_aligned {
         Some(line)
@@ -914,6 +976,12 @@ fn variant_text(
         winner.size_bytes,
         winner.text
     );
+    if let Some(v) = &options.variant {
+        let _ = writeln!(
+            out,
+            "# These patches apply to variant `{v}`: add its own `set` entries to them."
+        );
+    }
     let _ = writeln!(out, "[[variants]]");
     let _ = writeln!(out, "name = {}", toml_string(&format!("optimized-{s}")));
     let _ = writeln!(
@@ -962,6 +1030,20 @@ impl OptimizeReport {
                 )
             }
         );
+        if let Some(v) = &self.variant {
+            let _ = writeln!(
+                out,
+                "starting layout: variant `{v}` (\"base\" below is its layout)"
+            );
+        }
+        if !self.dropped_offsets.is_empty() {
+            let _ = writeln!(
+                out,
+                "explicit offsets dropped (the search lays these out by C rules after the \
+                 prefix): {}",
+                self.dropped_offsets.join(", ")
+            );
+        }
         out.push_str("\nfields by their traffic in the base run:\n");
         for f in &self.fields {
             let _ = writeln!(
