@@ -802,9 +802,14 @@ pub fn optimize(
         .find(|s| s.name == options.struct_name)
         .cloned()
         .ok_or("the winner has no struct")?;
-    let classes_by_name: BTreeMap<&str, TrafficClass> =
-        fields.iter().map(|f| (f.name.as_str(), f.class)).collect();
-    let winner_view = pahole_view(&winner_def, line, &classes_by_name);
+    // The same pahole-style listing `bounce layout` prints (the traffic
+    // classes are listed at the top of the report).
+    let winner_struct = crate::layout_view::laid_out_structs(loaded, &docs[0])
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .find(|s| s.name == options.struct_name)
+        .ok_or("the winner has no struct")?;
+    let winner_view = crate::layout_view::render_struct(&winner_struct, line, None);
     let winner_offsets: Vec<(String, u32)> = winner_def
         .fields
         .iter()
@@ -844,58 +849,6 @@ pub fn optimize(
         winner_view,
         winner_variant,
     })
-}
-
-/// A compact pahole-style listing: offset and size of each field, holes,
-/// line boundaries, tail padding, and the field's traffic class.
-fn pahole_view(
-    def: &sim_core::memory::StructDef,
-    line: u32,
-    classes: &BTreeMap<&str, TrafficClass>,
-) -> String {
-    let mut out = format!("struct {} {{\n", def.name);
-    let mut end = 0u32;
-    let mut fields: Vec<&sim_core::memory::FieldDef> = def.fields.iter().collect();
-    fields.sort_by_key(|f| f.offset_bytes);
-    for f in fields {
-        if f.offset_bytes > end {
-            let _ = writeln!(out, "\t/* XXX {} bytes hole */", f.offset_bytes - end);
-        }
-        if f.offset_bytes > 0 && f.offset_bytes % line == 0 && f.offset_bytes >= end {
-            let _ = writeln!(
-                out,
-                "\t/* --- cacheline {} boundary ({} bytes) --- */",
-                f.offset_bytes / line,
-                f.offset_bytes
-            );
-        }
-        let top = f.name.split(['.', '[']).next().unwrap_or(&f.name);
-        let class = classes.get(top).map_or("", |c| c.describe());
-        let total = f.size_bytes * f.count;
-        let _ = writeln!(
-            out,
-            "\t{:<32} /* {:5} {:5} */  {class}",
-            if f.count > 1 {
-                format!("{}[{}];", f.name, f.count)
-            } else {
-                format!("{};", f.name)
-            },
-            f.offset_bytes,
-            total
-        );
-        end = end.max(f.offset_bytes + total);
-    }
-    if def.size_bytes > end {
-        let _ = writeln!(out, "\t/* padding: {} */", def.size_bytes - end);
-    }
-    let _ = writeln!(
-        out,
-        "\t/* size: {}, cachelines: {}, align: {} */\n}};",
-        def.size_bytes,
-        def.size_bytes.div_ceil(line),
-        def.align_bytes
-    );
-    out
 }
 
 fn toml_string(s: &str) -> String {

@@ -7,46 +7,17 @@
 //! For each input: no panic, no protocol violation, done within a time
 //! bound, and at most [`MAX_LIVE_BYTES`] allocated at once.
 
+mod fuzz_bounds;
 #[path = "../../../fuzz/src/lib.rs"]
 #[allow(dead_code)]
 mod harness;
 
+use fuzz_bounds::{measure, MAX_LIVE_BYTES, MAX_TIME};
+
 use harness::{Finding, Outcome};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
-
-/// Counts the bytes allocated and the most live at once. One test in this
-/// binary, so nothing else allocates meanwhile.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-/// Bounds per input: time (generous: unoptimised builds on a loaded
-/// machine), and memory live at once beyond what was live before.
-const MAX_TIME: Duration = Duration::from_secs(60);
-const MAX_LIVE_BYTES: usize = 256 << 20;
+use std::time::Duration;
 
 /// The files of fuzz/<kind>/<target>/ (kind: corpus, or crashes).
 fn inputs(kind: &str, target: &str) -> Vec<PathBuf> {
@@ -76,12 +47,7 @@ fn replay(
     for path in inputs("corpus", target) {
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         let bytes = std::fs::read(&path).expect("read a corpus file");
-        let before = LIVE.load(Ordering::Relaxed);
-        PEAK.store(before, Ordering::Relaxed);
-        let start = Instant::now();
-        let result = std::panic::catch_unwind(|| harness(&bytes));
-        let took = start.elapsed();
-        let live = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+        let (result, took, live) = measure(|| std::panic::catch_unwind(|| harness(&bytes)));
         match result {
             Ok(Ok(outcome)) => *outcomes.entry(outcome).or_insert(0) += 1,
             Ok(Err(Finding(f))) => failures.push(format!("{target}/{name}: {f}")),

@@ -8,45 +8,20 @@
 //! `BOUNCE_FUZZ_CASES=N` sets the number of scenarios (the scripts are
 //! twice as many); a failure is shrunk by proptest to a small input.
 
+mod fuzz_bounds;
 #[path = "../../../fuzz/src/lib.rs"]
 #[allow(dead_code)]
 mod harness;
+
+use fuzz_bounds::{measure, MAX_LIVE_BYTES, MAX_TIME};
 
 use harness::{Finding, Outcome};
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-}
-
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
-
-const MAX_TIME: Duration = Duration::from_secs(60);
-const MAX_LIVE_BYTES: usize = 256 << 20;
 
 /// How far the generated inputs got, and the worst time and memory.
 #[derive(Default, Debug)]
@@ -60,12 +35,7 @@ static TALLY: Mutex<Option<Tally>> = Mutex::new(None);
 
 /// Runs one input through `harness`, checking the bounds.
 fn check(harness: fn(&[u8]) -> Result<Outcome, Finding>, input: &str) -> Result<(), TestCaseError> {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
-    let start = Instant::now();
-    let result = harness(input.as_bytes());
-    let took = start.elapsed();
-    let bytes = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    let (result, took, bytes) = measure(|| harness(input.as_bytes()));
     let outcome = result.map_err(|Finding(f)| TestCaseError::fail(f))?;
     prop_assert!(took <= MAX_TIME, "took {took:?}");
     prop_assert!(bytes <= MAX_LIVE_BYTES, "{bytes} bytes live at once");
