@@ -2,19 +2,10 @@
 //! same bytes on every run and with any number of host threads.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bounce(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bounce"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run bounce")
-}
+mod common;
+use common::bounce;
 
 #[track_caller]
 fn assert_ok(o: &Output) {

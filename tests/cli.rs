@@ -1,42 +1,12 @@
 //! The `bounce` binary as a user runs it: output, stderr and exit codes
 //! (0 success, 1 a run failed, 2 invalid input or usage).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// The workspace root, where `scenarios/` is.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs `bounce` with `args` from the workspace root.
-fn bounce(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bounce"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run bounce")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "\n--- stdout:\n{}\n--- stderr:\n{}",
-        stdout(o),
-        stderr(o)
-    );
-}
+mod common;
+use common::{assert_exit, bounce, root, stderr, stdout};
 
 /// A scenario file under the temp dir with a name no other test (or test
 /// process) uses; removed on drop.

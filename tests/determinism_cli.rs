@@ -15,9 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::root;
 
 const GOLDEN: &str = "tests/golden/determinism.txt";
 

@@ -1,35 +1,8 @@
 //! `bounce layout`: the pahole-style view of a scenario's structs, with a
 //! run's per-member traffic, and its errors.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn bounce(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bounce"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .output()
-        .expect("run bounce")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "\n--- stdout:\n{}\n--- stderr:\n{}",
-        stdout(o),
-        stderr(o)
-    );
-}
+mod common;
+use common::{assert_exit, bounce, stderr, stdout};
 
 const NESTED: &str = "tests/data/nested-layout.toml";
 

@@ -1,20 +1,11 @@
 //! `bounce optimize` as a user runs it: the report, the winner written as a
 //! variant that the scenario then runs, and bad input as exit 2.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bounce(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bounce"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run bounce")
-}
+mod common;
+use common::{bounce, root};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()

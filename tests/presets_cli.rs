@@ -5,40 +5,11 @@
 use models::presets::{self, resolve, PRESETS};
 use scenarios::build::build_machine;
 use scenarios::load_str;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bounce(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bounce"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("run bounce")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "\n--- stdout:\n{}\n--- stderr:\n{}",
-        stdout(o),
-        stderr(o)
-    );
-}
+mod common;
+use common::{assert_exit, bounce, stderr, stdout};
 
 /// A scenario file under the temp dir, removed on drop.
 struct TempScenario(PathBuf);

@@ -4,10 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The workspace root, where `data/c2c/` is.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+mod common;
+use common::{assert_exit, root, stderr, stdout};
 
 fn bounce_in(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bounce"))
@@ -19,25 +17,6 @@ fn bounce_in(dir: &Path, args: &[&str]) -> Output {
 
 fn bounce(args: &[&str]) -> Output {
     bounce_in(root(), args)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "\n--- stdout:\n{}\n--- stderr:\n{}",
-        stdout(o),
-        stderr(o)
-    );
 }
 
 /// A path under the temp dir no other test process uses; removed on drop.

@@ -1,0 +1,43 @@
+//! What every test of the `bounce` binary needs: running it from the
+//! workspace root, reading its output, and checking its exit code
+//! (0 success, 1 a run failed, 2 invalid input or usage).
+
+// Each test binary includes this module and uses part of it.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The workspace root, where `scenarios/` is.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `bounce` with `args` from the workspace root.
+pub fn bounce(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("run bounce")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).expect("stdout is UTF-8")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8(o.stderr.clone()).expect("stderr is UTF-8")
+}
+
+/// Fails with both streams when the exit code is not `code`.
+#[track_caller]
+pub fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "\n--- stdout:\n{}\n--- stderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
