@@ -1,11 +1,11 @@
 //! Charts through the binary: `run --out DIR` writes `DIR/charts/*.svg`, the
 //! same bytes on every run and with any number of host threads.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::bounce;
+use common::{bounce, TempDir};
 
 #[track_caller]
 fn assert_ok(o: &Output) {
@@ -16,27 +16,6 @@ fn assert_ok(o: &Output) {
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!("bounce-charts-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    fn join(&self, name: &str) -> String {
-        self.0.join(name).to_str().expect("UTF-8 path").to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 const SWEEP: &str = r#"schema = 1

@@ -1,43 +1,11 @@
 //! `bounce optimize` as a user runs it: the report, the winner written as a
 //! variant that the scenario then runs, and bad input as exit 2.
 
-use std::path::PathBuf;
-use std::process::Output;
-
 mod common;
-use common::{bounce, root};
+use common::{assert_exit, bounce, root, TempDir};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-#[track_caller]
-fn assert_exit(o: &Output, code: i32) {
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "\n--- stdout:\n{}\n--- stderr:\n{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let path =
-            std::env::temp_dir().join(format!("bounce-optimize-{}-{tag}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 const MIXED: &str = "crates/scenarios/tests/data/optimize-mixed.toml";

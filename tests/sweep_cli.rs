@@ -1,37 +1,9 @@
 //! Sweeps through the binary: `run --out`, `--shard I/N`, `merge`, progress.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::path::Path;
 
 mod common;
-use common::{assert_exit, bounce, root, stderr, stdout};
-
-/// A directory under the temp dir that no other test uses; removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "bounce-sweep-{}-{}-{tag}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path).expect("create temp dir");
-        TempDir(path)
-    }
-
-    fn join(&self, name: &str) -> String {
-        self.0.join(name).to_str().expect("UTF-8 path").to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use common::{assert_exit, bounce, root, stderr, stdout, TempDir};
 
 /// Six cases of two variants, a few milliseconds each.
 const SWEEP: &str = r#"schema = 1
