@@ -27,6 +27,22 @@ fn emit(args: std::fmt::Arguments) {
     }
 }
 
+/// Writes `path` whole or not at all: a temporary file beside it, renamed
+/// into place. On failure, says so and gives the exit code for bad output
+/// paths.
+fn write_whole(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), ExitCode> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".partial");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, contents)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            eprintln!("error: cannot write `{}`: {e}", path.display());
+            ExitCode::from(EXIT_BAD_INPUT)
+        })
+}
+
 // `print!` and `println!` through `emit`, for every use below.
 macro_rules! print {
     ($($arg:tt)*) => {
@@ -650,13 +666,8 @@ fn validate(
     };
     print!("{}", report.render());
     if let Some(path) = csv {
-        // Written whole or not at all: a temporary file renamed into place.
-        let tmp = path.with_extension("csv.partial");
-        if let Err(e) =
-            std::fs::write(&tmp, report.to_csv()).and_then(|_| std::fs::rename(&tmp, &path))
-        {
-            eprintln!("error: cannot write `{}`: {e}", path.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
+        if let Err(code) = write_whole(&path, report.to_csv()) {
+            return code;
         }
     }
     if let Some(dir) = out {
@@ -805,10 +816,8 @@ fn trace(
                 return ExitCode::from(EXIT_RUN_FAILED);
             }
         };
-        let tmp = path.with_extension("svg.partial");
-        if let Err(e) = std::fs::write(&tmp, svg_text).and_then(|_| std::fs::rename(&tmp, path)) {
-            eprintln!("error: cannot write `{}`: {e}", path.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
+        if let Err(code) = write_whole(path, svg_text) {
+            return code;
         }
         let more = if timeline.seen > drawn as u64 {
             format!(
@@ -848,12 +857,8 @@ fn optimize(
     };
     print!("{}", report.render());
     if let Some(path) = write_variant {
-        let tmp = path.with_extension("toml.partial");
-        if let Err(e) =
-            std::fs::write(&tmp, &report.winner_variant).and_then(|_| std::fs::rename(&tmp, path))
-        {
-            eprintln!("error: cannot write `{}`: {e}", path.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
+        if let Err(code) = write_whole(path, &report.winner_variant) {
+            return code;
         }
         println!("the winner written to {} as a variant", path.display());
     }
@@ -1120,11 +1125,8 @@ fn check_protocol(
                     "\n[[threads]]\nname = \"cache{cpu}\"\ncpus = \"{cpu}\"\nscript = \"cache{cpu}\"\n"
                 ));
             }
-            // Written whole or not at all: a temporary file renamed into place.
-            let tmp = path.with_extension("toml.partial");
-            if let Err(e) = std::fs::write(&tmp, text).and_then(|_| std::fs::rename(&tmp, path)) {
-                eprintln!("error: cannot write `{}`: {e}", path.display());
-                return ExitCode::from(EXIT_BAD_INPUT);
+            if let Err(code) = write_whole(path, text) {
+                return code;
             }
             println!("replay scenario written to {}", path.display());
             return ExitCode::from(EXIT_RUN_FAILED);
