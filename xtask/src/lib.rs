@@ -152,6 +152,12 @@ struct Run {
 }
 
 impl Run {
+    /// A markdown table of the results: one row per record, made by `row`.
+    fn records_table(&self, header: &[&str], row: impl Fn(&Record) -> Vec<String>) -> String {
+        let rows: Vec<Vec<String>> = self.file.records.iter().map(row).collect();
+        table(header, &rows)
+    }
+
     /// The text `bounce run FILE` prints.
     fn report(&self) -> String {
         let name = &self.loaded.base.doc.name;
@@ -310,24 +316,9 @@ fn false_sharing(root: &Path, out: &mut Files) -> Result<(), String> {
             "lines-counter-padded.svg",
         ],
     )?;
-    let rows: Vec<Vec<String>> = run
-        .file
-        .records
-        .iter()
-        .map(|r| {
-            vec![
-                format!("`{}`", r.variant),
-                num(r.cycles_per_iteration_mean),
-                num(r.ns_per_iteration_mean),
-                num(r.hitm_per_iteration),
-                num(r.cross_socket_misses_per_iteration),
-                num(r.throughput_iterations_per_second),
-            ]
-        })
-        .collect();
     out.add_markdown(
         "false-sharing/summary.md",
-        &table(
+        &run.records_table(
             &[
                 "variant",
                 "cycles per increment",
@@ -336,7 +327,16 @@ fn false_sharing(root: &Path, out: &mut Files) -> Result<(), String> {
                 "cross-socket misses per increment",
                 "increments per second (all 8 CPUs)",
             ],
-            &rows,
+            |r| {
+                vec![
+                    format!("`{}`", r.variant),
+                    num(r.cycles_per_iteration_mean),
+                    num(r.ns_per_iteration_mean),
+                    num(r.hitm_per_iteration),
+                    num(r.cross_socket_misses_per_iteration),
+                    num(r.throughput_iterations_per_second),
+                ]
+            },
         ),
     );
     Ok(())
@@ -378,29 +378,23 @@ fn ping_pong(root: &Path, out: &mut Files) -> Result<(), String> {
     out.add("ping-pong/report.txt", run.report());
     // One iteration is a round trip of the line: the one-way latency the
     // core-to-core benchmarks report is half of it.
-    let rows: Vec<Vec<String>> = run
-        .file
-        .records
-        .iter()
-        .map(|r| {
-            vec![
-                format!("`{}`", r.variant),
-                format!("`{}`", r.cpu_list),
-                num(r.cycles_per_iteration_mean),
-                format!("{:.1}", r.ns_per_iteration_mean / 2.0),
-            ]
-        })
-        .collect();
     out.add_markdown(
         "ping-pong/summary.md",
-        &table(
+        &run.records_table(
             &[
                 "variant",
                 "CPUs",
                 "cycles per round trip",
                 "one-way latency (ns)",
             ],
-            &rows,
+            |r| {
+                vec![
+                    format!("`{}`", r.variant),
+                    format!("`{}`", r.cpu_list),
+                    num(r.cycles_per_iteration_mean),
+                    format!("{:.1}", r.ns_per_iteration_mean / 2.0),
+                ]
+            },
         ),
     );
     Ok(())
@@ -425,24 +419,9 @@ fn contended(root: &Path, out: &mut Files) -> Result<(), String> {
         &run,
         &["scaling-cycles.svg", "scaling-throughput.svg"],
     )?;
-    let rows: Vec<Vec<String>> = run
-        .file
-        .records
-        .iter()
-        .map(|r| {
-            vec![
-                r.cpus.to_string(),
-                r.sockets_used.to_string(),
-                num(r.cycles_per_iteration_mean),
-                num(r.ns_per_iteration_mean),
-                num(r.cross_socket_misses_per_iteration),
-                num(r.throughput_iterations_per_second),
-            ]
-        })
-        .collect();
     out.add_markdown(
         "contended-scaling/summary.md",
-        &table(
+        &run.records_table(
             &[
                 "CPUs",
                 "sockets",
@@ -451,7 +430,16 @@ fn contended(root: &Path, out: &mut Files) -> Result<(), String> {
                 "cross-socket misses per increment",
                 "increments per second (all CPUs)",
             ],
-            &rows,
+            |r| {
+                vec![
+                    r.cpus.to_string(),
+                    r.sockets_used.to_string(),
+                    num(r.cycles_per_iteration_mean),
+                    num(r.ns_per_iteration_mean),
+                    num(r.cross_socket_misses_per_iteration),
+                    num(r.throughput_iterations_per_second),
+                ]
+            },
         ),
     );
     Ok(())
@@ -460,24 +448,9 @@ fn contended(root: &Path, out: &mut Files) -> Result<(), String> {
 fn home_node(root: &Path, out: &mut Files) -> Result<(), String> {
     let run = run(root, "book/scenarios/home-node.toml")?;
     out.add("home-node/report.txt", run.report());
-    let rows: Vec<Vec<String>> = run
-        .file
-        .records
-        .iter()
-        .map(|r| {
-            vec![
-                format!("`{}`", r.variant),
-                r.machine.clone(),
-                format!("`{}`", r.cpu_list),
-                num(r.cycles_per_iteration_mean),
-                num(r.ns_per_iteration_mean),
-                num(r.cross_socket_misses_per_iteration),
-            ]
-        })
-        .collect();
     out.add_markdown(
         "home-node/summary.md",
-        &table(
+        &run.records_table(
             &[
                 "variant",
                 "machine",
@@ -486,7 +459,16 @@ fn home_node(root: &Path, out: &mut Files) -> Result<(), String> {
                 "ns per increment",
                 "cross-socket misses per increment",
             ],
-            &rows,
+            |r| {
+                vec![
+                    format!("`{}`", r.variant),
+                    r.machine.clone(),
+                    format!("`{}`", r.cpu_list),
+                    num(r.cycles_per_iteration_mean),
+                    num(r.ns_per_iteration_mean),
+                    num(r.cross_socket_misses_per_iteration),
+                ]
+            },
         ),
     );
     Ok(())
