@@ -53,21 +53,9 @@ pub fn struct_traffic(
         let sum = by_path
             .entry(def.fields[index as usize].name.clone())
             .or_default();
-        add(sum, &field.traffic);
+        *sum += &field.traffic;
     }
     by_path
-}
-
-fn add(sum: &mut Traffic, t: &Traffic) {
-    sum.loads += t.loads;
-    sum.stores += t.stores;
-    sum.atomics += t.atomics;
-    sum.hits += t.hits;
-    sum.misses += t.misses;
-    sum.hitm += t.hitm;
-    sum.invalidations += t.invalidations;
-    sum.cross_socket += t.cross_socket;
-    sum.stall_cycles += t.stall_cycles;
 }
 
 /// One line of the listing.
@@ -186,7 +174,7 @@ impl Listing<'_> {
                     t
                 }
             };
-            add(&mut sum, &traffic);
+            sum += &traffic;
             end = end.max(f.offset_bytes + f.total_bytes());
         }
         sum

@@ -24,6 +24,21 @@ pub struct Traffic {
     pub stall_cycles: u64,
 }
 
+/// Sums traffic counts (over fields, instances or members).
+impl std::ops::AddAssign<&Traffic> for Traffic {
+    fn add_assign(&mut self, t: &Traffic) {
+        self.loads += t.loads;
+        self.stores += t.stores;
+        self.atomics += t.atomics;
+        self.hits += t.hits;
+        self.misses += t.misses;
+        self.hitm += t.hitm;
+        self.invalidations += t.invalidations;
+        self.cross_socket += t.cross_socket;
+        self.stall_cycles += t.stall_cycles;
+    }
+}
+
 impl Traffic {
     pub fn accesses(&self) -> u64 {
         self.loads + self.stores + self.atomics
@@ -213,15 +228,7 @@ impl Stats {
     pub fn total(&self) -> Traffic {
         let mut t = Traffic::default();
         for f in &self.per_field {
-            t.loads += f.loads;
-            t.stores += f.stores;
-            t.atomics += f.atomics;
-            t.hits += f.hits;
-            t.misses += f.misses;
-            t.hitm += f.hitm;
-            t.invalidations += f.invalidations;
-            t.cross_socket += f.cross_socket;
-            t.stall_cycles += f.stall_cycles;
+            t += f;
         }
         t
     }
