@@ -227,8 +227,10 @@ fn every_machine_field_has_a_sourced_parameter() {
         }
         for p in &params {
             assert!(
-                SPEC_KEYS.contains(&p.key) || p.key.starts_with("info."),
-                "{r}: `{}` is neither a machine field nor informational",
+                SPEC_KEYS.contains(&p.key)
+                    || p.key.starts_with("info.")
+                    || p.key.starts_with("cost."),
+                "{r}: `{}` is neither a machine field, an instruction cost nor informational",
                 p.key
             );
             assert!(

@@ -85,7 +85,7 @@ fn unknown_names_suggest_the_closest() {
         e.to_string(),
         "scripts.s line 1, column 9: unknown procedure or builtin `rnadom`; did you mean \
          `random`? (valid: cpu, core, node, socket, tid, nthreads, ncpus, nnodes, random, \
-         iteration, now, min, max, abs, part, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
+         iteration, now, min, max, abs, part, cost, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
          xchg, cmpxchg)"
     );
     // Nothing close: no suggestion.

@@ -13,7 +13,7 @@ use models::presets::{self, ResolveError};
 use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
 use sim_core::script::ast::SourcePos;
-use sim_core::script::compile::{compile, ProcedureSource, ScriptSource};
+use sim_core::script::compile::{compile_with_costs, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, SpecError, Topology};
 use std::ops::Range;
@@ -279,6 +279,31 @@ fn spec_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: SpecError) -> Input
         }
     };
     loaded.error_at(span, &key, e.message)
+}
+
+/// The machine's instruction costs for `cost(NAME)`: the preset's (every
+/// preset has the default classes), or the defaults for a machine without
+/// one, then `[machine.cost]` on top. A preset name that does not resolve
+/// was reported by `build_machine` already; it gives the defaults here.
+pub fn instruction_costs(doc: &ScenarioDoc) -> Vec<(String, i64)> {
+    let preset = match &doc.machine {
+        MachineRef::Preset(name) => Some(name),
+        MachineRef::Inline(m) => m.preset.as_ref(),
+    };
+    let mut costs = match preset.and_then(|name| presets::resolve_preset(name.get_ref()).ok()) {
+        Some(resolved) => presets::instruction_costs(&resolved.params),
+        None => presets::instruction_costs(&presets::default_instruction_costs()),
+    };
+    if let MachineRef::Inline(m) = &doc.machine {
+        for (class, cycles) in &m.cost {
+            let cycles = (*cycles.get_ref()).min(i64::MAX as u64) as i64;
+            match costs.iter_mut().find(|(c, _)| c == class) {
+                Some(entry) => entry.1 = cycles,
+                None => costs.push((class.clone(), cycles)),
+            }
+        }
+    }
+    costs
 }
 
 /// Every numeric key of an inline machine, as `MachineSpec` errors name it,
@@ -668,28 +693,30 @@ pub fn build_doc(
         .iter()
         .map(|(k, v)| (k.clone(), *v.get_ref()))
         .collect();
-    let program = compile(&memory, &params, &procedures, &scripts).map_err(|e| {
-        if let Some(mut error) = e
-            .origin
-            .strip_prefix("procedures.")
-            .and_then(|name| library_error(name, e.pos, &e.message))
-        {
-            error.suggestion = e.suggestion.clone();
-            error.valid = e.valid.clone();
-            return error;
-        }
-        let (span, key) = if let Some(name) = e.origin.strip_prefix("procedures.") {
-            let p = &doc.procedures[name];
-            (p.body.span(), format!("procedures.{name}.body"))
-        } else {
-            let name = e.origin.strip_prefix("scripts.").unwrap_or(&e.origin);
-            (doc.scripts[name].span(), format!("scripts.{name}"))
-        };
-        let mut error = script_error(span, key, e.pos, e.message);
-        error.suggestion = e.suggestion;
-        error.valid = e.valid;
-        error
-    })?;
+    let costs = instruction_costs(doc);
+    let program =
+        compile_with_costs(&memory, &params, &costs, &procedures, &scripts).map_err(|e| {
+            if let Some(mut error) = e
+                .origin
+                .strip_prefix("procedures.")
+                .and_then(|name| library_error(name, e.pos, &e.message))
+            {
+                error.suggestion = e.suggestion.clone();
+                error.valid = e.valid.clone();
+                return error;
+            }
+            let (span, key) = if let Some(name) = e.origin.strip_prefix("procedures.") {
+                let p = &doc.procedures[name];
+                (p.body.span(), format!("procedures.{name}.body"))
+            } else {
+                let name = e.origin.strip_prefix("scripts.").unwrap_or(&e.origin);
+                (doc.scripts[name].span(), format!("scripts.{name}"))
+            };
+            let mut error = script_error(span, key, e.pos, e.message);
+            error.suggestion = e.suggestion;
+            error.valid = e.valid;
+            error
+        })?;
 
     let mut threads = Vec::new();
     let mut groups = Vec::new();

@@ -237,6 +237,11 @@ pub struct InlineMachine {
     pub store_buffer_entries: Option<Spanned<u32>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
+    /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)
+    /// that library procedures charge with `cost(NAME)`; they override the
+    /// preset's, or add classes of the scenario's own.
+    #[serde(default)]
+    pub cost: IndexMap<String, Spanned<u64>>,
 }
 
 /// `[machine.latency]`: all in core cycles, all optional.

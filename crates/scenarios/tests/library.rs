@@ -361,3 +361,70 @@ fn the_memcg_structs_are_laid_out_as_the_threads_print_them() {
     assert_eq!(fields[4], ("max".to_string(), 32, 8));
     assert_eq!(fields[13], ("parent".to_string(), 104, 8));
 }
+
+/// Runs `text` (built as [`outcome`] does); the rendered failure, or `ran`.
+fn ran(text: &str) -> String {
+    let loaded = match load_str("scenarios/test.toml", text) {
+        Ok(l) => l,
+        Err(e) => return e.to_string(),
+    };
+    let built = match build_all(&loaded, BuildOptions::default()) {
+        Ok(b) => b,
+        Err(e) => return e.to_string(),
+    };
+    match scenarios::results::run_all(&built)
+        .into_iter()
+        .find_map(Result::err)
+    {
+        Some(failure) => format!("{failure:?}"),
+        None => "ran".to_string(),
+    }
+}
+
+/// The local_lock's interrupts off and on take exactly the machine's
+/// `irq_save` and `irq_restore` costs, and `[machine.cost]` changes them.
+#[test]
+fn local_lock_charges_the_machines_instruction_costs() {
+    let timed =
+        "let t = now()\nlocal_lock_lock(0)\nlocal_lock_unlock(0)\nassert now() - t == expected";
+    // `machine` is a preset name or, after the rest, a `[machine]` table.
+    let with = |machine: &str, expected: u64| {
+        let text = scenario(
+            r#"["locks/local_lock"]"#,
+            &format!("[params]\nexpected = {expected}\n"),
+            timed,
+        );
+        match machine.strip_prefix('[') {
+            Some(_) => text.replace("machine = \"icelake-sp-2s\"\n", "") + machine,
+            None => text.replace("icelake-sp-2s", machine),
+        }
+    };
+    // The presets' figures (4 + 4 cycles, assumed; `bounce presets show`).
+    assert_eq!(ran(&with("icelake-sp-2s", 8)), "ran");
+    assert_eq!(ran(&with("epyc-naples-2s", 8)), "ran");
+    let overridden =
+        "[machine]\npreset = \"icelake-sp-2s\"\ncost.irq_save = 30\ncost.irq_restore = 12\n";
+    assert_eq!(ran(&with(overridden, 42)), "ran");
+    // The check can fail: the old figure no longer holds.
+    assert_ne!(ran(&with(overridden, 8)), "ran");
+}
+
+#[test]
+fn an_unknown_instruction_class_suggests_the_nearest() {
+    let e = outcome(&scenario(
+        r#"["locks/local_lock"]"#,
+        "",
+        "work cost(irq_sav)",
+    ));
+    assert!(
+        e.contains("the machine gives no cost for the instruction class `irq_sav`"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `irq_save`?"), "{e}");
+    assert!(e.contains("irq_save, irq_restore"), "{e}");
+    let e = outcome(&scenario(r#"["locks/local_lock"]"#, "", "work cost(1)"));
+    assert!(
+        e.contains("`cost` takes the name of an instruction class"),
+        "{e}"
+    );
+}

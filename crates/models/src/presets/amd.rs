@@ -5,12 +5,13 @@
 //! in the measured matrices (calibration.md §0.2, [S3]).
 //!
 //! Common to every AMD preset:
-//! - `locked_op_cycles` = 20 is assumed: no Zen figure was retrieved
+//! - `locked_op_cycles` = 20 is assumed for Zen 2-4: no figure was retrieved
 //!   (calibration.md §10.1, and the uops.info Zen rows lie beyond the
 //!   stored excerpts); recent x86 cores measure 17-20 cycles for a locked
 //!   read-modify-write ([S55], [S56], and AMD Jaguar's ~17 [S57]), and the
 //!   measured SMT one-way bounds it from above (e.g. Milan: 10.2 ns x 3.5
-//!   GHz - 4 = 31.7 cycles).
+//!   GHz - 4 = 31.7 cycles). Zen 1 (Naples) takes 8 cycles from LLVM's
+//!   Zen 1 scheduling model instead (`LOCKED_OP_ZEN1`).
 //! - The DRAM access itself (`dram_cycles`) is n/r for Zen 3 and Zen 4
 //!   (calibration.md §9b): assumed to be the 59.1 ns the Ice Lake preset
 //!   derives for DDR4-3200 (201 cycles / 3.4 GHz; Cascade Lake gives 53 ns
@@ -24,6 +25,12 @@ use super::{
 use sim_core::topology::MachineSpec;
 
 const LOCKED_OP_NOTE: &str = "assumed: no Zen figure was retrieved (calibration.md §10.1; the uops.info Zen rows lie beyond the stored excerpts). Recent x86 cores measure 17-20 cycles for a locked read-modify-write, and the measured SMT one-way bounds it from above (l1 hit + L <= SMT one-way)";
+
+/// Zen 1 (Naples): the locked read-modify-write from the compiler's
+/// scheduling model for the core.
+const LOCKED_OP_ZEN1: &str = "LLVM X86ScheduleZnver1.td (llvm/llvm-project, the Zen 1 scheduling model, whose figures follow AMD's Software Optimization Guide for Family 17h): WriteCMPXCHGRMW, a CMPXCHG with a memory operand, latency 8 cycles, 5 macro-ops";
+
+const LOCKED_OP_ZEN1_NOTE: &str = "8 cycles for a compare-and-exchange on a line in the core's own L1 (the model does not tell LOCK from plain CMPXCHG, and the LOCK-prefixed rows of uops.info and Agner Fog's tables for Zen 1 were not retrievable here); the legs below are fitted with it, so the measured core-to-core figures still come out";
 
 const LINE_SOURCE: &str =
     "x86-64 cache line; the AMD figure is n/r in calibration.md (64 B on every Intel part measured [S16])";
@@ -237,59 +244,59 @@ fn epyc_naples_2s() -> Vec<Param> {
             "[S23], [S24], [S30] Naples L1 4 cycles (calibration.md §9b)",
             "",
         ),
-        // Derived: 12.0 ns [S2] x 3.2 GHz = 38.4 = 4 + 20 + 14.
+        // Derived: 12.0 ns [S2] x 3.2 GHz = 38.4 = 4 + 8 + 26.
         int(
             "latency.smt_transfer_cycles",
-            14,
+            26,
             "cycles",
             Derived,
             S2_7601,
-            "SMT one-way 12.0 ns x 3.2 GHz = 38.4 cycles = 4 (l1 hit) + 20 (locked op) + 14.4 -> 14",
+            "SMT one-way 12.0 ns x 3.2 GHz = 38.4 cycles = 4 (l1 hit) + 8 (locked op) + 26.4 -> 26",
         ),
-        // Derived: 37.8 ns [S2] x 3.2 GHz = 121.0, minus 20 = 101.
+        // Derived: 37.8 ns [S2] x 3.2 GHz = 121.0, minus 8 = 113.
         int(
             "latency.l3_transfer_cycles",
-            101,
+            113,
             "cycles",
             Derived,
             S2_7601,
-            "same-CCX one-way 37.8 ns x 3.2 GHz = 120.96 cycles, minus 20 = 100.96 -> 101",
+            "same-CCX one-way 37.8 ns x 3.2 GHz = 120.96 cycles, minus 8 (locked op) = 112.96 -> 113",
         ),
-        // Derived: cross-CCX on the home die = L + 3y: (130.6 x 3.2 - 20) / 3 = 133.
+        // Derived: cross-CCX on the home die = L + 3y: (130.6 x 3.2 - 8) / 3 = 137.
         int(
             "latency.hop_in_node_cycles",
-            133,
+            137,
             "cycles",
             Derived,
             S2_7601,
-            "cross-CCX on the home die (16 pairs) = L + 3y (requester to its die's directory, directory to owner, owner to requester): (130.6 ns x 3.2 GHz - 20) / 3 = (417.9 - 20) / 3 = 132.6 -> 133",
+            "cross-CCX on the home die (16 pairs) = L + 3y (requester to its die's directory, directory to owner, owner to requester): (130.6 ns x 3.2 GHz - 8) / 3 = (417.9 - 8) / 3 = 136.6 -> 137",
         ),
-        // Derived: z from three home-socket classes, mean 265.5 -> 266.
+        // Derived: z from three home-socket classes, mean 269.5 -> 269.
         int(
             "latency.hop_between_nodes_cycles",
-            266,
+            269,
             "cycles",
             Derived,
             S2_7601,
-            "die-to-die leg z from the home socket's classes (x 3.2 GHz): two non-home dies = L + 3z: (255.7 x 3.2 - 20) / 3 = 266.1; home die to another die = L + y + 2z: (210.6 x 3.2 - 20 - 133) / 2 = 260.5; cross-CCX on a non-home die = L + 2z + y: (216.5 x 3.2 - 20 - 133) / 2 = 269.9; mean 265.5 -> 266",
+            "die-to-die leg z from the home socket's classes (x 3.2 GHz): two non-home dies = L + 3z: (255.7 x 3.2 - 8) / 3 = 270.1; home die to another die = L + y + 2z: (210.6 x 3.2 - 8 - 137) / 2 = 264.5; cross-CCX on a non-home die = L + 2z + y: (216.5 x 3.2 - 8 - 137) / 2 = 273.9; mean 269.5 -> 269",
         ),
-        // Derived: x from the four classes that cross sockets, mean 458.6 -> 459.
+        // Derived: x from the four classes that cross sockets, mean 462.9 -> 463.
         int(
             "latency.hop_between_sockets_cycles",
-            459,
+            463,
             "cycles",
             Derived,
             S2_7601,
-            "socket-to-socket leg x from the classes that reach the home across sockets (x 3.2 GHz): cross-CCX on a die of the other socket = L + 2x + y: (334.3 x 3.2 - 153) / 2 = 458.4; cross-socket to the home die = L + y + 2x: (335.9 x 3.2 - 153) / 2 = 460.9; two dies of the other socket = L + 2x + z: (374.0 x 3.2 - 286) / 2 = 455.4; cross-socket to a non-home die = L + z + 2x: (376.7 x 3.2 - 286) / 2 = 459.7; mean 458.6 -> 459. The overall cross-socket median (366.9 ns) then comes out at 376.3 ns for 3/4 of the pairs, 334.7 for the rest",
+            "socket-to-socket leg x from the classes that reach the home across sockets (x 3.2 GHz): cross-CCX on a die of the other socket = L + 2x + y: (334.3 x 3.2 - 145) / 2 = 462.4; cross-socket to the home die = L + y + 2x: (335.9 x 3.2 - 145) / 2 = 464.9; two dies of the other socket = L + 2x + z: (374.0 x 3.2 - 277) / 2 = 459.9; cross-socket to a non-home die = L + z + 2x: (376.7 x 3.2 - 277) / 2 = 464.2; mean 462.9 -> 463. The overall cross-socket median (366.9 ns) then comes out at 375.9 ns for 3/4 of the pairs, 334.7 for the rest",
         ),
-        // Derived: 97 ns [S23, S24] x 3.2 GHz = 310.4 = 2 x 133 + 44.
+        // Derived: 97 ns [S23, S24] x 3.2 GHz = 310.4 = 2 x 137 + 36.
         int(
             "latency.dram_cycles",
-            44,
+            36,
             "cycles",
             Derived,
             "[S23], [S24], [S30] Naples local DRAM 96-98 ns (calibration.md §9b)",
-            "97 ns x 3.2 GHz = 310.4 cycles = 2 x 133 (legs to the home die) + 44.4 -> 44. Small because the legs fitted to the CAS ping-pong are long on Naples; remote DRAM is n/r, the model gives 2 x 459 + 44 = 962 cycles = 300.6 ns",
+            "97 ns x 3.2 GHz = 310.4 cycles = 2 x 137 (legs to the home die) + 36.4 -> 36. Small because the legs fitted to the CAS ping-pong are long on Naples; remote DRAM is n/r, the model gives 2 x 463 + 36 = 962 cycles = 300.6 ns",
         ),
         int(
             "info.base_clock_mhz",
@@ -363,7 +370,7 @@ fn epyc_naples_2s() -> Vec<Param> {
             "ns",
             Derived,
             MODEL,
-            "n/r (calibration.md §14); the model's 2 x 459 + 44 = 962 cycles at 3.2 GHz",
+            "n/r (calibration.md §14); the model's 2 x 463 + 36 = 962 cycles at 3.2 GHz",
         ),
         int(
             "info.dram_remote_cycles",
@@ -371,10 +378,22 @@ fn epyc_naples_2s() -> Vec<Param> {
             "cycles",
             Derived,
             MODEL,
-            "n/r; the model's 2 x 459 + 44",
+            "n/r; the model's 2 x 463 + 36",
         ),
     ];
     amd_common(&mut params);
+    // Zen 1's locked read-modify-write replaces the common assumption.
+    set(
+        &mut params,
+        int(
+            "latency.locked_op_cycles",
+            8,
+            "cycles",
+            Documented,
+            LOCKED_OP_ZEN1,
+            LOCKED_OP_ZEN1_NOTE,
+        ),
+    );
     params
 }
 

@@ -109,10 +109,63 @@ pub struct Param {
 }
 
 impl Param {
-    /// Not a `MachineSpec` field: shown and printed, not simulated.
+    /// Not a `MachineSpec` field nor an instruction cost: shown and
+    /// printed, not simulated.
     pub fn is_informational(&self) -> bool {
-        !SPEC_KEYS.contains(&self.key)
+        !SPEC_KEYS.contains(&self.key) && !self.key.starts_with(COST_PREFIX)
     }
+}
+
+/// Instruction costs are parameters `cost.NAME`: the cycles of an
+/// instruction class that no memory access models (interrupts off and on),
+/// which library procedures charge with the script builtin `cost(NAME)`.
+/// One table per machine, so a procedure never carries a number of its own
+/// and a preset with a sourced figure changes every procedure that uses it.
+pub const COST_PREFIX: &str = "cost.";
+
+/// The instruction classes every machine has, with the figure a preset
+/// keeps unless it has a better-sourced one of its own.
+pub fn default_instruction_costs() -> Vec<Param> {
+    // Assumed: interrupts off and on as today's x86 kernels do them
+    // (arch/x86/include/asm/irqflags.h): local_irq_save is `pushf; pop;
+    // cli`, local_irq_restore a test of the saved flag and `sti`. Older
+    // kernels used `popf`, measured at about 24 cycles per pushf/popf pair
+    // on a 3.4 GHz Intel part (LKML 2016-08-17, "RFC: Petition Intel/AMD to
+    // add POPF_IF insn").
+    const NOTE: &str = "no per-core figure for pushf/cli/sti was retrieved (Agner Fog's tables and uops.info were not reachable here; cli and sti are privileged, so uops.info does not measure them): a few single-cycle instructions with cli/sti not pipelined, 4 cycles per side";
+    const SOURCE: &str = "arch/x86/include/asm/irqflags.h (the instruction sequence); LKML 2016-08-17 \"RFC: Petition Intel/AMD to add POPF_IF insn\" (about 24 cycles per pushf/popf pair, Intel)";
+    vec![
+        int(
+            "cost.irq_save",
+            4,
+            "cycles",
+            Provenance::Assumed,
+            SOURCE,
+            NOTE,
+        ),
+        int(
+            "cost.irq_restore",
+            4,
+            "cycles",
+            Provenance::Assumed,
+            SOURCE,
+            NOTE,
+        ),
+    ]
+}
+
+/// A parameter table's instruction costs, as (class, cycles), in table order.
+pub fn instruction_costs(params: &[Param]) -> Vec<(String, i64)> {
+    params
+        .iter()
+        .filter_map(|p| {
+            let class = p.key.strip_prefix(COST_PREFIX)?;
+            match p.value {
+                ParamValue::Int(v) => Some((class.to_string(), v.min(i64::MAX as u64) as i64)),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// Every `MachineSpec` field as a parameter key, in the struct's order
@@ -343,6 +396,12 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
     let mut params = (preset.params)();
     for mode in &chosen {
         (mode.apply)(&mut params);
+    }
+    // The instruction classes the preset gives no figure of its own.
+    for cost in default_instruction_costs() {
+        if !params.iter().any(|p| p.key == cost.key) {
+            params.push(cost);
+        }
     }
     // Machine fields in `MachineSpec` order, then the informational ones.
     params.sort_by_key(|p| {

@@ -85,6 +85,10 @@ pub enum Builtin {
     Part,
 }
 
+/// `cost(NAME)`: not in [`Builtin::ALL`], since its argument is a name
+/// resolved while compiling, not a value.
+pub const COST_BUILTIN: &str = "cost";
+
 impl Builtin {
     pub const ALL: [(&'static str, Builtin, usize); 15] = [
         ("cpu", Builtin::Cpu, 0),
@@ -207,10 +211,26 @@ impl Program {
 pub const MAX_LOCALS: usize = crate::limits::SCRIPT_LOCALS;
 pub const MAX_OPS: usize = crate::limits::SCRIPT_OPS;
 
-/// Compiles scripts and procedures against a memory layout and parameters.
+/// Compiles scripts and procedures against a memory layout and parameters,
+/// on a machine without instruction costs (see [`compile_with_costs`]).
 pub fn compile(
     memory: &MemoryLayout,
     params: &[(String, i64)],
+    procedures: &[ProcedureSource],
+    scripts: &[ScriptSource],
+) -> Result<Program, CompileError> {
+    compile_with_costs(memory, params, &[], procedures, scripts)
+}
+
+/// Compiles as [`compile`] does, with the machine's instruction costs:
+/// `cost(NAME)` is the cycles the machine gives the instruction class
+/// `NAME` (`cost(irq_save)`), a constant like a scenario parameter, so a
+/// library procedure charges what the preset says (`work cost(irq_save)`)
+/// rather than a number of its own.
+pub fn compile_with_costs(
+    memory: &MemoryLayout,
+    params: &[(String, i64)],
+    instruction_costs: &[(String, i64)],
     procedures: &[ProcedureSource],
     scripts: &[ScriptSource],
 ) -> Result<Program, CompileError> {
@@ -233,6 +253,7 @@ pub fn compile(
     let context = Context {
         memory,
         params,
+        instruction_costs,
         procedures,
         field_base,
     };
@@ -256,6 +277,8 @@ pub fn compile(
 struct Context<'a> {
     memory: &'a MemoryLayout,
     params: &'a [(String, i64)],
+    /// The machine's instruction classes and their cycles, for `cost(NAME)`.
+    instruction_costs: &'a [(String, i64)],
     procedures: &'a [ProcedureSource],
     field_base: Vec<u32>,
 }
@@ -668,6 +691,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                     self.emit(Op::AddressOf(id));
                 }
             }
+            ExprKind::Call(name, args) if name == COST_BUILTIN => self.cost(expr.pos, args)?,
             ExprKind::Call(name, args) => {
                 if let Some(&(_, builtin, arity)) = Builtin::ALL.iter().find(|(n, _, _)| n == name)
                 {
@@ -703,6 +727,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 } else {
                     let mut candidates: Vec<&str> =
                         Builtin::ALL.iter().map(|(n, _, _)| *n).collect();
+                    candidates.push(COST_BUILTIN);
                     candidates.extend(self.context.procedures.iter().map(|p| p.name.as_str()));
                     candidates.extend(
                         [
@@ -725,6 +750,56 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             }
         }
         Ok(())
+    }
+
+    /// `cost(NAME)`: the machine's cycles for the instruction class `NAME`,
+    /// pushed as a constant.
+    fn cost(&mut self, pos: SourcePos, args: &[Expr]) -> Result<(), CompileError> {
+        let names: Vec<&str> = self
+            .context
+            .instruction_costs
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let class = match args {
+            [Expr {
+                kind: ExprKind::Var(class),
+                ..
+            }] => class,
+            _ => {
+                let mut e = self.error(
+                    pos,
+                    format!(
+                        "`{COST_BUILTIN}` takes the name of an instruction class, as `{COST_BUILTIN}(irq_save)`, found {} argument(s)",
+                        args.len()
+                    ),
+                );
+                e.valid = Some(if names.is_empty() {
+                    "none: the machine gives no instruction costs".to_string()
+                } else {
+                    names.join(", ")
+                });
+                return Err(e);
+            }
+        };
+        match self
+            .context
+            .instruction_costs
+            .iter()
+            .find(|(n, _)| n == class)
+        {
+            Some(&(_, cycles)) => {
+                self.current = pos;
+                self.emit(Op::Push(cycles));
+                Ok(())
+            }
+            None => Err(self.error_with_choices(
+                pos,
+                format!("the machine gives no cost for the instruction class `{class}`"),
+                class,
+                &names,
+            )),
+        }
     }
 
     /// `a && b` (`decided_by = false`) or `a || b` (`decided_by = true`):
