@@ -15,7 +15,7 @@
 //! (DEFINE_PER_CPU_SHARED_ALIGNED), which sit in their own section, each on
 //! whole lines of its own.
 
-use sim_core::memory::{FieldDef, InstanceDef, InstanceKind, MemoryLayout, StructDef};
+use sim_core::memory::{BitRange, FieldDef, InstanceDef, InstanceKind, MemoryLayout, StructDef};
 use sim_core::topology::Topology;
 use std::fmt;
 
@@ -599,6 +599,10 @@ fn flatten_into(
                 }
                 let (count, stride, index_after) = array.unwrap_or((1, f.size_bytes, 0));
                 out.push(FieldDef {
+                    bits: f.bit_field.map(|b| BitRange {
+                        shift: b.bit_offset,
+                        width: b.bits,
+                    }),
                     name,
                     offset_bytes: offset,
                     size_bytes: f.size_bytes,

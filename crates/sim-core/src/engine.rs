@@ -15,7 +15,7 @@
 
 use crate::coherence::{AccessReport, Coherence, Need, Requested};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
-use crate::memory::{InstanceKind, MemoryLayout};
+use crate::memory::{BitRange, InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, Probe};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
 use crate::script::compile::{Builtin, Op, PlaceRef, Program};
@@ -144,6 +144,8 @@ struct PendingAccess {
     address: u64,
     size_bytes: u32,
     field_id: u32,
+    /// A bitfield load: the bits of the unit it returns.
+    bits: Option<BitRange>,
     operand: i64,
     expected: i64,
 }
@@ -160,7 +162,10 @@ struct Frame {
 struct BufferedStore {
     address: u64,
     size_bytes: u32,
+    /// For a bitfield, the field's value, merged into the unit when the
+    /// store drains.
     value: i64,
+    bits: Option<BitRange>,
     unit: usize,
     field_id: u32,
 }
@@ -673,6 +678,20 @@ impl<'c> Simulation<'c> {
         }
     }
 
+    /// Writes a whole field, or only a bitfield's bits of its unit (read,
+    /// changed and written in the same instant, so the neighbours' bits
+    /// stay as they are).
+    #[inline]
+    fn write_field(&mut self, address: u64, size: u32, bits: Option<BitRange>, value: i64) {
+        match bits {
+            None => self.write_value(address, size, value),
+            Some(b) => {
+                let unit = self.read_value(address, size);
+                self.write_value(address, size, b.insert(unit, value));
+            }
+        }
+    }
+
     #[inline]
     fn write_value(&mut self, address: u64, size: u32, value: i64) {
         let start = address as usize;
@@ -856,7 +875,7 @@ impl<'c> Simulation<'c> {
             return;
         };
         // The store takes its place in coherence order when the home orders it.
-        self.write_value(entry.address, entry.size_bytes, entry.value);
+        self.write_field(entry.address, entry.size_bytes, entry.bits, entry.value);
         probe.on_access(&AccessEvent {
             cpu: self.cpus[i].spec.cpu,
             issued: report.issued,
@@ -922,6 +941,7 @@ impl<'c> Simulation<'c> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let old = self.read_value(p.address, p.size_bytes);
+        let old = p.bits.map_or(old, |b| b.extract(old));
         let (kind, written) = match p.op {
             None => (AccessKind::Load, None),
             Some(op) => {
@@ -1258,14 +1278,16 @@ impl<'c> Simulation<'c> {
         let place = &self.program.places[place_id as usize];
         let target = self.address_of(i, place, 0)?;
         let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
+        let bits = place.bits;
         // Store-to-load forwarding: the newest buffered store to the same
-        // bytes answers; a partial overlap waits for the buffer to drain.
+        // bytes (the same bits of a bitfield's unit) answers; a partial
+        // overlap waits for the buffer to drain.
         let mut forwarded = None;
         for entry in self.cpus[i].store_buffer.iter().rev() {
             let overlaps = entry.address < address + size as u64
                 && address < entry.address + entry.size_bytes as u64;
             if overlaps {
-                if entry.address == address && entry.size_bytes == size {
+                if entry.address == address && entry.size_bytes == size && entry.bits == bits {
                     // The buffer holds what the field will hold: its width.
                     forwarded = Some(sign_extend(entry.value, size));
                 } else {
@@ -1306,6 +1328,7 @@ impl<'c> Simulation<'c> {
             address,
             size_bytes: size,
             field_id,
+            bits,
             operand: 0,
             expected: 0,
         };
@@ -1372,7 +1395,10 @@ impl<'c> Simulation<'c> {
             return Ok(());
         }
         let target = self.address_of(i, place, 1)?;
+        let bits = place.bits;
         let value = self.pop(i)?;
+        // A bitfield holds the low bits of what is stored.
+        let value = bits.map_or(value, |b| b.truncate(value));
         self.drop_indices(i, place);
         let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
         let unit = self.memory.unit_of(address);
@@ -1388,7 +1414,7 @@ impl<'c> Simulation<'c> {
                 if self.coherence.check_invariants {
                     self.coherence.check_unit(unit, report.done)?;
                 }
-                self.write_value(address, size, value);
+                self.write_field(address, size, bits, value);
                 let cpu = &mut self.cpus[i];
                 cpu.now = report.done;
                 probe.on_access(&AccessEvent {
@@ -1413,6 +1439,7 @@ impl<'c> Simulation<'c> {
             address,
             size_bytes: size,
             value,
+            bits,
             unit,
             field_id,
         });
@@ -1455,6 +1482,7 @@ impl<'c> Simulation<'c> {
             address: target.address,
             size_bytes: target.size_bytes,
             field_id: target.field_id,
+            bits: None,
             operand,
             expected,
         };

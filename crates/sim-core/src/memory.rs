@@ -26,6 +26,47 @@ pub struct FieldDef {
     /// For an array (`count > 1`): how many path segments come before the
     /// index, so `items.next` with 1 is written `items[i].next`.
     pub index_after_segments: u32,
+    /// A bitfield: its bits inside the storage unit that `offset_bytes` and
+    /// `size_bytes` give, which it shares with the bitfields next to it.
+    pub bits: Option<BitRange>,
+}
+
+/// Where a bitfield sits in its storage unit (little-endian, as x86 lays
+/// bitfields out): `width` bits from bit `shift`. A load reads the unit and
+/// takes these bits (unsigned); a store changes only them, so two bitfields
+/// of one unit never clobber each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BitRange {
+    pub shift: u32,
+    pub width: u32,
+}
+
+impl BitRange {
+    /// The bits of the unit that belong to the field.
+    pub fn mask(self) -> i64 {
+        let ones = if self.width >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.width) - 1
+        };
+        ones.checked_shl(self.shift).unwrap_or(0) as i64
+    }
+
+    /// The field's value in a unit's value.
+    pub fn extract(self, unit: i64) -> i64 {
+        (((unit as u64) & self.mask() as u64) >> self.shift.min(63)) as i64
+    }
+
+    /// `unit` with the field's bits replaced by `value`'s low bits.
+    pub fn insert(self, unit: i64, value: i64) -> i64 {
+        let placed = ((value as u64).checked_shl(self.shift).unwrap_or(0)) as i64;
+        (unit & !self.mask()) | (placed & self.mask())
+    }
+
+    /// `value` cut to the field's width, as the field will hold it.
+    pub fn truncate(self, value: i64) -> i64 {
+        self.extract(self.insert(0, value))
+    }
 }
 
 impl FieldDef {
@@ -38,6 +79,7 @@ impl FieldDef {
             count,
             stride_bytes: size_bytes,
             index_after_segments: name.split('.').count() as u32,
+            bits: None,
         }
     }
 

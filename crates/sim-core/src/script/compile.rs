@@ -128,6 +128,8 @@ pub struct PlaceRef {
     pub stride_bytes: u32,
     /// Dense id of (instance, field), for attribution.
     pub field_id: u32,
+    /// A bitfield's bits inside the bytes above.
+    pub bits: Option<crate::memory::BitRange>,
     /// As written, for messages: `stock[c].nr_pages`.
     pub text: String,
     pub origin: u32,
@@ -664,6 +666,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             }
             ExprKind::Atomic(op, place, operands) => {
                 let id = self.place(place)?;
+                self.refuse_bitfield(id, &format!("`{}` of", op.name()))?;
                 if operands.len() != op.operand_count() {
                     return Err(self.error(
                         expr.pos,
@@ -687,6 +690,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                     self.expr(pointer)?;
                 } else {
                     let id = self.place(place)?;
+                    self.refuse_bitfield(id, "`&` of")?;
                     self.current = expr.pos;
                     self.emit(Op::AddressOf(id));
                 }
@@ -750,6 +754,24 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             }
         }
         Ok(())
+    }
+
+    /// A bitfield has no address of its own and no atomic instruction
+    /// reaches it, as in C: `what` is `&` or the atomic.
+    fn refuse_bitfield(&self, place_id: u32, what: &str) -> Result<(), CompileError> {
+        let place = &self.program.places[place_id as usize];
+        if place.bits.is_none() {
+            return Ok(());
+        }
+        let mut e = self.error(
+            place.pos,
+            format!(
+                "{what} the bitfield `{}`: a bitfield shares its storage unit with its neighbours and has no address of its own",
+                place.text
+            ),
+        );
+        e.valid = Some("a load or a store of the bitfield, or an atomic on a whole field".into());
+        Err(e)
     }
 
     /// `cost(NAME)`: the machine's cycles for the instruction class `NAME`,
@@ -839,6 +861,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 count: 1,
                 stride_bytes: 0,
                 field_id: 0,
+                bits: None,
                 text: "*..".to_string(),
                 origin: self.origin,
                 pos: place.pos,
@@ -955,6 +978,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             count: f.count,
             stride_bytes: f.stride_bytes,
             field_id: self.context.field_base[instance] + field as u32,
+            bits: f.bits,
             text,
             origin: self.origin,
             pos: place.pos,
