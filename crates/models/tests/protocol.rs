@@ -437,3 +437,62 @@ fn a_busy_line_queues_the_next_request() {
     assert_eq!(r.others, vec![change(0, E, I)]);
     assert_eq!(b.coherence.waiting_count(0), 0);
 }
+
+#[test]
+fn clean_reads_in_one_l3_are_pipelined_and_the_rest_hold_the_home() {
+    // Ice Lake-SP, MESIF, lookup local: cores 0-39 share socket 0's L3,
+    // cores 40-79 socket 1's. The line is homed on node 0.
+    let topology = Topology::new(common::icelake()).unwrap();
+    let l3_transfer_cycles = topology.spec.latency.l3_transfer_cycles;
+    let memory = MemoryLayout {
+        structs: Vec::new(),
+        instances: Vec::new(),
+        total_bytes: 64,
+        unit_bytes: 64,
+        line_size_bytes: 64,
+        unit_homes: vec![0],
+    };
+    let mut c = Coherence::new(&topology, &memory);
+    c.check_invariants = true;
+    let served = |c: &mut Coherence, at: u64, cpu: u32, need: Need| -> AccessReport {
+        match c
+            .request(&topology, Cycle(at), cpu, 0, need, 0, 0)
+            .expect("no protocol violation")
+        {
+            Requested::Done(r) => r,
+            Requested::Queued { .. } => panic!("CPU {cpu} queued at {at}"),
+        }
+    };
+    let at = |r: &AccessReport| r.started.get();
+    // A write, and a read of the Modified copy: transfers of ownership, the
+    // home busy until each one's data arrives.
+    let w = served(&mut c, 0, 0, Need::Write);
+    assert_eq!(c.busy_until(0), w.done);
+    let hitm = served(&mut c, w.done.get(), 1, Need::Read);
+    assert!(hitm.hitm && hitm.route == Route::SameL3, "{hitm:?}");
+    assert_eq!(c.busy_until(0), hitm.done);
+    // The line is clean now (S in core 0, F in core 1): each further read in
+    // the same L3 holds the tags for one leg of three, while its data takes
+    // the whole transfer, so the next reader is ordered before it lands.
+    let mut t = hitm.done.get();
+    for cpu in 2..6 {
+        let r = served(&mut c, t, cpu, Need::Read);
+        assert_eq!(r.route, Route::SameL3, "{r:?}");
+        assert_eq!(r.done.get(), at(&r) + l3_transfer_cycles);
+        assert_eq!(c.busy_until(0).get(), at(&r) + l3_transfer_cycles / 3);
+        assert!(c.busy_until(0) < r.done);
+        t = c.busy_until(0).get();
+    }
+    // The same clean line read from the other socket goes through the
+    // directory: the home is held for the whole transfer.
+    let remote = served(&mut c, t, 40, Need::Read);
+    assert!(
+        matches!(remote.route, Route::Directory { .. }),
+        "{remote:?}"
+    );
+    assert_eq!(c.busy_until(0), remote.done);
+    // And a write that invalidates the readers holds it until the acks.
+    let upgrade = served(&mut c, remote.done.get(), 2, Need::Write);
+    assert_eq!(c.busy_until(0), upgrade.done);
+    assert_eq!(upgrade.invalidations, 6, "{upgrade:?}");
+}

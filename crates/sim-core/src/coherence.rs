@@ -15,6 +15,9 @@
 //!   conflicts by retries, which is not first come, first served. A core
 //!   that already holds the line and queued only behind a pending snoop
 //!   yields to the other cores' requests.
+//! - A transaction keeps the line busy for its whole cost, except a read of
+//!   a clean line resolved inside the requester's L3 domain, which holds the
+//!   domain's tags for one forward leg (see `busy_cycles` in `transaction`).
 //! - A locked read-modify-write keeps the line for its execution
 //!   (`locked_until`), delaying both the next request and SMT siblings.
 //! - Costs: a transfer inside one L3 domain is resolved by the domain's tags
@@ -634,6 +637,14 @@ impl Coherence {
             Lookup::Local => topology.node_of_core(core),
         };
         let requester_socket = topology.socket_of_core(core);
+        // A read of a clean line: other caches hold it, none of them
+        // writable (no M or E copy that must answer before the line can
+        // change hands), so no ownership moves and nobody must acknowledge.
+        let clean_read = need == Need::Read
+            && !u.holders.iter().all(|h| h.core == core)
+            && u.holders
+                .iter()
+                .all(|h| h.core == core || !h.state.is_writable());
         let mut cross_socket = false;
         let route;
         let cost;
@@ -667,6 +678,27 @@ impl Coherence {
             };
         }
         let done = start + cost;
+        // How long the line keeps the home from ordering the next request.
+        // A transfer of ownership (any write, any read of an M or E copy)
+        // holds it until the data and every acknowledgement have arrived,
+        // and so does a read resolved through the directory (a new sharer
+        // recorded at the home, as any other change of the line's entry). A
+        // clean read resolved inside the requester's L3 domain holds the
+        // domain's tags only while they forward the request: the supplier's
+        // data leg overlaps with the next request, so N cores re-reading a
+        // released line of their own L3 cost N forward legs plus one
+        // transfer, not N transfers (a shared line is served by the L3 or
+        // the forwarding copy, pipelined). The three legs of an L3 transfer
+        // (request to the tags, forward to the supplier, data back) are
+        // taken as equal, as the Intel presets derive their mesh hop from
+        // the same figure. ASSUMED: no calibration source measures the
+        // tags' occupancy; the forward leg is the part of the path that
+        // needs their decision.
+        let busy_cycles = if clean_read && route == Route::SameL3 {
+            l.l3_transfer_cycles / 3
+        } else {
+            cost
+        };
 
         // Apply the new states.
         let mut invalidations = 0;
@@ -796,7 +828,7 @@ impl Coherence {
                 kept.into_iter().for_each(|c| u.dir_sharers.insert(c));
             }
         }
-        u.busy_until = done;
+        u.busy_until = start + busy_cycles;
         if hold_cycles > 0 {
             u.locked_until = done + hold_cycles;
             u.busy_until = u.locked_until;
