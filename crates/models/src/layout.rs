@@ -339,6 +339,10 @@ fn lay_out_spec(
     // Where the last ordinary (non-bitfield) member ends: bitfields may share
     // a storage unit, nothing else may overlap.
     let mut solid_end: u64 = 0;
+    // The storage unit of the bitfield just placed: start, size and the
+    // first bit after it. A bitfield without an offset that fits after it
+    // in a unit of the same size shares it, as C packs them.
+    let mut bit_unit: Option<(u64, u32, u32)> = None;
     let mut struct_align: u64 = 1;
     let mut fields = Vec::new();
     for f in &spec.fields {
@@ -478,9 +482,19 @@ fn lay_out_spec(
                     }
                     explicit
                 }
-                None => round_up(offset, align),
+                None => match (f.bit_field, bit_unit) {
+                    (Some(b), Some((unit_start, unit_size, free_bit)))
+                        if unit_size == elem_size && b.bit_offset >= free_bit =>
+                    {
+                        unit_start
+                    }
+                    _ => round_up(offset, align),
+                },
             }
         };
+        bit_unit = f
+            .bit_field
+            .map(|b| (start, elem_size, b.bit_offset + b.bits));
         let bytes = elem_size as u64 * f.count as u64;
         let end = start + bytes;
         if end > MAX_STRUCT_BYTES {

@@ -8,7 +8,7 @@
 use crate::document::LoadedScenario;
 use crate::error::InputError;
 use crate::schema::{self, CpuSet, FieldShape, MachineRef, RunLength, ScenarioDoc};
-use models::layout::{self, FieldSpec, FieldType, InstanceSpec, LayoutError, StructSpec};
+use models::layout::{self, BitField, FieldSpec, FieldType, InstanceSpec, LayoutError, StructSpec};
 use models::presets::{self, ResolveError};
 use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
@@ -474,7 +474,6 @@ pub(crate) fn layout_error(
             .as_ref()
             .map(|a| a.span())
             .or_else(|| s.fields.first().map(|f| f.name.span()))
-            .or_else(|| s.pahole.as_ref().map(|p| p.file.span()))
             .unwrap_or(0..0);
         return loaded.error_at(span, &format!("structs.{}.{}", e.owner, e.key), e.message);
     }
@@ -490,125 +489,74 @@ pub(crate) fn layout_error(
     InputError::whole_file(&loaded.source.path, e.to_string())
 }
 
-/// The structs of a document as the layout rules take them.
+/// The structs of a document as the layout rules take them. (A struct the
+/// file imports from pahole has its `fields` already: the loader reads the
+/// listing before any variant patches them.)
 pub fn struct_specs(
-    loaded: &LoadedScenario,
+    _loaded: &LoadedScenario,
     doc: &ScenarioDoc,
 ) -> Result<Vec<StructSpec>, InputError> {
-    doc.structs
+    Ok(doc
+        .structs
         .iter()
-        .map(|(name, s)| match &s.pahole {
-            Some(p) => pahole_spec(loaded, name, p),
-            None => Ok(StructSpec {
-                name: name.clone(),
-                align: s.align.as_ref().map(|a| *a.get_ref() as u32),
-                is_union: s.union,
-                fields: s
-                    .fields
-                    .iter()
-                    .map(|f| FieldSpec {
-                        name: f.name.get_ref().clone(),
-                        ty: match f.shape() {
-                            Some(FieldShape::Type(t)) => FieldType::Named(t.get_ref().clone()),
-                            Some(FieldShape::Size(s)) => FieldType::Bytes(*s.get_ref() as u32),
-                            None => FieldType::Bytes(1),
-                        },
-                        count: f.count().min(u32::MAX as u64) as u32,
-                        align: f
-                            .align
-                            .as_ref()
-                            .map(|a| (*a.get_ref()).min(u32::MAX as u64) as u32),
-                        offset: f
-                            .offset
-                            .as_ref()
-                            .map(|o| (*o.get_ref()).min(u32::MAX as u64) as u32),
-                        anonymous: f.anonymous.as_ref().is_some_and(|a| *a.get_ref()),
-                        bit_field: None,
-                        type_label: None,
-                    })
-                    .collect(),
-            }),
+        .map(|(name, s)| StructSpec {
+            name: name.clone(),
+            align: s.align.as_ref().map(|a| *a.get_ref() as u32),
+            is_union: s.union,
+            fields: field_specs(&s.fields),
         })
-        .collect()
+        .collect())
 }
 
-/// Largest pahole listing read.
-const MAX_PAHOLE_BYTES: u64 = 4 << 20;
-
-/// A struct whose layout comes from a pahole listing, read relative to the
-/// scenario file; errors in the listing point at its own line.
-fn pahole_spec(
-    loaded: &LoadedScenario,
-    name: &str,
-    p: &schema::PaholeRef,
-) -> Result<StructSpec, InputError> {
-    use std::io::Read;
-    let key = format!("structs.{name}.pahole");
-    let given = p.file.get_ref();
-    let dir = std::path::Path::new(&loaded.source.path)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
-    let path = dir.join(given);
-    let shown = path.display().to_string();
-    let cannot = |why: String| {
-        loaded.error_at(
-            p.file.span(),
-            &format!("{key}.file"),
-            format!("cannot read the pahole listing `{shown}`: {why}"),
-        )
-    };
-    // Only a regular file, and not an endless one.
-    match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() => {}
-        Ok(_) => return Err(cannot("not a regular file".into())),
-        Err(e) => return Err(cannot(e.to_string())),
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&path)
-        .and_then(|f| f.take(MAX_PAHOLE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| cannot(e.to_string()))?;
-    if bytes.len() as u64 > MAX_PAHOLE_BYTES {
-        return Err(cannot(format!(
-            "larger than {} MiB",
-            MAX_PAHOLE_BYTES >> 20
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| cannot("not UTF-8 text".into()))?;
-    let wanted = p
-        .struct_name
-        .as_ref()
-        .map_or(name, |s| s.get_ref().as_str());
-    models::pahole::import(&text, wanted, name).map_err(|e| {
-        if e.line == 0 {
-            let span = p
-                .struct_name
+/// Fields as the layout rules take them, written-out members included.
+fn field_specs(fields: &[schema::FieldDef]) -> Vec<FieldSpec> {
+    fields
+        .iter()
+        .map(|f| FieldSpec {
+            name: f.name.get_ref().clone(),
+            ty: match (&f.fields, f.shape()) {
+                (Some(inner), _) => FieldType::Inline(Box::new(StructSpec {
+                    // `struct css_set` names the member's type `css_set`.
+                    name: f
+                        .label
+                        .as_deref()
+                        .map(|l| {
+                            l.trim()
+                                .trim_start_matches("struct")
+                                .trim_start_matches("union")
+                                .trim()
+                                .to_string()
+                        })
+                        .unwrap_or_default(),
+                    align: None,
+                    is_union: f.union.as_ref().is_some_and(|u| *u.get_ref()),
+                    fields: field_specs(inner),
+                })),
+                (None, Some(FieldShape::Type(t))) => FieldType::Named(t.get_ref().clone()),
+                (None, Some(FieldShape::Size(s))) => FieldType::Bytes(*s.get_ref() as u32),
+                (None, None) => FieldType::Bytes(1),
+            },
+            count: f.count().min(u32::MAX as u64) as u32,
+            align: f
+                .align
                 .as_ref()
-                .map_or_else(|| p.file.span(), |s| s.span());
-            let names = models::pahole::struct_names(&text);
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let error = loaded.error_at(
-                span,
-                &format!("{key}.struct"),
-                format!("in `{shown}`: {}", e.message),
-            );
-            if names.is_empty() {
-                error
+                .map(|a| (*a.get_ref()).min(u32::MAX as u64) as u32),
+            offset: f
+                .offset
+                .as_ref()
+                .map(|o| (*o.get_ref()).min(u32::MAX as u64) as u32),
+            anonymous: f.anonymous.as_ref().is_some_and(|a| *a.get_ref()),
+            bit_field: f.bits.as_ref().map(|b| BitField {
+                bit_offset: f.bit_offset.as_ref().map_or(0, |o| *o.get_ref() as u32),
+                bits: *b.get_ref() as u32,
+            }),
+            type_label: if f.fields.is_none() {
+                f.label.clone()
             } else {
-                error.with_choices(wanted, &names)
-            }
-        } else {
-            let source = crate::error::SourceFile::new(shown.clone(), text.clone());
-            let start: usize = text
-                .split_inclusive('\n')
-                .take(e.line - 1)
-                .map(str::len)
-                .sum();
-            let line_text = text[start..].lines().next().unwrap_or("");
-            let indent = line_text.len() - line_text.trim_start().len();
-            let span = start + indent..start + line_text.trim_end().len().max(indent + 1);
-            InputError::at(&source, span, &key, e.message)
-        }
-    })
+                None
+            },
+        })
+        .collect()
 }
 
 /// Builds one document into a runnable configuration.

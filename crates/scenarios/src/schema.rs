@@ -360,6 +360,22 @@ pub struct FieldDef {
     /// A struct or union member whose fields scripts name without it (C11
     /// anonymous members: `union { ... };`).
     pub anonymous: Option<Spanned<bool>>,
+    /// A struct (or, with `union = true`, a union) written out in place, as
+    /// a pahole import gives one (`css`, `memory`): its members, reached by
+    /// dotted paths (`css.parent`) and patched as
+    /// `structs.NAME.fields.css.fields.parent.align`. Instead of `type` and
+    /// `size`.
+    pub fields: Option<Vec<FieldDef>>,
+    /// With `fields`: the members all start at 0.
+    pub union: Option<Spanned<bool>>,
+    /// A bitfield of this many bits, inside the storage unit `type` gives
+    /// (which it shares with the bitfields next to it).
+    pub bits: Option<Spanned<u64>>,
+    /// A bitfield's first bit inside its storage unit (default 0).
+    pub bit_offset: Option<Spanned<u64>>,
+    /// What views call the type of an opaque (`size`) or written-out
+    /// (`fields`) member, such as pahole's `struct percpu_ref`.
+    pub label: Option<String>,
 }
 
 /// What a field is made of.

@@ -45,7 +45,7 @@ error: unknown key `alig` in `structs.counter.fields.b`
   |
 9 |     { name = "b", type = "u64", alig = 64 },
   |                                 ^^^^
-  = valid: name, type, size, align, offset, count, anonymous
+  = valid: name, type, size, align, offset, count, anonymous, fields, union, bits, bit_offset, label
   = help: did you mean `align`?
 "#,
     );
@@ -333,7 +333,7 @@ error: field `structs.counter.fields.value` has both `type` and `size`
   |
 6 | fields = [{ name = "value", type = "u64", size = 8 }]
   |                                                  ^
-  = valid: exactly one of `type` (a C type name) and `size` (bytes)
+  = valid: exactly one of `type` (a C type name), `size` (bytes) and `fields` (members written out)
 "#,
     );
 }
@@ -666,7 +666,7 @@ fn error_fields() {
     );
     assert_eq!(
         err.valid.as_deref(),
-        Some("name, type, size, align, offset, count, anonymous")
+        Some("name, type, size, align, offset, count, anonymous, fields, union, bits, bit_offset, label")
     );
     assert_eq!(err.suggestion.as_deref(), Some("align"));
     assert_eq!(

@@ -122,8 +122,8 @@ fn an_error_inside_the_listing_shows_its_line() {
     )
     .unwrap();
     let path = dir.join("memcg.toml");
-    let loaded = load_str(path.to_str().unwrap(), &scenario()).unwrap();
-    let e = build_all(&loaded, BuildOptions::default())
+    // The listing is read when the file loads, before any variant.
+    let e = load_str(path.to_str().unwrap(), &scenario())
         .unwrap_err()
         .to_string();
     let listing_path = dir.join("memcg_stock_pcp.pahole");
@@ -225,4 +225,174 @@ fn a_bitfield_has_no_address_and_no_atomics() {
     );
     let e = run_flagged("fetch_add(g.b, 1)");
     assert!(e.contains("`fetch_add` of the bitfield `g.b`"), "{e}");
+}
+
+/// The memcg scenario with `variants` appended, loaded from the data
+/// directory so that its listings are found.
+fn with_variants(variants: &str) -> Result<scenarios::LoadedScenario, String> {
+    let path = Path::new(DIR).join("memcg.toml");
+    load_str(
+        path.to_str().unwrap(),
+        &format!("{}\n{variants}", scenario()),
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// Offsets of a built variant's struct `s`, by dotted path.
+fn offsets_of(built: &scenarios::build::BuiltVariant, s: usize, names: &[&str]) -> Vec<u32> {
+    let def = &built.config.memory.structs[s];
+    names
+        .iter()
+        .map(|n| def.fields[def.field_index(n).unwrap()].offset_bytes)
+        .collect()
+}
+
+#[test]
+fn variants_patch_imported_fields_by_dotted_path() {
+    let loaded = with_variants(
+        r#"
+[[variants]]
+name = "usage-own-line"
+description = "memory.usage on a line of its own, as the SCTP thread tried"
+[variants.set]
+"structs.mem_cgroup.fields.memory.fields.usage.align" = 64
+
+[[variants]]
+name = "padded"
+[variants.set]
+"structs.stock.fields.cached.offset" = 16
+
+[[variants]]
+name = "reordered"
+[variants.set]
+"structs.stock.fields" = ["nr_pages", "stock_lock", "cached", "cached_objcg", "cached_pgdat", "nr_bytes", "nr_slab_reclaimable_b", "nr_slab_unreclaimable_b"]
+"#,
+    )
+    .expect("loads");
+    let built = build_all(&loaded, BuildOptions::default()).expect("builds");
+    // The base: as listed.
+    assert_eq!(
+        offsets_of(
+            &built[0],
+            1,
+            &["css.parent", "memory.usage", "memory.parent", "kmem.usage"]
+        ),
+        [0xc0, 0xd0, 0xd0 + 104, 432]
+    );
+    // `usage` aligned to 64 makes this written-out page_counter 64-aligned
+    // (128 bytes): `memory` and the members after it move as a compiler
+    // would move them (the other page_counter members are copies of their
+    // own, patched separately: `fields.kmem.fields.usage.align`).
+    let moved = offsets_of(
+        &built[1],
+        1,
+        &[
+            "css.parent",
+            "memory.usage",
+            "memory.min",
+            "memsw.usage",
+            "kmem.usage",
+            "tcpmem.usage",
+        ],
+    );
+    assert_eq!(moved, [0xc0, 256, 264, 384, 496, 608]);
+    assert_eq!(built[1].config.memory.structs[1].size_bytes, 768);
+    // css.parent and memory.usage no longer share a line.
+    assert_ne!(moved[0] / 64, moved[1] / 64);
+    // An explicit offset leaves a hole and pushes the rest along.
+    assert_eq!(
+        offsets_of(
+            &built[2],
+            0,
+            &[
+                "nr_pages",
+                "cached",
+                "cached_objcg",
+                "nr_slab_unreclaimable_b"
+            ]
+        ),
+        [4, 16, 24, 48]
+    );
+    assert_eq!(built[2].config.memory.structs[0].size_bytes, 56);
+    // A new order lays out again by the C rules.
+    assert_eq!(
+        offsets_of(&built[3], 0, &["nr_pages", "stock_lock", "cached"]),
+        [0, 4, 8]
+    );
+    let results = scenarios::results::run_all(&built);
+    assert!(results.iter().all(|r| r.is_ok()));
+}
+
+#[test]
+fn a_patch_of_an_imported_field_that_does_not_exist_is_an_error() {
+    let e = with_variants(
+        r#"
+[[variants]]
+name = "typo"
+[variants.set]
+"structs.mem_cgroup.fields.memory.fields.usag.align" = 64
+"#,
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("cannot set `structs.mem_cgroup.fields.memory.fields.usag.align`: `structs.mem_cgroup.fields.memory.fields` has no element named `usag`"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `usage`?"), "{e}");
+    assert!(e.contains("memcg.toml:"), "{e}");
+    // A variant cannot import a listing of its own.
+    let e = with_variants(
+        r#"
+[[variants]]
+name = "again"
+[variants.set]
+"structs.stock" = { pahole = { file = "memcg_stock_pcp.pahole" } }
+"#,
+    )
+    .unwrap_err();
+    assert!(e.contains("is read when the file loads"), "{e}");
+}
+
+#[test]
+fn written_out_members_and_bitfields_can_be_declared_by_hand() {
+    let text = |fields: &str| {
+        format!(
+            "schema = 1\nmachine = \"icelake-sp-2s\"\n[run]\niterations = 1\n[structs.s]\nfields = [\n{fields}\n]\n[instances.g]\nstruct = \"s\"\nkind = \"global\"\n[scripts]\nt = \"g.flags.b = 1\"\n[[threads]]\ncpus = \"0\"\nscript = \"t\"\n"
+        )
+    };
+    let ok = text(
+        r#"{ name = "head", type = "long" },
+{ name = "flags", label = "struct flags", fields = [{ name = "a", type = "unsigned int", bits = 3 }, { name = "b", type = "unsigned int", bits = 5, bit_offset = 3 }] },"#,
+    );
+    let loaded = load_str("s.toml", &ok).expect("loads");
+    let built = build_all(&loaded, BuildOptions::default()).expect("builds");
+    let def = &built[0].config.memory.structs[0];
+    let field = |n: &str| &def.fields[def.field_index(n).unwrap()];
+    // Both bitfields share the unit after `head`.
+    assert_eq!(
+        (field("flags.a").offset_bytes, field("flags.b").offset_bytes),
+        (8, 8)
+    );
+    assert_eq!(
+        field("flags.b").bits.map(|b| (b.shift, b.width)),
+        Some((3, 5))
+    );
+    assert_eq!(def.size_bytes, 16);
+    let e = load_str("s.toml", &text(r#"{ name = "head", size = 4, bits = 3 },"#))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bitfield `structs.s.fields.head` needs `type`"),
+        "{e}"
+    );
+    let e = load_str(
+        "s.toml",
+        &text(r#"{ name = "head", type = "long", union = true },"#),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("`structs.s.fields.head.union` needs `fields`"),
+        "{e}"
+    );
 }

@@ -216,7 +216,7 @@ fn internal(source: &SourceFile, span: &Range<usize>, message: String) -> InputE
 }
 
 /// `value` with every span (of values and keys, all the way down) replaced by `span`.
-fn respan<'i>(value: Spanned<DeValue<'i>>, span: &Range<usize>) -> Spanned<DeValue<'i>> {
+pub(super) fn respan<'i>(value: Spanned<DeValue<'i>>, span: &Range<usize>) -> Spanned<DeValue<'i>> {
     let inner = match value.into_inner() {
         DeValue::Array(mut items) => {
             for item in items.iter_mut() {

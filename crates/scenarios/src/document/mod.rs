@@ -40,6 +40,7 @@
 #![allow(clippy::result_large_err)]
 
 mod diagnose;
+mod import;
 mod library;
 mod patch;
 mod sweep;
@@ -269,7 +270,10 @@ struct Prepared<'i> {
     sweep: Option<Spanned<DeValue<'i>>>,
 }
 
-fn prepare(source: &SourceFile) -> Result<Prepared<'_>, InputError> {
+fn prepare<'a>(
+    source: &'a SourceFile,
+    imports: &'a [import::Import],
+) -> Result<Prepared<'a>, InputError> {
     let parsed =
         DeTable::parse(&source.text).map_err(|e| diagnose::from_syntax_error(source, &e))?;
     let root_span = parsed.span();
@@ -277,6 +281,7 @@ fn prepare(source: &SourceFile) -> Result<Prepared<'_>, InputError> {
     let variants = root.remove("variants");
     let sweep = root.remove("sweep");
     library::merge(source, &mut root)?;
+    import::apply(source, &mut root, imports)?;
     Ok(Prepared {
         root_span,
         root,
@@ -291,12 +296,13 @@ fn load_source(
     source: &SourceFile,
     limits: &Limits,
 ) -> Result<(Variant, Vec<Variant>, bool), InputError> {
+    let imports = import::read_imports(source)?;
     let Prepared {
         root_span,
         root,
         variants: variants_value,
         sweep,
-    } = prepare(source)?;
+    } = prepare(source, &imports)?;
 
     let stem = default_name(&source.path);
     let base_doc = build_doc(source, &root, &root_span, &stem, limits)?;

@@ -618,12 +618,13 @@ fn written(source: &SourceFile, span: Range<usize>) -> String {
 /// the scenario has no `[sweep]`.
 pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>)>, InputError> {
     let source: &SourceFile = &loaded.source;
+    let imports = super::import::read_imports(source)?;
     let super::Prepared {
         root_span,
         root,
         variants: variants_value,
         sweep,
-    } = super::prepare(source)?;
+    } = super::prepare(source, &imports)?;
     let Some(sweep_value) = sweep else {
         return Ok(None);
     };

@@ -9,8 +9,8 @@ use super::tree::{join_path, lookup};
 use super::{check_name, NameRule};
 use crate::error::{InputError, SourceFile};
 use crate::schema::{
-    format_cpulist, CpuSet, InlineMachine, InstanceKind, MachineRef, RunSection, ScenarioDoc,
-    StructDef, ThreadGroup, SCHEMA_VERSION,
+    format_cpulist, CpuSet, FieldDef, InlineMachine, InstanceKind, MachineRef, RunSection,
+    ScenarioDoc, StructDef, ThreadGroup, SCHEMA_VERSION,
 };
 use sim_core::limits::Limits;
 
@@ -320,9 +320,19 @@ impl Checker<'_, '_> {
     fn struct_def(&self, name: &str, s: &StructDef) -> Result {
         self.map_key_name(&["structs", name], "struct name", NameRule::Identifier)?;
         self.power_of_two(&s.align, &join_path(&["structs", name, "align"]))?;
-        let fields_key = join_path(&["structs", name, "fields"]);
         if let Some(p) = &s.pahole {
+            // The loader replaces every `pahole` of the file by the fields it
+            // reads; one still here came from a variant or a sweep.
             let key = join_path(&["structs", name, "pahole"]);
+            if s.fields.is_empty() && !s.union {
+                return Err(self
+                    .err(
+                        p.file.span(),
+                        &key,
+                        format!("`{key}` is read when the file loads, before any variant or sweep applies; it cannot be set by one"),
+                    )
+                    .with_valid("the `pahole` import in the file itself, and patches of the fields it gives (`structs.NAME.fields.MEMBER.align`)"));
+            }
             if !s.fields.is_empty() || s.union {
                 let what = if s.union { "union" } else { "fields" };
                 return Err(self
@@ -342,10 +352,19 @@ impl Checker<'_, '_> {
             }
             return Ok(());
         }
-        if s.fields.is_empty() {
+        self.fields(&["structs", name], &s.fields)
+    }
+
+    /// The fields of the struct (or written-out member) at `owner`
+    /// (`["structs", NAME]`, then `"fields", MEMBER` for each level down).
+    fn fields(&self, owner: &[&str], fields: &[FieldDef]) -> Result {
+        let mut fields_path: Vec<&str> = owner.to_vec();
+        fields_path.push("fields");
+        let fields_key = join_path(&fields_path);
+        if fields.is_empty() {
             return Err(self
                 .err(
-                    self.value_span(&["structs", name, "fields"]),
+                    self.value_span(&fields_path),
                     &fields_key,
                     format!("`{fields_key}` is empty; a struct needs at least one field"),
                 )
@@ -353,9 +372,10 @@ impl Checker<'_, '_> {
                     "an array of field tables such as { name = \"value\", type = \"u64\" }",
                 ));
         }
-        for (i, f) in s.fields.iter().enumerate() {
+        for (i, f) in fields.iter().enumerate() {
             let fname = f.name.get_ref();
-            let path = ["structs", name, "fields", fname];
+            let mut path = fields_path.clone();
+            path.push(fname);
             let key = join_path(&path);
             check_name(
                 self.source,
@@ -364,7 +384,7 @@ impl Checker<'_, '_> {
                 "field name",
                 NameRule::Identifier,
             )?;
-            if let Some(first) = s.fields[..i].iter().find(|g| g.name.get_ref() == fname) {
+            if let Some(first) = fields[..i].iter().find(|g| g.name.get_ref() == fname) {
                 return Err(self.err(
                     f.name.span(),
                     &format!("{key}.name"),
@@ -374,6 +394,37 @@ impl Checker<'_, '_> {
                     ),
                 ));
             }
+            const SHAPES: &str =
+                "exactly one of `type` (a C type name), `size` (bytes) and `fields` (members written out)";
+            if let Some(inner) = &f.fields {
+                let clash =
+                    f.ty.as_ref()
+                        .map(|t| ("type", t.span()))
+                        .or_else(|| f.size.as_ref().map(|s| ("size", s.span())))
+                        .or_else(|| f.bits.as_ref().map(|b| ("bits", b.span())));
+                if let Some((what, span)) = clash {
+                    return Err(self
+                        .err(
+                            span,
+                            &format!("{key}.{what}"),
+                            format!("field `{key}` has both `fields` and `{what}`"),
+                        )
+                        .with_valid(SHAPES));
+                }
+                self.at_least_one(&f.count, &format!("{key}.count"))?;
+                self.power_of_two(&f.align, &format!("{key}.align"))?;
+                self.fields(&path, inner)?;
+                continue;
+            }
+            if let Some(u) = &f.union {
+                return Err(self
+                    .err(
+                        u.span(),
+                        &format!("{key}.union"),
+                        format!("`{key}.union` needs `fields`: only a member written out can be a union"),
+                    )
+                    .with_valid("`union = true` beside `fields = [...]`"));
+            }
             match (&f.ty, &f.size) {
                 (Some(_), Some(size)) => {
                     return Err(self
@@ -382,21 +433,17 @@ impl Checker<'_, '_> {
                             &format!("{key}.size"),
                             format!("field `{key}` has both `type` and `size`"),
                         )
-                        .with_valid("exactly one of `type` (a C type name) and `size` (bytes)"));
+                        .with_valid(SHAPES));
                 }
                 (None, None) => {
-                    let span = s
-                        .fields
-                        .get(i)
-                        .map(|_| element_span(self, &["structs", name, "fields"], i))
-                        .unwrap_or(0..0);
+                    let span = element_span(self, &fields_path, i);
                     return Err(self
                         .err(
                             span,
                             &key,
                             format!("field `{key}` has neither `type` nor `size`"),
                         )
-                        .with_valid("exactly one of `type` (a C type name) and `size` (bytes)"));
+                        .with_valid(SHAPES));
                 }
                 (Some(ty), None) if ty.get_ref().trim().is_empty() => {
                     return Err(self
@@ -406,6 +453,44 @@ impl Checker<'_, '_> {
                             format!("empty type name for `{key}.type`"),
                         )
                         .with_valid("a C type name such as u64, atomic_long_t or spinlock_t"));
+                }
+                _ => {}
+            }
+            match (&f.bits, &f.bit_offset, &f.ty) {
+                (None, Some(o), _) => {
+                    return Err(self
+                        .err(
+                            o.span(),
+                            &format!("{key}.bit_offset"),
+                            format!(
+                                "`{key}.bit_offset` needs `bits`: only a bitfield has a bit offset"
+                            ),
+                        )
+                        .with_valid("`bits = N` (and `bit_offset`) beside `type`"));
+                }
+                (Some(b), _, None) => {
+                    return Err(self
+                        .err(
+                            b.span(),
+                            &format!("{key}.bits"),
+                            format!("bitfield `{key}` needs `type`, its storage unit"),
+                        )
+                        .with_valid(
+                            "`type = \"unsigned int\"` (or another integer type) beside `bits`",
+                        ));
+                }
+                (Some(b), o, Some(_)) => {
+                    self.at_least_one(&f.bits, &format!("{key}.bits"))?;
+                    let end = *b.get_ref() + o.as_ref().map_or(0, |o| *o.get_ref());
+                    if end > 64 || f.count() != 1 {
+                        return Err(self
+                            .err(
+                                b.span(),
+                                &format!("{key}.bits"),
+                                format!("bitfield `{key}` ends at bit {end}, past any storage unit, or is an array"),
+                            )
+                            .with_valid("bit_offset + bits at most 64, and no `count`"));
+                    }
                 }
                 _ => {}
             }
