@@ -449,6 +449,23 @@ impl Coherence {
             }
             return Ok(Requested::Done(report));
         }
+        self.request_after_miss(topology, now, cpu, unit, need, hold_cycles, tag)
+    }
+
+    /// [`Coherence::request`] for a caller that has just tried
+    /// [`Coherence::try_hit`] at `now` and missed (a failed try changes
+    /// nothing, so trying again would miss again).
+    #[allow(clippy::too_many_arguments)]
+    pub fn request_after_miss(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+        tag: u32,
+    ) -> Result<Requested, SimError> {
         let u = &mut self.units[unit];
         if u.busy_until > now || !u.waiting.is_empty() {
             u.waiting.push(Waiter {
@@ -508,11 +525,18 @@ impl Coherence {
         }
         let chosen = chosen.unwrap_or(drawn);
         let waiter = u.waiting.swap_remove(chosen);
+        // Only a core that holds the line can complete as a hit.
+        let holder = holds(&waiter);
         #[cfg(test)]
         if waiter.need == Need::Read && planted!(ServeDropsRead) {
             return Ok(None);
         }
-        let report = match self.try_hit_for_waiter(topology, now, &waiter, unit) {
+        let hit = if holder {
+            self.try_hit_for_waiter(topology, now, &waiter, unit)
+        } else {
+            None
+        };
+        let report = match hit {
             Some(r) => r,
             None => self.transaction(
                 topology,
@@ -619,23 +643,23 @@ impl Coherence {
         } else {
             None
         };
-        let holders = &u.holders;
-        let targets = || {
-            holders
-                .iter()
-                .filter(move |h| {
-                    h.core != core && (need == Need::Write || Some(h.core) == supplier_core)
-                })
-                .map(|h| h.core)
-        };
-        let no_targets = targets().next().is_none();
-
-        let requester_l3 = topology.l3_of_core(core);
-        let all_targets_in_l3 = targets().all(|t| topology.l3_of_core(t) == requester_l3);
+        // One pass over the targets gives everything the cost needs.
         let directory_node = match lookup {
             Lookup::Home => home,
             Lookup::Local => topology.node_of_core(core),
         };
+        let reach = TargetReach::of(
+            topology,
+            core,
+            directory_node,
+            u.holders
+                .iter()
+                .filter(|h| {
+                    h.core != core && (need == Need::Write || Some(h.core) == supplier_core)
+                })
+                .map(|h| h.core),
+        );
+        let no_targets = !reach.any;
         let requester_socket = topology.socket_of_core(core);
         // A read of a clean line: other caches hold it, none of them
         // writable (no M or E copy that must answer before the line can
@@ -648,7 +672,7 @@ impl Coherence {
         let mut cross_socket = false;
         let route;
         let cost;
-        if (data_from_cache || !needs_data) && all_targets_in_l3 && !no_targets {
+        if (data_from_cache || !needs_data) && reach.all_in_l3 && !no_targets {
             route = Route::SameL3;
             cost = l.l3_transfer_cycles;
         } else if needs_data && !data_from_cache {
@@ -656,17 +680,13 @@ impl Coherence {
             // proceed in parallel through the directory.
             let memory_path = topology.hop_core_to_node(core, home) * 2 + l.dram_cycles;
             cross_socket |= topology.socket_of_node(home) != requester_socket;
-            let invalidate_path = if no_targets {
-                0
-            } else {
-                self::directory_path(topology, core, directory_node, targets())
-            };
-            cross_socket |= targets().any(|t| topology.socket_of_core(t) != requester_socket);
+            let invalidate_path = if no_targets { 0 } else { reach.directory_path };
+            cross_socket |= reach.cross_socket;
             route = Route::Memory { node: home };
             cost = memory_path.max(invalidate_path);
         } else {
             cross_socket |= topology.socket_of_node(directory_node) != requester_socket;
-            cross_socket |= targets().any(|t| topology.socket_of_core(t) != requester_socket);
+            cross_socket |= reach.cross_socket;
             route = Route::Directory {
                 node: directory_node,
             };
@@ -674,7 +694,7 @@ impl Coherence {
                 // Permission only (an upgrade with no other copy): ask and be answered.
                 topology.hop_core_to_node(core, directory_node) * 2
             } else {
-                self::directory_path(topology, core, directory_node, targets())
+                reach.directory_path
             };
         }
         let done = start + cost;
@@ -1207,19 +1227,49 @@ pub(crate) mod planted {
     }
 }
 
-/// leg(requester, directory) + max over targets of [leg(directory, target) + leg(target, requester)].
-fn directory_path(
-    topology: &Topology,
-    core: u32,
-    directory_node: u32,
-    targets: impl Iterator<Item = u32>,
-) -> u64 {
-    let to_directory = topology.hop_core_to_node(core, directory_node);
-    let slowest = targets
-        .map(|t| topology.hop_core_to_node(t, directory_node) + topology.hop_core_to_core(t, core))
-        .max()
-        .unwrap_or(0);
-    to_directory + slowest
+/// What a transaction's targets (the supplier of data and the copies to
+/// invalidate) mean for its cost, gathered in one pass over them.
+struct TargetReach {
+    /// There is at least one target.
+    any: bool,
+    /// Every target shares the requester's L3 domain (true without targets).
+    all_in_l3: bool,
+    /// Some target is on another socket than the requester.
+    cross_socket: bool,
+    /// leg(requester, directory) + max over targets of [leg(directory,
+    /// target) + leg(target, requester)] (the first leg alone without targets).
+    directory_path: u64,
+}
+
+impl TargetReach {
+    #[inline]
+    fn of(
+        topology: &Topology,
+        core: u32,
+        directory_node: u32,
+        targets: impl Iterator<Item = u32>,
+    ) -> TargetReach {
+        let requester = topology.place_of_core(core);
+        let mut reach = TargetReach {
+            any: false,
+            all_in_l3: true,
+            cross_socket: false,
+            directory_path: 0,
+        };
+        let mut slowest = 0;
+        for t in targets {
+            let target = topology.place_of_core(t);
+            reach.any = true;
+            reach.all_in_l3 &= target.l3 == requester.l3;
+            reach.cross_socket |= target.socket != requester.socket;
+            slowest = slowest.max(
+                topology.hop_place_to_node(target, directory_node)
+                    + topology.hop_between_places(target, requester),
+            );
+        }
+        reach.directory_path = topology.hop_place_to_node(requester, directory_node) + slowest;
+        reach
+    }
 }
 
 #[cfg(test)]

@@ -17,14 +17,14 @@ use crate::coherence::{AccessReport, Coherence, Need, Requested};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
 use crate::memory::{BitRange, InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, Probe};
+use crate::queue::{EventQueue, EVENT_BYTES};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
 use crate::script::compile::{Builtin, Op, PlaceRef, Program};
 use crate::time::Cycle;
 use crate::topology::Topology;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 /// One CPU's assignment: which script it runs, and its place in its group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,11 +84,10 @@ pub fn estimate_run_bytes(config: &SimConfig) -> u64 {
         + crate::limits::SCRIPT_LOCALS * 8
         + config.topology.spec.store_buffer_entries as usize * std::mem::size_of::<BufferedStore>())
         as u64;
-    let event_bytes = std::mem::size_of::<Reverse<(u128, u32, u8)>>() as u64;
     config.memory.total_bytes
         + lines * per_line
         + cpus * per_cpu
-        + events_in_flight_bound(config) * event_bytes
+        + events_in_flight_bound(config) * EVENT_BYTES
 }
 
 /// The most events a run can have queued at once (see `limits`).
@@ -237,11 +236,10 @@ struct Simulation<'c> {
     coherence: Coherence,
     bytes: Vec<u8>,
     cpus: Vec<Cpu>,
-    /// Events keyed by (cycle << 64 | insertion sequence), with the target
-    /// (a CPU or a line) and the kind.
-    queue: BinaryHeap<Reverse<(u128, u32, u8)>>,
+    /// Events in (cycle, insertion sequence) order, each with its target (a
+    /// CPU or a line) and kind.
+    queue: EventQueue,
     finished_cpus: usize,
-    sequence: u64,
     events: u64,
     memory_ops: u64,
     stop_cycle: Option<u64>,
@@ -249,6 +247,9 @@ struct Simulation<'c> {
     store_buffer_entries: usize,
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
+    /// The last bound drawn for by `arbitration` and its acceptance zone
+    /// (the number of waiters changes seldom; the zone costs a division).
+    arbitration_zone: (u64, u64),
     /// Per place: every line it can reach belongs to the running CPU alone.
     private_place: Vec<bool>,
     /// Code of every script, then every procedure, indexed by `Frame::code`.
@@ -378,9 +379,8 @@ impl<'c> Simulation<'c> {
             coherence,
             bytes: vec![0; config.memory.total_bytes as usize],
             cpus,
-            queue: BinaryHeap::new(),
+            queue: EventQueue::default(),
             finished_cpus: 0,
-            sequence: 0,
             events: 0,
             memory_ops: 0,
             stop_cycle: match config.stop {
@@ -399,21 +399,16 @@ impl<'c> Simulation<'c> {
                 .collect(),
             run_local_ops: true,
             arbitration: arbitration_stream(config.seed),
+            arbitration_zone: (0, 0),
         }
     }
 
     fn schedule(&mut self, cycle: Cycle, kind: EventKind, cpu_index: usize) {
-        self.sequence += 1;
-        let key = (cycle.0 as u128) << 64 | self.sequence as u128;
-        self.queue
-            .push(Reverse((key, cpu_index as u32, event_code(kind))));
+        self.queue.push(cycle.0, cpu_index as u32, event_code(kind));
     }
 
     fn next_event_cycle(&self) -> u64 {
-        self.queue
-            .peek()
-            .map(|Reverse(e)| (e.0 >> 64) as u64)
-            .unwrap_or(u64::MAX)
+        self.queue.next_cycle()
     }
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
@@ -426,8 +421,8 @@ impl<'c> Simulation<'c> {
         // Events processed at the current cycle: a run whose events never
         // move time would otherwise spin until the event budget.
         let (mut still_at, mut still_events) = (0, 0u64);
-        while let Some(Reverse((key, cpu_index, kind))) = self.queue.pop() {
-            let cycle = (key >> 64) as u64;
+        while let Some(event) = self.queue.pop() {
+            let (cycle, cpu_index, kind) = (event.cycle(), event.target, event.kind);
             if let Some(stop) = self.stop_cycle {
                 if cycle >= stop {
                     stopped = true;
@@ -894,8 +889,14 @@ impl<'c> Simulation<'c> {
 
     /// A line's transaction has ended: serve the next waiting request.
     fn line_free(&mut self, unit: usize, at: Cycle, probe: &mut dyn Probe) -> Result<(), SimError> {
-        let arbitration = &mut self.arbitration;
-        let mut pick = |n: usize| uniform_below(arbitration, n as u64) as usize;
+        let (arbitration, zone) = (&mut self.arbitration, &mut self.arbitration_zone);
+        let mut pick = |n: usize| {
+            let bound = n as u64;
+            if zone.0 != bound {
+                *zone = (bound, acceptance_zone(bound));
+            }
+            uniform_below_in_zone(arbitration, bound, zone.1) as usize
+        };
         let served = self
             .coherence
             .serve_next(self.topology, at, unit, &mut pick)?;
@@ -1359,7 +1360,7 @@ impl<'c> Simulation<'c> {
             }
             return self.complete_access(i, &pending, &report, probe);
         }
-        match self.coherence.request(
+        match self.coherence.request_after_miss(
             self.topology,
             now,
             cpu_id,
@@ -1662,7 +1663,17 @@ fn sign_extend(value: i64, size: u32) -> i64 {
 
 /// A uniform draw in 0..bound without modulo bias (rejection sampling).
 fn uniform_below(rng: &mut ChaCha8Rng, bound: u64) -> u64 {
-    let zone = u64::MAX - (u64::MAX % bound);
+    uniform_below_in_zone(rng, bound, acceptance_zone(bound))
+}
+
+/// The draws `uniform_below` accepts for `bound` are those below this.
+fn acceptance_zone(bound: u64) -> u64 {
+    u64::MAX - (u64::MAX % bound)
+}
+
+/// `uniform_below` with the bound's acceptance zone computed beforehand.
+#[inline]
+fn uniform_below_in_zone(rng: &mut ChaCha8Rng, bound: u64, zone: u64) -> u64 {
     loop {
         let v = rng.next_u64();
         if v < zone {

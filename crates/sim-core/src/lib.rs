@@ -26,6 +26,7 @@ pub mod error;
 pub mod limits;
 pub mod memory;
 pub mod probe;
+mod queue;
 pub mod script;
 pub mod stats;
 pub mod time;

@@ -157,6 +157,19 @@ pub struct Topology {
     /// Per CPU: its core and SMT thread, looked up on every access.
     cpu_core: Vec<u32>,
     cpu_thread: Vec<u8>,
+    /// Per core: its L3 domain, node and socket, so that the hop functions
+    /// on every transaction are table lookups instead of divisions.
+    core_place: Vec<CorePlace>,
+    /// Per node: its socket.
+    node_socket: Vec<u32>,
+}
+
+/// Where a core sits: its L3 domain, node and socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CorePlace {
+    pub l3: u32,
+    pub node: u32,
+    pub socket: u32,
 }
 
 impl Topology {
@@ -265,13 +278,41 @@ impl Topology {
         }
         let physical_cores = (cpus / spec.threads_per_core as u64) as u32;
         let cpus = cpus as u32;
-        Ok(Topology {
+        let mut topology = Topology {
             spec,
             physical_cores,
             cpus,
             cpu_core: (0..cpus).map(|c| c % physical_cores).collect(),
             cpu_thread: (0..cpus).map(|c| (c / physical_cores) as u8).collect(),
-        })
+            core_place: Vec::new(),
+            node_socket: Vec::new(),
+        };
+        topology.node_socket = (0..topology.node_count())
+            .map(|node| node / topology.spec.nodes_per_socket)
+            .collect();
+        topology.core_place = (0..physical_cores)
+            .map(|core| topology.place_by_division(core))
+            .collect();
+        Ok(topology)
+    }
+
+    /// A core's place computed from the machine's shape (what `core_place`
+    /// holds for every core of the machine).
+    fn place_by_division(&self, core: u32) -> CorePlace {
+        let cores_per_node = self.spec.l3_per_node * self.spec.cores_per_l3;
+        CorePlace {
+            l3: core / self.spec.cores_per_l3,
+            node: core / cores_per_node,
+            socket: core / (self.spec.nodes_per_socket * cores_per_node),
+        }
+    }
+
+    #[inline]
+    pub fn place_of_core(&self, core: u32) -> CorePlace {
+        match self.core_place.get(core as usize) {
+            Some(&place) => place,
+            None => self.place_by_division(core),
+        }
     }
 
     pub fn cpu_count(&self) -> u32 {
@@ -320,17 +361,24 @@ impl Topology {
             None => cpu / self.physical_cores,
         }
     }
+    #[inline]
     pub fn l3_of_core(&self, core: u32) -> u32 {
-        core / self.spec.cores_per_l3
+        self.place_of_core(core).l3
     }
+    #[inline]
     pub fn node_of_core(&self, core: u32) -> u32 {
-        core / self.cores_per_node()
+        self.place_of_core(core).node
     }
+    #[inline]
     pub fn socket_of_core(&self, core: u32) -> u32 {
-        core / self.cores_per_socket()
+        self.place_of_core(core).socket
     }
+    #[inline]
     pub fn socket_of_node(&self, node: u32) -> u32 {
-        node / self.spec.nodes_per_socket
+        match self.node_socket.get(node as usize) {
+            Some(&socket) => socket,
+            None => node / self.spec.nodes_per_socket,
+        }
     }
     pub fn l3_of(&self, cpu: u32) -> u32 {
         self.l3_of_core(self.core_of(cpu))
@@ -349,17 +397,19 @@ impl Topology {
             .collect()
     }
 
+    #[inline]
     pub fn pair_class(&self, a: u32, b: u32) -> PairClass {
         let (core_a, core_b) = (self.core_of(a), self.core_of(b));
+        let (place_a, place_b) = (self.place_of_core(core_a), self.place_of_core(core_b));
         if a == b {
             PairClass::SameCpu
         } else if core_a == core_b {
             PairClass::SmtSibling
-        } else if self.l3_of_core(core_a) == self.l3_of_core(core_b) {
+        } else if place_a.l3 == place_b.l3 {
             PairClass::SameL3
-        } else if self.node_of_core(core_a) == self.node_of_core(core_b) {
+        } else if place_a.node == place_b.node {
             PairClass::SameNode
-        } else if self.socket_of_core(core_a) == self.socket_of_core(core_b) {
+        } else if place_a.socket == place_b.socket {
             PairClass::SameSocket
         } else {
             PairClass::CrossSocket
@@ -367,14 +417,21 @@ impl Topology {
     }
 
     /// One leg between two cores in different L3 domains.
+    #[inline]
     pub fn hop_core_to_core(&self, core_a: u32, core_b: u32) -> u64 {
+        self.hop_between_places(self.place_of_core(core_a), self.place_of_core(core_b))
+    }
+
+    /// [`Topology::hop_core_to_core`] for cores whose places are at hand.
+    #[inline]
+    pub fn hop_between_places(&self, a: CorePlace, b: CorePlace) -> u64 {
         let l = &self.spec.latency;
-        if self.l3_of_core(core_a) == self.l3_of_core(core_b) {
+        if a.l3 == b.l3 {
             // Inside one L3 domain the leg is part of the domain's own transfer.
             0
-        } else if self.node_of_core(core_a) == self.node_of_core(core_b) {
+        } else if a.node == b.node {
             l.hop_in_node_cycles
-        } else if self.socket_of_core(core_a) == self.socket_of_core(core_b) {
+        } else if a.socket == b.socket {
             l.hop_between_nodes_cycles
         } else {
             l.hop_between_sockets_cycles
@@ -382,12 +439,18 @@ impl Topology {
     }
 
     /// One leg between a core and a node's agent (directory, memory controller).
+    #[inline]
     pub fn hop_core_to_node(&self, core: u32, node: u32) -> u64 {
+        self.hop_place_to_node(self.place_of_core(core), node)
+    }
+
+    /// [`Topology::hop_core_to_node`] for a core whose place is at hand.
+    #[inline]
+    pub fn hop_place_to_node(&self, place: CorePlace, node: u32) -> u64 {
         let l = &self.spec.latency;
-        let core_node = self.node_of_core(core);
-        if core_node == node {
+        if place.node == node {
             l.hop_in_node_cycles
-        } else if self.socket_of_node(core_node) == self.socket_of_node(node) {
+        } else if place.socket == self.socket_of_node(node) {
             l.hop_between_nodes_cycles
         } else {
             l.hop_between_sockets_cycles
