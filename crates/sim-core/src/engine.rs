@@ -421,8 +421,17 @@ impl<'c> Simulation<'c> {
         // Events processed at the current cycle: a run whose events never
         // move time would otherwise spin until the event budget.
         let (mut still_at, mut still_events) = (0, 0u64);
-        while let Some(event) = self.queue.pop() {
-            let (cycle, cpu_index, kind) = (event.cycle(), event.target, event.kind);
+        // A CPU's resume that `line_free` found to be the next event: it is
+        // taken here directly instead of through the queue (see there).
+        let mut next_resume: Option<(u64, u32)> = None;
+        loop {
+            let (cycle, cpu_index, kind) = match next_resume.take() {
+                Some((cycle, cpu)) => (cycle, cpu, event_code(EventKind::Resume)),
+                None => match self.queue.pop() {
+                    Some(event) => (event.cycle(), event.target, event.kind),
+                    None => break,
+                },
+            };
             if let Some(stop) = self.stop_cycle {
                 if cycle >= stop {
                     stopped = true;
@@ -448,9 +457,12 @@ impl<'c> Simulation<'c> {
             } else if kind == event_code(EventKind::DrainDone) {
                 self.drain_done(i, Cycle(cycle), probe)?;
             } else {
-                self.line_free(i, Cycle(cycle), probe)?;
+                next_resume = self
+                    .line_free(i, Cycle(cycle), probe)?
+                    .map(|(at, cpu)| (at.0, cpu as u32));
             }
-            if self.queue.len() as u64 > max_in_flight {
+            let in_flight = self.queue.len() + next_resume.is_some() as usize;
+            if in_flight as u64 > max_in_flight {
                 return Err(self.truncated(Budget::EventsInFlight, max_in_flight, Cycle(cycle)));
             }
             // Once every CPU has finished, the queue still drains their
@@ -888,7 +900,18 @@ impl<'c> Simulation<'c> {
     }
 
     /// A line's transaction has ended: serve the next waiting request.
-    fn line_free(&mut self, unit: usize, at: Cycle, probe: &mut dyn Probe) -> Result<(), SimError> {
+    ///
+    /// Returns the served CPU's resume, when it is due before every queued
+    /// event (the winner of a contended line, usually): the caller takes it
+    /// as the next event without queueing it. The order is the queue's:
+    /// queued at that point, the resume would have come after every event
+    /// already queued at its cycle and before the line's next free.
+    fn line_free(
+        &mut self,
+        unit: usize,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<Option<(Cycle, usize)>, SimError> {
         let (arbitration, zone) = (&mut self.arbitration, &mut self.arbitration_zone);
         let mut pick = |n: usize| {
             let bound = n as u64;
@@ -900,37 +923,46 @@ impl<'c> Simulation<'c> {
         let served = self
             .coherence
             .serve_next(self.topology, at, unit, &mut pick)?;
+        let mut resume = None;
         if let Some((waiter, report)) = served {
             let i = (waiter.tag >> 1) as usize;
             if waiter.tag & 1 == 1 {
                 self.finish_drain(i, &report, probe);
-            } else {
-                self.finish_pending(i, &report, probe)?;
+            } else if let Some(now) = self.finish_pending(i, &report, probe)? {
+                resume = Some((now, i));
             }
             self.coherence.recycle(report);
         }
-        if self.coherence.waiting_count(unit) > 0 {
-            let next = self.coherence.busy_until(unit).max(at);
-            self.schedule(next, EventKind::LineFree, unit);
+        let line_free_at = (self.coherence.waiting_count(unit) > 0)
+            .then(|| self.coherence.busy_until(unit).max(at));
+        let direct = resume.filter(|&(now, _)| {
+            self.next_event_cycle() > now.0 && line_free_at.is_none_or(|free| free >= now)
+        });
+        if direct.is_none() {
+            if let Some((now, i)) = resume {
+                self.schedule(now, EventKind::Resume, i);
+            }
         }
-        Ok(())
+        if let Some(free) = line_free_at {
+            self.schedule(free, EventKind::LineFree, unit);
+        }
+        Ok(direct)
     }
 
-    /// Completes a queued load or atomic, and lets its CPU go on.
+    /// Completes a queued load or atomic; returns when its CPU goes on (the
+    /// caller schedules its resume).
     fn finish_pending(
         &mut self,
         i: usize,
         report: &AccessReport,
         probe: &mut dyn Probe,
-    ) -> Result<(), SimError> {
+    ) -> Result<Option<Cycle>, SimError> {
         let Some(p) = self.cpus[i].pending.take() else {
-            return Ok(());
+            return Ok(None);
         };
         self.cpus[i].wait = Wait::None;
         self.complete_access(i, &p, report, probe)?;
-        let now = self.cpus[i].now;
-        self.schedule(now, EventKind::Resume, i);
-        Ok(())
+        Ok(Some(self.cpus[i].now))
     }
 
     /// The value part of a load or atomic, once the line is there.
