@@ -430,6 +430,49 @@ impl Coherence {
         })
     }
 
+    /// The plain hit of `try_hit` (the core holds the line as `need` wants,
+    /// nothing is queued for it, no atomic hold, not last written by the SMT
+    /// sibling), with the same state changes and timing, returning only when
+    /// the data is there. The engine's run-ahead path for a CPU's private
+    /// lines sums such hits instead of reporting each; every other case is
+    /// `None`, changes nothing, and goes through `try_hit`.
+    #[inline]
+    pub fn plain_hit(
+        &mut self,
+        now: Cycle,
+        core: u32,
+        thread: u8,
+        unit: usize,
+        need: Need,
+        l1_hit_cycles: u64,
+    ) -> Option<Cycle> {
+        let u = &mut self.units[unit];
+        if !u.waiting.is_empty() {
+            return None;
+        }
+        let holder = match u.holders.as_mut_slice() {
+            // A private line has one holder: no search.
+            [only] if only.core == core => only,
+            holders => {
+                let index = holders.binary_search_by_key(&core, |h| h.core).ok()?;
+                &mut holders[index]
+            }
+        };
+        if holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread {
+            return None;
+        }
+        if need == Need::Write {
+            if !holder.state.is_writable() {
+                return None;
+            }
+            holder.state = LineState::Modified;
+            holder.last_writer_thread = thread;
+            u.version += 1;
+            holder.version = u.version;
+        }
+        Some(now.max(holder.ready_at).max(u.locked_until) + l1_hit_cycles)
+    }
+
     /// Performs an access: a hit when possible; otherwise a transaction at
     /// once if the line is free at its home, or a place in the line's queue.
     #[allow(clippy::too_many_arguments)]

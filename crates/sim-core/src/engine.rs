@@ -16,7 +16,7 @@
 use crate::coherence::{AccessReport, Coherence, Need, Requested};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
 use crate::memory::{BitRange, InstanceKind, MemoryLayout};
-use crate::probe::{AccessEvent, AccessKind, Probe};
+use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::queue::{EventQueue, EVENT_BYTES};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
 use crate::script::compile::{Builtin, Op, PlaceRef, Program};
@@ -171,6 +171,9 @@ struct BufferedStore {
 
 struct Cpu {
     spec: ThreadSpec,
+    /// The CPU's core (whose cache it uses) and SMT thread in it.
+    core: u32,
+    thread: u8,
     now: Cycle,
     stack: Vec<i64>,
     locals: Vec<i64>,
@@ -225,6 +228,8 @@ pub fn run_with(
         sim.run_local_ops = false;
         sim.private_place.iter_mut().for_each(|p| *p = false);
     }
+    sim.resolve_private_targets();
+    sim.sum_private_hits = options.fast_path && !probe.needs_every_access();
     sim.run(probe)
 }
 
@@ -256,6 +261,36 @@ struct Simulation<'c> {
     code_ops: Vec<&'c [Op]>,
     /// Run register-only operations in a tight loop ahead of `step`.
     run_local_ops: bool,
+    /// Per place: its slot among the private places with one fixed address
+    /// per CPU (no run-time operand), or `NOT_PRIVATE`.
+    private_slot: Vec<u32>,
+    /// Private places with a fixed address: slots per CPU.
+    private_slots: usize,
+    /// Per CPU and slot (`cpu index * private_slots + slot`): where the
+    /// place lands for that CPU, resolved once.
+    private_targets: Vec<PrivateTarget>,
+    /// Per CPU and slot: plain hits summed since the last report to the
+    /// probe (when `sum_private_hits`).
+    private_hits: Vec<PrivateHits>,
+    /// The run-ahead loop takes plain hits on private places itself and
+    /// sums them for the probe (fast path on, and the probe allows it).
+    sum_private_hits: bool,
+    /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
+    /// the run's end (the stop cycle, or one past the cycle budget).
+    time_limit: u64,
+}
+
+/// `Simulation::private_slot` of a place the run-ahead loop leaves to `step`.
+const NOT_PRIVATE: u32 = u32::MAX;
+
+/// Where a private place lands for one CPU.
+#[derive(Clone, Copy, Debug)]
+struct PrivateTarget {
+    address: u64,
+    /// Its coherence unit, or `usize::MAX` where the CPU has no element
+    /// (left to `step`, which reports it).
+    unit: usize,
+    size_bytes: u32,
 }
 
 /// Which places can only ever reach lines of the running CPU: fields of a
@@ -346,6 +381,8 @@ impl<'c> Simulation<'c> {
                 let rng = cpu_stream(config.seed, t.cpu);
                 let mut cpu = Cpu {
                     spec: t.clone(),
+                    core: config.topology.core_of(t.cpu),
+                    thread: config.topology.thread_of(t.cpu) as u8,
                     now: Cycle::ZERO,
                     stack: Vec::with_capacity(64),
                     locals: Vec::new(),
@@ -400,6 +437,86 @@ impl<'c> Simulation<'c> {
             run_local_ops: true,
             arbitration: arbitration_stream(config.seed),
             arbitration_zone: (0, 0),
+            private_slot: Vec::new(),
+            private_slots: 0,
+            private_targets: Vec::new(),
+            private_hits: Vec::new(),
+            sum_private_hits: false,
+            time_limit: match config.stop {
+                StopRule::Cycles(c) => c,
+                StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
+            },
+        }
+    }
+
+    /// Gives each private place with one fixed address per CPU a slot, and
+    /// resolves its address for every CPU once (per-CPU addresses never
+    /// move), so that the run-ahead loop needs no operand or lookup.
+    fn resolve_private_targets(&mut self) {
+        let places = &self.program.places;
+        let mut slots = 0u32;
+        self.private_slot = (0..places.len())
+            .map(|p| {
+                let place = &places[p];
+                if self.private_place[p]
+                    && !place.has_index
+                    && place.count > 0
+                    && place.bits.is_none()
+                {
+                    slots += 1;
+                    slots - 1
+                } else {
+                    NOT_PRIVATE
+                }
+            })
+            .collect();
+        self.private_slots = slots as usize;
+        let mut targets = Vec::with_capacity(self.cpus.len() * slots as usize);
+        let mut sums = Vec::with_capacity(targets.capacity());
+        for cpu in &self.cpus {
+            for (p, &slot) in self.private_slot.iter().enumerate() {
+                if slot == NOT_PRIVATE {
+                    continue;
+                }
+                let place = &places[p];
+                let inst = &self.memory.instances[place.instance as usize];
+                // Private places are fields of per-CPU instances.
+                let target = match inst.element_addresses.get(cpu.spec.cpu as usize) {
+                    Some(&base) => {
+                        let address = base + place.offset_bytes as u64;
+                        PrivateTarget {
+                            address,
+                            unit: self.memory.unit_of(address),
+                            size_bytes: place.size_bytes,
+                        }
+                    }
+                    None => PrivateTarget {
+                        address: 0,
+                        unit: usize::MAX,
+                        size_bytes: 0,
+                    },
+                };
+                targets.push(target);
+                sums.push(PrivateHits {
+                    field_id: place.field_id,
+                    address: target.address,
+                    ..PrivateHits::default()
+                });
+            }
+        }
+        self.private_targets = targets;
+        self.private_hits = sums;
+    }
+
+    /// Hands CPU `i`'s summed private hits to the probe.
+    fn report_private_hits(&mut self, i: usize, probe: &mut dyn Probe) {
+        let slots = self.private_slots;
+        let cpu_id = self.cpus[i].spec.cpu;
+        for hits in &mut self.private_hits[i * slots..(i + 1) * slots] {
+            if hits.loads + hits.stores > 0 {
+                probe.on_private_hits(cpu_id, hits);
+                (hits.loads, hits.stores, hits.stall_cycles) = (0, 0, 0);
+            }
         }
     }
 
@@ -412,6 +529,16 @@ impl<'c> Simulation<'c> {
     }
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+        let result = self.run_events(probe);
+        if self.sum_private_hits {
+            for i in 0..self.cpus.len() {
+                self.report_private_hits(i, probe);
+            }
+        }
+        result
+    }
+
+    fn run_events(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
         for i in 0..self.cpus.len() {
             self.schedule(Cycle::ZERO, EventKind::Resume, i);
         }
@@ -616,19 +743,23 @@ impl<'c> Simulation<'c> {
             if cpu.finished || cpu.wait != Wait::None {
                 return Ok(());
             }
-            let now = cpu.now.0;
             if let Some(stop) = self.stop_cycle {
-                if now >= stop {
+                if cpu.now.0 >= stop {
                     self.finish(i);
                     return Ok(());
                 }
-            } else if now > self.config.max_cycles {
+            } else if cpu.now.0 > self.config.max_cycles {
                 return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
             }
             if self.run_local_ops {
-                let code = self.cpus[i].frame.code as usize;
-                run_local_ops(&mut self.cpus[i], self.code_ops[code]);
+                self.run_ahead(i)?;
+                if self.cpus[i].now.0 >= self.time_limit {
+                    // The run's end (or its cycle budget): see above.
+                    continue;
+                }
             }
+            // The run-ahead loop may have moved the clock.
+            let now = self.cpus[i].now.0;
             // Only accesses that another CPU could also reach must wait for
             // their turn; everything else runs ahead.
             let op = self.current_op(i);
@@ -671,18 +802,7 @@ impl<'c> Simulation<'c> {
 
     #[inline]
     fn read_value(&self, address: u64, size: u32) -> i64 {
-        let start = address as usize;
-        // The common widths as fixed-size copies (no call to memcpy).
-        match size {
-            8.. => i64::from_le_bytes(self.bytes[start..start + 8].try_into().unwrap()),
-            4 => i32::from_le_bytes(self.bytes[start..start + 4].try_into().unwrap()) as i64,
-            _ => {
-                let n = size as usize;
-                let mut raw = [0u8; 8];
-                raw[..n].copy_from_slice(&self.bytes[start..start + n]);
-                sign_extend(i64::from_le_bytes(raw), size)
-            }
-        }
+        read_value(&self.bytes, address, size)
     }
 
     /// Writes a whole field, or only a bitfield's bits of its unit (read,
@@ -701,15 +821,192 @@ impl<'c> Simulation<'c> {
 
     #[inline]
     fn write_value(&mut self, address: u64, size: u32, value: i64) {
-        let start = address as usize;
-        match size {
-            8.. => self.bytes[start..start + 8].copy_from_slice(&value.to_le_bytes()),
-            4 => self.bytes[start..start + 4].copy_from_slice(&(value as i32).to_le_bytes()),
-            _ => {
-                let n = size as usize;
-                self.bytes[start..start + n].copy_from_slice(&value.to_le_bytes()[..n]);
+        write_value(&mut self.bytes, address, size, value)
+    }
+
+    /// Runs CPU `i` ahead of the event queue as far as it can without
+    /// `step`: the operations that touch only its registers, loop
+    /// back-edges, and (when `sum_private_hits`) plain hits on its private
+    /// places, summed for the probe instead of reported one by one. Stops
+    /// at the first operation that needs anything else, leaving it for
+    /// `step`, and wherever `step` would fail, so that `step` reports it;
+    /// and at `time_limit`, where `run_cpu` looks at the run's end.
+    ///
+    /// `run_cpu` calls it before every operation it steps, so nothing is
+    /// computed ahead that only the accesses need.
+    #[inline]
+    fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
+        let Simulation {
+            cpus,
+            coherence,
+            bytes,
+            code_ops,
+            private_slot,
+            private_slots,
+            private_targets,
+            private_hits,
+            memory_ops,
+            time_limit,
+            sum_private_hits,
+            store_buffer_entries,
+            topology,
+            ..
+        } = self;
+        let cpu = &mut cpus[i];
+        let ops = code_ops[cpu.frame.code as usize];
+        let mut accesses = 0;
+        let result = loop {
+            let Some(&op) = ops.get(cpu.frame.pc as usize) else {
+                break Ok(());
+            };
+            let stack = &mut cpu.stack;
+            match op {
+                Op::Push(v) => {
+                    if stack.len() >= MAX_STACK {
+                        break Ok(());
+                    }
+                    stack.push(v);
+                }
+                Op::Local(slot) => {
+                    let Some(&v) = cpu
+                        .locals
+                        .get(cpu.frame.locals_base as usize + slot as usize)
+                    else {
+                        break Ok(());
+                    };
+                    if stack.len() >= MAX_STACK {
+                        break Ok(());
+                    }
+                    stack.push(v);
+                }
+                Op::SetLocal(slot) => {
+                    let index = cpu.frame.locals_base as usize + slot as usize;
+                    if index >= cpu.locals.len() {
+                        break Ok(());
+                    }
+                    let Some(v) = stack.pop() else { break Ok(()) };
+                    cpu.locals[index] = v;
+                }
+                Op::Pop => {
+                    if stack.pop().is_none() {
+                        break Ok(());
+                    }
+                }
+                Op::Binary(op) => {
+                    let n = stack.len();
+                    if n < 2 {
+                        break Ok(());
+                    }
+                    let Some(r) = binary_value(op, stack[n - 2], stack[n - 1]) else {
+                        break Ok(());
+                    };
+                    stack[n - 2] = r;
+                    stack.truncate(n - 1);
+                }
+                Op::Jump(target) => {
+                    cpu.frame.pc = target;
+                    continue;
+                }
+                Op::JumpIfZero(target) | Op::JumpIfNonZero(target) => {
+                    let Some(v) = stack.pop() else { break Ok(()) };
+                    if (v == 0) == matches!(op, Op::JumpIfZero(_)) {
+                        cpu.frame.pc = target;
+                        continue;
+                    }
+                }
+                Op::LoopBack(target) => {
+                    cpu.now += 1;
+                    cpu.frame.pc = target;
+                    if cpu.now.0 >= *time_limit {
+                        break Ok(());
+                    }
+                    continue;
+                }
+                Op::Load(place) if *sum_private_hits => {
+                    let slot = private_slot[place as usize];
+                    if slot == NOT_PRIVATE
+                        || !cpu.store_buffer.is_empty()
+                        || stack.len() >= MAX_STACK
+                    {
+                        break Ok(());
+                    }
+                    // This CPU's slots start at `i * private_slots`.
+                    let slot = i * *private_slots + slot as usize;
+                    let target = private_targets[slot];
+                    if target.unit == usize::MAX {
+                        break Ok(());
+                    }
+                    let l1 = topology.spec.latency.l1_hit_cycles;
+                    let now = cpu.now;
+                    let Some(done) =
+                        coherence.plain_hit(now, cpu.core, cpu.thread, target.unit, Need::Read, l1)
+                    else {
+                        break Ok(());
+                    };
+                    if coherence.check_invariants {
+                        if let Err(e) = coherence.check_unit(target.unit, done) {
+                            break Err(e);
+                        }
+                    }
+                    stack.push(read_value(bytes, target.address, target.size_bytes));
+                    let hits = &mut private_hits[slot];
+                    hits.loads += 1;
+                    // Cycles beyond an L1 hit that the CPU waited for the line.
+                    hits.stall_cycles += (done - now).saturating_sub(l1);
+                    accesses += 1;
+                    cpu.now = done;
+                    cpu.frame.pc += 1;
+                    if done.0 >= *time_limit {
+                        break Ok(());
+                    }
+                    continue;
+                }
+                Op::Store(place) if *sum_private_hits => {
+                    let slot = private_slot[place as usize];
+                    // An empty store buffer writes straight into an owned line.
+                    if slot == NOT_PRIVATE || !cpu.store_buffer.is_empty() || stack.is_empty() {
+                        break Ok(());
+                    }
+                    let slot = i * *private_slots + slot as usize;
+                    let target = private_targets[slot];
+                    // Without store buffer entries every store waits (as
+                    // `store` does).
+                    if target.unit == usize::MAX || *store_buffer_entries == 0 {
+                        break Ok(());
+                    }
+                    let l1 = topology.spec.latency.l1_hit_cycles;
+                    let Some(done) = coherence.plain_hit(
+                        cpu.now,
+                        cpu.core,
+                        cpu.thread,
+                        target.unit,
+                        Need::Write,
+                        l1,
+                    ) else {
+                        break Ok(());
+                    };
+                    if coherence.check_invariants {
+                        if let Err(e) = coherence.check_unit(target.unit, done) {
+                            break Err(e);
+                        }
+                    }
+                    let value = stack.pop().unwrap_or_default();
+                    write_value(bytes, target.address, target.size_bytes, value);
+                    private_hits[slot].stores += 1;
+                    accesses += 1;
+                    cpu.now = done;
+                    cpu.frame.pc += 1;
+                    if done.0 >= *time_limit {
+                        break Ok(());
+                    }
+                    continue;
+                }
+                _ => break Ok(()),
             }
-        }
+            cpu.frame.pc += 1;
+        };
+        *memory_ops += accesses;
+        result
     }
 
     /// Resolves a place to its address from the run-time indices on the
@@ -1282,6 +1579,10 @@ impl<'c> Simulation<'c> {
     }
 
     fn end_iteration(&mut self, i: usize, probe: &mut dyn Probe) {
+        if self.sum_private_hits {
+            // Before `on_iteration`, which may start the measured window.
+            self.report_private_hits(i, probe);
+        }
         let warmup = self.config.warmup_iterations;
         let cpu = &mut self.cpus[i];
         let measured = cpu.iteration >= warmup;
@@ -1580,13 +1881,24 @@ fn decode_pointer(pointer: i64, total_bytes: u64) -> Option<Target> {
 /// The value of `a op b`, or why there is none.
 #[inline]
 fn eval_binary(op: BinaryOp, a: i64, b: i64) -> Result<i64, String> {
-    Ok(match op {
+    binary_value(op, a, b).ok_or_else(|| match op {
+        BinaryOp::Shl | BinaryOp::Shr => format!("shift by {b} is out of range 0..=63"),
+        _ => "division by zero".into(),
+    })
+}
+
+/// The value of `a op b`; `None` for a division by zero or a shift out of
+/// range (`eval_binary` says which). Small enough to inline into the
+/// run-ahead loop, which leaves the failing cases to `step`.
+#[inline(always)]
+fn binary_value(op: BinaryOp, a: i64, b: i64) -> Option<i64> {
+    Some(match op {
         BinaryOp::Add => a.wrapping_add(b),
         BinaryOp::Sub => a.wrapping_sub(b),
         BinaryOp::Mul => a.wrapping_mul(b),
         BinaryOp::Div | BinaryOp::Rem => {
             if b == 0 {
-                return Err("division by zero".into());
+                return None;
             }
             if op == BinaryOp::Div {
                 a.wrapping_div(b)
@@ -1599,7 +1911,7 @@ fn eval_binary(op: BinaryOp, a: i64, b: i64) -> Result<i64, String> {
         BinaryOp::BitXor => a ^ b,
         BinaryOp::Shl | BinaryOp::Shr => {
             if !(0..64).contains(&b) {
-                return Err(format!("shift by {b} is out of range 0..=63"));
+                return None;
             }
             if op == BinaryOp::Shl {
                 a.wrapping_shl(b as u32)
@@ -1618,66 +1930,34 @@ fn eval_binary(op: BinaryOp, a: i64, b: i64) -> Result<i64, String> {
     })
 }
 
-/// Runs the CPU's operations that touch nothing but its own registers
-/// (stack, locals, program counter) and take no time, in a tight loop, up
-/// to the first one that does anything else; that one is left for `step`.
-/// Any operation that could fail is left for `step` too, which reports it.
+/// The value of the field of `size` bytes at `address`.
 #[inline]
-fn run_local_ops(cpu: &mut Cpu, ops: &[Op]) {
-    loop {
-        let Some(&op) = ops.get(cpu.frame.pc as usize) else {
-            return;
-        };
-        let stack = &mut cpu.stack;
-        match op {
-            Op::Push(v) => stack.push(v),
-            Op::Local(slot) => {
-                let Some(&v) = cpu
-                    .locals
-                    .get(cpu.frame.locals_base as usize + slot as usize)
-                else {
-                    return;
-                };
-                stack.push(v);
-            }
-            Op::SetLocal(slot) => {
-                let index = cpu.frame.locals_base as usize + slot as usize;
-                if index >= cpu.locals.len() {
-                    return;
-                }
-                let Some(v) = stack.pop() else { return };
-                cpu.locals[index] = v;
-            }
-            Op::Pop => {
-                if stack.pop().is_none() {
-                    return;
-                }
-            }
-            Op::Binary(op) => {
-                let n = stack.len();
-                if n < 2 {
-                    return;
-                }
-                let Ok(r) = eval_binary(op, stack[n - 2], stack[n - 1]) else {
-                    return;
-                };
-                stack.truncate(n - 2);
-                stack.push(r);
-            }
-            Op::Jump(target) => {
-                cpu.frame.pc = target;
-                continue;
-            }
-            Op::JumpIfZero(target) | Op::JumpIfNonZero(target) => {
-                let Some(v) = stack.pop() else { return };
-                if (v == 0) == matches!(op, Op::JumpIfZero(_)) {
-                    cpu.frame.pc = target;
-                    continue;
-                }
-            }
-            _ => return,
+fn read_value(bytes: &[u8], address: u64, size: u32) -> i64 {
+    let start = address as usize;
+    // The common widths as fixed-size copies (no call to memcpy).
+    match size {
+        8.. => i64::from_le_bytes(bytes[start..start + 8].try_into().unwrap()),
+        4 => i32::from_le_bytes(bytes[start..start + 4].try_into().unwrap()) as i64,
+        _ => {
+            let n = size as usize;
+            let mut raw = [0u8; 8];
+            raw[..n].copy_from_slice(&bytes[start..start + n]);
+            sign_extend(i64::from_le_bytes(raw), size)
         }
-        cpu.frame.pc += 1;
+    }
+}
+
+/// Writes `value` into the field of `size` bytes at `address` (its low bytes).
+#[inline]
+fn write_value(bytes: &mut [u8], address: u64, size: u32, value: i64) {
+    let start = address as usize;
+    match size {
+        8.. => bytes[start..start + 8].copy_from_slice(&value.to_le_bytes()),
+        4 => bytes[start..start + 4].copy_from_slice(&(value as i32).to_le_bytes()),
+        _ => {
+            let n = size as usize;
+            bytes[start..start + n].copy_from_slice(&value.to_le_bytes()[..n]);
+        }
     }
 }
 

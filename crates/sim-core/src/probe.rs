@@ -54,8 +54,35 @@ pub struct AccessEvent<'a> {
     pub stall_cycles: u64,
 }
 
+/// Plain hits on one of a CPU's private lines (a field of its own per-CPU
+/// instance that no other CPU can reach), summed since the last report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PrivateHits {
+    /// Dense id of the (instance, field) accessed.
+    pub field_id: u32,
+    /// The field's address for this CPU.
+    pub address: u64,
+    pub loads: u64,
+    pub stores: u64,
+    /// Cycles beyond an L1 hit the loads waited (for a line still arriving).
+    pub stall_cycles: u64,
+}
+
 pub trait Probe {
     fn on_access(&mut self, _event: &AccessEvent<'_>) {}
+    /// Whether the probe must see every access as its own `on_access`. One
+    /// that answers false receives the plain hits on each CPU's private
+    /// lines summed, through `on_private_hits`, instead: before that CPU's
+    /// next `on_iteration` and at the end of the run. That spares the engine
+    /// a report per hit; a probe whose result depends on the order or the
+    /// detail of single accesses (a trace) keeps the default.
+    fn needs_every_access(&self) -> bool {
+        true
+    }
+    /// Summed plain hits of CPU `cpu` on one private place (see
+    /// `needs_every_access`); each counts as a hit, and stores and loads
+    /// each as one access, of that field and line.
+    fn on_private_hits(&mut self, _cpu: u32, _hits: &PrivateHits) {}
     /// A plain store entered the store buffer.
     fn on_store_posted(
         &mut self,
@@ -100,6 +127,14 @@ impl Probe for Probes<'_> {
     fn on_access(&mut self, event: &AccessEvent<'_>) {
         for p in &mut self.0 {
             p.on_access(event);
+        }
+    }
+    fn needs_every_access(&self) -> bool {
+        self.0.iter().any(|p| p.needs_every_access())
+    }
+    fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
+        for p in &mut self.0 {
+            p.on_private_hits(cpu, hits);
         }
     }
     fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, field_id: u32, value: i64) {

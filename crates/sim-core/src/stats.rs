@@ -2,7 +2,7 @@
 //! traffic, in the spirit of `perf c2c`, and the distribution of cycles per
 //! iteration.
 
-use crate::probe::{AccessEvent, AccessKind, Probe};
+use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::time::Cycle;
 
 /// Counters for one field or one line.
@@ -245,6 +245,32 @@ impl Probe for Stats {
         let unit = (event.address >> self.unit_shift) as usize;
         if let Some(u) = self.per_unit.get_mut(unit) {
             u.add(event);
+        }
+    }
+
+    /// The statistics are sums, so summed hits give the same counts.
+    fn needs_every_access(&self) -> bool {
+        false
+    }
+
+    fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
+        if !self.measuring(cpu) {
+            return;
+        }
+        let add = |t: &mut Traffic| {
+            t.loads += hits.loads;
+            t.stores += hits.stores;
+            t.hits += hits.loads + hits.stores;
+            t.stall_cycles += hits.stall_cycles;
+        };
+        if let Some(f) = self.per_field.get_mut(hits.field_id as usize) {
+            add(f);
+        }
+        if let Some(u) = self
+            .per_unit
+            .get_mut((hits.address >> self.unit_shift) as usize)
+        {
+            add(u);
         }
     }
 
