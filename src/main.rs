@@ -227,6 +227,11 @@ enum Command {
         /// Stop, without a verdict, after this many distinct states.
         #[arg(long, default_value_t = sim_core::checker::DEFAULT_MAX_STATES, value_name = "N")]
         max_states: u64,
+        /// Also let each cache issue adjacent-line prefetch reads, on any
+        /// line, at any time (the state space grows about a hundredfold:
+        /// try `--caches 2` first).
+        #[arg(long)]
+        prefetch: bool,
         /// On a violation, write a scenario that replays its path to this file.
         #[arg(long, value_name = "FILE")]
         write_scenario: Option<PathBuf>,
@@ -354,11 +359,13 @@ fn main() -> ExitCode {
             values,
             buffer,
             max_states,
+            prefetch,
             write_scenario,
         } => check_protocol(
             protocol.as_deref(),
             [caches, lines, values, buffer],
             max_states,
+            prefetch,
             write_scenario.as_deref(),
         ),
     }
@@ -970,10 +977,10 @@ fn layout(
         "layout of `{}` variant `{}` on {} ({}-byte lines",
         loaded.base.doc.name, chosen.name, config.topology.spec.name, memory.line_size_bytes
     );
-    if memory.unit_bytes != memory.line_size_bytes {
+    if config.topology.spec.adjacent_line_prefetch {
         print!(
-            ", coherence in {}-byte pairs: adjacent-line prefetch",
-            memory.unit_bytes
+            ", adjacent-line prefetch: a miss also reads the other line of its {}-byte pair",
+            2 * memory.line_size_bytes
         );
     }
     match &result {
@@ -1021,6 +1028,7 @@ fn check_protocol(
     protocol: Option<&str>,
     [caches, lines, values, buffer]: [u32; 4],
     max_states: u64,
+    prefetch: bool,
     write_scenario: Option<&Path>,
 ) -> ExitCode {
     use sim_core::checker::{check, CheckConfig};
@@ -1038,6 +1046,7 @@ fn check_protocol(
             values,
             buffer_depth: buffer,
             max_states,
+            prefetch,
             ..CheckConfig::new(protocol)
         };
         let start = std::time::Instant::now();
@@ -1050,9 +1059,10 @@ fn check_protocol(
         };
         let seconds = start.elapsed().as_secs_f64();
         println!(
-            "{}: {caches} caches x {lines} lines x {values} values, store buffers of {buffer}: \
+            "{}: {caches} caches x {lines} lines x {values} values, store buffers of {buffer}{}: \
              {} states, {} transitions, depth {}, {} quiescent states, {seconds:.2} s",
             protocol.name().to_uppercase(),
+            if prefetch { ", prefetch reads" } else { "" },
             report.states,
             report.transitions,
             report.depth,

@@ -348,11 +348,18 @@ fn adjacent_pair(root: &Path, out: &mut Files) -> Result<(), String> {
         .variant_results()
         .zip(&run.file.records)
         .map(|(v, r)| {
+            let quiet = r
+                .fields
+                .iter()
+                .find(|f| f.field == "counters.quiet")
+                .map(|f| &f.traffic);
             vec![
                 format!("`{}`", r.variant),
                 v.description.clone().unwrap_or_else(|| "the base".into()),
                 num(r.cycles_per_iteration_mean),
-                num(r.hitm_per_iteration),
+                quiet.map_or_else(String::new, |t| t.misses.to_string()),
+                quiet.map_or_else(String::new, |t| t.stall_cycles.to_string()),
+                quiet.map_or_else(String::new, |t| t.prefetches.to_string()),
                 num(r.cross_socket_misses_per_iteration),
             ]
         })
@@ -363,9 +370,11 @@ fn adjacent_pair(root: &Path, out: &mut Files) -> Result<(), String> {
             &[
                 "variant",
                 "what it changes",
-                "cycles per increment",
-                "HITM per increment",
-                "cross-socket misses per increment",
+                "cycles per iteration",
+                "misses on `quiet`",
+                "stall cycles on `quiet`",
+                "prefetches by `quiet`'s misses",
+                "cross-socket misses per iteration",
             ],
             &rows,
         ),

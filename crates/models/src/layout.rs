@@ -646,7 +646,9 @@ pub fn build_memory(
         .iter()
         .map(flatten)
         .collect::<Result<Vec<_>, _>>()?;
-    let unit = topology.coherence_unit_bytes() as u64;
+    // Allocations start on a fresh granule (a line, or a line pair with the
+    // adjacent-line prefetcher); the protocol tracks lines.
+    let granule = topology.allocation_granule_bytes() as u64;
     let line = topology.line_size_bytes() as u64;
     let mut placed: Vec<InstanceDef> = Vec::new();
     let mut next: u64 = 0;
@@ -676,7 +678,7 @@ pub fn build_memory(
         Ok(())
     };
 
-    // Globals and per-node objects: each allocation starts a fresh unit.
+    // Globals and per-node objects: each allocation starts a fresh granule.
     for inst in instances {
         let s = struct_index(inst)?;
         let def = &defs[s];
@@ -702,7 +704,7 @@ pub fn build_memory(
                         message: format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", inst.count),
                     });
                 }
-                let base = round_up(next, unit.max(def.align_bytes as u64));
+                let base = round_up(next, granule.max(def.align_bytes as u64));
                 let addresses: Vec<u64> = (0..inst.count as u64)
                     .map(|e| base + e * def.size_bytes as u64)
                     .collect();
@@ -721,7 +723,7 @@ pub fn build_memory(
                 let mut addresses = Vec::new();
                 let mut homes = Vec::new();
                 for node in 0..topology.node_count() {
-                    let base = round_up(next, unit.max(def.align_bytes as u64));
+                    let base = round_up(next, granule.max(def.align_bytes as u64));
                     next = base + def.size_bytes as u64;
                     check_size(&inst.name, next)?;
                     homes_by_range.push((base, next, node));
@@ -747,7 +749,7 @@ pub fn build_memory(
     }
 
     // Per-CPU areas: one per CPU, in CPU order, each starting on a fresh
-    // unit; shared-aligned instances first, each on whole lines, then the
+    // granule; shared-aligned instances first, each on whole lines, then the
     // others packed in declaration order.
     let per_cpu: Vec<usize> = instances
         .iter()
@@ -771,8 +773,8 @@ pub fn build_memory(
             offsets[n] = area;
             area += def.size_bytes as u64;
         }
-        let area_bytes = round_up(area.max(1), unit);
-        let first = round_up(next, unit);
+        let area_bytes = round_up(area.max(1), granule);
+        let first = round_up(next, granule);
         for cpu in 0..topology.cpu_count() as u64 {
             let base = first + cpu * area_bytes;
             let node = topology.node_of(cpu as u32);
@@ -786,13 +788,13 @@ pub fn build_memory(
         check_size("per-cpu areas", next)?;
     }
 
-    let total = round_up(next.max(unit), unit);
-    let mut unit_homes = vec![0u32; (total / unit) as usize];
+    let total = round_up(next.max(granule), granule);
+    let mut unit_homes = vec![0u32; (total / line) as usize];
     for &(start, end, node) in &homes_by_range {
         if end > start {
-            // A unit shared by two allocations keeps the first one's home.
-            for u in (start / unit)..=((end - 1) / unit) {
-                if u * unit >= start {
+            // A line shared by two allocations keeps the first one's home.
+            for u in (start / line)..=((end - 1) / line) {
+                if u * line >= start {
                     unit_homes[u as usize] = node;
                 }
             }
@@ -802,7 +804,7 @@ pub fn build_memory(
         structs: defs,
         instances: placed,
         total_bytes: total,
-        unit_bytes: unit as u32,
+        unit_bytes: line as u32,
         line_size_bytes: line as u32,
         unit_homes,
     })

@@ -78,11 +78,17 @@ fn random_script(gen: &mut Gen) -> String {
     body
 }
 
+/// Ice Lake has the adjacent-line prefetcher on (its default); one small
+/// machine has it on too, so a private line's miss prefetches its buddy.
 fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
-    match gen.below(4) {
+    match gen.below(5) {
         0 => icelake(),
         1 => small_machine(Protocol::Moesi, Lookup::Home),
         2 => small_machine(Protocol::Mesi, Lookup::Home),
+        3 => sim_core::topology::MachineSpec {
+            adjacent_line_prefetch: true,
+            ..small_machine(Protocol::Mesi, Lookup::Home)
+        },
         _ => small_machine(Protocol::Mesif, Lookup::Local),
     }
 }

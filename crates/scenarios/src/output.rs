@@ -141,6 +141,13 @@ pub struct TrafficRecord {
     pub invalidations: u64,
     pub cross_socket_misses: u64,
     pub stall_cycles: u64,
+    /// Adjacent-line prefetches (buddy-line reads no CPU waited for): a
+    /// field's are those its misses issued, a line's those that read it.
+    #[serde(default)]
+    pub prefetches: u64,
+    /// Those of them served from a Modified or Owned copy in another core.
+    #[serde(default)]
+    pub prefetch_hitm: u64,
 }
 
 impl From<&Traffic> for TrafficRecord {
@@ -156,6 +163,8 @@ impl From<&Traffic> for TrafficRecord {
             invalidations: t.invalidations,
             cross_socket_misses: t.cross_socket,
             stall_cycles: t.stall_cycles,
+            prefetches: t.prefetches,
+            prefetch_hitm: t.prefetch_hitm,
         }
     }
 }
@@ -532,9 +541,11 @@ pub const FIELDS_COLUMNS: &[&str] = &[
     "invalidations",
     "cross_socket_misses",
     "stall_cycles",
+    "prefetches",
+    "prefetch_hitm",
 ];
 
-fn traffic_cells(t: &TrafficRecord) -> [String; 10] {
+fn traffic_cells(t: &TrafficRecord) -> [String; 12] {
     [
         t.loads.to_string(),
         t.stores.to_string(),
@@ -546,6 +557,8 @@ fn traffic_cells(t: &TrafficRecord) -> [String; 10] {
         t.invalidations.to_string(),
         t.cross_socket_misses.to_string(),
         t.stall_cycles.to_string(),
+        t.prefetches.to_string(),
+        t.prefetch_hitm.to_string(),
     ]
 }
 

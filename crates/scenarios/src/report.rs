@@ -103,6 +103,13 @@ const METRICS: &[Metric] = &[
     },
 ];
 
+/// Adjacent-line prefetches: a row of the comparison table only when some
+/// variant's machine prefetched.
+const PREFETCH_METRIC: Metric = Metric {
+    name: "prefetches_per_iteration",
+    value: |r| r.per_iteration(r.total.prefetches),
+};
+
 /// How many variants share one block of the comparison table.
 const VARIANTS_PER_BLOCK: usize = 3;
 
@@ -130,7 +137,8 @@ pub fn comparison_table(results: &[VariantResult]) -> String {
         }
         let _ = writeln!(out, "{header}  metric");
         let _ = writeln!(out, "{rule}  {:-<34}", "");
-        for m in METRICS {
+        let prefetched = results.iter().any(|r| r.total.prefetches > 0);
+        for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
             let base_value = (m.value)(base);
             let mut row = format!("{:>16}", si(base_value));
             for v in block.iter() {

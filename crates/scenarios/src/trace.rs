@@ -103,6 +103,7 @@ impl Probe for TraceProbe<'_> {
             (AccessKind::Atomic(_), Some(new)) => format!("{} -> {}", e.value, new),
             (AccessKind::Atomic(_), None) => format!("{} (unchanged)", e.value),
             (AccessKind::Load | AccessKind::LoadForwarded, _) => format!("reads {}", e.value),
+            (AccessKind::Prefetch, _) => "the buddy line of its miss, not waited for".to_string(),
             _ => format!("writes {}", e.value),
         };
         let Some(r) = e.report else {

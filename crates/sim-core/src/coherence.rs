@@ -152,7 +152,7 @@ impl CoreSet {
     }
 }
 
-/// One coherence unit (a line, or a line pair with the adjacent-line prefetcher).
+/// One coherence unit: a cache line.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Unit {
     home_node: u32,
@@ -184,6 +184,11 @@ pub struct Waiter {
     /// The engine's own tag (which access this is).
     pub tag: u32,
 }
+
+/// Set in a waiter's tag when the request is an adjacent-line prefetch
+/// ([`Coherence::prefetch`]): a read nobody waits for. The engine's tags
+/// (and the checker's) leave this bit clear for every other request.
+pub const PREFETCH_TAG: u32 = 1 << 31;
 
 /// What became of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -531,6 +536,57 @@ impl Coherence {
         Ok(Requested::Done(report))
     }
 
+    /// The adjacent-line prefetcher's read of `unit` for `cpu`'s core (the
+    /// buddy of a line it missed on), tagged `tag | PREFETCH_TAG`: `None`
+    /// when it is dropped, because the core already holds the line in any
+    /// valid state or already has a request of its own waiting for it;
+    /// otherwise a plain read, at once if the line is free or in the line's
+    /// queue, ordered at the home like any other request. Nobody waits for
+    /// it: the engine lets the CPU go on.
+    pub fn prefetch(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        tag: u32,
+    ) -> Result<Option<Requested>, SimError> {
+        let core = topology.core_of(cpu);
+        let u = &self.units[unit];
+        let held = u.holders.iter().any(|h| h.core == core);
+        if held || u.waiting.iter().any(|w| w.core == core) {
+            return Ok(None);
+        }
+        let requested =
+            self.request_after_miss(topology, now, cpu, unit, Need::Read, 0, tag | PREFETCH_TAG)?;
+        #[cfg(test)]
+        if let Requested::Done(report) = &requested {
+            self.plant_prefetch_bug(unit, report);
+            if self.check_invariants {
+                self.check_unit(unit, report.started)?;
+            }
+        }
+        Ok(Some(requested))
+    }
+
+    /// The planted `PrefetchKeepsOwnerModified`: the owner a prefetch read
+    /// downgraded stays Modified beside the new Shared copy.
+    #[cfg(test)]
+    fn plant_prefetch_bug(&mut self, unit: usize, report: &AccessReport) {
+        if !planted!(PrefetchKeepsOwnerModified) {
+            return;
+        }
+        let u = &mut self.units[unit];
+        for change in &report.others {
+            if change.before == LineState::Modified {
+                if let Ok(i) = u.holders.binary_search_by_key(&change.core, |h| h.core) {
+                    u.holders[i].state = LineState::Modified;
+                    u.dir_owner = Some(change.core);
+                }
+            }
+        }
+    }
+
     /// The line is due to be free at `now`: serves one waiting request,
     /// chosen by `pick(number_waiting)`. Returns `None` when the line is
     /// still busy (retry at [`Coherence::busy_until`]) or nobody waits.
@@ -591,6 +647,10 @@ impl Coherence {
                 waiter.hold_cycles,
             ),
         };
+        #[cfg(test)]
+        if waiter.tag & PREFETCH_TAG != 0 {
+            self.plant_prefetch_bug(unit, &report);
+        }
         if self.check_invariants {
             self.check_unit(unit, report.started)?;
         }
@@ -1213,10 +1273,13 @@ pub(crate) mod planted {
         HoldersNeverServed,
         /// The home takes a waiting read off the queue and never answers it.
         ServeDropsRead,
+        /// An adjacent-line prefetch read of a Modified line grants the
+        /// prefetcher a Shared copy but leaves the owner Modified.
+        PrefetchKeepsOwnerModified,
     }
 
     impl Bug {
-        pub(crate) const ALL: [Bug; 13] = [
+        pub(crate) const ALL: [Bug; 14] = [
             Bug::WriteSparesOneSharer,
             Bug::UpgradeKeepsSharers,
             Bug::MoesiModifiedToShared,
@@ -1230,6 +1293,7 @@ pub(crate) mod planted {
             Bug::HitBypassesQueue,
             Bug::HoldersNeverServed,
             Bug::ServeDropsRead,
+            Bug::PrefetchKeepsOwnerModified,
         ];
     }
 

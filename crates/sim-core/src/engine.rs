@@ -13,7 +13,7 @@
 //! store finding it full). Plain stores post to the buffer and drain in
 //! order, one line transaction at a time (x86-TSO); loads forward from it.
 
-use crate::coherence::{AccessReport, Coherence, Need, Requested};
+use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, PREFETCH_TAG};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
 use crate::memory::{BitRange, InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
@@ -278,6 +278,12 @@ struct Simulation<'c> {
     /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
     /// the run's end (the stop cycle, or one past the cycle budget).
     time_limit: u64,
+    /// The machine's adjacent-line prefetcher is on: a demand miss also
+    /// reads the line's buddy ([`Simulation::prefetch_buddy`]).
+    prefetch_buddies: bool,
+    /// Prefetches waiting at their line's home: (line, CPU index, the field
+    /// whose miss issued it, for attribution).
+    queued_prefetches: Vec<(usize, usize, u32)>,
 }
 
 /// `Simulation::private_slot` of a place the run-ahead loop leaves to `step`.
@@ -297,7 +303,10 @@ struct PrivateTarget {
 /// per-CPU instance that no script indexes by CPU, on lines that hold no
 /// other CPU's data. Accesses through them cannot interact with another
 /// CPU, so a CPU runs them ahead of the event queue.
-fn private_places(program: &Program, memory: &MemoryLayout) -> Vec<bool> {
+///
+/// With the adjacent-line prefetcher (`prefetch_buddies`), a miss on a line
+/// also reads its buddy, so a line is private only if its buddy is too.
+fn private_places(program: &Program, memory: &MemoryLayout, prefetch_buddies: bool) -> Vec<bool> {
     let instances = &memory.instances;
     let indexed: Vec<bool> = (0..instances.len())
         .map(|n| {
@@ -324,6 +333,12 @@ fn private_places(program: &Program, memory: &MemoryLayout) -> Vec<bool> {
             for u in units_of(n) {
                 shared_unit[u] = true;
             }
+        }
+    }
+    if prefetch_buddies {
+        let shared_line = shared_unit.clone();
+        for (u, shared) in shared_unit.iter_mut().enumerate() {
+            *shared |= shared_line.get(u ^ 1).copied().unwrap_or(false);
         }
     }
     let private_instance: Vec<bool> = (0..instances.len())
@@ -426,7 +441,11 @@ impl<'c> Simulation<'c> {
             },
             measure_start: 0,
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
-            private_place: private_places(&config.program, &config.memory),
+            private_place: private_places(
+                &config.program,
+                &config.memory,
+                config.topology.spec.adjacent_line_prefetch,
+            ),
             code_ops: config
                 .program
                 .scripts
@@ -435,6 +454,8 @@ impl<'c> Simulation<'c> {
                 .map(|c| c.ops.as_slice())
                 .collect(),
             run_local_ops: true,
+            prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
+            queued_prefetches: Vec::new(),
             arbitration: arbitration_stream(config.seed),
             arbitration_zone: (0, 0),
             private_slot: Vec::new(),
@@ -1148,6 +1169,7 @@ impl<'c> Simulation<'c> {
         };
         let cpu_id = self.cpus[i].spec.cpu;
         self.cpus[i].draining = true;
+        let misses = self.demand_misses(cpu_id, entry.unit, Need::Write);
         let requested = self.coherence.request(
             self.topology,
             at,
@@ -1171,7 +1193,93 @@ impl<'c> Simulation<'c> {
                 }
             }
         }
+        if misses {
+            self.prefetch_buddy(i, entry.unit, at, entry.field_id, probe)?;
+        }
         Ok(())
+    }
+
+    /// Whether an access by `cpu` to `unit` is a demand miss that the
+    /// adjacent-line prefetcher follows: the prefetcher is on and the core's
+    /// cache cannot answer it, a load on a line it holds no copy of, or a
+    /// write (RFO) on a line it does not hold writable: an RFO for a Shared
+    /// copy misses too, since the request for ownership leaves the core.
+    #[inline]
+    fn demand_misses(&self, cpu: u32, unit: usize, need: Need) -> bool {
+        if !self.prefetch_buddies {
+            return false;
+        }
+        let state = self.coherence.state(self.topology.core_of(cpu), unit);
+        match need {
+            Need::Read => state == LineState::Invalid,
+            Need::Write => !matches!(state, LineState::Modified | LineState::Exclusive),
+        }
+    }
+
+    /// The adjacent-line (L2 spatial) prefetcher: CPU `i`'s demand miss on
+    /// `unit` at `at` also reads the buddy line, `unit ^ 1`, the other half
+    /// of its 128-byte-aligned pair, for the same core. The CPU does not wait
+    /// for it. It is dropped when the core already holds the buddy or has a
+    /// request waiting for it; otherwise it is a read ordered at the buddy's
+    /// home like any other (it downgrades an owner, and queues behind and
+    /// ahead of others), reported to the probe as a prefetch attributed to
+    /// `field_id`, the field whose miss issued it.
+    fn prefetch_buddy(
+        &mut self,
+        i: usize,
+        unit: usize,
+        at: Cycle,
+        field_id: u32,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let buddy = unit ^ 1;
+        if buddy >= self.coherence.unit_count() {
+            return Ok(());
+        }
+        let cpu_id = self.cpus[i].spec.cpu;
+        match self
+            .coherence
+            .prefetch(self.topology, at, cpu_id, buddy, request_tag(i, false))?
+        {
+            None => {}
+            Some(Requested::Done(report)) => {
+                self.report_prefetch(i, field_id, &report, probe);
+                self.coherence.recycle(report);
+            }
+            Some(Requested::Queued {
+                free_at,
+                first_waiter,
+            }) => {
+                self.queued_prefetches.push((buddy, i, field_id));
+                if first_waiter {
+                    self.schedule(free_at, EventKind::LineFree, buddy);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn report_prefetch(
+        &mut self,
+        i: usize,
+        field_id: u32,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) {
+        let line_bytes = self.memory.unit_bytes;
+        probe.on_access(&AccessEvent {
+            cpu: self.cpus[i].spec.cpu,
+            issued: report.issued,
+            latency_cycles: report.latency_cycles(),
+            kind: AccessKind::Prefetch,
+            address: report.unit as u64 * line_bytes as u64,
+            size_bytes: line_bytes,
+            field_id,
+            value: 0,
+            new_value: None,
+            report: Some(report),
+            stall_cycles: 0,
+        });
     }
 
     fn finish_drain(&mut self, i: usize, report: &AccessReport, probe: &mut dyn Probe) {
@@ -1222,8 +1330,17 @@ impl<'c> Simulation<'c> {
             .serve_next(self.topology, at, unit, &mut pick)?;
         let mut resume = None;
         if let Some((waiter, report)) = served {
-            let i = (waiter.tag >> 1) as usize;
-            if waiter.tag & 1 == 1 {
+            let i = ((waiter.tag & !PREFETCH_TAG) >> 1) as usize;
+            if waiter.tag & PREFETCH_TAG != 0 {
+                let queued = self
+                    .queued_prefetches
+                    .iter()
+                    .position(|&(line, cpu, _)| line == unit && cpu == i);
+                if let Some(k) = queued {
+                    let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
+                    self.report_prefetch(i, field_id, &report, probe);
+                }
+            } else if waiter.tag & 1 == 1 {
                 self.finish_drain(i, &report, probe);
             } else if let Some(now) = self.finish_pending(i, &report, probe)? {
                 resume = Some((now, i));
@@ -1693,6 +1810,7 @@ impl<'c> Simulation<'c> {
             }
             return self.complete_access(i, &pending, &report, probe);
         }
+        let misses = self.demand_misses(cpu_id, unit, need);
         match self.coherence.request_after_miss(
             self.topology,
             now,
@@ -1705,7 +1823,7 @@ impl<'c> Simulation<'c> {
             Requested::Done(report) => {
                 let completed = self.complete_access(i, &pending, &report, probe);
                 self.coherence.recycle(report);
-                completed
+                completed?;
             }
             Requested::Queued {
                 free_at,
@@ -1716,9 +1834,12 @@ impl<'c> Simulation<'c> {
                 }
                 self.cpus[i].pending = Some(pending);
                 self.block_on(i, Wait::Line);
-                Ok(())
             }
         }
+        if misses {
+            self.prefetch_buddy(i, unit, now, pending.field_id, probe)?;
+        }
+        Ok(())
     }
 
     fn store(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {

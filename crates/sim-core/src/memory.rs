@@ -171,7 +171,8 @@ pub struct MemoryLayout {
     pub instances: Vec<InstanceDef>,
     /// Bytes of the address space (a multiple of the coherence unit).
     pub total_bytes: u64,
-    /// Size of the unit the protocol tracks (a line, or a line pair).
+    /// Size of the unit the protocol tracks: a cache line (the adjacent-line
+    /// prefetcher fetches a line's buddy as a line of its own).
     pub unit_bytes: u32,
     /// Cache line size, for reports.
     pub line_size_bytes: u32,
@@ -182,8 +183,8 @@ pub struct MemoryLayout {
 impl MemoryLayout {
     #[inline]
     pub fn unit_of(&self, address: u64) -> usize {
-        // The unit is a power of two (a line or a line pair): a shift, not
-        // a division, on the hot path.
+        // The unit is a power of two (a line): a shift, not a division, on
+        // the hot path.
         (address >> self.unit_bytes.trailing_zeros()) as usize
     }
     pub fn unit_count(&self) -> usize {

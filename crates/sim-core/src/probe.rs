@@ -16,6 +16,10 @@ pub enum AccessKind {
     /// A store leaving the store buffer for the cache.
     StoreDrain,
     Atomic(AtomicOp),
+    /// The adjacent-line prefetcher's read of the buddy line of a demand
+    /// miss; the CPU does not wait for it. `address` is the buddy line's
+    /// start, `field_id` the field whose miss issued it.
+    Prefetch,
 }
 
 impl AccessKind {
@@ -26,6 +30,7 @@ impl AccessKind {
             AccessKind::Store => "store",
             AccessKind::StoreDrain => "store drains",
             AccessKind::Atomic(op) => op.name(),
+            AccessKind::Prefetch => "prefetch (adjacent line)",
         }
     }
 }

@@ -22,6 +22,12 @@ pub struct Traffic {
     pub cross_socket: u64,
     /// Cycles CPUs waited for these accesses (not counting store drains).
     pub stall_cycles: u64,
+    /// Adjacent-line prefetches: buddy-line reads that a miss on this
+    /// field issued (per field), or that read this line (per line), apart
+    /// from the accesses above; the CPU waits for none of them.
+    pub prefetches: u64,
+    /// Those of them served from a Modified or Owned copy in another core.
+    pub prefetch_hitm: u64,
 }
 
 /// Sums traffic counts (over fields, instances or members).
@@ -36,6 +42,8 @@ impl std::ops::AddAssign<&Traffic> for Traffic {
         self.invalidations += t.invalidations;
         self.cross_socket += t.cross_socket;
         self.stall_cycles += t.stall_cycles;
+        self.prefetches += t.prefetches;
+        self.prefetch_hitm += t.prefetch_hitm;
     }
 }
 
@@ -45,6 +53,16 @@ impl Traffic {
     }
 
     fn add(&mut self, event: &AccessEvent<'_>) {
+        if event.kind == AccessKind::Prefetch {
+            // Prefetch traffic is counted apart: it is no access of the
+            // program's (a prefetch the core's own cache answers costs
+            // nothing and is not counted).
+            if let Some(r) = event.report.filter(|r| !r.is_hit()) {
+                self.prefetches += 1;
+                self.prefetch_hitm += r.hitm as u64;
+            }
+            return;
+        }
         match event.kind {
             AccessKind::Load | AccessKind::LoadForwarded => self.loads += 1,
             AccessKind::Store => self.stores += 1,
@@ -52,6 +70,7 @@ impl Traffic {
             // brings the line traffic.
             AccessKind::StoreDrain => {}
             AccessKind::Atomic(_) => self.atomics += 1,
+            AccessKind::Prefetch => {}
         }
         match event.report {
             None => self.hits += 1,

@@ -95,8 +95,11 @@ pub struct MachineSpec {
     pub line_size_bytes: u32,
     pub protocol: Protocol,
     pub lookup: Lookup,
-    /// Intel's adjacent-line (spatial) prefetcher: lines 2N and 2N+1 move
-    /// together, so they false-share as one 128-byte unit.
+    /// Intel's adjacent-line (L2 spatial) prefetcher: a core's demand miss
+    /// on line L also issues a prefetch read of its buddy line L ^ 1, the
+    /// other half of the 128-byte-aligned pair. Lines stay the coherence
+    /// unit; the prefetch is a read of its own, which the CPU does not wait
+    /// for (the engine issues it; see `engine`).
     pub adjacent_line_prefetch: bool,
     pub store_buffer_entries: u32,
     pub latency: LatencySpec,
@@ -336,9 +339,14 @@ impl Topology {
     pub fn line_size_bytes(&self) -> u32 {
         self.spec.line_size_bytes
     }
-    /// The unit the protocol tracks: a line, or a pair of lines when the
-    /// adjacent-line prefetcher is on.
-    pub fn coherence_unit_bytes(&self) -> u32 {
+    /// The alignment of separate allocations (global and per-node objects,
+    /// each CPU's per-CPU area): a line, or a 128-byte line pair when the
+    /// adjacent-line prefetcher is on, so that one object's buddy-line
+    /// prefetches never reach another's lines. The kernel's separate objects
+    /// are as far apart: per-CPU areas are whole pages apart (pcpu units),
+    /// and kmalloc'd objects of 128 bytes or more come from caches of at
+    /// least that alignment.
+    pub fn allocation_granule_bytes(&self) -> u32 {
         if self.spec.adjacent_line_prefetch {
             self.spec.line_size_bytes * 2
         } else {

@@ -55,12 +55,15 @@ fn amd_common(params: &mut Vec<Param>) {
             "[S34] MOESI protocol, citing AMD64 APM Vol. 2",
             "a read of a Modified line leaves it Owned, shared dirty",
         ),
+        // Assumed off: AMD documents no prefetcher that completes 128-byte
+        // pairs (its L2 prefetchers follow strides and streams, up or down);
+        // none of the sources searched says otherwise.
         flag(
             "adjacent_line_prefetch",
             false,
             Assumed,
             MODEL,
-            "off so that lines false-share per 64 bytes (Intel's pairing prefetcher has no modelled AMD counterpart)",
+            "off: AMD documents no buddy-line (128-byte pair) prefetcher; a miss reads its own line only",
         ),
         // Assumed: 20 cycles (see the module documentation).
         int(

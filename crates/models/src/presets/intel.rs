@@ -149,13 +149,16 @@ fn icelake_sp_2s() -> Vec<Param> {
             "[S16] MLC remote HITM 127.1 ns homed in the writer's socket vs 127.0 ns in the reader's (8360Y); [S1] 8375C same-socket medians 51.2 / 51.3 ns on the two sockets",
             "no slow socket: the socket's own snoop filter (CHA) resolves a transfer, whatever the line's home",
         ),
-        // Assumed: the adjacent-line prefetcher is a BIOS option; off here.
+        // Documented: the L2 spatial (adjacent-line) prefetcher completes a
+        // missed line's 128-byte pair [Intel optimization manual]; it reads
+        // the buddy even when it is Modified in another core (folly's pair
+        // interference under atomics). Assumed off here: see the note.
         flag(
             "adjacent_line_prefetch",
             false,
             Assumed,
-            MODEL,
-            "a BIOS option; off so that lines false-share per 64 bytes; a scenario turns it on to study 128-byte false sharing",
+            INTEL_SPATIAL_PREFETCH,
+            INTEL_SPATIAL_PREFETCH_NOTE,
         ),
         // Assumed: 72 store-buffer entries (Sunny Cove, as Intel disclosed; not in calibration.md).
         int(
@@ -579,12 +582,14 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "[S1] 8275CL same-socket medians 46.4 / 46.8 ns on the two sockets; [S16] MLC remote HITM 114.1 ns writer-homed vs 114.0 reader-homed (Gold 6240)",
             "the CSIT run [S6] disagrees (115.6 vs 178.2 ns by home socket, Gold 6252N, settings not recorded); chosen: the c2c matrix this preset is calibrated on and the MLC run of the same tool as Ice Lake's, which both show no home effect",
         ),
+        // As for Ice Lake-SP: the Skylake-SP core's L2 spatial prefetcher
+        // [Intel optimization manual]; assumed off here (see the note).
         flag(
             "adjacent_line_prefetch",
             false,
             Assumed,
-            MODEL,
-            "a BIOS option; off so that lines false-share per 64 bytes",
+            INTEL_SPATIAL_PREFETCH,
+            INTEL_SPATIAL_PREFETCH_NOTE,
         ),
         // Assumed: 56 entries, the Skylake core's store buffer (Intel disclosure; not in calibration.md).
         int(
@@ -893,12 +898,14 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "[S1] 8275CL, [S16] Gold 6240: no home effect on Cascade Lake-SP",
             "derived from CLX-SP (same dies and snoop filters); no 9282 measurement (calibration.md §3)",
         ),
+        // As for Ice Lake-SP: the Skylake-SP core's L2 spatial prefetcher
+        // [Intel optimization manual]; assumed off here (see the note).
         flag(
             "adjacent_line_prefetch",
             false,
             Assumed,
-            MODEL,
-            "a BIOS option; off so that lines false-share per 64 bytes",
+            INTEL_SPATIAL_PREFETCH,
+            INTEL_SPATIAL_PREFETCH_NOTE,
         ),
         int(
             "store_buffer_entries",
