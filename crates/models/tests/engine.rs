@@ -646,3 +646,84 @@ fn a_cycles_run_ends_at_its_cycle() {
             .sum::<u64>()
     );
 }
+
+// ---------------------------------------------------------------------------
+// The adjacent-line prefetcher
+// ---------------------------------------------------------------------------
+
+/// Two fields on lines 2N and 2N+1, the two halves of one 128-byte pair.
+fn pair_struct() -> StructSpec {
+    let mut a = field("a", "long");
+    a.align = Some(64);
+    let mut b = field("b", "long");
+    b.align = Some(64);
+    strukt("pair", vec![a, b])
+}
+
+fn pair_setup<'a>(prefetch: bool) -> Setup<'a> {
+    let machine = sim_core::topology::MachineSpec {
+        adjacent_line_prefetch: prefetch,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    };
+    // CPU 0 writes `b`; later CPU 4 (another node) reads `a`, then `b`.
+    Setup::new(machine)
+        .structs(vec![pair_struct()])
+        .instances(vec![global("p", "pair", 0)])
+        .script("owner", "fetch_add(p.b, 1)")
+        .script("reader", "work 2000\nlet x = p.a\nwork 2000\nlet y = p.b")
+        .thread(0, "owner")
+        .thread(4, "reader")
+}
+
+#[test]
+fn a_miss_prefetches_the_buddy_line_taking_it_from_a_modified_owner() {
+    let setup = pair_setup(true);
+    let config = setup.build();
+    let (a, b) = (address(&config, "p", 0, "a"), address(&config, "p", 0, "b"));
+    assert_eq!((a / 64) ^ 1, b / 64, "a and b are buddies");
+    let (_, rec) = setup.run();
+    let prefetches: Vec<&Access> = rec
+        .accesses()
+        .filter(|x| x.kind == AccessKind::Prefetch)
+        .collect();
+    // CPU 0's RFO miss on b prefetched a; CPU 4's load miss on a prefetched b.
+    assert_eq!(prefetches.len(), 2, "{prefetches:?}");
+    assert_eq!((prefetches[0].cpu, prefetches[0].address), (0, a));
+    let p = prefetches[1];
+    assert_eq!((p.cpu, p.address), (4, b));
+    let r = p.report.as_ref().unwrap();
+    // A read like any other: the Modified owner supplies the data and keeps
+    // a Shared copy; no CPU waited for it.
+    assert!(r.hitm);
+    assert_eq!(r.requester_after, LineState::Shared);
+    assert_eq!(r.others.len(), 1);
+    assert_eq!(
+        (r.others[0].core, r.others[0].before, r.others[0].after),
+        (0, LineState::Modified, LineState::Shared)
+    );
+    assert_eq!(p.stall_cycles, 0);
+    // CPU 4's later load of b hits on the prefetched copy.
+    let load_b = rec
+        .of_cpu(4)
+        .into_iter()
+        .find(|x| x.kind == AccessKind::Load && x.address == b)
+        .unwrap();
+    assert_eq!(load_b.report.as_ref().unwrap().route, Route::Hit);
+    assert_eq!(load_b.value, 1);
+}
+
+#[test]
+fn without_the_prefetcher_no_buddy_is_read() {
+    let setup = pair_setup(false);
+    let config = setup.build();
+    let b = address(&config, "p", 0, "b");
+    let (_, rec) = setup.run();
+    assert!(rec.accesses().all(|x| x.kind != AccessKind::Prefetch));
+    let load_b = rec
+        .of_cpu(4)
+        .into_iter()
+        .find(|x| x.kind == AccessKind::Load && x.address == b)
+        .unwrap();
+    let r = load_b.report.as_ref().unwrap();
+    assert!(r.hitm, "the load itself takes b from its Modified owner");
+}
