@@ -258,8 +258,10 @@ impl PartialEq for Observed {
 }
 
 /// Compares the two paths on one seed; the first difference, if any.
+/// Odd seeds give `peer` lines of its own, so `mine` is truly private and
+/// its accesses run ahead of the queue; even seeds share the lines.
 fn compare_seed(seed: u64) -> Result<u64, String> {
-    let config = random_config(seed, false);
+    let config = random_config(seed, seed % 2 == 1);
     let fast = observe(&config, true);
     let plain = observe(&config, false);
     match (fast, plain) {
@@ -298,9 +300,9 @@ fn compare_seed(seed: u64) -> Result<u64, String> {
     }
 }
 
-/// Seeds per test run (each one run twice, with invariant checks: ~10 s in a
+/// Seeds per test run (each one run twice, with invariant checks: ~20 s in a
 /// debug build on the 2-core CI machine).
-const SEEDS: u64 = 120;
+const SEEDS: u64 = 240;
 
 #[test]
 fn the_fast_path_changes_nothing_on_random_programs() {

@@ -19,7 +19,7 @@ use crate::memory::{BitRange, InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::queue::{EventQueue, EVENT_BYTES};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
-use crate::script::compile::{Builtin, Op, PlaceRef, Program};
+use crate::script::compile::{Builtin, Code, Op, PlaceRef, Program};
 use crate::time::Cycle;
 use crate::topology::Topology;
 use rand_chacha::ChaCha8Rng;
@@ -199,8 +199,8 @@ struct Cpu {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
     /// Let a CPU run ahead of the event queue: through operations that touch
-    /// only its registers, and through accesses to places no other CPU can
-    /// reach. Off, every operation goes through `step` and every access
+    /// only its registers, and, when it reaches no place another CPU can,
+    /// through its accesses. Off, every operation goes through `step` and every access
     /// waits for its turn in global time order (the plain event-by-event
     /// path, which the tests compare the fast one against).
     pub fast_path: bool,
@@ -257,6 +257,10 @@ struct Simulation<'c> {
     arbitration_zone: (u64, u64),
     /// Per place: every line it can reach belongs to the running CPU alone.
     private_place: Vec<bool>,
+    /// Per CPU: every access its script (and any procedure) makes is to a
+    /// private place, so nothing it does can meet another CPU and its
+    /// accesses need not wait for their turn (see `run_cpu`).
+    private_only: Vec<bool>,
     /// Code of every script, then every procedure, indexed by `Frame::code`.
     code_ops: Vec<&'c [Op]>,
     /// Run register-only operations in a tight loop ahead of `step`.
@@ -302,7 +306,8 @@ struct PrivateTarget {
 /// Which places can only ever reach lines of the running CPU: fields of a
 /// per-CPU instance that no script indexes by CPU, on lines that hold no
 /// other CPU's data. Accesses through them cannot interact with another
-/// CPU, so a CPU runs them ahead of the event queue.
+/// CPU: their plain hits are summed for the probe, and a CPU that makes no
+/// other access runs them ahead of the event queue (see `run_cpu`).
 ///
 /// With the adjacent-line prefetcher (`prefetch_buddies`), a miss on a line
 /// also reads its buddy, so a line is private only if its buddy is too.
@@ -446,6 +451,7 @@ impl<'c> Simulation<'c> {
                 &config.memory,
                 config.topology.spec.adjacent_line_prefetch,
             ),
+            private_only: Vec::new(),
             code_ops: config
                 .program
                 .scripts
@@ -474,6 +480,22 @@ impl<'c> Simulation<'c> {
     /// resolves its address for every CPU once (per-CPU addresses never
     /// move), so that the run-ahead loop needs no operand or lookup.
     fn resolve_private_targets(&mut self) {
+        let private_code = |code: &Code| {
+            code.ops.iter().all(|op| match op {
+                Op::Load(p) | Op::Store(p) | Op::Atomic(_, p) => self.private_place[*p as usize],
+                _ => true,
+            })
+        };
+        let procedures_private = self.program.procedures.iter().all(private_code);
+        self.private_only = self
+            .cpus
+            .iter()
+            .map(|cpu| {
+                let script = &self.program.scripts[cpu.spec.script as usize];
+                let calls = script.ops.iter().any(|op| matches!(op, Op::Call(_)));
+                private_code(script) && (procedures_private || !calls)
+            })
+            .collect();
         let places = &self.program.places;
         let mut slots = 0u32;
         self.private_slot = (0..places.len())
@@ -773,7 +795,7 @@ impl<'c> Simulation<'c> {
                 return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
             }
             if self.run_local_ops {
-                self.run_ahead(i)?;
+                self.run_ahead(i, resumed_at)?;
                 if self.cpus[i].now.0 >= self.time_limit {
                     // The run's end (or its cycle budget): see above.
                     continue;
@@ -781,8 +803,6 @@ impl<'c> Simulation<'c> {
             }
             // The run-ahead loop may have moved the clock.
             let now = self.cpus[i].now.0;
-            // Only accesses that another CPU could also reach must wait for
-            // their turn; everything else runs ahead.
             let op = self.current_op(i);
             if matches!(op, Op::Call(_) | Op::EndIteration) {
                 // Every loop back-edge costs a cycle, so only calls and
@@ -799,16 +819,23 @@ impl<'c> Simulation<'c> {
                     cpu.still_steps = 1;
                 }
             }
+            // An access waits for its turn, a private one too, unless the
+            // CPU makes private accesses only and its store buffer is empty
+            // (so none of its own events is pending). Run ahead of an
+            // earlier event, a private access would leave the CPU's next
+            // event at another place among the events of its cycle, which
+            // changes who wins a later tie on a shared line; and a store
+            // would find the buffer still draining (and post instead of
+            // writing into the cache). Everything else runs ahead.
             let ordered = match op {
-                Op::Load(p) | Op::Store(p) | Op::Atomic(_, p) => !self.private_place[p as usize],
+                Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
+                    !self.private_only[i] || !self.cpus[i].store_buffer.is_empty()
+                }
                 _ => false,
             };
-            if ordered {
-                let next = self.next_event_cycle();
-                if now > next || (now == next && now > resumed_at) {
-                    self.schedule(Cycle(now), EventKind::Resume, i);
-                    return Ok(());
-                }
+            if ordered && must_yield(now, self.next_event_cycle(), resumed_at) {
+                self.schedule(Cycle(now), EventKind::Resume, i);
+                return Ok(());
             }
             self.step(i, op, probe)?;
         }
@@ -855,8 +882,14 @@ impl<'c> Simulation<'c> {
     ///
     /// `run_cpu` calls it before every operation it steps, so nothing is
     /// computed ahead that only the accesses need.
+    ///
+    /// A private hit takes its turn as `run_cpu` gives it (see there): the
+    /// loop stops before one that `run_cpu` would make yield, given that
+    /// the CPU resumed at `resumed_at`. Nothing here schedules events,
+    /// so the next event stays where it was when the loop began.
     #[inline]
-    fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
+    fn run_ahead(&mut self, i: usize, resumed_at: u64) -> Result<(), SimError> {
+        let next_event = self.next_event_cycle();
         let Simulation {
             cpus,
             coherence,
@@ -866,6 +899,7 @@ impl<'c> Simulation<'c> {
             private_slots,
             private_targets,
             private_hits,
+            private_only,
             memory_ops,
             time_limit,
             sum_private_hits,
@@ -948,6 +982,7 @@ impl<'c> Simulation<'c> {
                     if slot == NOT_PRIVATE
                         || !cpu.store_buffer.is_empty()
                         || stack.len() >= MAX_STACK
+                        || (!private_only[i] && must_yield(cpu.now.0, next_event, resumed_at))
                     {
                         break Ok(());
                     }
@@ -985,7 +1020,11 @@ impl<'c> Simulation<'c> {
                 Op::Store(place) if *sum_private_hits => {
                     let slot = private_slot[place as usize];
                     // An empty store buffer writes straight into an owned line.
-                    if slot == NOT_PRIVATE || !cpu.store_buffer.is_empty() || stack.is_empty() {
+                    if slot == NOT_PRIVATE
+                        || !cpu.store_buffer.is_empty()
+                        || stack.is_empty()
+                        || (!private_only[i] && must_yield(cpu.now.0, next_event, resumed_at))
+                    {
                         break Ok(());
                     }
                     let slot = i * *private_slots + slot as usize;
@@ -1944,6 +1983,15 @@ impl<'c> Simulation<'c> {
         let hold = self.topology.spec.latency.locked_op_cycles;
         self.issue(i, pending, Need::Write, hold, probe)
     }
+}
+
+/// Whether a CPU at `now` that resumed at `resumed_at` must give way before
+/// an access to the next queued event (at `next_event`): the event is
+/// earlier, or at the same cycle once the CPU's clock has moved (it was
+/// queued before the CPU's turn at that cycle).
+#[inline]
+fn must_yield(now: u64, next_event: u64, resumed_at: u64) -> bool {
+    now > next_event || (now == next_event && now > resumed_at)
 }
 
 fn start_iteration(cpu: &mut Cpu, program: &Program) {
