@@ -12,7 +12,7 @@ fn nested_struct_listing_as_pahole_shows_it() {
     assert_exit(&o, 0);
     assert_eq!(
         stdout(&o),
-        "layout of `nested-layout` variant `base` on icelake-sp-2s (64-byte lines)
+        "layout of `nested-layout` variant `base` on icelake-sp-2s (64-byte lines, adjacent-line prefetch: a miss also reads the other line of its 128-byte pair)
 
 /* instances: m (global) */
 struct memcg {
@@ -54,7 +54,7 @@ fn a_variant_moves_the_nested_counter_and_the_run_shows_who_touched_what() {
             .unwrap_or_else(|| panic!("no line with {needle:?} in\n{out}"))
     };
     assert!(out.starts_with(
-        "layout of `nested-layout` variant `usage-alone` on icelake-sp-2s (64-byte lines), \
+        "layout of `nested-layout` variant `usage-alone` on icelake-sp-2s (64-byte lines, adjacent-line prefetch: a miss also reads the other line of its 128-byte pair), \
          after 800 iterations on 4 CPUs in "
     ));
     assert!(line("loads").ends_with("loads    stores   atomics      HITM"));
@@ -107,7 +107,7 @@ fn one_struct_on_request() {
     assert_exit(&o, 0);
     assert_eq!(
         stdout(&o),
-        "layout of `false-sharing` variant `padded` on icelake-sp-2s (64-byte lines)
+        "layout of `false-sharing` variant `padded` on icelake-sp-2s (64-byte lines, adjacent-line prefetch: a miss also reads the other line of its 128-byte pair)
 
 /* instances: counters[8] (global) */
 struct counter {

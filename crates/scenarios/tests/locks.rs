@@ -310,7 +310,11 @@ fn queue_locks_share_evenly_and_tas_does_not() {
     for fifo in ["ticket", "mcs", "qspinlock"] {
         let r = by(fifo);
         assert!(acquisitions(r) >= 16 * 10, "{fifo}: {}", acquisitions(r));
-        assert!(spread(r) <= 1, "{fifo}: {:?}", r.per_cpu);
+        // One round apart at most where the end of the run cuts a round;
+        // the qspinlock's fast-path trylock may also take the lock ahead of
+        // the queue's head (the kernel's lock stealing), so one more there.
+        let allowed = if fifo == "qspinlock" { 2 } else { 1 };
+        assert!(spread(r) <= allowed, "{fifo}: {:?}", r.per_cpu);
     }
     let tas = by("tas");
     assert!(spread(tas) >= 5, "tas: {:?}", tas.per_cpu);
@@ -475,19 +479,23 @@ fn tas_collapses_first_and_ttas_holds_out_longer() {
 }
 
 #[test]
-fn qspinlock_stays_within_a_third_of_mcs() {
+fn qspinlock_stays_close_to_mcs() {
     // The kernel's qspinlock is an MCS queue whose head spins on the lock
     // word, plus the pending byte for the first waiter: under contention it
     // pays a few more transfers of the lock word per hand-off than MCS (the
     // head's read and its store of the locked byte, the newcomer's trylock
     // read), not a different shape. MCS gets at most a third more
-    // acquisitions, from 4 to 32 CPUs of one socket and 16 over two.
+    // acquisitions from 4 to 32 CPUs of one socket, and at most two fifths
+    // more for 16 over two sockets, where each of those transfers crosses
+    // the link and the adjacent-line prefetcher adds the buddy lines' reads
+    // (1.34x on the Ice Lake preset when the prefetcher came in).
     let sets = ["0-3", "0-7", "0-15", "0-31", SIXTEEN];
     let mcs = acquisitions_by_cpus("mcs", &sets);
     let q = acquisitions_by_cpus("qspinlock", &sets);
     for k in 0..sets.len() {
+        let bound = if sets[k] == SIXTEEN { 1.4 } else { 1.34 };
         assert!(
-            (mcs[k] as f64) < 1.34 * q[k] as f64,
+            (mcs[k] as f64) < bound * q[k] as f64,
             "at {}: mcs {mcs:?} vs qspinlock {q:?}",
             sets[k]
         );

@@ -152,11 +152,12 @@ fn icelake_sp_2s() -> Vec<Param> {
         // Documented: the L2 spatial (adjacent-line) prefetcher completes a
         // missed line's 128-byte pair [Intel optimization manual]; it reads
         // the buddy even when it is Modified in another core (folly's pair
-        // interference under atomics). Assumed off here: see the note.
+        // interference under atomics). On, as the manual describes the
+        // processor; a BIOS option can turn it off.
         flag(
             "adjacent_line_prefetch",
-            false,
-            Assumed,
+            true,
+            Documented,
             INTEL_SPATIAL_PREFETCH,
             INTEL_SPATIAL_PREFETCH_NOTE,
         ),
@@ -583,11 +584,11 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "the CSIT run [S6] disagrees (115.6 vs 178.2 ns by home socket, Gold 6252N, settings not recorded); chosen: the c2c matrix this preset is calibrated on and the MLC run of the same tool as Ice Lake's, which both show no home effect",
         ),
         // As for Ice Lake-SP: the Skylake-SP core's L2 spatial prefetcher
-        // [Intel optimization manual]; assumed off here (see the note).
+        // [Intel optimization manual]; on, as there.
         flag(
             "adjacent_line_prefetch",
-            false,
-            Assumed,
+            true,
+            Documented,
             INTEL_SPATIAL_PREFETCH,
             INTEL_SPATIAL_PREFETCH_NOTE,
         ),
@@ -899,11 +900,11 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "derived from CLX-SP (same dies and snoop filters); no 9282 measurement (calibration.md §3)",
         ),
         // As for Ice Lake-SP: the Skylake-SP core's L2 spatial prefetcher
-        // [Intel optimization manual]; assumed off here (see the note).
+        // [Intel optimization manual]; on, as there.
         flag(
             "adjacent_line_prefetch",
-            false,
-            Assumed,
+            true,
+            Documented,
             INTEL_SPATIAL_PREFETCH,
             INTEL_SPATIAL_PREFETCH_NOTE,
         ),

@@ -30,7 +30,7 @@ pub const LOCKED_OP: &str =
 // The adjacent-line prefetcher (not in calibration.md).
 pub const INTEL_SPATIAL_PREFETCH: &str =
     "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), L2 spatial prefetcher (Sandy Bridge and later cores): every line fetched into the L2 is completed with the other line of its 128-byte-aligned pair; folly/lang/Align.h (hardware_destructive_interference_size = 128): microbenchmarks saw line pairs interfere under atomic increments on Sandy Bridge";
-pub const INTEL_SPATIAL_PREFETCH_NOTE: &str = "off in the presets for now, though the mechanism is documented (a BIOS option): with it on, the SCTP case study's `layout` and `usage-own-line` variants miss their targets (about -56 % and -47 % against -40.8 % and -27.9 %); `adjacent_line_prefetch = true` turns it on: a miss also reads the buddy line, even when another core holds it Modified (folly's pairs interfering under atomics need exactly that)";
+pub const INTEL_SPATIAL_PREFETCH_NOTE: &str = "on, as the manual describes the core (a BIOS option can turn it off; `adjacent_line_prefetch = false`): a demand miss also reads the buddy line of its 128-byte pair without waiting for it, even when another core holds the buddy Modified (folly's pairs interfering under atomics need exactly that)";
 
 // Model conventions.
 pub const MODEL: &str = "bounce model convention (ARCHITECTURE.md, coherence model)";
