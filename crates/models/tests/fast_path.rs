@@ -36,10 +36,18 @@ impl Gen {
 
 /// One access or statement, drawn from a mix where private accesses
 /// dominate, so CPUs run ahead often and meet shared traffic in between.
-fn random_statement(gen: &mut Gen, depth: u32) -> String {
+/// With `only_mine`, it touches nothing but `mine` (no shared access, no
+/// procedure call), so that its CPU, if `mine` is private, runs ahead of
+/// the queue through all of its accesses.
+fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
     let private_field = ["a", "b", "c"][gen.below(3) as usize];
     let shared_field = format!("f{}", gen.below(6));
-    match gen.below(if depth < 2 { 16 } else { 14 }) {
+    let pick = gen.below(if depth < 2 { 16 } else { 14 });
+    let pick = match pick {
+        7..=10 | 12 if only_mine => pick % 7,
+        _ => pick,
+    };
+    match pick {
         0..=2 => format!("v = v + mine.{private_field}\n"),
         3..=4 => format!("mine.{private_field} = v + iteration()\n"),
         5 => "mine.arr[random(4)] = mine.arr[random(4)] + 1\n".to_string(),
@@ -51,29 +59,30 @@ fn random_statement(gen: &mut Gen, depth: u32) -> String {
         11 => match gen.below(3) {
             0 => "fence\n".to_string(),
             1 => format!("work {}\n", gen.below(60)),
+            _ if only_mine => "fence\n".to_string(),
             _ => "bump(&g.f0)\n".to_string(),
         },
         12 => "peer[cpu()].x = peer[cpu()].x + 1\n".to_string(),
         13 => "v = v + mine.a * 3 + random(5)\n".to_string(),
         14 => {
             let body: String = (0..1 + gen.below(4))
-                .map(|_| random_statement(gen, depth + 1))
+                .map(|_| random_statement(gen, depth + 1, only_mine))
                 .collect();
             format!("repeat {} {{\n{body}}}\n", 1 + gen.below(5))
         }
         _ => {
             let body: String = (0..1 + gen.below(3))
-                .map(|_| random_statement(gen, depth + 1))
+                .map(|_| random_statement(gen, depth + 1, only_mine))
                 .collect();
             format!("if v % 2 == 0 {{\n{body}}}\n")
         }
     }
 }
 
-fn random_script(gen: &mut Gen) -> String {
+fn random_script(gen: &mut Gen, only_mine: bool) -> String {
     let mut body = String::from("let v = 0\n");
     for _ in 0..4 + gen.below(16) {
-        body.push_str(&random_statement(gen, 0));
+        body.push_str(&random_statement(gen, 0, only_mine));
     }
     body
 }
@@ -115,7 +124,15 @@ fn random_config(seed: u64, private_mine: bool) -> SimConfig {
     }
     cpus.sort_unstable();
     let names: Vec<String> = cpus.iter().map(|c| format!("cpu{c}")).collect();
-    let bodies: Vec<String> = cpus.iter().map(|_| random_script(&mut gen)).collect();
+    // Some CPUs touch only `mine`: with `private_mine`, nothing they do can
+    // meet another CPU, and they run ahead of the queue all the way.
+    let bodies: Vec<String> = cpus
+        .iter()
+        .map(|_| {
+            let only_mine = gen.below(3) == 0;
+            random_script(&mut gen, only_mine)
+        })
+        .collect();
     let shared_fields: Vec<_> = (0..6).map(|f| field(&format!("f{f}"), "u64")).collect();
     let stop = if gen.below(3) == 0 {
         StopRule::Cycles(2_000 + gen.below(20_000))
