@@ -20,6 +20,7 @@ use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::queue::{EventQueue, EVENT_BYTES};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
 use crate::script::compile::{Builtin, Code, Op, PlaceRef, Program};
+use crate::script::fuse::{self, Destination, Fused, Operand, BINARY_OPS, REPEAT_HEAD_OPS};
 use crate::time::Cycle;
 use crate::topology::Topology;
 use rand_chacha::ChaCha8Rng;
@@ -230,6 +231,7 @@ pub fn run_with(
     }
     sim.resolve_private_targets();
     sim.sum_private_hits = options.fast_path && !probe.needs_every_access();
+    sim.fuse_code();
     sim.run(probe)
 }
 
@@ -263,6 +265,9 @@ struct Simulation<'c> {
     private_only: Vec<bool>,
     /// Code of every script, then every procedure, indexed by `Frame::code`.
     code_ops: Vec<&'c [Op]>,
+    /// Per code, the run-ahead loop's table: `code_ops` with runs of stack
+    /// operations fused into superinstructions (see `script::fuse`).
+    fused_code: Vec<Vec<Fused>>,
     /// Run register-only operations in a tight loop ahead of `step`.
     run_local_ops: bool,
     /// Per place: its slot among the private places with one fixed address
@@ -358,6 +363,183 @@ fn private_places(program: &Program, memory: &MemoryLayout, prefetch_buddies: bo
         .iter()
         .map(|p| !p.pointer && !p.has_element && private_instance[p.instance as usize])
         .collect()
+}
+
+/// What the run-ahead loop does after a superinstruction.
+enum FusedStep {
+    /// It could not start as its plain operations would: run the first.
+    Plain,
+    /// It ran whole: go on.
+    Continue,
+    /// It stopped where its plain operations would have (state, stack and
+    /// position as they leave them), with their result.
+    Stop(Result<(), SimError>),
+}
+
+/// What a superinstruction reaches besides the running CPU.
+struct RunAheadContext<'a> {
+    coherence: &'a mut Coherence,
+    bytes: &'a mut [u8],
+    /// The running CPU's private targets and sums, from its first slot.
+    private_targets: &'a [PrivateTarget],
+    private_hits: &'a mut [PrivateHits],
+    sum_private_hits: bool,
+    store_buffer_entries: usize,
+    l1_hit_cycles: u64,
+    time_limit: u64,
+    /// For `must_yield`: the CPU makes private accesses only (then they
+    /// need not wait for their turn), the next event's cycle, and when the
+    /// CPU resumed.
+    private_only: bool,
+    next_event: u64,
+    resumed_at: u64,
+}
+
+/// A `Fused::Binary`: two operands, a binary operation, a destination.
+struct FusedBinary {
+    left: Operand,
+    right: Operand,
+    operator: BinaryOp,
+    destination: Destination,
+}
+
+impl FusedBinary {
+    /// Runs the fused operations exactly as the run-ahead loop runs the
+    /// plain ones: each private access is the same plain hit at the same
+    /// cycle with the same sums, and wherever the plain run would stop (a
+    /// miss, a failed check, the time limit, a failing operation) this one
+    /// stops at the same position with the same operands on the stack.
+    #[inline(always)]
+    fn run(&self, cpu: &mut Cpu, run: RunAheadContext<'_>, accesses: &mut u64) -> FusedStep {
+        let base = cpu.frame.locals_base as usize;
+        let locals = cpu.locals.len();
+        let ready = |operand: Operand| match operand {
+            Operand::Const(_) => true,
+            Operand::Local(slot) => base + (slot as usize) < locals,
+            Operand::Private(slot) => {
+                run.sum_private_hits
+                    && cpu.store_buffer.is_empty()
+                    && run.private_targets[slot as usize].unit != usize::MAX
+            }
+        };
+        let destination_ready = match self.destination {
+            Destination::Local(slot) => base + (slot as usize) < locals,
+            // Without store buffer entries every store waits (as `store` does).
+            Destination::Private(slot) => {
+                run.sum_private_hits
+                    && run.store_buffer_entries != 0
+                    && cpu.store_buffer.is_empty()
+                    && run.private_targets[slot as usize].unit != usize::MAX
+            }
+        };
+        // The plain run pushes both operands; none of these conditions can
+        // change part-way, since nothing here touches the store buffer.
+        if cpu.stack.len() + 2 > MAX_STACK
+            || !ready(self.left)
+            || !ready(self.right)
+            || !destination_ready
+        {
+            return FusedStep::Plain;
+        }
+        let RunAheadContext {
+            coherence,
+            bytes,
+            private_targets,
+            private_hits,
+            l1_hit_cycles: l1,
+            time_limit,
+            private_only,
+            next_event,
+            resumed_at,
+            ..
+        } = run;
+        // A private access takes its turn as the plain one does: it stops
+        // before running (as on a miss).
+        let must_wait = |now: Cycle| !private_only && must_yield(now.0, next_event, resumed_at);
+        // Leaves the first `done` plain operations done, their values on
+        // the stack.
+        let stop = |cpu: &mut Cpu, values: &[i64], done: u32, result| {
+            cpu.stack.extend_from_slice(values);
+            cpu.frame.pc += done;
+            FusedStep::Stop(result)
+        };
+        let mut values = [0i64; 2];
+        for (k, operand) in [self.left, self.right].into_iter().enumerate() {
+            values[k] = match operand {
+                Operand::Const(v) => v,
+                Operand::Local(slot) => cpu.locals[base + slot as usize],
+                Operand::Private(slot) => {
+                    let target = private_targets[slot as usize];
+                    let now = cpu.now;
+                    if must_wait(now) {
+                        return stop(cpu, &values[..k], k as u32, Ok(()));
+                    }
+                    let Some(done) =
+                        coherence.plain_hit(now, cpu.core, cpu.thread, target.unit, Need::Read, l1)
+                    else {
+                        return stop(cpu, &values[..k], k as u32, Ok(()));
+                    };
+                    if coherence.check_invariants {
+                        if let Err(e) = coherence.check_unit(target.unit, done) {
+                            return stop(cpu, &values[..k], k as u32, Err(e));
+                        }
+                    }
+                    let hits = &mut private_hits[slot as usize];
+                    hits.loads += 1;
+                    // Cycles beyond an L1 hit that the CPU waited for the line.
+                    hits.stall_cycles += (done - now).saturating_sub(l1);
+                    *accesses += 1;
+                    cpu.now = done;
+                    let value = read_value(bytes, target.address, target.size_bytes);
+                    if done.0 >= time_limit {
+                        values[k] = value;
+                        return stop(cpu, &values[..=k], k as u32 + 1, Ok(()));
+                    }
+                    value
+                }
+            };
+        }
+        let Some(result) = binary_value(self.operator, values[0], values[1]) else {
+            return stop(cpu, &values, 2, Ok(()));
+        };
+        match self.destination {
+            Destination::Local(slot) => {
+                cpu.locals[base + slot as usize] = result;
+                cpu.frame.pc += BINARY_OPS;
+                FusedStep::Continue
+            }
+            Destination::Private(slot) => {
+                let target = private_targets[slot as usize];
+                if must_wait(cpu.now) {
+                    return stop(cpu, &[result], 3, Ok(()));
+                }
+                let Some(done) = coherence.plain_hit(
+                    cpu.now,
+                    cpu.core,
+                    cpu.thread,
+                    target.unit,
+                    Need::Write,
+                    l1,
+                ) else {
+                    return stop(cpu, &[result], 3, Ok(()));
+                };
+                if coherence.check_invariants {
+                    if let Err(e) = coherence.check_unit(target.unit, done) {
+                        return stop(cpu, &[result], 3, Err(e));
+                    }
+                }
+                write_value(bytes, target.address, target.size_bytes, result);
+                private_hits[slot as usize].stores += 1;
+                *accesses += 1;
+                cpu.now = done;
+                cpu.frame.pc += BINARY_OPS;
+                if done.0 >= time_limit {
+                    return FusedStep::Stop(Ok(()));
+                }
+                FusedStep::Continue
+            }
+        }
+    }
 }
 
 /// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,
@@ -459,6 +641,7 @@ impl<'c> Simulation<'c> {
                 .chain(&config.program.procedures)
                 .map(|c| c.ops.as_slice())
                 .collect(),
+            fused_code: Vec::new(),
             run_local_ops: true,
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
             queued_prefetches: Vec::new(),
@@ -549,6 +732,23 @@ impl<'c> Simulation<'c> {
         }
         self.private_targets = targets;
         self.private_hits = sums;
+    }
+
+    /// Builds the run-ahead loop's fused tables. Accesses to private places
+    /// are fused only where the run-ahead loop takes them itself.
+    fn fuse_code(&mut self) {
+        let private_slot = &self.private_slot;
+        let sum_private_hits = self.sum_private_hits;
+        self.fused_code = self
+            .code_ops
+            .iter()
+            .map(|ops| {
+                fuse::fuse(ops, |place| {
+                    let slot = private_slot[place as usize];
+                    (sum_private_hits && slot != NOT_PRIVATE).then_some(slot)
+                })
+            })
+            .collect();
     }
 
     /// Hands CPU `i`'s summed private hits to the probe.
@@ -895,6 +1095,7 @@ impl<'c> Simulation<'c> {
             coherence,
             bytes,
             code_ops,
+            fused_code,
             private_slot,
             private_slots,
             private_targets,
@@ -909,10 +1110,64 @@ impl<'c> Simulation<'c> {
         } = self;
         let cpu = &mut cpus[i];
         let ops = code_ops[cpu.frame.code as usize];
+        let fused = &fused_code[cpu.frame.code as usize];
         let mut accesses = 0;
         let result = loop {
-            let Some(&op) = ops.get(cpu.frame.pc as usize) else {
+            let pc = cpu.frame.pc as usize;
+            let Some(&entry) = fused.get(pc) else {
                 break Ok(());
+            };
+            // A superinstruction runs whole, or stops where its plain
+            // operations would, or (when it cannot start as they would)
+            // leaves its first plain operation to the match below.
+            let op = match entry {
+                Fused::Plain(op) => op,
+                Fused::RepeatHead { counter, exit } => {
+                    let index = cpu.frame.locals_base as usize + counter as usize;
+                    // The plain head pushes two operands at most.
+                    if index < cpu.locals.len() && cpu.stack.len() + 2 <= MAX_STACK {
+                        let left = cpu.locals[index];
+                        if left > 0 {
+                            cpu.locals[index] = left - 1;
+                            cpu.frame.pc += REPEAT_HEAD_OPS;
+                        } else {
+                            cpu.frame.pc = exit;
+                        }
+                        continue;
+                    }
+                    ops[pc]
+                }
+                Fused::Binary {
+                    left,
+                    right,
+                    op: operator,
+                    destination,
+                } => {
+                    let fused_binary = FusedBinary {
+                        left,
+                        right,
+                        operator,
+                        destination,
+                    };
+                    let run = RunAheadContext {
+                        coherence,
+                        bytes,
+                        private_targets: &private_targets[i * *private_slots..],
+                        private_hits: &mut private_hits[i * *private_slots..],
+                        sum_private_hits: *sum_private_hits,
+                        store_buffer_entries: *store_buffer_entries,
+                        l1_hit_cycles: topology.spec.latency.l1_hit_cycles,
+                        time_limit: *time_limit,
+                        private_only: private_only[i],
+                        next_event,
+                        resumed_at,
+                    };
+                    match fused_binary.run(cpu, run, &mut accesses) {
+                        FusedStep::Plain => ops[pc],
+                        FusedStep::Continue => continue,
+                        FusedStep::Stop(result) => break result,
+                    }
+                }
             };
             let stack = &mut cpu.stack;
             match op {

@@ -1,3 +1,4 @@
 pub mod ast;
 pub mod compile;
+pub mod fuse;
 pub mod parse;
