@@ -743,10 +743,15 @@ impl<'c> Simulation<'c> {
             .code_ops
             .iter()
             .map(|ops| {
-                fuse::fuse(ops, |place| {
+                let fused = fuse::fuse(ops, |place| {
                     let slot = private_slot[place as usize];
                     (sum_private_hits && slot != NOT_PRIVATE).then_some(slot)
-                })
+                });
+                if fused.iter().all(|f| matches!(f, Fused::Plain(_))) {
+                    Vec::new()
+                } else {
+                    fused
+                }
             })
             .collect();
     }
@@ -1114,7 +1119,15 @@ impl<'c> Simulation<'c> {
         let mut accesses = 0;
         let result = loop {
             let pc = cpu.frame.pc as usize;
-            let Some(&entry) = fused.get(pc) else {
+            // A code without superinstructions has no table and keeps the
+            // plain dispatch (the contended paths run ahead one or two
+            // operations at a time, where the table's lookup would show).
+            let entry = if fused.is_empty() {
+                ops.get(pc).map(|&op| Fused::Plain(op))
+            } else {
+                fused.get(pc).copied()
+            };
+            let Some(entry) = entry else {
                 break Ok(());
             };
             // A superinstruction runs whole, or stops where its plain
