@@ -98,6 +98,35 @@ impl<'a> TimelineProbe<'a> {
     }
 }
 
+/// A snooped core's answer to the requester: the line's data if it
+/// supplies it (labelled with the state it had), else the acknowledgement
+/// of its invalidation.
+fn snoop_reply(
+    core: u32,
+    requester: Endpoint,
+    send_cycle: u64,
+    arrive_cycle: u64,
+    supplies: bool,
+    before: impl std::fmt::Display,
+) -> Message {
+    Message {
+        from: Endpoint::Core(core),
+        to: requester,
+        send_cycle,
+        arrive_cycle,
+        kind: if supplies {
+            MessageKind::Data
+        } else {
+            MessageKind::Ack
+        },
+        label: if supplies {
+            format!("Data ({before})")
+        } else {
+            "Inv-Ack".to_string()
+        },
+    }
+}
+
 fn need_label(need: Need, have_data: bool) -> &'static str {
     match (need, have_data) {
         (Need::Read, _) => "GetS",
@@ -196,22 +225,14 @@ impl Probe for TimelineProbe<'_> {
                             }
                         ),
                     });
-                    messages.push(Message {
-                        from: Endpoint::Core(c),
-                        to: requester,
-                        send_cycle: at_target.min(done),
-                        arrive_cycle: back.min(done),
-                        kind: if supplies {
-                            MessageKind::Data
-                        } else {
-                            MessageKind::Ack
-                        },
-                        label: if supplies {
-                            format!("Data ({before})")
-                        } else {
-                            "Inv-Ack".to_string()
-                        },
-                    });
+                    messages.push(snoop_reply(
+                        c,
+                        requester,
+                        at_target.min(done),
+                        back.min(done),
+                        supplies,
+                        before,
+                    ));
                 }
                 if matches!(r.route, Route::Memory { .. }) {
                     messages.push(Message {
@@ -255,22 +276,7 @@ impl Probe for TimelineProbe<'_> {
                             if supplies { request } else { "Inv" }
                         ),
                     });
-                    messages.push(Message {
-                        from: Endpoint::Core(c),
-                        to: requester,
-                        send_cycle: half,
-                        arrive_cycle: done,
-                        kind: if supplies {
-                            MessageKind::Data
-                        } else {
-                            MessageKind::Ack
-                        },
-                        label: if supplies {
-                            format!("Data ({before})")
-                        } else {
-                            "Inv-Ack".into()
-                        },
-                    });
+                    messages.push(snoop_reply(c, requester, half, done, supplies, before));
                 }
             }
         }

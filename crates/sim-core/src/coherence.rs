@@ -440,9 +440,30 @@ impl Coherence {
     /// sibling), with the same state changes and timing, returning only when
     /// the data is there. The engine's run-ahead path for a CPU's private
     /// lines sums such hits instead of reporting each; every other case is
-    /// `None`, changes nothing, and goes through `try_hit`.
+    /// `Ok(None)`, changes nothing, and goes through `try_hit`. With the
+    /// invariants on, the line is checked after the hit, as `request` does.
     #[inline]
     pub fn plain_hit(
+        &mut self,
+        now: Cycle,
+        core: u32,
+        thread: u8,
+        unit: usize,
+        need: Need,
+        l1_hit_cycles: u64,
+    ) -> Result<Option<Cycle>, SimError> {
+        let Some(done) = self.plain_hit_unchecked(now, core, thread, unit, need, l1_hit_cycles)
+        else {
+            return Ok(None);
+        };
+        if self.check_invariants {
+            self.check_unit(unit, done)?;
+        }
+        Ok(Some(done))
+    }
+
+    #[inline]
+    fn plain_hit_unchecked(
         &mut self,
         now: Cycle,
         core: u32,

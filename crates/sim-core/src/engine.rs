@@ -474,16 +474,18 @@ impl FusedBinary {
                     if must_wait(now) {
                         return stop(cpu, &values[..k], k as u32, Ok(()));
                     }
-                    let Some(done) =
-                        coherence.plain_hit(now, cpu.core, cpu.thread, target.unit, Need::Read, l1)
-                    else {
-                        return stop(cpu, &values[..k], k as u32, Ok(()));
+                    let done = match coherence.plain_hit(
+                        now,
+                        cpu.core,
+                        cpu.thread,
+                        target.unit,
+                        Need::Read,
+                        l1,
+                    ) {
+                        Ok(Some(done)) => done,
+                        Ok(None) => return stop(cpu, &values[..k], k as u32, Ok(())),
+                        Err(e) => return stop(cpu, &values[..k], k as u32, Err(e)),
                     };
-                    if coherence.check_invariants {
-                        if let Err(e) = coherence.check_unit(target.unit, done) {
-                            return stop(cpu, &values[..k], k as u32, Err(e));
-                        }
-                    }
                     let hits = &mut private_hits[slot as usize];
                     hits.loads += 1;
                     // Cycles beyond an L1 hit that the CPU waited for the line.
@@ -513,21 +515,18 @@ impl FusedBinary {
                 if must_wait(cpu.now) {
                     return stop(cpu, &[result], 3, Ok(()));
                 }
-                let Some(done) = coherence.plain_hit(
+                let done = match coherence.plain_hit(
                     cpu.now,
                     cpu.core,
                     cpu.thread,
                     target.unit,
                     Need::Write,
                     l1,
-                ) else {
-                    return stop(cpu, &[result], 3, Ok(()));
+                ) {
+                    Ok(Some(done)) => done,
+                    Ok(None) => return stop(cpu, &[result], 3, Ok(())),
+                    Err(e) => return stop(cpu, &[result], 3, Err(e)),
                 };
-                if coherence.check_invariants {
-                    if let Err(e) = coherence.check_unit(target.unit, done) {
-                        return stop(cpu, &[result], 3, Err(e));
-                    }
-                }
                 write_value(bytes, target.address, target.size_bytes, result);
                 private_hits[slot as usize].stores += 1;
                 *accesses += 1;
@@ -1262,16 +1261,18 @@ impl<'c> Simulation<'c> {
                     }
                     let l1 = topology.spec.latency.l1_hit_cycles;
                     let now = cpu.now;
-                    let Some(done) =
-                        coherence.plain_hit(now, cpu.core, cpu.thread, target.unit, Need::Read, l1)
-                    else {
-                        break Ok(());
+                    let done = match coherence.plain_hit(
+                        now,
+                        cpu.core,
+                        cpu.thread,
+                        target.unit,
+                        Need::Read,
+                        l1,
+                    ) {
+                        Ok(Some(done)) => done,
+                        Ok(None) => break Ok(()),
+                        Err(e) => break Err(e),
                     };
-                    if coherence.check_invariants {
-                        if let Err(e) = coherence.check_unit(target.unit, done) {
-                            break Err(e);
-                        }
-                    }
                     stack.push(read_value(bytes, target.address, target.size_bytes));
                     let hits = &mut private_hits[slot];
                     hits.loads += 1;
@@ -1303,21 +1304,18 @@ impl<'c> Simulation<'c> {
                         break Ok(());
                     }
                     let l1 = topology.spec.latency.l1_hit_cycles;
-                    let Some(done) = coherence.plain_hit(
+                    let done = match coherence.plain_hit(
                         cpu.now,
                         cpu.core,
                         cpu.thread,
                         target.unit,
                         Need::Write,
                         l1,
-                    ) else {
-                        break Ok(());
+                    ) {
+                        Ok(Some(done)) => done,
+                        Ok(None) => break Ok(()),
+                        Err(e) => break Err(e),
                     };
-                    if coherence.check_invariants {
-                        if let Err(e) = coherence.check_unit(target.unit, done) {
-                            break Err(e);
-                        }
-                    }
                     let value = stack.pop().unwrap_or_default();
                     write_value(bytes, target.address, target.size_bytes, value);
                     private_hits[slot].stores += 1;
