@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Saves what a build prints and writes for every shipped scenario, so that a
+# speed change can be shown to change no result: run it before and after,
+# then `diff -r BEFORE AFTER` must print nothing.
+#
+#   bash benches/outputs.sh /tmp/before            # this build
+#   BOUNCE=/path/to/bounce bash benches/outputs.sh /tmp/after
+#
+# For each scenario it keeps `bounce run --out` (every file), the printed
+# report, and `bounce trace` of the base variant (first 400 entries), with
+# the host-dependent lines (timings) left out.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: bash benches/outputs.sh OUTPUT_DIR}"
+if [[ -z "${BOUNCE:-}" ]]; then
+  cargo build --release --quiet -p bounce
+  BOUNCE=./target/release/bounce
+fi
+rm -rf "$out"
+mkdir -p "$out"
+for scenario in scenarios/*.toml scenarios/cases/*.toml benches/*.toml book/scenarios/*.toml; do
+  name="$(echo "$scenario" | tr '/' '_')"
+  # A scenario that fails must fail the same way after the change.
+  "$BOUNCE" run --quiet --out "$out/$name.out" "$scenario" > "$out/$name.run" 2> "$out/$name.err" \
+    || echo "exit $?" >> "$out/$name.err"
+  "$BOUNCE" trace --limit 400 "$scenario" > "$out/$name.trace" 2>> "$out/$name.err" \
+    || echo "trace exit $?" >> "$out/$name.err"
+done
+echo "saved $(ls "$out" | wc -l) files for $(ls scenarios/*.toml scenarios/cases/*.toml benches/*.toml book/scenarios/*.toml | wc -l) scenarios in $out"
