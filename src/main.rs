@@ -770,14 +770,11 @@ fn trace(
     limit: usize,
     svg: Option<(&Path, usize)>,
 ) -> ExitCode {
-    let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
+    let (loaded, built, chosen) = match load_variant(file, limits, variant) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let chosen = match choose_variant(file, &built, variant) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
+    let chosen = &built[chosen];
     let config = &chosen.config;
     println!(
         "trace of `{}` variant `{}` on {} ({}, lookup {}), first {limit} entries",
@@ -872,18 +869,20 @@ fn optimize(
     ExitCode::SUCCESS
 }
 
-/// The variant named `variant` (the base when `None`), or an error naming
-/// the variants there are.
-fn choose_variant<'a>(
+/// Loads and builds the scenario, and picks the variant named `variant`
+/// (the base when `None`): the scenario, its built variants and the
+/// chosen one's index, or an error naming the variants there are.
+fn load_variant(
     file: &Path,
-    built: &'a [BuiltVariant],
+    limits: &scenarios::Limits,
     variant: Option<&str>,
-) -> Result<&'a BuiltVariant, ExitCode> {
+) -> Result<(LoadedScenario, Vec<BuiltVariant>, usize), ExitCode> {
+    let (loaded, built) = load_and_build(file, limits, BuildOptions::default())?;
     let Some(name) = variant else {
-        return Ok(&built[0]);
+        return Ok((loaded, built, 0));
     };
-    if let Some(b) = built.iter().find(|b| b.name == name) {
-        return Ok(b);
+    if let Some(index) = built.iter().position(|b| b.name == name) {
+        return Ok((loaded, built, index));
     }
     let names: Vec<&str> = built.iter().map(|b| b.name.as_str()).collect();
     let hint = scenarios::error::closest(name, &names)
@@ -907,14 +906,11 @@ fn layout(
     run: bool,
 ) -> ExitCode {
     use scenarios::layout_view::{laid_out_structs, render_struct, struct_traffic};
-    let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
+    let (loaded, built, chosen) = match load_variant(file, limits, variant) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let chosen = match choose_variant(file, &built, variant) {
-        Ok(b) => b,
-        Err(code) => return code,
-    };
+    let chosen = &built[chosen];
     let Some(doc) = loaded.all().find(|v| v.name == chosen.name).map(|v| &v.doc) else {
         eprintln!("error: variant `{}` has no document", chosen.name);
         return ExitCode::from(EXIT_BAD_INPUT);

@@ -1780,21 +1780,25 @@ mod tests {
         } else {
             floors.1
         };
-        let report = check(&standard(protocol)).unwrap();
+        let report = explores_without_violation(&standard(protocol), protocol.name(), floor);
+        assert!(report.depth >= 20, "depth {}", report.depth);
+    }
+
+    /// Checks `config` whole: no invariant broken, the exploration complete
+    /// and at least `floor` states (so one that quietly stops covering
+    /// states fails). Prints the counts under `label`.
+    fn explores_without_violation(config: &CheckConfig, label: &str, floor: u64) -> CheckReport {
+        let report = check(config).unwrap();
         if let Some(v) = &report.violation {
-            panic!("{}: {v}", protocol.name());
+            panic!("{label}: {v}");
         }
         println!(
-            "{}: {} states, {} transitions, depth {}, {} quiescent",
-            protocol.name(),
-            report.states,
-            report.transitions,
-            report.depth,
-            report.quiescent_states
+            "{label}: {} states, {} transitions, depth {}, {} quiescent",
+            report.states, report.transitions, report.depth, report.quiescent_states
         );
-        assert!(report.complete);
-        assert!(report.states >= floor, "{} states", report.states);
-        assert!(report.depth >= 20, "depth {}", report.depth);
+        assert!(report.complete, "{label}: incomplete");
+        assert!(report.states >= floor, "{label}: {} states", report.states);
+        report
     }
 
     #[test]
@@ -1830,20 +1834,8 @@ mod tests {
             prefetch: true,
             ..plain.clone()
         };
-        let report = check(&config).unwrap();
-        if let Some(v) = &report.violation {
-            panic!("{} with prefetch: {v}", protocol.name());
-        }
-        println!(
-            "{} with prefetch, {caches} caches: {} states, {} transitions, depth {}, {} quiescent",
-            protocol.name(),
-            report.states,
-            report.transitions,
-            report.depth,
-            report.quiescent_states
-        );
-        assert!(report.complete);
-        assert!(report.states >= floor, "{} states", report.states);
+        let label = format!("{} with prefetch, {caches} caches", protocol.name());
+        let report = explores_without_violation(&config, &label, floor);
         // Prefetches add states: the same exploration without them is smaller.
         let without = check(&plain).unwrap();
         assert!(

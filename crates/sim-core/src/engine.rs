@@ -72,8 +72,8 @@ pub const DEFAULT_MAX_STEPS_WITHOUT_TIME: u64 = crate::limits::DEFAULT_STEPS_WIT
 
 /// Host memory a run of `config` takes, estimated before it starts: the
 /// simulated data, every line's coherence state (two caches holding each),
-/// every CPU's registers, stack, locals and store buffer, and the events in
-/// flight. Caches that hold many lines each add to it (caches are
+/// every CPU's registers, stack, locals and store buffer, the event queue's
+/// ring and the events in flight. Caches that hold many lines each add to it (caches are
 /// unbounded), so it is a floor for a run that touches all its memory from
 /// every core, and close for the rest.
 pub fn estimate_run_bytes(config: &SimConfig) -> u64 {
@@ -89,6 +89,7 @@ pub fn estimate_run_bytes(config: &SimConfig) -> u64 {
         + lines * per_line
         + cpus * per_cpu
         + events_in_flight_bound(config) * EVENT_BYTES
+        + crate::queue::FIXED_BYTES
 }
 
 /// The most events a run can have queued at once (see `limits`).

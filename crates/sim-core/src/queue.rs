@@ -42,6 +42,11 @@ impl Event {
 /// Host bytes one queued event takes (for the estimate made before a run).
 pub(crate) const EVENT_BYTES: u64 = std::mem::size_of::<Slot>() as u64;
 
+/// Host bytes the queue takes however few events it holds: the ring's
+/// buckets and its occupancy bits (for the estimate made before a run).
+pub(crate) const FIXED_BYTES: u64 =
+    RING_CYCLES * std::mem::size_of::<Bucket>() as u64 + RING_WORDS as u64 * 8;
+
 /// No slot (the end of a bucket's list).
 const NONE: u32 = u32::MAX;
 
