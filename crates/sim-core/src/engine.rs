@@ -878,6 +878,9 @@ impl<'c> Simulation<'c> {
         })
     }
 
+    // Error paths: kept out of the hot callers.
+    #[cold]
+    #[inline(never)]
     fn truncated(&self, budget: Budget, limit: u64, cycle: Cycle) -> SimError {
         let unfinished = self
             .cpus
@@ -903,6 +906,9 @@ impl<'c> Simulation<'c> {
 
     /// A run that stopped making progress, with where each CPU involved is
     /// and what it waits for.
+    // Error paths: kept out of the hot callers.
+    #[cold]
+    #[inline(never)]
     fn stalled(&self, stall: Stall, cycle: Cycle, involved: &[usize]) -> SimError {
         let cpus = involved
             .iter()
@@ -967,6 +973,9 @@ impl<'c> Simulation<'c> {
         }
     }
 
+    // Error paths: kept out of the hot callers.
+    #[cold]
+    #[inline(never)]
     fn script_error(&self, i: usize, message: String) -> SimError {
         let cpu = &self.cpus[i];
         let (origin, pos) = self.position(cpu);
@@ -1790,7 +1799,7 @@ impl<'c> Simulation<'c> {
     }
 
     /// Executes one operation of CPU `i`.
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> Result<(), SimError> {
         match op {
             Op::Push(v) => {
@@ -2266,7 +2275,10 @@ fn start_iteration(cpu: &mut Cpu, program: &Program) {
     cpu.stack.clear();
     cpu.callers.clear();
     cpu.locals.clear();
-    cpu.locals.resize(code.local_count as usize, 0);
+    // Most scripts have no locals: skip the call.
+    if code.local_count > 0 {
+        cpu.locals.resize(code.local_count as usize, 0);
+    }
     cpu.frame = Frame {
         code: cpu.spec.script,
         pc: 0,

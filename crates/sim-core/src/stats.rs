@@ -32,6 +32,7 @@ pub struct Traffic {
 
 /// Sums traffic counts (over fields, instances or members).
 impl std::ops::AddAssign<&Traffic> for Traffic {
+    #[inline]
     fn add_assign(&mut self, t: &Traffic) {
         self.loads += t.loads;
         self.stores += t.stores;
@@ -52,44 +53,45 @@ impl Traffic {
         self.loads + self.stores + self.atomics
     }
 
-    fn add(&mut self, event: &AccessEvent<'_>) {
+    /// What one access adds to the counts of its field and of its line
+    /// (computed once for both).
+    #[inline]
+    fn of_access(event: &AccessEvent<'_>) -> Traffic {
+        let mut t = Traffic::default();
         if event.kind == AccessKind::Prefetch {
             // Prefetch traffic is counted apart: it is no access of the
             // program's (a prefetch the core's own cache answers costs
             // nothing and is not counted).
             if let Some(r) = event.report.filter(|r| !r.is_hit()) {
-                self.prefetches += 1;
-                self.prefetch_hitm += r.hitm as u64;
+                t.prefetches = 1;
+                t.prefetch_hitm = r.hitm as u64;
             }
-            return;
+            return t;
         }
         match event.kind {
-            AccessKind::Load | AccessKind::LoadForwarded => self.loads += 1,
-            AccessKind::Store => self.stores += 1,
+            AccessKind::Load | AccessKind::LoadForwarded => t.loads = 1,
+            AccessKind::Store => t.stores = 1,
             // The program's store was counted when it was posted; its drain
             // brings the line traffic.
             AccessKind::StoreDrain => {}
-            AccessKind::Atomic(_) => self.atomics += 1,
+            AccessKind::Atomic(_) => t.atomics = 1,
             AccessKind::Prefetch => {}
         }
         match event.report {
-            None => self.hits += 1,
+            None => t.hits = 1,
             Some(r) => {
                 if r.is_hit() {
-                    self.hits += 1;
+                    t.hits = 1;
                 } else {
-                    self.misses += 1;
-                    if r.hitm {
-                        self.hitm += 1;
-                    }
-                    if r.cross_socket {
-                        self.cross_socket += 1;
-                    }
+                    t.misses = 1;
+                    t.hitm = r.hitm as u64;
+                    t.cross_socket = r.cross_socket as u64;
                 }
-                self.invalidations += r.invalidations as u64;
+                t.invalidations = r.invalidations as u64;
             }
         }
-        self.stall_cycles += event.stall_cycles;
+        t.stall_cycles = event.stall_cycles;
+        t
     }
 }
 
@@ -130,6 +132,7 @@ fn bucket_low(bucket: usize) -> u64 {
 }
 
 impl Histogram {
+    #[inline]
     pub fn record(&mut self, value: u64) {
         let b = bucket_of(value);
         if b >= self.counts.len() {
@@ -200,8 +203,16 @@ pub struct Stats {
     pub stalled_on_store_buffer_cycles: u64,
     /// log2 of the coherence unit's size.
     unit_shift: u32,
-    measuring: Vec<bool>,
-    cpu_slot: Vec<u32>,
+    /// Per CPU number: its slot in `cpus` (`u32::MAX` for a CPU that runs no
+    /// script) and whether its accesses are counted yet, side by side since
+    /// every access and iteration end looks both up.
+    by_cpu: Vec<CpuState>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct CpuState {
+    slot: u32,
+    measuring: bool,
 }
 
 impl Stats {
@@ -219,9 +230,18 @@ impl Stats {
             .max()
             .map(|c| c as usize + 1)
             .unwrap_or(0);
-        let mut cpu_slot = vec![u32::MAX; max_cpu];
+        let mut by_cpu = vec![
+            CpuState {
+                slot: u32::MAX,
+                measuring: false,
+            };
+            max_cpu
+        ];
         for (slot, &cpu) in cpus.iter().enumerate() {
-            cpu_slot[cpu as usize] = slot as u32;
+            by_cpu[cpu as usize] = CpuState {
+                slot: slot as u32,
+                measuring: warmup == 0,
+            };
         }
         Stats {
             per_field: vec![Traffic::default(); field_count],
@@ -231,17 +251,15 @@ impl Stats {
             iteration_cycles_per_cpu: vec![0; cpus.len()],
             stalled_on_store_buffer_cycles: 0,
             unit_shift: unit_bytes.trailing_zeros(),
-            measuring: vec![warmup == 0; cpus.len()],
-            cpu_slot,
+            by_cpu,
         }
     }
 
+    #[inline]
     fn measuring(&self, cpu: u32) -> bool {
-        self.cpu_slot
+        self.by_cpu
             .get(cpu as usize)
-            .and_then(|&s| self.measuring.get(s as usize))
-            .copied()
-            .unwrap_or(false)
+            .is_some_and(|state| state.measuring)
     }
 
     pub fn total(&self) -> Traffic {
@@ -258,12 +276,13 @@ impl Probe for Stats {
         if !self.measuring(event.cpu) {
             return;
         }
+        let counts = Traffic::of_access(event);
         if let Some(f) = self.per_field.get_mut(event.field_id as usize) {
-            f.add(event);
+            *f += &counts;
         }
         let unit = (event.address >> self.unit_shift) as usize;
         if let Some(u) = self.per_unit.get_mut(unit) {
-            u.add(event);
+            *u += &counts;
         }
     }
 
@@ -294,21 +313,24 @@ impl Probe for Stats {
     }
 
     fn on_iteration(&mut self, cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
+        let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
+            if measured {
+                self.iteration_cycles.record(end - start);
+            }
+            return;
+        };
         if measured {
             self.iteration_cycles.record(end - start);
-            if let Some(&slot) = self.cpu_slot.get(cpu as usize) {
-                if let Some(l) = self.longest_iteration.get_mut(slot as usize) {
-                    *l = (*l).max(end - start);
-                }
-                if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot as usize) {
-                    *t += end - start;
-                }
+            let slot = state.slot as usize;
+            if let Some(l) = self.longest_iteration.get_mut(slot) {
+                *l = (*l).max(end - start);
             }
-        } else if let Some(&slot) = self.cpu_slot.get(cpu as usize) {
+            if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot) {
+                *t += end - start;
+            }
+        } else if state.slot != u32::MAX {
             // The warm-up's last iteration ended: measure from here on.
-            if let Some(m) = self.measuring.get_mut(slot as usize) {
-                *m = true;
-            }
+            state.measuring = true;
         }
     }
 
