@@ -413,11 +413,20 @@ impl Topology {
             PairClass::SameCpu
         } else if core_a == core_b {
             PairClass::SmtSibling
-        } else if place_a.l3 == place_b.l3 {
+        } else {
+            Topology::class_of_places(place_a, place_b)
+        }
+    }
+
+    /// [`Topology::pair_class`] of CPUs on two different cores, from the
+    /// cores' places.
+    #[inline]
+    pub fn class_of_places(a: CorePlace, b: CorePlace) -> PairClass {
+        if a.l3 == b.l3 {
             PairClass::SameL3
-        } else if place_a.node == place_b.node {
+        } else if a.node == b.node {
             PairClass::SameNode
-        } else if place_a.socket == place_b.socket {
+        } else if a.socket == b.socket {
             PairClass::SameSocket
         } else {
             PairClass::CrossSocket
