@@ -227,6 +227,18 @@ pub struct StateChange {
     pub after: LineState,
 }
 
+/// A line on which plain hits are possible: [`Coherence::private_line`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrivateLine {
+    /// The core's copy among the line's holders.
+    holder: u32,
+    /// The holder's data arrival and the line's atomic hold, the later one:
+    /// a hit at `now` completes at `max(now, floor) + L1`.
+    pub floor: Cycle,
+    /// The copy is Modified or Exclusive: writes hit too, not only reads.
+    pub writable: bool,
+}
+
 /// What one access did, for the engine and its probes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AccessReport {
@@ -501,6 +513,53 @@ impl Coherence {
             holder.version = u.version;
         }
         Some(now.max(holder.ready_at).max(u.locked_until) + l1_hit_cycles)
+    }
+
+    /// What `plain_hit` would allow on `unit` for `core`'s `thread` right
+    /// now, without changing anything: `None` where it returns `Ok(None)`
+    /// for reads and writes alike. Plain hits change neither the holder's
+    /// `ready_at` nor the line's `locked_until`, nor what this answers, so
+    /// the engine's fused run-ahead loop asks once per line and run, and
+    /// gives every later hit `max(now, floor) + L1`, as `plain_hit` does.
+    #[inline]
+    pub fn private_line(&self, core: u32, thread: u8, unit: usize) -> Option<PrivateLine> {
+        let u = &self.units[unit];
+        if !u.waiting.is_empty() {
+            return None;
+        }
+        let index = match u.holders.as_slice() {
+            [only] if only.core == core => 0,
+            holders => holders.binary_search_by_key(&core, |h| h.core).ok()?,
+        };
+        let holder = &u.holders[index];
+        if holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread {
+            return None;
+        }
+        Some(PrivateLine {
+            holder: index as u32,
+            floor: holder.ready_at.max(u.locked_until),
+            writable: holder.state.is_writable(),
+        })
+    }
+
+    /// The state changes of `writes` plain write hits by `thread` on a line
+    /// that [`Coherence::private_line`] found writable (at `holder`), made
+    /// at once: the copy Modified and last written by `thread`, and the
+    /// line's write count (and the copy's) `writes` higher.
+    #[inline]
+    pub fn apply_private_writes(
+        &mut self,
+        unit: usize,
+        line: PrivateLine,
+        thread: u8,
+        writes: u64,
+    ) {
+        let u = &mut self.units[unit];
+        let holder = &mut u.holders[line.holder as usize];
+        holder.state = LineState::Modified;
+        holder.last_writer_thread = thread;
+        u.version += writes;
+        holder.version = u.version;
     }
 
     /// Performs an access: a hit when possible; otherwise a transaction at

@@ -27,6 +27,8 @@ use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use std::collections::VecDeque;
 
+mod fused_loop;
+
 /// One CPU's assignment: which script it runs, and its place in its group.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadSpec {
@@ -282,6 +284,15 @@ struct Simulation<'c> {
     /// Per CPU and slot: plain hits summed since the last report to the
     /// probe (when `sum_private_hits`).
     private_hits: Vec<PrivateHits>,
+    /// Per CPU: every one of its private targets has an element (so the
+    /// fused run-ahead loop need not look at each).
+    private_targets_resolved: Vec<bool>,
+    /// Per slot: the fused run-ahead loop's view of the running CPU's
+    /// private lines during one call (left clean between calls).
+    slot_lines: Vec<fused_loop::SlotLine>,
+    /// Per code: one more than the highest local slot its superinstructions
+    /// name (the fused run-ahead loop checks the frame's locals once).
+    fused_locals: Vec<u32>,
     /// The run-ahead loop takes plain hits on private places itself and
     /// sums them for the probe (fast path on, and the probe allows it).
     sum_private_hits: bool,
@@ -651,6 +662,9 @@ impl<'c> Simulation<'c> {
             private_slots: 0,
             private_targets: Vec::new(),
             private_hits: Vec::new(),
+            private_targets_resolved: Vec::new(),
+            slot_lines: Vec::new(),
+            fused_locals: Vec::new(),
             sum_private_hits: false,
             time_limit: match config.stop {
                 StopRule::Cycles(c) => c,
@@ -730,8 +744,16 @@ impl<'c> Simulation<'c> {
                 });
             }
         }
+        self.private_targets_resolved = targets
+            .chunks(slots.max(1) as usize)
+            .map(|cpu_targets| cpu_targets.iter().all(|t| t.unit != usize::MAX))
+            .collect();
+        if slots == 0 {
+            self.private_targets_resolved = vec![true; self.cpus.len()];
+        }
         self.private_targets = targets;
         self.private_hits = sums;
+        self.slot_lines = vec![fused_loop::SlotLine::default(); slots as usize];
     }
 
     /// Builds the run-ahead loop's fused tables. Accesses to private places
@@ -752,6 +774,33 @@ impl<'c> Simulation<'c> {
                 } else {
                     fused
                 }
+            })
+            .collect();
+        self.fused_locals = self
+            .fused_code
+            .iter()
+            .map(|fused| {
+                let local = |operand: &Operand| match *operand {
+                    Operand::Local(slot) => slot as u32 + 1,
+                    _ => 0,
+                };
+                fused
+                    .iter()
+                    .map(|entry| match entry {
+                        Fused::Plain(_) => 0,
+                        Fused::RepeatHead { counter, .. } => *counter as u32 + 1,
+                        Fused::Binary {
+                            left,
+                            right,
+                            destination,
+                            ..
+                        } => local(left).max(local(right)).max(match destination {
+                            Destination::Local(slot) => *slot as u32 + 1,
+                            Destination::Private(_) => 0,
+                        }),
+                    })
+                    .max()
+                    .unwrap_or(0)
             })
             .collect();
     }
@@ -1103,6 +1152,25 @@ impl<'c> Simulation<'c> {
     /// so the next event stays where it was when the loop began.
     #[inline]
     fn run_ahead(&mut self, i: usize, resumed_at: u64) -> Result<(), SimError> {
+        // The code cannot change here: calls are left to `step`.
+        if self.fused_code[self.cpus[i].frame.code as usize].is_empty() {
+            self.run_ahead_loop::<false>(i, resumed_at)
+        } else {
+            // Out of line, so that the contended paths' loop stays small.
+            self.run_ahead_fused(i, resumed_at)
+        }
+    }
+
+    /// `run_ahead`'s loop; `FUSED` when the code has a fused table (a code
+    /// without superinstructions keeps the plain dispatch: the contended
+    /// paths run ahead one or two operations at a time, where the table's
+    /// lookup would show).
+    #[inline(always)]
+    fn run_ahead_loop<const FUSED: bool>(
+        &mut self,
+        i: usize,
+        resumed_at: u64,
+    ) -> Result<(), SimError> {
         let next_event = self.next_event_cycle();
         let Simulation {
             cpus,
@@ -1128,13 +1196,10 @@ impl<'c> Simulation<'c> {
         let mut accesses = 0;
         let result = loop {
             let pc = cpu.frame.pc as usize;
-            // A code without superinstructions has no table and keeps the
-            // plain dispatch (the contended paths run ahead one or two
-            // operations at a time, where the table's lookup would show).
-            let entry = if fused.is_empty() {
-                ops.get(pc).map(|&op| Fused::Plain(op))
-            } else {
+            let entry = if FUSED {
                 fused.get(pc).copied()
+            } else {
+                ops.get(pc).map(|&op| Fused::Plain(op))
             };
             let Some(entry) = entry else {
                 break Ok(());

@@ -36,7 +36,10 @@ pub enum Destination {
 }
 
 /// One entry of the fused table: what the run-ahead loop runs at a position.
+/// (`repr(u8)`: a tag of its own, one compare to tell the entries apart,
+/// rather than one folded into `Op`'s.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum Fused {
     /// The plain operation.
     Plain(Op),
