@@ -1049,13 +1049,18 @@ impl<'c> Simulation<'c> {
             if cpu.finished || cpu.wait != Wait::None {
                 return Ok(());
             }
-            if let Some(stop) = self.stop_cycle {
-                if cpu.now.0 >= stop {
-                    self.finish(i);
-                    return Ok(());
+            // `time_limit` is the first cycle at which either the stop
+            // cycle or the cycle budget acts: one comparison in the common
+            // case.
+            if cpu.now.0 >= self.time_limit {
+                if let Some(stop) = self.stop_cycle {
+                    if cpu.now.0 >= stop {
+                        self.finish(i);
+                        return Ok(());
+                    }
+                } else if cpu.now.0 > self.config.max_cycles {
+                    return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
                 }
-            } else if cpu.now.0 > self.config.max_cycles {
-                return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
             }
             if self.run_local_ops {
                 self.run_ahead(i, resumed_at)?;
@@ -1065,40 +1070,41 @@ impl<'c> Simulation<'c> {
                 }
             }
             // The run-ahead loop may have moved the clock.
-            let now = self.cpus[i].now.0;
-            let op = self.current_op(i);
-            if matches!(op, Op::Call(_) | Op::EndIteration) {
-                // Every loop back-edge costs a cycle, so only calls and
-                // iteration ends can repeat without time passing: count
-                // them (the same ones on the fast and the plain path).
-                let cpu = &mut self.cpus[i];
-                if cpu.now == cpu.still_at {
-                    cpu.still_steps += 1;
-                    if cpu.still_steps > self.config.max_steps_without_time {
-                        return Err(self.stalled(Stall::ZeroTimeSteps, Cycle(now), &[i]));
+            let cpu = &mut self.cpus[i];
+            let now = cpu.now.0;
+            let op = self.code_ops[cpu.frame.code as usize][cpu.frame.pc as usize];
+            match op {
+                Op::Call(_) | Op::EndIteration => {
+                    // Every loop back-edge costs a cycle, so only calls and
+                    // iteration ends can repeat without time passing: count
+                    // them (the same ones on the fast and the plain path).
+                    if cpu.now == cpu.still_at {
+                        cpu.still_steps += 1;
+                        if cpu.still_steps > self.config.max_steps_without_time {
+                            return Err(self.stalled(Stall::ZeroTimeSteps, Cycle(now), &[i]));
+                        }
+                    } else {
+                        cpu.still_at = cpu.now;
+                        cpu.still_steps = 1;
                     }
-                } else {
-                    cpu.still_at = cpu.now;
-                    cpu.still_steps = 1;
                 }
-            }
-            // An access waits for its turn, a private one too, unless the
-            // CPU makes private accesses only and its store buffer is empty
-            // (so none of its own events is pending). Run ahead of an
-            // earlier event, a private access would leave the CPU's next
-            // event at another place among the events of its cycle, which
-            // changes who wins a later tie on a shared line; and a store
-            // would find the buffer still draining (and post instead of
-            // writing into the cache). Everything else runs ahead.
-            let ordered = match op {
+                // An access waits for its turn, a private one too, unless
+                // the CPU makes private accesses only and its store buffer
+                // is empty (so none of its own events is pending). Run
+                // ahead of an earlier event, a private access would leave
+                // the CPU's next event at another place among the events of
+                // its cycle, which changes who wins a later tie on a shared
+                // line; and a store would find the buffer still draining
+                // (and post instead of writing into the cache). Everything
+                // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
-                    !self.private_only[i] || !self.cpus[i].store_buffer.is_empty()
+                    let ordered = !self.private_only[i] || !cpu.store_buffer.is_empty();
+                    if ordered && must_yield(now, self.queue.next_cycle(), resumed_at) {
+                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        return Ok(());
+                    }
                 }
-                _ => false,
-            };
-            if ordered && must_yield(now, self.next_event_cycle(), resumed_at) {
-                self.schedule(Cycle(now), EventKind::Resume, i);
-                return Ok(());
+                _ => {}
             }
             self.step(i, op, probe)?;
         }
@@ -1848,12 +1854,6 @@ impl<'c> Simulation<'c> {
     }
 
     #[inline]
-    fn current_op(&self, i: usize) -> Op {
-        let frame = &self.cpus[i].frame;
-        self.code_ops[frame.code as usize][frame.pc as usize]
-    }
-
-    #[inline]
     fn advance_pc(&mut self, i: usize) {
         self.cpus[i].frame.pc += 1;
     }
@@ -2076,7 +2076,7 @@ impl<'c> Simulation<'c> {
     }
 
     fn end_iteration(&mut self, i: usize, probe: &mut dyn Probe) {
-        if self.sum_private_hits {
+        if self.sum_private_hits && self.private_slots > 0 {
             // Before `on_iteration`, which may start the measured window.
             self.report_private_hits(i, probe);
         }

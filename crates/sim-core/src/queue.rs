@@ -13,6 +13,11 @@
 //! can be pushed there. An event scheduled before the last popped cycle
 //! (the engine never does that) would turn the whole queue into the plain
 //! heap, so the order stays right whatever happens.
+//!
+//! A queue that holds one event at a time (every CPU waiting at one
+//! contended line, whose next free is the only event) keeps that event
+//! apart from the buckets (`alone`), which the next push puts in its
+//! bucket first.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -90,6 +95,15 @@ pub(crate) struct EventQueue {
     later: BinaryHeap<Reverse<Event>>,
     /// An event was pushed before `base`: from then on the ring is unused.
     heap_only: bool,
+    /// The ring's only event is `alone_event`, kept out of its bucket: an
+    /// event pushed into an empty queue within the ring's reach waits here
+    /// (counted in `in_ring`, its cycle the `head`) until it is popped or a
+    /// second event comes, which first puts it into its bucket as it would
+    /// have been. A queue that holds one event at a time, such as a
+    /// contended line's next free while every CPU waits at that line, then
+    /// never touches the buckets.
+    alone: bool,
+    alone_event: Event,
     sequence: u64,
 }
 
@@ -105,6 +119,13 @@ impl Default for EventQueue {
             head: 0,
             later: BinaryHeap::new(),
             heap_only: false,
+            alone: false,
+            alone_event: Event {
+                cycle: 0,
+                sequence: 0,
+                target: 0,
+                kind: 0,
+            },
             sequence: 0,
         }
     }
@@ -121,6 +142,24 @@ impl EventQueue {
             target,
             kind,
         };
+        if self.in_ring == 0 {
+            if !self.heap_only
+                && self.later.is_empty()
+                && cycle >= self.base
+                && cycle - self.base < RING_CYCLES
+            {
+                self.alone = true;
+                self.alone_event = event;
+                self.in_ring = 1;
+                self.head = cycle;
+                return;
+            }
+        } else if self.alone {
+            // Still within the ring's reach: `base` moves only on a pop.
+            self.alone = false;
+            self.in_ring = 0;
+            self.put_in_ring(self.alone_event);
+        }
         if self.heap_only {
             self.later.push(Reverse(event));
         } else if cycle < self.base {
@@ -187,7 +226,12 @@ impl EventQueue {
         if self.heap_only {
             return self.later.pop().map(|Reverse(event)| event);
         }
-        let event = if self.in_ring > 0 {
+        let event = if self.alone {
+            // The queue's only event (nothing in the heap to move).
+            self.alone = false;
+            self.in_ring = 0;
+            self.alone_event
+        } else if self.in_ring > 0 {
             // Every heap event is at `base + RING_CYCLES` or later, after
             // every ring event.
             let slot = (self.head & RING_MASK) as usize;
@@ -300,6 +344,35 @@ mod tests {
             assert_eq!(queue.pop().map(|e| (e.cycle(), e.target)), Some((c, t)));
         }
         assert_eq!(queue.pop(), None);
+    }
+
+    #[test]
+    fn a_lone_event_keeps_its_place_when_others_come() {
+        let mut queue = EventQueue::default();
+        // Pushed into an empty queue: held apart from the ring.
+        queue.push(10, 1, 0);
+        assert!(queue.alone);
+        assert_eq!((queue.next_cycle(), queue.len()), (10, 1));
+        // A second event at the same cycle comes after it, one earlier
+        // before it, one beyond the ring's reach after both.
+        queue.push(10, 2, 0);
+        assert!(!queue.alone);
+        queue.push(7, 3, 0);
+        queue.push(10 + 2 * RING_CYCLES, 4, 0);
+        let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
+        assert_eq!(order, [3, 1, 2, 4]);
+        // Popped alone, then a push before the last popped cycle: the heap
+        // takes over and the order still holds.
+        queue.push(50_000, 5, 0);
+        assert_eq!(
+            queue.pop().map(|e| (e.cycle(), e.target)),
+            Some((50_000, 5))
+        );
+        queue.push(40_000, 6, 0);
+        queue.push(40_000, 7, 0);
+        assert!(!queue.alone);
+        let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
+        assert_eq!(order, [6, 7]);
     }
 
     #[test]
