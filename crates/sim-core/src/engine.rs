@@ -1711,27 +1711,33 @@ impl<'c> Simulation<'c> {
             }
             uniform_below_in_zone(arbitration, bound, zone.1) as usize
         };
-        let served = self
-            .coherence
-            .serve_next(self.topology, at, unit, &mut pick)?;
+        // Matched in place: `?` would copy the report (about 150 bytes
+        // with the waiter) out of the result first.
         let mut resume = None;
-        if let Some((waiter, report)) = served {
-            let i = ((waiter.tag & !PREFETCH_TAG) >> 1) as usize;
-            if waiter.tag & PREFETCH_TAG != 0 {
-                let queued = self
-                    .queued_prefetches
-                    .iter()
-                    .position(|&(line, cpu, _)| line == unit && cpu == i);
-                if let Some(k) = queued {
-                    let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
-                    self.report_prefetch(i, field_id, &report, probe);
+        match self
+            .coherence
+            .serve_next(self.topology, at, unit, &mut pick)
+        {
+            Err(error) => return Err(error),
+            Ok(None) => {}
+            Ok(Some((waiter, report))) => {
+                let i = ((waiter.tag & !PREFETCH_TAG) >> 1) as usize;
+                if waiter.tag & PREFETCH_TAG != 0 {
+                    let queued = self
+                        .queued_prefetches
+                        .iter()
+                        .position(|&(line, cpu, _)| line == unit && cpu == i);
+                    if let Some(k) = queued {
+                        let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
+                        self.report_prefetch(i, field_id, &report, probe);
+                    }
+                } else if waiter.tag & 1 == 1 {
+                    self.finish_drain(i, &report, probe);
+                } else if let Some(now) = self.finish_pending(i, &report, probe)? {
+                    resume = Some((now, i));
                 }
-            } else if waiter.tag & 1 == 1 {
-                self.finish_drain(i, &report, probe);
-            } else if let Some(now) = self.finish_pending(i, &report, probe)? {
-                resume = Some((now, i));
+                self.coherence.recycle(report);
             }
-            self.coherence.recycle(report);
         }
         let line_free_at = (self.coherence.waiting_count(unit) > 0)
             .then(|| self.coherence.busy_until(unit).max(at));
@@ -2199,16 +2205,18 @@ impl<'c> Simulation<'c> {
             need,
             hold,
             request_tag(i, false),
-        )? {
-            Requested::Done(report) => {
+        ) {
+            // Matched in place, as in `line_free`.
+            Err(error) => return Err(error),
+            Ok(Requested::Done(report)) => {
                 let completed = self.complete_access(i, &pending, &report, probe);
                 self.coherence.recycle(report);
                 completed?;
             }
-            Requested::Queued {
+            Ok(Requested::Queued {
                 free_at,
                 first_waiter,
-            } => {
+            }) => {
                 if first_waiter {
                     self.schedule(free_at, EventKind::LineFree, unit);
                 }
