@@ -305,6 +305,10 @@ struct Simulation<'c> {
     /// Prefetches waiting at their line's home: (line, CPU index, the field
     /// whose miss issued it, for attribution).
     queued_prefetches: Vec<(usize, usize, u32)>,
+    /// Per place: its target when every CPU resolves it alike (a field of a
+    /// global instance, no run-time operand), resolved once; the contended
+    /// accesses go to such places.
+    global_targets: Vec<Option<Target>>,
 }
 
 /// `Simulation::private_slot` of a place the run-ahead loop leaves to `step`.
@@ -374,6 +378,32 @@ fn private_places(program: &Program, memory: &MemoryLayout, prefetch_buddies: bo
         .places
         .iter()
         .map(|p| !p.pointer && !p.has_element && private_instance[p.instance as usize])
+        .collect()
+}
+
+/// Per place, its target when it is the same for every CPU: a field of a
+/// global instance reached without pointer, element or index (what
+/// `address_of` computes for it on every access).
+fn global_targets(program: &Program, memory: &MemoryLayout) -> Vec<Option<Target>> {
+    program
+        .places
+        .iter()
+        .map(|place| {
+            let fixed = !place.pointer
+                && !place.has_element
+                && !place.has_index
+                && place.count > 0
+                && place.kind == InstanceKind::Global;
+            let base = memory.instances[place.instance as usize]
+                .element_addresses
+                .first()
+                .copied();
+            base.filter(|_| fixed).map(|base| Target {
+                address: base + place.offset_bytes as u64,
+                size_bytes: place.size_bytes,
+                field_id: place.field_id,
+            })
+        })
         .collect()
 }
 
@@ -656,6 +686,7 @@ impl<'c> Simulation<'c> {
             run_local_ops: true,
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
             queued_prefetches: Vec::new(),
+            global_targets: global_targets(&config.program, &config.memory),
             arbitration: arbitration_stream(config.seed),
             arbitration_zone: (0, 0),
             private_slot: Vec::new(),
@@ -1416,6 +1447,22 @@ impl<'c> Simulation<'c> {
         result
     }
 
+    /// `address_of` for an access: from `global_targets` when the place
+    /// has one target for every CPU.
+    #[inline]
+    fn target_of(
+        &self,
+        i: usize,
+        place_id: u32,
+        place: &PlaceRef,
+        above: usize,
+    ) -> Result<Target, SimError> {
+        match self.global_targets[place_id as usize] {
+            Some(target) => Ok(target),
+            None => self.address_of(i, place, above),
+        }
+    }
+
     /// Resolves a place to its address from the run-time indices on the
     /// stack, below `above` other operands, without popping them (an access
     /// that must wait is retried whole).
@@ -2113,7 +2160,7 @@ impl<'c> Simulation<'c> {
 
     fn load(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {
         let place = &self.program.places[place_id as usize];
-        let target = self.address_of(i, place, 0)?;
+        let target = self.target_of(i, place_id, place, 0)?;
         let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
         let bits = place.bits;
         // Store-to-load forwarding: the newest buffered store to the same
@@ -2237,7 +2284,7 @@ impl<'c> Simulation<'c> {
             self.block_on(i, Wait::BufferSlot);
             return Ok(());
         }
-        let target = self.address_of(i, place, 1)?;
+        let target = self.target_of(i, place_id, place, 1)?;
         let bits = place.bits;
         let value = self.pop(i)?;
         // A bitfield holds the low bits of what is stored.
@@ -2317,7 +2364,7 @@ impl<'c> Simulation<'c> {
         } else {
             (self.pop(i)?, 0)
         };
-        let target = self.address_of(i, place, 0)?;
+        let target = self.target_of(i, place_id, place, 0)?;
         self.drop_indices(i, place);
         self.memory_ops += 1;
         let pending = PendingAccess {
