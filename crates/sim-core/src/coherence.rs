@@ -377,7 +377,31 @@ impl Coherence {
     /// its own core's cache without a transaction, changing nothing else.
     /// `hold_cycles` is the execution time of an atomic (0 for loads and
     /// stores); the line stays locked for it.
+    #[inline]
     pub fn try_hit(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Option<AccessReport> {
+        let queued = !self.units[unit].waiting.is_empty();
+        #[cfg(test)]
+        let queued = queued && !planted!(HitBypassesQueue);
+        if queued {
+            // A request is queued for the line: its snoop arrives before this
+            // core may use the line again, so this access queues too. (Checked
+            // here, inline at the caller, since on a contended line it is the
+            // usual answer.)
+            return None;
+        }
+        self.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles)
+    }
+
+    /// [`Coherence::try_hit`] once nothing is queued for the line.
+    fn try_hit_unqueued(
         &mut self,
         topology: &Topology,
         now: Cycle,
@@ -390,14 +414,6 @@ impl Coherence {
         let thread = topology.thread_of(cpu) as u8;
         let l = &topology.spec.latency;
         let u = &mut self.units[unit];
-        let queued = !u.waiting.is_empty();
-        #[cfg(test)]
-        let queued = queued && !planted!(HitBypassesQueue);
-        if queued {
-            // A request is queued for the line: its snoop arrives before this
-            // core may use the line again, so this access queues too.
-            return None;
-        }
         let index = u.holders.binary_search_by_key(&core, |h| h.core).ok()?;
         let holder = &mut u.holders[index];
         if need == Need::Write && !holder.state.is_writable() {
@@ -588,6 +604,7 @@ impl Coherence {
     /// [`Coherence::try_hit`] at `now` and missed (a failed try changes
     /// nothing, so trying again would miss again).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub fn request_after_miss(
         &mut self,
         topology: &Topology,
@@ -613,6 +630,21 @@ impl Coherence {
                 first_waiter: u.waiting.len() == 1,
             });
         }
+        self.transaction_at_once(topology, now, cpu, unit, need, hold_cycles)
+    }
+
+    /// The transaction of a request that found its line free. Out of line, so
+    /// that queueing (the usual answer on a contended line) stays cheap.
+    #[inline(never)]
+    fn transaction_at_once(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Result<Requested, SimError> {
         let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles);
         if self.check_invariants {
             self.check_unit(unit, report.started)?;
