@@ -800,7 +800,10 @@ impl<'c> Simulation<'c> {
                     let slot = private_slot[place as usize];
                     (sum_private_hits && slot != NOT_PRIVATE).then_some(slot)
                 });
-                if fused.iter().all(|f| matches!(f, Fused::Plain(_))) {
+                if fused
+                    .iter()
+                    .all(|f| matches!(f, Fused::Plain(_) | Fused::LoopBack { .. }))
+                {
                     Vec::new()
                 } else {
                     fused
@@ -818,7 +821,7 @@ impl<'c> Simulation<'c> {
                 fused
                     .iter()
                     .map(|entry| match entry {
-                        Fused::Plain(_) => 0,
+                        Fused::Plain(_) | Fused::LoopBack { .. } => 0,
                         Fused::RepeatHead { counter, .. } => *counter as u32 + 1,
                         Fused::Binary {
                             left,
@@ -1246,6 +1249,7 @@ impl<'c> Simulation<'c> {
             // leaves its first plain operation to the match below.
             let op = match entry {
                 Fused::Plain(op) => op,
+                Fused::LoopBack { .. } => ops[pc],
                 Fused::RepeatHead { counter, exit } => {
                     let index = cpu.frame.locals_base as usize + counter as usize;
                     // The plain head pushes two operands at most.

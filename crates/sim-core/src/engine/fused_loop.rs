@@ -16,6 +16,7 @@ use super::{
 };
 use crate::coherence::{Coherence, PrivateLine};
 use crate::error::SimError;
+use crate::script::ast::BinaryOp;
 use crate::script::compile::Op;
 use crate::script::fuse::{Destination, Fused, Operand};
 use crate::time::Cycle;
@@ -51,8 +52,10 @@ const LINE_WRITE: u8 = 3;
 
 /// Everything a private access reaches, borrowed for one call.
 /// `CHECK_INVARIANTS`: the line is checked after each access (as
-/// `plain_hit` does when the invariants are on).
-struct PrivateAccess<'a, const CHECK_INVARIANTS: bool> {
+/// `plain_hit` does when the invariants are on). `TAKES_TURNS`: the CPU
+/// makes other than private accesses, so each access takes its turn (see
+/// `yield_at`); a CPU with private accesses only never yields.
+struct PrivateAccess<'a, const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> {
     coherence: &'a mut Coherence,
     bytes: &'a mut [u8],
     targets: &'a [PrivateTarget],
@@ -61,14 +64,16 @@ struct PrivateAccess<'a, const CHECK_INVARIANTS: bool> {
     thread: u8,
     l1_hit_cycles: u64,
     /// The first cycle at which an access must take its turn (`must_yield`
-    /// folded into one bound; `u64::MAX` for a CPU with private accesses only).
+    /// folded into one bound), when `TAKES_TURNS`.
     yield_at: u64,
     /// The invariant check that failed after an access (the loop stops
     /// with it, before the access counts, as `plain_hit` fails).
     failed: Option<SimError>,
 }
 
-impl<const CHECK_INVARIANTS: bool> PrivateAccess<'_, CHECK_INVARIANTS> {
+impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
+    PrivateAccess<'_, CHECK_INVARIANTS, TAKES_TURNS>
+{
     /// Looks at `slot`'s line on its first access in this call.
     #[inline(never)]
     fn look_at_line(&mut self, slot: usize) {
@@ -76,27 +81,25 @@ impl<const CHECK_INVARIANTS: bool> PrivateAccess<'_, CHECK_INVARIANTS> {
         let line = self
             .coherence
             .private_line(self.core, self.thread, target.unit);
-        self.lines[slot] = SlotLine {
-            access: match line {
-                None => LINE_MISS,
-                Some(line) if line.writable => LINE_WRITE,
-                Some(_) => LINE_READ,
-            },
-            floor: line.map_or(Cycle::ZERO, |line| line.floor),
-            address: target.address,
-            size_bytes: target.size_bytes,
-            line,
-            ..SlotLine::default()
+        // The sums were left at zero by the last call's end.
+        let state = &mut self.lines[slot];
+        state.access = match line {
+            None => LINE_MISS,
+            Some(line) if line.writable => LINE_WRITE,
+            Some(_) => LINE_READ,
         };
+        state.floor = line.map_or(Cycle::ZERO, |line| line.floor);
+        (state.address, state.size_bytes) = (target.address, target.size_bytes);
+        state.line = line;
     }
 
     /// `plain_hit` at `now` of a load from private `slot`, with its sums:
-    /// its completion and the value read, as `run_ahead_loop` makes it.
-    #[inline(always)]
+    /// its completion and the value read, as `run_ahead_loop` makes it;
     /// `None` where the plain loop stops before it (a turn to take, a miss,
     /// a failed check: see `stopped`).
+    #[inline(always)]
     fn load(&mut self, slot: usize, now: Cycle) -> Option<(Cycle, i64)> {
-        if now.0 >= self.yield_at {
+        if TAKES_TURNS && now.0 >= self.yield_at {
             return None;
         }
         if self.lines[slot].access < LINE_READ {
@@ -132,7 +135,7 @@ impl<const CHECK_INVARIANTS: bool> PrivateAccess<'_, CHECK_INVARIANTS> {
     /// its sums, as `run_ahead_loop` makes it: its completion.
     #[inline(always)]
     fn store(&mut self, slot: usize, now: Cycle, value: i64) -> Option<Cycle> {
-        if now.0 >= self.yield_at {
+        if TAKES_TURNS && now.0 >= self.yield_at {
             return None;
         }
         if self.lines[slot].access != LINE_WRITE {
@@ -250,32 +253,36 @@ impl Simulation<'_> {
         let lines = &mut slot_lines[..slots];
         let (core, thread) = (cpu.core, cpu.thread);
         let l1_hit_cycles = topology.spec.latency.l1_hit_cycles;
-        let result = if coherence.check_invariants {
-            let mut access = PrivateAccess::<true> {
-                coherence,
-                bytes,
-                targets,
-                lines,
-                core,
-                thread,
-                l1_hit_cycles,
-                yield_at,
-                failed: None,
+        let check_invariants = coherence.check_invariants;
+        // The loop for the CPU's case: the checks on or off, turns taken
+        // or not.
+        macro_rules! run {
+            ($check:literal, $turns:literal) => {
+                run_fused(
+                    cpu,
+                    ops,
+                    fused,
+                    private_slot,
+                    &mut PrivateAccess::<$check, $turns> {
+                        coherence,
+                        bytes,
+                        targets,
+                        lines,
+                        core,
+                        thread,
+                        l1_hit_cycles,
+                        yield_at,
+                        failed: None,
+                    },
+                    *time_limit,
+                )
             };
-            run_fused(cpu, ops, fused, private_slot, &mut access, *time_limit)
-        } else {
-            let mut access = PrivateAccess::<false> {
-                coherence,
-                bytes,
-                targets,
-                lines,
-                core,
-                thread,
-                l1_hit_cycles,
-                yield_at,
-                failed: None,
-            };
-            run_fused(cpu, ops, fused, private_slot, &mut access, *time_limit)
+        }
+        let result = match (check_invariants, !self.private_only[i]) {
+            (false, false) => run!(false, false),
+            (false, true) => run!(false, true),
+            (true, false) => run!(true, false),
+            (true, true) => run!(true, true),
         };
         // The sums and the writes' state changes, and the slots left clean
         // for the next call.
@@ -301,12 +308,12 @@ impl Simulation<'_> {
 /// an operation `run_ahead_loop` would stop at. (Out of line: inlined into
 /// `run_ahead_fused` beside `run_ahead_loop`, its registers spill.)
 #[inline(never)]
-fn run_fused<const CHECK_INVARIANTS: bool>(
+fn run_fused<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>(
     cpu: &mut Cpu,
     ops: &[Op],
     fused: &[Fused],
     private_slot: &[u32],
-    access: &mut PrivateAccess<'_, CHECK_INVARIANTS>,
+    access: &mut PrivateAccess<'_, CHECK_INVARIANTS, TAKES_TURNS>,
     time_limit: u64,
 ) -> Result<(), SimError> {
     let base = cpu.frame.locals_base as usize;
@@ -321,6 +328,9 @@ fn run_fused<const CHECK_INVARIANTS: bool>(
     // The clock and the program counter in registers, written back at the end.
     let mut now = *cpu_now;
     let mut pc = frame.pc;
+    // Room for the two operands a superinstruction's plain operations
+    // push; only plain operations change the stack.
+    let mut room = stack.len() + 2 <= MAX_STACK;
     // An operand as the plain operations read it, or where they stop: at a
     // private load that does not happen (`$before`, then stop), or at the
     // time limit after one (`$after` with its value, then stop).
@@ -353,7 +363,7 @@ fn run_fused<const CHECK_INVARIANTS: bool>(
         let op = match *entry {
             Fused::Plain(op) => op,
             // The plain head pushes two operands at most.
-            Fused::RepeatHead { counter, exit } if stack.len() + 2 <= MAX_STACK => {
+            Fused::RepeatHead { counter, exit } if room => {
                 let left = &mut locals[counter as usize];
                 if *left > 0 {
                     *left -= 1;
@@ -370,7 +380,7 @@ fn run_fused<const CHECK_INVARIANTS: bool>(
                 right,
                 op,
                 destination,
-            } if stack.len() + 2 <= MAX_STACK => {
+            } if room => {
                 let left = operand!(
                     left,
                     |value| {
@@ -390,7 +400,12 @@ fn run_fused<const CHECK_INVARIANTS: bool>(
                         pc += 1;
                     }
                 );
-                let Some(value) = binary_value(op, left, right) else {
+                let value = if op == BinaryOp::Add {
+                    Some(left.wrapping_add(right))
+                } else {
+                    binary_value(op, left, right)
+                };
+                let Some(value) = value else {
                     stack.extend_from_slice(&[left, right]);
                     pc += 2;
                     break Ok(());
@@ -413,6 +428,14 @@ fn run_fused<const CHECK_INVARIANTS: bool>(
                     },
                 }
                 pc += BINARY_OPS;
+                continue;
+            }
+            Fused::LoopBack { target } => {
+                now += 1;
+                pc = target;
+                if now.0 >= time_limit {
+                    break Ok(());
+                }
                 continue;
             }
             // No room on the stack: the plain first operation.
@@ -441,6 +464,7 @@ fn run_fused<const CHECK_INVARIANTS: bool>(
             }
             Plain::Stop(result) => break result,
         }
+        room = stack.len() + 2 <= MAX_STACK;
     };
     *cpu_now = now;
     frame.pc = pc;
@@ -460,12 +484,12 @@ enum Plain {
 /// One plain operation as `run_ahead_loop` runs it, given what the fused
 /// loop hoisted (the store buffer empty, the private targets resolved).
 #[inline(always)]
-fn run_plain<const CHECK_INVARIANTS: bool>(
+fn run_plain<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>(
     op: Op,
     stack: &mut Vec<i64>,
     locals: &mut [i64],
     private_slot: &[u32],
-    access: &mut PrivateAccess<'_, CHECK_INVARIANTS>,
+    access: &mut PrivateAccess<'_, CHECK_INVARIANTS, TAKES_TURNS>,
     now: &mut Cycle,
     time_limit: u64,
 ) -> Plain {

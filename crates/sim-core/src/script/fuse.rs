@@ -56,6 +56,10 @@ pub enum Fused {
         op: BinaryOp,
         destination: Destination,
     },
+    /// `Op::LoopBack`, in the table so that the run-ahead loop takes it
+    /// without decoding a plain operation (it alone does not make a code
+    /// worth a table).
+    LoopBack { target: u32 },
 }
 
 /// Plain operations a [`Fused::RepeatHead`] stands for.
@@ -101,7 +105,10 @@ pub fn fuse(ops: &[Op], private_slot: impl Fn(u32) -> Option<u32>) -> Vec<Fused>
                     };
                 }
             }
-            Fused::Plain(ops[pc])
+            match ops[pc] {
+                Op::LoopBack(target) => Fused::LoopBack { target },
+                op => Fused::Plain(op),
+            }
         })
         .collect()
 }
@@ -170,6 +177,14 @@ mod tests {
         // Every position keeps an entry, so a jump can land anywhere.
         assert_eq!(fused[3], Fused::Plain(Op::Push(0)));
         assert_eq!(fused[0], Fused::Plain(Op::Push(16)));
+    }
+
+    #[test]
+    fn a_loop_back_edge_gets_an_entry_of_its_own() {
+        let ops = [Op::Push(1), Op::Pop, Op::LoopBack(0)];
+        let fused = fuse(&ops, |_| None);
+        assert_eq!(fused[2], Fused::LoopBack { target: 0 });
+        assert_eq!(fused[1], Fused::Plain(Op::Pop));
     }
 
     #[test]
