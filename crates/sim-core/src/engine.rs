@@ -2368,8 +2368,15 @@ impl<'c> Simulation<'c> {
         } else {
             (self.pop(i)?, 0)
         };
-        let target = self.target_of(i, place_id, place, 0)?;
-        self.drop_indices(i, place);
+        // A place with one target for every CPU has no operands to drop.
+        let target = match self.global_targets[place_id as usize] {
+            Some(target) => target,
+            None => {
+                let target = self.address_of(i, place, 0)?;
+                self.drop_indices(i, place);
+                target
+            }
+        };
         self.memory_ops += 1;
         let pending = PendingAccess {
             op: Some(op),

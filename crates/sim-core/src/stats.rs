@@ -136,13 +136,20 @@ impl Histogram {
     pub fn record(&mut self, value: u64) {
         let b = bucket_of(value);
         if b >= self.counts.len() {
-            self.counts.resize(b + 1, 0);
+            self.grow(b);
         }
         self.counts[b] += 1;
         self.total += 1;
         self.sum += value as u128;
         self.max = self.max.max(value);
     }
+    /// Room for bucket `b`: seldom needed, kept out of `record`.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, b: usize) {
+        self.counts.resize(b + 1, 0);
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
         if other.counts.len() > self.counts.len() {
             self.counts.resize(other.counts.len(), 0);
