@@ -2643,6 +2643,36 @@ mod tests {
     }
 
     #[test]
+    fn the_statistics_count_only_the_iterations_after_the_warmup() {
+        // Two CPUs, so that the line moves and every access is a miss.
+        let scripts = [
+            "lines[0].v = lines[0].v + 1\nwork 7",
+            "fetch_add(lines[0].v, 1)\nwork 5",
+        ];
+        for warmup in [0, 1, 4] {
+            let mut config = config(&scripts, StopRule::Iterations(6));
+            config.warmup_iterations = warmup;
+            let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+            let mut stats = crate::stats::Stats::new(
+                config.program.field_names.len(),
+                config.memory.unit_count(),
+                config.memory.unit_bytes,
+                &cpus,
+                warmup,
+            );
+            run(&config, &mut stats).unwrap();
+            // Six measured iterations each: CPU 0's load and store, CPU 1's atomic.
+            let line = &stats.per_unit[0];
+            assert_eq!(
+                (line.loads, line.stores, line.atomics),
+                (6, 6, 6),
+                "warm-up of {warmup} iterations"
+            );
+            assert_eq!(stats.iteration_cycles.count(), 12, "warm-up {warmup}");
+        }
+    }
+
+    #[test]
     fn a_deadlock_names_the_waiting_cpus_lines_and_states() {
         let scripts = [
             "fetch_add(lines[0].v, 1)\nwork 3",

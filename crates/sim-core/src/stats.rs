@@ -210,6 +210,8 @@ pub struct Stats {
     pub stalled_on_store_buffer_cycles: u64,
     /// log2 of the coherence unit's size.
     unit_shift: u32,
+    /// Iterations per CPU before its accesses are counted.
+    warmup: u64,
     /// Per CPU number: its slot in `cpus` (`u32::MAX` for a CPU that runs no
     /// script) and whether its accesses are counted yet, side by side since
     /// every access and iteration end looks both up.
@@ -258,6 +260,7 @@ impl Stats {
             iteration_cycles_per_cpu: vec![0; cpus.len()],
             stalled_on_store_buffer_cycles: 0,
             unit_shift: unit_bytes.trailing_zeros(),
+            warmup,
             by_cpu,
         }
     }
@@ -319,7 +322,7 @@ impl Probe for Stats {
         }
     }
 
-    fn on_iteration(&mut self, cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
+    fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, measured: bool) {
         let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
             if measured {
                 self.iteration_cycles.record(end - start);
@@ -335,7 +338,7 @@ impl Probe for Stats {
             if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot) {
                 *t += end - start;
             }
-        } else if state.slot != u32::MAX {
+        } else if state.slot != u32::MAX && index + 1 >= self.warmup {
             // The warm-up's last iteration ended: measure from here on.
             state.measuring = true;
         }
