@@ -20,7 +20,9 @@ use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::queue::{EventQueue, EVENT_BYTES};
 use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
 use crate::script::compile::{Builtin, Code, Op, PlaceRef, Program};
-use crate::script::fuse::{self, Destination, Fused, Operand, BINARY_OPS, REPEAT_HEAD_OPS};
+use crate::script::fuse::{
+    self, Destination, Fused, FusedAtomic, Operand, BINARY_OPS, REPEAT_HEAD_OPS,
+};
 use crate::time::Cycle;
 use crate::topology::Topology;
 use rand_chacha::ChaCha8Rng;
@@ -271,6 +273,13 @@ struct Simulation<'c> {
     /// Per code, the run-ahead loop's table: `code_ops` with runs of stack
     /// operations fused into superinstructions (see `script::fuse`).
     fused_code: Vec<Vec<Fused>>,
+    /// Per code and operation: an atomic on a place with one target for
+    /// every CPU whose operand is pushed here (`script::fuse::fuse_atomics`),
+    /// which `run_cpu` issues without stepping the push and the atomic;
+    /// empty for a code without one (and without the fast path).
+    atomic_heads: Vec<Vec<Option<AtomicHead>>>,
+    /// Some code has an entry in `atomic_heads`.
+    any_atomic_heads: bool,
     /// Run register-only operations in a tight loop ahead of `step`.
     run_local_ops: bool,
     /// Per place: its slot among the private places with one fixed address
@@ -405,6 +414,14 @@ fn global_targets(program: &Program, memory: &MemoryLayout) -> Vec<Option<Target
             })
         })
         .collect()
+}
+
+/// A `FusedAtomic` with its place's target resolved.
+#[derive(Clone, Copy, Debug)]
+struct AtomicHead {
+    operand: Operand,
+    op: AtomicOp,
+    target: Target,
 }
 
 /// What the run-ahead loop does after a superinstruction.
@@ -683,6 +700,8 @@ impl<'c> Simulation<'c> {
                 .map(|c| c.ops.as_slice())
                 .collect(),
             fused_code: Vec::new(),
+            atomic_heads: Vec::new(),
+            any_atomic_heads: false,
             run_local_ops: true,
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
             queued_prefetches: Vec::new(),
@@ -810,6 +829,29 @@ impl<'c> Simulation<'c> {
                 }
             })
             .collect();
+        let global_targets = &self.global_targets;
+        let run_local_ops = self.run_local_ops;
+        self.atomic_heads = self
+            .code_ops
+            .iter()
+            .map(|ops| {
+                if !run_local_ops {
+                    return Vec::new();
+                }
+                fuse::fuse_atomics(ops, |place| global_targets[place as usize].is_some())
+                    .into_iter()
+                    .map(|head| {
+                        head.map(|FusedAtomic { operand, op, place }| AtomicHead {
+                            operand,
+                            op,
+                            target: global_targets[place as usize]
+                                .expect("fused only where the place has a fixed target"),
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        self.any_atomic_heads = self.atomic_heads.iter().any(|heads| !heads.is_empty());
         self.fused_locals = self
             .fused_code
             .iter()
@@ -1078,6 +1120,7 @@ impl<'c> Simulation<'c> {
     /// its new time, which was queued earlier.
     fn run_cpu(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
         let resumed_at = self.cpus[i].now.0;
+        let any_atomic_heads = self.any_atomic_heads;
         loop {
             let cpu = &self.cpus[i];
             if cpu.finished || cpu.wait != Wait::None {
@@ -1141,7 +1184,80 @@ impl<'c> Simulation<'c> {
                 _ => {}
             }
             self.step(i, op, probe)?;
+            // An atomic of `atomic_heads` where a script or procedure
+            // starts (a counter's increment) is issued here, once per
+            // iteration or call; elsewhere it is stepped. Tested here
+            // rather than at the loop's top, where it would cost every
+            // step of every run (and with `step` called once, so that it
+            // stays inline).
+            if any_atomic_heads && matches!(op, Op::Call(_) | Op::EndIteration) {
+                self.fused_atomic(i, resumed_at, probe)?;
+            }
         }
+    }
+
+    /// Issues the atomic of an `AtomicHead` at CPU `i`'s position, when
+    /// the plain run would reach and issue it from here without anything
+    /// else happening first: what the push of the operand and `atomic`
+    /// leave (the same access, clock, stack and position, the atomic's
+    /// position while it waits), without the run-ahead call, the push and
+    /// the pop between them. Otherwise (the run's end to look at, no stack
+    /// room or no such local, a store buffer to drain, a turn to take)
+    /// does nothing and answers false, leaving it all to the plain path.
+    #[inline]
+    fn fused_atomic(
+        &mut self,
+        i: usize,
+        resumed_at: u64,
+        probe: &mut dyn Probe,
+    ) -> Result<bool, SimError> {
+        let cpu = &self.cpus[i];
+        let pc = cpu.frame.pc as usize;
+        let Some(&Some(head)) = self.atomic_heads[cpu.frame.code as usize].get(pc) else {
+            return Ok(false);
+        };
+        // What the loop's top looks at first.
+        if cpu.finished || cpu.wait != Wait::None {
+            return Ok(false);
+        }
+        let now = cpu.now.0;
+        // Pushing a local checks its slot (as `step` does); the store
+        // buffer is drained first (`atomic`); a CPU that makes only
+        // private accesses but has this one cannot exist, but its turn is
+        // decided as in `run_cpu` all the same.
+        let operand = match head.operand {
+            Operand::Const(v) => Some(v),
+            Operand::Local(slot) => cpu
+                .locals
+                .get(cpu.frame.locals_base as usize + slot as usize)
+                .copied(),
+            Operand::Private(_) => None,
+        };
+        let Some(operand) = operand else {
+            return Ok(false);
+        };
+        if now >= self.time_limit
+            || cpu.stack.len() >= MAX_STACK
+            || !cpu.store_buffer.is_empty()
+            || (!self.private_only[i] && must_yield(now, self.queue.next_cycle(), resumed_at))
+        {
+            return Ok(false);
+        }
+        // At the atomic, as `atomic` leaves it (its completion moves on).
+        self.cpus[i].frame.pc += 1;
+        self.memory_ops += 1;
+        let pending = PendingAccess {
+            op: Some(head.op),
+            address: head.target.address,
+            size_bytes: head.target.size_bytes,
+            field_id: head.target.field_id,
+            bits: None,
+            operand,
+            expected: 0,
+        };
+        let hold = self.topology.spec.latency.locked_op_cycles;
+        self.issue(i, pending, Need::Write, hold, probe)?;
+        Ok(true)
     }
 
     fn finish(&mut self, i: usize) {

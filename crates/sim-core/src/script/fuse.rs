@@ -11,7 +11,7 @@
 //! complete it the way the plain operations would, and otherwise runs the
 //! plain operation at the same position.
 
-use super::ast::BinaryOp;
+use super::ast::{AtomicOp, BinaryOp};
 use super::compile::Op;
 
 /// A value a superinstruction reads without the operand stack.
@@ -113,6 +113,48 @@ pub fn fuse(ops: &[Op], private_slot: impl Fn(u32) -> Option<u32>) -> Vec<Fused>
         .collect()
 }
 
+/// An atomic whose operand is pushed just before it: `Push(v)` or
+/// `Local(s)`, then `Atomic(op, place)` on a place with one target for
+/// every CPU (so the atomic pops the operand and nothing else).
+/// `run_cpu` issues it straight from the head's position, without pushing
+/// the operand and stepping the atomic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FusedAtomic {
+    /// `Operand::Const` or `Operand::Local` (never `Private`).
+    pub operand: Operand,
+    pub op: AtomicOp,
+    pub place: u32,
+}
+
+/// Per operation of a code, the [`FusedAtomic`] that starts there, if
+/// any; empty when none does (the common case costs one length check).
+/// `fixed_target` tells a place with one target for every CPU.
+/// `CmpXchg` pops two operands and stays plain.
+pub fn fuse_atomics(ops: &[Op], fixed_target: impl Fn(u32) -> bool) -> Vec<Option<FusedAtomic>> {
+    let heads: Vec<Option<FusedAtomic>> = ops
+        .windows(2)
+        .map(|pair| {
+            let operand = match pair[0] {
+                Op::Push(v) => Operand::Const(v),
+                Op::Local(slot) => Operand::Local(slot),
+                _ => return None,
+            };
+            match pair[1] {
+                Op::Atomic(op, place) if op != AtomicOp::CmpXchg && fixed_target(place) => {
+                    Some(FusedAtomic { operand, op, place })
+                }
+                _ => None,
+            }
+        })
+        .chain(std::iter::once(None))
+        .collect();
+    if heads.iter().all(Option::is_none) {
+        Vec::new()
+    } else {
+        heads
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,5 +243,50 @@ mod tests {
         ];
         let fused = fuse(&ops, |_| None);
         assert_eq!(fused[0], Fused::Plain(Op::Local(1)));
+    }
+
+    #[test]
+    fn an_atomic_on_a_fixed_place_fuses_with_the_push_of_its_operand() {
+        // fetch_add(shared.value, 1) ; xchg(shared.value, x) ;
+        // fetch_add(other[i].value, 1) ; cmpxchg(shared.value, 0, 1)
+        let ops = [
+            Op::Push(1),
+            Op::Atomic(AtomicOp::FetchAdd, 0),
+            Op::Pop,
+            Op::Local(2),
+            Op::Atomic(AtomicOp::Xchg, 0),
+            Op::Pop,
+            Op::Push(1),
+            Op::Atomic(AtomicOp::FetchAdd, 1),
+            Op::Pop,
+            Op::Push(0),
+            Op::Push(1),
+            Op::Atomic(AtomicOp::CmpXchg, 0),
+            Op::EndIteration,
+        ];
+        let heads = fuse_atomics(&ops, |place| place == 0);
+        assert_eq!(heads.len(), ops.len());
+        assert_eq!(
+            heads[0],
+            Some(FusedAtomic {
+                operand: Operand::Const(1),
+                op: AtomicOp::FetchAdd,
+                place: 0
+            })
+        );
+        assert_eq!(
+            heads[3],
+            Some(FusedAtomic {
+                operand: Operand::Local(2),
+                op: AtomicOp::Xchg,
+                place: 0
+            })
+        );
+        // Place 1 has no fixed target; a compare-exchange pops two.
+        assert_eq!(heads[6], None);
+        assert_eq!(heads[10], None);
+        assert_eq!(heads.iter().flatten().count(), 2);
+        // A code without such a pair has no table at all.
+        assert!(fuse_atomics(&ops, |_| false).is_empty());
     }
 }
