@@ -105,7 +105,11 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
 /// A random scenario: a few CPUs, each with its own script. With
 /// `private_mine`, `peer` takes lines of its own, which leaves `mine` private
 /// (its accesses run ahead of the queue); otherwise the two share lines.
-fn random_config(seed: u64, private_mine: bool) -> SimConfig {
+/// With `atomic_heads`, every script starts with an atomic on a global
+/// field and calls a procedure that starts with one on a local's value
+/// (what `run_cpu` issues at once after an iteration end or a call); the
+/// random draws, and so the rest of each program, stay the same.
+fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig {
     let mut gen = Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let spec = machine(&mut gen);
     let cpu_count = spec.sockets
@@ -128,9 +132,15 @@ fn random_config(seed: u64, private_mine: bool) -> SimConfig {
     // meet another CPU, and they run ahead of the queue all the way.
     let bodies: Vec<String> = cpus
         .iter()
-        .map(|_| {
+        .enumerate()
+        .map(|(n, _)| {
             let only_mine = gen.below(3) == 0;
-            random_script(&mut gen, only_mine)
+            let body = random_script(&mut gen, only_mine);
+            if atomic_heads {
+                format!("fetch_add(g.f{}, 1)\n{body}swap(v)\n", n % 6)
+            } else {
+                body
+            }
         })
         .collect();
     let shared_fields: Vec<_> = (0..6).map(|f| field(&format!("f{f}"), "u64")).collect();
@@ -162,6 +172,7 @@ fn random_config(seed: u64, private_mine: bool) -> SimConfig {
             },
         ])
         .procedure("bump", vec!["p"], "fetch_add(*p, 1)")
+        .procedure("swap", vec!["n"], "xchg(g.f5, n)\nwork 2")
         .stop(stop)
         .max_cycles(1 << 40)
         .seed(seed);
@@ -278,7 +289,10 @@ impl PartialEq for Observed {
 /// Odd seeds give `peer` lines of its own, so `mine` is truly private and
 /// its accesses run ahead of the queue; even seeds share the lines.
 fn compare_seed(seed: u64) -> Result<u64, String> {
-    let config = random_config(seed, seed % 2 == 1);
+    compare_config(seed, random_config(seed, seed % 2 == 1, false))
+}
+
+fn compare_config(seed: u64, config: SimConfig) -> Result<u64, String> {
     let fast = observe(&config, true);
     let plain = observe(&config, false);
     match (fast, plain) {
@@ -349,6 +363,21 @@ fn the_fast_path_changes_nothing_on_random_programs() {
     assert!(ops > 100_000, "only {ops} memory operations compared");
 }
 
+/// Scripts and procedures that start with an atomic on a fixed-target
+/// place (issued by `run_cpu` without stepping, on the fast path only):
+/// the same runs, turns, store-buffer drains and stops as stepped.
+#[test]
+fn atomics_at_a_script_or_procedure_start_change_nothing() {
+    let mut ops = 0;
+    for seed in 0..SEEDS / 4 {
+        match compare_config(seed, random_config(seed, seed % 2 == 1, true)) {
+            Ok(n) => ops += n,
+            Err(e) => panic!("with atomic heads: {e}"),
+        }
+    }
+    assert!(ops > 20_000, "only {ops} memory operations compared");
+}
+
 /// The plain path really is different work: on a program of private
 /// accesses it processes many more events (each access waits its turn).
 #[test]
@@ -378,7 +407,7 @@ fn summing_private_hits_changes_nothing() {
     // report per hit. Same outcome (events included) and statistics.
     let mut summed_ops = 0;
     for seed in 0..SEEDS {
-        let config = random_config(seed, true);
+        let config = random_config(seed, true, false);
         let summed = observe_stats_only(&config);
         let each = observe(&config, true).map(|mut o| {
             o.outcome.events = o.events;
