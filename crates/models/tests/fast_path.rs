@@ -205,14 +205,7 @@ struct Observed {
 /// statistics, which lets the engine sum the hits on private lines instead
 /// of reporting each.
 fn observe_stats_only(config: &SimConfig) -> Result<Observed, String> {
-    let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
-    let mut stats = Stats::new(
-        config.program.field_names.len(),
-        config.memory.unit_count(),
-        config.memory.unit_bytes,
-        &cpus,
-        config.warmup_iterations,
-    );
+    let mut stats = Stats::for_run(config);
     let outcome = run_with(config, &mut stats, EngineOptions { fast_path: true })
         .map_err(|e| e.to_string())?;
     Ok(Observed {
@@ -230,13 +223,7 @@ fn observe_stats_only(config: &SimConfig) -> Result<Observed, String> {
 
 fn observe(config: &SimConfig, fast_path: bool) -> Result<Observed, String> {
     let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
-    let mut stats = Stats::new(
-        config.program.field_names.len(),
-        config.memory.unit_count(),
-        config.memory.unit_bytes,
-        &cpus,
-        config.warmup_iterations,
-    );
+    let mut stats = Stats::for_run(config);
     let mut recorder = Recorder::default();
     let outcome = {
         let mut both = sim_core::probe::Probes(vec![&mut stats, &mut recorder]);

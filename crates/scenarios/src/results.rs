@@ -109,13 +109,7 @@ pub struct VariantFailure {
 pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure> {
     let config: &SimConfig = &built.config;
     let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
-    let mut stats = Stats::new(
-        config.program.field_names.len(),
-        config.memory.unit_count(),
-        config.memory.unit_bytes,
-        &cpus,
-        config.warmup_iterations,
-    );
+    let mut stats = Stats::for_run(config);
     let outcome = run(config, &mut stats).map_err(|error| VariantFailure {
         name: built.name.clone(),
         error,

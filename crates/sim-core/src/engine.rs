@@ -2768,14 +2768,7 @@ mod tests {
         for warmup in [0, 1, 4] {
             let mut config = config(&scripts, StopRule::Iterations(6));
             config.warmup_iterations = warmup;
-            let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
-            let mut stats = crate::stats::Stats::new(
-                config.program.field_names.len(),
-                config.memory.unit_count(),
-                config.memory.unit_bytes,
-                &cpus,
-                warmup,
-            );
+            let mut stats = crate::stats::Stats::for_run(&config);
             run(&config, &mut stats).unwrap();
             // Six measured iterations each: CPU 0's load and store, CPU 1's atomic.
             let line = &stats.per_unit[0];

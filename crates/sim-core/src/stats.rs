@@ -225,6 +225,19 @@ struct CpuState {
 }
 
 impl Stats {
+    /// The statistics of a run of `config`: its fields, lines, running CPUs
+    /// and warm-up.
+    pub fn for_run(config: &crate::engine::SimConfig) -> Stats {
+        let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+        Stats::new(
+            config.program.field_names.len(),
+            config.memory.unit_count(),
+            config.memory.unit_bytes,
+            &cpus,
+            config.warmup_iterations,
+        )
+    }
+
     /// `cpus`: the CPUs that run scripts; `warmup` iterations are not measured.
     pub fn new(
         field_count: usize,
