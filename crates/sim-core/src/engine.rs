@@ -529,28 +529,23 @@ impl FusedBinary {
                 Operand::Local(slot) => cpu.locals[base + slot as usize],
                 Operand::Private(slot) => {
                     let target = private_targets[slot as usize];
-                    let now = cpu.now;
-                    if must_wait(now) {
+                    if must_wait(cpu.now) {
                         return stop(cpu, &values[..k], k as u32, Ok(()));
                     }
-                    let done = match coherence.plain_hit(
-                        now,
-                        cpu.core,
-                        cpu.thread,
+                    let hits = &mut private_hits[slot as usize];
+                    let done = match take_private_hit(
+                        coherence,
+                        cpu,
                         target.unit,
                         Need::Read,
                         l1,
+                        hits,
+                        accesses,
                     ) {
                         Ok(Some(done)) => done,
                         Ok(None) => return stop(cpu, &values[..k], k as u32, Ok(())),
                         Err(e) => return stop(cpu, &values[..k], k as u32, Err(e)),
                     };
-                    let hits = &mut private_hits[slot as usize];
-                    hits.loads += 1;
-                    // Cycles beyond an L1 hit that the CPU waited for the line.
-                    hits.stall_cycles += (done - now).saturating_sub(l1);
-                    *accesses += 1;
-                    cpu.now = done;
                     let value = read_value(bytes, target.address, target.size_bytes);
                     if done.0 >= time_limit {
                         values[k] = value;
@@ -574,22 +569,21 @@ impl FusedBinary {
                 if must_wait(cpu.now) {
                     return stop(cpu, &[result], 3, Ok(()));
                 }
-                let done = match coherence.plain_hit(
-                    cpu.now,
-                    cpu.core,
-                    cpu.thread,
+                let hits = &mut private_hits[slot as usize];
+                let done = match take_private_hit(
+                    coherence,
+                    cpu,
                     target.unit,
                     Need::Write,
                     l1,
+                    hits,
+                    accesses,
                 ) {
                     Ok(Some(done)) => done,
                     Ok(None) => return stop(cpu, &[result], 3, Ok(())),
                     Err(e) => return stop(cpu, &[result], 3, Err(e)),
                 };
                 write_value(bytes, target.address, target.size_bytes, result);
-                private_hits[slot as usize].stores += 1;
-                *accesses += 1;
-                cpu.now = done;
                 cpu.frame.pc += BINARY_OPS;
                 if done.0 >= time_limit {
                     return FusedStep::Stop(Ok(()));
@@ -598,6 +592,39 @@ impl FusedBinary {
             }
         }
     }
+}
+
+/// A plain hit of the running CPU on a private place, as both run-ahead
+/// loops take it: the hit ([`Coherence::plain_hit`]), its sums for the
+/// statistics probe, and the CPU's clock moved to its completion. `Ok(None)`
+/// where the access is no plain hit (nothing changed: the caller stops and
+/// leaves it to `step`).
+#[inline(always)]
+fn take_private_hit(
+    coherence: &mut Coherence,
+    cpu: &mut Cpu,
+    unit: usize,
+    need: Need,
+    l1_hit_cycles: u64,
+    hits: &mut PrivateHits,
+    accesses: &mut u64,
+) -> Result<Option<Cycle>, SimError> {
+    let now = cpu.now;
+    let Some(done) = coherence.plain_hit(now, cpu.core, cpu.thread, unit, need, l1_hit_cycles)?
+    else {
+        return Ok(None);
+    };
+    match need {
+        Need::Read => {
+            hits.loads += 1;
+            // Cycles beyond an L1 hit that the CPU waited for the line.
+            hits.stall_cycles += (done - now).saturating_sub(l1_hit_cycles);
+        }
+        Need::Write => hits.stores += 1,
+    }
+    *accesses += 1;
+    cpu.now = done;
+    Ok(Some(done))
 }
 
 /// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,
@@ -1491,27 +1518,21 @@ impl<'c> Simulation<'c> {
                     if target.unit == usize::MAX {
                         break Ok(());
                     }
-                    let l1 = topology.spec.latency.l1_hit_cycles;
-                    let now = cpu.now;
-                    let done = match coherence.plain_hit(
-                        now,
-                        cpu.core,
-                        cpu.thread,
+                    let done = match take_private_hit(
+                        coherence,
+                        cpu,
                         target.unit,
                         Need::Read,
-                        l1,
+                        topology.spec.latency.l1_hit_cycles,
+                        &mut private_hits[slot],
+                        &mut accesses,
                     ) {
                         Ok(Some(done)) => done,
                         Ok(None) => break Ok(()),
                         Err(e) => break Err(e),
                     };
-                    stack.push(read_value(bytes, target.address, target.size_bytes));
-                    let hits = &mut private_hits[slot];
-                    hits.loads += 1;
-                    // Cycles beyond an L1 hit that the CPU waited for the line.
-                    hits.stall_cycles += (done - now).saturating_sub(l1);
-                    accesses += 1;
-                    cpu.now = done;
+                    cpu.stack
+                        .push(read_value(bytes, target.address, target.size_bytes));
                     cpu.frame.pc += 1;
                     if done.0 >= *time_limit {
                         break Ok(());
@@ -1535,24 +1556,21 @@ impl<'c> Simulation<'c> {
                     if target.unit == usize::MAX || *store_buffer_entries == 0 {
                         break Ok(());
                     }
-                    let l1 = topology.spec.latency.l1_hit_cycles;
-                    let done = match coherence.plain_hit(
-                        cpu.now,
-                        cpu.core,
-                        cpu.thread,
+                    let done = match take_private_hit(
+                        coherence,
+                        cpu,
                         target.unit,
                         Need::Write,
-                        l1,
+                        topology.spec.latency.l1_hit_cycles,
+                        &mut private_hits[slot],
+                        &mut accesses,
                     ) {
                         Ok(Some(done)) => done,
                         Ok(None) => break Ok(()),
                         Err(e) => break Err(e),
                     };
-                    let value = stack.pop().unwrap_or_default();
+                    let value = cpu.stack.pop().unwrap_or_default();
                     write_value(bytes, target.address, target.size_bytes, value);
-                    private_hits[slot].stores += 1;
-                    accesses += 1;
-                    cpu.now = done;
                     cpu.frame.pc += 1;
                     if done.0 >= *time_limit {
                         break Ok(());
