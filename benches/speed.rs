@@ -32,7 +32,7 @@ const SCENARIOS: &[(&str, &str, u64, bool)] = &[
         false,
     ),
     // The case study's base: 36 SCTP clients and their 36 servers.
-    ("sctp36", "scenarios/cases/sctp-memcg.toml", 0, true),
+    ("sctp36", "scenarios/shipped/cases/sctp-memcg.toml", 0, true),
     ("sctp36-standin", "benches/sctp36-standin.toml", 1000, false),
 ];
 

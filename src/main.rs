@@ -4,7 +4,7 @@
 //! Exit codes: 0 success, 1 a run failed (a bound hit, a script assertion,
 //! a protocol violation), 2 invalid input or usage.
 
-mod charts;
+use bounce::charts;
 mod progress;
 
 use clap::{Parser, Subcommand};
@@ -64,7 +64,7 @@ macro_rules! println {
     name = "bounce",
     version,
     about = "Deterministic cache-coherence simulator: what a struct layout or a lock costs, and why",
-    after_help = "Example: bounce run scenarios/false-sharing.toml"
+    after_help = "Example: bounce run scenarios/shipped/false-sharing.toml"
 )]
 struct Cli {
     /// Host threads for running variants in parallel (results do not depend on it).
@@ -723,7 +723,7 @@ fn show_limits(limits: &scenarios::Limits) -> ExitCode {
             println!("{:width$}    {}", "", line.trim());
         }
     }
-    println!("\nFixed bounds (part of the program; raising one is a change to crates/sim-core/src/limits.rs):\n");
+    println!("\nFixed bounds (part of the program; raising one is a change to sim-core/src/limits.rs):\n");
     let width = FIXED.iter().map(|l| l.name.len()).max().unwrap_or(0);
     for l in FIXED {
         println!("{:width$}  {} {}", l.name, l.value, l.unit);

@@ -160,7 +160,7 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
     let svg = dir.join("timeline.svg");
     let o = bounce(&[
         "trace",
-        "scenarios/false-sharing.toml",
+        "scenarios/shipped/false-sharing.toml",
         "--limit",
         "3",
         "--svg",
@@ -201,7 +201,7 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
     let again = dir.join("again.svg");
     let o = bounce(&[
         "trace",
-        "scenarios/false-sharing.toml",
+        "scenarios/shipped/false-sharing.toml",
         "--limit",
         "3",
         "--svg",
@@ -214,7 +214,7 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
     for bad in [
         vec![
             "trace",
-            "scenarios/false-sharing.toml",
+            "scenarios/shipped/false-sharing.toml",
             "--svg",
             &svg,
             "--svg-steps",
@@ -222,13 +222,18 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
         ],
         vec![
             "trace",
-            "scenarios/false-sharing.toml",
+            "scenarios/shipped/false-sharing.toml",
             "--svg",
             &svg,
             "--svg-steps",
             "201",
         ],
-        vec!["trace", "scenarios/false-sharing.toml", "--svg-steps", "5"],
+        vec![
+            "trace",
+            "scenarios/shipped/false-sharing.toml",
+            "--svg-steps",
+            "5",
+        ],
     ] {
         assert_eq!(bounce(&bad).status.code(), Some(2), "{bad:?}");
     }

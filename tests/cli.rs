@@ -69,7 +69,7 @@ const METRICS: &[&str] = &[
 
 #[test]
 fn run_prints_the_comparison_table() {
-    let o = bounce(&["run", "scenarios/false-sharing.toml"]);
+    let o = bounce(&["run", "scenarios/shipped/false-sharing.toml"]);
     assert_exit(&o, 0);
     let out = stdout(&o);
     assert!(
@@ -106,7 +106,7 @@ fn run_prints_the_comparison_table() {
 
 #[test]
 fn check_accepts_every_shipped_scenario() {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios"))
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios/shipped"))
         .expect("read scenarios/")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
@@ -184,7 +184,7 @@ fn a_missing_file_is_bad_input() {
 fn trace_prints_the_requested_number_of_entries() {
     let o = bounce(&[
         "trace",
-        "scenarios/ping-pong.toml",
+        "scenarios/shipped/ping-pong.toml",
         "--variant",
         "cross-socket",
         "--limit",
@@ -215,7 +215,7 @@ fn trace_prints_the_requested_number_of_entries() {
 fn trace_of_an_unknown_variant_suggests_the_closest() {
     let o = bounce(&[
         "trace",
-        "scenarios/ping-pong.toml",
+        "scenarios/shipped/ping-pong.toml",
         "--variant",
         "cross-sockets",
     ]);
@@ -223,7 +223,7 @@ fn trace_of_an_unknown_variant_suggests_the_closest() {
     assert_eq!(stdout(&o), "");
     assert_eq!(
         stderr(&o),
-        "error: `scenarios/ping-pong.toml` has no variant `cross-sockets` (did you mean \
+        "error: `scenarios/shipped/ping-pong.toml` has no variant `cross-sockets` (did you mean \
          `cross-socket`?); variants: smt-siblings, same-socket, cross-socket\n"
     );
 }
@@ -263,10 +263,15 @@ fn a_script_that_spins_forever_is_truncated() {
 fn bad_usage_exits_2() {
     for args in [
         &["--bogus"][..],
-        &["run", "scenarios/false-sharing.toml", "--bogus"],
+        &["run", "scenarios/shipped/false-sharing.toml", "--bogus"],
         &["frobnicate"],
-        &["trace", "scenarios/ping-pong.toml", "--limit", "many"],
-        &["--jobs", "0", "check", "scenarios/ping-pong.toml"],
+        &[
+            "trace",
+            "scenarios/shipped/ping-pong.toml",
+            "--limit",
+            "many",
+        ],
+        &["--jobs", "0", "check", "scenarios/shipped/ping-pong.toml"],
     ] {
         let o = bounce(args);
         assert_exit(&o, 2);
@@ -292,7 +297,7 @@ fn bad_usage_exits_2() {
 fn help_and_version_exit_0() {
     let o = bounce(&["--help"]);
     assert_exit(&o, 0);
-    assert!(stdout(&o).contains("Example: bounce run scenarios/false-sharing.toml"));
+    assert!(stdout(&o).contains("Example: bounce run scenarios/shipped/false-sharing.toml"));
     let o = bounce(&["--version"]);
     assert_exit(&o, 0);
     assert!(stdout(&o).starts_with("bounce "), "{}", stdout(&o));
@@ -300,8 +305,8 @@ fn help_and_version_exit_0() {
 
 #[test]
 fn jobs_do_not_change_the_report() {
-    let one = bounce(&["--jobs", "1", "run", "scenarios/ping-pong.toml"]);
-    let two = bounce(&["--jobs", "2", "run", "scenarios/ping-pong.toml"]);
+    let one = bounce(&["--jobs", "1", "run", "scenarios/shipped/ping-pong.toml"]);
+    let two = bounce(&["--jobs", "2", "run", "scenarios/shipped/ping-pong.toml"]);
     assert_exit(&one, 0);
     assert_exit(&two, 0);
     assert_eq!(stdout(&one), stdout(&two));
@@ -312,7 +317,7 @@ fn a_reader_that_goes_away_ends_bounce_quietly() {
     // As `bounce presets | head -1` does: the pipe closes before the
     // output is written; bounce must not panic.
     let mut child = Command::new(env!("CARGO_BIN_EXE_bounce"))
-        .args(["run", "scenarios/contended-counter.toml", "--quiet"])
+        .args(["run", "scenarios/shipped/contended-counter.toml", "--quiet"])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR")))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -403,7 +408,7 @@ fn limits_are_listed_and_set_by_name() {
         "--set-limit",
         "event=5",
         "check",
-        "scenarios/ping-pong.toml",
+        "scenarios/shipped/ping-pong.toml",
     ]);
     assert_exit(&o, 2);
     assert!(
@@ -418,7 +423,7 @@ fn limits_are_listed_and_set_by_name() {
         "--set-limit",
         "iterations=5",
         "check",
-        "scenarios/ping-pong.toml",
+        "scenarios/shipped/ping-pong.toml",
     ]);
     assert_exit(&o, 2);
     assert!(

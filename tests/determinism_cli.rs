@@ -1,5 +1,5 @@
 //! Determinism, proven through the binary: every shipped scenario
-//! (`scenarios/*.toml` and `scenarios/cases/*.toml`) gives the same bytes
+//! (`scenarios/*.toml` and `scenarios/shipped/cases/*.toml`) gives the same bytes
 //! (report, results files, charts, and the full step trace) when run
 //! twice, with 1 and with 3 host threads, each from its own working
 //! directory; and the same bytes as a release build, whose hashes are in
@@ -23,12 +23,12 @@ const GOLDEN: &str = "tests/golden/determinism.txt";
 /// Heavy scenarios: (file, text to replace, replacement).
 const CAPPED: &[(&str, &str, &str)] = &[
     (
-        "scenarios/cases/sctp-memcg.toml",
+        "scenarios/shipped/cases/sctp-memcg.toml",
         "iterations = 500\nwarmup_iterations = 100",
         "iterations = 30\nwarmup_iterations = 10",
     ),
     (
-        "scenarios/contended-counter-sweep.toml",
+        "scenarios/shipped/contended-counter-sweep.toml",
         "iterations = 200",
         "iterations = 20",
     ),
@@ -129,7 +129,7 @@ fn hashes(text: &str, file: &str, cwd: &Path, jobs: &str) -> (u64, u64) {
 /// The shipped scenarios, relative to the root, sorted.
 fn shipped() -> Vec<String> {
     let mut names = Vec::new();
-    for dir in ["scenarios", "scenarios/cases"] {
+    for dir in ["scenarios/shipped", "scenarios/shipped/cases"] {
         for e in std::fs::read_dir(root().join(dir)).unwrap() {
             let p = e.unwrap().path();
             if p.extension().is_some_and(|x| x == "toml") {

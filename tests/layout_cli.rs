@@ -4,7 +4,7 @@
 mod common;
 use common::{assert_exit, bounce, stderr, stdout};
 
-const NESTED: &str = "tests/data/nested-layout.toml";
+const NESTED: &str = "tests/fixtures/nested-layout.toml";
 
 #[test]
 fn nested_struct_listing_as_pahole_shows_it() {
@@ -98,7 +98,7 @@ fn a_variant_moves_the_nested_counter_and_the_run_shows_who_touched_what() {
 fn one_struct_on_request() {
     let o = bounce(&[
         "layout",
-        "scenarios/false-sharing.toml",
+        "scenarios/shipped/false-sharing.toml",
         "--struct",
         "counter",
         "--variant",
@@ -126,7 +126,7 @@ fn unknown_struct_or_variant_is_a_usage_error_with_a_suggestion() {
     assert_exit(&o, 2);
     assert_eq!(
         stderr(&o),
-        "error: `tests/data/nested-layout.toml` has no struct `memcgg` (did you mean `memcg`?); \
+        "error: `tests/fixtures/nested-layout.toml` has no struct `memcgg` (did you mean `memcg`?); \
          structs: page_counter, css, stat, slot, memcg\n"
     );
     assert!(stdout(&o).is_empty());
@@ -134,9 +134,9 @@ fn unknown_struct_or_variant_is_a_usage_error_with_a_suggestion() {
     assert_exit(&o, 2);
     assert_eq!(
         stderr(&o),
-        "error: `tests/data/nested-layout.toml` has no variant `usage-alne` (did you mean \
+        "error: `tests/fixtures/nested-layout.toml` has no variant `usage-alne` (did you mean \
          `usage-alone`?); variants: base, usage-alone\n"
     );
-    let o = bounce(&["layout", "tests/data/no-such-file.toml"]);
+    let o = bounce(&["layout", "tests/fixtures/no-such-file.toml"]);
     assert_exit(&o, 2);
 }

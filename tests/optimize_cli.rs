@@ -8,7 +8,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-const MIXED: &str = "crates/scenarios/tests/data/optimize-mixed.toml";
+const MIXED: &str = "tests/fixtures/optimize-mixed.toml";
 
 #[test]
 fn the_winner_written_as_a_variant_runs_as_predicted() {

@@ -183,7 +183,7 @@ fn bad_shards_are_usage_errors() {
     for shard in ["2/2", "0/0", "1", "a/2", "-1/2", "1/2/3"] {
         let o = bounce(&[
             "run",
-            "scenarios/ping-pong.toml",
+            "scenarios/shipped/ping-pong.toml",
             &format!("--shard={shard}"),
             "--out",
             "/nonexistent/never-written",
@@ -194,7 +194,7 @@ fn bad_shards_are_usage_errors() {
     }
     let o = bounce(&[
         "run",
-        "scenarios/ping-pong.toml",
+        "scenarios/shipped/ping-pong.toml",
         "--shard",
         "2/2",
         "--out",
@@ -207,7 +207,7 @@ fn bad_shards_are_usage_errors() {
     );
     // A shard needs somewhere to write its part.
     assert_exit(
-        &bounce(&["run", "scenarios/ping-pong.toml", "--shard", "0/2"]),
+        &bounce(&["run", "scenarios/shipped/ping-pong.toml", "--shard", "0/2"]),
         2,
     );
 }
@@ -216,10 +216,10 @@ fn bad_shards_are_usage_errors() {
 fn a_run_without_a_sweep_prints_the_same_report_and_writes_one_case() {
     let tmp = TempDir::new("plain");
     let out = tmp.join("out");
-    let o = bounce(&["run", "scenarios/ping-pong.toml", "--out", &out]);
+    let o = bounce(&["run", "scenarios/shipped/ping-pong.toml", "--out", &out]);
     assert_exit(&o, 0);
     assert_eq!(stderr(&o), "");
-    let loaded = scenarios::load_file(&root().join("scenarios/ping-pong.toml")).unwrap();
+    let loaded = scenarios::load_file(&root().join("scenarios/shipped/ping-pong.toml")).unwrap();
     let built =
         scenarios::build::build_all(&loaded, scenarios::build::BuildOptions::default()).unwrap();
     let expected =

@@ -1,6 +1,6 @@
 //! The fuzz harness, shared by the cargo-fuzz targets (fuzz_targets/) and
 //! the stable tests that replay the corpus and generate scenarios
-//! (crates/scenarios/tests/fuzz_*.rs include this file by path).
+//! (scenarios/tests/fuzz_*.rs include this file by path).
 //!
 //! Each function takes arbitrary bytes and goes as far as they allow:
 //! parse, compile or build, then run briefly with the invariants checked.

@@ -22,10 +22,9 @@ use scenarios::results::VariantResult;
 use scenarios::trace::TraceProbe;
 use scenarios::LoadedScenario;
 
-// The charts `bounce run --out DIR` draws, from the binary's own source, so
+// The charts `bounce run --out DIR` draws, from the binary's own library, so
 // the book shows exactly what a reader gets from the command line.
-#[path = "../../src/charts.rs"]
-mod charts;
+use bounce::charts;
 
 /// Where the generated files go, relative to the repository root.
 pub const GENERATED_DIR: &str = "book/src/generated";
@@ -304,7 +303,7 @@ fn num(v: f64) -> String {
 }
 
 fn false_sharing(root: &Path, out: &mut Files) -> Result<(), String> {
-    let run = run(root, "scenarios/false-sharing.toml")?;
+    let run = run(root, "scenarios/shipped/false-sharing.toml")?;
     out.add("false-sharing/report.txt", run.report());
     out.add_charts(
         "false-sharing",
@@ -383,7 +382,7 @@ fn adjacent_pair(root: &Path, out: &mut Files) -> Result<(), String> {
 }
 
 fn ping_pong(root: &Path, out: &mut Files) -> Result<(), String> {
-    let run = run(root, "scenarios/ping-pong.toml")?;
+    let run = run(root, "scenarios/shipped/ping-pong.toml")?;
     out.add("ping-pong/report.txt", run.report());
     // One iteration is a round trip of the line: the one-way latency the
     // core-to-core benchmarks report is half of it.
@@ -809,7 +808,7 @@ fn locks(root: &Path, out: &mut Files) -> Result<(), String> {
 /// The case-study scenarios, when they are there: each one's report and
 /// listing, or a note that none has landed (no figure is made up).
 fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
-    let dir = root.join("scenarios/cases");
+    let dir = root.join("scenarios/shipped/cases");
     let mut files: Vec<String> = list_files(&dir)?
         .iter()
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
@@ -819,13 +818,13 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
     let mut index = String::new();
     if files.is_empty() {
         index.push_str(
-            "> **Not yet generated.** No case-study scenario (`scenarios/cases/*.toml`) is in \
+            "> **Not yet generated.** No case-study scenario (`scenarios/shipped/cases/*.toml`) is in \
              this checkout. When they are added, `cargo run -p xtask -- book` runs each one and \
              puts its listing and its report, measured figures beside simulated ones, here.\n",
         );
     }
     for name in &files {
-        let path = format!("scenarios/cases/{name}");
+        let path = format!("scenarios/shipped/cases/{name}");
         let text = std::fs::read_to_string(root.join(&path))
             .map_err(|e| format!("cannot read `{path}`: {e}"))?;
         let run = run(root, &path)?;

@@ -1,0 +1,718 @@
+//! Machine presets, each a table of parameters with their provenance.
+//!
+//! A preset is a list of [`Param`]s: every `MachineSpec` field (and every
+//! `LatencySpec` field) has one, with its value, unit, kind of provenance
+//! (measured, documented, derived with the arithmetic, or assumed with the
+//! reason), source and note; informational parameters the model does not
+//! use yet (cache sizes, hit latencies, DRAM, clocks) sit beside them under
+//! `info.`. The `MachineSpec` is built from the table ([`machine_spec`]),
+//! and `bounce presets show` prints the same table, so what is simulated and
+//! what is shown cannot drift apart.
+//!
+//! Sources are the tags of `shared/calibration/calibration.md` (§13 lists
+//! them) and `c2c_summary_table.md`; a source that is not in those files is
+//! named in full where it is used. Latencies are in core cycles at the
+//! preset's clock; every preset converts nanoseconds to cycles at its SKU's
+//! documented maximum boost clock (the core-to-core benchmark keeps two
+//! cores busy, which then run at boost; calibration.md §0.3 notes the clock
+//! during the runs is not recorded).
+//!
+//! Calibration rule, the same for every preset: the measured core-to-core
+//! figure is the one-way latency of a compare-and-swap ping-pong (half a
+//! round trip, calibration.md §0.1). With L = `locked_op_cycles` the model
+//! gives (see [`one_way_cycles`]):
+//! - SMT siblings: `l1_hit + smt_transfer + L`;
+//! - two cores of one L3 domain: `l3_transfer + L`;
+//! - otherwise `L + leg(R, D) + leg(D, O) + leg(O, R)`, R the requester, O
+//!   the owner, D the directory (the line's home node for `Lookup::Home`,
+//!   the requester's own node for `Lookup::Local`); a leg is
+//!   `hop_in_node` inside a node, `hop_between_nodes` between nodes of one
+//!   socket, `hop_between_sockets` between sockets.
+//!
+//! The legs are fitted to class medians only; the home-node effect of the
+//! AMD matrices comes from the topology (the directory at the home), never
+//! from a per-pair or per-class constant.
+
+mod amd;
+mod intel;
+mod sources;
+
+use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use std::fmt;
+
+/// Where a parameter's value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Provenance {
+    /// Read off a measurement (possibly of a close SKU, which the source says).
+    Measured,
+    /// Stated by the vendor, a datasheet, or a system's own report (lscpu).
+    Documented,
+    /// Computed from sourced figures; the note shows the arithmetic.
+    Derived,
+    /// Chosen without a retrieved figure; the note says why it is reasonable.
+    Assumed,
+}
+
+impl Provenance {
+    pub fn name(self) -> &'static str {
+        match self {
+            Provenance::Measured => "measured",
+            Provenance::Documented => "documented",
+            Provenance::Derived => "derived",
+            Provenance::Assumed => "assumed",
+        }
+    }
+}
+
+impl fmt::Display for Provenance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A parameter's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    Int(u64),
+    /// A figure with a fraction (nanoseconds, mostly); informational only.
+    Num(f64),
+    Bool(bool),
+    /// A name (`mesif`, `home`, the machine's name) or a range (`34-47`).
+    Text(String),
+}
+
+impl fmt::Display for ParamValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParamValue::Int(v) => write!(f, "{v}"),
+            ParamValue::Num(v) => write!(f, "{v}"),
+            ParamValue::Bool(v) => write!(f, "{v}"),
+            ParamValue::Text(v) => f.write_str(v),
+        }
+    }
+}
+
+/// One parameter of a preset, with where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    /// A `MachineSpec` field (`clock_mhz`, `latency.dram_cycles`, ...; see
+    /// [`SPEC_KEYS`]) or an informational `info.` key.
+    pub key: &'static str,
+    pub value: ParamValue,
+    pub unit: &'static str,
+    pub kind: Provenance,
+    /// The source tag and what it is, e.g. `[S1] nviennot ... 8375C`.
+    pub source: &'static str,
+    /// The arithmetic of a derived value, the reason for an assumed one,
+    /// which of two disagreeing sources was chosen and why.
+    pub note: &'static str,
+}
+
+impl Param {
+    /// Not a `MachineSpec` field nor an instruction cost: shown and
+    /// printed, not simulated.
+    pub fn is_informational(&self) -> bool {
+        !SPEC_KEYS.contains(&self.key) && !self.key.starts_with(COST_PREFIX)
+    }
+}
+
+/// Instruction costs are parameters `cost.NAME`: the cycles of an
+/// instruction class that no memory access models (interrupts off and on),
+/// which library procedures charge with the script builtin `cost(NAME)`.
+/// One table per machine, so a procedure never carries a number of its own
+/// and a preset with a sourced figure changes every procedure that uses it.
+pub const COST_PREFIX: &str = "cost.";
+
+/// The instruction classes every machine has, with the figure a preset
+/// keeps unless it has a better-sourced one of its own.
+pub fn default_instruction_costs() -> Vec<Param> {
+    // Assumed: interrupts off and on as today's x86 kernels do them
+    // (arch/x86/include/asm/irqflags.h): local_irq_save is `pushf; pop;
+    // cli`, local_irq_restore a test of the saved flag and `sti`. Older
+    // kernels used `popf`, measured at about 24 cycles per pushf/popf pair
+    // on a 3.4 GHz Intel part (LKML 2016-08-17, "RFC: Petition Intel/AMD to
+    // add POPF_IF insn").
+    const NOTE: &str = "no per-core figure for pushf/cli/sti was retrieved (Agner Fog's tables and uops.info were not reachable here; cli and sti are privileged, so uops.info does not measure them): a few single-cycle instructions with cli/sti not pipelined, 4 cycles per side";
+    const SOURCE: &str = "arch/x86/include/asm/irqflags.h (the instruction sequence); LKML 2016-08-17 \"RFC: Petition Intel/AMD to add POPF_IF insn\" (about 24 cycles per pushf/popf pair, Intel)";
+    vec![
+        int(
+            "cost.irq_save",
+            4,
+            "cycles",
+            Provenance::Assumed,
+            SOURCE,
+            NOTE,
+        ),
+        int(
+            "cost.irq_restore",
+            4,
+            "cycles",
+            Provenance::Assumed,
+            SOURCE,
+            NOTE,
+        ),
+    ]
+}
+
+/// A parameter table's instruction costs, as (class, cycles), in table order.
+pub fn instruction_costs(params: &[Param]) -> Vec<(String, i64)> {
+    params
+        .iter()
+        .filter_map(|p| {
+            let class = p.key.strip_prefix(COST_PREFIX)?;
+            match p.value {
+                ParamValue::Int(v) => Some((class.to_string(), v.min(i64::MAX as u64) as i64)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Every `MachineSpec` field as a parameter key, in the struct's order
+/// (`latency.` for the `LatencySpec` fields).
+pub const SPEC_KEYS: &[&str] = &[
+    "name",
+    "clock_mhz",
+    "sockets",
+    "nodes_per_socket",
+    "l3_per_node",
+    "cores_per_l3",
+    "threads_per_core",
+    "line_size_bytes",
+    "protocol",
+    "lookup",
+    "adjacent_line_prefetch",
+    "store_buffer_entries",
+    "latency.l1_hit_cycles",
+    "latency.locked_op_cycles",
+    "latency.smt_transfer_cycles",
+    "latency.l3_transfer_cycles",
+    "latency.hop_in_node_cycles",
+    "latency.hop_between_nodes_cycles",
+    "latency.hop_between_sockets_cycles",
+    "latency.dram_cycles",
+];
+
+/// A measured one-way core-to-core latency a preset is calibrated against:
+/// a pair of CPUs of the class, where the benchmark homed the line, and the
+/// class median.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Target {
+    /// The pair class, e.g. `smt`, `same-ccx`, `cross-ccd-non-home-socket`.
+    pub class: &'static str,
+    /// Two Linux CPUs of the class on the preset's machine (default modes).
+    pub cpus: (u32, u32),
+    /// The node the bounced line is homed on (the benchmark's first touch).
+    pub home_node: u32,
+    /// The class median, one-way, in nanoseconds.
+    pub measured_ns: f64,
+    pub source: &'static str,
+}
+
+/// A variant of a preset (`NAME:MODE,MODE`), changing some parameters.
+pub struct Mode {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// Modes of one group exclude each other (`nps1`, `nps2`, `nps4`).
+    pub group: Option<&'static str>,
+    /// What the preset is without any mode of the group.
+    pub default: bool,
+    pub apply: fn(&mut Vec<Param>),
+}
+
+/// A named machine.
+pub struct Preset {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// The machine with the default modes.
+    pub build: fn() -> MachineSpec,
+    /// The parameter table with the default modes.
+    pub params: fn() -> Vec<Param>,
+    pub modes: &'static [Mode],
+    /// The measured one-way latencies the preset is calibrated against,
+    /// per pair class, with a representative pair and the home node.
+    pub targets: &'static [Target],
+}
+
+impl Preset {
+    pub fn mode(&self, name: &str) -> Option<&'static Mode> {
+        self.modes.iter().find(|m| m.name == name)
+    }
+    pub fn mode_names(&self) -> Vec<&'static str> {
+        self.modes.iter().map(|m| m.name).collect()
+    }
+    /// The calibration target of a pair class.
+    pub fn target(&self, class: &str) -> Option<&'static Target> {
+        self.targets.iter().find(|t| t.class == class)
+    }
+}
+
+pub const PRESETS: &[Preset] = &[
+    intel::ICELAKE_SP_2S,
+    intel::CASCADELAKE_SP_2S,
+    intel::CASCADELAKE_SP_4S,
+    intel::CASCADELAKE_AP_2S,
+    amd::EPYC_NAPLES_2S,
+    amd::EPYC_MILAN_2S,
+    amd::EPYC_GENOA_1S,
+    amd::EPYC_GENOA_2S,
+    amd::BERGAMO_1S,
+    amd::BERGAMO_2S,
+];
+
+pub fn find(name: &str) -> Option<&'static Preset> {
+    PRESETS.iter().find(|p| p.name == name)
+}
+
+pub fn names() -> Vec<&'static str> {
+    PRESETS.iter().map(|p| p.name).collect()
+}
+
+/// A preset reference resolved: the preset, its modes, the parameter table
+/// with the modes applied, and the machine built from it.
+pub struct Resolved {
+    pub preset: &'static Preset,
+    /// The modes given, in the preset's order, without repeats.
+    pub modes: Vec<&'static Mode>,
+    pub params: Vec<Param>,
+    pub spec: MachineSpec,
+}
+
+impl Resolved {
+    /// The canonical reference: the name, then the modes that change the
+    /// machine, in the preset's order (`epyc-milan-2s:nps4,smt-off`). It is
+    /// also the machine's name.
+    pub fn reference(&self) -> String {
+        canonical_reference(self.preset, &self.modes)
+    }
+}
+
+fn canonical_reference(preset: &Preset, modes: &[&Mode]) -> String {
+    let changing: Vec<&str> = modes
+        .iter()
+        .filter(|m| !m.default)
+        .map(|m| m.name)
+        .collect();
+    if changing.is_empty() {
+        preset.name.to_string()
+    } else {
+        format!("{}:{}", preset.name, changing.join(","))
+    }
+}
+
+/// Why a preset reference does not resolve.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResolveError {
+    UnknownPreset {
+        name: String,
+    },
+    UnknownMode {
+        preset: &'static str,
+        mode: String,
+        modes: Vec<&'static str>,
+    },
+    ConflictingModes {
+        preset: &'static str,
+        first: &'static str,
+        second: &'static str,
+    },
+}
+
+impl fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResolveError::UnknownPreset { name } => write!(
+                f,
+                "unknown machine preset `{name}`; presets: {}",
+                names().join(", ")
+            ),
+            ResolveError::UnknownMode {
+                preset,
+                mode,
+                modes,
+            } => write!(
+                f,
+                "preset `{preset}` has no mode `{mode}`; its modes: {}",
+                modes.join(", ")
+            ),
+            ResolveError::ConflictingModes {
+                preset,
+                first,
+                second,
+            } => write!(
+                f,
+                "modes `{first}` and `{second}` of preset `{preset}` exclude each other; give one"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+/// Resolves a preset reference, `NAME` or `NAME:MODE[,MODE...]`
+/// (e.g. `epyc-milan-2s:nps4,smt-off`): the modes apply in the preset's
+/// order whatever the order given; an unknown mode is an error listing the
+/// preset's modes; two modes of one group (`nps2,nps4`) are an error.
+pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
+    let (name, modes) = match reference.split_once(':') {
+        Some((n, m)) => (n, Some(m)),
+        None => (reference, None),
+    };
+    let preset = find(name).ok_or_else(|| ResolveError::UnknownPreset {
+        name: name.to_string(),
+    })?;
+    let mut chosen: Vec<&'static Mode> = Vec::new();
+    for given in modes.into_iter().flat_map(|m| m.split(',')) {
+        let given = given.trim();
+        let mode = preset
+            .mode(given)
+            .ok_or_else(|| ResolveError::UnknownMode {
+                preset: preset.name,
+                mode: given.to_string(),
+                modes: preset.mode_names(),
+            })?;
+        if chosen.iter().any(|m| m.name == mode.name) {
+            continue;
+        }
+        if let Some(other) = chosen
+            .iter()
+            .find(|m| m.group.is_some() && m.group == mode.group)
+        {
+            return Err(ResolveError::ConflictingModes {
+                preset: preset.name,
+                first: other.name,
+                second: mode.name,
+            });
+        }
+        chosen.push(mode);
+    }
+    chosen.sort_by_key(|m| {
+        preset
+            .modes
+            .iter()
+            .position(|p| p.name == m.name)
+            .unwrap_or(usize::MAX)
+    });
+    let mut params = (preset.params)();
+    for mode in &chosen {
+        (mode.apply)(&mut params);
+    }
+    // The instruction classes the preset gives no figure of its own.
+    for cost in default_instruction_costs() {
+        if !params.iter().any(|p| p.key == cost.key) {
+            params.push(cost);
+        }
+    }
+    // Machine fields in `MachineSpec` order, then the informational ones.
+    params.sort_by_key(|p| {
+        SPEC_KEYS
+            .iter()
+            .position(|k| *k == p.key)
+            .unwrap_or(SPEC_KEYS.len())
+    });
+    let reference = canonical_reference(preset, &chosen);
+    set_text(&mut params, "name", reference);
+    let spec = machine_spec(&params).unwrap_or_else(|e| panic!("preset `{}`: {e}", preset.name));
+    Ok(Resolved {
+        preset,
+        modes: chosen,
+        params,
+        spec,
+    })
+}
+
+/// Resolves a preset reference to its machine; the error says what would
+/// be valid.
+pub fn resolve(reference: &str) -> Result<MachineSpec, String> {
+    resolve_preset(reference)
+        .map(|r| r.spec)
+        .map_err(|e| e.to_string())
+}
+
+/// Builds the machine of a parameter table. Every `MachineSpec` key must be
+/// present once, with a value of the right type.
+pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
+    let get = |key: &str| -> Result<&ParamValue, String> {
+        let mut found = params.iter().filter(|p| p.key == key);
+        match (found.next(), found.next()) {
+            (Some(p), None) => Ok(&p.value),
+            (None, _) => Err(format!("no parameter `{key}`")),
+            (Some(_), Some(_)) => Err(format!("parameter `{key}` is given twice")),
+        }
+    };
+    let int = |key: &str| -> Result<u64, String> {
+        match get(key)? {
+            ParamValue::Int(v) => Ok(*v),
+            other => Err(format!("`{key}` = {other} is not an integer")),
+        }
+    };
+    let int32 = |key: &str| -> Result<u32, String> {
+        u32::try_from(int(key)?).map_err(|_| format!("`{key}` is out of range"))
+    };
+    let text = |key: &str| -> Result<String, String> {
+        match get(key)? {
+            ParamValue::Text(v) => Ok(v.clone()),
+            other => Err(format!("`{key}` = {other} is not a name")),
+        }
+    };
+    let protocol = match text("protocol")?.as_str() {
+        "mesi" => Protocol::Mesi,
+        "mesif" => Protocol::Mesif,
+        "moesi" => Protocol::Moesi,
+        other => return Err(format!("unknown protocol `{other}`")),
+    };
+    let lookup = match text("lookup")?.as_str() {
+        "local" => Lookup::Local,
+        "home" => Lookup::Home,
+        other => return Err(format!("unknown lookup `{other}`")),
+    };
+    let adjacent_line_prefetch = match get("adjacent_line_prefetch")? {
+        ParamValue::Bool(v) => *v,
+        other => return Err(format!("`adjacent_line_prefetch` = {other} is not a flag")),
+    };
+    Ok(MachineSpec {
+        name: text("name")?,
+        clock_mhz: int("clock_mhz")?,
+        sockets: int32("sockets")?,
+        nodes_per_socket: int32("nodes_per_socket")?,
+        l3_per_node: int32("l3_per_node")?,
+        cores_per_l3: int32("cores_per_l3")?,
+        threads_per_core: int32("threads_per_core")?,
+        line_size_bytes: int32("line_size_bytes")?,
+        protocol,
+        lookup,
+        adjacent_line_prefetch,
+        store_buffer_entries: int32("store_buffer_entries")?,
+        latency: LatencySpec {
+            l1_hit_cycles: int("latency.l1_hit_cycles")?,
+            locked_op_cycles: int("latency.locked_op_cycles")?,
+            smt_transfer_cycles: int("latency.smt_transfer_cycles")?,
+            l3_transfer_cycles: int("latency.l3_transfer_cycles")?,
+            hop_in_node_cycles: int("latency.hop_in_node_cycles")?,
+            hop_between_nodes_cycles: int("latency.hop_between_nodes_cycles")?,
+            hop_between_sockets_cycles: int("latency.hop_between_sockets_cycles")?,
+            dram_cycles: int("latency.dram_cycles")?,
+        },
+    })
+}
+
+/// The machine of a preset with its default modes (for `Preset::build`).
+fn build_default(name: &str) -> MachineSpec {
+    resolve_preset(name).unwrap_or_else(|e| panic!("{e}")).spec
+}
+
+/// The model's one-way latency of the compare-and-swap ping-pong between
+/// CPUs `a` and `b` with the line homed on `home_node`, in cycles: the
+/// formulas of the module documentation, averaged over the two directions
+/// (the ping-pong alternates requester and owner). It is what the simulator
+/// gives for a two-CPU ping-pong (`scenarios/shipped/ping-pong.toml`), without
+/// running it.
+pub fn one_way_cycles(t: &Topology, a: u32, b: u32, home_node: u32) -> f64 {
+    let l = &t.spec.latency;
+    let (core_a, core_b) = (t.core_of(a), t.core_of(b));
+    if core_a == core_b {
+        return (l.l1_hit_cycles + l.smt_transfer_cycles + l.locked_op_cycles) as f64;
+    }
+    if t.l3_of_core(core_a) == t.l3_of_core(core_b) {
+        return (l.l3_transfer_cycles + l.locked_op_cycles) as f64;
+    }
+    let transfer = |requester: u32, owner: u32| -> u64 {
+        let directory = match t.spec.lookup {
+            Lookup::Home => home_node,
+            Lookup::Local => t.node_of_core(requester),
+        };
+        t.hop_core_to_node(requester, directory)
+            + t.hop_core_to_node(owner, directory)
+            + t.hop_core_to_core(owner, requester)
+    };
+    l.locked_op_cycles as f64 + (transfer(core_a, core_b) + transfer(core_b, core_a)) as f64 / 2.0
+}
+
+/// [`one_way_cycles`] in nanoseconds at the machine's clock.
+pub fn one_way_ns(t: &Topology, a: u32, b: u32, home_node: u32) -> f64 {
+    t.cycles_to_ns(one_way_cycles(t, a, b, home_node))
+}
+
+// ---------------------------------------------------------------------------
+// Building parameter tables
+
+fn param(
+    key: &'static str,
+    value: ParamValue,
+    unit: &'static str,
+    kind: Provenance,
+    source: &'static str,
+    note: &'static str,
+) -> Param {
+    Param {
+        key,
+        value,
+        unit,
+        kind,
+        source,
+        note,
+    }
+}
+
+fn int(
+    key: &'static str,
+    value: u64,
+    unit: &'static str,
+    kind: Provenance,
+    source: &'static str,
+    note: &'static str,
+) -> Param {
+    param(key, ParamValue::Int(value), unit, kind, source, note)
+}
+
+fn num(
+    key: &'static str,
+    value: f64,
+    unit: &'static str,
+    kind: Provenance,
+    source: &'static str,
+    note: &'static str,
+) -> Param {
+    param(key, ParamValue::Num(value), unit, kind, source, note)
+}
+
+fn text(
+    key: &'static str,
+    value: &str,
+    kind: Provenance,
+    source: &'static str,
+    note: &'static str,
+) -> Param {
+    param(
+        key,
+        ParamValue::Text(value.to_string()),
+        "",
+        kind,
+        source,
+        note,
+    )
+}
+
+fn flag(
+    key: &'static str,
+    value: bool,
+    kind: Provenance,
+    source: &'static str,
+    note: &'static str,
+) -> Param {
+    param(key, ParamValue::Bool(value), "", kind, source, note)
+}
+
+/// Replaces the parameter of the same key (a mode's change), or adds it.
+fn set(params: &mut Vec<Param>, new: Param) {
+    match params.iter_mut().find(|p| p.key == new.key) {
+        Some(p) => *p = new,
+        None => params.push(new),
+    }
+}
+
+fn set_text(params: &mut [Param], key: &str, value: String) {
+    if let Some(p) = params.iter_mut().find(|p| p.key == key) {
+        p.value = ParamValue::Text(value);
+    }
+}
+
+/// The machine name parameter (its value becomes the canonical reference).
+fn name_param(name: &'static str) -> Param {
+    text(
+        "name",
+        name,
+        Provenance::Documented,
+        "bounce preset name; with modes, `NAME:MODE,...`",
+        "",
+    )
+}
+
+/// Mode `smt-off`, common to every preset: one thread per core.
+const SMT_OFF: Mode = Mode {
+    name: "smt-off",
+    summary: "SMT disabled: one thread per core",
+    group: None,
+    default: false,
+    apply: smt_off,
+};
+
+fn smt_off(params: &mut Vec<Param>) {
+    set(
+        params,
+        int(
+            "threads_per_core",
+            1,
+            "",
+            Provenance::Documented,
+            "mode `smt-off`: SMT disabled in firmware (as on the measured 2 x 9654 and 1 x 9754, c2c_summary_table.md)",
+            "Linux then numbers the physical cores only; smt_transfer_cycles stays but has no pair to apply to",
+        ),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_preset_builds_a_valid_machine_named_after_it() {
+        for p in PRESETS {
+            let spec = (p.build)();
+            assert_eq!(spec.name, p.name);
+            Topology::new(spec).unwrap();
+        }
+    }
+
+    #[test]
+    fn icelake_has_linux_numbering_of_160_cpus() {
+        let t = Topology::new(resolve("icelake-sp-2s").unwrap()).unwrap();
+        assert_eq!(t.cpu_count(), 160);
+        assert_eq!(t.core_of(80), 0);
+        assert_eq!(t.socket_of(40), 1);
+        assert_eq!(t.socket_of(120), 1);
+    }
+
+    #[test]
+    fn modes_apply_in_the_preset_order_and_name_the_machine() {
+        let r = resolve_preset("epyc-milan-2s:smt-off,nps4").unwrap();
+        assert_eq!(r.reference(), "epyc-milan-2s:nps4,smt-off");
+        assert_eq!(r.spec.name, "epyc-milan-2s:nps4,smt-off");
+        assert_eq!(r.spec.nodes_per_socket, 4);
+        assert_eq!(r.spec.l3_per_node, 2);
+        assert_eq!(r.spec.threads_per_core, 1);
+        // The default mode changes nothing, not even the name.
+        assert_eq!(
+            resolve("epyc-milan-2s:nps1").unwrap(),
+            resolve("epyc-milan-2s").unwrap()
+        );
+    }
+
+    #[test]
+    fn bad_modes_are_errors_that_list_the_modes() {
+        assert_eq!(
+            resolve("epyc-milan-2s:nps3").unwrap_err(),
+            "preset `epyc-milan-2s` has no mode `nps3`; its modes: nps1, nps2, nps4, smt-off"
+        );
+        assert_eq!(
+            resolve("epyc-milan-2s:nps2,nps4").unwrap_err(),
+            "modes `nps2` and `nps4` of preset `epyc-milan-2s` exclude each other; give one"
+        );
+        assert!(resolve("epyc-milan-2s:")
+            .unwrap_err()
+            .contains("no mode ``"));
+        assert!(resolve("zen9-2s")
+            .unwrap_err()
+            .starts_with("unknown machine preset `zen9-2s`; presets: icelake-sp-2s, "));
+    }
+
+    #[test]
+    fn the_model_formula_matches_the_hop_functions() {
+        // Ice Lake: 5 + 2 + 20; 154 + 20; 20 + 51 + 148 + 148.
+        let t = Topology::new(resolve("icelake-sp-2s").unwrap()).unwrap();
+        assert_eq!(one_way_cycles(&t, 0, 80, 0), 27.0);
+        assert_eq!(one_way_cycles(&t, 0, 1, 0), 174.0);
+        assert_eq!(one_way_cycles(&t, 0, 40, 0), 367.0);
+        assert_eq!(one_way_cycles(&t, 40, 41, 0), 174.0);
+    }
+}

@@ -1,0 +1,355 @@
+//! Located, human-readable input errors.
+//!
+//! Every problem found in a scenario file becomes an [`InputError`] that names
+//! the file, the 1-based line and column, the dotted key path of the offending
+//! value, what is wrong, what would be valid, and (for near misses) a
+//! "did you mean" suggestion. Its [`Display`](fmt::Display) is rustc-like.
+
+use std::fmt;
+use std::ops::Range;
+
+/// The text of one scenario file, with the path as the user typed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceFile {
+    pub path: String,
+    pub text: String,
+}
+
+impl SourceFile {
+    pub fn new(path: impl Into<String>, text: impl Into<String>) -> Self {
+        SourceFile {
+            path: path.into(),
+            text: text.into(),
+        }
+    }
+
+    /// 1-based `(line, column)` of a byte offset; the column counts chars.
+    ///
+    /// Offsets past the end map to the end of the text; offsets inside a
+    /// multi-byte char map to that char.
+    pub fn line_col(&self, byte_offset: usize) -> (usize, usize) {
+        let offset = floor_char_boundary(&self.text, byte_offset);
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        let column = before[line_start..].chars().count() + 1;
+        (line, column)
+    }
+
+    /// The text of the line containing `byte_offset`, without its line ending.
+    pub fn line_text(&self, byte_offset: usize) -> &str {
+        let offset = floor_char_boundary(&self.text, byte_offset);
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        self.text[start..end].trim_end_matches('\r')
+    }
+}
+
+fn floor_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// An error in a scenario file, located at a line and column.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// The path of the file as the user typed it.
+    pub file: String,
+    /// 1-based line; 0 when the error is about the file as a whole (e.g. unreadable).
+    pub line: usize,
+    /// 1-based column in chars; 0 when `line` is 0.
+    pub column: usize,
+    /// Dotted key path of the offending value, e.g. `structs.counter.fields.value.align`;
+    /// empty for errors not tied to a key (e.g. some TOML syntax errors).
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+    /// What would be valid (e.g. a list of allowed keys or values).
+    pub valid: Option<String>,
+    /// The closest valid choice to what was written, if it is close enough.
+    pub suggestion: Option<String>,
+    /// The source line the error points at, without its line ending.
+    pub source_line: Option<String>,
+    /// Number of chars to underline, starting at `column` (at least 1 when there is a source line).
+    pub span_len: usize,
+}
+
+impl InputError {
+    /// Build an error at a byte span of `source` (for errors found later by
+    /// other crates, e.g. an unknown preset name).
+    ///
+    /// The span is clamped to the text; a span running over several lines is
+    /// underlined to the end of its first line.
+    pub fn at(
+        source: &SourceFile,
+        span: Range<usize>,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Self {
+        let start = floor_char_boundary(&source.text, span.start);
+        let end = floor_char_boundary(&source.text, span.end.max(start));
+        let (line, column) = source.line_col(start);
+        let line_end = source.text[start..]
+            .find('\n')
+            .map_or(source.text.len(), |i| start + i);
+        let underlined = &source.text[start..end.min(line_end)];
+        let span_len = underlined.trim_end_matches('\r').chars().count().max(1);
+        InputError {
+            file: source.path.clone(),
+            line,
+            column,
+            key: key.to_string(),
+            message: message.into(),
+            valid: None,
+            suggestion: None,
+            source_line: Some(source.line_text(start).to_string()),
+            span_len,
+        }
+    }
+
+    /// An error about the file as a whole (line 0, no source line).
+    pub fn whole_file(file: &str, message: impl Into<String>) -> Self {
+        InputError {
+            file: file.to_string(),
+            line: 0,
+            column: 0,
+            key: String::new(),
+            message: message.into(),
+            valid: None,
+            suggestion: None,
+            source_line: None,
+            span_len: 0,
+        }
+    }
+
+    pub fn with_valid(mut self, valid: impl Into<String>) -> Self {
+        self.valid = Some(valid.into());
+        self
+    }
+
+    pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
+        self.suggestion = Some(suggestion.into());
+        self
+    }
+
+    /// Sets `suggestion` to the closest of `candidates` to `given` when it is
+    /// close enough, and `valid` to the list (comma-separated, in the given order).
+    /// An empty `candidates` sets `valid` to `(none)`.
+    pub fn with_choices(mut self, given: &str, candidates: &[&str]) -> Self {
+        self.valid = Some(if candidates.is_empty() {
+            "(none)".to_string()
+        } else {
+            candidates.join(", ")
+        });
+        self.suggestion = closest(given, candidates).map(str::to_string);
+        self
+    }
+
+    /// Whether the message already names the key (or, for an unknown or
+    /// missing key, the table it is in), so `Display` need not repeat it.
+    fn message_names_key(&self) -> bool {
+        if self.key.is_empty() || self.message.contains(&format!("`{}`", self.key)) {
+            return true;
+        }
+        match split_last_segment(&self.key) {
+            Some((parent, last)) => {
+                self.message.contains(&format!("`{last}`"))
+                    && (parent.is_empty() || self.message.contains(&format!("`{parent}`")))
+            }
+            None => false,
+        }
+    }
+}
+
+/// Splits a dotted path at its last `.` that is not inside a quoted segment.
+fn split_last_segment(key: &str) -> Option<(&str, &str)> {
+    let mut in_quotes = false;
+    let mut split = None;
+    for (i, c) in key.char_indices() {
+        match c {
+            '"' => in_quotes = !in_quotes,
+            '.' if !in_quotes => split = Some(i),
+            _ => {}
+        }
+    }
+    match split {
+        Some(i) => Some((&key[..i], &key[i + 1..])),
+        None => Some(("", key)),
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "error: {}", self.message)?;
+        if !self.message_names_key() {
+            write!(f, " (in `{}`)", self.key)?;
+        }
+        let line_no = self.line.to_string();
+        let pad = " ".repeat(line_no.len());
+        if self.line == 0 {
+            write!(f, "\n{pad}--> {}", self.file)?;
+        } else {
+            write!(f, "\n{pad}--> {}:{}:{}", self.file, self.line, self.column)?;
+            if let Some(src) = &self.source_line {
+                write!(f, "\n{pad} |")?;
+                if src.is_empty() {
+                    write!(f, "\n{line_no} |")?;
+                } else {
+                    write!(f, "\n{line_no} | {src}")?;
+                }
+                // Copy tabs so the carets line up in a terminal.
+                let lead: String = src
+                    .chars()
+                    .chain(std::iter::repeat(' '))
+                    .take(self.column.saturating_sub(1))
+                    .map(|c| if c == '\t' { '\t' } else { ' ' })
+                    .collect();
+                let carets = "^".repeat(self.span_len.max(1));
+                write!(f, "\n{pad} | {lead}{carets}")?;
+            }
+        }
+        if let Some(valid) = &self.valid {
+            write!(f, "\n{pad} = valid: {valid}")?;
+        }
+        if let Some(suggestion) = &self.suggestion {
+            write!(f, "\n{pad} = help: did you mean `{suggestion}`?")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// The candidate closest to `given` by Damerau-Levenshtein distance, if it is
+/// close enough to be a plausible typo (distance at most a third of the length,
+/// at least 1), or equal ignoring ASCII case. Ties go to the higher
+/// Jaro-Winkler similarity, then to the earliest candidate.
+pub fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    if given.is_empty() {
+        return None;
+    }
+    if let Some(c) = candidates.iter().find(|c| c.eq_ignore_ascii_case(given)) {
+        return Some(c);
+    }
+    let limit = (given.chars().count() / 3).max(1);
+    let mut best: Option<(usize, f64, &'a str)> = None;
+    for &c in candidates {
+        let distance = strsim::damerau_levenshtein(given, c);
+        if distance > limit {
+            continue;
+        }
+        let similarity = strsim::jaro_winkler(given, c);
+        let better = match best {
+            None => true,
+            Some((d, s, _)) => distance < d || (distance == d && similarity > s),
+        };
+        if better {
+            best = Some((distance, similarity, c));
+        }
+    }
+    best.map(|(_, _, c)| c)
+}
+
+/// Marker that starts a custom serde error message built by [`de_custom`].
+const CUSTOM_MARK: char = '\u{1}';
+/// Separates the message from the `valid` text in a custom serde error.
+const CUSTOM_SEP: char = '\u{1f}';
+
+/// A serde error from one of this crate's own `Deserialize` impls, carrying a
+/// message (where `{key}` is replaced by the dotted key path) and a `valid` text.
+pub(crate) fn de_custom<E: serde::de::Error>(message: &str, valid: &str) -> E {
+    E::custom(format!("{CUSTOM_MARK}{message}{CUSTOM_SEP}{valid}"))
+}
+
+/// Undo [`de_custom`]: `(message template, valid)`.
+pub(crate) fn parse_custom(message: &str) -> Option<(&str, &str)> {
+    message.strip_prefix(CUSTOM_MARK)?.split_once(CUSTOM_SEP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_chars() {
+        let src = SourceFile::new("f.toml", "a = 1\nbé = \"x\"\n");
+        assert_eq!(src.line_col(0), (1, 1));
+        assert_eq!(src.line_col(4), (1, 5));
+        assert_eq!(src.line_col(6), (2, 1));
+        // `=` after the two-byte `é`
+        assert_eq!(src.line_col(10), (2, 4));
+        // inside `é`
+        assert_eq!(src.line_col(8), (2, 2));
+        assert_eq!(src.line_col(1000), (3, 1));
+    }
+
+    #[test]
+    fn display_matches_rustc_style() {
+        let text =
+            "[structs.counter]\nfields = [\n    { name = \"b\", type = \"u64\", alig = 64 },\n]\n";
+        let src = SourceFile::new("scenarios/shipped/false-sharing.toml", text);
+        let start = text.find("alig").unwrap();
+        let err = InputError::at(
+            &src,
+            start..start + 4,
+            "structs.counter.fields.b.alig",
+            "unknown key `alig` in `structs.counter.fields.b`",
+        )
+        .with_choices(
+            "alig",
+            &["name", "type", "size", "align", "offset", "count"],
+        );
+        assert_eq!(
+            err.to_string(),
+            "\
+error: unknown key `alig` in `structs.counter.fields.b`
+ --> scenarios/shipped/false-sharing.toml:3:33
+  |
+3 |     { name = \"b\", type = \"u64\", alig = 64 },
+  |                                 ^^^^
+  = valid: name, type, size, align, offset, count
+  = help: did you mean `align`?"
+        );
+    }
+
+    #[test]
+    fn display_appends_key_when_message_lacks_it() {
+        let src = SourceFile::new("m.toml", "machine = \"icelake\"\n");
+        let err = InputError::at(&src, 10..19, "machine", "unknown machine preset `icelake`")
+            .with_choices("icelake", &["icelake-sp-2s", "zen4-1s"]);
+        assert_eq!(
+            err.to_string(),
+            "\
+error: unknown machine preset `icelake` (in `machine`)
+ --> m.toml:1:11
+  |
+1 | machine = \"icelake\"
+  |           ^^^^^^^^^
+  = valid: icelake-sp-2s, zen4-1s"
+        );
+    }
+
+    #[test]
+    fn whole_file_error() {
+        let err = InputError::whole_file("x.toml", "cannot read `x.toml`: gone");
+        assert_eq!(
+            err.to_string(),
+            "error: cannot read `x.toml`: gone\n --> x.toml"
+        );
+    }
+
+    #[test]
+    fn closest_candidates() {
+        assert_eq!(closest("alig", &["name", "align"]), Some("align"));
+        assert_eq!(closest("mesix", &["mesi", "mesif", "moesi"]), Some("mesi"));
+        assert_eq!(closest("mosi", &["mesi", "mesif", "moesi"]), Some("moesi"));
+        assert_eq!(closest("zzzz", &["name", "align"]), None);
+        assert_eq!(closest("", &["a"]), None);
+        assert_eq!(closest("NAME", &["name"]), Some("name"));
+    }
+}

@@ -1,0 +1,643 @@
+//! `bounce validate`: the presets against measured core-to-core latency
+//! matrices.
+//!
+//! For each shipped matrix (`models::calibration::MEASURED`), the preset it
+//! stands for is adjusted to the measured SKU (core counts and clock), every
+//! measured pair runs the ping-pong of `scenarios/shipped/ping-pong.toml` with the
+//! line homed where the measured run had it (`models::calibration::Home`),
+//! and the report compares, per class of pairs, the measured and simulated
+//! median one-way latency, and per machine the median absolute error over
+//! all pairs. A machine whose preset does not exist yet is listed as such,
+//! not validated.
+
+pub mod classify;
+pub mod matrix;
+pub mod pingpong;
+
+use crate::error::closest;
+use classify::{Class, Classifier};
+use matrix::Matrix;
+use models::calibration::{self, MeasuredMachine, MEASURED};
+use pingpong::PingPong;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// A class's simulated median must be within this many percent of its
+/// measured median.
+pub const BOUND_PCT: f64 = 10.0;
+
+/// Where the shipped matrices are, relative to the repository root.
+pub const DEFAULT_DATA_DIR: &str = "data/c2c";
+
+#[derive(Clone, Debug, Default)]
+pub struct ValidateOptions {
+    /// Only the measured machines this preset stands for.
+    pub machine: Option<String>,
+    /// A directory of matrices instead of the shipped copies.
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Measured against simulated, over the pairs of one class.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassRow {
+    pub class: Class,
+    pub label: String,
+    pub pairs: usize,
+    pub measured_median_ns: f64,
+    pub simulated_median_ns: f64,
+    /// (simulated median - measured median) / measured median, in percent.
+    pub error_pct: f64,
+    /// Median over the pairs of |simulated - measured| / measured, in percent.
+    pub median_abs_error_pct: f64,
+    /// Why this class is known to miss its bound, when the calibration
+    /// entry says so (`models::calibration::KnownMiss`).
+    pub known_miss: Option<&'static str>,
+}
+
+impl ClassRow {
+    pub fn within_bound(&self) -> bool {
+        self.error_pct.abs() <= BOUND_PCT
+    }
+}
+
+/// What became of one measured machine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    Validated {
+        /// Classes with measured pairs, nearest first.
+        classes: Vec<ClassRow>,
+        /// Measured pairs, all classes.
+        pairs: usize,
+        /// Median over all pairs of |simulated - measured| / measured, in
+        /// percent.
+        median_abs_error_pct: f64,
+        /// Simulations run (one per distinct pair relation).
+        simulations: usize,
+    },
+    /// The preset (or its mode) is not there yet: not validated.
+    PresetMissing(String),
+    /// The preset does not fit the measured machine, or a run failed.
+    Failed(String),
+}
+
+/// One measured machine in the report.
+#[derive(Clone, Debug)]
+pub struct MachineReport {
+    pub machine: &'static MeasuredMachine,
+    /// How the preset was adjusted to the measured SKU (empty when it was
+    /// not resolved).
+    pub adjustment: String,
+    /// The line's home on the adjusted machine, once resolved.
+    pub home: Option<calibration::LineHome>,
+    pub outcome: Outcome,
+}
+
+impl MachineReport {
+    pub fn is_validated(&self) -> bool {
+        matches!(self.outcome, Outcome::Validated { .. })
+    }
+    /// Classes outside the bound, known misses included.
+    pub fn out_of_bounds(&self) -> Vec<&ClassRow> {
+        match &self.outcome {
+            Outcome::Validated { classes, .. } => {
+                classes.iter().filter(|c| !c.within_bound()).collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Known misses of the calibration entry that are not misses: the class
+    /// is within its bound, or has no pairs on this machine. Empty unless
+    /// validated.
+    pub fn stale_known_misses(&self) -> Vec<&'static str> {
+        let Outcome::Validated { classes, .. } = &self.outcome else {
+            return Vec::new();
+        };
+        self.machine
+            .known_misses
+            .iter()
+            .filter(|k| {
+                !classes
+                    .iter()
+                    .any(|c| c.class.key() == k.class && !c.within_bound())
+            })
+            .map(|k| k.class)
+            .collect()
+    }
+}
+
+/// The validation table.
+#[derive(Clone, Debug, Default)]
+pub struct ValidationReport {
+    /// Where the matrices were read.
+    pub data_dir: PathBuf,
+    pub machines: Vec<MachineReport>,
+}
+
+fn fmt_ns(ns: f64) -> String {
+    format!("{ns:.1}")
+}
+
+fn fmt_pct(pct: f64) -> String {
+    format!("{pct:+.1} %")
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+impl ValidationReport {
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "bounce validate: presets against measured core-to-core latency \
+             (CAS ping-pong, one-way ns, median per class)"
+        );
+        let _ = writeln!(out, "data: {}", self.data_dir.display());
+        let _ = writeln!(
+            out,
+            "bound: each class's simulated median within ±{BOUND_PCT:.0} % of its measured median"
+        );
+        for r in &self.machines {
+            let m = r.machine;
+            out.push('\n');
+            let _ = writeln!(out, "== {}: {}", m.file, m.sku);
+            let _ = writeln!(out, "   source:   {}", m.source);
+            let _ = writeln!(
+                out,
+                "   measured: {} of {} CPUs ({})",
+                m.cpus_measured,
+                m.cpus_total(),
+                m.coverage
+            );
+            match &r.outcome {
+                Outcome::PresetMissing(why) => {
+                    let _ = writeln!(
+                        out,
+                        "   preset {}: not available yet, not validated ({why})",
+                        m.preset
+                    );
+                    continue;
+                }
+                Outcome::Failed(why) => {
+                    if !r.adjustment.is_empty() {
+                        let _ = writeln!(out, "   preset:   {}", r.adjustment);
+                    }
+                    let _ = writeln!(out, "   FAILED: {why}");
+                    continue;
+                }
+                Outcome::Validated { .. } => {}
+            }
+            let _ = writeln!(out, "   preset:   {}", r.adjustment);
+            let _ = writeln!(
+                out,
+                "   clock:    {} MHz, {}: {}; the clock during the run is not recorded \
+                 (calibration.md §0.3)",
+                m.clock_mhz,
+                m.clock_basis.describe(),
+                m.clock_source
+            );
+            let _ = writeln!(
+                out,
+                "   home:     line homed on {}: {}",
+                match r.home {
+                    Some(calibration::LineHome::Node(node)) => {
+                        format!("node {node} ({})", m.home.describe())
+                    }
+                    _ => m.home.describe(),
+                },
+                m.home_evidence
+            );
+            if let Outcome::Validated {
+                classes,
+                pairs,
+                median_abs_error_pct,
+                simulations,
+            } = &r.outcome
+            {
+                out.push('\n');
+                let _ = writeln!(
+                    out,
+                    "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {}",
+                    "class",
+                    "pairs",
+                    "measured",
+                    "simulated",
+                    "error",
+                    "median |err|",
+                    format_args!("within ±{BOUND_PCT:.0} %")
+                );
+                for c in classes {
+                    let _ = writeln!(
+                        out,
+                        "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {}",
+                        c.label,
+                        c.pairs,
+                        fmt_ns(c.measured_median_ns),
+                        fmt_ns(c.simulated_median_ns),
+                        fmt_pct(c.error_pct),
+                        format!("{:.1} %", c.median_abs_error_pct),
+                        match (c.within_bound(), c.known_miss) {
+                            (true, _) => "yes",
+                            (false, None) => "NO",
+                            (false, Some(_)) => "NO (known, below)",
+                        }
+                    );
+                }
+                for c in classes {
+                    if let (false, Some(why)) = (c.within_bound(), c.known_miss) {
+                        let _ = writeln!(out, "   known miss, {}: {why}", c.label);
+                    }
+                }
+                let _ = writeln!(
+                    out,
+                    "   median absolute error over all {pairs} pairs: {median_abs_error_pct:.1} % \
+                     ({simulations} distinct pair relation(s) simulated)"
+                );
+            }
+        }
+        out.push('\n');
+        let validated = self.machines.iter().filter(|r| r.is_validated()).count();
+        let missing: Vec<&str> = self.skipped().iter().map(|r| r.machine.file).collect();
+        let failed = self
+            .machines
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::Failed(_)))
+            .count();
+        let outside: usize = self.machines.iter().map(|r| r.out_of_bounds().len()).sum();
+        let known = self
+            .machines
+            .iter()
+            .map(|r| {
+                r.out_of_bounds()
+                    .iter()
+                    .filter(|c| c.known_miss.is_some())
+                    .count()
+            })
+            .sum::<usize>();
+        let _ = writeln!(
+            out,
+            "summary: {validated} machine(s) validated, {} not validated (preset not available yet), \
+             {failed} failed; {outside} class(es) outside ±{BOUND_PCT:.0} %{}",
+            missing.len(),
+            if known > 0 { format!(" ({known} known miss(es))") } else { String::new() }
+        );
+        if !missing.is_empty() {
+            let _ = writeln!(out, "not validated: {}", missing.join(", "));
+        }
+        out
+    }
+
+    pub fn to_csv(&self) -> String {
+        let mut out = String::from(
+            "file,measured_sku,preset,adjustment,class,pairs,measured_median_ns,\
+             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note\n",
+        );
+        for r in &self.machines {
+            let m = r.machine;
+            let head = [m.file, m.sku, m.preset, &r.adjustment]
+                .map(csv_field)
+                .join(",");
+            match &r.outcome {
+                Outcome::Validated {
+                    classes,
+                    pairs,
+                    median_abs_error_pct,
+                    ..
+                } => {
+                    for c in classes {
+                        let _ = writeln!(
+                            out,
+                            "{head},{},{},{:.3},{:.3},{:.2},{:.2},{},validated,{}",
+                            csv_field(&c.label),
+                            c.pairs,
+                            c.measured_median_ns,
+                            c.simulated_median_ns,
+                            c.error_pct,
+                            c.median_abs_error_pct,
+                            if c.within_bound() { "yes" } else { "no" },
+                            match (c.within_bound(), c.known_miss) {
+                                (false, Some(why)) => csv_field(&format!("known miss: {why}")),
+                                _ => String::new(),
+                            }
+                        );
+                    }
+                    let _ = writeln!(
+                        out,
+                        "{head},all pairs,{pairs},,,,{median_abs_error_pct:.2},,validated,"
+                    );
+                }
+                Outcome::PresetMissing(why) => {
+                    let _ = writeln!(
+                        out,
+                        "{head},,,,,,,,preset not available yet,{}",
+                        csv_field(why)
+                    );
+                }
+                Outcome::Failed(why) => {
+                    let _ = writeln!(out, "{head},,,,,,,,failed,{}", csv_field(why));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every class of every validated machine within its bound, and no
+    /// machine failed. Machines whose preset is not available yet do not
+    /// count (see [`ValidationReport::skipped`]).
+    pub fn all_within_bounds(&self) -> bool {
+        self.machines.iter().all(|r| match &r.outcome {
+            Outcome::Validated { classes, .. } => classes.iter().all(ClassRow::within_bound),
+            Outcome::PresetMissing(_) => true,
+            Outcome::Failed(_) => false,
+        })
+    }
+
+    /// Classes outside their bound that no calibration entry expects, as
+    /// (file, class label, error %).
+    pub fn unexpected_misses(&self) -> Vec<(&'static str, &str, f64)> {
+        self.machines
+            .iter()
+            .flat_map(|r| {
+                r.out_of_bounds()
+                    .into_iter()
+                    .filter(|c| c.known_miss.is_none())
+                    .map(move |c| (r.machine.file, c.label.as_str(), c.error_pct))
+            })
+            .collect()
+    }
+
+    /// Machines not validated because their preset is not available yet.
+    pub fn skipped(&self) -> Vec<&MachineReport> {
+        self.machines
+            .iter()
+            .filter(|r| matches!(r.outcome, Outcome::PresetMissing(_)))
+            .collect()
+    }
+}
+
+/// The machines `--machine` keeps: those standing for the preset (a name,
+/// or a full reference with modes). An unknown name is an error naming the
+/// valid ones.
+pub fn select(machine: Option<&str>) -> Result<Vec<&'static MeasuredMachine>, String> {
+    let Some(wanted) = machine else {
+        return Ok(MEASURED.iter().collect());
+    };
+    let chosen: Vec<&'static MeasuredMachine> = MEASURED
+        .iter()
+        .filter(|m| m.preset == wanted || m.preset_name() == wanted)
+        .collect();
+    if !chosen.is_empty() {
+        return Ok(chosen);
+    }
+    let valid = calibration::preset_names();
+    let base = wanted.split(':').next().unwrap_or(wanted);
+    let hint = closest(base, &valid)
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    if models::presets::find(base).is_some() {
+        Err(format!(
+            "no measured matrix stands for preset `{wanted}`{hint}; \
+             presets with measured matrices: {}",
+            valid.join(", ")
+        ))
+    } else {
+        Err(format!(
+            "unknown machine `{wanted}`{hint}; \
+             presets with measured matrices: {}",
+            valid.join(", ")
+        ))
+    }
+}
+
+/// The directory of matrices: the one given, or `data/c2c` under the
+/// current directory, or under a directory above the executable (so both
+/// `cargo run` and `target/release/bounce` find it from a clone).
+pub fn find_data_dir(given: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(dir) = given {
+        if dir.is_dir() {
+            return Ok(dir.to_path_buf());
+        }
+        return Err(format!(
+            "cannot read the measured matrices: `--data {}` is not a directory",
+            dir.display()
+        ));
+    }
+    let cwd = std::env::current_dir().ok();
+    if let Some(cwd) = &cwd {
+        let dir = cwd.join(DEFAULT_DATA_DIR);
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+    }
+    let exe = std::env::current_exe().ok();
+    if let Some(exe) = &exe {
+        for above in exe.ancestors().skip(1) {
+            let dir = above.join(DEFAULT_DATA_DIR);
+            if dir.is_dir() {
+                return Ok(dir);
+            }
+        }
+    }
+    Err(format!(
+        "cannot find the measured matrices: no `{DEFAULT_DATA_DIR}` in the current directory{} \
+         or in a directory above the executable{}; pass `--data DIR` with a directory of the \
+         matrix files (as shipped in `{DEFAULT_DATA_DIR}` of the repository)",
+        cwd.map(|c| format!(" (`{}`)", c.display()))
+            .unwrap_or_default(),
+        exe.map(|e| format!(" (`{}`)", e.display()))
+            .unwrap_or_default(),
+    ))
+}
+
+/// Reads a machine's matrix and checks it has the CPUs its entry says.
+pub fn read_matrix(dir: &Path, m: &MeasuredMachine) -> Result<Matrix, String> {
+    let path = dir.join(m.file);
+    let matrix = matrix::read(&path)?;
+    if matrix.cpus() != m.cpus_measured {
+        return Err(format!(
+            "`{}`: {} rows, but the measured machine ({}) has {} measured CPUs; \
+             is it the right file?",
+            path.display(),
+            matrix.cpus(),
+            m.sku,
+            m.cpus_measured
+        ));
+    }
+    Ok(matrix)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Median over pairs of |simulated - measured| / measured, in percent.
+fn median_abs_error_pct(measured: &[f64], simulated: &[f64]) -> f64 {
+    let mut errors: Vec<f64> = measured
+        .iter()
+        .zip(simulated)
+        .map(|(m, s)| (s - m).abs() / m * 100.0)
+        .collect();
+    median(&mut errors)
+}
+
+/// Measured and simulated values of one class's pairs, as a row.
+fn row(
+    m: &MeasuredMachine,
+    class: Class,
+    label: String,
+    measured: &[f64],
+    simulated: &[f64],
+) -> ClassRow {
+    let measured_median_ns = median(&mut measured.to_vec());
+    let simulated_median_ns = median(&mut simulated.to_vec());
+    ClassRow {
+        class,
+        label,
+        pairs: measured.len(),
+        measured_median_ns,
+        simulated_median_ns,
+        error_pct: (simulated_median_ns - measured_median_ns) / measured_median_ns * 100.0,
+        median_abs_error_pct: median_abs_error_pct(measured, simulated),
+        known_miss: m
+            .known_misses
+            .iter()
+            .find(|k| k.class == class.key())
+            .map(|k| k.reason),
+    }
+}
+
+/// How the adjusted preset differs from the preset, in words.
+fn describe_adjustment(m: &MeasuredMachine, adjusted: &calibration::Adjusted) -> String {
+    if adjusted.changes.is_empty() {
+        format!("{}, as is (the measured SKU is the preset's)", m.preset)
+    } else {
+        format!(
+            "{} adjusted to the measured SKU: {}",
+            m.preset,
+            adjusted
+                .changes
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+}
+
+/// Validates one machine against its matrix.
+pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> MachineReport {
+    let report = |adjustment: String, outcome: Outcome| MachineReport {
+        machine: m,
+        adjustment,
+        home: None,
+        outcome,
+    };
+    let preset = match models::presets::resolve(m.preset) {
+        Ok(p) => p,
+        Err(e) => return report(String::new(), Outcome::PresetMissing(e)),
+    };
+    let adjusted = match calibration::adjust(&preset, m) {
+        Ok(a) => a,
+        Err(e) => {
+            return report(
+                String::new(),
+                Outcome::Failed(format!(
+                    "preset `{}` does not fit the measured machine: {e}",
+                    m.preset
+                )),
+            )
+        }
+    };
+    let adjustment = describe_adjustment(m, &adjusted);
+    let home = match m.home.on(&adjusted.spec) {
+        Ok(h) => h,
+        Err(e) => return report(adjustment, Outcome::Failed(e)),
+    };
+    let pp = match PingPong::new(adjusted.spec, home) {
+        Ok(pp) => pp,
+        Err(e) => return report(adjustment, Outcome::Failed(e)),
+    };
+    if matrix.cpus() > pp.topology().cpu_count() {
+        return report(
+            adjustment,
+            Outcome::Failed(format!(
+                "the matrix has {} CPUs, the adjusted preset {}",
+                matrix.cpus(),
+                pp.topology().cpu_count()
+            )),
+        );
+    }
+    let classifier = Classifier::new(pp.topology(), m.vendor, m.ccx_per_ccd, m.ccd_name, home);
+    let measured = matrix.pairs();
+    let pairs: Vec<(u32, u32)> = measured.iter().map(|&(a, b, _)| (a, b)).collect();
+    let cycles = match pp.round_trips(&pairs) {
+        Ok(c) => c,
+        Err(e) => {
+            return report(
+                adjustment,
+                Outcome::Failed(format!("the ping-pong has no result: {e}")),
+            )
+        }
+    };
+    let simulated: Vec<f64> = cycles.iter().map(|&c| pp.one_way_ns(c)).collect();
+    let mut by_class: BTreeMap<Class, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
+    for (&(a, b, ns), &sim) in measured.iter().zip(&simulated) {
+        let entry = by_class.entry(classifier.class(a, b)).or_default();
+        entry.0.push(ns);
+        entry.1.push(sim);
+    }
+    let classes = by_class
+        .into_iter()
+        .map(|(class, (meas, sim))| row(m, class, classifier.label(class), &meas, &sim))
+        .collect();
+    let all_measured: Vec<f64> = measured.iter().map(|p| p.2).collect();
+    MachineReport {
+        home: Some(home),
+        ..report(
+            adjustment,
+            Outcome::Validated {
+                classes,
+                pairs: measured.len(),
+                median_abs_error_pct: median_abs_error_pct(&all_measured, &simulated),
+                simulations: pp.distinct_keys(&pairs),
+            },
+        )
+    }
+}
+
+/// Runs the validation; an error is bad input (unknown machine, unreadable
+/// data) and says what would be valid.
+pub fn validate(options: &ValidateOptions) -> Result<ValidationReport, String> {
+    let selected = select(options.machine.as_deref())?;
+    let data_dir = find_data_dir(options.data_dir.as_deref())?;
+    // Read (and check) every matrix first: a bad file is bad input, whatever
+    // becomes of the others. The first error in input order is reported.
+    let read: Vec<Result<Matrix, String>> = selected
+        .par_iter()
+        .map(|m| read_matrix(&data_dir, m))
+        .collect();
+    let matrices = read.into_iter().collect::<Result<Vec<Matrix>, String>>()?;
+    let machines = selected
+        .par_iter()
+        .zip(matrices.par_iter())
+        .map(|(m, matrix)| validate_machine(m, matrix))
+        .collect();
+    Ok(ValidationReport { data_dir, machines })
+}

@@ -1,0 +1,413 @@
+//! The case studies of `scenarios/shipped/cases/`: each sets figures measured in a
+//! kernel thread beside the simulated ones (`[[measured]]`).
+//!
+//! The fast tests run each shipped scenario shortened (fewer iterations,
+//! some variants) and check the measured-vs-simulated table's structure and
+//! the orderings that hold already in a short run. The accuracy targets
+//! run the shipped scenarios at their full lengths (about 7 s in all in a
+//! debug build, sim-core being optimised in test profiles), so a change
+//! that moves a prediction out of its target fails CI.
+
+use std::path::Path;
+
+use scenarios::build::{build_all, BuildOptions, BuiltVariant};
+use scenarios::measured::{compare, table, Comparison};
+use scenarios::results::run_all;
+use scenarios::{load_file, load_str, LoadedScenario};
+
+fn scenario_path(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("shipped/cases")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn shipped(name: &str) -> LoadedScenario {
+    load_file(Path::new(&scenario_path(name))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The shipped scenario with its run lengths replaced.
+fn shortened(name: &str, iterations: u64, warmup: u64) -> LoadedScenario {
+    let path = scenario_path(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.starts_with("iterations = ") {
+            out.push_str(&format!("iterations = {iterations}\n"));
+        } else if line.starts_with("warmup_iterations = ") {
+            out.push_str(&format!("warmup_iterations = {warmup}\n"));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    load_str(&path, &out).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Runs the variants named in `only` (all when empty) and compares.
+fn run(loaded: &LoadedScenario, only: &[&str]) -> Vec<Comparison> {
+    let built: Vec<BuiltVariant> = build_all(loaded, BuildOptions::default())
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|b| only.is_empty() || only.contains(&b.name.as_str()))
+        .collect();
+    let results = run_all(&built);
+    compare(loaded, &built, &results)
+}
+
+fn row<'a>(rows: &'a [Comparison], variant: &str) -> &'a Comparison {
+    rows.iter()
+        .find(|c| c.variant == variant)
+        .unwrap_or_else(|| panic!("no row for {variant}"))
+}
+
+fn simulated(rows: &[Comparison], variant: &str) -> f64 {
+    row(rows, variant)
+        .simulated
+        .unwrap_or_else(|| panic!("{variant} has no simulated figure"))
+}
+
+/// Every row with a tolerance is within it.
+fn assert_targets_met(rows: &[Comparison]) {
+    for c in rows {
+        if let (Some(ok), Some(t)) = (c.within_tolerance, c.tolerance) {
+            assert!(
+                ok,
+                "{} ({}): simulated {:?} vs measured {} beyond ±{t}\n{}",
+                c.label,
+                c.variant,
+                c.simulated,
+                c.measured,
+                table(rows)
+            );
+        }
+    }
+}
+
+#[test]
+fn sctp_memcg_table_lists_every_measured_configuration() {
+    let loaded = shortened("sctp-memcg.toml", 30, 10);
+    let rows = run(&loaded, &["before", "after", "layout"]);
+    let variants: Vec<&str> = rows.iter().map(|c| c.variant.as_str()).collect();
+    assert_eq!(
+        variants,
+        [
+            "after",
+            "layout",
+            "usage-own-line",
+            "batch-64",
+            "batch-128",
+            "after-72",
+            "after-icx"
+        ]
+    );
+    let measured: Vec<f64> = rows.iter().map(|c| c.measured).collect();
+    assert_eq!(measured, [-69.5, -40.8, -27.9, -14.0, -12.4, -73.7, -53.0]);
+    for c in &rows {
+        assert_eq!(c.metric, "throughput-change");
+        assert_eq!(c.unit, "%");
+        assert_eq!(c.tolerance, Some(15.0));
+        assert!(
+            c.source.starts_with("sctp-memcg-charge-regression.txt:"),
+            "{}",
+            c.source
+        );
+    }
+    assert_eq!(
+        row(&rows, "after-72").relative_to.as_deref(),
+        Some("before-72")
+    );
+    // Runs left out have no figure and no verdict.
+    assert_eq!(row(&rows, "batch-64").simulated, None);
+    assert_eq!(row(&rows, "batch-64").within_tolerance, None);
+    // Even a short run shows the regression and the layout change's gain.
+    let after = simulated(&rows, "after");
+    let layout = simulated(&rows, "layout");
+    assert!(after < layout && layout < 0.0, "{after} {layout}");
+    let text = table(&rows);
+    assert!(text.starts_with("measured vs simulated\n\n"), "{text}");
+    let first: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("[1] "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        first[..11],
+        [
+            "[1]",
+            "after",
+            "4890b686f4",
+            "after",
+            "throughput",
+            "vs",
+            "before",
+            "-69.5%",
+            first[8],
+            first[9],
+            "pt"
+        ],
+        "{text}"
+    );
+    assert!(text.contains("\nsources:\n  [1] sctp-memcg-charge-regression.txt:2222"));
+    assert!(text.contains("-69.5%"), "{text}");
+}
+
+#[test]
+fn sctp_memcg_meets_its_targets() {
+    let rows = run(&shipped("sctp-memcg.toml"), &[]);
+    // The six configurations in the measured order ...
+    let order = ["after", "layout", "usage-own-line", "batch-64", "batch-128"];
+    let figures: Vec<f64> = order.iter().map(|v| simulated(&rows, v)).collect();
+    assert!(
+        figures.windows(2).all(|w| w[0] < w[1]) && figures[4] < 0.0,
+        "{figures:?}\n{}",
+        table(&rows)
+    );
+    // ... each within 15 points, and the 72-client and Ice Lake runs too,
+    // except the two the model misses (see the scenario's header: once
+    // css.parent is off usage's line, the model has nothing left that costs
+    // the machine's remaining 25-40 points). They are held to their side of
+    // the target, so that a change that closes the gap, or widens it the
+    // other way, has to update this list and the header.
+    let known_misses = ["layout", "usage-own-line"];
+    for variant in known_misses {
+        let c = row(&rows, variant);
+        assert_eq!(
+            c.within_tolerance,
+            Some(false),
+            "{variant} now meets its target: take it off the list\n{}",
+            table(&rows)
+        );
+        assert!(
+            simulated(&rows, variant) > c.measured,
+            "{variant} now overshoots\n{}",
+            table(&rows)
+        );
+    }
+    let others: Vec<Comparison> = rows
+        .iter()
+        .filter(|c| !known_misses.contains(&c.variant.as_str()))
+        .cloned()
+        .collect();
+    assert_targets_met(&others);
+}
+
+/// The stock-lock orderings the thread measured: the spinlock costs more
+/// per call than the local_lock, and draining more stocks takes longer.
+fn assert_stock_lock_orderings(rows: &[Comparison]) {
+    let cycles = |label: &str| {
+        rows.iter()
+            .find(|c| c.label == label)
+            .and_then(|c| c.simulated)
+            .unwrap_or_else(|| panic!("no figure for {label}\n{}", table(rows)))
+    };
+    assert!(
+        cycles("consume_stock, spinlock") > cycles("consume_stock, local_lock"),
+        "{}",
+        table(rows)
+    );
+    assert!(cycles("consume_stock, spinlock - local_lock") > 0.0);
+    assert!(cycles("refill_stock, spinlock") > cycles("refill_stock, local_lock"));
+    assert!(cycles("drain_all_stock, 8 CPUs") > cycles("drain_all_stock, 1 CPU"));
+    assert!(cycles("drain_all_stock, 128 CPUs") > cycles("drain_all_stock, 8 CPUs"));
+    assert!(
+        cycles("drain_all_stock, 128 - 1 CPUs") > 10.0 * cycles("drain_all_stock, 8 - 1 CPUs"),
+        "{}",
+        table(rows)
+    );
+}
+
+#[test]
+fn memcg_stock_lock_table_sets_cycles_per_call_beside_the_thread() {
+    let rows = run(&shortened("memcg-stock-lock.toml", 40, 1), &[]);
+    assert_eq!(rows.len(), 11);
+    let measured: Vec<f64> = rows.iter().map(|c| c.measured).collect();
+    assert_eq!(
+        measured,
+        [53.51, 63.76, 10.25, 65.47, 67.46, 1.99, 38978.0, 39027.0, 58054.0, 49.0, 19076.0]
+    );
+    for c in &rows {
+        assert_eq!(c.metric, "cycles-per-iteration");
+        assert_eq!(c.unit, "cycles");
+        assert_eq!(c.threads.as_deref(), Some("caller"));
+        assert_eq!(c.tolerance, None, "no target is set for {}", c.label);
+        assert!(c.source.starts_with("memcg-stock-remote-draining.txt:1"));
+        let sim = c.simulated.unwrap();
+        assert_eq!(c.difference, Some(sim - c.measured));
+    }
+    assert_eq!(rows[2].relative_to.as_deref(), Some("consume-local_lock"));
+    assert_stock_lock_orderings(&rows);
+    let text = table(&rows);
+    assert!(
+        text.contains("cycles/iteration of caller minus consume-local_lock's"),
+        "{text}"
+    );
+    assert!(!text.contains("target(s) met"), "{text}");
+}
+
+#[test]
+fn memcg_stock_lock_keeps_its_orderings_at_full_length() {
+    assert_stock_lock_orderings(&run(&shipped("memcg-stock-lock.toml"), &[]));
+}
+
+#[test]
+fn tcp_memory_allocated_table_compares_shares_of_cycles() {
+    let rows = run(&shortened("tcp-memory-allocated.toml", 40, 10), &[]);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].metric, "field-cycles-share");
+    assert_eq!(rows[0].fields, ["tcp_memory_allocated.counter"]);
+    assert_eq!(rows[1].fields.len(), 3);
+    assert_eq!((rows[0].measured, rows[1].measured), (0.7, 0.36));
+    let atomic = simulated(&rows, "atomic");
+    let percpu = simulated(&rows, "percpu_counter");
+    // The global line costs several times what the per-CPU deltas do.
+    assert!(atomic > 0.3 && atomic < 1.5, "{atomic}");
+    assert!(percpu < atomic / 5.0, "{percpu} vs {atomic}");
+    let text = table(&rows);
+    assert!(
+        text.contains("share of cycles in tcp_allocated.lock +2 field(s)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn tcp_memory_allocated_fit_holds() {
+    // The one parameter was fitted so that the atomic's share is 0.7 %.
+    let rows = run(&shipped("tcp-memory-allocated.toml"), &[]);
+    let atomic = simulated(&rows, "atomic");
+    assert!((atomic - 0.7).abs() < 0.05, "{}", table(&rows));
+    assert!(simulated(&rows, "percpu_counter") < atomic / 5.0);
+}
+
+#[test]
+fn results_json_carries_the_comparisons_and_reads_them_back() {
+    use scenarios::output::{header, records, results_json, ResultsFile};
+    let loaded = shortened("tcp-memory-allocated.toml", 5, 1);
+    let cases = scenarios::cases::build_cases(&loaded, BuildOptions::default()).unwrap();
+    let results = scenarios::cases::run_cases(&cases, &|| {});
+    let mut file = header(&loaded, "test");
+    file.records = records(&file, &cases, &results);
+    let without = results_json(&file);
+    assert!(!without.contains("\"measured\": ["), "{without}");
+    file.measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
+    assert_eq!(file.measured.len(), 2);
+    let text = results_json(&file);
+    assert!(text.contains("\"measured\": ["), "{text}");
+    assert!(
+        text.contains("\"metric\": \"field-cycles-share\""),
+        "{text}"
+    );
+    let back: ResultsFile = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, file);
+}
+
+fn error_of(text: &str) -> String {
+    load_str("case.toml", text).unwrap_err().to_string()
+}
+
+const SMALL: &str = r#"schema = 1
+machine = "icelake-sp-2s"
+[run]
+iterations = 5
+[structs.c]
+fields = [{ name = "v", type = "long" }]
+[instances.c]
+struct = "c"
+kind = "global"
+[scripts]
+s = "c.v = c.v + 1"
+[[threads]]
+name = "writers"
+cpus = "0-1"
+script = "s"
+[[variants]]
+name = "padded"
+set = { "structs.c.fields.v.align" = 64 }
+"#;
+
+#[test]
+fn a_measured_figure_must_name_a_variant() {
+    let text = format!(
+        "{SMALL}[[measured]]\nlabel = \"x\"\nvariant = \"paded\"\nmetric = \"throughput-change\"\nvalue = 1.0\nsource = \"here\"\n"
+    );
+    assert_eq!(
+        error_of(&text),
+        "error: `measured.0.variant` is `paded`, which is not a variant\n  \
+         --> case.toml:21:11\n   |\n21 | variant = \"paded\"\n   |           ^^^^^^^\n   \
+         = valid: base, padded\n   = help: did you mean `padded`?"
+    );
+}
+
+#[test]
+fn a_measured_figure_checks_its_metric_and_fields() {
+    let entry = |rest: &str| {
+        format!(
+            "{SMALL}[[measured]]\nlabel = \"x\"\nvariant = \"base\"\nvalue = 1.0\nsource = \"here\"\n{rest}"
+        )
+    };
+    let e = error_of(&entry("metric = \"cycles\"\n"));
+    assert!(e.contains("cycles-per-iteration"), "{e}");
+    let e = error_of(&entry("metric = \"field-cycles-share\"\n"));
+    assert!(
+        e.starts_with("error: metric `field-cycles-share` needs `measured.0.fields`"),
+        "{e}"
+    );
+    let e = error_of(&entry(
+        "metric = \"field-cycles-share\"\nfields = [\"c.w\"]\n",
+    ));
+    assert!(
+        e.starts_with("error: `measured.0.fields.0` is `c.w`, which is not a field of an instance"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `c.v`?"), "{e}");
+    let e = error_of(&entry(
+        "metric = \"throughput-change\"\nthreads = \"writers\"\n",
+    ));
+    assert!(
+        e.starts_with(
+            "error: `measured.0.threads` is only used with metric `cycles-per-iteration`"
+        ),
+        "{e}"
+    );
+    let e = error_of(&entry(
+        "metric = \"cycles-per-iteration\"\nthreads = \"writer\"\n",
+    ));
+    assert!(e.contains("did you mean `writers`?"), "{e}");
+    let e = error_of(&entry(
+        "metric = \"cycles-per-iteration\"\ntolerance = -1.0\n",
+    ));
+    assert!(e.contains("`measured.0.tolerance` is -1"), "{e}");
+}
+
+#[test]
+fn measured_figures_of_a_small_scenario_are_computed_from_its_runs() {
+    let text = format!(
+        "{SMALL}\
+[[measured]]\nlabel = \"padding\"\nvariant = \"padded\"\nmetric = \"throughput-change\"\nvalue = 50.0\nsource = \"s1\"\ntolerance = 1000.0\n\
+[[measured]]\nlabel = \"packed cost\"\nvariant = \"base\"\nmetric = \"cycles-per-iteration\"\nthreads = \"writers\"\nvalue = 10.0\nsource = \"s2\"\n\
+[[measured]]\nlabel = \"share\"\nvariant = \"base\"\nmetric = \"field-cycles-share\"\nfields = [\"c.v\"]\nvalue = 1.0\nsource = \"s3\"\ntolerance = 0.5\n"
+    );
+    let loaded = load_str("case.toml", &text).unwrap();
+    let rows = run(&loaded, &[]);
+    assert_eq!(rows.len(), 3);
+    // One line written by both CPUs: padding it does not help two CPUs
+    // writing the same field, so the change is small either way.
+    let change = rows[0].simulated.unwrap();
+    assert!(change.abs() < 50.0, "{change}");
+    assert_eq!(rows[0].within_tolerance, Some(true));
+    // Cycles per iteration: the iterations of the group (here every CPU).
+    let cycles = rows[1].simulated.unwrap();
+    assert!(cycles > 10.0, "{cycles}");
+    assert_eq!(rows[1].within_tolerance, None);
+    assert_eq!(rows[1].difference, Some(cycles - 10.0));
+    // A script that does nothing but touch the field spends most of its
+    // cycles there.
+    let share = rows[2].simulated.unwrap();
+    assert!(share > 50.0 && share <= 100.0, "{share}");
+    assert_eq!(rows[2].within_tolerance, Some(false));
+    let text = table(&rows);
+    assert!(text.contains("MISS (±0.50)"), "{text}");
+    assert!(text.ends_with("1 of 2 target(s) met, 1 missed\n"), "{text}");
+}

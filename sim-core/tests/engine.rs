@@ -1,0 +1,727 @@
+//! The engine running scripts: serialisation of a contended line at its
+//! home, atomics and their values, the x86-TSO store buffer, determinism,
+//! and the cycles stop rule.
+
+use models::layout::StructSpec;
+use sim_core::coherence::{LineState, Need, Route};
+use sim_core::engine::StopRule;
+use sim_core::probe::AccessKind;
+use sim_core::script::ast::AtomicOp;
+use sim_core::topology::{Lookup, Protocol};
+use sim_core::Cycle;
+use testkit::{address, field, global, per_cpu, small_machine, strukt, Access, Seen, Setup};
+
+fn counter_struct() -> StructSpec {
+    strukt("ctr", vec![field("n", "long")])
+}
+
+/// A struct that fills a line of its own, so array elements never share one.
+fn line_struct() -> StructSpec {
+    let mut v = field("v", "long");
+    v.align = Some(64);
+    strukt("line", vec![v])
+}
+
+fn atomics(rec: &testkit::Recorder) -> Vec<&Access> {
+    rec.accesses()
+        .filter(|a| matches!(a.kind, AccessKind::Atomic(_)))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------
+// Serialisation at the home
+// ---------------------------------------------------------------------------
+
+#[test]
+fn contended_fetch_add_is_served_one_at_a_time_at_the_home() {
+    let machine = small_machine(Protocol::Mesif, Lookup::Local);
+    let l = machine.latency.clone();
+    let cpus = [0, 1, 2, 5, 8, 11, 13, 15];
+    let (outcome, rec) = Setup::new(machine)
+        .structs(vec![counter_struct()])
+        .instances(vec![global("c", "ctr", 0)])
+        .script("inc", "fetch_add(c.n, 1)")
+        .threads(cpus, "inc")
+        .run();
+    let mut ops = atomics(&rec);
+    assert_eq!(ops.len(), cpus.len());
+    ops.sort_by_key(|a| a.report.as_ref().unwrap().done);
+    for (k, a) in ops.iter().enumerate() {
+        let r = a.report.as_ref().unwrap();
+        assert_eq!(r.issued, Cycle::ZERO, "every CPU asks at cycle 0");
+        // Values follow the order in which the home served the requests.
+        assert_eq!(a.value, k as i64);
+        assert_eq!(a.new_value, Some(k as i64 + 1));
+        if k == 0 {
+            assert_eq!(r.started, Cycle::ZERO);
+            continue;
+        }
+        let prev = ops[k - 1];
+        let p = prev.report.as_ref().unwrap();
+        // Queued: ordered only once the previous holder's locked op is over...
+        assert!(r.started > r.issued, "CPU {} waited", a.cpu);
+        assert_eq!(r.started, p.done + l.locked_op_cycles);
+        // ... and the line comes from that holder's Modified copy.
+        assert_eq!(
+            r.supplier.map(|s| (s.0, s.1)),
+            Some((prev.cpu, LineState::Modified))
+        );
+        assert!(r.hitm);
+        let transfer = r.done - r.started;
+        assert!(transfer >= l.l3_transfer_cycles.min(3 * l.hop_in_node_cycles));
+        assert!(r.done - p.done >= transfer + l.locked_op_cycles);
+    }
+    // Distinct completion times, and the final value counts every CPU.
+    let last = ops.last().unwrap();
+    assert_eq!(last.new_value, Some(cpus.len() as i64));
+    let done = last.report.as_ref().unwrap().done;
+    assert_eq!(outcome.elapsed_cycles, done.get() + l.locked_op_cycles);
+    // The stall each CPU saw is its whole wait for the line.
+    for a in &ops {
+        let r = a.report.as_ref().unwrap();
+        assert_eq!(a.stall_cycles, r.done - r.issued - l.l1_hit_cycles);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Atomics
+// ---------------------------------------------------------------------------
+
+fn value_struct() -> StructSpec {
+    strukt(
+        "vals",
+        vec![field("q", "long"), field("w", "int"), field("w2", "int")],
+    )
+}
+
+fn ops(rec: &testkit::Recorder) -> Vec<(AccessKind, i64, Option<i64>)> {
+    rec.accesses()
+        .map(|a| (a.kind, a.value, a.new_value))
+        .collect()
+}
+
+#[test]
+fn atomics_return_the_old_value_on_eight_byte_fields() {
+    let script = "
+        assert fetch_add(g.q, 5) == 0
+        assert fetch_sub(g.q, 2) == 5
+        assert fetch_or(g.q, 8) == 3
+        assert fetch_and(g.q, 10) == 11
+        assert xchg(g.q, 42) == 10
+        assert cmpxchg(g.q, 42, 7) == 42
+        assert cmpxchg(g.q, 42, 9) == 7
+        assert g.q == 7
+        assert fetch_sub(g.q, 10) == 7
+        assert g.q == -3
+        assert fetch_add(g.q, 0x7fff_ffff_ffff_ffff) == -3
+        assert g.q == 0x7fff_ffff_ffff_fffc
+    ";
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![value_struct()])
+        .instances(vec![global("g", "vals", 0)])
+        .script("s", script)
+        .thread(0, "s")
+        .run();
+    use AccessKind::{Atomic, Load};
+    use AtomicOp::*;
+    assert_eq!(
+        ops(&rec),
+        vec![
+            (Atomic(FetchAdd), 0, Some(5)),
+            (Atomic(FetchSub), 5, Some(3)),
+            (Atomic(FetchOr), 3, Some(11)),
+            (Atomic(FetchAnd), 11, Some(10)),
+            (Atomic(Xchg), 10, Some(42)),
+            (Atomic(CmpXchg), 42, Some(7)),
+            // A failed compare-and-swap writes nothing.
+            (Atomic(CmpXchg), 7, None),
+            (Load, 7, None),
+            (Atomic(FetchSub), 7, Some(-3)),
+            (Load, -3, None),
+            (Atomic(FetchAdd), -3, Some(0x7fff_ffff_ffff_fffc)),
+            (Load, 0x7fff_ffff_ffff_fffc, None),
+        ]
+    );
+    // Every atomic is a write, holding the line Modified.
+    for a in atomics(&rec) {
+        let r = a.report.as_ref().unwrap();
+        assert_eq!(r.need, Need::Write);
+        assert_eq!(r.requester_after, LineState::Modified);
+    }
+}
+
+#[test]
+fn atomics_on_four_byte_fields_wrap_and_sign_extend() {
+    let script = "
+        assert xchg(g.w, -1) == 0
+        assert g.w == -1
+        assert g.w2 == 0
+        assert xchg(g.w, 0x1_0000_0001) == -1
+        assert g.w == 1
+        assert xchg(g.w, 0x7fff_ffff) == 1
+        assert fetch_add(g.w, 1) == 0x7fff_ffff
+        assert g.w == -0x8000_0000
+        assert cmpxchg(g.w, -0x8000_0000, 0xffff_ffff) == -0x8000_0000
+        assert g.w == -1
+        assert fetch_and(g.w, 0xff) == -1
+        assert g.w2 == 0
+        assert g.q == 0
+    ";
+    let config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![value_struct()])
+        .instances(vec![global("g", "vals", 0)])
+        .script("s", script)
+        .thread(0, "s")
+        .build();
+    let (_, rec) = testkit::run_config(&config);
+    use AccessKind::{Atomic, Load};
+    use AtomicOp::*;
+    assert_eq!(
+        ops(&rec),
+        vec![
+            (Atomic(Xchg), 0, Some(-1)),
+            (Load, -1, None),
+            (Load, 0, None),
+            // The new value is what the field holds: the low 32 bits.
+            (Atomic(Xchg), -1, Some(1)),
+            (Load, 1, None),
+            (Atomic(Xchg), 1, Some(0x7fff_ffff)),
+            (Atomic(FetchAdd), 0x7fff_ffff, Some(-0x8000_0000)),
+            (Load, -0x8000_0000, None),
+            (Atomic(CmpXchg), -0x8000_0000, Some(-1)),
+            (Load, -1, None),
+            (Atomic(FetchAnd), -1, Some(0xff)),
+            (Load, 0, None),
+            (Load, 0, None),
+        ]
+    );
+    let q = address(&config, "g", 0, "q");
+    for a in rec.accesses() {
+        let size = if a.address == q { 8 } else { 4 };
+        assert_eq!(a.size_bytes, size, "{a:?}");
+    }
+}
+
+#[test]
+fn plain_stores_to_four_byte_fields_keep_the_low_bits_once_drained() {
+    // The line is not owned: the first store goes through the buffer.
+    let script = "
+        g.w = 0x1_0000_0001
+        fence
+        assert g.w == 1
+        assert g.w2 == 0
+        g.w2 = -1
+        assert g.w2 == -1
+        assert g.w == 1
+        assert g.q == 0
+    ";
+    let config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![value_struct()])
+        .instances(vec![global("g", "vals", 0)])
+        .script("s", script)
+        .thread(0, "s")
+        .build();
+    let (_, rec) = testkit::run_config(&config);
+    let w = address(&config, "g", 0, "w");
+    let w2 = address(&config, "g", 0, "w2");
+    assert_eq!(rec.loads(0, w), vec![1, 1]);
+    assert_eq!(rec.loads(0, w2), vec![0, -1]);
+    // The second store found the line owned and an empty buffer: written at once.
+    let kinds: Vec<AccessKind> = rec
+        .of_cpu(0)
+        .iter()
+        .filter(|a| a.address == w || a.address == w2)
+        .map(|a| a.kind)
+        .filter(|k| matches!(k, AccessKind::Store | AccessKind::StoreDrain))
+        .collect();
+    assert_eq!(kinds, vec![AccessKind::StoreDrain, AccessKind::Store]);
+}
+
+#[test]
+fn a_forwarded_load_of_a_four_byte_field_sees_the_low_bits() {
+    let script = "
+        g.w = 0x1_0000_0001
+        let fwd = g.w
+        fence
+        let mem = g.w
+        assert fwd == mem
+    ";
+    let setup = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![value_struct()])
+        .instances(vec![global("g", "vals", 0)])
+        .script("s", script)
+        .thread(0, "s");
+    let config = setup.build();
+    let mut rec = testkit::Recorder::default();
+    let result = sim_core::engine::run(&config, &mut rec);
+    let w = address(&config, "g", 0, "w");
+    assert_eq!(
+        rec.loads(0, w),
+        vec![1, 1],
+        "forwarded, then from the cache"
+    );
+    result.unwrap();
+}
+
+#[test]
+fn a_zero_size_field_is_a_compile_error_or_reads_zero() {
+    // local_lock_t is empty without lockdep; a script may still name it.
+    let setup = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![strukt(
+            "pcp",
+            vec![field("lock", "local_lock_t"), field("count", "long")],
+        )])
+        .instances(vec![global("g", "pcp", 0)])
+        .script("s", "let v = g.lock")
+        .thread(0, "s");
+    let Ok(config) = setup.try_build() else {
+        return; // Rejected before the run: fine.
+    };
+    let run = std::panic::catch_unwind(|| {
+        let mut rec = testkit::Recorder::default();
+        let result = sim_core::engine::run(&config, &mut rec);
+        (result.map(|_| ()), rec)
+    });
+    let (result, rec) = run.expect("an error, not a panic");
+    result.unwrap();
+    assert_eq!(rec.loads(0, address(&config, "g", 0, "lock")), vec![0]);
+}
+
+#[test]
+fn a_failed_cmpxchg_still_takes_the_line_exclusive() {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![value_struct()])
+        .instances(vec![global("g", "vals", 0)])
+        .script("reader", "let a = g.q\nwork 2000\nlet b = g.q")
+        .script("cas", "work 1000\nassert cmpxchg(g.q, 99, 7) == 0")
+        .thread(4, "reader")
+        .thread(0, "cas")
+        .run();
+    let cas = rec.of_cpu(0);
+    assert_eq!(cas.len(), 1);
+    let a = cas[0];
+    assert_eq!(a.kind, AccessKind::Atomic(AtomicOp::CmpXchg));
+    assert_eq!((a.value, a.new_value), (0, None));
+    let r = a.report.as_ref().unwrap();
+    assert_eq!(r.need, Need::Write);
+    assert_eq!(
+        (r.requester_before, r.requester_after),
+        (LineState::Invalid, LineState::Modified)
+    );
+    assert_eq!(r.invalidations, 1);
+    assert_eq!(r.others.len(), 1);
+    assert_eq!(r.others[0].core, 4);
+    assert_eq!(r.others[0].after, LineState::Invalid);
+    // The reader misses again and finds the value unchanged, in CPU 0's M copy.
+    let reads = rec.of_cpu(4);
+    assert_eq!(reads.len(), 2);
+    assert_eq!(reads[1].value, 0);
+    let r = reads[1].report.as_ref().unwrap();
+    assert_eq!(
+        r.supplier.map(|s| (s.0, s.1)),
+        Some((0, LineState::Modified))
+    );
+    assert!(r.hitm);
+}
+
+// ---------------------------------------------------------------------------
+// The x86-TSO store buffer
+// ---------------------------------------------------------------------------
+
+fn tso_setup<'a>(scripts: &[(&'a str, &'a str)], threads: &[(u32, &'a str)]) -> Setup<'a> {
+    let mut s = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![line_struct()])
+        .instances(vec![
+            global("s", "line", 0),
+            global("t", "line", 0),
+            global("x", "line", 0),
+            global("y", "line", 2),
+            per_cpu("pad", "line"),
+        ]);
+    for &(name, body) in scripts {
+        s = s.script(name, body);
+    }
+    for &(cpu, name) in threads {
+        s = s.thread(cpu, name);
+    }
+    s
+}
+
+#[test]
+fn a_load_after_a_posted_store_is_forwarded_from_the_buffer() {
+    let setup = tso_setup(&[("s", "s.v = 5\nlet v = s.v\nassert v == 5")], &[(0, "s")]);
+    let config = setup.build();
+    let l = config.topology.spec.latency.clone();
+    let (outcome, rec) = setup.run();
+    let a = address(&config, "s", 0, "v");
+    assert_eq!(rec.log[0], Seen::StorePosted(0, 0, a, 5));
+    let seen = rec.of_cpu(0);
+    assert_eq!(seen.len(), 2, "{seen:?}");
+    // The drain: a write transaction that fetches the line from memory.
+    assert_eq!(seen[0].kind, AccessKind::StoreDrain);
+    assert_eq!(seen[0].value, 5);
+    let drain = seen[0].report.as_ref().unwrap();
+    assert_eq!(drain.route, Route::Memory { node: 0 });
+    assert_eq!(drain.requester_after, LineState::Modified);
+    assert_eq!(drain.done, Cycle(2 * l.hop_in_node_cycles + l.dram_cycles));
+    // The load: answered by the buffer, no transaction.
+    assert_eq!(seen[1].kind, AccessKind::LoadForwarded);
+    assert_eq!(seen[1].value, 5);
+    assert!(seen[1].report.is_none());
+    // Posting takes a cycle, the forwarded load an L1 hit: the CPU is done
+    // long before its store reaches the cache.
+    let finish = outcome.cpus[0].finish_cycle;
+    assert_eq!(finish, 1 + l.l1_hit_cycles);
+    assert!(Cycle(finish) < drain.done);
+}
+
+#[test]
+fn an_atomic_or_a_fence_waits_for_the_buffer_to_drain() {
+    for script in [
+        "s.v = 1\nx.v = 2\nfetch_add(t.v, 1)",
+        "s.v = 1\nx.v = 2\nfence\nlet v = t.v",
+    ] {
+        let setup = tso_setup(&[("s", script)], &[(0, "s")]);
+        let config = setup.build();
+        let (_, rec) = setup.run();
+        let xv = address(&config, "x", 0, "v");
+        let tv = address(&config, "t", 0, "v");
+        let seen = rec.of_cpu(0);
+        assert_eq!(seen.len(), 3, "{script}: {seen:?}");
+        assert_eq!(seen[0].kind, AccessKind::StoreDrain, "{script}");
+        assert_eq!(seen[1].kind, AccessKind::StoreDrain, "{script}");
+        let first = seen[0].report.as_ref().unwrap().done;
+        let second = seen[1].report.as_ref().unwrap();
+        // The second store drains after the first, in order.
+        assert_eq!(second.issued, first);
+        let drained = second.done;
+        let after = seen[2];
+        assert_eq!(after.address, tv);
+        let r = after.report.as_ref().unwrap();
+        assert_eq!(
+            r.issued, drained,
+            "{script}: issued once the buffer drained"
+        );
+        // One wait, from the cycle after the two posts to the last drain.
+        let waits: Vec<&Seen> = rec
+            .log
+            .iter()
+            .filter(|s| matches!(s, Seen::BufferWait(..)))
+            .collect();
+        assert_eq!(
+            waits,
+            vec![&Seen::BufferWait(0, 2, drained.get(), xv)],
+            "{script}"
+        );
+    }
+}
+
+#[test]
+fn a_full_store_buffer_stalls_the_next_store_until_a_drain() {
+    // 9 stores to 9 lines with 8 entries: the 9th waits for the first drain.
+    let script = "let i = 0\nwhile i < 9 {\n  a[i].v = i\n  i = i + 1\n}\nfence";
+    let mut arr = global("a", "line", 0);
+    arr.count = 9;
+    let setup = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![line_struct()])
+        .instances(vec![arr])
+        .script("s", script)
+        .thread(0, "s");
+    let config = setup.build();
+    assert_eq!(config.topology.spec.store_buffer_entries, 8);
+    let (_, rec) = setup.run();
+    let posted: Vec<u64> = rec
+        .log
+        .iter()
+        .filter_map(|s| match s {
+            Seen::StorePosted(0, cycle, _, _) => Some(*cycle),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(posted.len(), 9);
+    let drains: Vec<&Access> = rec
+        .accesses()
+        .filter(|a| a.kind == AccessKind::StoreDrain)
+        .collect();
+    assert_eq!(drains.len(), 9);
+    // Drains run one at a time, in program order.
+    for (k, d) in drains.iter().enumerate() {
+        assert_eq!(d.value, k as i64);
+        if k > 0 {
+            let prev = drains[k - 1].report.as_ref().unwrap().done;
+            assert_eq!(d.report.as_ref().unwrap().issued, prev);
+        }
+    }
+    let first_drained = drains[0].report.as_ref().unwrap().done.get();
+    assert!(
+        posted[7] < first_drained,
+        "eight entries fill without waiting"
+    );
+    assert_eq!(posted[8], first_drained, "the ninth waits for a free entry");
+}
+
+/// The store-buffering litmus test. Each CPU first stores to its own line
+/// (a slow miss), so its store to x (y) waits behind it in the buffer while
+/// the load of y (x) runs: TSO lets both loads see 0. With a fence before
+/// the load, at least one sees the other's store.
+fn store_buffering(fenced: bool, b_delay: u64) -> (i64, i64) {
+    let fence = if fenced { "fence\n" } else { "" };
+    let a = format!("pad.v = 1\nx.v = 1\n{fence}let r1 = y.v");
+    let b = format!("work {b_delay}\npad.v = 1\ny.v = 1\n{fence}let r2 = x.v");
+    let setup = tso_setup(&[("a", &a), ("b", &b)], &[(0, "a"), (8, "b")]);
+    let config = setup.build();
+    let (_, rec) = setup.run();
+    let r1 = rec.loads(0, address(&config, "y", 0, "v"));
+    let r2 = rec.loads(8, address(&config, "x", 0, "v"));
+    assert_eq!((r1.len(), r2.len()), (1, 1));
+    (r1[0], r2[0])
+}
+
+#[test]
+fn store_buffering_litmus_allows_both_zero_without_a_fence() {
+    assert_eq!(store_buffering(false, 0), (0, 0));
+}
+
+#[test]
+fn store_buffering_litmus_forbids_both_zero_with_fences() {
+    for delay in [0, 1, 2, 5, 50, 100, 200, 209, 210, 211, 300, 500, 1000] {
+        let (r1, r2) = store_buffering(true, delay);
+        assert!(
+            r1 == 1 || r2 == 1,
+            "delay {delay}: fenced SB gave r1 = {r1}, r2 = {r2}"
+        );
+    }
+    assert_eq!(store_buffering(true, 0), (1, 1));
+}
+
+// ---------------------------------------------------------------------------
+// Determinism
+// ---------------------------------------------------------------------------
+
+fn mixed_setup<'a>(seed: u64) -> Setup<'a> {
+    let script = "
+        let k = random(4)
+        if k == 0 {
+            fetch_add(c.n, 1)
+        } else if k == 1 {
+            c.n = cpu()
+        } else if k == 2 {
+            let v = c.n
+        } else {
+            mine.v = random(100)
+        }
+        work random(50)
+    ";
+    Setup::new(small_machine(Protocol::Moesi, Lookup::Home))
+        .structs(vec![counter_struct(), line_struct()])
+        .instances(vec![global("c", "ctr", 1), per_cpu("mine", "line")])
+        .script("mix", script)
+        .threads(0..32, "mix")
+        .stop(StopRule::Iterations(20))
+        .seed(seed)
+}
+
+#[test]
+fn the_same_config_gives_the_same_run() {
+    let config = mixed_setup(7).build();
+    let (out1, rec1) = testkit::run_config(&config);
+    let (out2, rec2) = testkit::run_config(&config);
+    // One access per iteration (a store counts at its drain; a store still
+    // in a buffer when its CPU finishes is never drained).
+    assert!(rec1.accesses().count() > 32 * 19);
+    assert_eq!(out1, out2);
+    assert_eq!(rec1, rec2);
+    // A fresh build of the same description, too.
+    let (out3, rec3) = mixed_setup(7).run();
+    assert_eq!(out1, out3);
+    assert_eq!(rec1, rec3);
+    // Another seed is another run.
+    let (_, rec4) = mixed_setup(8).run();
+    assert_ne!(rec1, rec4);
+}
+
+/// The CPUs in the order the home served their `fetch_add`.
+fn winners(seed: u64) -> Vec<u32> {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![counter_struct()])
+        .instances(vec![global("c", "ctr", 0)])
+        .script("inc", "fetch_add(c.n, 1)")
+        .threads(0..16, "inc")
+        .seed(seed)
+        .run();
+    let mut by_value: Vec<(i64, u32)> = atomics(&rec).iter().map(|a| (a.value, a.cpu)).collect();
+    by_value.sort();
+    assert_eq!(
+        by_value.iter().map(|v| v.0).collect::<Vec<_>>(),
+        (0..16).collect::<Vec<i64>>()
+    );
+    by_value.into_iter().map(|v| v.1).collect()
+}
+
+#[test]
+fn the_seed_decides_the_arbitration_of_a_contended_line() {
+    let one = winners(1);
+    let two = winners(2);
+    assert_eq!(one, winners(1));
+    assert_eq!(two, winners(2));
+    assert_ne!(one, two);
+    // Not first come, first served: the queue order is CPU order.
+    assert_ne!(one, (0..16).collect::<Vec<u32>>());
+    assert_ne!(two, (0..16).collect::<Vec<u32>>());
+}
+
+/// The values of `random(1000)` CPU 3 drew, with `extra` CPUs beside it.
+fn draws(seed: u64, extra: &[(u32, &str)]) -> Vec<i64> {
+    draws_of(seed, extra, 3)
+}
+
+/// The values of `random(1000)` CPU `cpu` drew, with CPU 3 drawing after `extra`.
+fn draws_of(seed: u64, extra: &[(u32, &str)], cpu: u32) -> Vec<i64> {
+    let mut setup = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![line_struct()])
+        .instances(vec![per_cpu("r", "line")])
+        .script("draw", "r.v = random(1000)")
+        .script("idle", "work 10")
+        .stop(StopRule::Iterations(16))
+        .seed(seed);
+    // The other CPUs come first, so CPU 3's place in the thread list moves.
+    for &(cpu, script) in extra {
+        setup = setup.thread(cpu, script);
+    }
+    let (_, rec) = setup.thread(3, "draw").run();
+    let values = rec.stored(cpu);
+    assert_eq!(values.len(), 16);
+    values
+}
+
+#[test]
+fn another_cpu_does_not_change_a_cpus_random_draws() {
+    let alone = draws(5, &[]);
+    assert!(alone.iter().all(|v| (0..1000).contains(v)));
+    assert_eq!(draws(5, &[(0, "idle")]), alone);
+    assert_eq!(draws(5, &[(0, "idle"), (1, "draw"), (7, "draw")]), alone);
+    assert_ne!(draws(6, &[]), alone, "the seed changes the draws");
+    // Each CPU has a stream of its own.
+    let other = draws_of(5, &[(7, "draw")], 7);
+    assert_ne!(other, alone, "CPUs 3 and 7 draw different values");
+}
+
+// ---------------------------------------------------------------------------
+// Stop rules
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_cycles_run_ends_at_its_cycle() {
+    let (outcome, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![counter_struct()])
+        .instances(vec![global("c", "ctr", 0)])
+        .script("inc", "fetch_add(c.n, 1)\nwork 37")
+        .threads([0, 5, 9, 14], "inc")
+        .stop(StopRule::Cycles(10_000))
+        .max_cycles(1_000)
+        .run();
+    assert_eq!(outcome.elapsed_cycles, 10_000);
+    assert_eq!(outcome.measure_start_cycle, 0);
+    for cpu in &outcome.cpus {
+        assert!(cpu.measured_iterations > 0, "{cpu:?}");
+        assert!(cpu.finish_cycle <= 10_000, "{cpu:?}");
+    }
+    for a in rec.accesses() {
+        assert!(a.report.as_ref().unwrap().started < Cycle(10_000));
+    }
+    // Iterations counted by the outcome are the iterations the probe saw.
+    let seen = rec
+        .log
+        .iter()
+        .filter(|s| matches!(s, Seen::Iteration(..)))
+        .count() as u64;
+    assert_eq!(
+        seen,
+        outcome
+            .cpus
+            .iter()
+            .map(|c| c.measured_iterations)
+            .sum::<u64>()
+    );
+}
+
+// ---------------------------------------------------------------------------
+// The adjacent-line prefetcher
+// ---------------------------------------------------------------------------
+
+/// Two fields on lines 2N and 2N+1, the two halves of one 128-byte pair.
+fn pair_struct() -> StructSpec {
+    let mut a = field("a", "long");
+    a.align = Some(64);
+    let mut b = field("b", "long");
+    b.align = Some(64);
+    strukt("pair", vec![a, b])
+}
+
+fn pair_setup<'a>(prefetch: bool) -> Setup<'a> {
+    let machine = sim_core::topology::MachineSpec {
+        adjacent_line_prefetch: prefetch,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    };
+    // CPU 0 writes `b`; later CPU 4 (another node) reads `a`, then `b`.
+    Setup::new(machine)
+        .structs(vec![pair_struct()])
+        .instances(vec![global("p", "pair", 0)])
+        .script("owner", "fetch_add(p.b, 1)")
+        .script("reader", "work 2000\nlet x = p.a\nwork 2000\nlet y = p.b")
+        .thread(0, "owner")
+        .thread(4, "reader")
+}
+
+#[test]
+fn a_miss_prefetches_the_buddy_line_taking_it_from_a_modified_owner() {
+    let setup = pair_setup(true);
+    let config = setup.build();
+    let (a, b) = (address(&config, "p", 0, "a"), address(&config, "p", 0, "b"));
+    assert_eq!((a / 64) ^ 1, b / 64, "a and b are buddies");
+    let (_, rec) = setup.run();
+    let prefetches: Vec<&Access> = rec
+        .accesses()
+        .filter(|x| x.kind == AccessKind::Prefetch)
+        .collect();
+    // CPU 0's RFO miss on b prefetched a; CPU 4's load miss on a prefetched b.
+    assert_eq!(prefetches.len(), 2, "{prefetches:?}");
+    assert_eq!((prefetches[0].cpu, prefetches[0].address), (0, a));
+    let p = prefetches[1];
+    assert_eq!((p.cpu, p.address), (4, b));
+    let r = p.report.as_ref().unwrap();
+    // A read like any other: the Modified owner supplies the data and keeps
+    // a Shared copy; no CPU waited for it.
+    assert!(r.hitm);
+    assert_eq!(r.requester_after, LineState::Shared);
+    assert_eq!(r.others.len(), 1);
+    assert_eq!(
+        (r.others[0].core, r.others[0].before, r.others[0].after),
+        (0, LineState::Modified, LineState::Shared)
+    );
+    assert_eq!(p.stall_cycles, 0);
+    // CPU 4's later load of b hits on the prefetched copy.
+    let load_b = rec
+        .of_cpu(4)
+        .into_iter()
+        .find(|x| x.kind == AccessKind::Load && x.address == b)
+        .unwrap();
+    assert_eq!(load_b.report.as_ref().unwrap().route, Route::Hit);
+    assert_eq!(load_b.value, 1);
+}
+
+#[test]
+fn without_the_prefetcher_no_buddy_is_read() {
+    let setup = pair_setup(false);
+    let config = setup.build();
+    let b = address(&config, "p", 0, "b");
+    let (_, rec) = setup.run();
+    assert!(rec.accesses().all(|x| x.kind != AccessKind::Prefetch));
+    let load_b = rec
+        .of_cpu(4)
+        .into_iter()
+        .find(|x| x.kind == AccessKind::Load && x.address == b)
+        .unwrap();
+    let r = load_b.report.as_ref().unwrap();
+    assert!(r.hitm, "the load itself takes b from its Modified owner");
+}

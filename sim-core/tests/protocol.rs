@@ -1,0 +1,496 @@
+//! The coherence protocol driven directly: state transitions of MESI, MESIF
+//! and MOESI, and the cost of each route computed from the machine's
+//! latencies.
+
+use sim_core::coherence::{
+    AccessReport, Coherence, LineState, Need, Requested, Route, StateChange,
+};
+use sim_core::memory::MemoryLayout;
+use sim_core::topology::{Lookup, PairClass, Protocol, Topology};
+use sim_core::Cycle;
+use testkit::small_machine;
+
+use LineState::{
+    Exclusive as E, Forward as F, Invalid as I, Modified as M, Owned as O, Shared as S,
+};
+
+/// A coherence model on the small machine, with line `u` homed on node `homes[u]`.
+struct Bench {
+    topology: Topology,
+    coherence: Coherence,
+    now: Cycle,
+}
+
+impl Bench {
+    fn new(protocol: Protocol, lookup: Lookup, homes: &[u32]) -> Bench {
+        let topology = Topology::new(small_machine(protocol, lookup)).unwrap();
+        let memory = MemoryLayout {
+            structs: Vec::new(),
+            instances: Vec::new(),
+            total_bytes: 64 * homes.len() as u64,
+            unit_bytes: 64,
+            line_size_bytes: 64,
+            unit_homes: homes.to_vec(),
+        };
+        let mut coherence = Coherence::new(&topology, &memory);
+        coherence.check_invariants = true;
+        Bench {
+            topology,
+            coherence,
+            now: Cycle::ZERO,
+        }
+    }
+
+    /// One access, made once the line is free and the previous access is done.
+    fn access(&mut self, cpu: u32, unit: usize, need: Need) -> AccessReport {
+        let at = self.now.max(self.coherence.busy_until(unit));
+        let report = match self
+            .coherence
+            .request(&self.topology, at, cpu, unit, need, 0, 0)
+            .expect("no protocol violation")
+        {
+            Requested::Done(r) => r,
+            Requested::Queued { .. } => panic!("the line was free at {at:?}"),
+        };
+        assert_eq!(report.issued, at);
+        assert_eq!(report.started, at, "a free line is ordered at once");
+        // hitm is set exactly when another core's M or O copy supplied the data.
+        let from_dirty = matches!(report.supplier, Some((_, M | O, _)));
+        assert_eq!(report.hitm, from_dirty, "{report:?}");
+        self.now = report.done;
+        report
+    }
+
+    fn read(&mut self, cpu: u32, unit: usize) -> AccessReport {
+        self.access(cpu, unit, Need::Read)
+    }
+
+    fn write(&mut self, cpu: u32, unit: usize) -> AccessReport {
+        self.access(cpu, unit, Need::Write)
+    }
+
+    /// Every core holding the line, with its state.
+    fn holders(&self, unit: usize) -> Vec<(u32, LineState)> {
+        (0..self.topology.core_count())
+            .map(|core| (core, self.coherence.state(core, unit)))
+            .filter(|&(_, s)| s != I)
+            .collect()
+    }
+
+    fn latency(&self) -> &sim_core::topology::LatencySpec {
+        &self.topology.spec.latency
+    }
+}
+
+fn change(core: u32, before: LineState, after: LineState) -> StateChange {
+    StateChange {
+        core,
+        before,
+        after,
+    }
+}
+
+const ALL: [Protocol; 3] = [Protocol::Mesi, Protocol::Mesif, Protocol::Moesi];
+
+#[test]
+fn read_miss_on_an_uncached_line_gives_exclusive_from_memory() {
+    for protocol in ALL {
+        let mut b = Bench::new(protocol, Lookup::Home, &[0]);
+        let r = b.read(0, 0);
+        assert_eq!(r.route, Route::Memory { node: 0 }, "{protocol:?}");
+        assert_eq!((r.requester_before, r.requester_after), (I, E));
+        assert_eq!(r.supplier, None);
+        assert!(r.others.is_empty());
+        assert_eq!(r.invalidations, 0);
+        assert!(!r.hitm);
+        assert_eq!(b.holders(0), vec![(0, E)]);
+        // E becomes M silently: a hit, no transaction, nobody else touched.
+        let w = b.write(0, 0);
+        assert_eq!(w.route, Route::Hit);
+        assert_eq!((w.requester_before, w.requester_after), (E, M));
+        assert_eq!(w.latency_cycles(), b.latency().l1_hit_cycles);
+        assert!(w.others.is_empty());
+        assert_eq!(b.holders(0), vec![(0, M)]);
+    }
+}
+
+#[test]
+fn a_second_reader_demotes_the_exclusive_holder() {
+    // (protocol, state the second reader gets)
+    for (protocol, reader_gets) in [
+        (Protocol::Mesi, S),
+        (Protocol::Mesif, F),
+        (Protocol::Moesi, S),
+    ] {
+        let mut b = Bench::new(protocol, Lookup::Home, &[0]);
+        b.read(0, 0);
+        let r = b.read(4, 0);
+        assert_eq!(r.route, Route::Directory { node: 0 }, "{protocol:?}");
+        assert_eq!(r.supplier, Some((0, E, PairClass::SameSocket)));
+        assert_eq!((r.requester_before, r.requester_after), (I, reader_gets));
+        assert_eq!(r.others, vec![change(0, E, S)]);
+        assert_eq!(r.invalidations, 0);
+        assert!(!r.hitm);
+        assert_eq!(b.holders(0), vec![(0, S), (4, reader_gets)]);
+    }
+}
+
+#[test]
+fn mesif_forward_moves_to_the_newest_sharer() {
+    let mut b = Bench::new(Protocol::Mesif, Lookup::Home, &[0]);
+    b.read(0, 0);
+    b.read(4, 0);
+    let r = b.read(8, 0);
+    // The forwarder answers, and hands the F state on.
+    assert_eq!(r.route, Route::Directory { node: 0 });
+    assert_eq!(r.supplier, Some((4, F, PairClass::CrossSocket)));
+    assert_eq!(r.requester_after, F);
+    assert_eq!(r.others, vec![change(4, F, S)]);
+    assert!(!r.hitm);
+    assert_eq!(b.holders(0), vec![(0, S), (4, S), (8, F)]);
+}
+
+#[test]
+fn mesi_third_reader_gets_the_data_from_memory() {
+    // No MESI state answers for a shared clean line.
+    let mut b = Bench::new(Protocol::Mesi, Lookup::Home, &[0]);
+    b.read(0, 0);
+    b.read(4, 0);
+    let r = b.read(8, 0);
+    assert_eq!(r.route, Route::Memory { node: 0 });
+    assert_eq!(r.supplier, None);
+    assert_eq!(r.requester_after, S);
+    assert!(r.others.is_empty());
+    let l = b.latency().clone();
+    assert_eq!(
+        r.latency_cycles(),
+        2 * l.hop_between_sockets_cycles + l.dram_cycles
+    );
+    assert_eq!(b.holders(0), vec![(0, S), (4, S), (8, S)]);
+}
+
+#[test]
+fn reading_a_modified_line_writes_it_back_except_in_moesi() {
+    for (protocol, writer_becomes, reader_gets) in [
+        (Protocol::Mesi, S, S),
+        (Protocol::Mesif, S, F),
+        (Protocol::Moesi, O, S),
+    ] {
+        let mut b = Bench::new(protocol, Lookup::Home, &[0]);
+        let w = b.write(0, 0);
+        assert_eq!(w.route, Route::Memory { node: 0 });
+        assert_eq!((w.requester_before, w.requester_after), (I, M));
+        let r = b.read(4, 0);
+        assert_eq!(
+            r.supplier,
+            Some((0, M, PairClass::SameSocket)),
+            "{protocol:?}"
+        );
+        assert!(r.hitm, "{protocol:?}: data from a Modified copy is a HITM");
+        assert_eq!(r.others, vec![change(0, M, writer_becomes)]);
+        assert_eq!(r.requester_after, reader_gets);
+        assert_eq!(b.holders(0), vec![(0, writer_becomes), (4, reader_gets)]);
+    }
+}
+
+#[test]
+fn moesi_owner_keeps_answering_dirty_data() {
+    let mut b = Bench::new(Protocol::Moesi, Lookup::Home, &[0]);
+    b.write(0, 0);
+    b.read(4, 0);
+    let r = b.read(8, 0);
+    assert_eq!(r.route, Route::Directory { node: 0 });
+    assert_eq!(r.supplier, Some((0, O, PairClass::CrossSocket)));
+    assert!(r.hitm, "data from an Owned copy is a HITM");
+    assert!(r.others.is_empty(), "O stays O: {:?}", r.others);
+    assert_eq!(r.requester_after, S);
+    assert_eq!(b.holders(0), vec![(0, O), (4, S), (8, S)]);
+    // A write takes the dirty data from the owner and invalidates everyone.
+    let w = b.write(12, 0);
+    assert_eq!(w.supplier, Some((0, O, PairClass::CrossSocket)));
+    assert!(w.hitm);
+    assert_eq!(w.invalidations, 3);
+    assert_eq!(
+        w.others,
+        vec![change(0, O, I), change(4, S, I), change(8, S, I)]
+    );
+    assert_eq!(w.requester_after, M);
+    assert_eq!(b.holders(0), vec![(12, M)]);
+}
+
+#[test]
+fn a_write_to_a_shared_line_invalidates_every_other_copy() {
+    // States of cores 0, 4, 8 after three reads, per protocol.
+    for (protocol, sharers) in [
+        (Protocol::Mesi, [S, S, S]),
+        (Protocol::Mesif, [S, S, F]),
+        (Protocol::Moesi, [S, S, S]),
+    ] {
+        let mut b = Bench::new(protocol, Lookup::Home, &[0]);
+        for core in [0, 4, 8] {
+            b.read(core, 0);
+        }
+        assert_eq!(
+            b.holders(0),
+            vec![(0, sharers[0]), (4, sharers[1]), (8, sharers[2])]
+        );
+        let w = b.write(12, 0);
+        assert_eq!(w.invalidations, 3, "{protocol:?}");
+        assert_eq!(
+            w.others,
+            vec![
+                change(0, sharers[0], I),
+                change(4, sharers[1], I),
+                change(8, sharers[2], I)
+            ]
+        );
+        assert_eq!((w.requester_before, w.requester_after), (I, M));
+        assert!(!w.hitm, "{protocol:?}: clean data is not a HITM");
+        assert_eq!(b.holders(0), vec![(12, M)]);
+
+        // An upgrade: a sharer writes, invalidating the others, without data.
+        let mut b = Bench::new(protocol, Lookup::Home, &[0]);
+        for core in [0, 4, 8] {
+            b.read(core, 0);
+        }
+        let u = b.write(0, 0);
+        assert_eq!(u.route, Route::Directory { node: 0 });
+        assert_eq!((u.requester_before, u.requester_after), (S, M));
+        assert_eq!(u.supplier, None);
+        assert!(!u.hitm);
+        assert_eq!(u.invalidations, 2);
+        assert_eq!(
+            u.others,
+            vec![change(4, sharers[1], I), change(8, sharers[2], I)]
+        );
+        // leg(0, home 0) + the slowest of [home -> 4 -> 0] and [home -> 8 -> 0].
+        let l = b.latency().clone();
+        let via_4 = l.hop_between_nodes_cycles + l.hop_in_node_cycles;
+        let via_8 = 2 * l.hop_between_sockets_cycles;
+        assert_eq!(u.latency_cycles(), l.hop_in_node_cycles + via_4.max(via_8));
+        assert_eq!(b.holders(0), vec![(0, M)]);
+    }
+}
+
+#[test]
+fn an_smt_sibling_reads_its_core_cache() {
+    let mut b = Bench::new(Protocol::Mesif, Lookup::Local, &[0]);
+    b.write(3, 0);
+    // CPU 19 is thread 1 of core 3.
+    let r = b.read(19, 0);
+    assert_eq!(r.route, Route::SmtSibling);
+    let l = b.latency().clone();
+    assert_eq!(r.latency_cycles(), l.l1_hit_cycles + l.smt_transfer_cycles);
+    assert_eq!(b.holders(0), vec![(3, M)]);
+    // Once read, the sibling hits like the writer.
+    let again = b.read(19, 0);
+    assert_eq!(again.route, Route::Hit);
+    assert_eq!(again.latency_cycles(), l.l1_hit_cycles);
+}
+
+// ---------------------------------------------------------------------------
+// Latency: the three parties
+// ---------------------------------------------------------------------------
+
+/// Cost of moving a line from `from` (which read it first) to `to`.
+fn transfer(protocol: Protocol, lookup: Lookup, home: u32, from: u32, to: u32) -> AccessReport {
+    let mut b = Bench::new(protocol, lookup, &[home]);
+    b.read(from, 0);
+    let r = b.read(to, 0);
+    assert_eq!(
+        r.supplier.map(|s| s.0),
+        Some(from),
+        "{protocol:?} {lookup:?} home {home}: {from} supplies {to}"
+    );
+    r
+}
+
+#[test]
+fn home_lookup_sends_a_transfer_through_a_remote_home() {
+    let l = small_machine(Protocol::Moesi, Lookup::Home).latency;
+    for protocol in ALL {
+        // Cores 8 and 10: socket 1, node 2, different L3 domains.
+        // Home on socket 0: requester -> home, home -> owner cross the link.
+        let r = transfer(protocol, Lookup::Home, 0, 8, 10);
+        assert_eq!(r.route, Route::Directory { node: 0 });
+        assert_eq!(
+            r.latency_cycles(),
+            2 * l.hop_between_sockets_cycles + l.hop_in_node_cycles
+        );
+        assert!(r.cross_socket);
+        // Home on their own node: three legs on the node.
+        let r = transfer(protocol, Lookup::Home, 2, 8, 10);
+        assert_eq!(r.route, Route::Directory { node: 2 });
+        assert_eq!(r.latency_cycles(), 3 * l.hop_in_node_cycles);
+        assert!(!r.cross_socket);
+        // Cores 0 and 2 on the home node 0.
+        let r = transfer(protocol, Lookup::Home, 0, 0, 2);
+        assert_eq!(r.latency_cycles(), 3 * l.hop_in_node_cycles);
+        // Requester on the home node, owner across the link:
+        // leg to the home + home -> owner + owner -> requester.
+        let r = transfer(protocol, Lookup::Home, 0, 8, 0);
+        assert_eq!(
+            r.latency_cycles(),
+            l.hop_in_node_cycles + 2 * l.hop_between_sockets_cycles
+        );
+        assert_eq!(r.supplier, Some((8, E, PairClass::CrossSocket)));
+        // Owner on another node of the requester's socket, home elsewhere
+        // on that socket: requester -> node 1 -> owner (node 0) -> requester.
+        let r = transfer(protocol, Lookup::Home, 1, 0, 2);
+        assert_eq!(
+            r.latency_cycles(),
+            2 * l.hop_between_nodes_cycles + l.hop_in_node_cycles
+        );
+    }
+}
+
+#[test]
+fn local_lookup_cost_does_not_depend_on_the_home() {
+    let l = small_machine(Protocol::Mesif, Lookup::Local).latency;
+    for protocol in ALL {
+        for home in 0..4 {
+            let r = transfer(protocol, Lookup::Local, home, 8, 10);
+            assert_eq!(r.route, Route::Directory { node: 2 }, "home {home}");
+            assert_eq!(r.latency_cycles(), 3 * l.hop_in_node_cycles, "home {home}");
+            assert!(!r.cross_socket);
+            // Cross-socket pair: leg to the own node's filter, then across twice.
+            let r = transfer(protocol, Lookup::Local, home, 8, 0);
+            assert_eq!(r.route, Route::Directory { node: 0 });
+            assert_eq!(
+                r.latency_cycles(),
+                l.hop_in_node_cycles + 2 * l.hop_between_sockets_cycles,
+                "home {home}"
+            );
+        }
+    }
+}
+
+#[test]
+fn same_l3_transfers_cost_the_l3_transfer_whatever_the_home_and_lookup() {
+    let l = small_machine(Protocol::Mesi, Lookup::Home).latency;
+    for protocol in ALL {
+        for lookup in [Lookup::Home, Lookup::Local] {
+            for home in 0..4 {
+                // Cores 8 and 9 share L3 domain 4.
+                let r = transfer(protocol, lookup, home, 8, 9);
+                assert_eq!(r.route, Route::SameL3);
+                assert_eq!(r.latency_cycles(), l.l3_transfer_cycles);
+                assert_eq!(r.supplier.map(|s| s.2), Some(PairClass::SameL3));
+            }
+        }
+    }
+}
+
+#[test]
+fn dram_fetch_costs_two_legs_to_the_home_plus_dram() {
+    let l = small_machine(Protocol::Mesi, Lookup::Home).latency;
+    for lookup in [Lookup::Home, Lookup::Local] {
+        for (home, leg) in [
+            (0, l.hop_in_node_cycles),
+            (1, l.hop_between_nodes_cycles),
+            (2, l.hop_between_sockets_cycles),
+            (3, l.hop_between_sockets_cycles),
+        ] {
+            let mut b = Bench::new(Protocol::Mesi, lookup, &[home]);
+            let r = b.read(0, 0);
+            assert_eq!(r.route, Route::Memory { node: home });
+            assert_eq!(r.latency_cycles(), 2 * leg + l.dram_cycles, "home {home}");
+            assert_eq!(r.cross_socket, home >= 2);
+        }
+    }
+}
+
+#[test]
+fn a_busy_line_queues_the_next_request() {
+    let mut b = Bench::new(Protocol::Mesi, Lookup::Home, &[0]);
+    let first = b.read(0, 0);
+    // Before the first transaction ends, another core's request waits.
+    let queued = b
+        .coherence
+        .request(&b.topology, Cycle(1), 4, 0, Need::Write, 0, 7)
+        .unwrap();
+    assert_eq!(
+        queued,
+        Requested::Queued {
+            free_at: first.done,
+            first_waiter: true
+        }
+    );
+    assert_eq!(b.coherence.waiting_count(0), 1);
+    // Nothing is served before the line is free.
+    let mut pick = |_n: usize| 0;
+    let early = b
+        .coherence
+        .serve_next(&b.topology, Cycle(2), 0, &mut pick)
+        .unwrap();
+    assert!(early.is_none());
+    let (waiter, r) = b
+        .coherence
+        .serve_next(&b.topology, first.done, 0, &mut pick)
+        .unwrap()
+        .expect("served once free");
+    assert_eq!((waiter.cpu, waiter.tag, waiter.issued), (4, 7, Cycle(1)));
+    assert_eq!(r.issued, Cycle(1));
+    assert_eq!(r.started, first.done);
+    assert_eq!(r.others, vec![change(0, E, I)]);
+    assert_eq!(b.coherence.waiting_count(0), 0);
+}
+
+#[test]
+fn clean_reads_in_one_l3_are_pipelined_and_the_rest_hold_the_home() {
+    // Ice Lake-SP, MESIF, lookup local: cores 0-39 share socket 0's L3,
+    // cores 40-79 socket 1's. The line is homed on node 0.
+    let topology = Topology::new(testkit::icelake()).unwrap();
+    let l3_transfer_cycles = topology.spec.latency.l3_transfer_cycles;
+    let memory = MemoryLayout {
+        structs: Vec::new(),
+        instances: Vec::new(),
+        total_bytes: 64,
+        unit_bytes: 64,
+        line_size_bytes: 64,
+        unit_homes: vec![0],
+    };
+    let mut c = Coherence::new(&topology, &memory);
+    c.check_invariants = true;
+    let served = |c: &mut Coherence, at: u64, cpu: u32, need: Need| -> AccessReport {
+        match c
+            .request(&topology, Cycle(at), cpu, 0, need, 0, 0)
+            .expect("no protocol violation")
+        {
+            Requested::Done(r) => r,
+            Requested::Queued { .. } => panic!("CPU {cpu} queued at {at}"),
+        }
+    };
+    let at = |r: &AccessReport| r.started.get();
+    // A write, and a read of the Modified copy: transfers of ownership, the
+    // home busy until each one's data arrives.
+    let w = served(&mut c, 0, 0, Need::Write);
+    assert_eq!(c.busy_until(0), w.done);
+    let hitm = served(&mut c, w.done.get(), 1, Need::Read);
+    assert!(hitm.hitm && hitm.route == Route::SameL3, "{hitm:?}");
+    assert_eq!(c.busy_until(0), hitm.done);
+    // The line is clean now (S in core 0, F in core 1): each further read in
+    // the same L3 holds the tags for one leg of three, while its data takes
+    // the whole transfer, so the next reader is ordered before it lands.
+    let mut t = hitm.done.get();
+    for cpu in 2..6 {
+        let r = served(&mut c, t, cpu, Need::Read);
+        assert_eq!(r.route, Route::SameL3, "{r:?}");
+        assert_eq!(r.done.get(), at(&r) + l3_transfer_cycles);
+        assert_eq!(c.busy_until(0).get(), at(&r) + l3_transfer_cycles / 3);
+        assert!(c.busy_until(0) < r.done);
+        t = c.busy_until(0).get();
+    }
+    // The same clean line read from the other socket goes through the
+    // directory: the home is held for the whole transfer.
+    let remote = served(&mut c, t, 40, Need::Read);
+    assert!(
+        matches!(remote.route, Route::Directory { .. }),
+        "{remote:?}"
+    );
+    assert_eq!(c.busy_until(0), remote.done);
+    // And a write that invalidates the readers holds it until the acks.
+    let upgrade = served(&mut c, remote.done.get(), 2, Need::Write);
+    assert_eq!(c.busy_until(0), upgrade.done);
+    assert_eq!(upgrade.invalidations, 6, "{upgrade:?}");
+}

@@ -1,0 +1,380 @@
+//! Script mistakes: compile errors with their exact messages, and run-time
+//! failures that stop the run as errors naming the CPU and the position.
+
+use models::layout::{InstanceSpec, StructSpec};
+use sim_core::engine::{StopRule, MAX_CALL_DEPTH};
+use sim_core::error::{Budget, CpuWhere};
+use sim_core::script::ast::{ExprKind, SourcePos, StmtKind};
+use sim_core::script::compile::{compile, ScriptSource};
+use sim_core::script::parse::parse_block;
+use sim_core::topology::{Lookup, Protocol};
+use sim_core::{Cycle, SimError};
+use testkit::{array, field, global, icelake, per_cpu, small_machine, strukt, Setup};
+
+fn structs() -> Vec<StructSpec> {
+    vec![strukt(
+        "ctr",
+        vec![field("value", "long"), array("slots", "long", 4)],
+    )]
+}
+
+fn instances() -> Vec<InstanceSpec> {
+    vec![global("counter", "ctr", 0), per_cpu("stats", "ctr")]
+}
+
+fn setup<'a>(script: &'a str) -> Setup<'a> {
+    Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(structs())
+        .instances(instances())
+        .script("s", script)
+        .thread(6, "s")
+}
+
+fn pos(line: u32, column: u32) -> SourcePos {
+    SourcePos { line, column }
+}
+
+// ---------------------------------------------------------------------------
+// Compile errors
+// ---------------------------------------------------------------------------
+
+/// The compile error of `script`, as displayed.
+fn compile_error(script: &str) -> String {
+    match setup(script).try_build() {
+        Ok(_) => panic!("`{script}` compiled"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn unknown_names_suggest_the_closest() {
+    assert_eq!(
+        compile_error("cuonter.value = 1"),
+        "scripts.s line 1, column 1: unknown instance `cuonter`; did you mean `counter`? \
+         (valid: counter, stats)"
+    );
+    // The position is the field's, after `counter.`.
+    assert_eq!(
+        compile_error("let v = counter.valeu"),
+        "scripts.s line 1, column 17: struct `ctr` (of instance `counter`) has no field \
+         `valeu`; did you mean `value`? (valid: value, slots)"
+    );
+    assert_eq!(
+        compile_error("let total = 0\ntotl = 1"),
+        "scripts.s line 2, column 1: `totl` is not declared; declare it with \
+         `let totl = ...`; did you mean `total`?"
+    );
+    assert_eq!(
+        compile_error("let total = 0\nlet x = totl + 1"),
+        "scripts.s line 2, column 9: unknown name `totl`: not a local, a procedure \
+         parameter or a scenario parameter; did you mean `total`?"
+    );
+    assert_eq!(
+        compile_error("let x = counter"),
+        "scripts.s line 1, column 9: `counter` is an instance: name a field, as \
+         `counter.field`"
+    );
+    let e = setup("let r = rnadom(4)")
+        .procedure("helper", vec![], "return 1")
+        .try_build()
+        .unwrap_err();
+    assert_eq!(e.suggestion.as_deref(), Some("random"));
+    assert_eq!(
+        e.to_string(),
+        "scripts.s line 1, column 9: unknown procedure or builtin `rnadom`; did you mean \
+         `random`? (valid: cpu, core, node, socket, tid, nthreads, ncpus, nnodes, random, \
+         iteration, now, min, max, abs, part, cost, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
+         xchg, cmpxchg)"
+    );
+    // Nothing close: no suggestion.
+    let e = setup("zzz.value = 1").try_build().unwrap_err();
+    assert_eq!(e.suggestion, None);
+    assert_eq!(e.valid.as_deref(), Some("counter, stats"));
+    assert_eq!(
+        e.to_string(),
+        "scripts.s line 1, column 1: unknown instance `zzz` (valid: counter, stats)"
+    );
+}
+
+#[test]
+fn arity_mistakes_are_reported() {
+    // The parser already rejects an atomic with the wrong number of values...
+    let e = parse_block("fetch_add(counter.value)").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1, column 1: `fetch_add` takes a place and 1 value, found 1 argument"
+    );
+    let e = parse_block("let o = cmpxchg(counter.value, 1)").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "line 1, column 9: `cmpxchg` takes a place and 2 values, found 2 arguments"
+    );
+    // ... and the compiler checks a tree built by other means.
+    let mut body = parse_block("\n  cmpxchg(counter.value, 1, 2)").unwrap();
+    let StmtKind::Expr(expr) = &mut body[0].kind else {
+        panic!("an expression statement");
+    };
+    let ExprKind::Atomic(_, _, operands) = &mut expr.kind else {
+        panic!("an atomic");
+    };
+    operands.pop();
+    let s = setup("");
+    let config = s.build();
+    let e = compile(
+        &config.memory,
+        &[],
+        &[],
+        &[ScriptSource {
+            name: "hand".into(),
+            body,
+        }],
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "scripts.hand line 2, column 3: `cmpxchg` takes a place and 2 value(s), found 1"
+    );
+    // Builtins and procedures count their arguments too.
+    assert_eq!(
+        compile_error("let r = random()"),
+        "scripts.s line 1, column 9: `random` takes 1 argument(s), found 0"
+    );
+    let e = setup("let v = twice(1, 2)")
+        .procedure("twice", vec!["x"], "return x * 2")
+        .try_build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "scripts.s line 1, column 9: procedure `twice` takes 1 argument(s), found 2"
+    );
+}
+
+#[test]
+fn control_flow_mistakes_are_reported() {
+    assert_eq!(
+        compile_error("work 1\nbreak"),
+        "scripts.s line 2, column 1: `break` outside a loop"
+    );
+    assert_eq!(
+        compile_error("if 1 {\n  continue\n}"),
+        "scripts.s line 2, column 3: `continue` outside a loop"
+    );
+    assert_eq!(
+        compile_error("if 1 {\n  return 3\n}"),
+        "scripts.s line 2, column 3: a script's `return` ends the iteration and takes no value"
+    );
+    // Inside a loop, and a procedure's return with a value, are fine.
+    setup("while 1 {\n  if 1 { break }\n}\nreturn")
+        .procedure("p", vec![], "return 3")
+        .build();
+    let e = setup("let v = p()")
+        .procedure("p", vec![], "break")
+        .try_build()
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "procedures.p line 1, column 1: `break` outside a loop"
+    );
+}
+
+#[test]
+fn field_shape_mistakes_are_reported() {
+    assert_eq!(
+        compile_error("counter.value[0] = 1"),
+        "scripts.s line 1, column 1: `value` is not an array and takes no index"
+    );
+    assert_eq!(
+        compile_error("let v = counter.slots"),
+        "scripts.s line 1, column 9: `slots` is an array of 4; index it, as `counter.slots[i]`"
+    );
+    setup("counter.slots[3] = counter.value\nstats[2].slots[0] = 1").build();
+}
+
+// ---------------------------------------------------------------------------
+// Run-time errors
+// ---------------------------------------------------------------------------
+
+fn script_error(err: &SimError) -> (u32, Cycle, &str, SourcePos, &str) {
+    match err {
+        SimError::Script {
+            cpu,
+            cycle,
+            origin,
+            pos,
+            message,
+        } => (*cpu, *cycle, origin, *pos, message),
+        other => panic!("expected a script error, got {other}"),
+    }
+}
+
+#[test]
+fn division_by_zero_is_an_error() {
+    let err = setup("work 3\nlet z = 0\nlet q = 5 / z").run_err();
+    assert_eq!(
+        script_error(&err),
+        (6, Cycle(3), "scripts.s", pos(3, 11), "division by zero")
+    );
+    assert_eq!(
+        err.to_string(),
+        "script failed on CPU 6 at cycle 3, scripts.s line 3, column 11: division by zero"
+    );
+    let err = setup("let q = half(0)")
+        .procedure("half", vec!["d"], "let one = 1\nreturn one % d")
+        .run_err();
+    assert_eq!(
+        script_error(&err),
+        (
+            6,
+            Cycle(0),
+            "procedures.half",
+            pos(2, 12),
+            "division by zero"
+        )
+    );
+}
+
+#[test]
+fn an_element_out_of_range_is_an_error() {
+    let machine = icelake();
+    assert_eq!(
+        sim_core::topology::Topology::new(machine.clone())
+            .unwrap()
+            .cpu_count(),
+        160
+    );
+    let err = Setup::new(machine.clone())
+        .structs(structs())
+        .instances(instances())
+        .script("s", "let v = stats[999].value")
+        .thread(3, "s")
+        .run_err();
+    assert_eq!(
+        script_error(&err),
+        (
+            3,
+            Cycle(0),
+            "scripts.s",
+            pos(1, 9),
+            "CPU 999 out of range for `stats`: valid 0..=159"
+        )
+    );
+    // A store, a negative element, a field index.
+    let err = Setup::new(machine.clone())
+        .structs(structs())
+        .instances(instances())
+        .script("s", "let c = 0 - 1\nstats[c].value = 1")
+        .thread(159, "s")
+        .run_err();
+    assert_eq!(
+        script_error(&err),
+        (
+            159,
+            Cycle(0),
+            "scripts.s",
+            pos(2, 1),
+            "CPU -1 out of range for `stats`: valid 0..=159"
+        )
+    );
+    let err = Setup::new(machine)
+        .structs(structs())
+        .instances(instances())
+        .script("s", "let i = 4\nfetch_add(counter.slots[i], 1)")
+        .thread(0, "s")
+        .run_err();
+    assert_eq!(
+        script_error(&err),
+        (
+            0,
+            Cycle(0),
+            "scripts.s",
+            pos(2, 1),
+            "index 4 out of range for field `counter.slots[..]` of 4 elements"
+        )
+    );
+}
+
+#[test]
+fn a_failed_assert_is_an_error() {
+    let err = setup("work 5\nassert 0").run_err();
+    assert_eq!(
+        script_error(&err),
+        (6, Cycle(5), "scripts.s", pos(2, 1), "assertion failed")
+    );
+    // Only the failing CPU is named, at the iteration that fails.
+    let err = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(structs())
+        .instances(instances())
+        .script("s", "work 10\n  assert iteration() < 3 || cpu() != 9")
+        .threads([2, 9, 12], "s")
+        .stop(StopRule::Iterations(5))
+        .run_err();
+    assert_eq!(
+        script_error(&err),
+        (9, Cycle(40), "scripts.s", pos(2, 3), "assertion failed")
+    );
+}
+
+#[test]
+fn unbounded_recursion_is_an_error() {
+    // Each level spends a cycle, so the failing cycle counts the levels.
+    let err = setup("let v = rec(1)")
+        .procedure("rec", vec!["n"], "work 1\nreturn rec(n + 1)")
+        .run_err();
+    assert_eq!(
+        script_error(&err),
+        (
+            6,
+            // The script's frame and 255 of the procedure's.
+            Cycle(MAX_CALL_DEPTH as u64 - 1),
+            "procedures.rec",
+            pos(2, 8),
+            "calls nested deeper than 256 (unbounded recursion?)"
+        )
+    );
+}
+
+#[test]
+fn a_spinning_cpu_truncates_the_run() {
+    let err = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(structs())
+        .instances(instances())
+        .script("done", "work 10")
+        .script("spin", "let a = 1\nwhile a {\n}")
+        .thread(2, "done")
+        .thread(5, "spin")
+        .stop(StopRule::Iterations(3))
+        .max_cycles(1_000)
+        .run_err();
+    let SimError::Truncated {
+        budget,
+        limit,
+        cycle,
+        unfinished,
+    } = &err
+    else {
+        panic!("expected a truncated run, got {err}");
+    };
+    assert_eq!((*budget, *limit), (Budget::Cycles, 1_000));
+    assert!(*cycle > Cycle(1_000));
+    assert_eq!(
+        unfinished,
+        &vec![CpuWhere {
+            cpu: 5,
+            iterations_done: 0,
+            origin: "scripts.spin".into(),
+            pos: unfinished[0].pos,
+        }]
+    );
+    assert_eq!(unfinished[0].pos.line, 2);
+    let text = err.to_string();
+    assert!(
+        text.contains("the cycle budget (run.max_cycles = 1000)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "1 CPU(s) unfinished\n    CPU 5: 0 iteration(s) done, at scripts.spin line 2"
+        ),
+        "{text}"
+    );
+}
