@@ -16,7 +16,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use scenarios::build::BuildOptions;
-use scenarios::cases::{build_cases, run_cases, BuiltCase};
+use scenarios::run::cases::{build_cases, run_cases, BuiltCase};
 use std::path::Path;
 use std::time::Duration;
 
@@ -69,7 +69,7 @@ fn run_once(cases: &[BuiltCase]) -> (u64, u64) {
     for case in cases {
         for variant in &case.variants {
             let result =
-                scenarios::results::run_variant(variant).unwrap_or_else(|e| panic!("{e:?}"));
+                scenarios::run::results::run_variant(variant).unwrap_or_else(|e| panic!("{e:?}"));
             totals.0 += result.outcome.memory_ops;
             totals.1 += result.outcome.events;
         }

@@ -20,7 +20,7 @@ use plots::{
     AttributionChart, Bar, Boundary, BoundaryKind, ComparisonChart, FieldRow, LineMapChart,
     MapField, PlotError, ScalingChart, Series,
 };
-use scenarios::output::{Record, ResultsFile};
+use scenarios::report::output::{Record, ResultsFile};
 
 /// A number of a record to draw.
 type Metric = fn(&Record) -> f64;
@@ -315,9 +315,9 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
 /// `validation-classes.svg` (the same as bars, each class named). Machines
 /// not validated have no points; with none validated there is no chart.
 pub fn validation_charts(
-    report: &scenarios::validate::ValidationReport,
+    report: &scenarios::tools::validate::ValidationReport,
 ) -> Result<Vec<(String, String)>, PlotError> {
-    use scenarios::validate::{Outcome, BOUND_PCT};
+    use scenarios::tools::validate::{Outcome, BOUND_PCT};
     let mut points = Vec::new();
     for r in &report.machines {
         if let Outcome::Validated { classes, .. } = &r.outcome {
@@ -360,10 +360,10 @@ pub fn validation_charts(
 #[allow(dead_code)]
 pub fn timeline_chart(
     title: &str,
-    probe: &scenarios::timeline::TimelineProbe<'_>,
+    probe: &scenarios::report::timeline::TimelineProbe<'_>,
     config: &sim_core::engine::SimConfig,
 ) -> Result<String, PlotError> {
-    use scenarios::timeline::{Endpoint, MessageKind as Kind};
+    use scenarios::report::timeline::{Endpoint, MessageKind as Kind};
     let transactions = probe.transactions();
     let mut endpoints: Vec<Endpoint> = transactions
         .iter()

@@ -9,7 +9,7 @@ mod progress;
 
 use clap::{Parser, Subcommand};
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
-use scenarios::trace::TraceProbe;
+use scenarios::report::trace::TraceProbe;
 use scenarios::{load_file_with, InputError, LoadedScenario};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -342,7 +342,7 @@ fn main() -> ExitCode {
         } => optimize(
             &file,
             limits,
-            scenarios::optimize::OptimizeOptions {
+            scenarios::tools::optimize::OptimizeOptions {
                 struct_name,
                 budget_bytes,
                 fixed,
@@ -428,8 +428,8 @@ fn run(
     };
     // A shard builds only its own cases: another shard reports the errors of
     // the others.
-    let cases = match scenarios::cases::build_cases_where(&loaded, options, |c| {
-        shard.is_none_or(|(i, n)| scenarios::cases::in_shard(c.index, i, n))
+    let cases = match scenarios::run::cases::build_cases_where(&loaded, options, |c| {
+        shard.is_none_or(|(i, n)| scenarios::run::cases::in_shard(c.index, i, n))
     }) {
         Ok(c) => c,
         Err(e) => return input_error(&e),
@@ -449,20 +449,23 @@ fn run(
         results
     } else {
         let progress = progress::Progress::new(cases.len(), quiet);
-        let results = scenarios::cases::run_cases(&cases, &|| progress.case_done());
+        let results = scenarios::run::cases::run_cases(&cases, &|| progress.case_done());
         progress.finish();
         results
     };
     let name = &loaded.base.doc.name;
-    let measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
+    let measured = scenarios::run::measured::compare_cases(&loaded, &cases, &results);
     match (&loaded.sweep, results.first()) {
         (Some(sweep), _) => print!(
             "{}",
-            scenarios::report::sweep_report(name, sweep, &results, loaded.cases.len(), shard)
+            scenarios::report::text::sweep_report(name, sweep, &results, loaded.cases.len(), shard)
         ),
         (None, Some(case)) => {
-            print!("{}", scenarios::report::full_report(name, &case.results));
-            let table = scenarios::measured::table(&measured);
+            print!(
+                "{}",
+                scenarios::report::text::full_report(name, &case.results)
+            );
+            let table = scenarios::report::measured::table(&measured);
             if !table.is_empty() {
                 print!("\n{table}");
             }
@@ -496,11 +499,11 @@ fn run(
         return ExitCode::from(EXIT_RUN_FAILED);
     }
     if let Some(dir) = out {
-        let mut file = scenarios::output::header(&loaded, env!("CARGO_PKG_VERSION"));
-        file.records = scenarios::output::records(&file, &cases, &results);
+        let mut file = scenarios::report::output::header(&loaded, env!("CARGO_PKG_VERSION"));
+        file.records = scenarios::report::output::records(&file, &cases, &results);
         file.measured = measured;
-        let manifest = shard.map(|(i, n)| scenarios::output::manifest(&file, i, n));
-        if let Err(e) = scenarios::output::write_results(dir, &file, manifest.as_ref()) {
+        let manifest = shard.map(|(i, n)| scenarios::report::output::manifest(&file, i, n));
+        if let Err(e) = scenarios::report::output::write_results(dir, &file, manifest.as_ref()) {
             eprintln!(
                 "error: cannot write the results to `{}`: {e}",
                 dir.display()
@@ -517,7 +520,7 @@ fn run(
 
 /// Writes `DIR/charts/*.svg` (after the results files, in one atomic write
 /// of their own), removing SVGs an earlier run left there.
-fn write_charts(dir: &Path, file: &scenarios::output::ResultsFile) -> Result<(), String> {
+fn write_charts(dir: &Path, file: &scenarios::report::output::ResultsFile) -> Result<(), String> {
     let charts = charts::charts(file).map_err(|e| format!("cannot draw the charts: {e}"))?;
     let chart_dir = dir.join("charts");
     let names: Vec<&str> = charts.iter().map(|c| c.0.as_str()).collect();
@@ -533,7 +536,7 @@ fn write_charts(dir: &Path, file: &scenarios::output::ResultsFile) -> Result<(),
         .iter()
         .map(|(n, s)| (n.as_str(), s.clone()))
         .collect();
-    scenarios::output::write_atomically(&chart_dir, &files)
+    scenarios::report::output::write_atomically(&chart_dir, &files)
         .map_err(|e| format!("cannot write the charts to `{}`: {e}", chart_dir.display()))
 }
 
@@ -546,17 +549,17 @@ fn peak_resident_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-fn run_timed(cases: &[scenarios::cases::BuiltCase]) -> Vec<scenarios::cases::CaseResult> {
+fn run_timed(cases: &[scenarios::run::cases::BuiltCase]) -> Vec<scenarios::run::cases::CaseResult> {
     cases
         .iter()
-        .map(|case| scenarios::cases::CaseResult {
+        .map(|case| scenarios::run::cases::CaseResult {
             index: case.index,
             id: case.id.clone(),
             seed: case.seed,
             values: case.values.clone(),
             results: case.variants.iter().map(|b| {
             let start = std::time::Instant::now();
-            let result = scenarios::results::run_variant(b);
+            let result = scenarios::run::results::run_variant(b);
             let seconds = start.elapsed().as_secs_f64();
             if let Ok(r) = &result {
                 let label = if case.id.is_empty() {
@@ -593,7 +596,7 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
     }
     let mut inputs = Vec::with_capacity(shards.len());
     for dir in shards {
-        match scenarios::output::read_shard(dir) {
+        match scenarios::report::output::read_shard(dir) {
             Ok(s) => inputs.push(s),
             Err(e) => {
                 eprintln!("error: {e}");
@@ -601,7 +604,7 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
             }
         }
     }
-    let merged = match scenarios::output::merge(&inputs) {
+    let merged = match scenarios::report::output::merge(&inputs) {
         Ok(m) => m,
         Err(e) => {
             for line in e.lines() {
@@ -611,7 +614,7 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    if let Err(e) = scenarios::output::write_results(out, &merged, None) {
+    if let Err(e) = scenarios::report::output::write_results(out, &merged, None) {
         eprintln!(
             "error: cannot write the results to `{}`: {e}",
             out.display()
@@ -636,11 +639,11 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
 fn presets(action: Option<PresetsAction>) -> ExitCode {
     match action {
         None => {
-            print!("{}", scenarios::presets_view::list());
+            print!("{}", scenarios::tools::presets_view::list());
             ExitCode::SUCCESS
         }
         Some(PresetsAction::Show { name, toml }) => {
-            match scenarios::presets_view::show(&name, toml) {
+            match scenarios::tools::presets_view::show(&name, toml) {
                 Ok(text) => {
                     print!("{text}");
                     ExitCode::SUCCESS
@@ -660,11 +663,11 @@ fn validate(
     csv: Option<PathBuf>,
     out: Option<&Path>,
 ) -> ExitCode {
-    let options = scenarios::validate::ValidateOptions {
+    let options = scenarios::tools::validate::ValidateOptions {
         machine,
         data_dir: data,
     };
-    let report = match scenarios::validate::validate(&options) {
+    let report = match scenarios::tools::validate::validate(&options) {
         Ok(r) => r,
         Err(message) => {
             eprintln!("error: {message}");
@@ -687,7 +690,7 @@ fn validate(
         };
         let mut files: Vec<(&str, String)> = vec![("validation.csv", report.to_csv())];
         files.extend(charts.iter().map(|(n, s)| (n.as_str(), s.clone())));
-        if let Err(e) = scenarios::output::write_atomically(dir, &files) {
+        if let Err(e) = scenarios::report::output::write_atomically(dir, &files) {
             eprintln!("error: cannot write to `{}`: {e}", dir.display());
             return ExitCode::from(EXIT_BAD_INPUT);
         }
@@ -785,7 +788,7 @@ fn trace(
         config.topology.spec.lookup.name()
     );
     let mut probe = TraceProbe::new(&config.topology, &config.memory, limit);
-    let mut timeline = scenarios::timeline::TimelineProbe::new(
+    let mut timeline = scenarios::report::timeline::TimelineProbe::new(
         &config.topology,
         &config.memory,
         svg.map_or(0, |s| s.1),
@@ -845,14 +848,14 @@ fn trace(
 fn optimize(
     file: &Path,
     limits: &scenarios::Limits,
-    options: scenarios::optimize::OptimizeOptions,
+    options: scenarios::tools::optimize::OptimizeOptions,
     write_variant: Option<&Path>,
 ) -> ExitCode {
     let loaded = match scenarios::load_file_with(file, limits) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
-    let report = match scenarios::optimize::optimize(&loaded, &options) {
+    let report = match scenarios::tools::optimize::optimize(&loaded, &options) {
         Ok(r) => r,
         Err(message) => {
             eprintln!("error: {message}");
@@ -885,7 +888,7 @@ fn load_variant(
         return Ok((loaded, built, index));
     }
     let names: Vec<&str> = built.iter().map(|b| b.name.as_str()).collect();
-    let hint = scenarios::error::closest(name, &names)
+    let hint = scenarios::format::error::closest(name, &names)
         .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default();
     eprintln!(
@@ -905,7 +908,7 @@ fn layout(
     variant: Option<&str>,
     run: bool,
 ) -> ExitCode {
-    use scenarios::layout_view::{laid_out_structs, render_struct, struct_traffic};
+    use scenarios::tools::layout_view::{laid_out_structs, render_struct, struct_traffic};
     let (loaded, built, chosen) = match load_variant(file, limits, variant) {
         Ok(x) => x,
         Err(code) => return code,
@@ -925,7 +928,7 @@ fn layout(
             Some(s) => vec![s],
             None => {
                 let names: Vec<&str> = structs.iter().map(|s| s.name.as_str()).collect();
-                let hint = scenarios::error::closest(name, &names)
+                let hint = scenarios::format::error::closest(name, &names)
                     .map(|c| format!(" (did you mean `{c}`?)"))
                     .unwrap_or_default();
                 eprintln!(
@@ -958,7 +961,7 @@ fn layout(
         }
     };
     let result = if run {
-        match scenarios::results::run_variant(chosen) {
+        match scenarios::run::results::run_variant(chosen) {
             Ok(r) => Some(r),
             Err(f) => {
                 eprintln!("error: variant `{}` has no result: {}", f.name, f.error);

@@ -107,7 +107,7 @@ fn run_prints_the_comparison_table() {
 #[test]
 fn check_accepts_every_shipped_scenario() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("scenarios/shipped"))
-        .expect("read scenarios/")
+        .expect("read scenarios/shipped/")
         .map(|e| e.expect("entry").path())
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
         .collect();
@@ -115,7 +115,7 @@ fn check_accepts_every_shipped_scenario() {
     assert!(files.len() >= 3, "{files:?}");
     for file in files {
         let rel = format!(
-            "scenarios/{}",
+            "scenarios/shipped/{}",
             file.file_name().unwrap().to_str().expect("UTF-8 name")
         );
         let o = bounce(&["check", &rel]);

@@ -1,5 +1,5 @@
 //! Determinism, proven through the binary: every shipped scenario
-//! (`scenarios/*.toml` and `scenarios/shipped/cases/*.toml`) gives the same bytes
+//! (`scenarios/shipped/*.toml` and `scenarios/shipped/cases/*.toml`) gives the same bytes
 //! (report, results files, charts, and the full step trace) when run
 //! twice, with 1 and with 3 host threads, each from its own working
 //! directory; and the same bytes as a release build, whose hashes are in

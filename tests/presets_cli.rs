@@ -3,8 +3,8 @@
 //! with modes in scenarios, and unknown names (exit 2, with a suggestion).
 
 use models::presets::{self, resolve, PRESETS};
-use scenarios::build::build_machine;
 use scenarios::load_str;
+use scenarios::machine::build_machine;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -140,11 +140,13 @@ fn show_prints_each_parameter_with_its_source() {
 #[test]
 fn the_toml_machine_loads_back_as_the_same_machine() {
     for r in references() {
-        let printed = scenarios::presets_view::show(&r, true).unwrap_or_else(|e| panic!("{e}"));
+        let printed =
+            scenarios::tools::presets_view::show(&r, true).unwrap_or_else(|e| panic!("{e}"));
         assert!(printed.contains("[machine]\n") && printed.contains("[machine.latency]\n"));
         let text = scenario("", &printed);
         let loaded = load_str("presets.toml", &text).unwrap_or_else(|e| panic!("{r}: {e}"));
-        let built = build_machine(&loaded, &loaded.base.doc).unwrap_or_else(|e| panic!("{r}: {e}"));
+        let built =
+            build_machine(&loaded.source, &loaded.base.doc).unwrap_or_else(|e| panic!("{r}: {e}"));
         let mut expected = resolve(&r).unwrap();
         let mut got = built.spec.clone();
         // The same machine, except (were it different) the name.
@@ -183,7 +185,7 @@ fn scenarios_name_presets_with_modes() {
         };
         let text = scenario(&machine, table);
         let loaded = load_str("modes.toml", &text).unwrap_or_else(|e| panic!("{e}"));
-        let t = build_machine(&loaded, &loaded.base.doc).unwrap_or_else(|e| panic!("{e}"));
+        let t = build_machine(&loaded.source, &loaded.base.doc).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(t.spec.nodes_per_socket, 4);
         assert_eq!(t.spec.threads_per_core, 1);
         assert_eq!(t.cpu_count(), 128);
@@ -194,7 +196,7 @@ fn scenarios_name_presets_with_modes() {
         "[machine]\npreset = \"icelake-sp-2s:snc2\"\nsockets = 1\n",
     );
     let loaded = load_str("modes.toml", &text).unwrap();
-    let t = build_machine(&loaded, &loaded.base.doc).unwrap_or_else(|e| panic!("{e}"));
+    let t = build_machine(&loaded.source, &loaded.base.doc).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
         (t.spec.sockets, t.spec.nodes_per_socket, t.spec.cores_per_l3),
         (1, 2, 20)
@@ -206,7 +208,7 @@ fn scenarios_name_presets_with_modes() {
 fn unknown_modes_in_scenarios_say_what_is_valid() {
     let text = scenario("machine = \"epyc-milan-2s:nps3\"", "");
     let loaded = load_str("scenarios/test.toml", &text).unwrap();
-    let e = build_machine(&loaded, &loaded.base.doc).unwrap_err();
+    let e = build_machine(&loaded.source, &loaded.base.doc).unwrap_err();
     assert_eq!(
         e.to_string(),
         r#"error: preset `epyc-milan-2s` has no mode `nps3` (in `machine`)
@@ -219,7 +221,7 @@ fn unknown_modes_in_scenarios_say_what_is_valid() {
     );
     let text = scenario("", "[machine]\npreset = \"epyc-milan-2s:nps2,nps4\"\n");
     let loaded = load_str("scenarios/test.toml", &text).unwrap();
-    let e = build_machine(&loaded, &loaded.base.doc).unwrap_err();
+    let e = build_machine(&loaded.source, &loaded.base.doc).unwrap_err();
     assert!(
         e.to_string().starts_with(
             "error: modes `nps2` and `nps4` of preset `epyc-milan-2s` exclude each other; give one (in `machine.preset`)"
@@ -228,7 +230,7 @@ fn unknown_modes_in_scenarios_say_what_is_valid() {
     );
     let text = scenario("machine = \"epyc-milan\"", "");
     let loaded = load_str("scenarios/test.toml", &text).unwrap();
-    let e = build_machine(&loaded, &loaded.base.doc).unwrap_err();
+    let e = build_machine(&loaded.source, &loaded.base.doc).unwrap_err();
     assert!(
         e.to_string()
             .ends_with("= help: did you mean `epyc-milan-2s`?"),

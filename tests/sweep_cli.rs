@@ -222,8 +222,10 @@ fn a_run_without_a_sweep_prints_the_same_report_and_writes_one_case() {
     let loaded = scenarios::load_file(&root().join("scenarios/shipped/ping-pong.toml")).unwrap();
     let built =
         scenarios::build::build_all(&loaded, scenarios::build::BuildOptions::default()).unwrap();
-    let expected =
-        scenarios::report::full_report(&loaded.base.doc.name, &scenarios::results::run_all(&built));
+    let expected = scenarios::report::text::full_report(
+        &loaded.base.doc.name,
+        &scenarios::run::results::run_all(&built),
+    );
     assert_eq!(stdout(&o), expected);
     let csv = String::from_utf8(read(&out, "results.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
@@ -238,7 +240,7 @@ fn a_run_without_a_sweep_prints_the_same_report_and_writes_one_case() {
     );
     // The seed of a scenario without a sweep is the file's.
     let json = String::from_utf8(read(&out, "results.json")).unwrap();
-    let file: scenarios::output::ResultsFile = serde_json::from_str(&json).unwrap();
+    let file: scenarios::report::output::ResultsFile = serde_json::from_str(&json).unwrap();
     assert!(file
         .records
         .iter()

@@ -1,6 +1,6 @@
-//! The fuzz harness, shared by the cargo-fuzz targets (fuzz_targets/) and
-//! the stable tests that replay the corpus and generate scenarios
-//! (scenarios/tests/fuzz_*.rs include this file by path).
+//! The fuzz harness, shared by the cargo-fuzz targets (`fuzz/targets/`) and
+//! this crate's stable tests that replay the corpus and generate scenarios
+//! (`tests/corpus.rs`, `tests/generated.rs`).
 //!
 //! Each function takes arbitrary bytes and goes as far as they allow:
 //! parse, compile or build, then run briefly with the invariants checked.
@@ -119,7 +119,7 @@ pub fn pahole(data: &[u8]) -> Result<Outcome, Finding> {
                 return Err(Finding("flattening changed the size".into()));
             }
         }
-        let _ = scenarios::layout_view::render_struct(&laid[0], 64, None);
+        let _ = scenarios::tools::layout_view::render_struct(&laid[0], 64, None);
         imported += 1;
     }
     Ok(if imported > 0 {
@@ -129,7 +129,7 @@ pub fn pahole(data: &[u8]) -> Result<Outcome, Finding> {
     })
 }
 
-/// A script: parsed, compiled against [`small_layout`] (with a parameter
+/// A script: parsed, compiled against `small_layout` (with a parameter
 /// `N` and a procedure `bump(p)`), and run by two CPUs with small budgets.
 pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
     if data.len() > MAX_INPUT_BYTES {

@@ -1,29 +1,80 @@
-//! scenarios: the TOML scenario format, its validation with precise errors,
-//! variants as patches on a base, sweeps as cases of more patches, building
-//! runnable configurations, running them (in parallel across runs), the
-//! result records, results files and text reports.
+//! scenarios: the TOML scenario format and its checks with precise errors,
+//! variants as patches on a base, sweeps as cases of more patches, the
+//! machines documents describe, building runnable configurations, running
+//! them (in parallel across runs), the result records, results files and
+//! text reports, and the tools built on them.
 //!
 //! It never draws and never simulates by itself: simulation is `sim-core`'s,
 //! machines and layout rules are `models`'.
+//!
+//! # Layers
+//!
+//! The modules are six layers, each a folder, read in this order; a module
+//! imports only from its own layer and the layers before it
+//! (`tests/layers.rs` enforces it):
+//!
+//! 1. [`format`](mod@format): schema, errors, loading a file into its base, variants and
+//!    sweep cases ([`LoadedScenario`]), and every check made while loading;
+//! 2. [`machine`]: a document's machine, preset or inline, as a `sim_core`
+//!    topology, and its instruction costs;
+//! 3. [`build`]: a document as a runnable `SimConfig`;
+//! 4. [`run`]: running the cases, the result records, the `[[measured]]`
+//!    figures computed from them;
+//! 5. [`report`]: text reports, results files, shards and their merge, the
+//!    step trace and the message timeline;
+//! 6. [`tools`]: `bounce optimize`, `validate`, `layout` and `presets`.
+//!
+//! Loading needs one thing from a later layer: a sweep's CPU counts become
+//! CPUs once the case's machine is known. [`format::load`] takes the machine
+//! resolution as a [`format::MachineOf`]; the crate root composes the two in
+//! [`load_str`], [`load_str_with`], [`load_file`] and [`load_file_with`],
+//! which pass [`machine::build_machine`].
+
+// `InputError` is returned by value by design (it is the public error type);
+// errors are rare and never on a hot path.
+#![allow(clippy::result_large_err)]
+
+// The layers, in order (each one its own block, so that rustfmt does not
+// sort them by name).
+pub mod format;
+
+pub mod machine;
 
 pub mod build;
-pub mod cases;
-pub mod document;
-pub mod error;
-pub mod layout_view;
-pub mod measured;
-pub mod optimize;
-pub mod output;
-pub mod presets_view;
-pub mod report;
-pub mod results;
-pub mod schema;
-pub mod timeline;
-pub mod trace;
-pub mod validate;
 
-pub use document::{
-    load_file, load_file_with, load_str, load_str_with, Limits, LoadedScenario, Variant,
-};
-pub use error::{InputError, SourceFile};
-pub use schema::ScenarioDoc;
+pub mod run;
+
+pub mod report;
+
+pub mod tools;
+
+use std::path::Path;
+
+pub use format::{InputError, Limits, LoadedScenario, ScenarioDoc, SourceFile, Variant};
+
+/// Loads a scenario from text under the default [`Limits`]; `path` is
+/// used in errors and for the default name.
+pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
+    load_str_with(path, text, &Limits::default())
+}
+
+/// Loads a scenario from text under `limits`.
+pub fn load_str_with(
+    path: &str,
+    text: &str,
+    limits: &Limits,
+) -> Result<LoadedScenario, InputError> {
+    format::load(path, text, limits, machine::build_machine)
+}
+
+/// Loads a scenario file under the default [`Limits`]. An unreadable file
+/// is an error with line 0.
+pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {
+    load_file_with(path, &Limits::default())
+}
+
+/// Loads a scenario file under `limits`.
+pub fn load_file_with(path: &Path, limits: &Limits) -> Result<LoadedScenario, InputError> {
+    let (shown, text) = format::read_file(path, limits)?;
+    load_str_with(&shown, &text, limits)
+}

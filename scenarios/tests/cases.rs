@@ -11,8 +11,9 @@
 use std::path::Path;
 
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
-use scenarios::measured::{compare, table, Comparison};
-use scenarios::results::run_all;
+use scenarios::report::measured::table;
+use scenarios::run::measured::{compare, Comparison};
+use scenarios::run::results::run_all;
 use scenarios::{load_file, load_str, LoadedScenario};
 
 fn scenario_path(name: &str) -> String {
@@ -283,15 +284,15 @@ fn tcp_memory_allocated_fit_holds() {
 
 #[test]
 fn results_json_carries_the_comparisons_and_reads_them_back() {
-    use scenarios::output::{header, records, results_json, ResultsFile};
+    use scenarios::report::output::{header, records, results_json, ResultsFile};
     let loaded = shortened("tcp-memory-allocated.toml", 5, 1);
-    let cases = scenarios::cases::build_cases(&loaded, BuildOptions::default()).unwrap();
-    let results = scenarios::cases::run_cases(&cases, &|| {});
+    let cases = scenarios::run::cases::build_cases(&loaded, BuildOptions::default()).unwrap();
+    let results = scenarios::run::cases::run_cases(&cases, &|| {});
     let mut file = header(&loaded, "test");
     file.records = records(&file, &cases, &results);
     let without = results_json(&file);
     assert!(!without.contains("\"measured\": ["), "{without}");
-    file.measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
+    file.measured = scenarios::run::measured::compare_cases(&loaded, &cases, &results);
     assert_eq!(file.measured.len(), 2);
     let text = results_json(&file);
     assert!(text.contains("\"measured\": ["), "{text}");

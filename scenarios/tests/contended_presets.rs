@@ -6,7 +6,7 @@
 
 use scenarios::build::{build_all, BuildOptions};
 use scenarios::load_str;
-use scenarios::results::{run_all, VariantResult};
+use scenarios::run::results::{run_all, VariantResult};
 use sim_core::topology::Topology;
 
 /// A counter incremented by each CPU list, one variant per list.

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::load_str;
-use scenarios::results::{run_variant, VariantResult};
+use scenarios::run::results::{run_variant, VariantResult};
 use sim_core::engine::run;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 

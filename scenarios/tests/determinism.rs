@@ -3,9 +3,9 @@
 //! step trace; only the seed changes it.
 
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
-use scenarios::report::full_report;
-use scenarios::results::run_all;
-use scenarios::trace::TraceProbe;
+use scenarios::report::text::full_report;
+use scenarios::report::trace::TraceProbe;
+use scenarios::run::results::run_all;
 use scenarios::{load_file, load_str, LoadedScenario};
 use std::path::{Path, PathBuf};
 

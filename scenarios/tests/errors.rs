@@ -679,7 +679,7 @@ fn error_fields() {
 fn error_at_for_later_stages() {
     let loaded = load_str("scenarios/test.toml", BASE).unwrap_or_else(|e| panic!("{e}"));
     let preset = match &loaded.base.doc.machine {
-        scenarios::schema::MachineRef::Preset(p) => p.clone(),
+        scenarios::format::schema::MachineRef::Preset(p) => p.clone(),
         other => panic!("{other:?}"),
     };
     let err = scenarios::InputError::at(

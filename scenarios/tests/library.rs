@@ -315,7 +315,7 @@ fn the_readme_example_builds_and_runs() {
     );
     let loaded = load_str("README.md", &text).expect("loads");
     let built = build_all(&loaded, BuildOptions::default()).expect("builds");
-    let results = scenarios::results::run_all(&built);
+    let results = scenarios::run::results::run_all(&built);
     assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
 }
 
@@ -372,7 +372,7 @@ fn ran(text: &str) -> String {
         Ok(b) => b,
         Err(e) => return e.to_string(),
     };
-    match scenarios::results::run_all(&built)
+    match scenarios::run::results::run_all(&built)
         .into_iter()
         .find_map(Result::err)
     {

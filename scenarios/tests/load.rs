@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use scenarios::schema::{
+use scenarios::format::schema::{
     CpuSet, FieldShape, InstanceKind, Lookup, MachineRef, Protocol, RunLength, DEFAULT_BASE_NAME,
     DEFAULT_MAX_CYCLES, DEFAULT_SEED,
 };

@@ -4,7 +4,7 @@
 
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::load_str;
-use scenarios::results::{run_variant, VariantResult};
+use scenarios::run::results::{run_variant, VariantResult};
 use sim_core::engine::run;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::script::ast::AtomicOp;
@@ -328,7 +328,7 @@ fn queue_locks_share_evenly_and_tas_does_not() {
         );
     }
     // The report's fairness block says so.
-    let block = scenarios::report::fairness(tas);
+    let block = scenarios::report::text::fairness(tas);
     assert!(block.contains("iterations per CPU: min "), "{block}");
     assert!(block.contains("per node: node 0 "), "{block}");
     assert!(block.contains("longest iteration: "), "{block}");
@@ -513,7 +513,7 @@ fn ticket_cycles_per_iteration_rise_with_cpus_on_the_book_sweep() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/scenarios/locks.toml");
     let text = std::fs::read_to_string(path).expect("the book's locks scenario");
     let loaded = load_str(path, &text).unwrap_or_else(|e| panic!("{e}"));
-    let cases = scenarios::cases::build_cases(&loaded, BuildOptions::default())
+    let cases = scenarios::run::cases::build_cases(&loaded, BuildOptions::default())
         .unwrap_or_else(|e| panic!("{e}"));
     let mut by_cpus: Vec<(usize, f64, u64)> = Vec::new();
     for case in &cases {

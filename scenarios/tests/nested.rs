@@ -4,7 +4,7 @@
 
 use scenarios::build::{build_all, BuildOptions};
 use scenarios::load_str;
-use scenarios::results::run_variant;
+use scenarios::run::results::run_variant;
 
 const NESTED: &str = r#"schema = 1
 machine = "icelake-sp-2s"

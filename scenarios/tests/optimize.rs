@@ -4,7 +4,7 @@
 //! number of host threads.
 
 use scenarios::load_file;
-use scenarios::optimize::{optimize, OptimizeOptions, OptimizeReport};
+use scenarios::tools::optimize::{optimize, OptimizeOptions, OptimizeReport};
 use std::path::PathBuf;
 
 fn path(rel: &str) -> PathBuf {

@@ -2,8 +2,8 @@
 //! and errors in the listing reported at its own file and line.
 
 use scenarios::build::{build_all, BuildOptions};
-use scenarios::layout_view::{laid_out_structs, render_struct};
-use scenarios::results::run_variant;
+use scenarios::run::results::run_variant;
+use scenarios::tools::layout_view::{laid_out_structs, render_struct};
 use scenarios::{load_file, load_str};
 use std::path::Path;
 
@@ -319,7 +319,7 @@ name = "reordered"
         offsets_of(&built[3], 0, &["nr_pages", "stock_lock", "cached"]),
         [0, 4, 8]
     );
-    let results = scenarios::results::run_all(&built);
+    let results = scenarios::run::results::run_all(&built);
     assert!(results.iter().all(|r| r.is_ok()));
 }
 

@@ -4,7 +4,7 @@
 //! against a snoop-filter (Intel) machine.
 
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
-use scenarios::results::{run_all, VariantResult};
+use scenarios::run::results::{run_all, VariantResult};
 use scenarios::{load_file, load_str};
 use std::path::PathBuf;
 
@@ -462,7 +462,7 @@ set = {{ "structs.counter.fields.value.align" = 64 }}
     assert_eq!(built[0].config.topology.cpu_count(), 256);
 
     let results = run_built(&built);
-    let report = scenarios::report::full_report("own-machine", &run_all(&built));
+    let report = scenarios::report::text::full_report("own-machine", &run_all(&built));
     assert!(
         report.starts_with("bounce: own-machine on amd-like-2s (3000 MHz), 2 variant(s)"),
         "{report}"

@@ -3,8 +3,10 @@
 //! not depend on the host threads; errors that point at the sweep's line.
 
 use scenarios::build::BuildOptions;
-use scenarios::cases::{build_cases, run_cases, BuiltCase};
-use scenarios::output::{fields_csv, header, records, results_csv, results_json, ResultsFile};
+use scenarios::report::output::{
+    fields_csv, header, records, results_csv, results_json, ResultsFile,
+};
+use scenarios::run::cases::{build_cases, run_cases, BuiltCase};
 use scenarios::{load_str, LoadedScenario};
 
 const SWEEP: &str = r#"schema = 1
@@ -269,7 +271,7 @@ fn a_case_keeps_its_seed_and_result_in_a_smaller_sweep() {
     assert_eq!(small.cases.len(), 1);
     assert_eq!(small.cases[0].id, id);
     assert_eq!(small.cases[0].seed, in_big.seed);
-    assert_eq!(in_big.seed, scenarios::document::case_seed(7, id));
+    assert_eq!(in_big.seed, scenarios::format::sweep::case_seed(7, id));
     assert_ne!(in_big.seed, 7);
     // Every case has its own seed.
     let mut seeds: Vec<u64> = big.cases.iter().map(|c| c.seed).collect();
@@ -540,7 +542,7 @@ fn a_case_reruns_alone_from_its_values_and_seed() {
     let alone = load(&alone);
     let alone_cases = build_cases(&alone, BuildOptions::default()).unwrap();
     let alone_file = run(&alone, &alone_cases);
-    let strip = |r: &scenarios::output::Record| {
+    let strip = |r: &scenarios::report::output::Record| {
         let mut r = r.clone();
         r.case_index = 0;
         r.case_id.clear();

@@ -4,11 +4,11 @@
 
 use models::calibration::{self, LineHome, Vendor, MEASURED};
 use scenarios::build::{build_all, BuildOptions};
-use scenarios::results::run_all;
-use scenarios::validate::classify::{Class, Classifier};
-use scenarios::validate::matrix::{parse, MatrixError};
-use scenarios::validate::pingpong::{self, PingPong};
-use scenarios::validate::{self, Outcome, ValidateOptions};
+use scenarios::run::results::run_all;
+use scenarios::tools::validate::classify::{Class, Classifier};
+use scenarios::tools::validate::matrix::{parse, MatrixError};
+use scenarios::tools::validate::pingpong::{self, PingPong};
+use scenarios::tools::validate::{self, Outcome, ValidateOptions};
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
 use std::io::Write;
 use std::path::PathBuf;
@@ -622,7 +622,7 @@ fn the_ping_pong_is_the_shipped_scenario() {
     assert_eq!(doc.seed, pingpong::SEED);
     assert_eq!(
         doc.run.length(),
-        scenarios::schema::RunLength::Iterations(pingpong::ITERATIONS)
+        scenarios::format::schema::RunLength::Iterations(pingpong::ITERATIONS)
     );
     // Same machine, same pairs: the same cycles per round trip.
     let built = build_all(&loaded, BuildOptions::default()).unwrap();

@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// The workspace root, where `scenarios/` is.
+/// The workspace root, where `scenarios/shipped/` is.
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }

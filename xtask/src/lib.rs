@@ -1,6 +1,6 @@
 //! The book's generated material: every chart (SVG), table (markdown),
 //! report and step trace the chapters of `book/` show, made by running the
-//! shipped scenarios (`scenarios/`) and the book's own small ones
+//! shipped scenarios (`scenarios/shipped/`) and the book's own small ones
 //! (`book/scenarios/`) through the same library calls as `bounce`.
 //!
 //! `cargo run -p xtask -- book` writes them to `book/src/generated/`;
@@ -16,10 +16,10 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use scenarios::build::BuildOptions;
-use scenarios::cases::{BuiltCase, CaseResult};
-use scenarios::output::{Record, ResultsFile};
-use scenarios::results::VariantResult;
-use scenarios::trace::TraceProbe;
+use scenarios::report::output::{Record, ResultsFile};
+use scenarios::report::trace::TraceProbe;
+use scenarios::run::cases::{BuiltCase, CaseResult};
+use scenarios::run::results::VariantResult;
 use scenarios::LoadedScenario;
 
 // The charts `bounce run --out DIR` draws, from the binary's own library, so
@@ -161,7 +161,7 @@ impl Run {
     fn report(&self) -> String {
         let name = &self.loaded.base.doc.name;
         match &self.loaded.sweep {
-            Some(sweep) => scenarios::report::sweep_report(
+            Some(sweep) => scenarios::report::text::sweep_report(
                 name,
                 sweep,
                 &self.results,
@@ -169,8 +169,8 @@ impl Run {
                 None,
             ),
             None => {
-                let mut text = scenarios::report::full_report(name, &self.results[0].results);
-                let table = scenarios::measured::table(&self.file.measured);
+                let mut text = scenarios::report::text::full_report(name, &self.results[0].results);
+                let table = scenarios::report::measured::table(&self.file.measured);
                 if !table.is_empty() {
                     text.push('\n');
                     text.push_str(&table);
@@ -212,8 +212,8 @@ fn load(root: &Path, path: &str) -> Result<LoadedScenario, String> {
 fn run(root: &Path, path: &str) -> Result<Run, String> {
     let loaded = load(root, path)?;
     let cases: Vec<BuiltCase> =
-        scenarios::cases::build_cases(&loaded, options()).map_err(|e| e.to_string())?;
-    let results = scenarios::cases::run_cases(&cases, &|| {});
+        scenarios::run::cases::build_cases(&loaded, options()).map_err(|e| e.to_string())?;
+    let results = scenarios::run::cases::run_cases(&cases, &|| {});
     for case in &results {
         if let Some(f) = case.failures().next() {
             return Err(format!(
@@ -222,9 +222,9 @@ fn run(root: &Path, path: &str) -> Result<Run, String> {
             ));
         }
     }
-    let mut file = scenarios::output::header(&loaded, env!("CARGO_PKG_VERSION"));
-    file.records = scenarios::output::records(&file, &cases, &results);
-    file.measured = scenarios::measured::compare_cases(&loaded, &cases, &results);
+    let mut file = scenarios::report::output::header(&loaded, env!("CARGO_PKG_VERSION"));
+    file.records = scenarios::report::output::records(&file, &cases, &results);
+    file.measured = scenarios::run::measured::compare_cases(&loaded, &cases, &results);
     Ok(Run {
         path: path.to_string(),
         loaded,
@@ -255,8 +255,11 @@ fn trace(root: &Path, path: &str, variant: &str) -> Result<(String, String), Str
         config.topology.spec.lookup.name()
     );
     let mut probe = TraceProbe::new(&config.topology, &config.memory, TRACE_LIMIT);
-    let mut timeline =
-        scenarios::timeline::TimelineProbe::new(&config.topology, &config.memory, TIMELINE_STEPS);
+    let mut timeline = scenarios::report::timeline::TimelineProbe::new(
+        &config.topology,
+        &config.memory,
+        TIMELINE_STEPS,
+    );
     {
         let mut probes = sim_core::probe::Probes(vec![&mut probe, &mut timeline]);
         sim_core::engine::run(config, &mut probes)
@@ -299,7 +302,7 @@ fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// A figure as the report prints it (`12.67M`, `2098`, `0.584`).
 fn num(v: f64) -> String {
-    scenarios::report::si(v)
+    scenarios::report::text::si(v)
 }
 
 fn false_sharing(root: &Path, out: &mut Files) -> Result<(), String> {
@@ -526,13 +529,13 @@ fn preset_table(columns: &[(&str, &str)]) -> Result<String, String> {
 }
 
 fn presets(out: &mut Files) -> Result<(), String> {
-    out.add("presets/list.txt", scenarios::presets_view::list());
+    out.add("presets/list.txt", scenarios::tools::presets_view::list());
     out.add_markdown("presets/shape.md", &preset_table(PRESET_SHAPE)?);
     out.add_markdown("presets/latencies.md", &preset_table(PRESET_LATENCIES)?);
     for name in ["icelake-sp-2s", "epyc-milan-2s"] {
         out.add(
             format!("presets/{name}.txt"),
-            scenarios::presets_view::show(name, false)?,
+            scenarios::tools::presets_view::show(name, false)?,
         );
     }
     for name in ["icelake-sp-2s", "epyc-naples-2s", "epyc-milan-2s"] {
@@ -555,7 +558,7 @@ const DRAWN_LATENCIES: &[&str] = &[
 /// `bounce presets show` prints.
 fn topology_drawing(name: &str) -> Result<String, String> {
     use plots::{L3Box, NodeBox, SocketBox, TopologyChart};
-    use scenarios::presets_view::cpulist;
+    use scenarios::tools::presets_view::cpulist;
     let resolved = models::presets::resolve_preset(name).map_err(|e| e.to_string())?;
     let t = sim_core::topology::Topology::new(resolved.spec.clone())
         .map_err(|e| format!("preset `{name}` does not build: {e}"))?;
@@ -627,11 +630,11 @@ fn topology_drawing(name: &str) -> Result<String, String> {
 }
 
 fn validation(root: &Path, out: &mut Files) -> Result<(), String> {
-    let options = scenarios::validate::ValidateOptions {
+    let options = scenarios::tools::validate::ValidateOptions {
         machine: None,
         data_dir: Some(root.join("data/c2c")),
     };
-    let report = scenarios::validate::validate(&options)?;
+    let report = scenarios::tools::validate::validate(&options)?;
     // The report names the data directory; the book shows it as the
     // repository path, not this checkout's.
     let text = report
@@ -832,7 +835,7 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
         // First what a reader comes for, the measured figures beside the
         // simulated ones; the listing and the whole report fold away.
         let description = run.loaded.base.doc.description.clone().unwrap_or_default();
-        let measured = scenarios::measured::table(&run.file.measured);
+        let measured = scenarios::report::measured::table(&run.file.measured);
         let _ = write!(index, "### `{path}`\n\n{description}\n\n");
         if !measured.is_empty() {
             let _ = write!(index, "```text\n{measured}```\n\n");
@@ -853,11 +856,12 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
 /// `bounce layout` prints for it, and the run.
 fn tutorial_pahole(root: &Path, out: &mut Files) -> Result<(), String> {
     let run = run(root, "book/scenarios/tutorial-pahole.toml")?;
-    let structs = scenarios::layout_view::laid_out_structs(&run.loaded, &run.loaded.base.doc)
-        .map_err(|e| e.to_string())?;
+    let structs =
+        scenarios::tools::layout_view::laid_out_structs(&run.loaded, &run.loaded.base.doc)
+            .map_err(|e| e.to_string())?;
     let mut text = String::new();
     for def in &structs {
-        text.push_str(&scenarios::layout_view::render_struct(def, 64, None));
+        text.push_str(&scenarios::tools::layout_view::render_struct(def, 64, None));
     }
     out.add("tutorial/layout-pahole.txt", text);
     out.add("tutorial/report-pahole.txt", run.report());
@@ -870,11 +874,11 @@ fn tutorial(root: &Path, out: &mut Files) -> Result<(), String> {
     // `bounce layout book/scenarios/tutorial.toml --variant V`, without the
     // traffic: each variant's struct as pahole would print it.
     for variant in run.loaded.all() {
-        let structs = scenarios::layout_view::laid_out_structs(&run.loaded, &variant.doc)
+        let structs = scenarios::tools::layout_view::laid_out_structs(&run.loaded, &variant.doc)
             .map_err(|e| e.to_string())?;
         let mut text = String::new();
         for def in &structs {
-            text.push_str(&scenarios::layout_view::render_struct(def, 64, None));
+            text.push_str(&scenarios::tools::layout_view::render_struct(def, 64, None));
         }
         out.add(format!("tutorial/layout-{}.txt", variant.name), text);
     }

@@ -1,5 +1,5 @@
 //! The bounds every fuzz input is held to, shared by the corpus replay
-//! (fuzz_corpus.rs) and the generated inputs (fuzz_proptest.rs): a time
+//! (corpus.rs) and the generated inputs (generated.rs): a time
 //! bound and the most bytes allocated at once, counted by a global
 //! allocator installed in the test binary that includes this module.
 

@@ -24,8 +24,8 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::tree::type_phrase;
-use crate::error::{InputError, SourceFile};
-use crate::schema::ScenarioDoc;
+use crate::format::error::{InputError, SourceFile};
+use crate::format::schema::ScenarioDoc;
 
 /// The tables a module may fill.
 pub(crate) const SECTIONS: &[&str] = &["structs", "instances", "procedures"];

@@ -5,8 +5,8 @@ use std::ops::Range;
 use toml::de::DeTable;
 
 use super::tree::{join_path, locate, type_phrase};
-use crate::error::{parse_custom, InputError, SourceFile};
-use crate::schema::CPULIST_HELP;
+use crate::format::error::{parse_custom, InputError, SourceFile};
+use crate::format::schema::CPULIST_HELP;
 
 /// Maps a deserialization error on the tree `root` (whose own span is
 /// `root_span`) to an [`InputError`].

@@ -18,11 +18,11 @@ use models::layout::{layout_structs, LaidOutField, LaidOutStruct};
 use sim_core::memory::MemoryLayout;
 use sim_core::stats::Traffic;
 
-use crate::build::struct_specs;
-use crate::document::LoadedScenario;
-use crate::error::InputError;
-use crate::results::VariantResult;
-use crate::schema::ScenarioDoc;
+use crate::build::{layout_error, struct_specs};
+use crate::format::error::InputError;
+use crate::format::schema::ScenarioDoc;
+use crate::format::LoadedScenario;
+use crate::run::results::VariantResult;
 
 /// Every struct of a document, laid out with nesting kept, in declaration
 /// order.
@@ -31,7 +31,7 @@ pub fn laid_out_structs(
     doc: &ScenarioDoc,
 ) -> Result<Vec<LaidOutStruct>, InputError> {
     let specs = struct_specs(loaded, doc)?;
-    layout_structs(&specs).map_err(|e| crate::build::layout_error(loaded, doc, e))
+    layout_structs(&specs).map_err(|e| layout_error(loaded, doc, e))
 }
 
 /// The traffic of every field of `struct_name`, by its path in the struct

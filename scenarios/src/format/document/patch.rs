@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use super::tree::{element_name, element_segment, find_element, join_path, type_phrase};
 use super::{check_name, NameRule};
-use crate::error::{InputError, SourceFile};
+use crate::format::error::{InputError, SourceFile};
 
 /// One `[[variants]]` entry, before its patches are applied.
 pub(crate) struct VariantSpec<'i> {
@@ -203,7 +203,7 @@ pub(crate) fn parse_variants<'i>(
 /// (`params.batch = 1`) and is treated as a continuation of the path.
 /// `within` is the key of the table being read (`variants.NAME.set`,
 /// `sweep`), for messages.
-pub(super) fn flatten_set<'i>(
+pub(crate) fn flatten_set<'i>(
     source: &SourceFile,
     within: &str,
     table: DeTable<'i>,
@@ -461,8 +461,8 @@ fn reorder<'i>(
                 format!("cannot reorder `{full}`: it has no element named `{w}`"),
             )
             .with_choices(w, &name_refs);
-            err.suggestion = crate::error::closest(w, &missing)
-                .or_else(|| crate::error::closest(w, &name_refs))
+            err.suggestion = crate::format::error::closest(w, &missing)
+                .or_else(|| crate::format::error::closest(w, &name_refs))
                 .map(str::to_string);
             return Err(err);
         }

@@ -1,12 +1,16 @@
-//! Loading a scenario file into its base document and its variants.
+//! Reading a scenario file into its base document and its variants
+//! ([`Variant`]); the cases of its `[sweep]` are [`crate::format::sweep`]'s,
+//! and [`crate::format::load`] puts the two together.
 //!
-//! The file is parsed once into a spanned TOML tree. `variants` is removed
-//! from the root, the rest is deserialized into the base [`ScenarioDoc`], and
-//! for each `[[variants]]` entry the tree is cloned, the entry's `set` patches
-//! are applied in file order, and the result is deserialized and validated
-//! again. All spans come from the same file, so an error in a patched value
-//! points at the variant's line and an error in an untouched value at the
-//! base's line.
+//! The file is parsed once into a spanned TOML tree. `variants` and `sweep`
+//! are removed from the root, the rest is deserialized into the base
+//! [`ScenarioDoc`] and checked (`checks`: what serde cannot express), and for
+//! each `[[variants]]` entry the tree is cloned, the entry's `set` patches
+//! are applied in file order (`patch`), and the result is deserialized and
+//! checked again. All spans come from the same file, so an error in a
+//! patched value points at the variant's line and an error in an untouched
+//! value at the base's line; serde's and toml's errors are put in those
+//! words by `diagnose`.
 //!
 //! # Patch paths
 //!
@@ -39,63 +43,25 @@
 // errors are rare and never on a hot path.
 #![allow(clippy::result_large_err)]
 
+mod checks;
 mod diagnose;
-mod import;
+pub(super) mod import;
 mod library;
-mod patch;
-mod sweep;
-mod tree;
-mod validate;
+pub(super) mod patch;
+pub(super) mod tree;
 
 pub use library::library_of_procedure;
-pub use sweep::{case_seed, fnv1a64, Axis, AxisValue, Case, Sweep, SWEEP_KEYS};
 
 use std::ops::Range;
 use std::path::Path;
-use std::sync::Arc;
 
 use serde::Deserialize;
+use sim_core::limits::Limits;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use crate::error::{InputError, SourceFile};
-use crate::schema::ScenarioDoc;
-pub use sim_core::limits::Limits;
-
-/// A loaded scenario: the base document and one document per variant.
-#[derive(Debug, Clone)]
-pub struct LoadedScenario {
-    /// The file the documents' spans point into.
-    pub source: Arc<SourceFile>,
-    pub base: Variant,
-    /// In file order; excludes the base.
-    pub variants: Vec<Variant>,
-    /// The `[sweep]`, if the file has one.
-    pub sweep: Option<Sweep>,
-    /// What a run runs: every case of the sweep, in case order, each with
-    /// the documents of the variants it runs. Without a sweep, one case with
-    /// an empty id whose documents are the base and the variants.
-    pub cases: Vec<Case>,
-    /// The bounds it was loaded under, which its build and runs keep.
-    pub limits: Limits,
-}
-
-impl LoadedScenario {
-    /// The base followed by the variants.
-    pub fn all(&self) -> impl Iterator<Item = &Variant> {
-        std::iter::once(&self.base).chain(&self.variants)
-    }
-
-    /// An error at a span of the source (for checks done by later stages).
-    pub fn error_at(
-        &self,
-        span: Range<usize>,
-        key: &str,
-        message: impl Into<String>,
-    ) -> InputError {
-        InputError::at(&self.source, span, key, message)
-    }
-}
+use crate::format::error::{InputError, SourceFile};
+use crate::format::schema::ScenarioDoc;
 
 /// One runnable document.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,100 +72,6 @@ pub struct Variant {
     /// description is `doc.description`).
     pub description: Option<String>,
     pub doc: ScenarioDoc,
-}
-
-/// Loads a scenario from text under the default [`Limits`]; `path` is
-/// used in errors and for the default name.
-pub fn load_str(path: &str, text: &str) -> Result<LoadedScenario, InputError> {
-    load_str_with(path, text, &Limits::default())
-}
-
-/// Loads a scenario from text under `limits`.
-pub fn load_str_with(
-    path: &str,
-    text: &str,
-    limits: &Limits,
-) -> Result<LoadedScenario, InputError> {
-    if text.len() as u64 > limits.scenario_bytes {
-        return Err(too_large(path, text.len() as u64, limits));
-    }
-    let source = Arc::new(SourceFile::new(path, text));
-    let (base, variants, has_sweep) = load_source(&source, limits)?;
-    let mut loaded = LoadedScenario {
-        source,
-        base,
-        variants,
-        sweep: None,
-        cases: Vec::new(),
-        limits: *limits,
-    };
-    let expanded = if has_sweep {
-        sweep::expand(&loaded)?
-    } else {
-        None
-    };
-    match expanded {
-        Some((sweep, cases)) => {
-            loaded.sweep = Some(sweep);
-            loaded.cases = cases;
-        }
-        None => {
-            loaded.cases = vec![Case {
-                index: 0,
-                id: String::new(),
-                seed: loaded.base.doc.seed,
-                values: Vec::new(),
-                variants: loaded.all().cloned().collect(),
-            }];
-        }
-    }
-    crate::measured::validate(&loaded)?;
-    Ok(loaded)
-}
-
-/// Loads a scenario file under the default [`Limits`]. An unreadable file
-/// is an error with line 0.
-pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {
-    load_file_with(path, &Limits::default())
-}
-
-/// Loads a scenario file under `limits`.
-pub fn load_file_with(path: &Path, limits: &Limits) -> Result<LoadedScenario, InputError> {
-    let shown = path.display().to_string();
-    // Measured before reading, so a huge file is never read.
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.is_file() && meta.len() > limits.scenario_bytes {
-            return Err(too_large(&shown, meta.len(), limits));
-        }
-    }
-    let bytes = std::fs::read(path)
-        .map_err(|e| InputError::whole_file(&shown, format!("cannot read `{shown}`: {e}")))?;
-    match String::from_utf8(bytes) {
-        Ok(text) => load_str_with(&shown, &text, limits),
-        Err(e) => {
-            let at = e.utf8_error().valid_up_to();
-            let source = SourceFile::new(shown, String::from_utf8_lossy(e.as_bytes()));
-            Err(InputError::at(
-                &source,
-                at..at + 1,
-                "",
-                "the file is not valid UTF-8",
-            ))
-        }
-    }
-}
-
-fn too_large(path: &str, bytes: u64, limits: &Limits) -> InputError {
-    InputError::whole_file(
-        path,
-        format!(
-            "`{path}` is {bytes} bytes, more than the limit of {} bytes for a scenario file",
-            limits.scenario_bytes
-        ),
-    )
-    .with_valid(format!(
-        "a smaller file, or raise the limit with `--set-limit scenario_bytes={bytes}`"
-    ))
 }
 
 /// Bytes of memory one run's document takes, at most, per byte of the
@@ -213,7 +85,7 @@ pub(crate) const DOCUMENT_BYTES_PER_FILE_BYTE: u64 = 16;
 /// Refuses to make `documents` documents of the scenario in `source` when
 /// they are more than `limits.runs`, or would take more than
 /// `limits.host_memory_bytes`; `what` says where they come from.
-pub(crate) fn check_documents(
+pub(crate) fn check_document_budget(
     source: &SourceFile,
     span: Range<usize>,
     key: &str,
@@ -263,14 +135,14 @@ pub(crate) fn check_documents(
 /// The file's tree as every document (base, variant, sweep case) starts
 /// from: parsed, with `variants` and `sweep` taken out and the library
 /// modules of `use` merged in.
-struct Prepared<'i> {
-    root_span: Range<usize>,
-    root: DeTable<'i>,
-    variants: Option<Spanned<DeValue<'i>>>,
-    sweep: Option<Spanned<DeValue<'i>>>,
+pub(super) struct Prepared<'i> {
+    pub root_span: Range<usize>,
+    pub root: DeTable<'i>,
+    pub variants: Option<Spanned<DeValue<'i>>>,
+    pub sweep: Option<Spanned<DeValue<'i>>>,
 }
 
-fn prepare<'a>(
+pub(super) fn prepare<'a>(
     source: &'a SourceFile,
     imports: &'a [import::Import],
 ) -> Result<Prepared<'a>, InputError> {
@@ -291,8 +163,8 @@ fn prepare<'a>(
 }
 
 /// The base, the variants, and whether the file has a `[sweep]` (read by
-/// `sweep::expand` once the base and the variants are known).
-fn load_source(
+/// [`crate::format::sweep`] once the base and the variants are known).
+pub(super) fn load_source(
     source: &SourceFile,
     limits: &Limits,
 ) -> Result<(Variant, Vec<Variant>, bool), InputError> {
@@ -305,13 +177,13 @@ fn load_source(
     } = prepare(source, &imports)?;
 
     let stem = default_name(&source.path);
-    let base_doc = build_doc(source, &root, &root_span, &stem, limits)?;
+    let base_doc = doc_from_tree(source, &root, &root_span, &stem, limits)?;
     let specs = match variants_value {
         Some(v) => patch::parse_variants(source, v)?,
         None => Vec::new(),
     };
     if !specs.is_empty() {
-        check_documents(
+        check_document_budget(
             source,
             specs[0].name.span(),
             "variants",
@@ -363,7 +235,7 @@ fn load_source(
                 "internal error: root is not a table",
             )));
         };
-        let doc = build_doc(source, &patched, &root_span, &stem, limits).map_err(in_variant)?;
+        let doc = doc_from_tree(source, &patched, &root_span, &stem, limits).map_err(in_variant)?;
         variants.push(Variant {
             name,
             description: spec.description,
@@ -378,8 +250,9 @@ fn load_source(
     Ok((base, variants, sweep.is_some()))
 }
 
-/// Deserializes and validates one document from its tree.
-fn build_doc(
+/// Deserializes one document from its tree and checks it
+/// ([`checks::check_document`]).
+pub(super) fn doc_from_tree(
     source: &SourceFile,
     root: &DeTable<'_>,
     root_span: &Range<usize>,
@@ -392,12 +265,12 @@ fn build_doc(
     if doc.name.is_empty() {
         doc.name = default_name.to_string();
     }
-    validate::validate(source, root, &doc, limits)?;
+    checks::check_document(source, root, &doc, limits)?;
     Ok(doc)
 }
 
 /// The file stem of `path`, or `scenario` if it has none.
-fn default_name(path: &str) -> String {
+pub(super) fn default_name(path: &str) -> String {
     Path::new(path)
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -8,11 +8,13 @@
 //! `variants` which of the file's variants every case runs.
 //!
 //! A case is one more set of patches on the document, applied after the
-//! variant's own with the same [`patch::apply`], so that every error in a
-//! case points at the sweep's line in the file. CPU counts are turned into a
-//! cpulist once the case's machine is known (its preset is resolved through
-//! [`crate::build::build_machine`]), and that cpulist is one more patch of
-//! `threads.GROUP.cpus`, spanned at the count.
+//! variant's own with the same patching as a variant's `set`, so that every
+//! error in a case points at the sweep's line in the file. CPU counts are
+//! turned into a cpulist once the case's machine is known, and that cpulist
+//! is one more patch of `threads.GROUP.cpus`, spanned at the count. Which
+//! machine a document describes is the machine layer's to say (it comes
+//! after this one): expanding a sweep is given it as a [`MachineOf`], which
+//! [`crate::load_str`] makes [`crate::machine::build_machine`].
 //!
 //! Cases are numbered in the order of the cross product, the first axis
 //! varying slowest; a case's id names each axis and its value
@@ -26,12 +28,28 @@ use std::ops::Range;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
-use super::patch::{self, SetEntry, VariantSpec};
-use super::tree::{join_path, type_phrase};
-use super::{build_doc, default_name, LoadedScenario, Variant};
-use crate::error::{InputError, SourceFile};
-use crate::schema::{format_cpulist, CpuSet, ScenarioDoc, CPULIST_HELP, MAX_CPU};
+use crate::format::document::patch::{self, SetEntry, VariantSpec};
+use crate::format::document::tree::{join_path, type_phrase};
+use crate::format::document::{self, default_name, doc_from_tree, Variant};
+use crate::format::error::{InputError, SourceFile};
+use crate::format::schema::{format_cpulist, CpuSet, ScenarioDoc, CPULIST_HELP, MAX_CPU};
+use sim_core::limits::Limits;
 use sim_core::topology::Topology;
+
+/// The machine of a document: how expanding a sweep turns a case's CPU
+/// count into CPUs. Errors point into the source file.
+/// [`crate::load_str`] gives [`crate::machine::build_machine`].
+pub type MachineOf = fn(&SourceFile, &ScenarioDoc) -> Result<Topology, InputError>;
+
+/// The scenario as loaded before its sweep: what expanding the sweep reads.
+struct Loading<'a> {
+    source: &'a SourceFile,
+    limits: &'a Limits,
+    base: &'a Variant,
+    /// In file order; excludes the base.
+    variants: &'a [Variant],
+    machine_of: MachineOf,
+}
 
 /// Keys of `[sweep]` that are not patch paths.
 pub const SWEEP_KEYS: &[&str] = &["variants", "cpus", "group", "placement"];
@@ -238,7 +256,7 @@ fn placement_error(
         format!("invalid placement {text:?}: {why}"),
     )
     .with_valid(PLACEMENT_HELP);
-    e.suggestion = crate::error::closest(text, &["compact", "spread"]).map(str::to_string);
+    e.suggestion = crate::format::error::closest(text, &["compact", "spread"]).map(str::to_string);
     e
 }
 
@@ -614,17 +632,30 @@ fn written(source: &SourceFile, span: Range<usize>) -> String {
         .join(" ")
 }
 
-/// Expands the `[sweep]` of a loaded scenario into its cases; `None` when
-/// the scenario has no `[sweep]`.
-pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>)>, InputError> {
-    let source: &SourceFile = &loaded.source;
-    let imports = super::import::read_imports(source)?;
-    let super::Prepared {
+/// Expands the `[sweep]` of the scenario in `source`, whose base and
+/// variants are loaded, into its cases; `None` when the scenario has no
+/// `[sweep]`.
+pub(super) fn expand(
+    source: &SourceFile,
+    limits: &Limits,
+    base: &Variant,
+    variants: &[Variant],
+    machine_of: MachineOf,
+) -> Result<Option<(Sweep, Vec<Case>)>, InputError> {
+    let loading = &Loading {
+        source,
+        limits,
+        base,
+        variants,
+        machine_of,
+    };
+    let imports = document::import::read_imports(source)?;
+    let document::Prepared {
         root_span,
         root,
         variants: variants_value,
         sweep,
-    } = super::prepare(source, &imports)?;
+    } = document::prepare(source, &imports)?;
     let Some(sweep_value) = sweep else {
         return Ok(None);
     };
@@ -632,7 +663,7 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
         Some(v) => patch::parse_variants(source, v)?,
         None => Vec::new(),
     };
-    let raw = read(source, sweep_value, loaded.limits.runs)?;
+    let raw = read(source, sweep_value, loading.limits.runs)?;
 
     // Integer ranges become TOML values parsed from generated text, so that
     // they patch the document like the values written in the file.
@@ -686,9 +717,9 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
     }
 
     check_axes(source, &root, &specs, &mut axes)?;
-    let selected = select_variants(loaded, &specs, raw.variants)?;
+    let selected = select_variants(loading, &specs, raw.variants)?;
     let has_cpus = axes.iter().any(|a| matches!(a.kind, Kind::Cpus));
-    let group = thread_group(loaded, &raw.group, &axes, has_cpus, raw.placement.as_ref())?;
+    let group = thread_group(loading, &raw.group, &axes, has_cpus, raw.placement.as_ref())?;
     let fixed_placement = match &raw.placement {
         Some(p) => Placement::parse(p.get_ref()).map_err(|why| {
             placement_error(source, p.span(), "sweep.placement", p.get_ref(), &why)
@@ -719,7 +750,7 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
         total = total.saturating_mul(a.values.len());
     }
     // Counted, and the memory of their documents estimated, before any is made.
-    super::check_documents(
+    document::check_document_budget(
         source,
         axes.first().map_or(0..0, |a| a.key_span.clone()),
         "sweep",
@@ -728,7 +759,7 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
             "the sweep has {total} cases of {} variant(s)",
             selected.len()
         ),
-        &loaded.limits,
+        loading.limits,
     )?;
 
     let stem = default_name(&source.path);
@@ -767,11 +798,11 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
                 fixed_placement: &fixed_placement,
             };
             let mut doc =
-                case_doc(loaded, &root, &root_span, &stem, &specs, sel, &case).map_err(in_case)?;
+                case_doc(loading, &root, &root_span, &stem, &specs, sel, &case).map_err(in_case)?;
             doc.seed = case_seed(doc.seed, &id);
             let description = sel
                 .spec
-                .and_then(|i| loaded.variants.get(i))
+                .and_then(|i| loading.variants.get(i))
                 .and_then(|v| v.description.clone());
             docs.push(Variant {
                 name: sel.name.clone(),
@@ -781,7 +812,7 @@ pub(super) fn expand(loaded: &LoadedScenario) -> Result<Option<(Sweep, Vec<Case>
         }
         let seed = docs
             .first()
-            .map_or_else(|| case_seed(loaded.base.doc.seed, &id), |v| v.doc.seed);
+            .map_or_else(|| case_seed(loading.base.doc.seed, &id), |v| v.doc.seed);
         cases.push(Case {
             index,
             id,
@@ -826,7 +857,7 @@ struct CaseSpec<'a, 'i> {
 
 /// The document of one variant in one case.
 fn case_doc<'i>(
-    loaded: &LoadedScenario,
+    loading: &Loading<'_>,
     root: &DeTable<'i>,
     root_span: &Range<usize>,
     stem: &str,
@@ -834,7 +865,7 @@ fn case_doc<'i>(
     sel: &Selected,
     case: &CaseSpec<'_, 'i>,
 ) -> Result<ScenarioDoc, InputError> {
-    let source: &SourceFile = &loaded.source;
+    let source = loading.source;
     let mut tree = DeValue::Table(root.clone());
     if let Some(i) = sel.spec {
         for entry in &specs[i].sets {
@@ -875,12 +906,12 @@ fn case_doc<'i>(
             ))
         }
     };
-    let doc = build_doc(source, table, root_span, stem, &loaded.limits)?;
+    let doc = doc_from_tree(source, table, root_span, stem, loading.limits)?;
     let Some((count, count_span, key_span)) = count else {
         return Ok(doc);
     };
     let group = case.group.unwrap_or("");
-    let topology = crate::build::build_machine(loaded, &doc)?;
+    let topology = (loading.machine_of)(source, &doc)?;
     let taken: Vec<(u32, String)> = doc
         .threads
         .iter()
@@ -936,7 +967,7 @@ fn case_doc<'i>(
             ))
         }
     };
-    build_doc(source, table, root_span, stem, &loaded.limits)
+    doc_from_tree(source, table, root_span, stem, loading.limits)
 }
 
 /// The patch `threads.GROUP.cpus = value`.
@@ -1097,12 +1128,12 @@ fn check_path(
 }
 
 fn select_variants(
-    loaded: &LoadedScenario,
+    loading: &Loading<'_>,
     specs: &[VariantSpec<'_>],
     wanted: Option<Vec<Spanned<String>>>,
 ) -> Result<Vec<Selected>, InputError> {
     let mut all = vec![Selected {
-        name: loaded.base.name.clone(),
+        name: loading.base.name.clone(),
         spec: None,
     }];
     all.extend(specs.iter().enumerate().map(|(i, s)| Selected {
@@ -1117,7 +1148,7 @@ fn select_variants(
     for w in &wanted {
         let Some(pos) = names.iter().position(|n| n == w.get_ref()) else {
             return Err(at(
-                &loaded.source,
+                loading.source,
                 w.span(),
                 "sweep.variants",
                 format!("the scenario has no variant `{}`", w.get_ref()),
@@ -1126,7 +1157,7 @@ fn select_variants(
         };
         if out.iter().any(|s| s.name == *w.get_ref()) {
             return Err(at(
-                &loaded.source,
+                loading.source,
                 w.span(),
                 "sweep.variants",
                 format!("`sweep.variants` lists `{}` more than once", w.get_ref()),
@@ -1142,14 +1173,14 @@ fn select_variants(
 
 /// The thread group of the `cpus` axis: `group`, or the only one.
 fn thread_group(
-    loaded: &LoadedScenario,
+    loading: &Loading<'_>,
     group: &Option<Spanned<String>>,
     axes: &[AxisSpec<'_>],
     has_cpus: bool,
     placement: Option<&Spanned<String>>,
 ) -> Result<Option<String>, InputError> {
-    let source: &SourceFile = &loaded.source;
-    let names: Vec<&str> = loaded.base.doc.threads.iter().map(|g| g.name()).collect();
+    let source = loading.source;
+    let names: Vec<&str> = loading.base.doc.threads.iter().map(|g| g.name()).collect();
     if !has_cpus {
         let stray = group
             .as_ref()

@@ -17,9 +17,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::cases::{BuiltCase, CaseResult};
-use crate::document::{AxisValue, LoadedScenario};
-use crate::results::VariantResult;
+use crate::build::BuiltVariant;
+use crate::format::schema::format_cpulist;
+use crate::format::sweep::AxisValue;
+use crate::format::LoadedScenario;
+use crate::run::cases::{in_shard, BuiltCase, CaseResult};
+use crate::run::measured::Comparison;
+use crate::run::results::VariantResult;
 use sim_core::stats::Traffic;
 
 /// `schema_version` of `results.json` and `shard.json`.
@@ -51,7 +55,7 @@ pub struct ResultsFile {
     /// The scenario's measured figures beside the simulated ones
     /// (`[[measured]]`; absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub measured: Vec<crate::measured::Comparison>,
+    pub measured: Vec<Comparison>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -321,7 +325,7 @@ fn record(
     header: &ResultsFile,
     axis_names: &[String],
     case: &BuiltCase,
-    built: &crate::build::BuiltVariant,
+    built: &BuiltVariant,
     r: &VariantResult,
 ) -> Record {
     let topology = &built.config.topology;
@@ -346,7 +350,7 @@ fn record(
         machine_cores: topology.core_count(),
         machine_cpus: topology.cpu_count(),
         cpus: r.cpus.len() as u32,
-        cpu_list: crate::schema::format_cpulist(&sorted_cpus),
+        cpu_list: format_cpulist(&sorted_cpus),
         sockets_used: distinct(&|c| topology.socket_of(c)),
         nodes_used: distinct(&|c| topology.node_of(c)),
         l3_domains_used: distinct(&|c| topology.l3_of(c)),
@@ -623,7 +627,7 @@ pub fn results_json(file: &ResultsFile) -> String {
 pub fn manifest(file: &ResultsFile, shard_index: usize, shard_count: usize) -> ShardManifest {
     let mut cases: Vec<ShardCase> = Vec::new();
     for c in &file.cases {
-        if crate::cases::in_shard(c.index, shard_index, shard_count) {
+        if in_shard(c.index, shard_index, shard_count) {
             cases.push(ShardCase {
                 index: c.index,
                 id: c.id.clone(),

@@ -50,7 +50,7 @@ pub struct Message {
 pub struct Transaction {
     pub cpu: u32,
     pub issued_cycle: u64,
-    /// e.g. "CPU 3 store counters[1].value (line 0): I->M, 312 cycles".
+    /// e.g. `CPU 3 store counters[1].value (line 0): I->M, 312 cycles`.
     pub caption: String,
     pub messages: Vec<Message>,
 }

@@ -38,7 +38,7 @@ pub const ITERATIONS: u64 = 1000;
 pub const WARMUP_ITERATIONS: u64 = 20;
 pub const SEED: u64 = 1;
 /// `run.max_cycles` default of a scenario.
-pub const MAX_CYCLES: u64 = crate::schema::DEFAULT_MAX_CYCLES;
+pub const MAX_CYCLES: u64 = crate::format::schema::DEFAULT_MAX_CYCLES;
 
 /// How a CPU relates to the line's home node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use crate::build::{build_doc, BuildOptions, BuiltVariant};
-use crate::document::{AxisValue, Case, LoadedScenario};
-use crate::error::InputError;
-use crate::results::{run_variant, VariantFailure, VariantResult};
+use super::results::{run_variant, VariantFailure, VariantResult};
+use crate::build::{build_all, build_config, BuildOptions, BuiltVariant};
+use crate::format::error::InputError;
+use crate::format::sweep::{AxisValue, Case};
+use crate::format::LoadedScenario;
 
 /// A case ready to run.
 #[derive(Clone, Debug)]
@@ -52,7 +53,7 @@ pub fn build_case(
         .variants
         .iter()
         .map(|v| {
-            let mut built = build_doc(loaded, &v.doc, options).map_err(|mut e| {
+            let mut built = build_config(loaded, &v.doc, options).map_err(|mut e| {
                 if !case.id.is_empty() {
                     e.message = format!(
                         "in sweep case `{}`, variant `{}`: {}",
@@ -96,7 +97,7 @@ pub fn build_cases_where(
     wanted: impl Fn(&Case) -> bool,
 ) -> Result<Vec<BuiltCase>, InputError> {
     if loaded.sweep.is_some() {
-        crate::build::build_all(loaded, options)?;
+        build_all(loaded, options)?;
     }
     loaded
         .cases

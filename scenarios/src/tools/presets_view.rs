@@ -1,7 +1,7 @@
 //! `bounce presets`: the presets as a user reads them, and as an inline
 //! machine a user can save and edit.
 
-use crate::error::closest;
+use crate::format::error::closest;
 use models::presets::{self, Param, ParamValue, Preset, ResolveError, Resolved, PRESETS};
 use sim_core::topology::Topology;
 use std::fmt::Write;

@@ -1,16 +1,18 @@
 //! The typed form of a scenario document.
 //!
 //! These are serde structs deserialized from the TOML tree (see
-//! [`crate::document`]), all `deny_unknown_fields`. Every value whose meaning a
+//! [`crate::format::document`]), all `deny_unknown_fields`. Every value whose meaning a
 //! later stage checks (C type names, preset names, script text, numbers with
 //! constraints) is kept as a [`Spanned`] so errors can point at it; the
-//! positions are byte ranges into [`crate::LoadedScenario::source`].
+//! positions are byte ranges into [`LoadedScenario::source`](crate::format::LoadedScenario::source).
 //!
 //! `PartialEq` on [`Spanned`] compares values only, so a variant's document
 //! compares equal to the base in every part its patches did not change.
 //!
 //! After [`crate::load_str`] returns, the rules documented on each field hold
-//! (they are checked by the loader, not by serde alone).
+//! (they are checked when loading, not by serde alone: see
+//! [`crate::format::document`], [`crate::format::sweep`] and
+//! [`crate::format::measured`]).
 
 use indexmap::IndexMap;
 use std::fmt;
@@ -19,7 +21,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 pub use toml::Spanned;
 
-use crate::error::de_custom;
+use crate::format::error::de_custom;
 
 /// The only supported value of the `schema` key.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -43,7 +45,7 @@ pub struct ScenarioDoc {
     pub name: String,
     #[serde(default)]
     pub description: Option<String>,
-    /// Name of the base variant: a [name](crate::document#names), distinct from every variant name.
+    /// Name of the base variant: a [name](crate::format::document#names), distinct from every variant name.
     #[serde(default = "default_base_name")]
     pub base_name: Spanned<String>,
     #[serde(default = "default_seed")]
@@ -51,7 +53,7 @@ pub struct ScenarioDoc {
     pub machine: MachineRef,
     /// Library modules (`models::library`) whose structs, instances and
     /// procedures the scenario gets as if written in it (see
-    /// [`crate::document#libraries`]): each a known module, listed once.
+    /// [`crate::format::document#libraries`]): each a known module, listed once.
     #[serde(default, rename = "use")]
     pub uses: Vec<Spanned<String>>,
     pub run: RunSection,
@@ -73,8 +75,9 @@ pub struct ScenarioDoc {
     /// Non-empty; names unique; CPU sets pairwise disjoint.
     pub threads: Vec<ThreadGroup>,
     /// `[[measured]]`: figures measured on real machines, each printed beside
-    /// the simulated figure of a variant (see [`crate::measured`]). Variant,
-    /// thread group and field names are checked once all variants are known.
+    /// the simulated figure of a variant (see [`crate::run::measured`]). Variant,
+    /// thread group and field names are checked once all variants are known
+    /// ([`crate::format::measured`]).
     #[serde(default)]
     pub measured: Vec<MeasuredDef>,
 }

@@ -21,7 +21,7 @@ use toml::Spanned;
 
 use super::library::respan;
 use super::tree::type_phrase;
-use crate::error::{InputError, SourceFile};
+use crate::format::error::{InputError, SourceFile};
 
 /// Largest pahole listing read.
 const MAX_PAHOLE_BYTES: u64 = 4 << 20;

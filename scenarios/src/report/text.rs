@@ -1,9 +1,13 @@
 //! Text reports: the comparison table (each variant beside the base, with
 //! the change in percent, as the kernel test robot prints them) and the
 //! attribution per field and per line underneath, with how evenly the CPUs
-//! shared the run (fairness).
+//! shared the run (fairness); and a sweep's table ([`sweep_report`]). The
+//! "measured vs simulated" table printed under a run is
+//! [`crate::report::measured`]'s.
 
-use crate::results::{VariantFailure, VariantResult};
+use crate::format::sweep::Sweep;
+use crate::run::cases::CaseResult;
+use crate::run::results::{VariantFailure, VariantResult};
 use sim_core::stats::Traffic;
 use std::fmt::Write;
 
@@ -355,10 +359,10 @@ pub fn full_report(
 /// when some label would not fit a column.
 fn sweep_labels(
     axes: &[String],
-    runs: &[(&crate::cases::CaseResult, &VariantResult)],
+    runs: &[(&CaseResult, &VariantResult)],
     many_variants: bool,
 ) -> (Vec<String>, Option<String>) {
-    let label = |case: &crate::cases::CaseResult, v: &VariantResult| {
+    let label = |case: &CaseResult, v: &VariantResult| {
         let mut parts: Vec<String> = axes
             .iter()
             .zip(&case.values)
@@ -419,8 +423,8 @@ fn sweep_labels(
 /// `fields.csv` (`bounce run --out DIR`).
 pub fn sweep_report(
     scenario_name: &str,
-    sweep: &crate::document::Sweep,
-    cases: &[crate::cases::CaseResult],
+    sweep: &Sweep,
+    cases: &[CaseResult],
     total_cases: usize,
     shard: Option<(usize, usize)>,
 ) -> String {
@@ -441,24 +445,24 @@ pub fn sweep_report(
     }
     out.push('\n');
     let machine_axis = axes.iter().position(|a| a == "machine");
-    let mut groups: Vec<(String, Vec<(&crate::cases::CaseResult, &VariantResult)>)> = Vec::new();
+    let mut by_machine: Vec<(String, Vec<(&CaseResult, &VariantResult)>)> = Vec::new();
     for case in cases {
         let key = machine_axis
             .and_then(|i| case.values.get(i))
             .map_or_else(String::new, |v| v.to_string());
-        let pos = match groups.iter().position(|(k, _)| *k == key) {
+        let pos = match by_machine.iter().position(|(k, _)| *k == key) {
             Some(p) => p,
             None => {
-                groups.push((key, Vec::new()));
-                groups.len() - 1
+                by_machine.push((key, Vec::new()));
+                by_machine.len() - 1
             }
         };
         for r in case.results.iter().flatten() {
-            groups[pos].1.push((case, r));
+            by_machine[pos].1.push((case, r));
         }
     }
     let many_variants = sweep.variants.len() > 1;
-    for (key, runs) in &groups {
+    for (key, runs) in &by_machine {
         let Some((_, first)) = runs.first() else {
             continue;
         };

@@ -14,7 +14,7 @@ pub mod classify;
 pub mod matrix;
 pub mod pingpong;
 
-use crate::error::closest;
+use crate::format::error::closest;
 use classify::{Class, Classifier};
 use matrix::Matrix;
 use models::calibration::{self, MeasuredMachine, MEASURED};

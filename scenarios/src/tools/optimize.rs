@@ -37,11 +37,13 @@ use std::fmt::Write as _;
 
 use rayon::prelude::*;
 
-use crate::build::{build_doc, BuildOptions};
-use crate::document::LoadedScenario;
-use crate::error::closest;
-use crate::results::run_variant;
-use crate::schema::{FieldDef, FieldShape, ScenarioDoc};
+use super::layout_view::{laid_out_structs, render_struct};
+use crate::build::{build_config, BuildOptions, BuiltVariant};
+use crate::format::error::closest;
+use crate::format::schema::{FieldDef, FieldShape, ScenarioDoc, StructDef};
+use crate::format::LoadedScenario;
+use crate::run::cases::{build_cases, run_cases};
+use crate::run::results::run_variant;
 
 /// What to optimise and within which limits.
 #[derive(Clone, Debug)]
@@ -298,12 +300,12 @@ impl Search<'_> {
     fn evaluate(&mut self, layouts: Vec<Layout>) -> usize {
         self.candidates += layouts.len();
         // Build each (cheap, serial) to find its size and signature.
-        let mut fresh: Vec<(Signature, Layout, Vec<crate::build::BuiltVariant>)> = Vec::new();
+        let mut fresh: Vec<(Signature, Layout, Vec<BuiltVariant>)> = Vec::new();
         for layout in layouts {
             let built: Result<Vec<_>, _> = self
                 .docs(&layout)
                 .iter()
-                .map(|d| build_doc(self.loaded, d, BuildOptions::default()))
+                .map(|d| build_config(self.loaded, d, BuildOptions::default()))
                 .collect();
             let Ok(built) = built else {
                 self.failed += 1;
@@ -342,7 +344,7 @@ impl Search<'_> {
             }
             fresh.push((signature, layout, built));
         }
-        let runs: Vec<(usize, &crate::build::BuiltVariant)> = fresh
+        let runs: Vec<(usize, &BuiltVariant)> = fresh
             .iter()
             .enumerate()
             .flat_map(|(i, f)| f.2.iter().map(move |b| (i, b)))
@@ -538,13 +540,12 @@ pub fn optimize(
     }
 
     // Phase 1: the base and the file's variants, as written.
-    let cases =
-        crate::cases::build_cases(loaded, BuildOptions::default()).map_err(|e| e.to_string())?;
+    let cases = build_cases(loaded, BuildOptions::default()).map_err(|e| e.to_string())?;
     let line = cases
         .first()
         .and_then(|c| c.variants.first())
         .map_or(64, |b| b.config.memory.line_size_bytes);
-    let results = crate::cases::run_cases(&cases, &|| {});
+    let results = run_cases(&cases, &|| {});
     let mut traffic = vec![0.0; names.len()];
     let mut access = vec![(0u64, 0u64, 0u64); names.len()];
     let mut base_cycles = Vec::new();
@@ -599,7 +600,7 @@ pub fn optimize(
             traffic_per_iteration: traffic[k],
         })
         .collect();
-    let size_in = |b: &crate::build::BuiltVariant| {
+    let size_in = |b: &BuiltVariant| {
         b.config
             .memory
             .structs
@@ -793,7 +794,8 @@ pub fn optimize(
         ));
     };
     let docs = search.docs(&winner.layout);
-    let built = build_doc(loaded, &docs[0], BuildOptions::default()).map_err(|e| e.to_string())?;
+    let built =
+        build_config(loaded, &docs[0], BuildOptions::default()).map_err(|e| e.to_string())?;
     let winner_def = built
         .config
         .memory
@@ -804,12 +806,12 @@ pub fn optimize(
         .ok_or("the winner has no struct")?;
     // The same pahole-style listing `bounce layout` prints (the traffic
     // classes are listed at the top of the report).
-    let winner_struct = crate::layout_view::laid_out_structs(loaded, &docs[0])
+    let winner_struct = laid_out_structs(loaded, &docs[0])
         .map_err(|e| e.to_string())?
         .into_iter()
         .find(|s| s.name == options.struct_name)
         .ok_or("the winner has no struct")?;
-    let winner_view = crate::layout_view::render_struct(&winner_struct, line, None);
+    let winner_view = render_struct(&winner_struct, line, None);
     let winner_offsets: Vec<(String, u32)> = winner_def
         .fields
         .iter()
@@ -857,7 +859,7 @@ fn toml_string(s: &str) -> String {
 
 /// The winner as a `[[variants]]` entry of `set` patches on the base.
 fn variant_text(
-    def: &crate::schema::StructDef,
+    def: &StructDef,
     layout: &Layout,
     names: &[String],
     line: u64,

@@ -1,4 +1,5 @@
-//! Checks serde cannot express: versions, names, references, ranges, overlaps.
+//! The checks of one document that serde cannot express: versions, names,
+//! references, ranges, overlaps, limits ([`check_document`]).
 
 use std::ops::Range;
 
@@ -7,8 +8,8 @@ use toml::Spanned;
 
 use super::tree::{join_path, lookup};
 use super::{check_name, NameRule};
-use crate::error::{InputError, SourceFile};
-use crate::schema::{
+use crate::format::error::{InputError, SourceFile};
+use crate::format::schema::{
     format_cpulist, CpuSet, FieldDef, InlineMachine, InstanceKind, MachineRef, RunSection,
     ScenarioDoc, StructDef, ThreadGroup, SCHEMA_VERSION,
 };
@@ -24,7 +25,7 @@ struct Checker<'a, 'i> {
 
 const POWER_OF_TWO: &str = "a power of two such as 1, 2, 4, 8, 16, 32 or 64";
 
-pub(crate) fn validate(
+pub(crate) fn check_document(
     source: &SourceFile,
     tree: &DeTable<'_>,
     doc: &ScenarioDoc,

@@ -1,0 +1,271 @@
+//! From a checked scenario document to a runnable `SimConfig`
+//! ([`build_config`]): the machine, the structs laid out and the instances
+//! placed, the scripts parsed and compiled, the CPUs assigned.
+
+use super::scripts::{file_positions_in_message, position_in_string};
+use super::structs::{layout_error, struct_specs};
+use crate::format::document::library_of_procedure;
+use crate::format::error::InputError;
+use crate::format::schema::{self, CpuSet, RunLength, ScenarioDoc};
+use crate::format::LoadedScenario;
+use crate::machine::{build_machine, instruction_costs};
+use models::layout::{self, InstanceSpec};
+use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
+use sim_core::memory::InstanceKind;
+use sim_core::script::ast::SourcePos;
+use sim_core::script::compile::{compile_with_costs, ProcedureSource, ScriptSource};
+use sim_core::script::parse::parse_block;
+use std::ops::Range;
+
+/// Options that are not part of the scenario.
+#[derive(Clone, Copy, Debug)]
+pub struct BuildOptions {
+    /// Check the protocol invariants after every transaction.
+    pub check_invariants: bool,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            check_invariants: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// A variant ready to run.
+#[derive(Clone, Debug)]
+pub struct BuiltVariant {
+    pub name: String,
+    pub description: Option<String>,
+    pub config: SimConfig,
+    /// CPU lists of the thread groups, for reports.
+    pub groups: Vec<(String, Vec<u32>)>,
+}
+
+/// Builds every variant (base first). The first error stops the build.
+pub fn build_all(
+    loaded: &LoadedScenario,
+    options: BuildOptions,
+) -> Result<Vec<BuiltVariant>, InputError> {
+    loaded
+        .all()
+        .map(|v| {
+            let mut built = build_config(loaded, &v.doc, options)
+                .map_err(|e| in_variant(e, &v.name, loaded))?;
+            built.name = v.name.clone();
+            built.description = v.description.clone();
+            Ok(built)
+        })
+        .collect()
+}
+
+fn in_variant(mut e: InputError, name: &str, loaded: &LoadedScenario) -> InputError {
+    if name != loaded.base.name && !e.message.starts_with("in variant") {
+        e.message = format!("in variant `{name}`: {}", e.message);
+    }
+    e
+}
+
+/// Builds one document into a runnable configuration. The name and
+/// description of the [`BuiltVariant`] are left empty for the caller.
+pub fn build_config(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    options: BuildOptions,
+) -> Result<BuiltVariant, InputError> {
+    let topology = build_machine(&loaded.source, doc)?;
+
+    let structs = struct_specs(loaded, doc)?;
+    let instances: Vec<InstanceSpec> = doc
+        .instances
+        .iter()
+        .map(|(name, i)| InstanceSpec {
+            name: name.clone(),
+            struct_name: i.struct_name.get_ref().clone(),
+            kind: match i.kind.get_ref() {
+                schema::InstanceKind::Global => InstanceKind::Global,
+                schema::InstanceKind::PerCpu => InstanceKind::PerCpu,
+                schema::InstanceKind::PerNode => InstanceKind::PerNode,
+            },
+            node: i.node(),
+            count: i.count().min(u32::MAX as u64) as u32,
+            shared_aligned: i.shared_aligned(),
+        })
+        .collect();
+    let memory = layout::build_memory(&topology, &structs, &instances)
+        .map_err(|e| layout_error(loaded, doc, e))?;
+
+    let text = &loaded.source.text;
+    let script_error = |span: Range<usize>, key: String, pos: SourcePos, message: String| {
+        let message = file_positions_in_message(loaded, text, span.clone(), &message);
+        loaded.error_at(position_in_string(text, span, pos), &key, message)
+    };
+    // A script error inside a library's procedure points at the `use` entry
+    // that brought it in and names the module and the position in its body.
+    let library_error = |name: &str, pos: SourcePos, message: &str| -> Option<InputError> {
+        let module = library_of_procedure(doc, name)?;
+        let span = doc.procedures[name].body.span();
+        let mut text = format!(
+            "in procedure `{name}` of library module `{}` (line {}, column {} of its body): {message}",
+            module.name, pos.line, pos.column
+        );
+        if !module.needs.is_empty() {
+            text.push_str(&format!("; `{}` needs {}", module.name, module.needs));
+        }
+        Some(loaded.error_at(span, &format!("procedures.{name}.body"), text))
+    };
+    let mut procedures = Vec::new();
+    for (name, p) in &doc.procedures {
+        let body = parse_block(p.body.get_ref()).map_err(|e| {
+            library_error(name, e.pos, &e.message).unwrap_or_else(|| {
+                script_error(
+                    p.body.span(),
+                    format!("procedures.{name}.body"),
+                    e.pos,
+                    e.message,
+                )
+            })
+        })?;
+        procedures.push(ProcedureSource {
+            name: name.clone(),
+            params: p.params.iter().map(|s| s.get_ref().clone()).collect(),
+            body,
+        });
+    }
+    // Only scripts that some thread group runs are compiled and run.
+    let mut scripts = Vec::new();
+    let mut script_names: Vec<&String> = Vec::new();
+    for (name, s) in &doc.scripts {
+        let body = parse_block(s.get_ref())
+            .map_err(|e| script_error(s.span(), format!("scripts.{name}"), e.pos, e.message))?;
+        scripts.push(ScriptSource {
+            name: name.clone(),
+            body,
+        });
+        script_names.push(name);
+    }
+    let params: Vec<(String, i64)> = doc
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), *v.get_ref()))
+        .collect();
+    let costs = instruction_costs(doc);
+    let program =
+        compile_with_costs(&memory, &params, &costs, &procedures, &scripts).map_err(|e| {
+            if let Some(mut error) = e
+                .origin
+                .strip_prefix("procedures.")
+                .and_then(|name| library_error(name, e.pos, &e.message))
+            {
+                error.suggestion = e.suggestion.clone();
+                error.valid = e.valid.clone();
+                return error;
+            }
+            let (span, key) = if let Some(name) = e.origin.strip_prefix("procedures.") {
+                let p = &doc.procedures[name];
+                (p.body.span(), format!("procedures.{name}.body"))
+            } else {
+                let name = e.origin.strip_prefix("scripts.").unwrap_or(&e.origin);
+                (doc.scripts[name].span(), format!("scripts.{name}"))
+            };
+            let mut error = script_error(span, key, e.pos, e.message);
+            error.suggestion = e.suggestion;
+            error.valid = e.valid;
+            error
+        })?;
+
+    let mut threads = Vec::new();
+    let mut groups = Vec::new();
+    let mut taken = vec![false; topology.cpu_count() as usize];
+    for (g, group) in doc.threads.iter().enumerate() {
+        let cpus: Vec<u32> = match group.cpus.get_ref() {
+            CpuSet::All => (0..topology.cpu_count()).collect(),
+            CpuSet::List(list) => list.clone(),
+        };
+        for &cpu in &cpus {
+            if cpu >= topology.cpu_count() {
+                return Err(loaded
+                    .error_at(
+                        group.cpus.span(),
+                        &format!("threads.{}.cpus", group.name()),
+                        format!("CPU {cpu} does not exist on {}", topology.spec.name),
+                    )
+                    .with_valid(format!("CPUs 0-{}", topology.cpu_count() - 1)));
+            }
+            if std::mem::replace(&mut taken[cpu as usize], true) {
+                return Err(loaded.error_at(
+                    group.cpus.span(),
+                    &format!("threads.{}.cpus", group.name()),
+                    format!(
+                        "CPU {cpu} already runs another thread group (thread group {})",
+                        g + 1
+                    ),
+                ));
+            }
+        }
+        let script = script_names
+            .iter()
+            .position(|n| *n == group.script.get_ref())
+            .ok_or_else(|| {
+                loaded.error_at(
+                    group.script.span(),
+                    &format!("threads.{}.script", group.name()),
+                    format!("unknown script `{}`", group.script.get_ref()),
+                )
+            })?;
+        for (tid, &cpu) in cpus.iter().enumerate() {
+            threads.push(ThreadSpec {
+                cpu,
+                script: script as u32,
+                tid: tid as u32,
+                group_size: cpus.len() as u32,
+            });
+        }
+        groups.push((group.name().to_string(), cpus));
+    }
+    threads.sort_by_key(|t| t.cpu);
+
+    let stop = match doc.run.length() {
+        RunLength::Iterations(n) => StopRule::Iterations(n),
+        RunLength::Cycles(c) => StopRule::Cycles(c),
+    };
+    let config = SimConfig {
+        topology,
+        memory,
+        program,
+        threads,
+        stop,
+        warmup_iterations: doc.run.warmup_iterations,
+        max_cycles: *doc.run.max_cycles.get_ref(),
+        max_events: loaded.limits.events,
+        max_steps_without_time: loaded.limits.steps_without_time,
+        seed: doc.seed,
+        check_invariants: options.check_invariants,
+    };
+    // Refused before the run allocates it.
+    let estimate = sim_core::engine::estimate_run_bytes(&config);
+    if estimate > loaded.limits.host_memory_bytes {
+        return Err(InputError::whole_file(
+            &loaded.source.path,
+            format!(
+                "a run would take about {} MiB of host memory ({} bytes of instances in {} \
+                 lines, {} running CPUs), more than the limit of {} MiB",
+                estimate >> 20,
+                config.memory.total_bytes,
+                config.memory.unit_count(),
+                config.threads.len(),
+                loaded.limits.host_memory_bytes >> 20
+            ),
+        )
+        .with_valid(format!(
+            "fewer or smaller instances; or raise the limit with \
+             `--set-limit host_memory_bytes={estimate}`"
+        )));
+    }
+    Ok(BuiltVariant {
+        name: String::new(),
+        description: None,
+        config,
+        groups,
+    })
+}

@@ -1,0 +1,27 @@
+//! The third layer: from a loaded scenario's documents to runnable
+//! `SimConfig`s ([`BuiltVariant`]s): the machine ([`crate::machine`]), the
+//! structs laid out and the instances placed, the scripts parsed and
+//! compiled with the machine's instruction costs, and the CPUs assigned.
+//! Every failure is an [`InputError`](crate::format::InputError) pointing at
+//! the key in the file that caused it.
+//!
+//! It imports from [`crate::format`] and [`crate::machine`].
+//!
+//! - `config`: [`BuildOptions`], [`BuiltVariant`], [`build_config`] (one
+//!   document) and [`build_all`] (the base and every variant);
+//! - `structs`: [`struct_specs`], a document's structs as the layout rules
+//!   take them, and layout errors at their keys;
+//! - `scripts`: [`position_in_string`], script positions as file positions.
+
+// `InputError` is returned by value by design (it is the public error type);
+// errors are rare and never on a hot path.
+#![allow(clippy::result_large_err)]
+
+mod config;
+mod scripts;
+mod structs;
+
+pub use config::{build_all, build_config, BuildOptions, BuiltVariant};
+pub use scripts::position_in_string;
+pub(crate) use structs::layout_error;
+pub use structs::struct_specs;

@@ -1,0 +1,176 @@
+//! Load-time checks of a scenario's `[[measured]]` entries (see
+//! [`MeasuredDef`](crate::format::schema::MeasuredDef)): each names a variant,
+//! thread group and fields the scenario has, with usable figures.
+//!
+//! The list is read from the base document: a variant's patches do not
+//! change what is compared. A scenario with a `[sweep]` cannot have one
+//! (a measured figure belongs to one configuration, not to every case).
+//! Computing the simulated figures is [`crate::run::measured`]'s, printing
+//! them [`crate::report::measured`]'s.
+
+#![allow(clippy::result_large_err)]
+
+use crate::format::error::InputError;
+use crate::format::schema::{MeasuredMetric, Spanned};
+use crate::format::LoadedScenario;
+
+/// Checks the base document's `[[measured]]` entries against the loaded
+/// variants, thread groups and instances.
+pub fn check_measured_entries(loaded: &LoadedScenario) -> Result<(), InputError> {
+    let doc = &loaded.base.doc;
+    if doc.measured.is_empty() {
+        return Ok(());
+    }
+    let variants: Vec<&str> = loaded.all().map(|v| v.name.as_str()).collect();
+    let groups: Vec<&str> = doc.threads.iter().map(|t| t.name()).collect();
+    let mut field_names: Vec<String> = Vec::new();
+    for (inst_name, inst) in &doc.instances {
+        if let Some(s) = doc.structs.get(inst.struct_name.get_ref()) {
+            for f in &s.fields {
+                field_names.push(format!("{inst_name}.{}", f.name.get_ref()));
+            }
+        }
+    }
+    let field_refs: Vec<&str> = field_names.iter().map(String::as_str).collect();
+    if loaded.sweep.is_some() {
+        return Err(loaded
+            .error_at(
+                doc.measured[0].label.span(),
+                "measured.0.label",
+                "`[[measured]]` cannot be used with `[sweep]`: a measured figure belongs to one configuration, not to every case",
+            )
+            .with_valid("a scenario without `[sweep]`, with one variant per measured configuration"));
+    }
+    for (i, m) in doc.measured.iter().enumerate() {
+        let key = |k: &str| format!("measured.{i}.{k}");
+        let name_in = |v: &Spanned<String>, k: &str| -> Result<(), InputError> {
+            if variants.contains(&v.get_ref().as_str()) {
+                Ok(())
+            } else {
+                Err(loaded
+                    .error_at(
+                        v.span(),
+                        &key(k),
+                        format!("`{}` is `{}`, which is not a variant", key(k), v.get_ref()),
+                    )
+                    .with_choices(v.get_ref(), &variants))
+            }
+        };
+        name_in(&m.variant, "variant")?;
+        let metric = *m.metric.get_ref();
+        let only_for = |present: bool, k: &str, for_metric: MeasuredMetric| {
+            if present && metric != for_metric {
+                Err(loaded
+                    .error_at(
+                        m.metric.span(),
+                        &key(k),
+                        format!(
+                            "`{}` is only used with metric `{}`, and this entry's metric is `{}`",
+                            key(k),
+                            for_metric.name(),
+                            metric.name()
+                        ),
+                    )
+                    .with_valid(format!(
+                        "remove `{k}`, or use metric `{}`",
+                        for_metric.name()
+                    )))
+            } else {
+                Ok(())
+            }
+        };
+        if m.relative_to.is_some() && metric == MeasuredMetric::FieldCyclesShare {
+            return Err(loaded
+                .error_at(
+                    m.metric.span(),
+                    &key("relative_to"),
+                    format!(
+                        "`{}` is not used with metric `field-cycles-share`",
+                        key("relative_to")
+                    ),
+                )
+                .with_valid("remove `relative_to`, or use metric `throughput-change` or `cycles-per-iteration`"));
+        }
+        only_for(
+            m.threads.is_some(),
+            "threads",
+            MeasuredMetric::CyclesPerIteration,
+        )?;
+        only_for(
+            !m.fields.is_empty(),
+            "fields",
+            MeasuredMetric::FieldCyclesShare,
+        )?;
+        if let Some(r) = &m.relative_to {
+            name_in(r, "relative_to")?;
+        }
+        if let Some(t) = &m.threads {
+            if !groups.contains(&t.get_ref().as_str()) {
+                return Err(loaded
+                    .error_at(
+                        t.span(),
+                        &key("threads"),
+                        format!(
+                            "`{}` is `{}`, which is not a thread group",
+                            key("threads"),
+                            t.get_ref()
+                        ),
+                    )
+                    .with_choices(t.get_ref(), &groups));
+            }
+        }
+        if metric == MeasuredMetric::FieldCyclesShare && m.fields.is_empty() {
+            return Err(loaded
+                .error_at(
+                    m.metric.span(),
+                    &key("fields"),
+                    format!(
+                        "metric `field-cycles-share` needs `{}`: the fields whose accesses count",
+                        key("fields")
+                    ),
+                )
+                .with_valid("a list of `instance.field` names, such as [\"memcg.usage\"]"));
+        }
+        for (j, f) in m.fields.iter().enumerate() {
+            if !field_refs.contains(&f.get_ref().as_str()) {
+                let k = format!("{}.{j}", key("fields"));
+                return Err(loaded
+                    .error_at(
+                        f.span(),
+                        &k,
+                        format!(
+                            "`{k}` is `{}`, which is not a field of an instance",
+                            f.get_ref()
+                        ),
+                    )
+                    .with_choices(f.get_ref(), &field_refs));
+            }
+        }
+        for (value, k) in [
+            (Some(&m.value), "value"),
+            (m.tolerance.as_ref(), "tolerance"),
+        ] {
+            if let Some(v) = value {
+                let bad = !v.get_ref().is_finite() || (k == "tolerance" && *v.get_ref() < 0.0);
+                if bad {
+                    return Err(loaded
+                        .error_at(
+                            v.span(),
+                            &key(k),
+                            format!(
+                                "`{}` is {}, which is not a usable figure",
+                                key(k),
+                                v.get_ref()
+                            ),
+                        )
+                        .with_valid(if k == "tolerance" {
+                            "a finite number, 0 or more"
+                        } else {
+                            "a finite number"
+                        }));
+                }
+            }
+        }
+    }
+    Ok(())
+}

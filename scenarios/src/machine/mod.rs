@@ -1,0 +1,20 @@
+//! The second layer: the machine a document describes, a preset
+//! (`models::presets`) or an inline `[machine]` table, resolved into a
+//! `sim_core` [`Topology`](sim_core::topology::Topology)
+//! ([`build_machine`]), and the instruction costs scripts read with
+//! `cost(NAME)` ([`instruction_costs`]).
+//!
+//! It imports only from [`crate::format`], and needs of a scenario only the
+//! file (for its errors) and the document: the format layer's sweep
+//! expansion calls [`build_machine`] through a
+//! [`MachineOf`](crate::format::MachineOf) to turn CPU counts into CPUs.
+
+// `InputError` is returned by value by design (it is the public error type);
+// errors are rare and never on a hot path.
+#![allow(clippy::result_large_err)]
+
+mod costs;
+mod resolve;
+
+pub use costs::instruction_costs;
+pub use resolve::build_machine;

@@ -1,0 +1,277 @@
+//! The machine of a document: a preset by name (`NAME` or
+//! `NAME:MODE,MODE`), or an inline `[machine]` table, complete or on top of a
+//! preset, resolved into a [`Topology`]. Every failure is an [`InputError`]
+//! at the key in the file that caused it.
+
+use std::ops::Range;
+
+use models::presets::{self, ResolveError};
+use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, SpecError, Topology};
+use toml::Spanned;
+
+use crate::format::error::{InputError, SourceFile};
+use crate::format::schema::{self, MachineRef, ScenarioDoc};
+
+/// Resolves the machine of a document; errors point into `source`, the
+/// file the document was read from.
+pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology, InputError> {
+    let err =
+        |span: Range<usize>, key: &str, message: String| InputError::at(source, span, key, message);
+    let preset_names = presets::names();
+    // A preset reference: `NAME` or `NAME:MODE,MODE` (`epyc-milan-2s:nps4`).
+    let from_preset = |name: &Spanned<String>, key: &str| -> Result<MachineSpec, InputError> {
+        presets::resolve_preset(name.get_ref())
+            .map(|r| r.spec)
+            .map_err(|e| match e {
+                ResolveError::UnknownPreset { name: given } => err(
+                    name.span(),
+                    key,
+                    format!("unknown machine preset `{given}`"),
+                )
+                .with_choices(&given, &preset_names),
+                ResolveError::UnknownMode {
+                    preset,
+                    mode,
+                    modes,
+                } => err(
+                    name.span(),
+                    key,
+                    format!("preset `{preset}` has no mode `{mode}`"),
+                )
+                .with_choices(&mode, &modes),
+                e @ ResolveError::ConflictingModes { .. } => err(name.span(), key, e.to_string()),
+            })
+    };
+    let spec = match &doc.machine {
+        MachineRef::Preset(name) => from_preset(name, "machine")?,
+        MachineRef::Inline(m) => {
+            let base = match &m.preset {
+                Some(name) => Some(from_preset(name, "machine.preset")?),
+                None => None,
+            };
+            let machine_span = machine_table_span(source);
+            let mut missing: Vec<&str> = Vec::new();
+            macro_rules! pick {
+                ($field:expr, $key:literal, $from_base:expr, $default:expr) => {
+                    match (&$field, &base) {
+                        (Some(v), _) => v.get_ref().clone(),
+                        (None, Some(b)) => $from_base(b),
+                        (None, None) => {
+                            missing.push($key);
+                            $default
+                        }
+                    }
+                };
+            }
+            let l = &m.latency;
+            let spec = MachineSpec {
+                name: m
+                    .name
+                    .clone()
+                    .or_else(|| base.as_ref().map(|b| format!("{} (modified)", b.name)))
+                    .unwrap_or_else(|| "custom".to_string()),
+                clock_mhz: pick!(m.clock_mhz, "clock_mhz", |b: &MachineSpec| b.clock_mhz, 1),
+                sockets: pick!(m.sockets, "sockets", |b: &MachineSpec| b.sockets, 1),
+                nodes_per_socket: pick!(
+                    m.nodes_per_socket,
+                    "nodes_per_socket",
+                    |b: &MachineSpec| b.nodes_per_socket,
+                    1
+                ),
+                l3_per_node: pick!(
+                    m.l3_per_node,
+                    "l3_per_node",
+                    |b: &MachineSpec| b.l3_per_node,
+                    1
+                ),
+                cores_per_l3: pick!(
+                    m.cores_per_l3,
+                    "cores_per_l3",
+                    |b: &MachineSpec| b.cores_per_l3,
+                    1
+                ),
+                threads_per_core: pick!(
+                    m.threads_per_core,
+                    "threads_per_core",
+                    |b: &MachineSpec| b.threads_per_core,
+                    1
+                ),
+                line_size_bytes: pick!(
+                    m.line_size_bytes,
+                    "line_size_bytes",
+                    |b: &MachineSpec| b.line_size_bytes,
+                    64
+                ),
+                protocol: match (&m.protocol, &base) {
+                    (Some(p), _) => match p.get_ref() {
+                        schema::Protocol::Mesi => Protocol::Mesi,
+                        schema::Protocol::Mesif => Protocol::Mesif,
+                        schema::Protocol::Moesi => Protocol::Moesi,
+                    },
+                    (None, Some(b)) => b.protocol,
+                    (None, None) => {
+                        missing.push("protocol");
+                        Protocol::Mesi
+                    }
+                },
+                lookup: match (&m.lookup, &base) {
+                    (Some(p), _) => match p.get_ref() {
+                        schema::Lookup::Local => Lookup::Local,
+                        schema::Lookup::Home => Lookup::Home,
+                    },
+                    (None, Some(b)) => b.lookup,
+                    (None, None) => {
+                        missing.push("lookup");
+                        Lookup::Home
+                    }
+                },
+                adjacent_line_prefetch: m
+                    .adjacent_line_prefetch
+                    .or(base.as_ref().map(|b| b.adjacent_line_prefetch))
+                    .unwrap_or(false),
+                store_buffer_entries: pick!(
+                    m.store_buffer_entries,
+                    "store_buffer_entries",
+                    |b: &MachineSpec| b.store_buffer_entries,
+                    56
+                ),
+                latency: LatencySpec {
+                    l1_hit_cycles: pick!(
+                        l.l1_hit_cycles,
+                        "latency.l1_hit_cycles",
+                        |b: &MachineSpec| b.latency.l1_hit_cycles,
+                        1
+                    ),
+                    locked_op_cycles: pick!(
+                        l.locked_op_cycles,
+                        "latency.locked_op_cycles",
+                        |b: &MachineSpec| b.latency.locked_op_cycles,
+                        0
+                    ),
+                    smt_transfer_cycles: pick!(
+                        l.smt_transfer_cycles,
+                        "latency.smt_transfer_cycles",
+                        |b: &MachineSpec| b.latency.smt_transfer_cycles,
+                        0
+                    ),
+                    l3_transfer_cycles: pick!(
+                        l.l3_transfer_cycles,
+                        "latency.l3_transfer_cycles",
+                        |b: &MachineSpec| b.latency.l3_transfer_cycles,
+                        0
+                    ),
+                    hop_in_node_cycles: pick!(
+                        l.hop_in_node_cycles,
+                        "latency.hop_in_node_cycles",
+                        |b: &MachineSpec| b.latency.hop_in_node_cycles,
+                        0
+                    ),
+                    hop_between_nodes_cycles: pick!(
+                        l.hop_between_nodes_cycles,
+                        "latency.hop_between_nodes_cycles",
+                        |b: &MachineSpec| b.latency.hop_between_nodes_cycles,
+                        0
+                    ),
+                    hop_between_sockets_cycles: pick!(
+                        l.hop_between_sockets_cycles,
+                        "latency.hop_between_sockets_cycles",
+                        |b: &MachineSpec| b.latency.hop_between_sockets_cycles,
+                        0
+                    ),
+                    dram_cycles: pick!(
+                        l.dram_cycles,
+                        "latency.dram_cycles",
+                        |b: &MachineSpec| b.latency.dram_cycles,
+                        0
+                    ),
+                },
+            };
+            if !missing.is_empty() {
+                return Err(err(
+                    machine_span,
+                    "machine",
+                    format!(
+                        "the machine is incomplete: missing {}",
+                        missing
+                            .iter()
+                            .map(|k| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )
+                .with_valid(format!(
+                    "give every key, or start from a preset with `preset = \"NAME\"` (presets: {})",
+                    preset_names.join(", ")
+                )));
+            }
+            spec
+        }
+    };
+    Topology::new(spec).map_err(|e| spec_error(source, doc, e))
+}
+
+fn spec_error(source: &SourceFile, doc: &ScenarioDoc, e: SpecError) -> InputError {
+    let (span, key) = match &doc.machine {
+        MachineRef::Preset(name) => (name.span(), "machine".to_string()),
+        MachineRef::Inline(m) => {
+            let span = machine_key_spans(m)
+                .into_iter()
+                .find(|(key, _)| *key == e.key)
+                .and_then(|(_, span)| span);
+            (
+                span.unwrap_or_else(|| machine_table_span(source)),
+                format!("machine.{}", e.key),
+            )
+        }
+    };
+    InputError::at(source, span, &key, e.message)
+}
+
+/// Every numeric key of an inline machine, as `MachineSpec` errors name it,
+/// with the span of its value when the file gives one.
+fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Range<usize>>)> {
+    let span32 = |v: &Option<Spanned<u32>>| v.as_ref().map(|s| s.span());
+    let span64 = |v: &Option<Spanned<u64>>| v.as_ref().map(|s| s.span());
+    let l = &m.latency;
+    vec![
+        ("clock_mhz", span64(&m.clock_mhz)),
+        ("sockets", span32(&m.sockets)),
+        ("nodes_per_socket", span32(&m.nodes_per_socket)),
+        ("l3_per_node", span32(&m.l3_per_node)),
+        ("cores_per_l3", span32(&m.cores_per_l3)),
+        ("threads_per_core", span32(&m.threads_per_core)),
+        ("line_size_bytes", span32(&m.line_size_bytes)),
+        ("store_buffer_entries", span32(&m.store_buffer_entries)),
+        ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
+        ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
+        (
+            "latency.smt_transfer_cycles",
+            span64(&l.smt_transfer_cycles),
+        ),
+        ("latency.l3_transfer_cycles", span64(&l.l3_transfer_cycles)),
+        ("latency.hop_in_node_cycles", span64(&l.hop_in_node_cycles)),
+        (
+            "latency.hop_between_nodes_cycles",
+            span64(&l.hop_between_nodes_cycles),
+        ),
+        (
+            "latency.hop_between_sockets_cycles",
+            span64(&l.hop_between_sockets_cycles),
+        ),
+        ("latency.dram_cycles", span64(&l.dram_cycles)),
+    ]
+}
+
+/// The span of the `[machine]` header, for errors about the table as a whole.
+fn machine_table_span(source: &SourceFile) -> Range<usize> {
+    let text = &source.text;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with("[machine]") {
+            let start = offset + (line.len() - line.trim_start().len());
+            return start..start + "[machine]".len();
+        }
+        offset += line.len();
+    }
+    0..0
+}

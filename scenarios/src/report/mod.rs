@@ -1,0 +1,20 @@
+//! The fifth layer: output. Nothing here runs a simulation: it reads built
+//! cases, their results and the probes' records.
+//!
+//! It imports from every layer before it ([`crate::format`],
+//! [`crate::machine`], [`crate::build`], [`crate::run`]).
+//!
+//! - [`text`]: the text report (each variant beside the base, attribution
+//!   per field and per line, fairness; a sweep's table);
+//! - [`measured`]: the "measured vs simulated" table;
+//! - [`output`]: the results files (`results.csv`, `results.json`,
+//!   `fields.csv`), shard manifests and their merge;
+//! - [`trace`]: the step trace of `bounce trace`;
+//! - [`timeline`]: the messages of the first coherence transactions, for the
+//!   timeline chart.
+
+pub mod measured;
+pub mod output;
+pub mod text;
+pub mod timeline;
+pub mod trace;

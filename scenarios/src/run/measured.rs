@@ -1,0 +1,172 @@
+//! Figures measured on real machines set beside the simulated ones.
+//!
+//! A scenario's `[[measured]]` entries (see [`MeasuredDef`], checked when it
+//! loads by [`crate::format::measured::check_measured_entries`]) each name a
+//! measured figure, where it comes from, the variant whose run stands for
+//! the measured configuration and the metric to compute from that run. After a run, [`compare`] computes every metric and the difference
+//! as [`Comparison`]s, which `results.json` carries and
+//! [`crate::report::measured::table`] prints as the "measured vs simulated"
+//! table of `bounce run`.
+
+use serde::{Deserialize, Serialize};
+
+use super::cases::{BuiltCase, CaseResult};
+use super::results::{VariantFailure, VariantResult};
+use crate::build::BuiltVariant;
+use crate::format::schema::{MeasuredDef, MeasuredMetric};
+use crate::format::LoadedScenario;
+
+/// One row of the table: a measured figure and what the simulation gives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Comparison {
+    pub label: String,
+    pub variant: String,
+    /// The metric's name as the scenario writes it (`throughput-change`, ...).
+    pub metric: String,
+    /// For `throughput-change`: the variant the change is against.
+    pub relative_to: Option<String>,
+    /// For `cycles-per-iteration`: the thread group whose iterations count.
+    pub threads: Option<String>,
+    /// For `field-cycles-share`: the fields whose accesses count.
+    pub fields: Vec<String>,
+    pub unit: String,
+    pub measured: f64,
+    /// None when a run it needs has no result.
+    pub simulated: Option<f64>,
+    /// `simulated - measured`, in the unit.
+    pub difference: Option<f64>,
+    pub tolerance: Option<f64>,
+    /// Whether `|difference| <= tolerance`; None without a tolerance or a result.
+    pub within_tolerance: Option<bool>,
+    pub source: String,
+}
+
+/// The simulated figure of one entry, or None when a run it needs failed.
+fn simulate(
+    m: &MeasuredDef,
+    base_name: &str,
+    built: &[BuiltVariant],
+    results: &[Result<VariantResult, VariantFailure>],
+) -> Option<f64> {
+    let find = |name: &str| {
+        built
+            .iter()
+            .zip(results)
+            .find(|(b, _)| b.name == name)
+            .and_then(|(b, r)| r.as_ref().ok().map(|r| (b, r)))
+    };
+    let (b, r) = find(m.variant.get_ref())?;
+    match *m.metric.get_ref() {
+        MeasuredMetric::ThroughputChange => {
+            let against = m
+                .relative_to
+                .as_ref()
+                .map_or(base_name, |r| r.get_ref().as_str());
+            let (_, base) = find(against)?;
+            let base_tput = base.throughput_total();
+            (base_tput > 0.0).then(|| (r.throughput_total() / base_tput - 1.0) * 100.0)
+        }
+        MeasuredMetric::CyclesPerIteration => {
+            let cycles = |b: &BuiltVariant, r: &VariantResult| match &m.threads {
+                None => Some(r.iteration_cycles.mean()),
+                Some(group) => {
+                    let cpus = &b.groups.iter().find(|(g, _)| g == group.get_ref())?.1;
+                    let (cycles, iterations) = r
+                        .per_cpu
+                        .iter()
+                        .filter(|c| cpus.contains(&c.cpu))
+                        .fold((0u64, 0u64), |(c, n), s| {
+                            (c + s.iteration_cycles_total, n + s.iterations)
+                        });
+                    (iterations > 0).then(|| cycles as f64 / iterations as f64)
+                }
+            };
+            let own = cycles(b, r)?;
+            match &m.relative_to {
+                None => Some(own),
+                Some(against) => {
+                    let (b0, r0) = find(against.get_ref())?;
+                    Some(own - cycles(b0, r0)?)
+                }
+            }
+        }
+        MeasuredMetric::FieldCyclesShare => {
+            let latency = &b.config.topology.spec.latency;
+            let in_fields: u64 = r
+                .fields
+                .iter()
+                .filter(|f| m.fields.iter().any(|w| w.get_ref() == &f.name))
+                .map(|f| {
+                    // What the CPU waited for: the L1 hit of each load and
+                    // atomic, the wait for the line beyond it, the locked
+                    // operation; a store costs the CPU only when the store
+                    // buffer makes it wait, which is in the stall cycles.
+                    f.traffic.stall_cycles
+                        + (f.traffic.loads + f.traffic.atomics) * latency.l1_hit_cycles
+                        + f.traffic.atomics * latency.locked_op_cycles
+                })
+                .sum();
+            let total: u64 = r.per_cpu.iter().map(|c| c.iteration_cycles_total).sum();
+            (total > 0).then(|| in_fields as f64 / total as f64 * 100.0)
+        }
+    }
+}
+
+/// Every `[[measured]]` entry of the scenario beside its simulated figure,
+/// in file order. `built` and `results` are one case's, in the same order.
+pub fn compare(
+    loaded: &LoadedScenario,
+    built: &[BuiltVariant],
+    results: &[Result<VariantResult, VariantFailure>],
+) -> Vec<Comparison> {
+    loaded
+        .base
+        .doc
+        .measured
+        .iter()
+        .map(|m| {
+            let metric = *m.metric.get_ref();
+            let measured = *m.value.get_ref();
+            let simulated = simulate(m, &loaded.base.name, built, results);
+            let difference = simulated.map(|s| s - measured);
+            let tolerance = m.tolerance.as_ref().map(|t| *t.get_ref());
+            Comparison {
+                label: m.label.get_ref().clone(),
+                variant: m.variant.get_ref().clone(),
+                metric: metric.name().to_string(),
+                relative_to: match metric {
+                    MeasuredMetric::ThroughputChange => Some(
+                        m.relative_to
+                            .as_ref()
+                            .map_or(loaded.base.name.clone(), |r| r.get_ref().clone()),
+                    ),
+                    _ => m.relative_to.as_ref().map(|r| r.get_ref().clone()),
+                },
+                threads: m.threads.as_ref().map(|t| t.get_ref().clone()),
+                fields: m.fields.iter().map(|f| f.get_ref().clone()).collect(),
+                unit: metric.unit().to_string(),
+                measured,
+                simulated,
+                difference,
+                tolerance,
+                within_tolerance: tolerance.zip(difference).map(|(t, d)| d.abs() <= t),
+                source: m.source.get_ref().clone(),
+            }
+        })
+        .collect()
+}
+
+/// The comparisons of a whole run (the single case of a scenario without a
+/// sweep; none with a sweep, which cannot have `[[measured]]`), as
+/// `bounce run` prints them and `results.json` holds them.
+pub fn compare_cases(
+    loaded: &LoadedScenario,
+    cases: &[BuiltCase],
+    results: &[CaseResult],
+) -> Vec<Comparison> {
+    match (&loaded.sweep, cases.first(), results.first()) {
+        (None, Some(built), Some(case)) => compare(loaded, &built.variants, &case.results),
+        _ => Vec::new(),
+    }
+}

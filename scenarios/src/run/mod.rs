@@ -1,0 +1,16 @@
+//! The fourth layer: running. Every variant of every case in parallel across
+//! runs (rayon, never two threads inside one simulation), results collected
+//! in case order then variant order whatever the number of host threads, the
+//! result records, and the figures of `[[measured]]` computed from them.
+//!
+//! It imports from [`crate::format`], [`crate::machine`] and
+//! [`crate::build`].
+//!
+//! - [`results`]: running one built variant into a [`results::VariantResult`];
+//! - [`cases`]: building and running a scenario's cases;
+//! - [`measured`]: each `[[measured]]` figure beside the simulated one
+//!   ([`measured::Comparison`]).
+
+pub mod cases;
+pub mod measured;
+pub mod results;
