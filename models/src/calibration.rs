@@ -106,9 +106,9 @@ pub struct KnownMiss {
 /// Where the measured run had the bounced line's home.
 ///
 /// The benchmark keeps the flag in a struct built by its main thread
-/// (`Bench::new()` in `src/bench/cas.rs` of [S1] and [S2]), so the line is
+/// (`Bench::new()` in `src/bench/cas.rs` of \[S1\] and \[S2\]), so the line is
 /// homed where that thread first touched the page (calibration.md §0.2,
-/// [S3]; data/c2c/README.md: "usually node 0"). The main thread is not
+/// \[S3\]; data/c2c/README.md: "usually node 0"). The main thread is not
 /// pinned, so that node is not always node 0: each AMD entry derives it from
 /// its matrix, where the socket holding the home has the fast cross-CCD
 /// pairs and the other socket pays about 2x.

@@ -58,7 +58,7 @@ pub struct ListedMember {
     /// The type as written, without the declarator.
     pub type_name: String,
     /// As listed (absolute within the outermost struct, or relative to the
-    /// nested struct: see [`ListedStruct::relative_offsets`]).
+    /// nested struct, as older pahole lists them; `base_of` tells which).
     pub offset: u32,
     /// Bytes of the whole member (all elements).
     pub size: u32,

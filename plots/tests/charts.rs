@@ -4,6 +4,10 @@
 
 use plots::*;
 
+#[allow(
+    clippy::disallowed_methods,
+    reason = "the test, not the crate, writes the charts it drew for a person to look at"
+)]
 fn dump(name: &str, svg: &str) {
     if let Some(dir) = std::env::var_os("PLOTS_DUMP") {
         std::fs::create_dir_all(&dir).unwrap();

@@ -35,7 +35,7 @@
 //!
 //! Time is abstract: every step is taken at the same cycle, after which a
 //! line is either busy (a transaction in flight) or free, and the other
-//! times are forgotten ([`Coherence::abstract_time`]). A line's transaction
+//! times are forgotten (`Coherence::abstract_time`). A line's transaction
 //! ends whenever the checker says so, independently of the other lines, so
 //! it explores a superset of the orders the engine's latencies allow.
 //!
@@ -124,7 +124,7 @@ impl CheckConfig {
     }
 
     /// Names the first setting out of range.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn check_in_range(&self) -> Result<(), String> {
         for (name, value, high) in [
             ("caches", self.caches, MAX_CACHES),
             ("lines", self.lines, MAX_LINES),
@@ -528,7 +528,7 @@ pub struct CheckReport {
 
 /// Explores every reachable state of `config` and checks the invariants.
 pub fn check(config: &CheckConfig) -> Result<CheckReport, String> {
-    config.validate()?;
+    config.check_in_range()?;
     let explorer = Explorer::new(config)?;
     Ok(explorer.run())
 }
@@ -823,7 +823,9 @@ impl<'c> Explorer<'c> {
         // new states are copied out.
         let mut next = self.initial.clone();
         let mut actions = Vec::new();
-        let mut probed: std::collections::HashSet<Vec<u8>> = std::collections::HashSet::new();
+        // Membership only (never iterated), so an ordered set costs nothing in
+        // determinism and little in time.
+        let mut probed: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
         let mut unit_key = Vec::new();
         while !frontier.is_empty() {
             let mut next_frontier = Vec::new();

@@ -1303,7 +1303,13 @@ impl<'c> Simulation<'c> {
     /// changed and written in the same instant, so the neighbours' bits
     /// stay as they are).
     #[inline]
-    fn write_field(&mut self, address: u64, size: u32, bits: Option<BitRange>, value: i64) {
+    fn write_field_merging_bits(
+        &mut self,
+        address: u64,
+        size: u32,
+        bits: Option<BitRange>,
+        value: i64,
+    ) {
         match bits {
             None => self.write_value(address, size, value),
             Some(b) => {
@@ -1858,7 +1864,7 @@ impl<'c> Simulation<'c> {
             return;
         };
         // The store takes its place in coherence order when the home orders it.
-        self.write_field(entry.address, entry.size_bytes, entry.bits, entry.value);
+        self.write_field_merging_bits(entry.address, entry.size_bytes, entry.bits, entry.value);
         probe.on_access(&AccessEvent {
             cpu: self.cpus[i].spec.cpu,
             issued: report.issued,
@@ -2442,7 +2448,7 @@ impl<'c> Simulation<'c> {
                 if self.coherence.check_invariants {
                     self.coherence.check_unit(unit, report.done)?;
                 }
-                self.write_field(address, size, bits, value);
+                self.write_field_merging_bits(address, size, bits, value);
                 let cpu = &mut self.cpus[i];
                 cpu.now = report.done;
                 probe.on_access(&AccessEvent {

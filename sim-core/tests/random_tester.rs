@@ -19,7 +19,7 @@ use sim_core::engine::StopRule;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::topology::{Lookup, Protocol, Topology};
 use sim_core::Cycle;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use testkit::*;
 
 /// A small deterministic generator (xorshift64*), so the tester needs no
@@ -71,17 +71,17 @@ fn random_script(gen: &mut Gen, cpu: u32) -> String {
 #[derive(Default)]
 struct Checker {
     /// The values written to each address, in the order they took effect.
-    history: HashMap<u64, Vec<i64>>,
+    history: BTreeMap<u64, Vec<i64>>,
     /// Position in that order of each value (stored values are unique;
     /// fetch_add results may repeat, so the last position is kept).
-    position: HashMap<(u64, i64), usize>,
+    position: BTreeMap<(u64, i64), usize>,
     /// Per CPU and address, the latest position it has seen.
-    seen: HashMap<(u32, u64), usize>,
+    seen: BTreeMap<(u32, u64), usize>,
     /// Per CPU, its buffered stores in order, until they drain.
-    buffered: HashMap<u32, VecDeque<(u64, i64)>>,
+    buffered: BTreeMap<u32, VecDeque<(u64, i64)>>,
     /// Per CPU and address, the CPU's own most recent store: what a load
     /// answered by its store buffer must return (x86-TSO forwarding).
-    own_latest: HashMap<(u32, u64), i64>,
+    own_latest: BTreeMap<(u32, u64), i64>,
     operations: u64,
     /// Adjacent-line prefetches reported.
     prefetches: u64,
@@ -257,6 +257,10 @@ fn run_seed(seed: u64) -> Result<(u64, u64), String> {
 }
 
 #[test]
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a test's seed comes from the environment; the rule binds the simulator, not its tests"
+)]
 fn random_programs_read_only_values_coherence_allows() {
     if let Ok(seed) = std::env::var("BOUNCE_RANDOM_SEED") {
         let seed: u64 = seed.parse().expect("BOUNCE_RANDOM_SEED is a number");

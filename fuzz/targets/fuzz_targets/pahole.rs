@@ -6,5 +6,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = bounce_fuzz::pahole(data);
+    // A finding (a protocol violation, a layout that changes when
+    // flattened) is a crash for libFuzzer to save; an input error is not.
+    if let Err(finding) = bounce_fuzz::pahole(data) {
+        panic!("{}", finding.0);
+    }
 });

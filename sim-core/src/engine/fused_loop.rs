@@ -128,7 +128,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
             state.stall_cycles += state.floor - now;
         }
         let (address, size_bytes) = (state.address, state.size_bytes);
-        Some((done, read_field(self.bytes, address, size_bytes)))
+        Some((done, read_whole_field(self.bytes, address, size_bytes)))
     }
 
     /// `plain_hit` at `now` of a store of `value` to private `slot`, with
@@ -166,7 +166,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
         let state = &mut self.lines[slot];
         state.stores += 1;
         let (address, size_bytes) = (state.address, state.size_bytes);
-        write_field(self.bytes, address, size_bytes, value);
+        write_whole_field(self.bytes, address, size_bytes, value);
         Some(done)
     }
 
@@ -182,7 +182,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
 
 /// `read_value` with the common 8-byte field first, inlined.
 #[inline(always)]
-fn read_field(bytes: &[u8], address: u64, size_bytes: u32) -> i64 {
+fn read_whole_field(bytes: &[u8], address: u64, size_bytes: u32) -> i64 {
     if size_bytes == 8 {
         let start = address as usize;
         i64::from_le_bytes(bytes[start..start + 8].try_into().unwrap())
@@ -193,7 +193,7 @@ fn read_field(bytes: &[u8], address: u64, size_bytes: u32) -> i64 {
 
 /// `write_value` with the common 8-byte field first, inlined.
 #[inline(always)]
-fn write_field(bytes: &mut [u8], address: u64, size_bytes: u32, value: i64) {
+fn write_whole_field(bytes: &mut [u8], address: u64, size_bytes: u32, value: i64) {
     if size_bytes == 8 {
         let start = address as usize;
         bytes[start..start + 8].copy_from_slice(&value.to_le_bytes());

@@ -2408,6 +2408,11 @@ mod tests {
             format!("x = {}1", "-!".repeat(n / 2)),
             format!("x = 1{}", " + 1".repeat(n)),
         ];
+        // A thread of its own only to choose the stack size under test.
+        #[allow(
+            clippy::disallowed_methods,
+            reason = "a test's stack, not a simulation's thread"
+        )]
         let handle = std::thread::Builder::new()
             .stack_size(SMALL_STACK)
             .spawn(move || inputs.iter().map(|src| parse_block(src).is_ok()).collect())
