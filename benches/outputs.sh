@@ -18,7 +18,7 @@ if [[ -z "${BOUNCE:-}" ]]; then
 fi
 rm -rf "$out"
 mkdir -p "$out"
-for scenario in scenarios/*.toml scenarios/shipped/cases/*.toml benches/*.toml book/scenarios/*.toml; do
+for scenario in scenarios/shipped/*.toml scenarios/shipped/cases/*.toml benches/*.toml book/scenarios/*.toml; do
   name="$(echo "$scenario" | tr '/' '_')"
   # A scenario that fails must fail the same way after the change.
   "$BOUNCE" run --quiet --out "$out/$name.out" "$scenario" > "$out/$name.run" 2> "$out/$name.err" \
@@ -26,4 +26,4 @@ for scenario in scenarios/*.toml scenarios/shipped/cases/*.toml benches/*.toml b
   "$BOUNCE" trace --limit 400 "$scenario" > "$out/$name.trace" 2>> "$out/$name.err" \
     || echo "trace exit $?" >> "$out/$name.err"
 done
-echo "saved $(ls "$out" | wc -l) files for $(ls scenarios/*.toml scenarios/shipped/cases/*.toml benches/*.toml book/scenarios/*.toml | wc -l) scenarios in $out"
+echo "saved $(ls "$out" | wc -l) files for $(ls scenarios/shipped/*.toml scenarios/shipped/cases/*.toml benches/*.toml book/scenarios/*.toml | wc -l) scenarios in $out"
