@@ -1,12 +1,15 @@
 //! The event loop: CPUs running compiled scripts against the coherence
 //! model, in simulated time.
 //!
-//! Ordering contract: events are processed in (cycle, insertion sequence)
-//! order. A CPU runs ahead on its own only while its local time is strictly
-//! before the next queued event; at or past it, it queues itself and waits
-//! its turn. So every transaction reaches the coherence model in global time
-//! order, ties broken by insertion order, and a run is a pure function of
-//! its configuration: no wall clock, no host threads, no hash iteration.
+//! Ordering contract: events are processed in (cycle, tie) order, where the
+//! tie is a property of the event itself (its class, then a seeded hash of
+//! its cycle and target: `event_tie`), never of when it was queued. A CPU
+//! runs ahead on its own only while its own resume at its local time would
+//! come before the next queued event; otherwise, before an access, it
+//! queues itself and waits its turn. So every transaction reaches the
+//! coherence model in global (cycle, tie) order, a CPU that ran ahead lands
+//! exactly where stepping would have put it, and a run is a pure function
+//! of its configuration: no wall clock, no host threads, no hash iteration.
 //!
 //! A CPU blocks only on its own accesses (their latency advances its clock)
 //! and on its store buffer (an atomic or fence waiting for it to drain, or a
@@ -248,8 +251,8 @@ struct Simulation<'c> {
     coherence: Coherence,
     bytes: Vec<u8>,
     cpus: Vec<Cpu>,
-    /// Events in (cycle, insertion sequence) order, each with its target (a
-    /// CPU or a line) and kind.
+    /// Events in (cycle, tie) order, each with its target (a CPU or a
+    /// line) and kind.
     queue: EventQueue,
     finished_cpus: usize,
     events: u64,
@@ -259,6 +262,8 @@ struct Simulation<'c> {
     store_buffer_entries: usize,
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
+    /// Seeds the order of the events of one cycle ([`event_tie`]).
+    tie_seed: u64,
     /// The last bound drawn for by `arbitration` and its acceptance zone
     /// (the number of waiters changes seldom; the zone costs a division).
     arbitration_zone: (u64, u64),
@@ -446,12 +451,11 @@ struct RunAheadContext<'a> {
     store_buffer_entries: usize,
     l1_hit_cycles: u64,
     time_limit: u64,
-    /// For `must_yield`: the CPU makes private accesses only (then they
-    /// need not wait for their turn), the next event's cycle, and when the
-    /// CPU resumed.
+    /// For the turn: the CPU makes private accesses only (then they need
+    /// not wait for their turn), and the first cycle at which an access
+    /// must yield (`turn_bound`).
     private_only: bool,
-    next_event: u64,
-    resumed_at: u64,
+    yield_at: u64,
 }
 
 /// A `Fused::Binary`: two operands, a binary operation, a destination.
@@ -508,13 +512,12 @@ impl FusedBinary {
             l1_hit_cycles: l1,
             time_limit,
             private_only,
-            next_event,
-            resumed_at,
+            yield_at,
             ..
         } = run;
         // A private access takes its turn as the plain one does: it stops
         // before running (as on a miss).
-        let must_wait = |now: Cycle| !private_only && must_yield(now.0, next_event, resumed_at);
+        let must_wait = |now: Cycle| !private_only && now.0 >= yield_at;
         // Leaves the first `done` plain operations done, their values on
         // the stack.
         let stop = |cpu: &mut Cpu, values: &[i64], done: u32, result| {
@@ -644,6 +647,12 @@ pub fn arbitration_stream(seed: u64) -> ChaCha8Rng {
     rng
 }
 
+/// The seed of the ties among the events of one cycle, apart from the
+/// ChaCha streams' (which take the seed whole).
+fn tie_seed(seed: u64) -> u64 {
+    seed ^ 0x6A09_E667_F3BC_C908
+}
+
 /// Tags of queued requests: which CPU, and whether it is its store buffer.
 fn request_tag(cpu_index: usize, drain: bool) -> u32 {
     (cpu_index as u32) << 1 | drain as u32
@@ -655,6 +664,40 @@ fn event_code(kind: EventKind) -> u8 {
         EventKind::DrainDone => 1,
         EventKind::LineFree => 2,
     }
+}
+
+/// The order of the classes among the events of one cycle: the CPUs act
+/// first, then stores finish draining, then lines free. A request that
+/// reaches a line's home in the cycle the line frees is among the waiters
+/// the home chooses from (homes resolve such races by retry, not by
+/// arrival: see `coherence`), rather than losing to every earlier waiter.
+fn event_class(kind: EventKind) -> u64 {
+    match kind {
+        EventKind::Resume => 0,
+        EventKind::DrainDone => 1,
+        EventKind::LineFree => 2,
+    }
+}
+
+/// An event's place among the events of its cycle: its class, then a hash
+/// of the run's seed, the cycle and the target (so that no CPU or line goes
+/// first at every tie, as a plain CPU-number order would let low-numbered
+/// CPUs win every simultaneous request to a free line), then the target.
+/// A property of the event alone, never of when it was queued: a CPU that
+/// runs ahead of the queue, or is resumed without it, compares its own
+/// tie with the queue's and lands exactly where stepping would have put
+/// it. Unique per (cycle, class, target), and the engine never queues two
+/// events of one class for one target at one cycle.
+fn event_tie(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
+    // splitmix64's finaliser over the three: a fixed, well-mixed function
+    // (the tie need not be cryptographic, only free of a systematic order).
+    let mut z = tie_seed
+        ^ cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (target as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    event_class(kind) << 62 | (z >> 34) << 32 | (target as u64 & 0xFFFF_FFFF)
 }
 
 impl<'c> Simulation<'c> {
@@ -734,6 +777,7 @@ impl<'c> Simulation<'c> {
             queued_prefetches: Vec::new(),
             global_targets: global_targets(&config.program, &config.memory),
             arbitration: arbitration_stream(config.seed),
+            tie_seed: tie_seed(config.seed),
             arbitration_zone: (0, 0),
             private_slot: Vec::new(),
             private_slots: 0,
@@ -920,12 +964,32 @@ impl<'c> Simulation<'c> {
         }
     }
 
-    fn schedule(&mut self, cycle: Cycle, kind: EventKind, cpu_index: usize) {
-        self.queue.push(cycle.0, cpu_index as u32, event_code(kind));
+    fn schedule(&mut self, cycle: Cycle, kind: EventKind, target: usize) {
+        let tie = event_tie(self.tie_seed, kind, cycle.0, target);
+        self.queue
+            .push(cycle.0, tie, target as u32, event_code(kind));
     }
 
-    fn next_event_cycle(&self) -> u64 {
-        self.queue.next_cycle()
+    /// Whether CPU `i`, at `now`, must give way to the earliest queued
+    /// event before an access: the event comes before the CPU's own resume
+    /// at `now` would (see [`event_tie`]).
+    #[inline]
+    fn must_yield(&self, now: u64, i: usize) -> bool {
+        let (cycle, tie) = self.queue.next_key();
+        now > cycle || (now == cycle && tie < event_tie(self.tie_seed, EventKind::Resume, now, i))
+    }
+
+    /// The first cycle from which CPU `i` must yield before an access
+    /// (`must_yield(now, i)` is `now >= turn_bound(i)`), while the queue
+    /// stays as it is.
+    #[inline]
+    fn turn_bound(&self, i: usize) -> u64 {
+        let (cycle, tie) = self.queue.next_key();
+        if cycle == u64::MAX || tie < event_tie(self.tie_seed, EventKind::Resume, cycle, i) {
+            cycle
+        } else {
+            cycle + 1
+        }
     }
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
@@ -1146,7 +1210,6 @@ impl<'c> Simulation<'c> {
     /// cycle; once its clock has moved, it yields to any event at or before
     /// its new time, which was queued earlier.
     fn run_cpu(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
-        let resumed_at = self.cpus[i].now.0;
         let any_atomic_heads = self.any_atomic_heads;
         loop {
             let cpu = &self.cpus[i];
@@ -1167,7 +1230,7 @@ impl<'c> Simulation<'c> {
                 }
             }
             if self.run_local_ops {
-                self.run_ahead(i, resumed_at)?;
+                self.run_ahead(i)?;
                 if self.cpus[i].now.0 >= self.time_limit {
                     // The run's end (or its cycle budget): see above.
                     continue;
@@ -1203,7 +1266,7 @@ impl<'c> Simulation<'c> {
                 // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
                     let ordered = !self.private_only[i] || !cpu.store_buffer.is_empty();
-                    if ordered && must_yield(now, self.queue.next_cycle(), resumed_at) {
+                    if ordered && self.must_yield(now, i) {
                         self.schedule(Cycle(now), EventKind::Resume, i);
                         return Ok(());
                     }
@@ -1218,7 +1281,7 @@ impl<'c> Simulation<'c> {
             // step of every run (and with `step` called once, so that it
             // stays inline).
             if any_atomic_heads && matches!(op, Op::Call(_) | Op::EndIteration) {
-                self.fused_atomic(i, resumed_at, probe)?;
+                self.fused_atomic(i, probe)?;
             }
         }
     }
@@ -1232,12 +1295,7 @@ impl<'c> Simulation<'c> {
     /// room or no such local, a store buffer to drain, a turn to take)
     /// does nothing and answers false, leaving it all to the plain path.
     #[inline]
-    fn fused_atomic(
-        &mut self,
-        i: usize,
-        resumed_at: u64,
-        probe: &mut dyn Probe,
-    ) -> Result<bool, SimError> {
+    fn fused_atomic(&mut self, i: usize, probe: &mut dyn Probe) -> Result<bool, SimError> {
         let cpu = &self.cpus[i];
         let pc = cpu.frame.pc as usize;
         let Some(&Some(head)) = self.atomic_heads[cpu.frame.code as usize].get(pc) else {
@@ -1266,7 +1324,7 @@ impl<'c> Simulation<'c> {
         if now >= self.time_limit
             || cpu.stack.len() >= MAX_STACK
             || !cpu.store_buffer.is_empty()
-            || (!self.private_only[i] && must_yield(now, self.queue.next_cycle(), resumed_at))
+            || (!self.private_only[i] && self.must_yield(now, i))
         {
             return Ok(false);
         }
@@ -1336,17 +1394,17 @@ impl<'c> Simulation<'c> {
     /// computed ahead that only the accesses need.
     ///
     /// A private hit takes its turn as `run_cpu` gives it (see there): the
-    /// loop stops before one that `run_cpu` would make yield, given that
-    /// the CPU resumed at `resumed_at`. Nothing here schedules events,
-    /// so the next event stays where it was when the loop began.
+    /// loop stops before one that `run_cpu` would make yield (from
+    /// `turn_bound`). Nothing here schedules events, so the next event
+    /// stays where it was when the loop began.
     #[inline]
-    fn run_ahead(&mut self, i: usize, resumed_at: u64) -> Result<(), SimError> {
+    fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
         // The code cannot change here: calls are left to `step`.
         if self.fused_code[self.cpus[i].frame.code as usize].is_empty() {
-            self.run_ahead_loop::<false>(i, resumed_at)
+            self.run_ahead_loop::<false>(i)
         } else {
             // Out of line, so that the contended paths' loop stays small.
-            self.run_ahead_fused(i, resumed_at)
+            self.run_ahead_fused(i)
         }
     }
 
@@ -1355,12 +1413,8 @@ impl<'c> Simulation<'c> {
     /// paths run ahead one or two operations at a time, where the table's
     /// lookup would show).
     #[inline(always)]
-    fn run_ahead_loop<const FUSED: bool>(
-        &mut self,
-        i: usize,
-        resumed_at: u64,
-    ) -> Result<(), SimError> {
-        let next_event = self.next_event_cycle();
+    fn run_ahead_loop<const FUSED: bool>(&mut self, i: usize) -> Result<(), SimError> {
+        let yield_at = self.turn_bound(i);
         let Simulation {
             cpus,
             coherence,
@@ -1436,8 +1490,7 @@ impl<'c> Simulation<'c> {
                         l1_hit_cycles: topology.spec.latency.l1_hit_cycles,
                         time_limit: *time_limit,
                         private_only: private_only[i],
-                        next_event,
-                        resumed_at,
+                        yield_at,
                     };
                     match fused_binary.run(cpu, run, &mut accesses) {
                         FusedStep::Plain => ops[pc],
@@ -1514,7 +1567,7 @@ impl<'c> Simulation<'c> {
                     if slot == NOT_PRIVATE
                         || !cpu.store_buffer.is_empty()
                         || stack.len() >= MAX_STACK
-                        || (!private_only[i] && must_yield(cpu.now.0, next_event, resumed_at))
+                        || (!private_only[i] && cpu.now.0 >= yield_at)
                     {
                         break Ok(());
                     }
@@ -1551,7 +1604,7 @@ impl<'c> Simulation<'c> {
                     if slot == NOT_PRIVATE
                         || !cpu.store_buffer.is_empty()
                         || stack.is_empty()
-                        || (!private_only[i] && must_yield(cpu.now.0, next_event, resumed_at))
+                        || (!private_only[i] && cpu.now.0 >= yield_at)
                     {
                         break Ok(());
                     }
@@ -1932,8 +1985,17 @@ impl<'c> Simulation<'c> {
         }
         let line_free_at = (self.coherence.waiting_count(unit) > 0)
             .then(|| self.coherence.busy_until(unit).max(at));
-        let direct = resume.filter(|&(now, _)| {
-            self.next_event_cycle() > now.0 && line_free_at.is_none_or(|free| free >= now)
+        // The resume goes first when its key is before every other event's,
+        // the line's next free (about to be queued) included.
+        let direct = resume.filter(|&(now, i)| {
+            let own = (now.0, event_tie(self.tie_seed, EventKind::Resume, now.0, i));
+            own < self.queue.next_key()
+                && line_free_at.is_none_or(|free| {
+                    own < (
+                        free.0,
+                        event_tie(self.tie_seed, EventKind::LineFree, free.0, unit),
+                    )
+                })
         });
         if direct.is_none() {
             if let Some((now, i)) = resume {
@@ -2530,15 +2592,6 @@ impl<'c> Simulation<'c> {
         let hold = self.topology.spec.latency.locked_op_cycles;
         self.issue(i, pending, Need::Write, hold, probe)
     }
-}
-
-/// Whether a CPU at `now` that resumed at `resumed_at` must give way before
-/// an access to the next queued event (at `next_event`): the event is
-/// earlier, or at the same cycle once the CPU's clock has moved (it was
-/// queued before the CPU's turn at that cycle).
-#[inline]
-fn must_yield(now: u64, next_event: u64, resumed_at: u64) -> bool {
-    now > next_event || (now == next_event && now > resumed_at)
 }
 
 fn start_iteration(cpu: &mut Cpu, program: &Program) {

@@ -1,14 +1,18 @@
-//! The event queue: events come out in (cycle, insertion sequence) order,
-//! the engine's ordering contract.
+//! The event queue: events come out in (cycle, tie) order, the engine's
+//! ordering contract. The tie is a property of the event itself (the engine
+//! makes it from the event's class, its target and a seeded hash of both
+//! with the cycle), never of when it was queued, so that a CPU that runs
+//! ahead of the queue, or is resumed without it, lands where stepping would
+//! have put it. Events with equal keys (which the engine never makes) come
+//! out in insertion order.
 //!
 //! Why not a plain binary heap: with hundreds of CPUs queued, a heap's pop
 //! costs about ten levels of 128-bit comparisons, the largest single cost of
 //! a false-sharing run. Almost every event is scheduled a few hundred
 //! cycles ahead of the event being processed, so the queue is a calendar:
 //! a ring of `RING_CYCLES` buckets, one per cycle from the last popped
-//! event's cycle on, each a first-in first-out list (events of one cycle in
-//! insertion order are in sequence order), with a bitmap of the non-empty
-//! ones. Events further ahead wait in a heap and move into the ring, in
+//! event's cycle on, each a list kept in tie order (an event usually goes
+//! last, since few share a cycle), with a bitmap of the non-empty ones. Events further ahead wait in a heap and move into the ring, in
 //! order, as soon as the ring reaches their cycle, before any later event
 //! can be pushed there. An event scheduled before the last popped cycle
 //! (the engine never does that) would turn the whole queue into the plain
@@ -28,11 +32,14 @@ const RING_CYCLES: u64 = 4096;
 const RING_MASK: u64 = RING_CYCLES - 1;
 const RING_WORDS: usize = (RING_CYCLES / 64) as usize;
 
-/// One queued event: its cycle, its insertion sequence, the target (a CPU
-/// or a line) and the engine's event code.
+/// One queued event: its cycle, its tie (its order among the events of
+/// its cycle), its insertion sequence (for equal keys only), the target (a
+/// CPU or a line) and the engine's event code. Ordered by the fields in
+/// that order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Event {
     cycle: u64,
+    tie: u64,
     sequence: u64,
     pub target: u32,
     pub kind: u8,
@@ -79,7 +86,7 @@ pub(crate) struct EventQueue {
     /// The cycle of the last popped event: no queued event is earlier.
     base: u64,
     /// Bucket `c & RING_MASK` lists the events at cycle `c`, for `c` in
-    /// `base..base + RING_CYCLES`, in insertion order (linked through
+    /// `base..base + RING_CYCLES`, in (tie, sequence) order (linked through
     /// `slots`, so that no bucket allocates).
     ring: Vec<Bucket>,
     slots: Vec<Slot>,
@@ -122,6 +129,7 @@ impl Default for EventQueue {
             alone: false,
             alone_event: Event {
                 cycle: 0,
+                tie: 0,
                 sequence: 0,
                 target: 0,
                 kind: 0,
@@ -132,12 +140,14 @@ impl Default for EventQueue {
 }
 
 impl EventQueue {
-    /// Queues an event at `cycle`, after every event already queued at it.
+    /// Queues an event at `cycle`, among the events of that cycle by `tie`
+    /// (after those with an equal tie).
     #[inline]
-    pub fn push(&mut self, cycle: u64, target: u32, kind: u8) {
+    pub fn push(&mut self, cycle: u64, tie: u64, target: u32, kind: u8) {
         self.sequence += 1;
         let event = Event {
             cycle,
+            tie,
             sequence: self.sequence,
             target,
             kind,
@@ -187,12 +197,33 @@ impl EventQueue {
             }
         };
         let slot = (event.cycle & RING_MASK) as usize;
-        let bucket = &mut self.ring[slot];
-        match bucket.last {
-            NONE => bucket.first = index,
-            last => self.slots[last as usize].next = index,
+        let bucket = self.ring[slot];
+        if bucket.last == NONE {
+            self.ring[slot] = Bucket {
+                first: index,
+                last: index,
+            };
+        } else if self.slots[bucket.last as usize].event.tie <= event.tie {
+            // The common case: after every event of its cycle.
+            self.slots[bucket.last as usize].next = index;
+            self.ring[slot].last = index;
+        } else if event.tie < self.slots[bucket.first as usize].event.tie {
+            self.slots[index as usize].next = bucket.first;
+            self.ring[slot].first = index;
+        } else {
+            // Somewhere between: after the last event whose tie is not
+            // greater (the sequence keeps equal ties in insertion order).
+            let mut before = bucket.first;
+            loop {
+                let next = self.slots[before as usize].next;
+                if self.slots[next as usize].event.tie > event.tie {
+                    self.slots[index as usize].next = next;
+                    self.slots[before as usize].next = index;
+                    break;
+                }
+                before = next;
+            }
         }
-        bucket.last = index;
         self.occupied[slot / 64] |= 1 << (slot % 64);
         if self.in_ring == 0 || event.cycle < self.head {
             self.head = event.cycle;
@@ -201,7 +232,7 @@ impl EventQueue {
     }
 
     /// Moves every ring event into the heap (which orders them by their
-    /// sequence too) and stops using the ring.
+    /// tie and sequence too) and stops using the ring.
     #[cold]
     fn give_up_ring(&mut self) {
         for bucket in &mut self.ring {
@@ -289,15 +320,24 @@ impl EventQueue {
         cycle + 1 + (slot.wrapping_sub(cycle + 1) & RING_MASK)
     }
 
-    /// The cycle of the earliest event, `u64::MAX` when none is queued.
+    /// The (cycle, tie) of the earliest event, `(u64::MAX, u64::MAX)` when
+    /// none is queued.
     #[inline]
-    pub fn next_cycle(&self) -> u64 {
+    pub fn next_key(&self) -> (u64, u64) {
         if !self.heap_only && self.in_ring > 0 {
-            return self.head;
+            let event = if self.alone {
+                &self.alone_event
+            } else {
+                let first = self.ring[(self.head & RING_MASK) as usize].first;
+                &self.slots[first as usize].event
+            };
+            return (event.cycle, event.tie);
         }
         self.later
             .peek()
-            .map_or(u64::MAX, |Reverse(event)| event.cycle)
+            .map_or((u64::MAX, u64::MAX), |Reverse(event)| {
+                (event.cycle, event.tie)
+            })
     }
 
     pub fn len(&self) -> usize {
@@ -311,13 +351,14 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_core::{Rng, SeedableRng};
 
-    /// Random pushes and pops, checked against a plain heap of (cycle,
+    /// Random pushes and pops, checked against a plain heap of (cycle, tie,
     /// sequence): `ahead` bounds how far ahead of the last popped cycle an
-    /// event goes, and `past` lets some go before it.
-    fn matches_a_plain_heap(seed: u64, ahead: u64, past: bool) {
+    /// event goes, `past` lets some go before it, and ties are drawn from
+    /// `ties` values (1: insertion order alone).
+    fn matches_a_plain_heap(seed: u64, ahead: u64, past: bool, ties: u64) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut queue = EventQueue::default();
-        let mut plain: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::new();
+        let mut plain: BinaryHeap<Reverse<(u64, u64, u64, u32)>> = BinaryHeap::new();
         let (mut sequence, mut now) = (0u64, 0u64);
         for step in 0..3000u32 {
             if rng.next_u64() % 5 < 3 {
@@ -325,22 +366,25 @@ mod tests {
                 if past && rng.next_u64() % 200 == 0 {
                     cycle = now.saturating_sub(1 + rng.next_u64() % 50);
                 }
+                let tie = rng.next_u64() % ties;
                 sequence += 1;
-                queue.push(cycle, step, (step % 3) as u8);
-                plain.push(Reverse((cycle, sequence, step)));
+                queue.push(cycle, tie, step, (step % 3) as u8);
+                plain.push(Reverse((cycle, tie, sequence, step)));
             } else {
                 let got = queue.pop().map(|e| (e.cycle(), e.target));
-                let want = plain.pop().map(|Reverse((c, _, t))| (c, t));
+                let want = plain.pop().map(|Reverse((c, _, _, t))| (c, t));
                 assert_eq!(got, want, "seed {seed}, step {step}");
                 if let Some((cycle, _)) = got {
                     now = cycle;
                 }
             }
-            let want_next = plain.peek().map_or(u64::MAX, |Reverse(e)| e.0);
-            assert_eq!(queue.next_cycle(), want_next, "seed {seed}, step {step}");
+            let want_next = plain
+                .peek()
+                .map_or((u64::MAX, u64::MAX), |Reverse(e)| (e.0, e.1));
+            assert_eq!(queue.next_key(), want_next, "seed {seed}, step {step}");
             assert_eq!(queue.len(), plain.len());
         }
-        while let Some(Reverse((c, _, t))) = plain.pop() {
+        while let Some(Reverse((c, _, _, t))) = plain.pop() {
             assert_eq!(queue.pop().map(|e| (e.cycle(), e.target)), Some((c, t)));
         }
         assert_eq!(queue.pop(), None);
@@ -350,41 +394,60 @@ mod tests {
     fn a_lone_event_keeps_its_place_when_others_come() {
         let mut queue = EventQueue::default();
         // Pushed into an empty queue: held apart from the ring.
-        queue.push(10, 1, 0);
+        queue.push(10, 0, 1, 0);
         assert!(queue.alone);
-        assert_eq!((queue.next_cycle(), queue.len()), (10, 1));
+        assert_eq!((queue.next_key(), queue.len()), ((10, 0), 1));
         // A second event at the same cycle comes after it, one earlier
         // before it, one beyond the ring's reach after both.
-        queue.push(10, 2, 0);
+        queue.push(10, 0, 2, 0);
         assert!(!queue.alone);
-        queue.push(7, 3, 0);
-        queue.push(10 + 2 * RING_CYCLES, 4, 0);
+        queue.push(7, 0, 3, 0);
+        queue.push(10 + 2 * RING_CYCLES, 0, 4, 0);
         let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
         assert_eq!(order, [3, 1, 2, 4]);
         // Popped alone, then a push before the last popped cycle: the heap
         // takes over and the order still holds.
-        queue.push(50_000, 5, 0);
+        queue.push(50_000, 0, 5, 0);
         assert_eq!(
             queue.pop().map(|e| (e.cycle(), e.target)),
             Some((50_000, 5))
         );
-        queue.push(40_000, 6, 0);
-        queue.push(40_000, 7, 0);
+        queue.push(40_000, 0, 6, 0);
+        queue.push(40_000, 0, 7, 0);
         assert!(!queue.alone);
         let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
         assert_eq!(order, [6, 7]);
     }
 
     #[test]
-    fn pops_in_cycle_then_insertion_order_like_a_plain_heap() {
+    fn events_of_one_cycle_come_out_by_tie_whenever_they_were_queued() {
+        let mut queue = EventQueue::default();
+        // Alone, then one with a smaller tie at the same cycle, then one
+        // between them, then one equal to the first (after it).
+        queue.push(20, 50, 1, 0);
+        assert_eq!(queue.next_key(), (20, 50));
+        queue.push(20, 10, 2, 0);
+        assert_eq!(queue.next_key(), (20, 10));
+        queue.push(20, 30, 3, 0);
+        queue.push(20, 50, 4, 0);
+        queue.push(21, 0, 5, 0);
+        let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
+        assert_eq!(order, [2, 3, 1, 4, 5]);
+    }
+
+    #[test]
+    fn pops_in_cycle_then_tie_then_insertion_order_like_a_plain_heap() {
         for seed in 0..20 {
-            // Many events at equal cycles, all inside the ring.
-            matches_a_plain_heap(seed, 4, false);
-            // Across the ring's edge and far beyond it (through the heap).
-            matches_a_plain_heap(seed, 3 * RING_CYCLES, false);
-            matches_a_plain_heap(seed, RING_CYCLES + 3, false);
-            // Some events before the last popped one: the plain heap takes over.
-            matches_a_plain_heap(seed, 300, true);
+            for ties in [1, 3, u64::MAX] {
+                // Many events at equal cycles, all inside the ring.
+                matches_a_plain_heap(seed, 4, false, ties);
+                // Across the ring's edge and far beyond it (through the heap).
+                matches_a_plain_heap(seed, 3 * RING_CYCLES, false, ties);
+                matches_a_plain_heap(seed, RING_CYCLES + 3, false, ties);
+                // Some events before the last popped one: the plain heap
+                // takes over.
+                matches_a_plain_heap(seed, 300, true, ties);
+            }
         }
     }
 }

@@ -33,6 +33,40 @@ fn atomics(rec: &testkit::Recorder) -> Vec<&Access> {
 // ---------------------------------------------------------------------------
 
 #[test]
+fn who_reaches_a_free_line_first_at_one_cycle_is_drawn_from_the_seed_not_the_cpu_number() {
+    // Four CPUs (two cores of one L3 domain and their SMT siblings) ask
+    // for the same free line at cycle 0: the first served is the one whose
+    // event the cycle's tie puts first.
+    // A tie by CPU number (or by the order the CPUs were queued, which is
+    // the same at the start) would give CPU 0 every seed.
+    let mut first = std::collections::BTreeMap::new();
+    for seed in 1..=64 {
+        let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+            .structs(vec![counter_struct()])
+            .instances(vec![global("c", "ctr", 0)])
+            .script("inc", "fetch_add(c.n, 1)")
+            .threads([0, 1, 16, 17], "inc")
+            .seed(seed)
+            .run();
+        let winner = atomics(&rec)
+            .into_iter()
+            .find(|a| a.value == 0)
+            .expect("the first increment")
+            .cpu;
+        *first.entry(winner).or_insert(0) += 1;
+    }
+    assert_eq!(
+        first.len(),
+        4,
+        "every CPU is first for some seed: {first:?}"
+    );
+    assert!(
+        first.values().all(|&n| (8..=24).contains(&n)),
+        "each first for about a quarter of 64 seeds: {first:?}"
+    );
+}
+
+#[test]
 fn contended_fetch_add_is_served_one_at_a_time_at_the_home() {
     let machine = small_machine(Protocol::Mesif, Lookup::Local);
     let l = machine.latency.clone();

@@ -205,7 +205,7 @@ fn write_whole_field(bytes: &mut [u8], address: u64, size_bytes: u32, value: i64
 impl Simulation<'_> {
     /// `run_ahead` for a code with a fused table.
     #[inline(never)]
-    pub(super) fn run_ahead_fused(&mut self, i: usize, resumed_at: u64) -> Result<(), SimError> {
+    pub(super) fn run_ahead_fused(&mut self, i: usize) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
         let base = cpu.frame.locals_base as usize;
         // What `run_ahead_loop` checks before each superinstruction and
@@ -218,17 +218,14 @@ impl Simulation<'_> {
             && self.private_targets_resolved[i]
             && cpu.locals.len() >= base + self.fused_locals[cpu.frame.code as usize] as usize;
         if !hoistable {
-            return self.run_ahead_loop::<true>(i, resumed_at);
+            return self.run_ahead_loop::<true>(i);
         }
-        let next_event = self.next_event_cycle();
-        // `must_yield(now, next_event, resumed_at)` for every `now` from
-        // `resumed_at` on is `now >= yield_at`.
+        // `must_yield(now, i)` for every `now` of this call is
+        // `now >= yield_at`.
         let yield_at = if self.private_only[i] {
             u64::MAX
-        } else if next_event > resumed_at {
-            next_event
         } else {
-            next_event.saturating_add(1)
+            self.turn_bound(i)
         };
         let slots = self.private_slots;
         let Simulation {
