@@ -178,12 +178,22 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
         "{last}"
     );
     let text = std::fs::read_to_string(&svg).expect("the SVG");
+    // The first transaction is the first access the trace prints: which CPU
+    // goes first at cycle 0 is the seed's draw.
+    let first = out
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split("] CPU ").nth(1))
+        .and_then(|l| l.split_whitespace().next())
+        .expect("the trace's first access");
+    let lane = format!("CPU {first} (core {first})");
+    let caption = format!("CPU {first} load counters[{first}].value (line 0)");
     for expected in [
         "false-sharing: coherence messages, variant packed on icelake-sp-2s",
         "the first 4 of ",
-        "CPU 0 (core 0)",
+        &lane,
         "snoop filter node 0",
-        "CPU 0 load counters[0].value (line 0)",
+        &caption,
         "GetS",
         "Data (DRAM)",
         "Fwd-GetS",

@@ -1,13 +1,14 @@
 //! The event loop: CPUs running compiled scripts against the coherence
 //! model, in simulated time.
 //!
-//! Ordering contract: events are processed in (cycle, tie) order, where the
-//! tie is a property of the event itself (its class, then a seeded hash of
-//! its cycle and target: `event_tie`), never of when it was queued. A CPU
+//! Ordering contract: events are processed in (cycle, key) order, where the
+//! key is a property of the event itself (its class, then a seeded hash of
+//! its cycle and target, then the target: `event_key`), never of when it
+//! was queued. A CPU
 //! runs ahead on its own only while its own resume at its local time would
 //! come before the next queued event; otherwise, before an access, it
 //! queues itself and waits its turn. So every transaction reaches the
-//! coherence model in global (cycle, tie) order, a CPU that ran ahead lands
+//! coherence model in global (cycle, key) order, a CPU that ran ahead lands
 //! exactly where stepping would have put it, and a run is a pure function
 //! of its configuration: no wall clock, no host threads, no hash iteration.
 //!
@@ -251,8 +252,8 @@ struct Simulation<'c> {
     coherence: Coherence,
     bytes: Vec<u8>,
     cpus: Vec<Cpu>,
-    /// Events in (cycle, tie) order, each with its target (a CPU or a
-    /// line) and kind.
+    /// Events in (cycle, key) order, each key naming the event's kind and
+    /// its target (a CPU or a line): `event_key`.
     queue: EventQueue,
     finished_cpus: usize,
     events: u64,
@@ -262,7 +263,7 @@ struct Simulation<'c> {
     store_buffer_entries: usize,
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
-    /// Seeds the order of the events of one cycle ([`event_tie`]).
+    /// Seeds the order of the events of one cycle ([`event_key`]).
     tie_seed: u64,
     /// The last bound drawn for by `arbitration` and its acceptance zone
     /// (the number of waiters changes seldom; the zone costs a division).
@@ -658,14 +659,6 @@ fn request_tag(cpu_index: usize, drain: bool) -> u32 {
     (cpu_index as u32) << 1 | drain as u32
 }
 
-fn event_code(kind: EventKind) -> u8 {
-    match kind {
-        EventKind::Resume => 0,
-        EventKind::DrainDone => 1,
-        EventKind::LineFree => 2,
-    }
-}
-
 /// The order of the classes among the events of one cycle: the CPUs act
 /// first, then stores finish draining, then lines free. A request that
 /// reaches a line's home in the cycle the line frees is among the waiters
@@ -679,25 +672,39 @@ fn event_class(kind: EventKind) -> u64 {
     }
 }
 
-/// An event's place among the events of its cycle: its class, then a hash
-/// of the run's seed, the cycle and the target (so that no CPU or line goes
-/// first at every tie, as a plain CPU-number order would let low-numbered
-/// CPUs win every simultaneous request to a free line), then the target.
-/// A property of the event alone, never of when it was queued: a CPU that
-/// runs ahead of the queue, or is resumed without it, compares its own
-/// tie with the queue's and lands exactly where stepping would have put
-/// it. Unique per (cycle, class, target), and the engine never queues two
-/// events of one class for one target at one cycle.
-fn event_tie(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
-    // splitmix64's finaliser over the three: a fixed, well-mixed function
-    // (the tie need not be cryptographic, only free of a systematic order).
-    let mut z = tie_seed
-        ^ cycle.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+/// An event's key in the queue (everything about it but its cycle): its
+/// class in the top two bits, then 30 bits of a hash of the run's seed, the
+/// cycle and the target (so that no CPU or line goes first at every tie,
+/// as a plain CPU-number order would let low-numbered CPUs win every
+/// simultaneous request to a free line), then the target (a CPU index or a
+/// line). A property of the event alone, never of when it was queued: a CPU
+/// that runs ahead of the queue, or is resumed without it, compares its own
+/// key with the queue's and lands exactly where stepping would have put it.
+#[inline]
+fn event_key(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
+    // The high bits of two odd-constant products: per cycle, the targets'
+    // fixed scramble XORed with a mask drawn from the cycle and the seed,
+    // so each target comes first at about one cycle in as many as there
+    // are targets. The tie need only be free of a systematic order, and it
+    // is computed for every event.
+    let z = (cycle ^ tie_seed).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ (target as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^= z >> 31;
-    event_class(kind) << 62 | (z >> 34) << 32 | (target as u64 & 0xFFFF_FFFF)
+    debug_assert!(
+        target <= u32::MAX as usize,
+        "targets fit in 32 bits (limits)"
+    );
+    event_class(kind) << 62 | (z >> 34) << 32 | target as u64
+}
+
+/// What an event's key says: its kind and its target.
+#[inline]
+fn event_of_key(key: u64) -> (EventKind, usize) {
+    let kind = match key >> 62 {
+        0 => EventKind::Resume,
+        1 => EventKind::DrainDone,
+        _ => EventKind::LineFree,
+    };
+    (kind, (key & 0xFFFF_FFFF) as usize)
 }
 
 impl<'c> Simulation<'c> {
@@ -965,18 +972,18 @@ impl<'c> Simulation<'c> {
     }
 
     fn schedule(&mut self, cycle: Cycle, kind: EventKind, target: usize) {
-        let tie = event_tie(self.tie_seed, kind, cycle.0, target);
-        self.queue
-            .push(cycle.0, tie, target as u32, event_code(kind));
+        let key = event_key(self.tie_seed, kind, cycle.0, target);
+        self.queue.push(cycle.0, key);
     }
 
     /// Whether CPU `i`, at `now`, must give way to the earliest queued
     /// event before an access: the event comes before the CPU's own resume
-    /// at `now` would (see [`event_tie`]).
+    /// at `now` would (see [`event_key`]).
     #[inline]
     fn must_yield(&self, now: u64, i: usize) -> bool {
-        let (cycle, tie) = self.queue.next_key();
-        now > cycle || (now == cycle && tie < event_tie(self.tie_seed, EventKind::Resume, now, i))
+        let next = self.queue.next();
+        now > next.cycle
+            || (now == next.cycle && next.key < event_key(self.tie_seed, EventKind::Resume, now, i))
     }
 
     /// The first cycle from which CPU `i` must yield before an access
@@ -984,11 +991,13 @@ impl<'c> Simulation<'c> {
     /// stays as it is.
     #[inline]
     fn turn_bound(&self, i: usize) -> u64 {
-        let (cycle, tie) = self.queue.next_key();
-        if cycle == u64::MAX || tie < event_tie(self.tie_seed, EventKind::Resume, cycle, i) {
-            cycle
+        let next = self.queue.next();
+        if next.cycle == u64::MAX
+            || next.key < event_key(self.tie_seed, EventKind::Resume, next.cycle, i)
+        {
+            next.cycle
         } else {
-            cycle + 1
+            next.cycle + 1
         }
     }
 
@@ -1014,12 +1023,12 @@ impl<'c> Simulation<'c> {
         let (mut still_at, mut still_events) = (0, 0u64);
         // A CPU's resume that `line_free` found to be the next event: it is
         // taken here directly instead of through the queue (see there).
-        let mut next_resume: Option<(u64, u32)> = None;
+        let mut next_resume: Option<(u64, usize)> = None;
         loop {
-            let (cycle, cpu_index, kind) = match next_resume.take() {
-                Some((cycle, cpu)) => (cycle, cpu, event_code(EventKind::Resume)),
+            let (cycle, (kind, target)) = match next_resume.take() {
+                Some((cycle, cpu)) => (cycle, (EventKind::Resume, cpu)),
                 None => match self.queue.pop() {
-                    Some(event) => (event.cycle(), event.target, event.kind),
+                    Some(event) => (event.cycle, event_of_key(event.key)),
                     None => break,
                 },
             };
@@ -1042,15 +1051,14 @@ impl<'c> Simulation<'c> {
             } else {
                 (still_at, still_events) = (cycle, 1);
             }
-            let i = cpu_index as usize;
-            if kind == event_code(EventKind::Resume) {
-                self.run_cpu(i, probe)?;
-            } else if kind == event_code(EventKind::DrainDone) {
-                self.drain_done(i, Cycle(cycle), probe)?;
-            } else {
-                next_resume = self
-                    .line_free(i, Cycle(cycle), probe)?
-                    .map(|(at, cpu)| (at.0, cpu as u32));
+            match kind {
+                EventKind::Resume => self.run_cpu(target, probe)?,
+                EventKind::DrainDone => self.drain_done(target, Cycle(cycle), probe)?,
+                EventKind::LineFree => {
+                    next_resume = self
+                        .line_free(target, Cycle(cycle), probe)?
+                        .map(|(at, cpu)| (at.0, cpu));
+                }
             }
             let in_flight = self.queue.len() + next_resume.is_some() as usize;
             if in_flight as u64 > max_in_flight {
@@ -1226,7 +1234,16 @@ impl<'c> Simulation<'c> {
                         return Ok(());
                     }
                 } else if cpu.now.0 > self.config.max_cycles {
-                    return Err(self.truncated(Budget::Cycles, self.config.max_cycles, cpu.now));
+                    // Past the budget: the run stops there once every
+                    // earlier event has been taken, so that the other
+                    // CPUs are reported where they are at this cycle, not
+                    // where this CPU's running ahead left them.
+                    let now = cpu.now;
+                    if self.must_yield(now.0, i) {
+                        self.schedule(now, EventKind::Resume, i);
+                        return Ok(());
+                    }
+                    return Err(self.truncated(Budget::Cycles, self.config.max_cycles, now));
                 }
             }
             if self.run_local_ops {
@@ -1988,13 +2005,14 @@ impl<'c> Simulation<'c> {
         // The resume goes first when its key is before every other event's,
         // the line's next free (about to be queued) included.
         let direct = resume.filter(|&(now, i)| {
-            let own = (now.0, event_tie(self.tie_seed, EventKind::Resume, now.0, i));
-            own < self.queue.next_key()
+            // Keys are computed only for an event at the resume's own cycle.
+            let own = || event_key(self.tie_seed, EventKind::Resume, now.0, i);
+            let next = self.queue.next();
+            (now.0 < next.cycle || (now.0 == next.cycle && own() < next.key))
                 && line_free_at.is_none_or(|free| {
-                    own < (
-                        free.0,
-                        event_tie(self.tie_seed, EventKind::LineFree, free.0, unit),
-                    )
+                    now < free
+                        || (now == free
+                            && own() < event_key(self.tie_seed, EventKind::LineFree, free.0, unit))
                 })
         });
         if direct.is_none() {

@@ -11,8 +11,8 @@
 //! to the `scenarios` crate.
 //!
 //! Design rules that every module keeps:
-//! - time is an integer [`Cycle`]; events are ordered by (cycle, tie), the
-//!   tie a seeded hash of the event itself, never of when it was queued, so
+//! - time is an integer [`Cycle`]; events are ordered by (cycle, key), the
+//!   key made from the event itself, never from when it was queued, so
 //!   a run is a pure function of its configuration and seed;
 //! - no `HashMap` iteration and no floating point in anything that decides
 //!   ordering or values;

@@ -1,22 +1,25 @@
-//! The event queue: events come out in (cycle, tie) order, the engine's
-//! ordering contract. The tie is a property of the event itself (the engine
-//! makes it from the event's class, its target and a seeded hash of both
-//! with the cycle), never of when it was queued, so that a CPU that runs
+//! The event queue: events are (cycle, key) pairs and come out in that
+//! order, the engine's ordering contract. The key is the whole event apart
+//! from its cycle (the engine packs the event's class, a seeded hash of its
+//! cycle and target, and the target into it), so the order is a property of
+//! the events themselves, never of when they were queued: a CPU that runs
 //! ahead of the queue, or is resumed without it, lands where stepping would
-//! have put it. Events with equal keys (which the engine never makes) come
-//! out in insertion order.
+//! have put it. Two equal events are interchangeable, so no insertion
+//! sequence is kept.
 //!
 //! Why not a plain binary heap: with hundreds of CPUs queued, a heap's pop
 //! costs about ten levels of 128-bit comparisons, the largest single cost of
 //! a false-sharing run. Almost every event is scheduled a few hundred
 //! cycles ahead of the event being processed, so the queue is a calendar:
 //! a ring of `RING_CYCLES` buckets, one per cycle from the last popped
-//! event's cycle on, each a list kept in tie order (an event usually goes
-//! last, since few share a cycle), with a bitmap of the non-empty ones. Events further ahead wait in a heap and move into the ring, in
-//! order, as soon as the ring reaches their cycle, before any later event
-//! can be pushed there. An event scheduled before the last popped cycle
-//! (the engine never does that) would turn the whole queue into the plain
-//! heap, so the order stays right whatever happens.
+//! event's cycle on, each an unordered list that knows its smallest key,
+//! with a bitmap of the non-empty ones. When the queue reaches a cycle its
+//! bucket's keys are sorted once into `current` (one event alone skips
+//! it), where an event pushed at that cycle is inserted in its place. Events further ahead wait in a heap and
+//! move into the ring, in order, as soon as the ring reaches their cycle,
+//! before any later event can be pushed there. An event scheduled before
+//! the last popped cycle (the engine never does that) would turn the whole
+//! queue into the plain heap, so the order stays right whatever happens.
 //!
 //! A queue that holds one event at a time (every CPU waiting at one
 //! contended line, whose next free is the only event) keeps that event
@@ -32,23 +35,12 @@ const RING_CYCLES: u64 = 4096;
 const RING_MASK: u64 = RING_CYCLES - 1;
 const RING_WORDS: usize = (RING_CYCLES / 64) as usize;
 
-/// One queued event: its cycle, its tie (its order among the events of
-/// its cycle), its insertion sequence (for equal keys only), the target (a
-/// CPU or a line) and the engine's event code. Ordered by the fields in
-/// that order.
+/// One queued event: its cycle and its key (everything else about it, in
+/// the engine's encoding, which also orders the events of one cycle).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Event {
-    cycle: u64,
-    tie: u64,
-    sequence: u64,
-    pub target: u32,
-    pub kind: u8,
-}
-
-impl Event {
-    pub fn cycle(&self) -> u64 {
-        self.cycle
-    }
+    pub cycle: u64,
+    pub key: u64,
 }
 
 /// Host bytes one queued event takes (for the estimate made before a run).
@@ -69,16 +61,19 @@ struct Slot {
     next: u32,
 }
 
-/// A bucket: the first and last slots of its list, `NONE` when empty.
+/// A bucket: the first and last slots of its list, `NONE` when empty, and
+/// the smallest key among them (for `next_key` without a walk).
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
     first: u32,
     last: u32,
+    min_key: u64,
 }
 
 const EMPTY: Bucket = Bucket {
     first: NONE,
     last: NONE,
+    min_key: u64::MAX,
 };
 
 #[derive(Debug)]
@@ -86,23 +81,29 @@ pub(crate) struct EventQueue {
     /// The cycle of the last popped event: no queued event is earlier.
     base: u64,
     /// Bucket `c & RING_MASK` lists the events at cycle `c`, for `c` in
-    /// `base..base + RING_CYCLES`, in (tie, sequence) order (linked through
-    /// `slots`, so that no bucket allocates).
+    /// `base..base + RING_CYCLES`, in no order (linked through `slots`, so
+    /// that no bucket allocates).
     ring: Vec<Bucket>,
     slots: Vec<Slot>,
     /// The first unused slot, linked through `next`.
     free: u32,
     /// Bit `c & RING_MASK` is set when that bucket is not empty.
     occupied: [u64; RING_WORDS],
+    /// Events in the ring's buckets (and the one `alone`).
     in_ring: usize,
     /// The earliest cycle with an event in the ring (when `in_ring > 0`).
     head: u64,
+    /// The keys of the events of cycle `base` once the queue has reached
+    /// it, sorted last-first (the next one at the end); while it holds any,
+    /// an event pushed at `base` is inserted in its place, and the ring
+    /// holds nothing at `base`.
+    current: Vec<u64>,
     /// Events at `base + RING_CYCLES` or later, and every event once
     /// `heap_only` is set.
     later: BinaryHeap<Reverse<Event>>,
     /// An event was pushed before `base`: from then on the ring is unused.
     heap_only: bool,
-    /// The ring's only event is `alone_event`, kept out of its bucket: an
+    /// The queue's only event is `alone_event`, kept out of its bucket: an
     /// event pushed into an empty queue within the ring's reach waits here
     /// (counted in `in_ring`, its cycle the `head`) until it is popped or a
     /// second event comes, which first puts it into its bucket as it would
@@ -111,7 +112,6 @@ pub(crate) struct EventQueue {
     /// never touches the buckets.
     alone: bool,
     alone_event: Event,
-    sequence: u64,
 }
 
 impl Default for EventQueue {
@@ -124,57 +124,48 @@ impl Default for EventQueue {
             occupied: [0; RING_WORDS],
             in_ring: 0,
             head: 0,
+            current: Vec::new(),
             later: BinaryHeap::new(),
             heap_only: false,
             alone: false,
-            alone_event: Event {
-                cycle: 0,
-                tie: 0,
-                sequence: 0,
-                target: 0,
-                kind: 0,
-            },
-            sequence: 0,
+            alone_event: Event { cycle: 0, key: 0 },
         }
     }
 }
 
 impl EventQueue {
-    /// Queues an event at `cycle`, among the events of that cycle by `tie`
-    /// (after those with an equal tie).
+    /// Queues an event at `cycle`, among the events of that cycle by `key`.
     #[inline]
-    pub fn push(&mut self, cycle: u64, tie: u64, target: u32, kind: u8) {
-        self.sequence += 1;
-        let event = Event {
-            cycle,
-            tie,
-            sequence: self.sequence,
-            target,
-            kind,
-        };
-        if self.in_ring == 0 {
-            if !self.heap_only
-                && self.later.is_empty()
-                && cycle >= self.base
-                && cycle - self.base < RING_CYCLES
-            {
-                self.alone = true;
-                self.alone_event = event;
-                self.in_ring = 1;
-                self.head = cycle;
-                return;
-            }
-        } else if self.alone {
+    pub fn push(&mut self, cycle: u64, key: u64) {
+        let event = Event { cycle, key };
+        if self.heap_only {
+            self.later.push(Reverse(event));
+            return;
+        }
+        if self.alone {
             // Still within the ring's reach: `base` moves only on a pop.
             self.alone = false;
             self.in_ring = 0;
             self.put_in_ring(self.alone_event);
+        } else if self.in_ring == 0
+            && self.current.is_empty()
+            && self.later.is_empty()
+            && cycle >= self.base
+            && cycle - self.base < RING_CYCLES
+        {
+            self.alone = true;
+            self.alone_event = event;
+            self.in_ring = 1;
+            self.head = cycle;
+            return;
         }
-        if self.heap_only {
-            self.later.push(Reverse(event));
-        } else if cycle < self.base {
+        if cycle < self.base {
             self.give_up_ring();
             self.later.push(Reverse(event));
+        } else if cycle == self.base && !self.current.is_empty() {
+            // Before (nearer the end than) every greater key.
+            let at = self.current.partition_point(|&k| k > key);
+            self.current.insert(at, key);
         } else if cycle - self.base < RING_CYCLES {
             self.put_in_ring(event);
         } else {
@@ -197,33 +188,13 @@ impl EventQueue {
             }
         };
         let slot = (event.cycle & RING_MASK) as usize;
-        let bucket = self.ring[slot];
-        if bucket.last == NONE {
-            self.ring[slot] = Bucket {
-                first: index,
-                last: index,
-            };
-        } else if self.slots[bucket.last as usize].event.tie <= event.tie {
-            // The common case: after every event of its cycle.
-            self.slots[bucket.last as usize].next = index;
-            self.ring[slot].last = index;
-        } else if event.tie < self.slots[bucket.first as usize].event.tie {
-            self.slots[index as usize].next = bucket.first;
-            self.ring[slot].first = index;
-        } else {
-            // Somewhere between: after the last event whose tie is not
-            // greater (the sequence keeps equal ties in insertion order).
-            let mut before = bucket.first;
-            loop {
-                let next = self.slots[before as usize].next;
-                if self.slots[next as usize].event.tie > event.tie {
-                    self.slots[index as usize].next = next;
-                    self.slots[before as usize].next = index;
-                    break;
-                }
-                before = next;
-            }
+        let bucket = &mut self.ring[slot];
+        match bucket.last {
+            NONE => bucket.first = index,
+            last => self.slots[last as usize].next = index,
         }
+        bucket.last = index;
+        bucket.min_key = bucket.min_key.min(event.key);
         self.occupied[slot / 64] |= 1 << (slot % 64);
         if self.in_ring == 0 || event.cycle < self.head {
             self.head = event.cycle;
@@ -231,8 +202,7 @@ impl EventQueue {
         self.in_ring += 1;
     }
 
-    /// Moves every ring event into the heap (which orders them by their
-    /// tie and sequence too) and stops using the ring.
+    /// Moves every event into the heap and stops using the ring.
     #[cold]
     fn give_up_ring(&mut self) {
         for bucket in &mut self.ring {
@@ -244,6 +214,12 @@ impl EventQueue {
             }
             *bucket = EMPTY;
         }
+        let base = self.base;
+        self.later.extend(
+            self.current
+                .drain(..)
+                .map(|key| Reverse(Event { cycle: base, key })),
+        );
         self.slots.clear();
         self.free = NONE;
         self.occupied = [0; RING_WORDS];
@@ -257,6 +233,13 @@ impl EventQueue {
         if self.heap_only {
             return self.later.pop().map(|Reverse(event)| event);
         }
+        if let Some(key) = self.current.pop() {
+            // At `base`, before every other queued event.
+            return Some(Event {
+                cycle: self.base,
+                key,
+            });
+        }
         let event = if self.alone {
             // The queue's only event (nothing in the heap to move).
             self.alone = false;
@@ -264,25 +247,8 @@ impl EventQueue {
             self.alone_event
         } else if self.in_ring > 0 {
             // Every heap event is at `base + RING_CYCLES` or later, after
-            // every ring event.
-            let slot = (self.head & RING_MASK) as usize;
-            let bucket = &mut self.ring[slot];
-            let index = bucket.first;
-            let Slot { event, next } = self.slots[index as usize];
-            bucket.first = next;
-            if next == NONE {
-                bucket.last = NONE;
-            }
-            self.slots[index as usize].next = self.free;
-            self.free = index;
-            self.in_ring -= 1;
-            if next == NONE {
-                self.occupied[slot / 64] &= !(1 << (slot % 64));
-                if self.in_ring > 0 {
-                    self.head = self.next_occupied_after(self.head);
-                }
-            }
-            event
+            // every ring event: the head bucket holds the next ones.
+            self.take_head_bucket()
         } else {
             self.later.pop()?.0
         };
@@ -300,6 +266,42 @@ impl EventQueue {
             }
         }
         Some(event)
+    }
+
+    /// Empties the head bucket and returns its first event by key: a lone
+    /// event directly, several sorted into `current`, which keeps the rest.
+    #[inline]
+    fn take_head_bucket(&mut self) -> Event {
+        let slot = (self.head & RING_MASK) as usize;
+        let bucket = std::mem::replace(&mut self.ring[slot], EMPTY);
+        self.occupied[slot / 64] &= !(1 << (slot % 64));
+        let mut index = bucket.first;
+        let mut taken = 0;
+        let first = self.slots[index as usize].event;
+        while index != NONE {
+            let Slot { event, next } = self.slots[index as usize];
+            if bucket.first != bucket.last {
+                self.current.push(event.key);
+            }
+            self.slots[index as usize].next = self.free;
+            self.free = index;
+            taken += 1;
+            index = next;
+        }
+        self.in_ring -= taken;
+        if self.in_ring > 0 {
+            self.head = self.next_occupied_after(self.head);
+        }
+        if taken == 1 {
+            first
+        } else {
+            // One cycle's keys, sorted last first.
+            self.current.sort_unstable_by(|a, b| b.cmp(a));
+            Event {
+                cycle: first.cycle,
+                key: self.current.pop().expect("the bucket's events"),
+            }
+        }
     }
 
     /// The first cycle after `cycle` whose bucket is occupied (one is).
@@ -320,28 +322,38 @@ impl EventQueue {
         cycle + 1 + (slot.wrapping_sub(cycle + 1) & RING_MASK)
     }
 
-    /// The (cycle, tie) of the earliest event, `(u64::MAX, u64::MAX)` when
+    /// The earliest event, `Event { cycle: u64::MAX, key: u64::MAX }` when
     /// none is queued.
     #[inline]
-    pub fn next_key(&self) -> (u64, u64) {
-        if !self.heap_only && self.in_ring > 0 {
-            let event = if self.alone {
-                &self.alone_event
-            } else {
-                let first = self.ring[(self.head & RING_MASK) as usize].first;
-                &self.slots[first as usize].event
-            };
-            return (event.cycle, event.tie);
+    pub fn next(&self) -> Event {
+        if !self.heap_only {
+            if let Some(&key) = self.current.last() {
+                return Event {
+                    cycle: self.base,
+                    key,
+                };
+            }
+            if self.alone {
+                return self.alone_event;
+            }
+            if self.in_ring > 0 {
+                return Event {
+                    cycle: self.head,
+                    key: self.ring[(self.head & RING_MASK) as usize].min_key,
+                };
+            }
         }
-        self.later
-            .peek()
-            .map_or((u64::MAX, u64::MAX), |Reverse(event)| {
-                (event.cycle, event.tie)
-            })
+        self.later.peek().map_or(
+            Event {
+                cycle: u64::MAX,
+                key: u64::MAX,
+            },
+            |Reverse(event)| *event,
+        )
     }
 
     pub fn len(&self) -> usize {
-        self.in_ring + self.later.len()
+        self.in_ring + self.current.len() + self.later.len()
     }
 }
 
@@ -351,102 +363,114 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use rand_core::{Rng, SeedableRng};
 
-    /// Random pushes and pops, checked against a plain heap of (cycle, tie,
-    /// sequence): `ahead` bounds how far ahead of the last popped cycle an
-    /// event goes, `past` lets some go before it, and ties are drawn from
-    /// `ties` values (1: insertion order alone).
-    fn matches_a_plain_heap(seed: u64, ahead: u64, past: bool, ties: u64) {
+    /// Random pushes and pops, checked against a plain heap of (cycle,
+    /// key): `ahead` bounds how far ahead of the last popped cycle an event
+    /// goes, `past` lets some go before it, and keys are drawn from `keys`
+    /// values (few: many equal events).
+    fn matches_a_plain_heap(seed: u64, ahead: u64, past: bool, keys: u64) {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut queue = EventQueue::default();
-        let mut plain: BinaryHeap<Reverse<(u64, u64, u64, u32)>> = BinaryHeap::new();
-        let (mut sequence, mut now) = (0u64, 0u64);
+        let mut plain: BinaryHeap<Reverse<(u64, u64)>> = BinaryHeap::new();
+        let mut now = 0u64;
         for step in 0..3000u32 {
             if rng.next_u64() % 5 < 3 {
                 let mut cycle = now + rng.next_u64() % ahead;
                 if past && rng.next_u64() % 200 == 0 {
                     cycle = now.saturating_sub(1 + rng.next_u64() % 50);
                 }
-                let tie = rng.next_u64() % ties;
-                sequence += 1;
-                queue.push(cycle, tie, step, (step % 3) as u8);
-                plain.push(Reverse((cycle, tie, sequence, step)));
+                let key = rng.next_u64() % keys;
+                queue.push(cycle, key);
+                plain.push(Reverse((cycle, key)));
             } else {
-                let got = queue.pop().map(|e| (e.cycle(), e.target));
-                let want = plain.pop().map(|Reverse((c, _, _, t))| (c, t));
+                let got = queue.pop().map(|e| (e.cycle, e.key));
+                let want = plain.pop().map(|Reverse(e)| e);
                 assert_eq!(got, want, "seed {seed}, step {step}");
                 if let Some((cycle, _)) = got {
                     now = cycle;
                 }
             }
-            let want_next = plain
-                .peek()
-                .map_or((u64::MAX, u64::MAX), |Reverse(e)| (e.0, e.1));
-            assert_eq!(queue.next_key(), want_next, "seed {seed}, step {step}");
+            let want_next = plain.peek().map_or((u64::MAX, u64::MAX), |Reverse(e)| *e);
+            let next = queue.next();
+            assert_eq!(
+                (next.cycle, next.key),
+                want_next,
+                "seed {seed}, step {step}"
+            );
             assert_eq!(queue.len(), plain.len());
         }
-        while let Some(Reverse((c, _, _, t))) = plain.pop() {
-            assert_eq!(queue.pop().map(|e| (e.cycle(), e.target)), Some((c, t)));
+        while let Some(Reverse(want)) = plain.pop() {
+            assert_eq!(queue.pop().map(|e| (e.cycle, e.key)), Some(want));
         }
         assert_eq!(queue.pop(), None);
+    }
+
+    fn keys(queue: &mut EventQueue) -> Vec<u64> {
+        std::iter::from_fn(|| queue.pop().map(|e| e.key)).collect()
     }
 
     #[test]
     fn a_lone_event_keeps_its_place_when_others_come() {
         let mut queue = EventQueue::default();
         // Pushed into an empty queue: held apart from the ring.
-        queue.push(10, 0, 1, 0);
+        queue.push(10, 1);
         assert!(queue.alone);
-        assert_eq!((queue.next_key(), queue.len()), ((10, 0), 1));
-        // A second event at the same cycle comes after it, one earlier
-        // before it, one beyond the ring's reach after both.
-        queue.push(10, 0, 2, 0);
+        assert_eq!(
+            (queue.next(), queue.len()),
+            (Event { cycle: 10, key: 1 }, 1)
+        );
+        // A second event at the same cycle with a greater key comes after
+        // it, one earlier before it, one beyond the ring's reach after both.
+        queue.push(10, 2);
         assert!(!queue.alone);
-        queue.push(7, 0, 3, 0);
-        queue.push(10 + 2 * RING_CYCLES, 0, 4, 0);
-        let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
-        assert_eq!(order, [3, 1, 2, 4]);
+        queue.push(7, 3);
+        queue.push(10 + 2 * RING_CYCLES, 4);
+        assert_eq!(keys(&mut queue), [3, 1, 2, 4]);
         // Popped alone, then a push before the last popped cycle: the heap
         // takes over and the order still holds.
-        queue.push(50_000, 0, 5, 0);
+        queue.push(50_000, 5);
         assert_eq!(
-            queue.pop().map(|e| (e.cycle(), e.target)),
-            Some((50_000, 5))
+            queue.pop(),
+            Some(Event {
+                cycle: 50_000,
+                key: 5
+            })
         );
-        queue.push(40_000, 0, 6, 0);
-        queue.push(40_000, 0, 7, 0);
+        queue.push(40_000, 7);
+        queue.push(40_000, 6);
         assert!(!queue.alone);
-        let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
-        assert_eq!(order, [6, 7]);
+        assert_eq!(keys(&mut queue), [6, 7]);
     }
 
     #[test]
-    fn events_of_one_cycle_come_out_by_tie_whenever_they_were_queued() {
+    fn events_of_one_cycle_come_out_by_key_whenever_they_were_queued() {
         let mut queue = EventQueue::default();
-        // Alone, then one with a smaller tie at the same cycle, then one
-        // between them, then one equal to the first (after it).
-        queue.push(20, 50, 1, 0);
-        assert_eq!(queue.next_key(), (20, 50));
-        queue.push(20, 10, 2, 0);
-        assert_eq!(queue.next_key(), (20, 10));
-        queue.push(20, 30, 3, 0);
-        queue.push(20, 50, 4, 0);
-        queue.push(21, 0, 5, 0);
-        let order: Vec<u32> = std::iter::from_fn(|| queue.pop().map(|e| e.target)).collect();
-        assert_eq!(order, [2, 3, 1, 4, 5]);
+        // Alone, then a smaller key at the same cycle, then several between
+        // and around them, one of them pushed once the cycle is being taken.
+        queue.push(20, 50);
+        assert_eq!(queue.next(), Event { cycle: 20, key: 50 });
+        queue.push(20, 10);
+        assert_eq!(queue.next(), Event { cycle: 20, key: 10 });
+        queue.push(20, 30);
+        queue.push(20, 60);
+        queue.push(21, 0);
+        assert_eq!(queue.pop(), Some(Event { cycle: 20, key: 10 }));
+        queue.push(20, 40);
+        queue.push(20, 5);
+        assert_eq!(keys(&mut queue), [5, 30, 40, 50, 60, 0]);
     }
 
     #[test]
-    fn pops_in_cycle_then_tie_then_insertion_order_like_a_plain_heap() {
+    fn pops_in_cycle_then_key_order_like_a_plain_heap() {
         for seed in 0..20 {
-            for ties in [1, 3, u64::MAX] {
+            for keys in [1, 3, u64::MAX] {
                 // Many events at equal cycles, all inside the ring.
-                matches_a_plain_heap(seed, 4, false, ties);
+                matches_a_plain_heap(seed, 4, false, keys);
                 // Across the ring's edge and far beyond it (through the heap).
-                matches_a_plain_heap(seed, 3 * RING_CYCLES, false, ties);
-                matches_a_plain_heap(seed, RING_CYCLES + 3, false, ties);
+                matches_a_plain_heap(seed, 3 * RING_CYCLES, false, keys);
+                matches_a_plain_heap(seed, RING_CYCLES + 3, false, keys);
                 // Some events before the last popped one: the plain heap
                 // takes over.
-                matches_a_plain_heap(seed, 300, true, ties);
+                matches_a_plain_heap(seed, 300, true, keys);
             }
         }
     }
