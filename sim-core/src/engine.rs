@@ -453,10 +453,9 @@ struct RunAheadContext<'a> {
     l1_hit_cycles: u64,
     time_limit: u64,
     /// For the turn: the CPU makes private accesses only (then they need
-    /// not wait for their turn), and the first cycle at which an access
-    /// must yield (`turn_bound`).
+    /// not wait for their turn), and its turn against the queue.
     private_only: bool,
-    yield_at: u64,
+    turn: Turn,
 }
 
 /// A `Fused::Binary`: two operands, a binary operation, a destination.
@@ -513,12 +512,12 @@ impl FusedBinary {
             l1_hit_cycles: l1,
             time_limit,
             private_only,
-            yield_at,
+            turn,
             ..
         } = run;
         // A private access takes its turn as the plain one does: it stops
         // before running (as on a miss).
-        let must_wait = |now: Cycle| !private_only && now.0 >= yield_at;
+        let must_wait = |now: Cycle| !private_only && turn.must_yield(now.0);
         // Leaves the first `done` plain operations done, their values on
         // the stack.
         let stop = |cpu: &mut Cpu, values: &[i64], done: u32, result| {
@@ -694,6 +693,36 @@ fn event_key(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
         "targets fit in 32 bits (limits)"
     );
     event_class(kind) << 62 | (z >> 34) << 32 | target as u64
+}
+
+/// The turn rule, in one place: whether a CPU at `now` must give way,
+/// before an access, to the earliest queued event (`next`): the event comes
+/// before the CPU's own resume at `now` would. Made once per stretch of
+/// running ahead (nothing queues events there); the CPU's own key is
+/// computed only when `now` reaches the event's cycle.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Turn {
+    next_cycle: u64,
+    next_key: u64,
+    tie_seed: u64,
+    cpu: usize,
+}
+
+impl Turn {
+    /// A turn that never comes (a CPU whose accesses need not wait).
+    pub(super) const NEVER: Turn = Turn {
+        next_cycle: u64::MAX,
+        next_key: u64::MAX,
+        tie_seed: 0,
+        cpu: 0,
+    };
+
+    #[inline(always)]
+    pub(super) fn must_yield(&self, now: u64) -> bool {
+        now > self.next_cycle
+            || (now == self.next_cycle
+                && self.next_key < event_key(self.tie_seed, EventKind::Resume, now, self.cpu))
+    }
 }
 
 /// What an event's key says: its kind and its target.
@@ -976,29 +1005,23 @@ impl<'c> Simulation<'c> {
         self.queue.push(cycle.0, key);
     }
 
-    /// Whether CPU `i`, at `now`, must give way to the earliest queued
-    /// event before an access: the event comes before the CPU's own resume
-    /// at `now` would (see [`event_key`]).
+    /// CPU `i`'s turn against the queue as it is ([`Turn`]).
     #[inline]
-    fn must_yield(&self, now: u64, i: usize) -> bool {
+    fn turn(&self, i: usize) -> Turn {
         let next = self.queue.next();
-        now > next.cycle
-            || (now == next.cycle && next.key < event_key(self.tie_seed, EventKind::Resume, now, i))
+        Turn {
+            next_cycle: next.cycle,
+            next_key: next.key,
+            tie_seed: self.tie_seed,
+            cpu: i,
+        }
     }
 
-    /// The first cycle from which CPU `i` must yield before an access
-    /// (`must_yield(now, i)` is `now >= turn_bound(i)`), while the queue
-    /// stays as it is.
+    /// Whether CPU `i`, at `now`, must give way to the earliest queued
+    /// event before an access ([`Turn::must_yield`]).
     #[inline]
-    fn turn_bound(&self, i: usize) -> u64 {
-        let next = self.queue.next();
-        if next.cycle == u64::MAX
-            || next.key < event_key(self.tie_seed, EventKind::Resume, next.cycle, i)
-        {
-            next.cycle
-        } else {
-            next.cycle + 1
-        }
+    fn must_yield(&self, now: u64, i: usize) -> bool {
+        self.turn(i).must_yield(now)
     }
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
@@ -1411,8 +1434,8 @@ impl<'c> Simulation<'c> {
     /// computed ahead that only the accesses need.
     ///
     /// A private hit takes its turn as `run_cpu` gives it (see there): the
-    /// loop stops before one that `run_cpu` would make yield (from
-    /// `turn_bound`). Nothing here schedules events, so the next event
+    /// loop stops before one that `run_cpu` would make yield (its
+    /// [`Turn`]). Nothing here schedules events, so the next event
     /// stays where it was when the loop began.
     #[inline]
     fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
@@ -1431,7 +1454,7 @@ impl<'c> Simulation<'c> {
     /// lookup would show).
     #[inline(always)]
     fn run_ahead_loop<const FUSED: bool>(&mut self, i: usize) -> Result<(), SimError> {
-        let yield_at = self.turn_bound(i);
+        let turn = self.turn(i);
         let Simulation {
             cpus,
             coherence,
@@ -1507,7 +1530,7 @@ impl<'c> Simulation<'c> {
                         l1_hit_cycles: topology.spec.latency.l1_hit_cycles,
                         time_limit: *time_limit,
                         private_only: private_only[i],
-                        yield_at,
+                        turn,
                     };
                     match fused_binary.run(cpu, run, &mut accesses) {
                         FusedStep::Plain => ops[pc],
@@ -1584,7 +1607,7 @@ impl<'c> Simulation<'c> {
                     if slot == NOT_PRIVATE
                         || !cpu.store_buffer.is_empty()
                         || stack.len() >= MAX_STACK
-                        || (!private_only[i] && cpu.now.0 >= yield_at)
+                        || (!private_only[i] && turn.must_yield(cpu.now.0))
                     {
                         break Ok(());
                     }
@@ -1621,7 +1644,7 @@ impl<'c> Simulation<'c> {
                     if slot == NOT_PRIVATE
                         || !cpu.store_buffer.is_empty()
                         || stack.is_empty()
-                        || (!private_only[i] && cpu.now.0 >= yield_at)
+                        || (!private_only[i] && turn.must_yield(cpu.now.0))
                     {
                         break Ok(());
                     }

@@ -112,7 +112,16 @@ pub(crate) struct EventQueue {
     /// never touches the buckets.
     alone: bool,
     alone_event: Event,
+    /// The earliest queued event (`NO_EVENT` when none): the engine asks
+    /// for it before every access, far more often than it pushes or pops.
+    next: Event,
 }
+
+/// What `next` says of an empty queue.
+const NO_EVENT: Event = Event {
+    cycle: u64::MAX,
+    key: u64::MAX,
+};
 
 impl Default for EventQueue {
     fn default() -> Self {
@@ -129,6 +138,7 @@ impl Default for EventQueue {
             heap_only: false,
             alone: false,
             alone_event: Event { cycle: 0, key: 0 },
+            next: NO_EVENT,
         }
     }
 }
@@ -138,6 +148,9 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, cycle: u64, key: u64) {
         let event = Event { cycle, key };
+        if event < self.next {
+            self.next = event;
+        }
         if self.heap_only {
             self.later.push(Reverse(event));
             return;
@@ -230,6 +243,14 @@ impl EventQueue {
     /// Takes the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
+        let event = self.take()?;
+        self.next = self.earliest();
+        Some(event)
+    }
+
+    /// `pop` but for keeping `next`.
+    #[inline]
+    fn take(&mut self) -> Option<Event> {
         if self.heap_only {
             return self.later.pop().map(|Reverse(event)| event);
         }
@@ -295,8 +316,21 @@ impl EventQueue {
         if taken == 1 {
             first
         } else {
-            // One cycle's keys, sorted last first.
-            self.current.sort_unstable_by(|a, b| b.cmp(a));
+            // One cycle's keys, sorted last first: a few (the usual case)
+            // by insertion, without the general sort's set-up.
+            if self.current.len() <= 16 {
+                for k in 1..self.current.len() {
+                    let key = self.current[k];
+                    let mut j = k;
+                    while j > 0 && self.current[j - 1] < key {
+                        self.current[j] = self.current[j - 1];
+                        j -= 1;
+                    }
+                    self.current[j] = key;
+                }
+            } else {
+                self.current.sort_unstable_by(|a, b| b.cmp(a));
+            }
             Event {
                 cycle: first.cycle,
                 key: self.current.pop().expect("the bucket's events"),
@@ -326,6 +360,12 @@ impl EventQueue {
     /// none is queued.
     #[inline]
     pub fn next(&self) -> Event {
+        self.next
+    }
+
+    /// The earliest event, found from the queue's parts.
+    #[inline]
+    fn earliest(&self) -> Event {
         if !self.heap_only {
             if let Some(&key) = self.current.last() {
                 return Event {
@@ -343,13 +383,7 @@ impl EventQueue {
                 };
             }
         }
-        self.later.peek().map_or(
-            Event {
-                cycle: u64::MAX,
-                key: u64::MAX,
-            },
-            |Reverse(event)| *event,
-        )
+        self.later.peek().map_or(NO_EVENT, |Reverse(event)| *event)
     }
 
     pub fn len(&self) -> usize {

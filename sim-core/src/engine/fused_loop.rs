@@ -11,8 +11,8 @@
 //! other case goes to `run_ahead_loop::<true>`.
 
 use super::{
-    binary_value, read_value, write_value, Cpu, PrivateTarget, Simulation, BINARY_OPS, MAX_STACK,
-    NOT_PRIVATE, REPEAT_HEAD_OPS,
+    binary_value, read_value, write_value, Cpu, PrivateTarget, Simulation, Turn, BINARY_OPS,
+    MAX_STACK, NOT_PRIVATE, REPEAT_HEAD_OPS,
 };
 use crate::coherence::{Coherence, PrivateLine};
 use crate::error::SimError;
@@ -54,7 +54,7 @@ const LINE_WRITE: u8 = 3;
 /// `CHECK_INVARIANTS`: the line is checked after each access (as
 /// `plain_hit` does when the invariants are on). `TAKES_TURNS`: the CPU
 /// makes other than private accesses, so each access takes its turn (see
-/// `yield_at`); a CPU with private accesses only never yields.
+/// `turn`); a CPU with private accesses only never yields.
 struct PrivateAccess<'a, const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> {
     coherence: &'a mut Coherence,
     bytes: &'a mut [u8],
@@ -63,9 +63,8 @@ struct PrivateAccess<'a, const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> 
     core: u32,
     thread: u8,
     l1_hit_cycles: u64,
-    /// The first cycle at which an access must take its turn (`must_yield`
-    /// folded into one bound), when `TAKES_TURNS`.
-    yield_at: u64,
+    /// When an access must take its turn, when `TAKES_TURNS`.
+    turn: Turn,
     /// The invariant check that failed after an access (the loop stops
     /// with it, before the access counts, as `plain_hit` fails).
     failed: Option<SimError>,
@@ -99,7 +98,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
     /// a failed check: see `stopped`).
     #[inline(always)]
     fn load(&mut self, slot: usize, now: Cycle) -> Option<(Cycle, i64)> {
-        if TAKES_TURNS && now.0 >= self.yield_at {
+        if TAKES_TURNS && self.turn.must_yield(now.0) {
             return None;
         }
         if self.lines[slot].access < LINE_READ {
@@ -135,7 +134,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
     /// its sums, as `run_ahead_loop` makes it: its completion.
     #[inline(always)]
     fn store(&mut self, slot: usize, now: Cycle, value: i64) -> Option<Cycle> {
-        if TAKES_TURNS && now.0 >= self.yield_at {
+        if TAKES_TURNS && self.turn.must_yield(now.0) {
             return None;
         }
         if self.lines[slot].access != LINE_WRITE {
@@ -220,12 +219,12 @@ impl Simulation<'_> {
         if !hoistable {
             return self.run_ahead_loop::<true>(i);
         }
-        // `must_yield(now, i)` for every `now` of this call is
-        // `now >= yield_at`.
-        let yield_at = if self.private_only[i] {
-            u64::MAX
+        // `must_yield(now, i)` for every `now` of this call (nothing here
+        // queues an event).
+        let turn = if self.private_only[i] {
+            Turn::NEVER
         } else {
-            self.turn_bound(i)
+            self.turn(i)
         };
         let slots = self.private_slots;
         let Simulation {
@@ -268,7 +267,7 @@ impl Simulation<'_> {
                         core,
                         thread,
                         l1_hit_cycles,
-                        yield_at,
+                        turn,
                         failed: None,
                     },
                     *time_limit,
