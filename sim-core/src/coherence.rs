@@ -286,6 +286,11 @@ pub struct Coherence {
     lookup: Lookup,
     /// Check the invariants after every transaction.
     pub check_invariants: bool,
+    /// Whether the commonest contended shape may skip the general walk
+    /// (`EngineOptions::special_transactions`; on by default).
+    pub special_transactions: bool,
+    /// How often it did (counted with the `shortcut-counts` feature only).
+    pub special_transactions_taken: u64,
     unit_bytes: u32,
     /// A report's `others` handed back by the engine ([`Coherence::recycle`]),
     /// reused by the next transaction instead of a new allocation.
@@ -336,6 +341,8 @@ impl Coherence {
             protocol: topology.spec.protocol,
             lookup: topology.spec.lookup,
             check_invariants: cfg!(debug_assertions),
+            special_transactions: true,
+            special_transactions_taken: 0,
             unit_bytes: memory.unit_bytes,
             spare_changes: SpareChanges::default(),
         }
@@ -826,11 +833,15 @@ impl Coherence {
     ) -> AccessReport {
         if need == Need::Write {
             if let [only] = self.units[unit_index].holders.as_slice() {
-                let taking = only.core != topology.core_of(cpu);
+                let taking = self.special_transactions && only.core != topology.core_of(cpu);
                 // A planted bug's code is in the general walk only.
                 #[cfg(test)]
-                let taking = taking && !planted::any_active() && !planted::general_only();
+                let taking = taking && !planted::any_active();
                 if taking {
+                    #[cfg(feature = "shortcut-counts")]
+                    {
+                        self.special_transactions_taken += 1;
+                    }
                     return self.write_taking_the_only_copy(
                         topology,
                         issued,
@@ -1426,6 +1437,7 @@ impl Coherence {
         self.protocol = other.protocol;
         self.lookup = other.lookup;
         self.check_invariants = other.check_invariants;
+        self.special_transactions = other.special_transactions;
         self.unit_bytes = other.unit_bytes;
     }
 
@@ -1593,29 +1605,6 @@ pub(crate) mod planted {
         ACTIVE.with(|a| a.get().is_some())
     }
 
-    thread_local! {
-        static GENERAL_ONLY: Cell<bool> = const { Cell::new(false) };
-    }
-
-    /// Every transaction takes the general walk over the holders (no
-    /// special shape), so that tests can compare the two.
-    pub(crate) fn general_only() -> bool {
-        GENERAL_ONLY.with(|g| g.get())
-    }
-
-    /// Runs `f` with every transaction on the general walk, in this thread.
-    pub(crate) fn with_general_only<R>(f: impl FnOnce() -> R) -> R {
-        struct Off;
-        impl Drop for Off {
-            fn drop(&mut self) {
-                GENERAL_ONLY.with(|g| g.set(false));
-            }
-        }
-        GENERAL_ONLY.with(|g| g.set(true));
-        let _off = Off;
-        f()
-    }
-
     /// Runs `f` with `bug` switched on in this thread.
     pub(crate) fn with<R>(bug: Bug, f: impl FnOnce() -> R) -> R {
         struct Off;
@@ -1764,6 +1753,7 @@ mod tests {
                 let t = Topology::new(spec).unwrap();
                 let mut fast = coherence(&t, &[0, 1, 3]);
                 let mut general = fast.clone();
+                general.special_transactions = false;
                 // A small linear congruential generator: the test needs
                 // variety, not quality.
                 let mut state: u64 = 0x2545_f491_4f6c_dd1d ^ protocol as u64 ^ (lookup as u64) << 8;
@@ -1794,14 +1784,18 @@ mod tests {
                         && before[0].core != t.core_of(cpu);
                     taken_specially += special as u32;
                     let a = fast.request(&t, at, cpu, unit, need, hold, 0).unwrap();
-                    let b = planted::with_general_only(|| {
-                        general.request(&t, at, cpu, unit, need, hold, 0).unwrap()
-                    });
+                    let b = general.request(&t, at, cpu, unit, need, hold, 0).unwrap();
                     assert_eq!(
                         a, b,
                         "{protocol:?} {lookup:?} cpu {cpu} line {unit} {need:?}"
                     );
-                    assert_eq!(fast, general, "{protocol:?} {lookup:?} after cpu {cpu}");
+                    // The same states; only the switch and its count differ.
+                    let same_switch = Coherence {
+                        special_transactions: true,
+                        special_transactions_taken: fast.special_transactions_taken,
+                        ..general.clone()
+                    };
+                    assert_eq!(fast, same_switch, "{protocol:?} {lookup:?} after cpu {cpu}");
                 }
             }
         }

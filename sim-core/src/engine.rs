@@ -205,22 +205,140 @@ struct Cpu {
     still_at: Cycle,
 }
 
-/// How the engine goes about a run; no option changes any result.
+/// How the engine goes about a run: one switch per shortcut, none of which
+/// changes any result. All off is the reference, the plain event-by-event
+/// path: every operation goes through `step`, every access waits for its
+/// turn in global (cycle, key) order, every hit is reported on its own and
+/// every transaction takes the general walk; `sim-core/tests/shortcuts.rs`
+/// compares every combination against it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
-    /// Let a CPU run ahead of the event queue: through operations that touch
-    /// only its registers, and, when it reaches no place another CPU can,
-    /// through its accesses. Off, every operation goes through `step` and every access
-    /// waits for its turn in global time order (the plain event-by-event
-    /// path, which the tests compare the fast one against).
-    pub fast_path: bool,
+    /// A CPU runs ahead of the event queue through the operations that
+    /// touch only its registers (`run_ahead`).
+    pub run_ahead: bool,
+    /// Places no other CPU can reach (a CPU's own per-CPU lines, their
+    /// buddies too when the prefetcher is on) are private: a CPU that
+    /// reaches nothing else need not take turns for its accesses.
+    pub private_places: bool,
+    /// Plain hits on private places are taken in the run-ahead loop and,
+    /// for a probe that allows it (`Probe::needs_every_access`), reported
+    /// summed per place.
+    pub summed_private_hits: bool,
+    /// The run-ahead loop runs superinstructions from the fused table
+    /// (`script::fuse`).
+    pub superinstructions: bool,
+    /// For a code with superinstructions and every private target resolved,
+    /// the hoisted loop (`engine::fused_loop`): the per-access checks made
+    /// once per call, each private line looked at once.
+    pub hoisted_private_hits: bool,
+    /// An atomic on a fixed-target place where a script or procedure starts
+    /// is issued by `run_cpu` at once (`script::fuse::fuse_atomics`).
+    pub fused_atomics: bool,
+    /// The resume of the CPU a line's home serves is taken by the event
+    /// loop at once when it would be the next event, without the queue.
+    pub direct_resume: bool,
+    /// The commonest contended transaction shape skips the general walk
+    /// over the holders (`Coherence::write_taking_the_only_copy`).
+    pub special_transactions: bool,
+}
+
+impl EngineOptions {
+    /// Every shortcut on: the default.
+    pub const ALL: EngineOptions = EngineOptions {
+        run_ahead: true,
+        private_places: true,
+        summed_private_hits: true,
+        superinstructions: true,
+        hoisted_private_hits: true,
+        fused_atomics: true,
+        direct_resume: true,
+        special_transactions: true,
+    };
+    /// Every shortcut off: the reference.
+    pub const REFERENCE: EngineOptions = EngineOptions {
+        run_ahead: false,
+        private_places: false,
+        summed_private_hits: false,
+        superinstructions: false,
+        hoisted_private_hits: false,
+        fused_atomics: false,
+        direct_resume: false,
+        special_transactions: false,
+    };
+    /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
+    pub const NAMES: [&'static str; 8] = [
+        "run_ahead",
+        "private_places",
+        "summed_private_hits",
+        "superinstructions",
+        "hoisted_private_hits",
+        "fused_atomics",
+        "direct_resume",
+        "special_transactions",
+    ];
+
+    /// Bit `k` set for each shortcut on, `k` indexing
+    /// [`EngineOptions::NAMES`]: the inverse of [`EngineOptions::from_bits`].
+    pub fn bits(self) -> u32 {
+        [
+            self.run_ahead,
+            self.private_places,
+            self.summed_private_hits,
+            self.superinstructions,
+            self.hoisted_private_hits,
+            self.fused_atomics,
+            self.direct_resume,
+            self.special_transactions,
+        ]
+        .iter()
+        .enumerate()
+        .fold(0, |bits, (k, &on)| bits | (on as u32) << k)
+    }
+
+    /// The options whose bit `k` of `bits` is set, `k` indexing
+    /// [`EngineOptions::NAMES`] (for tests that go through combinations).
+    pub fn from_bits(bits: u32) -> EngineOptions {
+        let on = |k: u32| bits & (1 << k) != 0;
+        EngineOptions {
+            run_ahead: on(0),
+            private_places: on(1),
+            summed_private_hits: on(2),
+            superinstructions: on(3),
+            hoisted_private_hits: on(4),
+            fused_atomics: on(5),
+            direct_resume: on(6),
+            special_transactions: on(7),
+        }
+    }
 }
 
 impl Default for EngineOptions {
     fn default() -> Self {
-        EngineOptions { fast_path: true }
+        EngineOptions::ALL
     }
 }
+
+/// Counts an entry into shortcut `$k` (in [`EngineOptions::NAMES`] order)
+/// in `$counts`, for the differential test's coverage floors; compiled in
+/// only with the `shortcut-counts` feature (the tests' `testkit` turns it
+/// on), so a release build does no counting.
+macro_rules! count_shortcut {
+    ($counts:expr, $k:expr) => {
+        #[cfg(feature = "shortcut-counts")]
+        {
+            $counts[$k] += 1;
+        }
+        #[cfg(not(feature = "shortcut-counts"))]
+        {
+            let _ = &$counts;
+        }
+    };
+}
+pub(crate) use count_shortcut;
+
+/// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
+/// order (all zero without the `shortcut-counts` feature).
+pub type ShortcutEntries = [u64; 8];
 
 /// Runs a configuration to its end.
 pub fn run(config: &SimConfig, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
@@ -233,15 +351,29 @@ pub fn run_with(
     probe: &mut dyn Probe,
     options: EngineOptions,
 ) -> Result<RunOutcome, SimError> {
+    run_counting(config, probe, options).map(|(outcome, _)| outcome)
+}
+
+/// [`run_with`], also answering how often the run entered each shortcut.
+pub fn run_counting(
+    config: &SimConfig,
+    probe: &mut dyn Probe,
+    options: EngineOptions,
+) -> Result<(RunOutcome, ShortcutEntries), SimError> {
     let mut sim = Simulation::new(config);
-    if !options.fast_path {
-        sim.run_local_ops = false;
+    sim.options = options;
+    sim.run_local_ops = options.run_ahead;
+    if !options.private_places {
         sim.private_place.iter_mut().for_each(|p| *p = false);
     }
+    sim.coherence.special_transactions = options.special_transactions;
     sim.resolve_private_targets();
-    sim.sum_private_hits = options.fast_path && !probe.needs_every_access();
+    sim.sum_private_hits = options.summed_private_hits && !probe.needs_every_access();
     sim.fuse_code();
-    sim.run(probe)
+    let outcome = sim.run(probe)?;
+    let mut entries = sim.shortcut_entries;
+    entries[7] = sim.coherence.special_transactions_taken;
+    Ok((outcome, entries))
 }
 
 struct Simulation<'c> {
@@ -288,6 +420,10 @@ struct Simulation<'c> {
     any_atomic_heads: bool,
     /// Run register-only operations in a tight loop ahead of `step`.
     run_local_ops: bool,
+    /// The shortcuts this run may take, and how often it took each
+    /// (`count_shortcut`).
+    options: EngineOptions,
+    shortcut_entries: ShortcutEntries,
     /// Per place: its slot among the private places with one fixed address
     /// per CPU (no run-time operand), or `NOT_PRIVATE`.
     private_slot: Vec<u32>,
@@ -809,6 +945,8 @@ impl<'c> Simulation<'c> {
             atomic_heads: Vec::new(),
             any_atomic_heads: false,
             run_local_ops: true,
+            options: EngineOptions::ALL,
+            shortcut_entries: [0; 8],
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
             queued_prefetches: Vec::new(),
             global_targets: global_targets(&config.program, &config.memory),
@@ -918,10 +1056,14 @@ impl<'c> Simulation<'c> {
     fn fuse_code(&mut self) {
         let private_slot = &self.private_slot;
         let sum_private_hits = self.sum_private_hits;
+        let superinstructions = self.options.superinstructions;
         self.fused_code = self
             .code_ops
             .iter()
             .map(|ops| {
+                if !superinstructions {
+                    return Vec::new();
+                }
                 let fused = fuse::fuse(ops, |place| {
                     let slot = private_slot[place as usize];
                     (sum_private_hits && slot != NOT_PRIVATE).then_some(slot)
@@ -937,12 +1079,12 @@ impl<'c> Simulation<'c> {
             })
             .collect();
         let global_targets = &self.global_targets;
-        let run_local_ops = self.run_local_ops;
+        let fused_atomics = self.options.fused_atomics;
         self.atomic_heads = self
             .code_ops
             .iter()
             .map(|ops| {
-                if !run_local_ops {
+                if !fused_atomics {
                     return Vec::new();
                 }
                 fuse::fuse_atomics(ops, |place| global_targets[place as usize].is_some())
@@ -994,6 +1136,7 @@ impl<'c> Simulation<'c> {
         let cpu_id = self.cpus[i].spec.cpu;
         for hits in &mut self.private_hits[i * slots..(i + 1) * slots] {
             if hits.loads + hits.stores > 0 {
+                count_shortcut!(self.shortcut_entries, 2);
                 probe.on_private_hits(cpu_id, hits);
                 (hits.loads, hits.stores, hits.stall_cycles) = (0, 0, 0);
             }
@@ -1306,6 +1449,9 @@ impl<'c> Simulation<'c> {
                 // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
                     let ordered = !self.private_only[i] || !cpu.store_buffer.is_empty();
+                    if !ordered {
+                        count_shortcut!(self.shortcut_entries, 1);
+                    }
                     if ordered && self.must_yield(now, i) {
                         self.schedule(Cycle(now), EventKind::Resume, i);
                         return Ok(());
@@ -1382,6 +1528,7 @@ impl<'c> Simulation<'c> {
         };
         let hold = self.topology.spec.latency.locked_op_cycles;
         self.issue(i, pending, Need::Write, hold, probe)?;
+        count_shortcut!(self.shortcut_entries, 5);
         Ok(true)
     }
 
@@ -1439,13 +1586,20 @@ impl<'c> Simulation<'c> {
     /// stays where it was when the loop began.
     #[inline]
     fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
+        #[cfg(feature = "shortcut-counts")]
+        let pc = self.cpus[i].frame.pc;
         // The code cannot change here: calls are left to `step`.
-        if self.fused_code[self.cpus[i].frame.code as usize].is_empty() {
+        let result = if self.fused_code[self.cpus[i].frame.code as usize].is_empty() {
             self.run_ahead_loop::<false>(i)
         } else {
             // Out of line, so that the contended paths' loop stays small.
             self.run_ahead_fused(i)
+        };
+        #[cfg(feature = "shortcut-counts")]
+        if self.cpus[i].frame.pc != pc {
+            self.shortcut_entries[0] += 1;
         }
+        result
     }
 
     /// `run_ahead`'s loop; `FUSED` when the code has a fused table (a code
@@ -1471,6 +1625,7 @@ impl<'c> Simulation<'c> {
             sum_private_hits,
             store_buffer_entries,
             topology,
+            shortcut_entries,
             ..
         } = self;
         let cpu = &mut cpus[i];
@@ -1487,6 +1642,9 @@ impl<'c> Simulation<'c> {
             let Some(entry) = entry else {
                 break Ok(());
             };
+            if FUSED && !matches!(entry, Fused::Plain(_) | Fused::LoopBack { .. }) {
+                count_shortcut!(shortcut_entries, 3);
+            }
             // A superinstruction runs whole, or stops where its plain
             // operations would, or (when it cannot start as they would)
             // leaves its first plain operation to the match below.
@@ -2028,6 +2186,9 @@ impl<'c> Simulation<'c> {
         // The resume goes first when its key is before every other event's,
         // the line's next free (about to be queued) included.
         let direct = resume.filter(|&(now, i)| {
+            if !self.options.direct_resume {
+                return false;
+            }
             // Keys are computed only for an event at the resume's own cycle.
             let own = || event_key(self.tie_seed, EventKind::Resume, now.0, i);
             let next = self.queue.next();
@@ -2038,6 +2199,9 @@ impl<'c> Simulation<'c> {
                             && own() < event_key(self.tie_seed, EventKind::LineFree, free.0, unit))
                 })
         });
+        if direct.is_some() {
+            count_shortcut!(self.shortcut_entries, 6);
+        }
         if direct.is_none() {
             if let Some((now, i)) = resume {
                 self.schedule(now, EventKind::Resume, i);
@@ -2975,6 +3139,15 @@ mod tests {
             run(&config, &mut NoProbe),
             Err(SimError::Truncated { .. })
         ));
+    }
+
+    #[test]
+    fn engine_options_round_trip_through_their_bits() {
+        for bits in 0..256 {
+            assert_eq!(EngineOptions::from_bits(bits).bits(), bits);
+        }
+        assert_eq!(EngineOptions::ALL.bits(), 0xff);
+        assert_eq!(EngineOptions::REFERENCE.bits(), 0);
     }
 
     #[test]

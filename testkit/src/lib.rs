@@ -10,7 +10,7 @@ use sim_core::engine::{
     DEFAULT_MAX_STEPS_WITHOUT_TIME,
 };
 use sim_core::memory::InstanceKind;
-use sim_core::probe::{AccessEvent, AccessKind, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use sim_core::script::compile::{compile, CompileError, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
@@ -294,11 +294,18 @@ pub enum Seen {
     Iteration(u32, u64, u64, u64),
     /// (cpu, from, until, address)
     BufferWait(u32, u64, u64, u64),
+    /// Plain hits on one private place, summed (only for a recorder that
+    /// `accepts_summed_hits`).
+    PrivateHits(u32, PrivateHits),
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recorder {
     pub log: Vec<Seen>,
+    /// Lets the engine report the plain hits on private places summed
+    /// (`Probe::needs_every_access` false); otherwise every access is its
+    /// own entry.
+    pub accepts_summed_hits: bool,
 }
 
 impl Recorder {
@@ -337,6 +344,12 @@ impl Recorder {
 }
 
 impl Probe for Recorder {
+    fn needs_every_access(&self) -> bool {
+        !self.accepts_summed_hits
+    }
+    fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
+        self.log.push(Seen::PrivateHits(cpu, *hits));
+    }
     fn on_access(&mut self, e: &AccessEvent<'_>) {
         self.log.push(Seen::Access(Access {
             cpu: e.cpu,

@@ -211,7 +211,8 @@ impl Simulation<'_> {
         // private access, and which nothing here can change: the store
         // buffer (no store here posts to it), the CPU's private targets,
         // and the frame's locals.
-        let hoistable = self.sum_private_hits
+        let hoistable = self.options.hoisted_private_hits
+            && self.sum_private_hits
             && self.store_buffer_entries != 0
             && cpu.store_buffer.is_empty()
             && self.private_targets_resolved[i]
@@ -219,6 +220,7 @@ impl Simulation<'_> {
         if !hoistable {
             return self.run_ahead_loop::<true>(i);
         }
+        super::count_shortcut!(self.shortcut_entries, 4);
         // `must_yield(now, i)` for every `now` of this call (nothing here
         // queues an event).
         let turn = if self.private_only[i] {
