@@ -34,6 +34,7 @@ use rand_core::{Rng, SeedableRng};
 use std::collections::VecDeque;
 
 mod fused_loop;
+mod spin;
 
 /// One CPU's assignment: which script it runs, and its place in its group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,6 +145,8 @@ enum Wait {
     BufferSlot,
     /// A load or atomic is queued at a line's home.
     Line,
+    /// Asleep in a spin-wait until another CPU reaches its line (`spin`).
+    Spin,
 }
 
 /// A load or atomic waiting at a line's home, to finish when served.
@@ -203,6 +206,10 @@ struct Cpu {
     /// Steps executed since the clock last moved, and the cycle it moved to.
     still_steps: u64,
     still_at: Cycle,
+    /// Accesses made (each one counted in `memory_ops` too): a spin-wait's
+    /// period makes exactly one.
+    accesses: u64,
+    spin: spin::SpinWatch,
 }
 
 /// How the engine goes about a run: one switch per shortcut, none of which
@@ -240,6 +247,10 @@ pub struct EngineOptions {
     /// The commonest contended transaction shape skips the general walk
     /// over the holders (`Coherence::write_taking_the_only_copy`).
     pub special_transactions: bool,
+    /// A CPU polling a line in a loop that changes nothing else sleeps
+    /// until another CPU reaches the line, and wakes where stepping would
+    /// have it (`engine::spin`); for a probe that takes summed hits.
+    pub spin_fast_forward: bool,
 }
 
 impl EngineOptions {
@@ -253,6 +264,7 @@ impl EngineOptions {
         fused_atomics: true,
         direct_resume: true,
         special_transactions: true,
+        spin_fast_forward: true,
     };
     /// Every shortcut off: the reference.
     pub const REFERENCE: EngineOptions = EngineOptions {
@@ -264,9 +276,10 @@ impl EngineOptions {
         fused_atomics: false,
         direct_resume: false,
         special_transactions: false,
+        spin_fast_forward: false,
     };
     /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
-    pub const NAMES: [&'static str; 8] = [
+    pub const NAMES: [&'static str; 9] = [
         "run_ahead",
         "private_places",
         "summed_private_hits",
@@ -275,6 +288,7 @@ impl EngineOptions {
         "fused_atomics",
         "direct_resume",
         "special_transactions",
+        "spin_fast_forward",
     ];
 
     /// Bit `k` set for each shortcut on, `k` indexing
@@ -289,6 +303,7 @@ impl EngineOptions {
             self.fused_atomics,
             self.direct_resume,
             self.special_transactions,
+            self.spin_fast_forward,
         ]
         .iter()
         .enumerate()
@@ -308,6 +323,7 @@ impl EngineOptions {
             fused_atomics: on(5),
             direct_resume: on(6),
             special_transactions: on(7),
+            spin_fast_forward: on(8),
         }
     }
 }
@@ -338,7 +354,7 @@ pub(crate) use count_shortcut;
 
 /// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
 /// order (all zero without the `shortcut-counts` feature).
-pub type ShortcutEntries = [u64; 8];
+pub type ShortcutEntries = [u64; 9];
 
 /// Runs a configuration to its end.
 pub fn run(config: &SimConfig, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
@@ -424,6 +440,10 @@ struct Simulation<'c> {
     /// (`count_shortcut`).
     options: EngineOptions,
     shortcut_entries: ShortcutEntries,
+    /// Where in the global order the engine is (for waking spinners).
+    position: spin::Position,
+    /// Per line: the CPUs asleep polling it (`spin`).
+    watchers: Vec<Vec<u32>>,
     /// Per place: its slot among the private places with one fixed address
     /// per CPU (no run-time operand), or `NOT_PRIVATE`.
     private_slot: Vec<u32>,
@@ -905,6 +925,8 @@ impl<'c> Simulation<'c> {
                     rng,
                     still_steps: 0,
                     still_at: Cycle::ZERO,
+                    accesses: 0,
+                    spin: spin::SpinWatch::default(),
                 };
                 start_iteration(&mut cpu, &config.program);
                 cpu
@@ -946,7 +968,9 @@ impl<'c> Simulation<'c> {
             any_atomic_heads: false,
             run_local_ops: true,
             options: EngineOptions::ALL,
-            shortcut_entries: [0; 8],
+            shortcut_entries: [0; 9],
+            position: spin::Position::START,
+            watchers: Vec::new(),
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
             queued_prefetches: Vec::new(),
             global_targets: global_targets(&config.program, &config.memory),
@@ -1192,9 +1216,24 @@ impl<'c> Simulation<'c> {
         let mut next_resume: Option<(u64, usize)> = None;
         loop {
             let (cycle, (kind, target)) = match next_resume.take() {
-                Some((cycle, cpu)) => (cycle, (EventKind::Resume, cpu)),
+                Some((cycle, cpu)) => {
+                    self.position = spin::Position {
+                        event: spin::EventAt::Resume { cycle, cpu },
+                        access: None,
+                    };
+                    (cycle, (EventKind::Resume, cpu))
+                }
                 None => match self.queue.pop() {
-                    Some(event) => (event.cycle, event_of_key(event.key)),
+                    Some(event) => {
+                        self.position = spin::Position {
+                            event: spin::EventAt::Queued {
+                                cycle: event.cycle,
+                                key: event.key,
+                            },
+                            access: None,
+                        };
+                        (event.cycle, event_of_key(event.key))
+                    }
                     None => break,
                 },
             };
@@ -1233,6 +1272,13 @@ impl<'c> Simulation<'c> {
             // Once every CPU has finished, the queue still drains their
             // store buffers, so every store takes its place.
         }
+        if let Some(stop) = self.stop_cycle {
+            // Sleeping spinners would have polled until the stop, so the
+            // run gets there whatever else waits.
+            if self.settle_sleepers(stop, probe) > 0 {
+                stopped = true;
+            }
+        }
         if !stopped && self.finished_cpus < self.cpus.len() {
             // Nothing is queued, yet some CPU has not finished: it waits
             // for something that will never come.
@@ -1244,7 +1290,14 @@ impl<'c> Simulation<'c> {
                 .map(|&i| self.cpus[i].now)
                 .max()
                 .unwrap_or_default();
-            return Err(self.stalled(Stall::Deadlock, at, &waiting));
+            // Spinners with nothing left to write their lines wait for
+            // ever: the scenario's doing, not the simulator's.
+            let stall = if waiting.iter().any(|&i| self.cpus[i].wait == Wait::Spin) {
+                Stall::SpinsForever
+            } else {
+                Stall::Deadlock
+            };
+            return Err(self.stalled(stall, at, &waiting));
         }
         let end = match self.stop_cycle {
             Some(stop) => stop,
@@ -1315,6 +1368,7 @@ impl<'c> Simulation<'c> {
                 };
                 let waiting_for = match cpu.wait {
                     Wait::None => None,
+                    Wait::Spin => self.spin_wait_description(cpu),
                     Wait::Line => cpu.pending.map(|p| line(p.address)),
                     Wait::BufferEmpty | Wait::BufferSlot => Some(format!(
                         "its store buffer ({} entries) to drain{}",
@@ -1336,7 +1390,7 @@ impl<'c> Simulation<'c> {
         SimError::NoProgress {
             stall,
             limit: match stall {
-                Stall::Deadlock => 0,
+                Stall::Deadlock | Stall::SpinsForever => 0,
                 _ => self.config.max_steps_without_time,
             },
             cycle,
@@ -1456,6 +1510,10 @@ impl<'c> Simulation<'c> {
                         self.schedule(Cycle(now), EventKind::Resume, i);
                         return Ok(());
                     }
+                    self.position = spin::Position {
+                        access: Some((now, i)),
+                        ..self.position
+                    };
                 }
                 _ => {}
             }
@@ -1516,7 +1574,12 @@ impl<'c> Simulation<'c> {
         }
         // At the atomic, as `atomic` leaves it (its completion moves on).
         self.cpus[i].frame.pc += 1;
+        self.cpus[i].accesses += 1;
         self.memory_ops += 1;
+        self.position = spin::Position {
+            access: Some((now, i)),
+            ..self.position
+        };
         let pending = PendingAccess {
             op: Some(head.op),
             address: head.target.address,
@@ -1839,6 +1902,7 @@ impl<'c> Simulation<'c> {
             cpu.frame.pc += 1;
         };
         *memory_ops += accesses;
+        cpu.accesses += accesses;
         result
     }
 
@@ -1997,6 +2061,7 @@ impl<'c> Simulation<'c> {
         };
         let cpu_id = self.cpus[i].spec.cpu;
         self.cpus[i].draining = true;
+        self.poll_line_reached(entry.unit, Some(i), probe);
         let misses = self.demand_misses(cpu_id, entry.unit, Need::Write);
         let requested = self.coherence.request(
             self.topology,
@@ -2064,6 +2129,7 @@ impl<'c> Simulation<'c> {
         if buddy >= self.coherence.unit_count() {
             return Ok(());
         }
+        self.poll_line_reached(buddy, Some(i), probe);
         let cpu_id = self.cpus[i].spec.cpu;
         match self
             .coherence
@@ -2145,6 +2211,7 @@ impl<'c> Simulation<'c> {
         at: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<Option<(Cycle, usize)>, SimError> {
+        self.poll_line_reached(unit, None, probe);
         let (arbitration, zone) = (&mut self.arbitration, &mut self.arbitration_zone);
         let mut pick = |n: usize| {
             let bound = n as u64;
@@ -2291,7 +2358,7 @@ impl<'c> Simulation<'c> {
         let resume = match cpu.wait {
             Wait::BufferEmpty => cpu.store_buffer.is_empty(),
             Wait::BufferSlot => true,
-            Wait::None | Wait::Line => false,
+            Wait::None | Wait::Line | Wait::Spin => false,
         };
         if !cpu.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;
@@ -2570,6 +2637,7 @@ impl<'c> Simulation<'c> {
     }
 
     fn load(&mut self, i: usize, place_id: u32, probe: &mut dyn Probe) -> Result<(), SimError> {
+        self.poll_load_starts(i, place_id);
         let place = &self.program.places[place_id as usize];
         let target = self.target_of(i, place_id, place, 0)?;
         let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
@@ -2596,6 +2664,7 @@ impl<'c> Simulation<'c> {
         self.drop_indices(i, place);
         let cpu_id = self.cpus[i].spec.cpu;
         self.memory_ops += 1;
+        self.cpus[i].accesses += 1;
         if let Some(value) = forwarded {
             let cpu = &mut self.cpus[i];
             let issued = cpu.now;
@@ -2652,8 +2721,18 @@ impl<'c> Simulation<'c> {
             if self.coherence.check_invariants {
                 self.coherence.check_unit(unit, report.done)?;
             }
-            return self.complete_access(i, &pending, &report, probe);
+            if need == Need::Write {
+                self.poll_line_reached(unit, Some(i), probe);
+            }
+            self.complete_access(i, &pending, &report, probe)?;
+            if pending.op.is_none() {
+                let value = self.cpus[i].stack.last().copied().unwrap_or_default();
+                let latency = report.done - report.issued;
+                self.poll_load_hit(i, &pending, report.issued, value, latency);
+            }
+            return Ok(());
         }
+        self.poll_line_reached(unit, Some(i), probe);
         let misses = self.demand_misses(cpu_id, unit, need);
         match self.coherence.request_after_miss(
             self.topology,
@@ -2706,12 +2785,14 @@ impl<'c> Simulation<'c> {
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
         self.memory_ops += 1;
+        self.cpus[i].accesses += 1;
         if self.cpus[i].store_buffer.is_empty() {
             // An empty buffer drains at once into a line the core owns.
             if let Some(report) =
                 self.coherence
                     .try_hit(self.topology, now, cpu_id, unit, Need::Write, 0)
             {
+                self.poll_line_reached(unit, Some(i), probe);
                 if self.coherence.check_invariants {
                     self.coherence.check_unit(unit, report.done)?;
                 }
@@ -2785,6 +2866,7 @@ impl<'c> Simulation<'c> {
             }
         };
         self.memory_ops += 1;
+        self.cpus[i].accesses += 1;
         let pending = PendingAccess {
             op: Some(op),
             address: target.address,
@@ -3143,10 +3225,10 @@ mod tests {
 
     #[test]
     fn engine_options_round_trip_through_their_bits() {
-        for bits in 0..256 {
+        for bits in 0..512 {
             assert_eq!(EngineOptions::from_bits(bits).bits(), bits);
         }
-        assert_eq!(EngineOptions::ALL.bits(), 0xff);
+        assert_eq!(EngineOptions::ALL.bits(), 0x1ff);
         assert_eq!(EngineOptions::REFERENCE.bits(), 0);
     }
 

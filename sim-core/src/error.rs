@@ -31,6 +31,10 @@ pub struct StalledCpu {
 pub enum Stall {
     /// Unfinished CPUs wait and no event is queued that could wake them.
     Deadlock,
+    /// As `Deadlock`, with CPUs spinning on lines that nothing still
+    /// running will write (found at once by the spin-wait fast-forward,
+    /// instead of at the cycle budget).
+    SpinsForever,
     /// One CPU made `limit` calls and iteration ends without its clock moving.
     ZeroTimeSteps,
     /// The run processed `limit` events at one cycle.
@@ -156,6 +160,14 @@ impl fmt::Display for SimError {
                         "deadlock at cycle {cycle}: every unfinished CPU waits and no event is \
                          queued that could wake it; no result is reported. This is a bug in the \
                          simulator; please report it with the scenario."
+                    )?,
+                    Stall::SpinsForever => write!(
+                        f,
+                        "no progress at cycle {cycle}: every unfinished CPU waits, and those \
+                         spinning read lines that nothing still running will write (a lock \
+                         never released, a flag never set), so the run could only end at its \
+                         cycle budget; no result is reported. Give the wait a writer, or stop \
+                         the run by time (`run.cycles`)."
                     )?,
                     Stall::ZeroTimeSteps => write!(
                         f,

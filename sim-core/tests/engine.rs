@@ -5,10 +5,11 @@
 use models::layout::StructSpec;
 use sim_core::coherence::{LineState, Need, Route};
 use sim_core::engine::StopRule;
+use sim_core::error::Stall;
 use sim_core::probe::AccessKind;
 use sim_core::script::ast::AtomicOp;
 use sim_core::topology::{Lookup, Protocol};
-use sim_core::Cycle;
+use sim_core::{Cycle, SimError};
 use testkit::{address, field, global, per_cpu, small_machine, strukt, Access, Seen, Setup};
 
 fn counter_struct() -> StructSpec {
@@ -758,4 +759,49 @@ fn without_the_prefetcher_no_buddy_is_read() {
         .unwrap();
     let r = load_b.report.as_ref().unwrap();
     assert!(r.hitm, "the load itself takes b from its Modified owner");
+}
+
+#[test]
+fn a_spin_wait_with_no_writer_is_reported_at_once_not_at_the_cycle_budget() {
+    // `while g.v == 0 { }` on two CPUs and nothing that writes `g.v`: with
+    // the spin-wait fast-forward both sleep on the line and the run stops
+    // as soon as nothing is queued (it ran to the cycle budget before, 275 s
+    // at the default budget on a 2-core host); stepped, it polls until
+    // the budget.
+    let config = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![counter_struct()])
+        .instances(vec![global("g", "ctr", 0)])
+        .script("wait", "while g.n == 0 {\n}")
+        .threads([0, 5], "wait")
+        .max_cycles(200_000)
+        .build();
+    let mut summed = testkit::Recorder {
+        accepts_summed_hits: true,
+        ..testkit::Recorder::default()
+    };
+    let fast = sim_core::engine::run(&config, &mut summed).unwrap_err();
+    let SimError::NoProgress {
+        stall, cycle, cpus, ..
+    } = &fast
+    else {
+        panic!("expected no progress, got {fast}");
+    };
+    assert_eq!(*stall, Stall::SpinsForever);
+    assert!(*cycle < Cycle(2_000), "found at cycle {cycle}");
+    assert_eq!(cpus.len(), 2);
+    assert!(
+        fast.to_string()
+            .contains("a lock never released, a flag never set"),
+        "{fast}"
+    );
+    let stepped = sim_core::engine::run_with(
+        &config,
+        &mut testkit::Recorder::default(),
+        sim_core::engine::EngineOptions::REFERENCE,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(stepped, SimError::Truncated { .. }),
+        "stepped: {stepped}"
+    );
 }

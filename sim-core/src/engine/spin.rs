@@ -1,0 +1,350 @@
+//! Spin-waits fast-forwarded (`EngineOptions::spin_fast_forward`).
+//!
+//! A CPU that polls a line (`while lock != 0 { cpu_relax() }`, a ticket or
+//! MCS wait, a seqlock retry) repeats one period: from a load at some
+//! position of its code, in some state, through operations that touch only
+//! its registers and its clock, back to a load at the same position in the
+//! same state. Stepped, each period is a plain hit and a few operations,
+//! and with hundreds of waiters they are most of a lock workload's host
+//! time. Here a CPU whose load is a plain hit on a shared line, made in the
+//! same state (code position, callers, locals, stack, random stream,
+//! iteration) as its previous access, which was also such a load of the
+//! same bytes giving the same value, sleeps instead: nothing it does in a
+//! period can change anything but its clock, so every later period would be
+//! the same until some other access reaches that line.
+//!
+//! It sleeps until an access by another CPU reaches the line (a request, a
+//! drain, a prefetch, a write hit, the home serving a waiter): at that
+//! point of the global order (the event being processed, or the accessing
+//! CPU's turn) it wakes exactly where stepping would have left it. Its
+//! loads at positions before that point happened, each a hit returning the
+//! same value (reported summed, as private hits are); it stands at the
+//! first load after that point, in the state of every period's load, with
+//! its clock at that load's cycle, and takes its turn from there. A run
+//! that stops at a cycle settles its sleepers at that cycle the same way;
+//! a run in which nothing is pending while CPUs sleep is a deadlock,
+//! reported at once rather than after the cycle budget.
+//!
+//! Only for a probe that takes summed hits (`Probe::needs_every_access`
+//! false): a trace sees every poll.
+
+use super::{event_key, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
+use crate::probe::{PrivateHits, Probe};
+use crate::time::Cycle;
+
+/// The event the engine is processing: a queued one, or a CPU's resume
+/// taken without the queue (its key is made only if a spinner needs it).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum EventAt {
+    Queued { cycle: u64, key: u64 },
+    Resume { cycle: u64, cpu: usize },
+}
+
+/// Where in the global (cycle, key) order the engine is: the event being
+/// processed, and the access a CPU is making during it, if any.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Position {
+    pub(super) event: EventAt,
+    /// CPU `cpu`'s access at `cycle`: at the CPU's own turn, but never
+    /// before the event (a CPU resumed inside another event, as
+    /// `drain_done` does, acts at that event's place when it is at that
+    /// event's cycle).
+    pub(super) access: Option<(u64, usize)>,
+}
+
+impl Position {
+    pub(super) const START: Position = Position {
+        event: EventAt::Queued { cycle: 0, key: 0 },
+        access: None,
+    };
+
+    fn key(self, tie_seed: u64) -> (u64, u64) {
+        let resume =
+            |cycle: u64, cpu: usize| (cycle, event_key(tie_seed, EventKind::Resume, cycle, cpu));
+        let event = match self.event {
+            EventAt::Queued { cycle, key } => (cycle, key),
+            EventAt::Resume { cycle, cpu } => resume(cycle, cpu),
+        };
+        match self.access {
+            Some((cycle, cpu)) => resume(cycle, cpu).max(event),
+            None => event,
+        }
+    }
+}
+
+/// A CPU's state that a period must return to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(super) struct CpuState {
+    code: u32,
+    pc: u32,
+    locals_base: u32,
+    callers: Vec<(u32, u32, u32)>,
+    locals: Vec<i64>,
+    stack: Vec<i64>,
+    rng_word: u128,
+    iteration: u64,
+}
+
+impl CpuState {
+    /// Copies `cpu`'s state in, reusing the buffers.
+    fn take(&mut self, cpu: &Cpu) {
+        let Frame {
+            code,
+            pc,
+            locals_base,
+        } = cpu.frame;
+        (self.code, self.pc, self.locals_base) = (code, pc, locals_base);
+        self.callers.clear();
+        self.callers
+            .extend(cpu.callers.iter().map(|f| (f.code, f.pc, f.locals_base)));
+        self.locals.clone_from(&cpu.locals);
+        self.stack.clone_from(&cpu.stack);
+        self.rng_word = cpu.rng.get_word_pos();
+        self.iteration = cpu.iteration;
+    }
+
+    /// Puts `cpu` back in this state (the random stream is where it was:
+    /// a period draws nothing).
+    fn restore(&self, cpu: &mut Cpu) {
+        cpu.frame = Frame {
+            code: self.code,
+            pc: self.pc,
+            locals_base: self.locals_base,
+        };
+        cpu.callers.clear();
+        cpu.callers
+            .extend(self.callers.iter().map(|&(code, pc, locals_base)| Frame {
+                code,
+                pc,
+                locals_base,
+            }));
+        cpu.locals.clone_from(&self.locals);
+        cpu.stack.clone_from(&self.stack);
+    }
+}
+
+/// What a CPU's last access was, when it was a poll candidate, and its
+/// sleep.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SpinWatch {
+    /// The code and position of the last load that started, and the CPU's
+    /// access count then: a load at the same place right after it (no
+    /// access between) is a candidate, and only a candidate's state is
+    /// taken, so that loads in code that does not poll cost a comparison.
+    last_start: Option<(u32, u32, u64)>,
+    /// The state at the load being made (taken as it starts).
+    current: CpuState,
+    current_taken: bool,
+    /// The previous access, when it was a plain hit on a shared line: its
+    /// state, cycle, address, size and value, and the CPU's access count
+    /// after it.
+    previous: CpuState,
+    previous_load: Option<PollLoad>,
+    /// While asleep: the next load's cycle and the period.
+    pub(super) asleep: Option<Sleep>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PollLoad {
+    at: u64,
+    address: u64,
+    size_bytes: u32,
+    field_id: u32,
+    value: i64,
+    latency: u64,
+    accesses: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Sleep {
+    /// The cycle of the first load not yet made.
+    next_load: u64,
+    period: u64,
+    pub(super) unit: usize,
+    address: u64,
+    field_id: u32,
+}
+
+impl Simulation<'_> {
+    /// Whether CPU `i`'s load of `place_id` may start or continue a poll.
+    #[inline]
+    fn may_poll(&self, i: usize, place_id: u32) -> bool {
+        self.options.spin_fast_forward
+            && self.sum_private_hits
+            && !self.private_place[place_id as usize]
+            && self.cpus[i].store_buffer.is_empty()
+    }
+
+    /// Called as a load starts: keeps the CPU's state for the comparison
+    /// once the load is known to be a plain hit.
+    #[inline]
+    pub(super) fn poll_load_starts(&mut self, i: usize, place_id: u32) {
+        if !self.may_poll(i, place_id) {
+            let watch = &mut self.cpus[i].spin;
+            (watch.current_taken, watch.last_start) = (false, None);
+            return;
+        }
+        let cpu = &mut self.cpus[i];
+        let start = (cpu.frame.code, cpu.frame.pc, cpu.accesses);
+        let candidate = cpu
+            .spin
+            .last_start
+            .is_some_and(|(code, pc, accesses)| (code, pc, accesses + 1) == start);
+        cpu.spin.last_start = Some(start);
+        if !candidate {
+            cpu.spin.current_taken = false;
+            return;
+        }
+        let mut current = std::mem::take(&mut cpu.spin.current);
+        current.take(cpu);
+        cpu.spin.current = current;
+        cpu.spin.current_taken = true;
+    }
+
+    /// Called after a load by CPU `i` that was a plain hit at `issued`
+    /// (returning `value`, `latency` cycles): puts the CPU to sleep when it
+    /// completes a period, or keeps the load as the next comparison.
+    pub(super) fn poll_load_hit(
+        &mut self,
+        i: usize,
+        pending: &PendingAccess,
+        issued: Cycle,
+        value: i64,
+        latency: u64,
+    ) {
+        let cpu = &mut self.cpus[i];
+        if !cpu.spin.current_taken {
+            cpu.spin.previous_load = None;
+            return;
+        }
+        cpu.spin.current_taken = false;
+        let load = PollLoad {
+            at: issued.get(),
+            address: pending.address,
+            size_bytes: pending.size_bytes,
+            field_id: pending.field_id,
+            value,
+            latency,
+            accesses: cpu.accesses,
+        };
+        let repeats = cpu.spin.previous_load.is_some_and(|p| {
+            p.accesses + 1 == load.accesses
+                && p.address == load.address
+                && p.size_bytes == load.size_bytes
+                && p.value == load.value
+                && p.latency == load.latency
+                && p.at < load.at
+        }) && cpu.spin.previous == cpu.spin.current;
+        if !repeats {
+            std::mem::swap(&mut cpu.spin.previous, &mut cpu.spin.current);
+            cpu.spin.previous_load = Some(load);
+            return;
+        }
+        let period = load.at - cpu.spin.previous_load.expect("checked").at;
+        let unit = self.memory.unit_of(load.address);
+        cpu.spin.asleep = Some(Sleep {
+            next_load: load.at + period,
+            period,
+            unit,
+            address: load.address,
+            field_id: load.field_id,
+        });
+        cpu.spin.previous_load = None;
+        cpu.wait = Wait::Spin;
+        super::count_shortcut!(self.shortcut_entries, 8);
+        if self.watchers.len() <= unit {
+            self.watchers.resize(unit + 1, Vec::new());
+        }
+        self.watchers[unit].push(i as u32);
+    }
+
+    /// An access by CPU `by` (none: the home, a drain) reaches `unit` at
+    /// the engine's current position: wakes every other CPU sleeping on it.
+    #[inline]
+    pub(super) fn poll_line_reached(
+        &mut self,
+        unit: usize,
+        by: Option<usize>,
+        probe: &mut dyn Probe,
+    ) {
+        if self.watchers.get(unit).is_none_or(|w| w.is_empty()) {
+            return;
+        }
+        let sleepers = std::mem::take(&mut self.watchers[unit]);
+        let at = self.position.key(self.tie_seed);
+        for &s in &sleepers {
+            let s = s as usize;
+            if Some(s) == by {
+                self.watchers[unit].push(s as u32);
+                continue;
+            }
+            let resume = self.wake(s, at, probe);
+            self.schedule(resume, EventKind::Resume, s);
+        }
+    }
+
+    /// Wakes sleeping CPU `s` where stepping would have it just after the
+    /// position `at`: its loads before `at` made (reported summed), the
+    /// CPU at the next one. Returns that load's cycle.
+    fn wake(&mut self, s: usize, at: (u64, u64), probe: &mut dyn Probe) -> Cycle {
+        let tie_seed = self.tie_seed;
+        let cpu = &mut self.cpus[s];
+        let sleep = cpu.spin.asleep.take().expect("a sleeping CPU");
+        let own = |cycle: u64| (cycle, event_key(tie_seed, EventKind::Resume, cycle, s));
+        // Loads at cycles up to `at`'s, the one at its cycle only if it
+        // comes first there.
+        let mut made = if at.0 < sleep.next_load {
+            0
+        } else {
+            (at.0 - sleep.next_load) / sleep.period + 1
+        };
+        if made > 0 && own(sleep.next_load + (made - 1) * sleep.period) > at {
+            made -= 1;
+        }
+        let resume = sleep.next_load + made * sleep.period;
+        let state = std::mem::take(&mut cpu.spin.previous);
+        state.restore(cpu);
+        cpu.spin.previous = state;
+        cpu.now = Cycle(resume);
+        cpu.wait = Wait::None;
+        cpu.accesses += made;
+        self.memory_ops += made;
+        if made > 0 {
+            probe.on_private_hits(
+                cpu.spec.cpu,
+                &PrivateHits {
+                    field_id: sleep.field_id,
+                    address: sleep.address,
+                    loads: made,
+                    stores: 0,
+                    stall_cycles: 0,
+                },
+            );
+        }
+        Cycle(resume)
+    }
+
+    /// The run stops at `stop`: each sleeping CPU's loads before it are
+    /// made, and the CPU is finished there. Returns how many slept.
+    pub(super) fn settle_sleepers(&mut self, stop: u64, probe: &mut dyn Probe) -> usize {
+        let mut settled = 0;
+        for s in 0..self.cpus.len() {
+            if let Some(sleep) = self.cpus[s].spin.asleep {
+                self.watchers[sleep.unit].retain(|&w| w as usize != s);
+                self.wake(s, (stop, 0), probe);
+                self.finish(s);
+                settled += 1;
+            }
+        }
+        settled
+    }
+
+    /// A deadlock's description of what sleeping CPU `cpu` waits for.
+    pub(super) fn spin_wait_description(&self, cpu: &Cpu) -> Option<String> {
+        let sleep = cpu.spin.asleep?;
+        Some(format!(
+            "another CPU to write line {} (address {:#x}), which it reads in a loop that changes nothing else",
+            sleep.unit, sleep.address
+        ))
+    }
+}
