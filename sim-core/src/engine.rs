@@ -814,6 +814,15 @@ fn request_tag(cpu_index: usize, drain: bool) -> u32 {
     (cpu_index as u32) << 1 | drain as u32
 }
 
+/// Counts `n` accesses by `cpu`: in the run's total and in the CPU's own
+/// count, which a spin-wait's period may move by its one load only
+/// (`engine::spin`). Every access is counted here.
+#[inline(always)]
+fn count_accesses(memory_ops: &mut u64, cpu: &mut Cpu, n: u64) {
+    *memory_ops += n;
+    cpu.accesses += n;
+}
+
 /// The order of the classes among the events of one cycle: the CPUs act
 /// first, then stores finish draining, then lines free. A request that
 /// reaches a line's home in the cycle the line frees is among the waiters
@@ -1574,8 +1583,7 @@ impl<'c> Simulation<'c> {
         }
         // At the atomic, as `atomic` leaves it (its completion moves on).
         self.cpus[i].frame.pc += 1;
-        self.cpus[i].accesses += 1;
-        self.memory_ops += 1;
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
         self.position = spin::Position {
             access: Some((now, i)),
             ..self.position
@@ -1901,8 +1909,7 @@ impl<'c> Simulation<'c> {
             }
             cpu.frame.pc += 1;
         };
-        *memory_ops += accesses;
-        cpu.accesses += accesses;
+        count_accesses(memory_ops, cpu, accesses);
         result
     }
 
@@ -2061,7 +2068,7 @@ impl<'c> Simulation<'c> {
         };
         let cpu_id = self.cpus[i].spec.cpu;
         self.cpus[i].draining = true;
-        self.poll_line_reached(entry.unit, Some(i), probe);
+        self.poll_line_reached(entry.unit, probe);
         let misses = self.demand_misses(cpu_id, entry.unit, Need::Write);
         let requested = self.coherence.request(
             self.topology,
@@ -2129,7 +2136,7 @@ impl<'c> Simulation<'c> {
         if buddy >= self.coherence.unit_count() {
             return Ok(());
         }
-        self.poll_line_reached(buddy, Some(i), probe);
+        self.poll_line_reached(buddy, probe);
         let cpu_id = self.cpus[i].spec.cpu;
         match self
             .coherence
@@ -2211,7 +2218,7 @@ impl<'c> Simulation<'c> {
         at: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<Option<(Cycle, usize)>, SimError> {
-        self.poll_line_reached(unit, None, probe);
+        self.poll_line_reached(unit, probe);
         let (arbitration, zone) = (&mut self.arbitration, &mut self.arbitration_zone);
         let mut pick = |n: usize| {
             let bound = n as u64;
@@ -2663,8 +2670,7 @@ impl<'c> Simulation<'c> {
         }
         self.drop_indices(i, place);
         let cpu_id = self.cpus[i].spec.cpu;
-        self.memory_ops += 1;
-        self.cpus[i].accesses += 1;
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
         if let Some(value) = forwarded {
             let cpu = &mut self.cpus[i];
             let issued = cpu.now;
@@ -2722,7 +2728,7 @@ impl<'c> Simulation<'c> {
                 self.coherence.check_unit(unit, report.done)?;
             }
             if need == Need::Write {
-                self.poll_line_reached(unit, Some(i), probe);
+                self.poll_line_reached(unit, probe);
             }
             self.complete_access(i, &pending, &report, probe)?;
             if pending.op.is_none() {
@@ -2732,7 +2738,7 @@ impl<'c> Simulation<'c> {
             }
             return Ok(());
         }
-        self.poll_line_reached(unit, Some(i), probe);
+        self.poll_line_reached(unit, probe);
         let misses = self.demand_misses(cpu_id, unit, need);
         match self.coherence.request_after_miss(
             self.topology,
@@ -2784,15 +2790,14 @@ impl<'c> Simulation<'c> {
         let unit = self.memory.unit_of(address);
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
-        self.memory_ops += 1;
-        self.cpus[i].accesses += 1;
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
         if self.cpus[i].store_buffer.is_empty() {
             // An empty buffer drains at once into a line the core owns.
             if let Some(report) =
                 self.coherence
                     .try_hit(self.topology, now, cpu_id, unit, Need::Write, 0)
             {
-                self.poll_line_reached(unit, Some(i), probe);
+                self.poll_line_reached(unit, probe);
                 if self.coherence.check_invariants {
                     self.coherence.check_unit(unit, report.done)?;
                 }
@@ -2865,8 +2870,7 @@ impl<'c> Simulation<'c> {
                 target
             }
         };
-        self.memory_ops += 1;
-        self.cpus[i].accesses += 1;
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
         let pending = PendingAccess {
             op: Some(op),
             address: target.address,

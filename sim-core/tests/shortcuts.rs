@@ -573,3 +573,35 @@ fn the_reference_goes_through_the_queue() {
         plain.events
     );
 }
+
+/// A wait whose loop also reads the CPU's own lines is no pure poll: each
+/// period makes two accesses, and it must be stepped (were the private
+/// hits, summed in the run-ahead loops, not counted as the CPU's accesses,
+/// it would sleep and lose them). A writer ends the wait.
+#[test]
+fn a_wait_that_reads_private_lines_too_is_stepped() {
+    for private_hits_in_the_loop in ["v = v + mine.a", "v = v + mine.a * 2 + mine.c"] {
+        let waiter = format!("let v = 0\nwhile g.f0 == 0 {{\n  {private_hits_in_the_loop}\n}}\n");
+        let config = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+            .structs(vec![
+                strukt("shared", vec![field("f0", "u64")]),
+                strukt("local", vec![field("a", "u64"), field("c", "u64")]),
+                strukt("remote", vec![field("x", "u64")]),
+            ])
+            .instances(vec![
+                global("g", "shared", 0),
+                per_cpu("mine", "local"),
+                per_cpu("peer", "remote"),
+            ])
+            .script("wait", &waiter)
+            .script("write", "work 5000\ng.f0 = 1")
+            .thread(0, "wait")
+            .thread(9, "write")
+            .stop(StopRule::Iterations(1))
+            .build();
+        let with = observe(&config, EngineOptions::ALL).unwrap();
+        let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+        assert_eq!(with, plain, "{private_hits_in_the_loop}");
+        assert_eq!(with.entries[8], 0, "slept: {:?}", with.entries);
+    }
+}

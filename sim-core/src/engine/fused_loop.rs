@@ -11,8 +11,8 @@
 //! other case goes to `run_ahead_loop::<true>`.
 
 use super::{
-    binary_value, read_value, write_value, Cpu, PrivateTarget, Simulation, Turn, BINARY_OPS,
-    MAX_STACK, NOT_PRIVATE, REPEAT_HEAD_OPS,
+    binary_value, count_accesses, read_value, write_value, Cpu, PrivateTarget, Simulation, Turn,
+    BINARY_OPS, MAX_STACK, NOT_PRIVATE, REPEAT_HEAD_OPS,
 };
 use crate::coherence::{Coherence, PrivateLine};
 use crate::error::SimError;
@@ -292,7 +292,7 @@ impl Simulation<'_> {
             if let (Some(line), 1..) = (state.line, state.pending_writes) {
                 coherence.apply_private_writes(target.unit, line, thread, state.pending_writes);
             }
-            *memory_ops += state.loads + state.stores;
+            count_accesses(memory_ops, cpu, state.loads + state.stores);
             hits.loads += state.loads;
             hits.stores += state.stores;
             hits.stall_cycles += state.stall_cycles;

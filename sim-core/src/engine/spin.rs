@@ -258,15 +258,12 @@ impl Simulation<'_> {
         self.watchers[unit].push(i as u32);
     }
 
-    /// An access by CPU `by` (none: the home, a drain) reaches `unit` at
-    /// the engine's current position: wakes every other CPU sleeping on it.
+    /// An access reaches `unit` at the engine's current position (a
+    /// CPU's request or write hit, a drain, a prefetch, the home serving a
+    /// waiter): wakes every CPU sleeping on it (a sleeper makes no access,
+    /// so none of them is the one reaching it).
     #[inline]
-    pub(super) fn poll_line_reached(
-        &mut self,
-        unit: usize,
-        by: Option<usize>,
-        probe: &mut dyn Probe,
-    ) {
+    pub(super) fn poll_line_reached(&mut self, unit: usize, probe: &mut dyn Probe) {
         if self.watchers.get(unit).is_none_or(|w| w.is_empty()) {
             return;
         }
@@ -274,10 +271,6 @@ impl Simulation<'_> {
         let at = self.position.key(self.tie_seed);
         for &s in &sleepers {
             let s = s as usize;
-            if Some(s) == by {
-                self.watchers[unit].push(s as u32);
-                continue;
-            }
             let resume = self.wake(s, at, probe);
             self.schedule(resume, EventKind::Resume, s);
         }
@@ -307,8 +300,7 @@ impl Simulation<'_> {
         cpu.spin.previous = state;
         cpu.now = Cycle(resume);
         cpu.wait = Wait::None;
-        cpu.accesses += made;
-        self.memory_ops += made;
+        super::count_accesses(&mut self.memory_ops, cpu, made);
         if made > 0 {
             probe.on_private_hits(
                 cpu.spec.cpu,
