@@ -59,8 +59,10 @@ pub struct AccessEvent<'a> {
     pub stall_cycles: u64,
 }
 
-/// Plain hits on one of a CPU's private lines (a field of its own per-CPU
-/// instance that no other CPU can reach), summed since the last report.
+/// Plain hits summed since the last report: on one of a CPU's private
+/// lines (a field of its own per-CPU instance that no other CPU can
+/// reach), or a fast-forwarded spin-wait's polls of one shared field
+/// (`engine::spin`), reported when the CPU wakes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PrivateHits {
     /// Dense id of the (instance, field) accessed.
@@ -77,16 +79,18 @@ pub trait Probe {
     fn on_access(&mut self, _event: &AccessEvent<'_>) {}
     /// Whether the probe must see every access as its own `on_access`. One
     /// that answers false receives the plain hits on each CPU's private
-    /// lines summed, through `on_private_hits`, instead: before that CPU's
-    /// next `on_iteration` and at the end of the run. That spares the engine
-    /// a report per hit; a probe whose result depends on the order or the
-    /// detail of single accesses (a trace) keeps the default.
+    /// lines summed, through `on_private_hits`, instead (before that CPU's
+    /// next `on_iteration` and at the end of the run), and the polls of a
+    /// spin-wait the engine fast-forwards likewise (when the CPU wakes).
+    /// That spares the engine a report per hit; a probe whose result
+    /// depends on the order or the detail of single accesses (a trace)
+    /// keeps the default.
     fn needs_every_access(&self) -> bool {
         true
     }
-    /// Summed plain hits of CPU `cpu` on one private place (see
-    /// `needs_every_access`); each counts as a hit, and stores and loads
-    /// each as one access, of that field and line.
+    /// Summed plain hits of CPU `cpu` on one place (a private one, or a
+    /// spin-wait's polls; see `needs_every_access`); each counts as a hit,
+    /// and stores and loads each as one access, of that field and line.
     fn on_private_hits(&mut self, _cpu: u32, _hits: &PrivateHits) {}
     /// A plain store entered the store buffer.
     fn on_store_posted(
