@@ -22,21 +22,6 @@ use sim_core::Cycle;
 use std::collections::{BTreeMap, VecDeque};
 use testkit::*;
 
-/// A small deterministic generator (xorshift64*), so the tester needs no
-/// crate and a seed means the same program everywhere.
-struct Gen(u64);
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 const FIELDS: u32 = 12;
 
 /// One CPU's script: a random mix of accesses to the 12 fields of `g`

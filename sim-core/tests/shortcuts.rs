@@ -39,20 +39,6 @@ use sim_core::stats::Stats;
 use sim_core::topology::{Lookup, Protocol};
 use testkit::*;
 
-/// A small deterministic generator (xorshift64*), as the random tester's.
-struct Gen(u64);
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 /// One access or statement, drawn from a mix where private accesses
 /// dominate, so CPUs run ahead often and meet shared traffic in between.
 /// With `only_mine`, it touches nothing but `mine` (no shared access, no
@@ -422,6 +408,25 @@ fn combinations(seed: u64) -> Vec<EngineOptions> {
     ]
 }
 
+/// The first entry where two runs' per-CPU streams differ, in words.
+fn first_difference<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    with: &[Vec<T>],
+    reference: &[Vec<T>],
+) -> Option<String> {
+    with.iter()
+        .zip(reference)
+        .enumerate()
+        .find_map(|(n, (w, p))| {
+            let k = (0..w.len().max(p.len())).find(|&k| w.get(k) != p.get(k))?;
+            Some(format!(
+                "{what} {n}, entry {k}:\n with:      {:?}\n reference: {:?}",
+                w.get(k),
+                p.get(k)
+            ))
+        })
+}
+
 /// Compares `options` with the reference on one configuration; the first
 /// difference, if any.
 fn compare(
@@ -434,31 +439,9 @@ fn compare(
     match (&with, reference) {
         (Ok(with), Ok(plain)) if with == plain => {}
         (Ok(with), Ok(plain)) => {
-            let mut first = String::new();
-            let streams = with.program_order.iter().zip(&plain.program_order);
-            for (n, (w, p)) in streams.enumerate() {
-                if let Some(k) = (0..w.len().max(p.len())).find(|&k| w.get(k) != p.get(k)) {
-                    first = format!(
-                        "CPU stream {n}, entry {k}:\n with:      {:?}\n reference: {:?}",
-                        w.get(k),
-                        p.get(k)
-                    );
-                    break;
-                }
-            }
-            if first.is_empty() {
-                let drains = with.drains.iter().zip(&plain.drains);
-                for (n, (w, p)) in drains.enumerate() {
-                    if let Some(k) = (0..w.len().max(p.len())).find(|&k| w.get(k) != p.get(k)) {
-                        first = format!(
-                            "drains of CPU stream {n}, entry {k}:\n with:      {:?}\n reference: {:?}",
-                            w.get(k),
-                            p.get(k)
-                        );
-                        break;
-                    }
-                }
-            }
+            let first = first_difference("CPU stream", &with.program_order, &plain.program_order)
+                .or_else(|| first_difference("drains of CPU stream", &with.drains, &plain.drains))
+                .unwrap_or_default();
             return Err(format!(
                 "seed {seed}, shortcuts {}: differs from the reference.\n with outcome:      {:?}\n reference outcome: {:?}\n{first}",
                 named(options),

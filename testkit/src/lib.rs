@@ -16,6 +16,22 @@ use sim_core::script::parse::parse_block;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
 use sim_core::{Cycle, SimError};
 
+/// A small deterministic generator (xorshift64*) for the random tests'
+/// programs: no crate, and a seed means the same program everywhere.
+pub struct Gen(pub u64);
+
+impl Gen {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
 /// A 2-socket machine with 2 nodes per socket, 2 L3 domains per node, 2
 /// cores per L3 domain and 2 SMT threads: 16 cores, 32 CPUs. CPU c < 16 is
 /// thread 0 of core c; CPU c + 16 is its sibling. Cores 0-3 are node 0
