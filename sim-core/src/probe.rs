@@ -62,7 +62,7 @@ pub struct AccessEvent<'a> {
 /// Plain hits summed since the last report: on one of a CPU's private
 /// lines (a field of its own per-CPU instance that no other CPU can
 /// reach), or a fast-forwarded spin-wait's polls of one shared field
-/// (`engine::spin`), reported when the CPU wakes.
+/// (`engine::shortcuts::spin`), reported when the CPU wakes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PrivateHits {
     /// Dense id of the (instance, field) accessed.

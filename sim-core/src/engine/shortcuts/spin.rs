@@ -28,14 +28,14 @@
 //! Only for a probe that takes summed hits (`Probe::needs_every_access`
 //! false): a trace sees every poll.
 
-use super::{event_key, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
+use crate::engine::{event_key, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
 use crate::probe::{PrivateHits, Probe};
 use crate::time::Cycle;
 
 /// The event the engine is processing: a queued one, or a CPU's resume
 /// taken without the queue (its key is made only if a spinner needs it).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum EventAt {
+pub(in crate::engine) enum EventAt {
     Queued { cycle: u64, key: u64 },
     Resume { cycle: u64, cpu: usize },
 }
@@ -43,17 +43,17 @@ pub(super) enum EventAt {
 /// Where in the global (cycle, key) order the engine is: the event being
 /// processed, and the access a CPU is making during it, if any.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Position {
-    pub(super) event: EventAt,
+pub(in crate::engine) struct Position {
+    pub(in crate::engine) event: EventAt,
     /// CPU `cpu`'s access at `cycle`: at the CPU's own turn, but never
     /// before the event (a CPU resumed inside another event, as
     /// `drain_done` does, acts at that event's place when it is at that
     /// event's cycle).
-    pub(super) access: Option<(u64, usize)>,
+    pub(in crate::engine) access: Option<(u64, usize)>,
 }
 
 impl Position {
-    pub(super) const START: Position = Position {
+    pub(in crate::engine) const START: Position = Position {
         event: EventAt::Queued { cycle: 0, key: 0 },
         access: None,
     };
@@ -74,7 +74,7 @@ impl Position {
 
 /// A CPU's state that a period must return to.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(super) struct CpuState {
+pub(in crate::engine) struct CpuState {
     code: u32,
     pc: u32,
     locals_base: u32,
@@ -126,7 +126,7 @@ impl CpuState {
 /// What a CPU's last access was, when it was a poll candidate, and its
 /// sleep.
 #[derive(Clone, Debug, Default)]
-pub(super) struct SpinWatch {
+pub(in crate::engine) struct SpinWatch {
     /// The code and position of the last load that started, and the CPU's
     /// access count then: a load at the same place right after it (no
     /// access between) is a candidate, and only a candidate's state is
@@ -141,7 +141,7 @@ pub(super) struct SpinWatch {
     previous: CpuState,
     previous_load: Option<PollLoad>,
     /// While asleep: the next load's cycle and the period.
-    pub(super) asleep: Option<Sleep>,
+    pub(in crate::engine) asleep: Option<Sleep>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,11 +156,11 @@ struct PollLoad {
 }
 
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Sleep {
+pub(in crate::engine) struct Sleep {
     /// The cycle of the first load not yet made.
     next_load: u64,
     period: u64,
-    pub(super) unit: usize,
+    pub(in crate::engine) unit: usize,
     address: u64,
     field_id: u32,
 }
@@ -178,7 +178,7 @@ impl Simulation<'_> {
     /// Called as a load starts: keeps the CPU's state for the comparison
     /// once the load is known to be a plain hit.
     #[inline]
-    pub(super) fn poll_load_starts(&mut self, i: usize, place_id: u32) {
+    pub(in crate::engine) fn poll_load_starts(&mut self, i: usize, place_id: u32) {
         if !self.may_poll(i, place_id) {
             let watch = &mut self.cpus[i].spin;
             (watch.current_taken, watch.last_start) = (false, None);
@@ -204,7 +204,7 @@ impl Simulation<'_> {
     /// Called after a load by CPU `i` that was a plain hit at `issued`
     /// (returning `value`, `latency` cycles): puts the CPU to sleep when it
     /// completes a period, or keeps the load as the next comparison.
-    pub(super) fn poll_load_hit(
+    pub(in crate::engine) fn poll_load_hit(
         &mut self,
         i: usize,
         pending: &PendingAccess,
@@ -251,7 +251,7 @@ impl Simulation<'_> {
         });
         cpu.spin.previous_load = None;
         cpu.wait = Wait::Spin;
-        super::count_shortcut!(self.shortcut_entries, 8);
+        crate::engine::count_shortcut!(self.shortcut_entries, 8);
         if self.watchers.len() <= unit {
             self.watchers.resize(unit + 1, Vec::new());
         }
@@ -263,7 +263,7 @@ impl Simulation<'_> {
     /// waiter): wakes every CPU sleeping on it (a sleeper makes no access,
     /// so none of them is the one reaching it).
     #[inline]
-    pub(super) fn poll_line_reached(&mut self, unit: usize, probe: &mut dyn Probe) {
+    pub(in crate::engine) fn poll_line_reached(&mut self, unit: usize, probe: &mut dyn Probe) {
         if self.watchers.get(unit).is_none_or(|w| w.is_empty()) {
             return;
         }
@@ -300,7 +300,7 @@ impl Simulation<'_> {
         cpu.spin.previous = state;
         cpu.now = Cycle(resume);
         cpu.wait = Wait::None;
-        super::count_accesses(&mut self.memory_ops, cpu, made);
+        crate::engine::count_accesses(&mut self.memory_ops, cpu, made);
         if made > 0 {
             probe.on_private_hits(
                 cpu.spec.cpu,
@@ -318,7 +318,7 @@ impl Simulation<'_> {
 
     /// The run stops at `stop`: each sleeping CPU's loads before it are
     /// made, and the CPU is finished there. Returns how many slept.
-    pub(super) fn settle_sleepers(&mut self, stop: u64, probe: &mut dyn Probe) -> usize {
+    pub(in crate::engine) fn settle_sleepers(&mut self, stop: u64, probe: &mut dyn Probe) -> usize {
         let mut settled = 0;
         for s in 0..self.cpus.len() {
             if let Some(sleep) = self.cpus[s].spin.asleep {
@@ -332,7 +332,7 @@ impl Simulation<'_> {
     }
 
     /// A deadlock's description of what sleeping CPU `cpu` waits for.
-    pub(super) fn spin_wait_description(&self, cpu: &Cpu) -> Option<String> {
+    pub(in crate::engine) fn spin_wait_description(&self, cpu: &Cpu) -> Option<String> {
         let sleep = cpu.spin.asleep?;
         Some(format!(
             "another CPU to write line {} (address {:#x}), which it reads in a loop that changes nothing else",

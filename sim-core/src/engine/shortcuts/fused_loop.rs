@@ -10,11 +10,11 @@
 //! is the same plain hit at the same cycle, summed the same way. Every
 //! other case goes to `run_ahead_loop::<true>`.
 
-use super::{
+use crate::coherence::{Coherence, PrivateLine};
+use crate::engine::{
     binary_value, count_accesses, read_value, write_value, Cpu, PrivateTarget, Simulation, Turn,
     BINARY_OPS, MAX_STACK, NOT_PRIVATE, REPEAT_HEAD_OPS,
 };
-use crate::coherence::{Coherence, PrivateLine};
 use crate::error::SimError;
 use crate::script::ast::BinaryOp;
 use crate::script::compile::Op;
@@ -27,7 +27,7 @@ use crate::time::Cycle;
 /// once, at the end (or one by one when the invariants are checked, which
 /// compares the copy's write count with the line's after each access).
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct SlotLine {
+pub(in crate::engine) struct SlotLine {
     /// What a plain hit may do on the line: one of the `LINE_` values.
     access: u8,
     /// `PrivateLine::floor`: a hit at `now` is done at `max(now, floor) + L1`.
@@ -204,7 +204,7 @@ fn write_whole_field(bytes: &mut [u8], address: u64, size_bytes: u32, value: i64
 impl Simulation<'_> {
     /// `run_ahead` for a code with a fused table.
     #[inline(never)]
-    pub(super) fn run_ahead_fused(&mut self, i: usize) -> Result<(), SimError> {
+    pub(in crate::engine) fn run_ahead_fused(&mut self, i: usize) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
         let base = cpu.frame.locals_base as usize;
         // What `run_ahead_loop` checks before each superinstruction and
@@ -220,7 +220,7 @@ impl Simulation<'_> {
         if !hoistable {
             return self.run_ahead_loop::<true>(i);
         }
-        super::count_shortcut!(self.shortcut_entries, 4);
+        crate::engine::count_shortcut!(self.shortcut_entries, 4);
         // `must_yield(now, i)` for every `now` of this call (nothing here
         // queues an event).
         let turn = if self.private_only[i] {

@@ -1,0 +1,557 @@
+//! Memory accesses: loads, stores and atomics sent to the coherence model
+//! (a hit at once, a miss as a transaction at the line's home, or queued
+//! until the line frees), the values they read and write, and the
+//! adjacent-line prefetches their misses issue.
+
+use super::*;
+
+/// The value of the field of `size` bytes at `address`.
+#[inline]
+pub(super) fn read_value(bytes: &[u8], address: u64, size: u32) -> i64 {
+    let start = address as usize;
+    // The common widths as fixed-size copies (no call to memcpy).
+    match size {
+        8.. => i64::from_le_bytes(bytes[start..start + 8].try_into().unwrap()),
+        4 => i32::from_le_bytes(bytes[start..start + 4].try_into().unwrap()) as i64,
+        _ => {
+            let n = size as usize;
+            let mut raw = [0u8; 8];
+            raw[..n].copy_from_slice(&bytes[start..start + n]);
+            sign_extend(i64::from_le_bytes(raw), size)
+        }
+    }
+}
+
+/// Writes `value` into the field of `size` bytes at `address` (its low bytes).
+#[inline]
+pub(super) fn write_value(bytes: &mut [u8], address: u64, size: u32, value: i64) {
+    let start = address as usize;
+    match size {
+        8.. => bytes[start..start + 8].copy_from_slice(&value.to_le_bytes()),
+        4 => bytes[start..start + 4].copy_from_slice(&(value as i32).to_le_bytes()),
+        _ => {
+            let n = size as usize;
+            bytes[start..start + n].copy_from_slice(&value.to_le_bytes()[..n]);
+        }
+    }
+}
+
+impl Simulation<'_> {
+    pub(super) fn load(
+        &mut self,
+        i: usize,
+        place_id: u32,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        self.poll_load_starts(i, place_id);
+        let place = &self.program.places[place_id as usize];
+        let target = self.target_of(i, place_id, place, 0)?;
+        let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
+        let bits = place.bits;
+        // Store-to-load forwarding: the newest buffered store to the same
+        // bytes (the same bits of a bitfield's unit) answers; a partial
+        // overlap waits for the buffer to drain.
+        let mut forwarded = None;
+        for entry in self.cpus[i].store_buffer.iter().rev() {
+            let overlaps = entry.address < address + size as u64
+                && address < entry.address + entry.size_bytes as u64;
+            if overlaps {
+                if entry.address == address && entry.size_bytes == size && entry.bits == bits {
+                    // The buffer holds what the field will hold: its width.
+                    forwarded = Some(sign_extend(entry.value, size));
+                } else {
+                    // Retried whole once the buffer has drained.
+                    self.block_on(i, Wait::BufferEmpty);
+                    return Ok(());
+                }
+                break;
+            }
+        }
+        self.drop_indices(i, place);
+        let cpu_id = self.cpus[i].spec.cpu;
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
+        if let Some(value) = forwarded {
+            let cpu = &mut self.cpus[i];
+            let issued = cpu.now;
+            let l1 = self.topology.spec.latency.l1_hit_cycles;
+            cpu.now += l1;
+            probe.on_access(&AccessEvent {
+                cpu: cpu_id,
+                issued,
+                latency_cycles: l1,
+                kind: AccessKind::LoadForwarded,
+                address,
+                size_bytes: size,
+                field_id,
+                value,
+                new_value: None,
+                report: None,
+                stall_cycles: 0,
+            });
+            self.push(i, value)?;
+            self.advance_pc(i);
+            return Ok(());
+        }
+        let pending = PendingAccess {
+            op: None,
+            address,
+            size_bytes: size,
+            field_id,
+            bits,
+            operand: 0,
+            expected: 0,
+        };
+        self.issue(i, pending, Need::Read, 0, probe)
+    }
+
+    pub(super) fn store(
+        &mut self,
+        i: usize,
+        place_id: u32,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let place = &self.program.places[place_id as usize];
+        if self.cpus[i].store_buffer.len() >= self.store_buffer_entries {
+            // Full: retried whole once a drain frees an entry.
+            self.block_on(i, Wait::BufferSlot);
+            return Ok(());
+        }
+        let target = self.target_of(i, place_id, place, 1)?;
+        let bits = place.bits;
+        let value = self.pop(i)?;
+        // A bitfield holds the low bits of what is stored.
+        let value = bits.map_or(value, |b| b.truncate(value));
+        self.drop_indices(i, place);
+        let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);
+        let unit = self.memory.unit_of(address);
+        let cpu_id = self.cpus[i].spec.cpu;
+        let now = self.cpus[i].now;
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
+        if self.cpus[i].store_buffer.is_empty() {
+            // An empty buffer drains at once into a line the core owns.
+            if let Some(report) =
+                self.coherence
+                    .try_hit(self.topology, now, cpu_id, unit, Need::Write, 0)
+            {
+                self.poll_line_reached(unit, probe);
+                if self.coherence.check_invariants {
+                    self.coherence.check_unit(unit, report.done)?;
+                }
+                self.write_field_merging_bits(address, size, bits, value);
+                let cpu = &mut self.cpus[i];
+                cpu.now = report.done;
+                probe.on_access(&AccessEvent {
+                    cpu: cpu_id,
+                    issued: report.issued,
+                    latency_cycles: report.latency_cycles(),
+                    kind: AccessKind::Store,
+                    address,
+                    size_bytes: size,
+                    field_id,
+                    value,
+                    new_value: None,
+                    report: Some(&report),
+                    stall_cycles: 0,
+                });
+                self.advance_pc(i);
+                return Ok(());
+            }
+        }
+        let cpu = &mut self.cpus[i];
+        cpu.store_buffer.push_back(BufferedStore {
+            address,
+            size_bytes: size,
+            value,
+            bits,
+            unit,
+            field_id,
+        });
+        probe.on_store_posted(cpu_id, now, address, field_id, value);
+        // Posting a store takes one cycle of the core.
+        cpu.now += 1;
+        let start_now = !cpu.draining;
+        self.advance_pc(i);
+        if start_now {
+            self.start_drain(i, now, probe)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn atomic(
+        &mut self,
+        i: usize,
+        op: AtomicOp,
+        place_id: u32,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if !self.cpus[i].store_buffer.is_empty() {
+            // A locked instruction drains the store buffer first.
+            self.block_on(i, Wait::BufferEmpty);
+            return Ok(());
+        }
+        let place = &self.program.places[place_id as usize];
+        let (operand, expected) = if op == AtomicOp::CmpXchg {
+            let new = self.pop(i)?;
+            let expected = self.pop(i)?;
+            (new, expected)
+        } else {
+            (self.pop(i)?, 0)
+        };
+        // A place with one target for every CPU has no operands to drop.
+        let target = match self.global_targets[place_id as usize] {
+            Some(target) => target,
+            None => {
+                let target = self.address_of(i, place, 0)?;
+                self.drop_indices(i, place);
+                target
+            }
+        };
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
+        let pending = PendingAccess {
+            op: Some(op),
+            address: target.address,
+            size_bytes: target.size_bytes,
+            field_id: target.field_id,
+            bits: None,
+            operand,
+            expected,
+        };
+        let hold = self.topology.spec.latency.locked_op_cycles;
+        self.issue(i, pending, Need::Write, hold, probe)
+    }
+
+    /// Sends a load or atomic to the line: completes it now, or parks the
+    /// CPU until the line's home serves it.
+    pub(super) fn issue(
+        &mut self,
+        i: usize,
+        pending: PendingAccess,
+        need: Need,
+        hold: u64,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let unit = self.memory.unit_of(pending.address);
+        let cpu_id = self.cpus[i].spec.cpu;
+        let now = self.cpus[i].now;
+        // A hit first, straight from the cache (what `request` tries first
+        // too; a failed try changes nothing), without the queueing result.
+        if let Some(report) = self
+            .coherence
+            .try_hit(self.topology, now, cpu_id, unit, need, hold)
+        {
+            if self.coherence.check_invariants {
+                self.coherence.check_unit(unit, report.done)?;
+            }
+            if need == Need::Write {
+                self.poll_line_reached(unit, probe);
+            }
+            self.complete_access(i, &pending, &report, probe)?;
+            if pending.op.is_none() {
+                let value = self.cpus[i].stack.last().copied().unwrap_or_default();
+                let latency = report.done - report.issued;
+                self.poll_load_hit(i, &pending, report.issued, value, latency);
+            }
+            return Ok(());
+        }
+        self.poll_line_reached(unit, probe);
+        let misses = self.demand_misses(cpu_id, unit, need);
+        match self.coherence.request_after_miss(
+            self.topology,
+            now,
+            cpu_id,
+            unit,
+            need,
+            hold,
+            request_tag(i, false),
+        ) {
+            // Matched in place, as in `line_free`.
+            Err(error) => return Err(error),
+            Ok(Requested::Done(report)) => {
+                let completed = self.complete_access(i, &pending, &report, probe);
+                self.coherence.recycle(report);
+                completed?;
+            }
+            Ok(Requested::Queued {
+                free_at,
+                first_waiter,
+            }) => {
+                if first_waiter {
+                    self.schedule(free_at, EventKind::LineFree, unit);
+                }
+                self.cpus[i].pending = Some(pending);
+                self.block_on(i, Wait::Line);
+            }
+        }
+        if misses {
+            self.prefetch_buddy(i, unit, now, pending.field_id, probe)?;
+        }
+        Ok(())
+    }
+
+    /// The value part of a load or atomic, once the line is there.
+    pub(super) fn complete_access(
+        &mut self,
+        i: usize,
+        p: &PendingAccess,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let old = self.read_value(p.address, p.size_bytes);
+        let old = p.bits.map_or(old, |b| b.extract(old));
+        let (kind, written) = match p.op {
+            None => (AccessKind::Load, None),
+            Some(op) => {
+                let new = match op {
+                    AtomicOp::FetchAdd => Some(old.wrapping_add(p.operand)),
+                    AtomicOp::FetchSub => Some(old.wrapping_sub(p.operand)),
+                    AtomicOp::FetchOr => Some(old | p.operand),
+                    AtomicOp::FetchAnd => Some(old & p.operand),
+                    AtomicOp::Xchg => Some(p.operand),
+                    AtomicOp::CmpXchg => (old == p.expected).then_some(p.operand),
+                };
+                if let Some(n) = new {
+                    self.write_value(p.address, p.size_bytes, n);
+                }
+                (
+                    AccessKind::Atomic(op),
+                    new.map(|_| self.read_value(p.address, p.size_bytes)),
+                )
+            }
+        };
+        let l1 = self.topology.spec.latency.l1_hit_cycles;
+        let cpu = &mut self.cpus[i];
+        cpu.now = cpu.now.max(report.done);
+        if p.op.is_some() {
+            cpu.now += self.topology.spec.latency.locked_op_cycles;
+        }
+        probe.on_access(&AccessEvent {
+            cpu: cpu.spec.cpu,
+            issued: report.issued,
+            latency_cycles: report.latency_cycles(),
+            kind,
+            address: p.address,
+            size_bytes: p.size_bytes,
+            field_id: p.field_id,
+            value: old,
+            new_value: written,
+            report: Some(report),
+            // Cycles beyond an L1 hit that the CPU waited for the line.
+            stall_cycles: (report.done - report.issued).saturating_sub(l1),
+        });
+        self.push(i, old)?;
+        self.advance_pc(i);
+        Ok(())
+    }
+
+    /// Completes a queued load or atomic; returns when its CPU goes on (the
+    /// caller schedules its resume).
+    pub(super) fn finish_pending(
+        &mut self,
+        i: usize,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) -> Result<Option<Cycle>, SimError> {
+        let Some(p) = self.cpus[i].pending.take() else {
+            return Ok(None);
+        };
+        self.cpus[i].wait = Wait::None;
+        self.complete_access(i, &p, report, probe)?;
+        Ok(Some(self.cpus[i].now))
+    }
+
+    /// A line's transaction has ended: serve the next waiting request.
+    ///
+    /// Returns the served CPU's resume, when it is due before every queued
+    /// event (the winner of a contended line, usually): the caller takes it
+    /// as the next event without queueing it. The order is the queue's:
+    /// queued at that point, the resume would have come after every event
+    /// already queued at its cycle and before the line's next free.
+    pub(super) fn line_free(
+        &mut self,
+        unit: usize,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<Option<(Cycle, usize)>, SimError> {
+        self.poll_line_reached(unit, probe);
+        let (arbitration, zone) = (&mut self.arbitration, &mut self.arbitration_zone);
+        let mut pick = |n: usize| {
+            let bound = n as u64;
+            if zone.0 != bound {
+                *zone = (bound, acceptance_zone(bound));
+            }
+            uniform_below_in_zone(arbitration, bound, zone.1) as usize
+        };
+        // Matched in place: `?` would copy the report (about 150 bytes
+        // with the waiter) out of the result first.
+        let mut resume = None;
+        match self
+            .coherence
+            .serve_next(self.topology, at, unit, &mut pick)
+        {
+            Err(error) => return Err(error),
+            Ok(None) => {}
+            Ok(Some((waiter, report))) => {
+                let i = ((waiter.tag & !PREFETCH_TAG) >> 1) as usize;
+                if waiter.tag & PREFETCH_TAG != 0 {
+                    let queued = self
+                        .queued_prefetches
+                        .iter()
+                        .position(|&(line, cpu, _)| line == unit && cpu == i);
+                    if let Some(k) = queued {
+                        let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
+                        self.report_prefetch(i, field_id, &report, probe);
+                    }
+                } else if waiter.tag & 1 == 1 {
+                    self.finish_drain(i, &report, probe);
+                } else if let Some(now) = self.finish_pending(i, &report, probe)? {
+                    resume = Some((now, i));
+                }
+                self.coherence.recycle(report);
+            }
+        }
+        let line_free_at = (self.coherence.waiting_count(unit) > 0)
+            .then(|| self.coherence.busy_until(unit).max(at));
+        // The resume goes first when its key is before every other event's,
+        // the line's next free (about to be queued) included.
+        let direct = resume.filter(|&(now, i)| {
+            if !self.options.direct_resume {
+                return false;
+            }
+            // Keys are computed only for an event at the resume's own cycle.
+            let own = || event_key(self.tie_seed, EventKind::Resume, now.0, i);
+            let next = self.queue.next();
+            (now.0 < next.cycle || (now.0 == next.cycle && own() < next.key))
+                && line_free_at.is_none_or(|free| {
+                    now < free
+                        || (now == free
+                            && own() < event_key(self.tie_seed, EventKind::LineFree, free.0, unit))
+                })
+        });
+        if direct.is_some() {
+            count_shortcut!(self.shortcut_entries, 6);
+        }
+        if direct.is_none() {
+            if let Some((now, i)) = resume {
+                self.schedule(now, EventKind::Resume, i);
+            }
+        }
+        if let Some(free) = line_free_at {
+            self.schedule(free, EventKind::LineFree, unit);
+        }
+        Ok(direct)
+    }
+
+    /// Whether an access by `cpu` to `unit` is a demand miss that the
+    /// adjacent-line prefetcher follows: the prefetcher is on and the core's
+    /// cache cannot answer it, a load on a line it holds no copy of, or a
+    /// write (RFO) on a line it does not hold writable: an RFO for a Shared
+    /// copy misses too, since the request for ownership leaves the core.
+    #[inline]
+    pub(super) fn demand_misses(&self, cpu: u32, unit: usize, need: Need) -> bool {
+        if !self.prefetch_buddies {
+            return false;
+        }
+        let state = self.coherence.state(self.topology.core_of(cpu), unit);
+        match need {
+            Need::Read => state == LineState::Invalid,
+            Need::Write => !matches!(state, LineState::Modified | LineState::Exclusive),
+        }
+    }
+
+    /// The adjacent-line (L2 spatial) prefetcher: CPU `i`'s demand miss on
+    /// `unit` at `at` also reads the buddy line, `unit ^ 1`, the other half
+    /// of its 128-byte-aligned pair, for the same core. The CPU does not wait
+    /// for it. It is dropped when the core already holds the buddy or has a
+    /// request waiting for it; otherwise it is a read ordered at the buddy's
+    /// home like any other (it downgrades an owner, and queues behind and
+    /// ahead of others), reported to the probe as a prefetch attributed to
+    /// `field_id`, the field whose miss issued it.
+    pub(super) fn prefetch_buddy(
+        &mut self,
+        i: usize,
+        unit: usize,
+        at: Cycle,
+        field_id: u32,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let buddy = unit ^ 1;
+        if buddy >= self.coherence.unit_count() {
+            return Ok(());
+        }
+        self.poll_line_reached(buddy, probe);
+        let cpu_id = self.cpus[i].spec.cpu;
+        match self
+            .coherence
+            .prefetch(self.topology, at, cpu_id, buddy, request_tag(i, false))?
+        {
+            None => {}
+            Some(Requested::Done(report)) => {
+                self.report_prefetch(i, field_id, &report, probe);
+                self.coherence.recycle(report);
+            }
+            Some(Requested::Queued {
+                free_at,
+                first_waiter,
+            }) => {
+                self.queued_prefetches.push((buddy, i, field_id));
+                if first_waiter {
+                    self.schedule(free_at, EventKind::LineFree, buddy);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn report_prefetch(
+        &mut self,
+        i: usize,
+        field_id: u32,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) {
+        let line_bytes = self.memory.unit_bytes;
+        probe.on_access(&AccessEvent {
+            cpu: self.cpus[i].spec.cpu,
+            issued: report.issued,
+            latency_cycles: report.latency_cycles(),
+            kind: AccessKind::Prefetch,
+            address: report.unit as u64 * line_bytes as u64,
+            size_bytes: line_bytes,
+            field_id,
+            value: 0,
+            new_value: None,
+            report: Some(report),
+            stall_cycles: 0,
+        });
+    }
+
+    #[inline]
+    pub(super) fn read_value(&self, address: u64, size: u32) -> i64 {
+        read_value(&self.bytes, address, size)
+    }
+
+    /// Writes a whole field, or only a bitfield's bits of its unit (read,
+    /// changed and written in the same instant, so the neighbours' bits
+    /// stay as they are).
+    #[inline]
+    pub(super) fn write_field_merging_bits(
+        &mut self,
+        address: u64,
+        size: u32,
+        bits: Option<BitRange>,
+        value: i64,
+    ) {
+        match bits {
+            None => self.write_value(address, size, value),
+            Some(b) => {
+                let unit = self.read_value(address, size);
+                self.write_value(address, size, b.insert(unit, value));
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn write_value(&mut self, address: u64, size: u32, value: i64) {
+        write_value(&mut self.bytes, address, size, value)
+    }
+}

@@ -1,0 +1,1359 @@
+//! The event loop: CPUs running compiled scripts against the coherence
+//! model, in simulated time.
+//!
+//! Ordering contract: events are processed in (cycle, key) order, where the
+//! key is a property of the event itself (its class, then a seeded hash of
+//! its cycle and target, then the target: `event_key`), never of when it
+//! was queued. A CPU
+//! runs ahead on its own only while its own resume at its local time would
+//! come before the next queued event; otherwise, before an access, it
+//! queues itself and waits its turn. So every transaction reaches the
+//! coherence model in global (cycle, key) order, a CPU that ran ahead lands
+//! exactly where stepping would have put it, and a run is a pure function
+//! of its configuration: no wall clock, no host threads, no hash iteration.
+//!
+//! A CPU blocks only on its own accesses (their latency advances its clock)
+//! and on its store buffer (an atomic or fence waiting for it to drain, or a
+//! store finding it full). Plain stores post to the buffer and drain in
+//! order, one line transaction at a time (x86-TSO); loads forward from it.
+//!
+//! The files: this one holds the run's configuration and outcome, the CPU
+//! state, the event keys and the turn rule (`Turn`), and the event loop
+//! (`run_events`, `run_cpu`); `rules` what each script operation does;
+//! `access` the loads, stores and atomics sent to the coherence model;
+//! `store_buffer` the drains; `shortcuts` the faster ways of getting the
+//! same result (`run_ahead`, `fused_loop`, `spin`), each behind its switch
+//! in [`EngineOptions`].
+
+use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, PREFETCH_TAG};
+use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
+use crate::memory::{BitRange, InstanceKind, MemoryLayout};
+use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
+use crate::queue::{EventQueue, EVENT_BYTES};
+use crate::script::ast::{AtomicOp, BinaryOp, SourcePos, UnaryOp};
+use crate::script::compile::{Builtin, Code, Op, PlaceRef, Program};
+use crate::script::fuse::{
+    self, Destination, Fused, FusedAtomic, Operand, BINARY_OPS, REPEAT_HEAD_OPS,
+};
+use crate::time::Cycle;
+use crate::topology::Topology;
+use rand_chacha::ChaCha8Rng;
+use rand_core::{Rng, SeedableRng};
+use std::collections::VecDeque;
+
+mod access;
+mod rules;
+mod shortcuts;
+mod store_buffer;
+
+use access::*;
+use rules::*;
+use shortcuts::run_ahead::*;
+use shortcuts::spin;
+
+/// One CPU's assignment: which script it runs, and its place in its group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadSpec {
+    pub cpu: u32,
+    pub script: u32,
+    /// Index of this CPU in its thread group (`tid()`), and the group's size.
+    pub tid: u32,
+    pub group_size: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopRule {
+    /// Every CPU runs this many measured iterations (after the warm-up).
+    Iterations(u64),
+    /// The run ends at this cycle.
+    Cycles(u64),
+}
+
+/// A complete, validated description of one run.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub topology: Topology,
+    pub memory: MemoryLayout,
+    pub program: Program,
+    pub threads: Vec<ThreadSpec>,
+    pub stop: StopRule,
+    pub warmup_iterations: u64,
+    /// Budget: an iterations run still going at this cycle is truncated.
+    pub max_cycles: u64,
+    /// Budget on processed events.
+    pub max_events: u64,
+    /// Script steps of one CPU, or events of the run, at one cycle before
+    /// the run is stopped for want of progress (`limits.steps_without_time`).
+    pub max_steps_without_time: u64,
+    pub seed: u64,
+    pub check_invariants: bool,
+}
+
+pub const MAX_CALL_DEPTH: usize = crate::limits::CALL_DEPTH;
+pub const MAX_STACK: usize = crate::limits::OPERAND_STACK;
+pub const DEFAULT_MAX_EVENTS: u64 = crate::limits::DEFAULT_EVENTS;
+pub const DEFAULT_MAX_STEPS_WITHOUT_TIME: u64 = crate::limits::DEFAULT_STEPS_WITHOUT_TIME;
+
+/// Host memory a run of `config` takes, estimated before it starts: the
+/// simulated data, every line's coherence state (two caches holding each),
+/// every CPU's registers, stack, locals and store buffer, the event queue's
+/// ring and the events in flight. Caches that hold many lines each add to it (caches are
+/// unbounded), so it is a floor for a run that touches all its memory from
+/// every core, and close for the rest.
+pub fn estimate_run_bytes(config: &SimConfig) -> u64 {
+    let lines = config.memory.unit_count() as u64;
+    let cpus = config.threads.len() as u64;
+    let per_line = Coherence::line_state_bytes(config.topology.core_count());
+    let per_cpu = (std::mem::size_of::<Cpu>()
+        + 64 * 8
+        + crate::limits::SCRIPT_LOCALS * 8
+        + config.topology.spec.store_buffer_entries as usize * std::mem::size_of::<BufferedStore>())
+        as u64;
+    config.memory.total_bytes
+        + lines * per_line
+        + cpus * per_cpu
+        + events_in_flight_bound(config) * EVENT_BYTES
+        + crate::queue::FIXED_BYTES
+}
+
+/// The most events a run can have queued at once (see `limits`).
+fn events_in_flight_bound(config: &SimConfig) -> u64 {
+    crate::limits::EVENTS_IN_FLIGHT_PER_CPU * config.threads.len() as u64
+        + crate::limits::EVENTS_IN_FLIGHT_PER_LINE * config.memory.unit_count() as u64
+}
+
+/// What a finished run measured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunOutcome {
+    /// Cycles from the start to the end of the measured window.
+    pub elapsed_cycles: u64,
+    /// Cycle at which measurement started (the last warm-up end; 0 without warm-up).
+    pub measure_start_cycle: u64,
+    pub events: u64,
+    /// Memory operations executed (loads, stores, atomics), all CPUs.
+    pub memory_ops: u64,
+    pub cpus: Vec<CpuOutcome>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuOutcome {
+    pub cpu: u32,
+    pub measured_iterations: u64,
+    /// Cycle at which the CPU finished (or the run's end).
+    pub finish_cycle: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventKind {
+    Resume,
+    DrainDone,
+    /// A line's current transaction ends: its home serves a waiting request.
+    LineFree,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wait {
+    None,
+    /// An atomic, a fence or an overlapping load needs an empty store buffer.
+    BufferEmpty,
+    /// A store needs a free entry.
+    BufferSlot,
+    /// A load or atomic is queued at a line's home.
+    Line,
+    /// Asleep in a spin-wait until another CPU reaches its line (`spin`).
+    Spin,
+}
+
+/// A load or atomic waiting at a line's home, to finish when served.
+#[derive(Clone, Copy, Debug)]
+struct PendingAccess {
+    op: Option<AtomicOp>,
+    address: u64,
+    size_bytes: u32,
+    field_id: u32,
+    /// A bitfield load: the bits of the unit it returns.
+    bits: Option<BitRange>,
+    operand: i64,
+    expected: i64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Frame {
+    /// Index into `Simulation::code_ops`: the scripts, then the procedures.
+    code: u32,
+    pc: u32,
+    locals_base: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct BufferedStore {
+    address: u64,
+    size_bytes: u32,
+    /// For a bitfield, the field's value, merged into the unit when the
+    /// store drains.
+    value: i64,
+    bits: Option<BitRange>,
+    unit: usize,
+    field_id: u32,
+}
+
+struct Cpu {
+    spec: ThreadSpec,
+    /// The CPU's core (whose cache it uses) and SMT thread in it.
+    core: u32,
+    thread: u8,
+    now: Cycle,
+    stack: Vec<i64>,
+    locals: Vec<i64>,
+    /// The running frame, kept out of the caller stack so that fetching an
+    /// operation is one index away.
+    frame: Frame,
+    callers: Vec<Frame>,
+    iteration: u64,
+    iteration_start: Cycle,
+    finished: bool,
+    wait: Wait,
+    wait_since: Cycle,
+    store_buffer: VecDeque<BufferedStore>,
+    draining: bool,
+    pending: Option<PendingAccess>,
+    rng: ChaCha8Rng,
+    /// Steps executed since the clock last moved, and the cycle it moved to.
+    still_steps: u64,
+    still_at: Cycle,
+    /// Accesses made (each one counted in `memory_ops` too): a spin-wait's
+    /// period makes exactly one.
+    accesses: u64,
+    spin: spin::SpinWatch,
+}
+
+/// How the engine goes about a run: one switch per shortcut, none of which
+/// changes any result. All off is the reference, the plain event-by-event
+/// path: every operation goes through `step`, every access waits for its
+/// turn in global (cycle, key) order, every hit is reported on its own and
+/// every transaction takes the general walk; `sim-core/tests/shortcuts.rs`
+/// compares every combination against it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// A CPU runs ahead of the event queue through the operations that
+    /// touch only its registers (`run_ahead`).
+    pub run_ahead: bool,
+    /// Places no other CPU can reach (a CPU's own per-CPU lines, their
+    /// buddies too when the prefetcher is on) are private: a CPU that
+    /// reaches nothing else need not take turns for its accesses.
+    pub private_places: bool,
+    /// Plain hits on private places are taken in the run-ahead loop and,
+    /// for a probe that allows it (`Probe::needs_every_access`), reported
+    /// summed per place.
+    pub summed_private_hits: bool,
+    /// The run-ahead loop runs superinstructions from the fused table
+    /// (`script::fuse`).
+    pub superinstructions: bool,
+    /// For a code with superinstructions and every private target resolved,
+    /// the hoisted loop (`engine::shortcuts::fused_loop`): the per-access checks made
+    /// once per call, each private line looked at once.
+    pub hoisted_private_hits: bool,
+    /// An atomic on a fixed-target place where a script or procedure starts
+    /// is issued by `run_cpu` at once (`script::fuse::fuse_atomics`).
+    pub fused_atomics: bool,
+    /// The resume of the CPU a line's home serves is taken by the event
+    /// loop at once when it would be the next event, without the queue.
+    pub direct_resume: bool,
+    /// The commonest contended transaction shape skips the general walk
+    /// over the holders (`Coherence::write_taking_the_only_copy`).
+    pub special_transactions: bool,
+    /// A CPU polling a line in a loop that changes nothing else sleeps
+    /// until another CPU reaches the line, and wakes where stepping would
+    /// have it (`engine::shortcuts::spin`); for a probe that takes summed hits.
+    pub spin_fast_forward: bool,
+}
+
+impl EngineOptions {
+    /// Every shortcut on: the default.
+    pub const ALL: EngineOptions = EngineOptions {
+        run_ahead: true,
+        private_places: true,
+        summed_private_hits: true,
+        superinstructions: true,
+        hoisted_private_hits: true,
+        fused_atomics: true,
+        direct_resume: true,
+        special_transactions: true,
+        spin_fast_forward: true,
+    };
+    /// Every shortcut off: the reference.
+    pub const REFERENCE: EngineOptions = EngineOptions {
+        run_ahead: false,
+        private_places: false,
+        summed_private_hits: false,
+        superinstructions: false,
+        hoisted_private_hits: false,
+        fused_atomics: false,
+        direct_resume: false,
+        special_transactions: false,
+        spin_fast_forward: false,
+    };
+    /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
+    pub const NAMES: [&'static str; 9] = [
+        "run_ahead",
+        "private_places",
+        "summed_private_hits",
+        "superinstructions",
+        "hoisted_private_hits",
+        "fused_atomics",
+        "direct_resume",
+        "special_transactions",
+        "spin_fast_forward",
+    ];
+
+    /// Bit `k` set for each shortcut on, `k` indexing
+    /// [`EngineOptions::NAMES`]: the inverse of [`EngineOptions::from_bits`].
+    pub fn bits(self) -> u32 {
+        [
+            self.run_ahead,
+            self.private_places,
+            self.summed_private_hits,
+            self.superinstructions,
+            self.hoisted_private_hits,
+            self.fused_atomics,
+            self.direct_resume,
+            self.special_transactions,
+            self.spin_fast_forward,
+        ]
+        .iter()
+        .enumerate()
+        .fold(0, |bits, (k, &on)| bits | (on as u32) << k)
+    }
+
+    /// The options whose bit `k` of `bits` is set, `k` indexing
+    /// [`EngineOptions::NAMES`] (for tests that go through combinations).
+    pub fn from_bits(bits: u32) -> EngineOptions {
+        let on = |k: u32| bits & (1 << k) != 0;
+        EngineOptions {
+            run_ahead: on(0),
+            private_places: on(1),
+            summed_private_hits: on(2),
+            superinstructions: on(3),
+            hoisted_private_hits: on(4),
+            fused_atomics: on(5),
+            direct_resume: on(6),
+            special_transactions: on(7),
+            spin_fast_forward: on(8),
+        }
+    }
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions::ALL
+    }
+}
+
+/// Counts an entry into shortcut `$k` (in [`EngineOptions::NAMES`] order)
+/// in `$counts`, for the differential test's coverage floors; compiled in
+/// only with the `shortcut-counts` feature (the tests' `testkit` turns it
+/// on), so a release build does no counting.
+macro_rules! count_shortcut {
+    ($counts:expr, $k:expr) => {
+        #[cfg(feature = "shortcut-counts")]
+        {
+            $counts[$k] += 1;
+        }
+        #[cfg(not(feature = "shortcut-counts"))]
+        {
+            let _ = &$counts;
+        }
+    };
+}
+pub(crate) use count_shortcut;
+
+/// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
+/// order (all zero without the `shortcut-counts` feature).
+pub type ShortcutEntries = [u64; 9];
+
+/// Runs a configuration to its end.
+pub fn run(config: &SimConfig, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+    run_with(config, probe, EngineOptions::default())
+}
+
+/// Runs a configuration to its end with the given engine options.
+pub fn run_with(
+    config: &SimConfig,
+    probe: &mut dyn Probe,
+    options: EngineOptions,
+) -> Result<RunOutcome, SimError> {
+    run_counting(config, probe, options).map(|(outcome, _)| outcome)
+}
+
+/// [`run_with`], also answering how often the run entered each shortcut.
+pub fn run_counting(
+    config: &SimConfig,
+    probe: &mut dyn Probe,
+    options: EngineOptions,
+) -> Result<(RunOutcome, ShortcutEntries), SimError> {
+    let mut sim = Simulation::new(config);
+    sim.options = options;
+    sim.run_local_ops = options.run_ahead;
+    if !options.private_places {
+        sim.private_place.iter_mut().for_each(|p| *p = false);
+    }
+    sim.coherence.special_transactions = options.special_transactions;
+    sim.resolve_private_targets();
+    sim.sum_private_hits = options.summed_private_hits && !probe.needs_every_access();
+    sim.fuse_code();
+    let outcome = sim.run(probe)?;
+    let mut entries = sim.shortcut_entries;
+    entries[7] = sim.coherence.special_transactions_taken;
+    Ok((outcome, entries))
+}
+
+struct Simulation<'c> {
+    config: &'c SimConfig,
+    topology: &'c Topology,
+    memory: &'c MemoryLayout,
+    program: &'c Program,
+    coherence: Coherence,
+    bytes: Vec<u8>,
+    cpus: Vec<Cpu>,
+    /// Events in (cycle, key) order, each key naming the event's kind and
+    /// its target (a CPU or a line): `event_key`.
+    queue: EventQueue,
+    finished_cpus: usize,
+    events: u64,
+    memory_ops: u64,
+    stop_cycle: Option<u64>,
+    measure_start: u64,
+    store_buffer_entries: usize,
+    /// Picks the winner among requests waiting for a line.
+    arbitration: ChaCha8Rng,
+    /// Seeds the order of the events of one cycle ([`event_key`]).
+    tie_seed: u64,
+    /// The last bound drawn for by `arbitration` and its acceptance zone
+    /// (the number of waiters changes seldom; the zone costs a division).
+    arbitration_zone: (u64, u64),
+    /// Per place: every line it can reach belongs to the running CPU alone.
+    private_place: Vec<bool>,
+    /// Per CPU: every access its script (and any procedure) makes is to a
+    /// private place, so nothing it does can meet another CPU and its
+    /// accesses need not wait for their turn (see `run_cpu`).
+    private_only: Vec<bool>,
+    /// Code of every script, then every procedure, indexed by `Frame::code`.
+    code_ops: Vec<&'c [Op]>,
+    /// Per code, the run-ahead loop's table: `code_ops` with runs of stack
+    /// operations fused into superinstructions (see `script::fuse`).
+    fused_code: Vec<Vec<Fused>>,
+    /// Per code and operation: an atomic on a place with one target for
+    /// every CPU whose operand is pushed here (`script::fuse::fuse_atomics`),
+    /// which `run_cpu` issues without stepping the push and the atomic;
+    /// empty for a code without one (and without the fast path).
+    atomic_heads: Vec<Vec<Option<AtomicHead>>>,
+    /// Some code has an entry in `atomic_heads`.
+    any_atomic_heads: bool,
+    /// Run register-only operations in a tight loop ahead of `step`.
+    run_local_ops: bool,
+    /// The shortcuts this run may take, and how often it took each
+    /// (`count_shortcut`).
+    options: EngineOptions,
+    shortcut_entries: ShortcutEntries,
+    /// Where in the global order the engine is (for waking spinners).
+    position: spin::Position,
+    /// Per line: the CPUs asleep polling it (`spin`).
+    watchers: Vec<Vec<u32>>,
+    /// Per place: its slot among the private places with one fixed address
+    /// per CPU (no run-time operand), or `NOT_PRIVATE`.
+    private_slot: Vec<u32>,
+    /// Private places with a fixed address: slots per CPU.
+    private_slots: usize,
+    /// Per CPU and slot (`cpu index * private_slots + slot`): where the
+    /// place lands for that CPU, resolved once.
+    private_targets: Vec<PrivateTarget>,
+    /// Per CPU and slot: plain hits summed since the last report to the
+    /// probe (when `sum_private_hits`).
+    private_hits: Vec<PrivateHits>,
+    /// Per CPU: every one of its private targets has an element (so the
+    /// fused run-ahead loop need not look at each).
+    private_targets_resolved: Vec<bool>,
+    /// Per slot: the fused run-ahead loop's view of the running CPU's
+    /// private lines during one call (left clean between calls).
+    slot_lines: Vec<shortcuts::fused_loop::SlotLine>,
+    /// Per code: one more than the highest local slot its superinstructions
+    /// name (the fused run-ahead loop checks the frame's locals once).
+    fused_locals: Vec<u32>,
+    /// The run-ahead loop takes plain hits on private places itself and
+    /// sums them for the probe (fast path on, and the probe allows it).
+    sum_private_hits: bool,
+    /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
+    /// the run's end (the stop cycle, or one past the cycle budget).
+    time_limit: u64,
+    /// The machine's adjacent-line prefetcher is on: a demand miss also
+    /// reads the line's buddy ([`Simulation::prefetch_buddy`]).
+    prefetch_buddies: bool,
+    /// Prefetches waiting at their line's home: (line, CPU index, the field
+    /// whose miss issued it, for attribution).
+    queued_prefetches: Vec<(usize, usize, u32)>,
+    /// Per place: its target when every CPU resolves it alike (a field of a
+    /// global instance, no run-time operand), resolved once; the contended
+    /// accesses go to such places.
+    global_targets: Vec<Option<Target>>,
+}
+
+/// `Simulation::private_slot` of a place the run-ahead loop leaves to `step`.
+const NOT_PRIVATE: u32 = u32::MAX;
+
+/// Where a private place lands for one CPU.
+#[derive(Clone, Copy, Debug)]
+struct PrivateTarget {
+    address: u64,
+    /// Its coherence unit, or `usize::MAX` where the CPU has no element
+    /// (left to `step`, which reports it).
+    unit: usize,
+    size_bytes: u32,
+}
+
+/// A `FusedAtomic` with its place's target resolved.
+#[derive(Clone, Copy, Debug)]
+struct AtomicHead {
+    operand: Operand,
+    op: AtomicOp,
+    target: Target,
+}
+
+/// What the run-ahead loop does after a superinstruction.
+enum FusedStep {
+    /// It could not start as its plain operations would: run the first.
+    Plain,
+    /// It ran whole: go on.
+    Continue,
+    /// It stopped where its plain operations would have (state, stack and
+    /// position as they leave them), with their result.
+    Stop(Result<(), SimError>),
+}
+
+/// What a superinstruction reaches besides the running CPU.
+struct RunAheadContext<'a> {
+    coherence: &'a mut Coherence,
+    bytes: &'a mut [u8],
+    /// The running CPU's private targets and sums, from its first slot.
+    private_targets: &'a [PrivateTarget],
+    private_hits: &'a mut [PrivateHits],
+    sum_private_hits: bool,
+    store_buffer_entries: usize,
+    l1_hit_cycles: u64,
+    time_limit: u64,
+    /// For the turn: the CPU makes private accesses only (then they need
+    /// not wait for their turn), and its turn against the queue.
+    private_only: bool,
+    turn: Turn,
+}
+
+/// A `Fused::Binary`: two operands, a binary operation, a destination.
+struct FusedBinary {
+    left: Operand,
+    right: Operand,
+    operator: BinaryOp,
+    destination: Destination,
+}
+
+/// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,
+/// derived from the scenario seed, so adding a CPU does not change
+/// another's draws.
+pub fn cpu_stream(seed: u64, cpu: u32) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(cpu as u64);
+    rng
+}
+
+/// The homes' arbitration among waiting requests: its own stream, apart
+/// from every CPU's.
+pub fn arbitration_stream(seed: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(u64::MAX);
+    rng
+}
+
+/// The seed of the ties among the events of one cycle, apart from the
+/// ChaCha streams' (which take the seed whole).
+fn tie_seed(seed: u64) -> u64 {
+    seed ^ 0x6A09_E667_F3BC_C908
+}
+
+/// Tags of queued requests: which CPU, and whether it is its store buffer.
+fn request_tag(cpu_index: usize, drain: bool) -> u32 {
+    (cpu_index as u32) << 1 | drain as u32
+}
+
+/// Counts `n` accesses by `cpu`: in the run's total and in the CPU's own
+/// count, which a spin-wait's period may move by its one load only
+/// (`engine::shortcuts::spin`). Every access is counted here.
+#[inline(always)]
+fn count_accesses(memory_ops: &mut u64, cpu: &mut Cpu, n: u64) {
+    *memory_ops += n;
+    cpu.accesses += n;
+}
+
+/// The order of the classes among the events of one cycle: the CPUs act
+/// first, then stores finish draining, then lines free. A request that
+/// reaches a line's home in the cycle the line frees is among the waiters
+/// the home chooses from (homes resolve such races by retry, not by
+/// arrival: see `coherence`), rather than losing to every earlier waiter.
+fn event_class(kind: EventKind) -> u64 {
+    match kind {
+        EventKind::Resume => 0,
+        EventKind::DrainDone => 1,
+        EventKind::LineFree => 2,
+    }
+}
+
+/// An event's key in the queue (everything about it but its cycle): its
+/// class in the top two bits, then 30 bits of a hash of the run's seed, the
+/// cycle and the target (so that no CPU or line goes first at every tie,
+/// as a plain CPU-number order would let low-numbered CPUs win every
+/// simultaneous request to a free line), then the target (a CPU index or a
+/// line). A property of the event alone, never of when it was queued: a CPU
+/// that runs ahead of the queue, or is resumed without it, compares its own
+/// key with the queue's and lands exactly where stepping would have put it.
+#[inline]
+fn event_key(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
+    // The high bits of two odd-constant products: per cycle, the targets'
+    // fixed scramble XORed with a mask drawn from the cycle and the seed,
+    // so each target comes first at about one cycle in as many as there
+    // are targets. The tie need only be free of a systematic order, and it
+    // is computed for every event.
+    let z = (cycle ^ tie_seed).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (target as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    debug_assert!(
+        target <= u32::MAX as usize,
+        "targets fit in 32 bits (limits)"
+    );
+    event_class(kind) << 62 | (z >> 34) << 32 | target as u64
+}
+
+/// The turn rule, in one place: whether a CPU at `now` must give way,
+/// before an access, to the earliest queued event (`next`): the event comes
+/// before the CPU's own resume at `now` would. Made once per stretch of
+/// running ahead (nothing queues events there); the CPU's own key is
+/// computed only when `now` reaches the event's cycle.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Turn {
+    next_cycle: u64,
+    next_key: u64,
+    tie_seed: u64,
+    cpu: usize,
+}
+
+impl Turn {
+    /// A turn that never comes (a CPU whose accesses need not wait).
+    pub(super) const NEVER: Turn = Turn {
+        next_cycle: u64::MAX,
+        next_key: u64::MAX,
+        tie_seed: 0,
+        cpu: 0,
+    };
+
+    #[inline(always)]
+    pub(super) fn must_yield(&self, now: u64) -> bool {
+        now > self.next_cycle
+            || (now == self.next_cycle
+                && self.next_key < event_key(self.tie_seed, EventKind::Resume, now, self.cpu))
+    }
+}
+
+/// What an event's key says: its kind and its target.
+#[inline]
+fn event_of_key(key: u64) -> (EventKind, usize) {
+    let kind = match key >> 62 {
+        0 => EventKind::Resume,
+        1 => EventKind::DrainDone,
+        _ => EventKind::LineFree,
+    };
+    (kind, (key & 0xFFFF_FFFF) as usize)
+}
+
+impl<'c> Simulation<'c> {
+    fn new(config: &'c SimConfig) -> Self {
+        let mut coherence = Coherence::new(&config.topology, &config.memory);
+        coherence.check_invariants = config.check_invariants;
+        let cpus = config
+            .threads
+            .iter()
+            .map(|t| {
+                let rng = cpu_stream(config.seed, t.cpu);
+                let mut cpu = Cpu {
+                    spec: t.clone(),
+                    core: config.topology.core_of(t.cpu),
+                    thread: config.topology.thread_of(t.cpu) as u8,
+                    now: Cycle::ZERO,
+                    stack: Vec::with_capacity(64),
+                    locals: Vec::new(),
+                    frame: Frame {
+                        code: 0,
+                        pc: 0,
+                        locals_base: 0,
+                    },
+                    callers: Vec::new(),
+                    iteration: 0,
+                    iteration_start: Cycle::ZERO,
+                    finished: false,
+                    wait: Wait::None,
+                    wait_since: Cycle::ZERO,
+                    store_buffer: VecDeque::new(),
+                    draining: false,
+                    pending: None,
+                    rng,
+                    still_steps: 0,
+                    still_at: Cycle::ZERO,
+                    accesses: 0,
+                    spin: spin::SpinWatch::default(),
+                };
+                start_iteration(&mut cpu, &config.program);
+                cpu
+            })
+            .collect();
+        Simulation {
+            config,
+            topology: &config.topology,
+            memory: &config.memory,
+            program: &config.program,
+            coherence,
+            bytes: vec![0; config.memory.total_bytes as usize],
+            cpus,
+            queue: EventQueue::default(),
+            finished_cpus: 0,
+            events: 0,
+            memory_ops: 0,
+            stop_cycle: match config.stop {
+                StopRule::Cycles(c) => Some(c),
+                StopRule::Iterations(_) => None,
+            },
+            measure_start: 0,
+            store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
+            private_place: private_places(
+                &config.program,
+                &config.memory,
+                config.topology.spec.adjacent_line_prefetch,
+            ),
+            private_only: Vec::new(),
+            code_ops: config
+                .program
+                .scripts
+                .iter()
+                .chain(&config.program.procedures)
+                .map(|c| c.ops.as_slice())
+                .collect(),
+            fused_code: Vec::new(),
+            atomic_heads: Vec::new(),
+            any_atomic_heads: false,
+            run_local_ops: true,
+            options: EngineOptions::ALL,
+            shortcut_entries: [0; 9],
+            position: spin::Position::START,
+            watchers: Vec::new(),
+            prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
+            queued_prefetches: Vec::new(),
+            global_targets: global_targets(&config.program, &config.memory),
+            arbitration: arbitration_stream(config.seed),
+            tie_seed: tie_seed(config.seed),
+            arbitration_zone: (0, 0),
+            private_slot: Vec::new(),
+            private_slots: 0,
+            private_targets: Vec::new(),
+            private_hits: Vec::new(),
+            private_targets_resolved: Vec::new(),
+            slot_lines: Vec::new(),
+            fused_locals: Vec::new(),
+            sum_private_hits: false,
+            time_limit: match config.stop {
+                StopRule::Cycles(c) => c,
+                StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
+            },
+        }
+    }
+
+    fn schedule(&mut self, cycle: Cycle, kind: EventKind, target: usize) {
+        let key = event_key(self.tie_seed, kind, cycle.0, target);
+        self.queue.push(cycle.0, key);
+    }
+
+    /// CPU `i`'s turn against the queue as it is ([`Turn`]).
+    #[inline]
+    fn turn(&self, i: usize) -> Turn {
+        let next = self.queue.next();
+        Turn {
+            next_cycle: next.cycle,
+            next_key: next.key,
+            tie_seed: self.tie_seed,
+            cpu: i,
+        }
+    }
+
+    /// Whether CPU `i`, at `now`, must give way to the earliest queued
+    /// event before an access ([`Turn::must_yield`]).
+    #[inline]
+    fn must_yield(&self, now: u64, i: usize) -> bool {
+        self.turn(i).must_yield(now)
+    }
+
+    fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+        let result = self.run_events(probe);
+        if self.sum_private_hits {
+            for i in 0..self.cpus.len() {
+                self.report_private_hits(i, probe);
+            }
+        }
+        result
+    }
+
+    fn run_events(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
+        for i in 0..self.cpus.len() {
+            self.schedule(Cycle::ZERO, EventKind::Resume, i);
+        }
+        let max_events = self.config.max_events;
+        let max_in_flight = events_in_flight_bound(self.config);
+        let mut stopped = false;
+        // Events processed at the current cycle: a run whose events never
+        // move time would otherwise spin until the event budget.
+        let (mut still_at, mut still_events) = (0, 0u64);
+        // A CPU's resume that `line_free` found to be the next event: it is
+        // taken here directly instead of through the queue (see there).
+        let mut next_resume: Option<(u64, usize)> = None;
+        loop {
+            let (cycle, (kind, target)) = match next_resume.take() {
+                Some((cycle, cpu)) => {
+                    self.position = spin::Position {
+                        event: spin::EventAt::Resume { cycle, cpu },
+                        access: None,
+                    };
+                    (cycle, (EventKind::Resume, cpu))
+                }
+                None => match self.queue.pop() {
+                    Some(event) => {
+                        self.position = spin::Position {
+                            event: spin::EventAt::Queued {
+                                cycle: event.cycle,
+                                key: event.key,
+                            },
+                            access: None,
+                        };
+                        (event.cycle, event_of_key(event.key))
+                    }
+                    None => break,
+                },
+            };
+            if let Some(stop) = self.stop_cycle {
+                if cycle >= stop {
+                    stopped = true;
+                    break;
+                }
+            }
+            self.events += 1;
+            if self.events > max_events {
+                return Err(self.truncated(Budget::Events, max_events, Cycle(cycle)));
+            }
+            if cycle == still_at {
+                still_events += 1;
+                if still_events > self.config.max_steps_without_time {
+                    let all: Vec<usize> = (0..self.cpus.len()).collect();
+                    return Err(self.stalled(Stall::ZeroTimeEvents, Cycle(cycle), &all));
+                }
+            } else {
+                (still_at, still_events) = (cycle, 1);
+            }
+            match kind {
+                EventKind::Resume => self.run_cpu(target, probe)?,
+                EventKind::DrainDone => self.drain_done(target, Cycle(cycle), probe)?,
+                EventKind::LineFree => {
+                    next_resume = self
+                        .line_free(target, Cycle(cycle), probe)?
+                        .map(|(at, cpu)| (at.0, cpu));
+                }
+            }
+            let in_flight = self.queue.len() + next_resume.is_some() as usize;
+            if in_flight as u64 > max_in_flight {
+                return Err(self.truncated(Budget::EventsInFlight, max_in_flight, Cycle(cycle)));
+            }
+            // Once every CPU has finished, the queue still drains their
+            // store buffers, so every store takes its place.
+        }
+        if let Some(stop) = self.stop_cycle {
+            // Sleeping spinners would have polled until the stop, so the
+            // run gets there whatever else waits.
+            if self.settle_sleepers(stop, probe) > 0 {
+                stopped = true;
+            }
+        }
+        if !stopped && self.finished_cpus < self.cpus.len() {
+            // Nothing is queued, yet some CPU has not finished: it waits
+            // for something that will never come.
+            let waiting: Vec<usize> = (0..self.cpus.len())
+                .filter(|&i| !self.cpus[i].finished)
+                .collect();
+            let at = waiting
+                .iter()
+                .map(|&i| self.cpus[i].now)
+                .max()
+                .unwrap_or_default();
+            // Spinners with nothing left to write their lines wait for
+            // ever: the scenario's doing, not the simulator's.
+            let stall = if waiting.iter().any(|&i| self.cpus[i].wait == Wait::Spin) {
+                Stall::SpinsForever
+            } else {
+                Stall::Deadlock
+            };
+            return Err(self.stalled(stall, at, &waiting));
+        }
+        let end = match self.stop_cycle {
+            Some(stop) => stop,
+            None => self.cpus.iter().map(|c| c.now.0).max().unwrap_or(0),
+        };
+        let measure_start = self.measure_start.min(end);
+        Ok(RunOutcome {
+            elapsed_cycles: end - measure_start,
+            measure_start_cycle: measure_start,
+            events: self.events,
+            memory_ops: self.memory_ops,
+            cpus: self
+                .cpus
+                .iter()
+                .map(|c| CpuOutcome {
+                    cpu: c.spec.cpu,
+                    measured_iterations: c.iteration.saturating_sub(self.config.warmup_iterations),
+                    finish_cycle: c.now.0.min(end),
+                })
+                .collect(),
+        })
+    }
+
+    // Error paths: kept out of the hot callers.
+    #[cold]
+    #[inline(never)]
+    fn truncated(&self, budget: Budget, limit: u64, cycle: Cycle) -> SimError {
+        let unfinished = self
+            .cpus
+            .iter()
+            .filter(|c| !c.finished)
+            .map(|c| {
+                let (origin, pos) = self.position(c);
+                CpuWhere {
+                    cpu: c.spec.cpu,
+                    iterations_done: c.iteration,
+                    origin,
+                    pos,
+                }
+            })
+            .collect();
+        SimError::Truncated {
+            budget,
+            limit,
+            cycle,
+            unfinished,
+        }
+    }
+
+    /// A run that stopped making progress, with where each CPU involved is
+    /// and what it waits for.
+    // Error paths: kept out of the hot callers.
+    #[cold]
+    #[inline(never)]
+    fn stalled(&self, stall: Stall, cycle: Cycle, involved: &[usize]) -> SimError {
+        let cpus = involved
+            .iter()
+            .map(|&i| {
+                let cpu = &self.cpus[i];
+                let (origin, pos) = self.position(cpu);
+                let line = |address: u64| {
+                    let unit = self.memory.unit_of(address);
+                    format!(
+                        "line {unit} (address {address:#x}, home node {}): {}",
+                        self.coherence.home_of(unit),
+                        self.coherence.describe_unit(unit)
+                    )
+                };
+                let waiting_for = match cpu.wait {
+                    Wait::None => None,
+                    Wait::Spin => self.spin_wait_description(cpu),
+                    Wait::Line => cpu.pending.map(|p| line(p.address)),
+                    Wait::BufferEmpty | Wait::BufferSlot => Some(format!(
+                        "its store buffer ({} entries) to drain{}",
+                        cpu.store_buffer.len(),
+                        cpu.store_buffer
+                            .front()
+                            .map(|e| format!(", the oldest to {}", line(e.address)))
+                            .unwrap_or_default()
+                    )),
+                };
+                StalledCpu {
+                    cpu: cpu.spec.cpu,
+                    origin,
+                    pos,
+                    waiting_for,
+                }
+            })
+            .collect();
+        SimError::NoProgress {
+            stall,
+            limit: match stall {
+                Stall::Deadlock | Stall::SpinsForever => 0,
+                _ => self.config.max_steps_without_time,
+            },
+            cycle,
+            cpus,
+        }
+    }
+
+    fn position(&self, cpu: &Cpu) -> (String, SourcePos) {
+        match (!cpu.finished).then_some(cpu.frame) {
+            Some(f) => {
+                let scripts = self.program.scripts.len();
+                let code = if (f.code as usize) < scripts {
+                    &self.program.scripts[f.code as usize]
+                } else {
+                    &self.program.procedures[f.code as usize - scripts]
+                };
+                let pc = (f.pc as usize).min(code.op_positions.len().saturating_sub(1));
+                (
+                    self.program.origins[code.origin as usize].clone(),
+                    code.op_positions.get(pc).copied().unwrap_or_default(),
+                )
+            }
+            None => (String::from("(between iterations)"), SourcePos::default()),
+        }
+    }
+
+    // Error paths: kept out of the hot callers.
+    #[cold]
+    #[inline(never)]
+    fn script_error(&self, i: usize, message: String) -> SimError {
+        let cpu = &self.cpus[i];
+        let (origin, pos) = self.position(cpu);
+        SimError::Script {
+            cpu: cpu.spec.cpu,
+            cycle: cpu.now,
+            origin,
+            pos,
+            message,
+        }
+    }
+
+    /// Runs CPU `i` until it blocks, finishes, or reaches the next event.
+    ///
+    /// The CPU's event came first at its cycle, so it may go on at that
+    /// cycle; once its clock has moved, it yields to any event at or before
+    /// its new time, which was queued earlier.
+    fn run_cpu(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let any_atomic_heads = self.any_atomic_heads;
+        loop {
+            let cpu = &self.cpus[i];
+            if cpu.finished || cpu.wait != Wait::None {
+                return Ok(());
+            }
+            // `time_limit` is the first cycle at which either the stop
+            // cycle or the cycle budget acts: one comparison in the common
+            // case.
+            if cpu.now.0 >= self.time_limit {
+                if let Some(stop) = self.stop_cycle {
+                    if cpu.now.0 >= stop {
+                        self.finish(i);
+                        return Ok(());
+                    }
+                } else if cpu.now.0 > self.config.max_cycles {
+                    // Past the budget: the run stops there once every
+                    // earlier event has been taken, so that the other
+                    // CPUs are reported where they are at this cycle, not
+                    // where this CPU's running ahead left them.
+                    let now = cpu.now;
+                    if self.must_yield(now.0, i) {
+                        self.schedule(now, EventKind::Resume, i);
+                        return Ok(());
+                    }
+                    return Err(self.truncated(Budget::Cycles, self.config.max_cycles, now));
+                }
+            }
+            if self.run_local_ops {
+                self.run_ahead(i)?;
+                if self.cpus[i].now.0 >= self.time_limit {
+                    // The run's end (or its cycle budget): see above.
+                    continue;
+                }
+            }
+            // The run-ahead loop may have moved the clock.
+            let cpu = &mut self.cpus[i];
+            let now = cpu.now.0;
+            let op = self.code_ops[cpu.frame.code as usize][cpu.frame.pc as usize];
+            match op {
+                Op::Call(_) | Op::EndIteration => {
+                    // Every loop back-edge costs a cycle, so only calls and
+                    // iteration ends can repeat without time passing: count
+                    // them (the same ones on the fast and the plain path).
+                    if cpu.now == cpu.still_at {
+                        cpu.still_steps += 1;
+                        if cpu.still_steps > self.config.max_steps_without_time {
+                            return Err(self.stalled(Stall::ZeroTimeSteps, Cycle(now), &[i]));
+                        }
+                    } else {
+                        cpu.still_at = cpu.now;
+                        cpu.still_steps = 1;
+                    }
+                }
+                // An access waits for its turn, a private one too, unless
+                // the CPU makes private accesses only and its store buffer
+                // is empty (so none of its own events is pending). Run
+                // ahead of an earlier event, a private access would leave
+                // the CPU's next event at another place among the events of
+                // its cycle, which changes who wins a later tie on a shared
+                // line; and a store would find the buffer still draining
+                // (and post instead of writing into the cache). Everything
+                // else runs ahead.
+                Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
+                    let ordered = !self.private_only[i] || !cpu.store_buffer.is_empty();
+                    if !ordered {
+                        count_shortcut!(self.shortcut_entries, 1);
+                    }
+                    if ordered && self.must_yield(now, i) {
+                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        return Ok(());
+                    }
+                    self.position = spin::Position {
+                        access: Some((now, i)),
+                        ..self.position
+                    };
+                }
+                _ => {}
+            }
+            self.step(i, op, probe)?;
+            // An atomic of `atomic_heads` where a script or procedure
+            // starts (a counter's increment) is issued here, once per
+            // iteration or call; elsewhere it is stepped. Tested here
+            // rather than at the loop's top, where it would cost every
+            // step of every run (and with `step` called once, so that it
+            // stays inline).
+            if any_atomic_heads && matches!(op, Op::Call(_) | Op::EndIteration) {
+                self.fused_atomic(i, probe)?;
+            }
+        }
+    }
+
+    fn finish(&mut self, i: usize) {
+        if !self.cpus[i].finished {
+            self.cpus[i].finished = true;
+            self.finished_cpus += 1;
+        }
+    }
+}
+
+/// Where an access lands: the bytes and the field they belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Target {
+    address: u64,
+    size_bytes: u32,
+    field_id: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    //! Runs that stop making progress. A correct simulator never deadlocks,
+    //! so the deadlock is made with one of the protocol bugs planted for the
+    //! checker (`coherence::planted`): the home takes a waiting read off its
+    //! queue and never answers it.
+    use super::*;
+    use crate::checker::CheckConfig;
+    use crate::coherence::planted::{self, Bug};
+    use crate::memory::{FieldDef, InstanceDef, StructDef};
+    use crate::probe::NoProbe;
+    use crate::script::compile::{compile, ScriptSource};
+    use crate::script::parse::parse_block;
+    use crate::topology::Protocol;
+
+    /// Three CPUs (one per cache) of the checker's machine, each running its
+    /// script from `scripts` over `lines[0..2].v`, one line each.
+    fn config(scripts: &[&str], stop: StopRule) -> SimConfig {
+        let machine = CheckConfig::new(Protocol::Mesi).machine();
+        let memory = MemoryLayout {
+            structs: vec![StructDef {
+                name: "line".into(),
+                size_bytes: 64,
+                align_bytes: 64,
+                fields: vec![FieldDef::simple("v", 0, 8, 1)],
+            }],
+            instances: vec![InstanceDef {
+                name: "lines".into(),
+                struct_index: 0,
+                kind: InstanceKind::Global,
+                element_addresses: vec![0, 64],
+                element_homes: vec![0, 0],
+            }],
+            total_bytes: 128,
+            unit_bytes: 64,
+            line_size_bytes: 64,
+            unit_homes: vec![0, 0],
+        };
+        let sources: Vec<ScriptSource> = scripts
+            .iter()
+            .enumerate()
+            .map(|(n, text)| ScriptSource {
+                name: format!("s{n}"),
+                body: parse_block(text).unwrap(),
+            })
+            .collect();
+        let program = compile(&memory, &[], &[], &sources).unwrap();
+        SimConfig {
+            topology: Topology::new(machine).unwrap(),
+            memory,
+            program,
+            threads: (0..scripts.len() as u32)
+                .map(|n| ThreadSpec {
+                    cpu: n,
+                    script: n,
+                    tid: 0,
+                    group_size: 1,
+                })
+                .collect(),
+            stop,
+            warmup_iterations: 0,
+            max_cycles: 1_000_000,
+            max_events: DEFAULT_MAX_EVENTS,
+            max_steps_without_time: 1000,
+            seed: 1,
+            check_invariants: true,
+        }
+    }
+
+    #[test]
+    fn the_statistics_count_only_the_iterations_after_the_warmup() {
+        // Two CPUs, so that the line moves and every access is a miss.
+        let scripts = [
+            "lines[0].v = lines[0].v + 1\nwork 7",
+            "fetch_add(lines[0].v, 1)\nwork 5",
+        ];
+        for warmup in [0, 1, 4] {
+            let mut config = config(&scripts, StopRule::Iterations(6));
+            config.warmup_iterations = warmup;
+            let mut stats = crate::stats::Stats::for_run(&config);
+            run(&config, &mut stats).unwrap();
+            // Six measured iterations each: CPU 0's load and store, CPU 1's atomic.
+            let line = &stats.per_unit[0];
+            assert_eq!(
+                (line.loads, line.stores, line.atomics),
+                (6, 6, 6),
+                "warm-up of {warmup} iterations"
+            );
+            assert_eq!(stats.iteration_cycles.count(), 12, "warm-up {warmup}");
+        }
+    }
+
+    #[test]
+    fn a_deadlock_names_the_waiting_cpus_lines_and_states() {
+        let scripts = [
+            "fetch_add(lines[0].v, 1)\nwork 3",
+            "let x = lines[0].v\nwork 5",
+        ];
+        let config = config(&scripts, StopRule::Iterations(50));
+        // Without the bug the same run finishes.
+        assert!(run(&config, &mut NoProbe).is_ok());
+        let error = planted::with(Bug::ServeDropsRead, || run(&config, &mut NoProbe));
+        let Err(SimError::NoProgress {
+            stall: Stall::Deadlock,
+            cpus,
+            ..
+        }) = &error
+        else {
+            panic!("{error:?}");
+        };
+        assert_eq!(cpus.len(), 1, "{cpus:?}");
+        assert_eq!(cpus[0].cpu, 1);
+        assert_eq!(cpus[0].origin, "scripts.s1");
+        assert_eq!(cpus[0].pos.line, 1);
+        let shown = error.clone().unwrap_err().to_string();
+        assert!(shown.starts_with("deadlock at cycle "), "{shown}");
+        let waiting = cpus[0].waiting_for.as_deref().unwrap();
+        assert!(
+            waiting.starts_with("line 0 (address 0x0, home node 0): core 0: M;"),
+            "{waiting}"
+        );
+        assert!(
+            shown.contains("CPU 1: at scripts.s1 line 1, waiting for line 0"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn steps_that_take_no_time_stop_the_run_just_past_the_bound() {
+        // One step per iteration (its end): a cycles run never ends.
+        let config = config(&["let x = 1"], StopRule::Cycles(100));
+        match run(&config, &mut NoProbe) {
+            Err(SimError::NoProgress {
+                stall: Stall::ZeroTimeSteps,
+                limit: 1000,
+                cycle: Cycle(0),
+                cpus,
+            }) => {
+                assert_eq!(cpus.len(), 1);
+                assert_eq!((cpus[0].cpu, cpus[0].waiting_for.as_ref()), (0, None));
+            }
+            other => panic!("{other:?}"),
+        }
+        // Just inside: an iterations run of 999 such steps (998 iterations
+        // and the step that ends the run) finishes, at cycle 0.
+        let mut inside = config.clone();
+        inside.stop = StopRule::Iterations(999);
+        let outcome = run(&inside, &mut NoProbe).unwrap();
+        assert_eq!(outcome.cpus[0].measured_iterations, 999);
+        let mut outside = config;
+        outside.stop = StopRule::Iterations(1001);
+        assert!(matches!(
+            run(&outside, &mut NoProbe),
+            Err(SimError::NoProgress { .. })
+        ));
+    }
+
+    #[test]
+    fn iterations_near_the_top_of_u64_do_not_overflow() {
+        // The warm-up plus the measured count saturates instead of wrapping
+        // (the loader bounds both far lower; the engine must not panic).
+        let mut config = config(&["work 1"], StopRule::Iterations(u64::MAX));
+        config.warmup_iterations = 5;
+        config.max_cycles = 100;
+        assert!(matches!(
+            run(&config, &mut NoProbe),
+            Err(SimError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn engine_options_round_trip_through_their_bits() {
+        for bits in 0..512 {
+            assert_eq!(EngineOptions::from_bits(bits).bits(), bits);
+        }
+        assert_eq!(EngineOptions::ALL.bits(), 0x1ff);
+        assert_eq!(EngineOptions::REFERENCE.bits(), 0);
+    }
+
+    #[test]
+    fn the_seeded_random_streams_are_pinned() {
+        // The first draws of the streams a run derives from its seed. A
+        // change here (an upgrade of rand_chacha or rand_core, a change of
+        // derivation) changes every result that draws: bump the results
+        // and the golden files knowingly, never by accident.
+        let first = |mut rng: ChaCha8Rng| -> Vec<u64> { (0..3).map(|_| rng.next_u64()).collect() };
+        let shown = format!(
+            "{:x?}\n{:x?}\n{:x?}\n{:x?}\n{:?}",
+            first(cpu_stream(1, 0)),
+            first(cpu_stream(1, 7)),
+            first(cpu_stream(0xdead_beef, 0)),
+            first(arbitration_stream(1)),
+            {
+                let mut rng = cpu_stream(1, 3);
+                (0..12)
+                    .map(|_| uniform_below(&mut rng, 10))
+                    .collect::<Vec<u64>>()
+            }
+        );
+        assert_eq!(shown, PINNED_STREAMS);
+    }
+
+    const PINNED_STREAMS: &str = "\
+[67094cea8ca40db1, 149406d8fc0e8e6b, 98b82b0336070665]
+[770a80dc330a4d75, be5c2ea131152c40, df30e6e740f337b3]
+[ff01307f43ec8df9, 946b5cc52dc1b3db, 17ff25ec6284944]
+[5f1c94c2e7d13664, ee810777abac1618, d39ab10191f2297d]
+[9, 4, 3, 5, 3, 8, 5, 8, 7, 3, 5, 7]";
+}

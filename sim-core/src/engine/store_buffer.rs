@@ -1,0 +1,115 @@
+//! The x86-TSO store buffer: stores drain in order, one line transaction
+//! at a time, and a CPU waiting for an entry or for the buffer to empty
+//! resumes when a drain completes.
+
+use super::*;
+
+impl Simulation<'_> {
+    pub(super) fn start_drain(
+        &mut self,
+        i: usize,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
+            return Ok(());
+        };
+        let cpu_id = self.cpus[i].spec.cpu;
+        self.cpus[i].draining = true;
+        self.poll_line_reached(entry.unit, probe);
+        let misses = self.demand_misses(cpu_id, entry.unit, Need::Write);
+        let requested = self.coherence.request(
+            self.topology,
+            at,
+            cpu_id,
+            entry.unit,
+            Need::Write,
+            0,
+            request_tag(i, true),
+        )?;
+        match requested {
+            Requested::Done(report) => {
+                self.finish_drain(i, &report, probe);
+                self.coherence.recycle(report);
+            }
+            Requested::Queued {
+                free_at,
+                first_waiter,
+            } => {
+                if first_waiter {
+                    self.schedule(free_at, EventKind::LineFree, entry.unit);
+                }
+            }
+        }
+        if misses {
+            self.prefetch_buddy(i, entry.unit, at, entry.field_id, probe)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish_drain(&mut self, i: usize, report: &AccessReport, probe: &mut dyn Probe) {
+        let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
+            return;
+        };
+        // The store takes its place in coherence order when the home orders it.
+        self.write_field_merging_bits(entry.address, entry.size_bytes, entry.bits, entry.value);
+        probe.on_access(&AccessEvent {
+            cpu: self.cpus[i].spec.cpu,
+            issued: report.issued,
+            latency_cycles: report.latency_cycles(),
+            kind: AccessKind::StoreDrain,
+            address: entry.address,
+            size_bytes: entry.size_bytes,
+            field_id: entry.field_id,
+            value: entry.value,
+            new_value: None,
+            report: Some(report),
+            stall_cycles: 0,
+        });
+        self.schedule(report.done, EventKind::DrainDone, i);
+    }
+
+    pub(super) fn drain_done(
+        &mut self,
+        i: usize,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let cpu = &mut self.cpus[i];
+        let drained = cpu.store_buffer.pop_front();
+        cpu.draining = false;
+        let resume = match cpu.wait {
+            Wait::BufferEmpty => cpu.store_buffer.is_empty(),
+            Wait::BufferSlot => true,
+            Wait::None | Wait::Line | Wait::Spin => false,
+        };
+        if !cpu.store_buffer.is_empty() {
+            self.start_drain(i, at, probe)?;
+        }
+        if resume {
+            let cpu = &mut self.cpus[i];
+            let since = cpu.wait_since;
+            cpu.wait = Wait::None;
+            cpu.now = cpu.now.max(at);
+            if let Some(entry) = drained {
+                probe.on_store_buffer_wait(
+                    cpu.spec.cpu,
+                    since,
+                    cpu.now,
+                    entry.address,
+                    entry.field_id,
+                );
+            }
+            if !cpu.finished {
+                self.run_cpu(i, probe)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn block_on(&mut self, i: usize, wait: Wait) {
+        let cpu = &mut self.cpus[i];
+        cpu.wait = wait;
+        cpu.wait_since = cpu.now;
+    }
+}
