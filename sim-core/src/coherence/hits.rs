@@ -1,0 +1,237 @@
+//! Hits: an access the requester's own cache answers, with no message
+//! to the home (a plain hit, a private line's hits summed, a waiter's
+//! re-access once served).
+
+use super::*;
+
+impl Coherence {
+    /// The fast path: `Some(done)` when `cpu` can complete the access from
+    /// its own core's cache without a transaction, changing nothing else.
+    /// `hold_cycles` is the execution time of an atomic (0 for loads and
+    /// stores); the line stays locked for it.
+    #[inline]
+    pub fn try_hit(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Option<AccessReport> {
+        let queued = !self.units[unit].waiting.is_empty();
+        #[cfg(test)]
+        let queued = queued && !planted!(HitBypassesQueue);
+        if queued {
+            // A request is queued for the line: its snoop arrives before this
+            // core may use the line again, so this access queues too. (Checked
+            // here, inline at the caller, since on a contended line it is the
+            // usual answer.)
+            return None;
+        }
+        self.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles)
+    }
+
+    /// [`Coherence::try_hit`] once nothing is queued for the line.
+    pub(super) fn try_hit_unqueued(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Option<AccessReport> {
+        let core = topology.core_of(cpu);
+        let thread = topology.thread_of(cpu) as u8;
+        let l = &topology.spec.latency;
+        let u = &mut self.units[unit];
+        let index = u.holders.binary_search_by_key(&core, |h| h.core).ok()?;
+        let holder = &mut u.holders[index];
+        if need == Need::Write && !holder.state.is_writable() {
+            return None;
+        }
+        let before = holder.state;
+        let start = now.max(holder.ready_at).max(u.locked_until);
+        let sibling_wrote =
+            holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread;
+        let access_cycles = if sibling_wrote {
+            l.l1_hit_cycles + l.smt_transfer_cycles
+        } else {
+            l.l1_hit_cycles
+        };
+        let done = start + access_cycles;
+        if need == Need::Write {
+            holder.state = LineState::Modified;
+            holder.last_writer_thread = thread;
+            u.version += 1;
+            holder.version = u.version;
+            #[cfg(test)]
+            if planted!(WriteHitKeepsVersion) {
+                u.version -= 1;
+                holder.version = u.version;
+            }
+        } else if sibling_wrote {
+            holder.last_writer_thread = NO_THREAD;
+        }
+        if hold_cycles > 0 {
+            u.locked_until = done + hold_cycles;
+            u.busy_until = u.busy_until.max(u.locked_until);
+        }
+        Some(AccessReport {
+            unit,
+            need,
+            issued: now,
+            started: start,
+            done,
+            route: if sibling_wrote {
+                Route::SmtSibling
+            } else {
+                Route::Hit
+            },
+            supplier: None,
+            requester_before: before,
+            requester_after: holder.state,
+            others: Vec::new(),
+            invalidations: 0,
+            hitm: false,
+            cross_socket: false,
+        })
+    }
+
+    /// The plain hit of `try_hit` (the core holds the line as `need` wants,
+    /// nothing is queued for it, no atomic hold, not last written by the SMT
+    /// sibling), with the same state changes and timing, returning only when
+    /// the data is there. The engine's run-ahead path for a CPU's private
+    /// lines sums such hits instead of reporting each; every other case is
+    /// `Ok(None)`, changes nothing, and goes through `try_hit`. With the
+    /// invariants on, the line is checked after the hit, as `request` does.
+    #[inline]
+    pub fn plain_hit(
+        &mut self,
+        now: Cycle,
+        core: u32,
+        thread: u8,
+        unit: usize,
+        need: Need,
+        l1_hit_cycles: u64,
+    ) -> Result<Option<Cycle>, SimError> {
+        let Some(done) = self.plain_hit_unchecked(now, core, thread, unit, need, l1_hit_cycles)
+        else {
+            return Ok(None);
+        };
+        if self.check_invariants {
+            self.check_unit(unit, done)?;
+        }
+        Ok(Some(done))
+    }
+
+    #[inline]
+    pub(super) fn plain_hit_unchecked(
+        &mut self,
+        now: Cycle,
+        core: u32,
+        thread: u8,
+        unit: usize,
+        need: Need,
+        l1_hit_cycles: u64,
+    ) -> Option<Cycle> {
+        let u = &mut self.units[unit];
+        if !u.waiting.is_empty() {
+            return None;
+        }
+        let holder = match u.holders.as_mut_slice() {
+            // A private line has one holder: no search.
+            [only] if only.core == core => only,
+            holders => {
+                let index = holders.binary_search_by_key(&core, |h| h.core).ok()?;
+                &mut holders[index]
+            }
+        };
+        if holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread {
+            return None;
+        }
+        if need == Need::Write {
+            if !holder.state.is_writable() {
+                return None;
+            }
+            holder.state = LineState::Modified;
+            holder.last_writer_thread = thread;
+            u.version += 1;
+            holder.version = u.version;
+        }
+        Some(now.max(holder.ready_at).max(u.locked_until) + l1_hit_cycles)
+    }
+
+    /// What `plain_hit` would allow on `unit` for `core`'s `thread` right
+    /// now, without changing anything: `None` where it returns `Ok(None)`
+    /// for reads and writes alike. Plain hits change neither the holder's
+    /// `ready_at` nor the line's `locked_until`, nor what this answers, so
+    /// the engine's fused run-ahead loop asks once per line and run, and
+    /// gives every later hit `max(now, floor) + L1`, as `plain_hit` does.
+    #[inline]
+    pub fn private_line(&self, core: u32, thread: u8, unit: usize) -> Option<PrivateLine> {
+        let u = &self.units[unit];
+        if !u.waiting.is_empty() {
+            return None;
+        }
+        let index = match u.holders.as_slice() {
+            [only] if only.core == core => 0,
+            holders => holders.binary_search_by_key(&core, |h| h.core).ok()?,
+        };
+        let holder = &u.holders[index];
+        if holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread {
+            return None;
+        }
+        Some(PrivateLine {
+            holder: index as u32,
+            floor: holder.ready_at.max(u.locked_until),
+            writable: holder.state.is_writable(),
+        })
+    }
+
+    /// The state changes of `writes` plain write hits by `thread` on a line
+    /// that [`Coherence::private_line`] found writable (at `holder`), made
+    /// at once: the copy Modified and last written by `thread`, and the
+    /// line's write count (and the copy's) `writes` higher.
+    #[inline]
+    pub fn apply_private_writes(
+        &mut self,
+        unit: usize,
+        line: PrivateLine,
+        thread: u8,
+        writes: u64,
+    ) {
+        let u = &mut self.units[unit];
+        let holder = &mut u.holders[line.holder as usize];
+        holder.state = LineState::Modified;
+        holder.last_writer_thread = thread;
+        u.version += writes;
+        holder.version = u.version;
+    }
+
+    /// A queued request whose core has meanwhile obtained what it needs
+    /// (its SMT sibling's transaction brought the line) completes as a hit.
+    pub(super) fn try_hit_for_waiter(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        waiter: &Waiter,
+        unit: usize,
+    ) -> Option<AccessReport> {
+        let saved = std::mem::take(&mut self.units[unit].waiting);
+        let hit = self.try_hit(
+            topology,
+            now,
+            waiter.cpu,
+            unit,
+            waiter.need,
+            waiter.hold_cycles,
+        );
+        self.units[unit].waiting = saved;
+        hit.map(|mut r| {
+            r.issued = waiter.issued;
+            r
+        })
+    }
+}

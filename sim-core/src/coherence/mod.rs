@@ -1,0 +1,714 @@
+//! The coherence protocol: a directory entry at each line's home, a state
+//! per private (per-core) cache, and the cost of every transaction computed
+//! from the three parties (requester, owner or sharers, home) and their
+//! distances in the topology.
+//!
+//! Model decisions (see ARCHITECTURE.md, "Coherence model"):
+//! - Private caches are per core and shared by its SMT threads. They are
+//!   unbounded for now; the `Holder` list per line leaves room for capacity.
+//! - Transactions on one line are ordered at its home. A request that
+//!   arrives while the line is busy (a transaction in flight, or an atomic
+//!   holding it) waits in the line's queue; when the line frees, the home
+//!   serves one waiter and applies its state changes then, so contention,
+//!   queueing and the collapse of a shared atomic come from this rule alone.
+//!   Which waiter wins is the engine's seeded choice: real homes resolve
+//!   conflicts by retries, which is not first come, first served. A core
+//!   that already holds the line and queued only behind a pending snoop
+//!   yields to the other cores' requests.
+//! - A transaction keeps the line busy for its whole cost, except a read of
+//!   a clean line resolved inside the requester's L3 domain, which holds the
+//!   domain's tags for one forward leg (see `busy_cycles` in `transaction`).
+//! - A locked read-modify-write keeps the line for its execution
+//!   (`locked_until`), delaying both the next request and SMT siblings.
+//! - Costs: a transfer inside one L3 domain is resolved by the domain's tags
+//!   (`l3_transfer_cycles`). Otherwise the request goes to the directory
+//!   (`Lookup::Home`: the line's home node; `Lookup::Local`: the requester's
+//!   own node's snoop filter), which forwards to each target (the supplier
+//!   of data and every sharer to invalidate), and each target answers the
+//!   requester directly: cost = leg(requester, directory) + max over targets
+//!   of [leg(directory, target) + leg(target, requester)]. Data that no
+//!   cache supplies comes from memory at the home: leg + DRAM + leg.
+//!
+//! The files: this one holds the states, the per-line entries and the
+//! reports; `hits` the accesses a cache answers itself; `transaction` the
+//! requests at a line's home, their state changes and costs, and the
+//! prefetch; `invariants` the checks made after each transaction;
+//! `abstract_state` what the exhaustive checker reads and encodes (none of
+//! it used by the engine).
+
+use crate::error::SimError;
+use crate::memory::MemoryLayout;
+use crate::time::Cycle;
+use crate::topology::{CorePlace, Lookup, PairClass, Protocol, Topology};
+use std::fmt;
+
+/// `planted!(Bug)`: whether that deliberately broken transition is switched
+/// on. Only unit tests of this crate can switch one on (see [`planted`]); in
+/// every other build the macro is the literal `false`, and each planted
+/// bug's code is behind `#[cfg(test)]`, so the simulator compiled for users
+/// contains none of it.
+#[cfg(test)]
+macro_rules! planted {
+    ($bug:ident) => {
+        crate::coherence::planted::active(crate::coherence::planted::Bug::$bug)
+    };
+}
+#[cfg(not(test))]
+#[allow(unused_macros)]
+macro_rules! planted {
+    ($bug:ident) => {
+        false
+    };
+}
+
+// After the `planted!` macro, which the transaction code uses.
+mod abstract_state;
+mod hits;
+mod invariants;
+mod transaction;
+
+/// The state of a line in one private cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LineState {
+    Invalid,
+    Shared,
+    Exclusive,
+    Modified,
+    /// MOESI: dirty, shared with others, this cache answers reads.
+    Owned,
+    /// MESIF: clean, shared, this cache answers reads.
+    Forward,
+}
+
+impl LineState {
+    pub fn letter(self) -> char {
+        match self {
+            LineState::Invalid => 'I',
+            LineState::Shared => 'S',
+            LineState::Exclusive => 'E',
+            LineState::Modified => 'M',
+            LineState::Owned => 'O',
+            LineState::Forward => 'F',
+        }
+    }
+    /// The state answers reads from other caches.
+    fn supplies_data(self) -> bool {
+        matches!(
+            self,
+            LineState::Modified | LineState::Exclusive | LineState::Owned | LineState::Forward
+        )
+    }
+    fn is_writable(self) -> bool {
+        matches!(self, LineState::Modified | LineState::Exclusive)
+    }
+}
+
+impl fmt::Display for LineState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.letter())
+    }
+}
+
+/// What an access needs from the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Need {
+    /// A readable copy (a load).
+    Read,
+    /// An exclusive, writable copy (a store draining, or an atomic).
+    Write,
+}
+
+const NO_THREAD: u8 = u8::MAX;
+
+/// One private cache holding a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Holder {
+    core: u32,
+    state: LineState,
+    /// When the data arrives in this cache (the end of the transaction that
+    /// brought it).
+    ready_at: Cycle,
+    /// The line's write count when this copy was last filled or written; the
+    /// data-value invariant requires it to equal the line's.
+    version: u64,
+    /// SMT thread of the core that last wrote the line, or NO_THREAD.
+    last_writer_thread: u8,
+}
+
+/// A set of cores, as a bitmap.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
+struct CoreSet {
+    words: Vec<u64>,
+}
+
+impl CoreSet {
+    fn with_capacity(cores: u32) -> CoreSet {
+        CoreSet {
+            words: vec![0; cores.div_ceil(64) as usize],
+        }
+    }
+    fn insert(&mut self, core: u32) {
+        self.words[(core / 64) as usize] |= 1 << (core % 64);
+    }
+    fn remove(&mut self, core: u32) {
+        self.words[(core / 64) as usize] &= !(1 << (core % 64));
+    }
+    fn contains(&self, core: u32) -> bool {
+        self.words[(core / 64) as usize] & (1 << (core % 64)) != 0
+    }
+    #[cfg(test)]
+    fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.words.iter().enumerate().flat_map(|(i, &w)| {
+            (0..64u32)
+                .filter(move |b| w & (1 << b) != 0)
+                .map(move |b| i as u32 * 64 + b)
+        })
+    }
+}
+
+/// One coherence unit: a cache line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Unit {
+    home_node: u32,
+    /// The home orders no new request on this line before this cycle.
+    busy_until: Cycle,
+    /// An atomic holds the line until this cycle.
+    locked_until: Cycle,
+    /// Number of writes to the line so far (its coherence-order position).
+    version: u64,
+    /// Directory: the core whose cache answers for the line, if any.
+    dir_owner: Option<u32>,
+    /// Directory: every core holding a valid copy.
+    dir_sharers: CoreSet,
+    /// Private caches holding the line, sorted by core.
+    holders: Vec<Holder>,
+    /// Requests that arrived while the line was busy, in arrival order.
+    waiting: Vec<Waiter>,
+}
+
+/// A request waiting at a line's home for the line to be free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Waiter {
+    pub cpu: u32,
+    /// The CPU's core (whose cache the request fills).
+    pub core: u32,
+    pub need: Need,
+    pub hold_cycles: u64,
+    pub issued: Cycle,
+    /// The engine's own tag (which access this is).
+    pub tag: u32,
+}
+
+/// Set in a waiter's tag when the request is an adjacent-line prefetch
+/// ([`Coherence::prefetch`]): a read nobody waits for. The engine's tags
+/// (and the checker's) leave this bit clear for every other request.
+pub const PREFETCH_TAG: u32 = 1 << 31;
+
+/// What became of a request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Requested {
+    /// Served at once.
+    Done(AccessReport),
+    /// Queued at the home; when `first_waiter`, nobody is yet due to wake
+    /// the line at `free_at`.
+    Queued { free_at: Cycle, first_waiter: bool },
+}
+
+/// How the data reached the requester.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The requester's own core had it.
+    Hit,
+    /// The requester's own core had it, last written by its SMT sibling.
+    SmtSibling,
+    /// Another core of the requester's L3 domain, resolved by its tags.
+    SameL3,
+    /// Through the directory at `node`, from or invalidating other caches.
+    Directory { node: u32 },
+    /// From memory at the home node (no cache could supply it).
+    Memory { node: u32 },
+}
+
+/// A state change in a cache other than the requester's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateChange {
+    pub core: u32,
+    pub before: LineState,
+    pub after: LineState,
+}
+
+/// A line on which plain hits are possible: [`Coherence::private_line`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrivateLine {
+    /// The core's copy among the line's holders.
+    holder: u32,
+    /// The holder's data arrival and the line's atomic hold, the later one:
+    /// a hit at `now` completes at `max(now, floor) + L1`.
+    pub floor: Cycle,
+    /// The copy is Modified or Exclusive: writes hit too, not only reads.
+    pub writable: bool,
+}
+
+/// What one access did, for the engine and its probes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessReport {
+    pub unit: usize,
+    pub need: Need,
+    /// When the request was made.
+    pub issued: Cycle,
+    /// When the home ordered it (after any queueing behind other requests).
+    pub started: Cycle,
+    /// When the data (or permission) arrived at the requester.
+    pub done: Cycle,
+    pub route: Route,
+    /// The cache that supplied the data, and its relation to the requester.
+    pub supplier: Option<(u32, LineState, PairClass)>,
+    pub requester_before: LineState,
+    pub requester_after: LineState,
+    /// Other caches whose state changed, in core order.
+    pub others: Vec<StateChange>,
+    /// Copies invalidated in other caches.
+    pub invalidations: u32,
+    /// The data came from a Modified (or Owned) copy in another core.
+    pub hitm: bool,
+    /// Some leg of the transaction crossed sockets.
+    pub cross_socket: bool,
+}
+
+impl AccessReport {
+    pub fn is_hit(&self) -> bool {
+        matches!(self.route, Route::Hit | Route::SmtSibling)
+    }
+    /// Cycles between the request and the data.
+    pub fn latency_cycles(&self) -> u64 {
+        self.done - self.issued
+    }
+}
+
+/// Every line's directory entry and cached copies.
+///
+/// `Eq` and `Hash` cover every field, so the exhaustive checker
+/// ([`crate::checker`]) can tell two protocol states apart.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Coherence {
+    units: Vec<Unit>,
+    protocol: Protocol,
+    lookup: Lookup,
+    /// Check the invariants after every transaction.
+    pub check_invariants: bool,
+    /// Whether the commonest contended shape may skip the general walk
+    /// (`EngineOptions::special_transactions`; on by default).
+    pub special_transactions: bool,
+    /// How often it did (counted with the `shortcut-counts` feature only).
+    pub special_transactions_taken: u64,
+    unit_bytes: u32,
+    /// A report's `others` handed back by the engine ([`Coherence::recycle`]),
+    /// reused by the next transaction instead of a new allocation.
+    spare_changes: SpareChanges,
+}
+
+/// Spare capacity, not protocol state: equal and hashed alike whatever it
+/// holds, so the checker's states compare as before.
+#[derive(Debug, Default)]
+struct SpareChanges(Vec<StateChange>);
+
+impl Clone for SpareChanges {
+    fn clone(&self) -> Self {
+        SpareChanges::default()
+    }
+}
+
+impl PartialEq for SpareChanges {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SpareChanges {}
+
+impl std::hash::Hash for SpareChanges {
+    fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
+}
+
+impl Coherence {
+    pub fn new(topology: &Topology, memory: &MemoryLayout) -> Coherence {
+        let units = memory
+            .unit_homes
+            .iter()
+            .map(|&home_node| Unit {
+                home_node,
+                busy_until: Cycle::ZERO,
+                locked_until: Cycle::ZERO,
+                version: 0,
+                dir_owner: None,
+                dir_sharers: CoreSet::with_capacity(topology.core_count()),
+                holders: Vec::new(),
+                waiting: Vec::new(),
+            })
+            .collect();
+        Coherence {
+            units,
+            protocol: topology.spec.protocol,
+            lookup: topology.spec.lookup,
+            check_invariants: cfg!(debug_assertions),
+            special_transactions: true,
+            special_transactions_taken: 0,
+            unit_bytes: memory.unit_bytes,
+            spare_changes: SpareChanges::default(),
+        }
+    }
+
+    /// Takes back a finished report's storage, for the next transaction.
+    pub fn recycle(&mut self, report: AccessReport) {
+        if report.others.capacity() > self.spare_changes.0.capacity() {
+            self.spare_changes.0 = report.others;
+        }
+    }
+
+    /// Host bytes one line's state takes on a machine of `cores` cores,
+    /// with two caches holding it (for the estimate made before a run).
+    pub fn line_state_bytes(cores: u32) -> u64 {
+        (std::mem::size_of::<Unit>()
+            + (cores as usize).div_ceil(64) * 8
+            + 2 * std::mem::size_of::<Holder>()) as u64
+    }
+
+    pub fn unit_count(&self) -> usize {
+        self.units.len()
+    }
+
+    pub fn home_of(&self, unit: usize) -> u32 {
+        self.units[unit].home_node
+    }
+
+    /// The state of `unit` in `core`'s cache.
+    pub fn state(&self, core: u32, unit: usize) -> LineState {
+        let u = &self.units[unit];
+        match u.holders.binary_search_by_key(&core, |h| h.core) {
+            Ok(i) => u.holders[i].state,
+            Err(_) => LineState::Invalid,
+        }
+    }
+
+    /// Requests queued on a line.
+    pub fn waiting_count(&self, unit: usize) -> usize {
+        self.units[unit].waiting.len()
+    }
+
+    /// When the line's current transaction or lock hold ends.
+    pub fn busy_until(&self, unit: usize) -> Cycle {
+        self.units[unit].busy_until
+    }
+}
+
+/// A renaming for [`Coherence::encode`]: `cores[c]` and `cpus[c]` are the
+/// new numbers of core and CPU `c`, `core_at[n]` the old core numbered `n`,
+/// `tags` renames the engine's tags, and `units` lists the old unit numbers
+/// in their new order. Every core is renamed (a permutation).
+pub(crate) struct Renaming<'a> {
+    pub cores: &'a [u32],
+    pub core_at: &'a [u32],
+    pub cpus: &'a [u32],
+    pub tags: &'a dyn Fn(u32) -> u32,
+    pub units: &'a [usize],
+}
+
+/// Deliberately broken transitions, compiled only into this crate's unit
+/// tests: the exhaustive checker must catch every one (see the tests of
+/// [`crate::checker`]). One bug at a time is switched on, per test thread.
+#[cfg(test)]
+pub(crate) mod planted {
+    use super::{Holder, LineState};
+    use std::cell::Cell;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Bug {
+        /// A write miss that finds several other copies leaves the last one valid.
+        WriteSparesOneSharer,
+        /// An upgrade (the writer already has the data) leaves the other
+        /// Shared copies valid.
+        UpgradeKeepsSharers,
+        /// MOESI: a read of a Modified line leaves it Shared instead of
+        /// Owned, without a writeback: the dirty data has no owner.
+        MoesiModifiedToShared,
+        /// MESIF: the old forwarder stays F when a new reader becomes F.
+        MesifKeepsForward,
+        /// A read is granted Exclusive while other Shared copies exist.
+        ExclusiveDespiteSharers,
+        /// MOESI: an Owned copy is not asked for the data; memory answers.
+        OwnedNotSupplier,
+        /// A write hit does not advance the line's write count.
+        WriteHitKeepsVersion,
+        /// The directory does not add a requester that had no copy.
+        DirectoryMissesRequester,
+        /// The directory keeps the old owner when no cache answers any more.
+        DirectoryKeepsOwner,
+        /// The home serves a waiter while the line's transaction is in flight.
+        ServeWhileBusy,
+        /// A core hits in its cache while another core's request waits.
+        HitBypassesQueue,
+        /// When only holders' re-accesses wait, the home serves none of them.
+        HoldersNeverServed,
+        /// The home takes a waiting read off the queue and never answers it.
+        ServeDropsRead,
+        /// An adjacent-line prefetch read of a Modified line grants the
+        /// prefetcher a Shared copy but leaves the owner Modified.
+        PrefetchKeepsOwnerModified,
+    }
+
+    impl Bug {
+        pub(crate) const ALL: [Bug; 14] = [
+            Bug::WriteSparesOneSharer,
+            Bug::UpgradeKeepsSharers,
+            Bug::MoesiModifiedToShared,
+            Bug::MesifKeepsForward,
+            Bug::ExclusiveDespiteSharers,
+            Bug::OwnedNotSupplier,
+            Bug::WriteHitKeepsVersion,
+            Bug::DirectoryMissesRequester,
+            Bug::DirectoryKeepsOwner,
+            Bug::ServeWhileBusy,
+            Bug::HitBypassesQueue,
+            Bug::HoldersNeverServed,
+            Bug::ServeDropsRead,
+            Bug::PrefetchKeepsOwnerModified,
+        ];
+    }
+
+    thread_local! {
+        static ACTIVE: Cell<Option<Bug>> = const { Cell::new(None) };
+    }
+
+    pub(crate) fn active(bug: Bug) -> bool {
+        ACTIVE.with(|a| a.get() == Some(bug))
+    }
+
+    /// Some planted bug is switched on in this thread.
+    pub(crate) fn any_active() -> bool {
+        ACTIVE.with(|a| a.get().is_some())
+    }
+
+    /// Runs `f` with `bug` switched on in this thread.
+    pub(crate) fn with<R>(bug: Bug, f: impl FnOnce() -> R) -> R {
+        struct Off;
+        impl Drop for Off {
+            fn drop(&mut self) {
+                ACTIVE.with(|a| a.set(None));
+            }
+        }
+        ACTIVE.with(|a| a.set(Some(bug)));
+        let _off = Off;
+        f()
+    }
+
+    /// The other copies a broken write leaves valid.
+    pub(super) fn spared_on_write(holders: &[Holder], core: u32, have_data: bool) -> Vec<Holder> {
+        let others: Vec<Holder> = holders.iter().filter(|h| h.core != core).copied().collect();
+        if active(Bug::WriteSparesOneSharer) && !have_data && others.len() >= 2 {
+            others.last().copied().into_iter().collect()
+        } else if active(Bug::UpgradeKeepsSharers) && have_data {
+            others
+                .into_iter()
+                .filter(|h| h.state == LineState::Shared)
+                .collect()
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{LatencySpec, MachineSpec};
+
+    fn topology() -> Topology {
+        Topology::new(MachineSpec {
+            name: "test".into(),
+            clock_mhz: 2000,
+            sockets: 2,
+            nodes_per_socket: 2,
+            l3_per_node: 2,
+            cores_per_l3: 2,
+            threads_per_core: 1,
+            line_size_bytes: 64,
+            protocol: Protocol::Mesi,
+            lookup: Lookup::Home,
+            adjacent_line_prefetch: false,
+            store_buffer_entries: 8,
+            latency: LatencySpec {
+                l1_hit_cycles: 4,
+                locked_op_cycles: 20,
+                smt_transfer_cycles: 7,
+                l3_transfer_cycles: 60,
+                hop_in_node_cycles: 30,
+                hop_between_nodes_cycles: 50,
+                hop_between_sockets_cycles: 110,
+                dram_cycles: 150,
+            },
+        })
+        .unwrap()
+    }
+
+    fn coherence(topology: &Topology, homes: &[u32]) -> Coherence {
+        let memory = MemoryLayout {
+            structs: Vec::new(),
+            instances: Vec::new(),
+            total_bytes: 64 * homes.len() as u64,
+            unit_bytes: 64,
+            line_size_bytes: 64,
+            unit_homes: homes.to_vec(),
+        };
+        let mut c = Coherence::new(topology, &memory);
+        c.check_invariants = true;
+        c
+    }
+
+    /// A read by `cpu` once the line is free; returns when it is done.
+    fn read(c: &mut Coherence, t: &Topology, at: Cycle, cpu: u32, unit: usize) -> Cycle {
+        let at = at.max(c.busy_until(unit));
+        match c.request(t, at, cpu, unit, Need::Read, 0, 0).unwrap() {
+            Requested::Done(r) => r.done,
+            Requested::Queued { .. } => panic!("line busy"),
+        }
+    }
+
+    /// The special transaction shapes (`write_taking_the_only_copy`) give
+    /// the same states and reports as the general walk: random requests on
+    /// three lines by CPUs of a two-socket SMT machine, under every protocol
+    /// and directory lookup, run twice, once with the general walk only.
+    #[test]
+    fn special_transaction_shapes_match_the_general_walk() {
+        let mut taken_specially = 0;
+        for protocol in [Protocol::Mesi, Protocol::Mesif, Protocol::Moesi] {
+            for lookup in [Lookup::Home, Lookup::Local] {
+                let mut spec = topology().spec;
+                spec.threads_per_core = 2;
+                spec.protocol = protocol;
+                spec.lookup = lookup;
+                let t = Topology::new(spec).unwrap();
+                let mut fast = coherence(&t, &[0, 1, 3]);
+                let mut general = fast.clone();
+                general.special_transactions = false;
+                // A small linear congruential generator: the test needs
+                // variety, not quality.
+                let mut state: u64 = 0x2545_f491_4f6c_dd1d ^ protocol as u64 ^ (lookup as u64) << 8;
+                let mut next = |below: u64| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    (state >> 33) % below
+                };
+                let mut at = Cycle::ZERO;
+                for _ in 0..3000 {
+                    let cpu = next(t.cpu_count() as u64) as u32;
+                    let unit = next(3) as usize;
+                    let need = if next(2) == 0 {
+                        Need::Read
+                    } else {
+                        Need::Write
+                    };
+                    let hold = if need == Need::Write && next(2) == 0 {
+                        20
+                    } else {
+                        0
+                    };
+                    at = at.max(fast.busy_until(unit)) + next(5);
+                    let before = fast.units[unit].holders.clone();
+                    let special = need == Need::Write
+                        && before.len() == 1
+                        && before[0].core != t.core_of(cpu);
+                    taken_specially += special as u32;
+                    let a = fast.request(&t, at, cpu, unit, need, hold, 0).unwrap();
+                    let b = general.request(&t, at, cpu, unit, need, hold, 0).unwrap();
+                    assert_eq!(
+                        a, b,
+                        "{protocol:?} {lookup:?} cpu {cpu} line {unit} {need:?}"
+                    );
+                    // The same states; only the switch and its count differ.
+                    let same_switch = Coherence {
+                        special_transactions: true,
+                        special_transactions_taken: fast.special_transactions_taken,
+                        ..general.clone()
+                    };
+                    assert_eq!(fast, same_switch, "{protocol:?} {lookup:?} after cpu {cpu}");
+                }
+            }
+        }
+        // The special shape is common under random writes, not an accident.
+        assert!(taken_specially > 2000, "{taken_specially}");
+    }
+
+    #[test]
+    fn a_corrupted_copy_fails_the_data_value_invariant() {
+        let t = topology();
+        let mut c = coherence(&t, &[0, 1]);
+        let done = read(&mut c, &t, Cycle::ZERO, 0, 1);
+        read(&mut c, &t, done, 4, 1);
+        assert_eq!(c.check_unit(1, Cycle(500)), Ok(()));
+        c.corrupt_version_for_test(1);
+        let err = c.check_unit(1, Cycle(1234)).unwrap_err();
+        let SimError::ProtocolViolation {
+            cycle,
+            unit,
+            address,
+            message,
+            states,
+        } = &err
+        else {
+            panic!("expected a protocol violation, got {err:?}");
+        };
+        assert_eq!((*cycle, *unit, *address), (Cycle(1234), 1, 0x40));
+        assert_eq!(
+            message,
+            "data value: core 0 holds write #7 but the last write is #0"
+        );
+        assert_eq!(
+            states,
+            "core 0: S, core 4: S; directory owner None, sharers [0, 4]; home node 1; write #0"
+        );
+        assert_eq!(
+            err.to_string(),
+            "protocol violation at cycle 1234 on line 1 (address 0x40): \
+             data value: core 0 holds write #7 but the last write is #0\n  \
+             states: core 0: S, core 4: S; directory owner None, sharers [0, 4]; \
+             home node 1; write #0"
+        );
+        // The other line is untouched.
+        assert_eq!(c.check_unit(0, Cycle(1234)), Ok(()));
+    }
+
+    #[test]
+    fn the_next_transaction_on_a_corrupted_line_stops_with_the_violation() {
+        let t = topology();
+        let mut c = coherence(&t, &[2]);
+        let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
+        c.corrupt_version_for_test(0);
+        let at = done.max(c.busy_until(0));
+        let err = c.request(&t, at, 12, 0, Need::Read, 0, 0).unwrap_err();
+        match err {
+            SimError::ProtocolViolation {
+                cycle,
+                unit,
+                message,
+                states,
+                ..
+            } => {
+                assert_eq!((cycle, unit), (at, 0));
+                assert!(message.starts_with("data value: core 8 holds write #7"));
+                assert!(states.starts_with("core 8: S, core 12: S;"), "{states}");
+            }
+            other => panic!("expected a protocol violation, got {other:?}"),
+        }
+        // Without the checks, the same corruption goes unnoticed.
+        let mut c = coherence(&t, &[2]);
+        c.check_invariants = false;
+        let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
+        c.corrupt_version_for_test(0);
+        read(&mut c, &t, done, 12, 0);
+        assert!(c.check_unit(0, done).is_err());
+    }
+}

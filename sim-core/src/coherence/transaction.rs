@@ -1,0 +1,702 @@
+//! Transactions at a line's home: requests served at once or queued, the
+//! waiter the home serves when the line frees, the state changes and the
+//! cost of each route (`TargetReach`: the legs to the directory and to
+//! every target), and the adjacent-line prefetch.
+
+use super::*;
+
+/// What a transaction's targets (the supplier of data and the copies to
+/// invalidate) mean for its cost, gathered as they are met (their order
+/// does not matter).
+pub(super) struct TargetReach {
+    requester: CorePlace,
+    /// There is at least one target.
+    any: bool,
+    /// Every target shares the requester's L3 domain (true without targets).
+    all_in_l3: bool,
+    /// Some target is on another socket than the requester.
+    cross_socket: bool,
+    /// max over targets of [leg(directory, target) + leg(target, requester)].
+    slowest: u64,
+}
+
+impl TargetReach {
+    #[inline]
+    pub(super) fn new(requester: CorePlace) -> TargetReach {
+        TargetReach {
+            requester,
+            any: false,
+            all_in_l3: true,
+            cross_socket: false,
+            slowest: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn add(&mut self, topology: &Topology, directory_node: u32, target_core: u32) {
+        let target = topology.place_of_core(target_core);
+        self.any = true;
+        self.all_in_l3 &= target.l3 == self.requester.l3;
+        self.cross_socket |= target.socket != self.requester.socket;
+        self.slowest = self.slowest.max(
+            topology.hop_place_to_node(target, directory_node)
+                + topology.hop_between_places(target, self.requester),
+        );
+    }
+
+    /// leg(requester, directory) + max over targets of [leg(directory,
+    /// target) + leg(target, requester)] (the first leg alone without targets).
+    #[inline]
+    pub(super) fn directory_path(&self, topology: &Topology, directory_node: u32) -> u64 {
+        topology.hop_place_to_node(self.requester, directory_node) + self.slowest
+    }
+}
+
+impl Coherence {
+    /// Performs an access: a hit when possible; otherwise a transaction at
+    /// once if the line is free at its home, or a place in the line's queue.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+        tag: u32,
+    ) -> Result<Requested, SimError> {
+        if let Some(report) = self.try_hit(topology, now, cpu, unit, need, hold_cycles) {
+            if self.check_invariants {
+                self.check_unit(unit, report.done)?;
+            }
+            return Ok(Requested::Done(report));
+        }
+        self.request_after_miss(topology, now, cpu, unit, need, hold_cycles, tag)
+    }
+
+    /// [`Coherence::request`] for a caller that has just tried
+    /// [`Coherence::try_hit`] at `now` and missed (a failed try changes
+    /// nothing, so trying again would miss again).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn request_after_miss(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+        tag: u32,
+    ) -> Result<Requested, SimError> {
+        let u = &mut self.units[unit];
+        if u.busy_until > now || !u.waiting.is_empty() {
+            u.waiting.push(Waiter {
+                cpu,
+                core: topology.core_of(cpu),
+                need,
+                hold_cycles,
+                issued: now,
+                tag,
+            });
+            return Ok(Requested::Queued {
+                free_at: u.busy_until.max(now),
+                first_waiter: u.waiting.len() == 1,
+            });
+        }
+        self.transaction_at_once(topology, now, cpu, unit, need, hold_cycles)
+    }
+
+    /// The transaction of a request that found its line free. Out of line, so
+    /// that queueing (the usual answer on a contended line) stays cheap.
+    #[inline(never)]
+    pub(super) fn transaction_at_once(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> Result<Requested, SimError> {
+        let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles);
+        if self.check_invariants {
+            self.check_unit(unit, report.started)?;
+        }
+        Ok(Requested::Done(report))
+    }
+
+    /// The adjacent-line prefetcher's read of `unit` for `cpu`'s core (the
+    /// buddy of a line it missed on), tagged `tag | PREFETCH_TAG`: `None`
+    /// when it is dropped, because the core already holds the line in any
+    /// valid state or already has a request of its own waiting for it;
+    /// otherwise a plain read, at once if the line is free or in the line's
+    /// queue, ordered at the home like any other request. Nobody waits for
+    /// it: the engine lets the CPU go on.
+    pub fn prefetch(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: u32,
+        unit: usize,
+        tag: u32,
+    ) -> Result<Option<Requested>, SimError> {
+        let core = topology.core_of(cpu);
+        let u = &self.units[unit];
+        let held = u.holders.iter().any(|h| h.core == core);
+        if held || u.waiting.iter().any(|w| w.core == core) {
+            return Ok(None);
+        }
+        let requested =
+            self.request_after_miss(topology, now, cpu, unit, Need::Read, 0, tag | PREFETCH_TAG)?;
+        #[cfg(test)]
+        if let Requested::Done(report) = &requested {
+            self.plant_prefetch_bug(unit, report);
+            if self.check_invariants {
+                self.check_unit(unit, report.started)?;
+            }
+        }
+        Ok(Some(requested))
+    }
+
+    /// The planted `PrefetchKeepsOwnerModified`: the owner a prefetch read
+    /// downgraded stays Modified beside the new Shared copy.
+    #[cfg(test)]
+    pub(super) fn plant_prefetch_bug(&mut self, unit: usize, report: &AccessReport) {
+        if !planted!(PrefetchKeepsOwnerModified) {
+            return;
+        }
+        let u = &mut self.units[unit];
+        for change in &report.others {
+            if change.before == LineState::Modified {
+                if let Ok(i) = u.holders.binary_search_by_key(&change.core, |h| h.core) {
+                    u.holders[i].state = LineState::Modified;
+                    u.dir_owner = Some(change.core);
+                }
+            }
+        }
+    }
+
+    /// The line is due to be free at `now`: serves one waiting request,
+    /// chosen by `pick(number_waiting)`. Returns `None` when the line is
+    /// still busy (retry at [`Coherence::busy_until`]) or nobody waits.
+    ///
+    /// The pick stands for the home's conflict resolution: under contention
+    /// requests are retried, and which one wins is not first come, first
+    /// served, so the engine passes a seeded random choice.
+    pub fn serve_next(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        unit: usize,
+        pick: &mut dyn FnMut(usize) -> usize,
+    ) -> Result<Option<(Waiter, AccessReport)>, SimError> {
+        let u = &mut self.units[unit];
+        let busy = u.busy_until > now;
+        #[cfg(test)]
+        let busy = busy && !planted!(ServeWhileBusy);
+        if u.waiting.is_empty() || busy {
+            return Ok(None);
+        }
+        // A waiter whose core already holds the line only queued behind a
+        // pending snoop; the snoops (requests from other cores) go first.
+        let holds = |w: &Waiter| u.holders.iter().any(|h| h.core == w.core);
+        let n = u.waiting.len();
+        let drawn = pick(n).min(n - 1);
+        // From the drawn waiter, the first (cyclically) that is not a
+        // holder's re-access; only holders waiting means the drawn one.
+        let chosen = (drawn..n).chain(0..drawn).find(|&k| !holds(&u.waiting[k]));
+        #[cfg(test)]
+        if chosen.is_none() && planted!(HoldersNeverServed) {
+            return Ok(None);
+        }
+        // Only a core that holds the line can complete as a hit: the drawn
+        // waiter when every waiter holds it.
+        let holder = chosen.is_none();
+        let waiter = u.waiting.swap_remove(chosen.unwrap_or(drawn));
+        #[cfg(test)]
+        if waiter.need == Need::Read && planted!(ServeDropsRead) {
+            return Ok(None);
+        }
+        let hit = if holder {
+            self.try_hit_for_waiter(topology, now, &waiter, unit)
+        } else {
+            None
+        };
+        let report = match hit {
+            Some(r) => r,
+            None => self.transaction(
+                topology,
+                waiter.issued,
+                now,
+                waiter.cpu,
+                unit,
+                waiter.need,
+                waiter.hold_cycles,
+            ),
+        };
+        #[cfg(test)]
+        if waiter.tag & PREFETCH_TAG != 0 {
+            self.plant_prefetch_bug(unit, &report);
+        }
+        if self.check_invariants {
+            self.check_unit(unit, report.started)?;
+        }
+        Ok(Some((waiter, report)))
+    }
+
+    /// A transaction at the home: the line's new states and what it cost.
+    /// The commonest contended shape, a write by a core without a copy of a
+    /// line that one other cache holds (an atomic or a store taking the line
+    /// from its last writer), takes [`Coherence::write_taking_the_only_copy`];
+    /// every other shape the general walk over the holders. Both give the
+    /// same states and report (a test compares them).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub(super) fn transaction(
+        &mut self,
+        topology: &Topology,
+        issued: Cycle,
+        now: Cycle,
+        cpu: u32,
+        unit_index: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> AccessReport {
+        if need == Need::Write {
+            if let [only] = self.units[unit_index].holders.as_slice() {
+                let taking = self.special_transactions && only.core != topology.core_of(cpu);
+                // A planted bug's code is in the general walk only.
+                #[cfg(test)]
+                let taking = taking && !planted::any_active();
+                if taking {
+                    #[cfg(feature = "shortcut-counts")]
+                    {
+                        self.special_transactions_taken += 1;
+                    }
+                    return self.write_taking_the_only_copy(
+                        topology,
+                        issued,
+                        now,
+                        cpu,
+                        unit_index,
+                        hold_cycles,
+                    );
+                }
+            }
+        }
+        self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles)
+    }
+
+    /// [`Coherence::transaction_general`] for a write by a core holding no
+    /// copy of a line that exactly one other cache holds: that copy is the
+    /// only target (the supplier of the data when its state answers for the
+    /// line, else memory supplies it) and is invalidated; the writer's copy
+    /// takes its place in the holder list and the directory.
+    #[inline]
+    pub(super) fn write_taking_the_only_copy(
+        &mut self,
+        topology: &Topology,
+        issued: Cycle,
+        now: Cycle,
+        cpu: u32,
+        unit_index: usize,
+        hold_cycles: u64,
+    ) -> AccessReport {
+        let core = topology.core_of(cpu);
+        let thread = topology.thread_of(cpu) as u8;
+        let l = &topology.spec.latency;
+        let lookup = self.lookup;
+        let mut others = std::mem::take(&mut self.spare_changes.0);
+        others.clear();
+        let u = &mut self.units[unit_index];
+        let home = u.home_node;
+        let previous = u.holders[0];
+        let requester = topology.place_of_core(core);
+        let target = topology.place_of_core(previous.core);
+        let directory_node = match lookup {
+            Lookup::Home => home,
+            Lookup::Local => requester.node,
+        };
+        let target_cross_socket = target.socket != requester.socket;
+        // leg(requester, directory) + leg(directory, target) + leg(target,
+        // requester), as `TargetReach` gives for one target.
+        let directory_path = || {
+            topology.hop_place_to_node(requester, directory_node)
+                + topology.hop_place_to_node(target, directory_node)
+                + topology.hop_between_places(target, requester)
+        };
+        let data_from_cache = previous.state.supplies_data();
+        let route;
+        let cost;
+        let cross_socket;
+        if data_from_cache && target.l3 == requester.l3 {
+            route = Route::SameL3;
+            cost = l.l3_transfer_cycles;
+            cross_socket = false;
+        } else if !data_from_cache {
+            let memory_path = topology.hop_place_to_node(requester, home) * 2 + l.dram_cycles;
+            cross_socket = topology.socket_of_node(home) != requester.socket || target_cross_socket;
+            route = Route::Memory { node: home };
+            cost = memory_path.max(directory_path());
+        } else {
+            cross_socket =
+                topology.socket_of_node(directory_node) != requester.socket || target_cross_socket;
+            route = Route::Directory {
+                node: directory_node,
+            };
+            cost = directory_path();
+        }
+        let start = now;
+        let done = start + cost;
+        let (supplier, hitm) = if data_from_cache {
+            (
+                // The class of the requesting CPU and the supplier's thread 0
+                // (`pair_class(cpu, previous.core)` in the general walk): two
+                // different cores, so their places decide it.
+                Some((
+                    previous.core,
+                    previous.state,
+                    Topology::class_of_places(requester, target),
+                )),
+                matches!(previous.state, LineState::Modified | LineState::Owned),
+            )
+        } else {
+            (None, false)
+        };
+        others.push(StateChange {
+            core: previous.core,
+            before: previous.state,
+            after: LineState::Invalid,
+        });
+        u.version += 1;
+        u.holders[0] = Holder {
+            core,
+            state: LineState::Modified,
+            ready_at: done,
+            version: u.version,
+            last_writer_thread: thread,
+        };
+        u.dir_sharers.remove(previous.core);
+        u.dir_sharers.insert(core);
+        u.dir_owner = Some(core);
+        // A write holds the line for its whole cost, and an atomic on.
+        u.busy_until = done;
+        if hold_cycles > 0 {
+            u.locked_until = done + hold_cycles;
+            u.busy_until = u.locked_until;
+        }
+        AccessReport {
+            unit: unit_index,
+            need: Need::Write,
+            issued,
+            started: start,
+            done,
+            route,
+            supplier,
+            requester_before: LineState::Invalid,
+            requester_after: LineState::Modified,
+            others,
+            invalidations: 1,
+            hitm,
+            cross_socket,
+        }
+    }
+
+    /// Any transaction, by a walk over the line's holders.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    pub(super) fn transaction_general(
+        &mut self,
+        topology: &Topology,
+        issued: Cycle,
+        now: Cycle,
+        cpu: u32,
+        unit_index: usize,
+        need: Need,
+        hold_cycles: u64,
+    ) -> AccessReport {
+        let core = topology.core_of(cpu);
+        let thread = topology.thread_of(cpu) as u8;
+        let l = &topology.spec.latency;
+        let protocol = self.protocol;
+        let lookup = self.lookup;
+        let mut others = std::mem::take(&mut self.spare_changes.0);
+        others.clear();
+        let u = &mut self.units[unit_index];
+        let start = now;
+        let home = u.home_node;
+        let requester = topology.place_of_core(core);
+        let directory_node = match lookup {
+            Lookup::Home => home,
+            Lookup::Local => requester.node,
+        };
+        #[cfg(test)]
+        let previous_owner = u.dir_owner;
+        #[cfg(test)]
+        let previous_holders = if planted::any_active() {
+            u.holders.clone()
+        } else {
+            Vec::new()
+        };
+
+        // One pass over the holders finds the requester's copy and the
+        // supplier (the first other cache in a supplying state). A write's
+        // targets are every other copy (to invalidate): they are reached in
+        // the same pass, their invalidations listed (in core order) and
+        // their directory bits dropped, since every one of them goes.
+        let mut requester_before = LineState::Invalid;
+        let mut supplier: Option<(u32, LineState)> = None;
+        let mut other_copies = false;
+        let mut writable_other = false;
+        let mut reach = TargetReach::new(requester);
+        if need == Need::Write {
+            // One allocation at most, not one per doubling.
+            others.reserve(u.holders.len());
+        }
+        for h in &u.holders {
+            if h.core == core {
+                requester_before = h.state;
+                continue;
+            }
+            other_copies = true;
+            writable_other |= h.state.is_writable();
+            if supplier.is_none() && h.state.supplies_data() {
+                supplier = Some((h.core, h.state));
+            }
+            if need == Need::Write {
+                reach.add(topology, directory_node, h.core);
+                others.push(StateChange {
+                    core: h.core,
+                    before: h.state,
+                    after: LineState::Invalid,
+                });
+                u.dir_sharers.remove(h.core);
+            }
+        }
+        #[cfg(test)]
+        let supplier = match supplier {
+            Some((_, LineState::Owned)) if planted!(OwnedNotSupplier) => None,
+            other => other,
+        };
+        let have_data = requester_before != LineState::Invalid;
+        let needs_data = !have_data;
+        let data_from_cache = needs_data && supplier.is_some();
+        if need == Need::Read && data_from_cache {
+            // A read's only target is the supplier of the data.
+            if let Some((supplier_core, _)) = supplier {
+                reach.add(topology, directory_node, supplier_core);
+            }
+        }
+        let no_targets = !reach.any;
+        let requester_socket = requester.socket;
+        // A read of a clean line: other caches hold it, none of them
+        // writable (no M or E copy that must answer before the line can
+        // change hands), so no ownership moves and nobody must acknowledge.
+        let clean_read = need == Need::Read && other_copies && !writable_other;
+        let mut cross_socket = false;
+        let route;
+        let cost;
+        if (data_from_cache || !needs_data) && reach.all_in_l3 && !no_targets {
+            route = Route::SameL3;
+            cost = l.l3_transfer_cycles;
+        } else if needs_data && !data_from_cache {
+            // Memory at the home supplies the data; invalidations (if any)
+            // proceed in parallel through the directory.
+            let memory_path = topology.hop_place_to_node(requester, home) * 2 + l.dram_cycles;
+            cross_socket |= topology.socket_of_node(home) != requester_socket;
+            let invalidate_path = if no_targets {
+                0
+            } else {
+                reach.directory_path(topology, directory_node)
+            };
+            cross_socket |= reach.cross_socket;
+            route = Route::Memory { node: home };
+            cost = memory_path.max(invalidate_path);
+        } else {
+            cross_socket |= topology.socket_of_node(directory_node) != requester_socket;
+            cross_socket |= reach.cross_socket;
+            route = Route::Directory {
+                node: directory_node,
+            };
+            cost = if no_targets {
+                // Permission only (an upgrade with no other copy): ask and be answered.
+                topology.hop_place_to_node(requester, directory_node) * 2
+            } else {
+                reach.directory_path(topology, directory_node)
+            };
+        }
+        let done = start + cost;
+        // How long the line keeps the home from ordering the next request.
+        // A transfer of ownership (any write, any read of an M or E copy)
+        // holds it until the data and every acknowledgement have arrived,
+        // and so does a read resolved through the directory (a new sharer
+        // recorded at the home, as any other change of the line's entry). A
+        // clean read resolved inside the requester's L3 domain holds the
+        // domain's tags only while they forward the request: the supplier's
+        // data leg overlaps with the next request, so N cores re-reading a
+        // released line of their own L3 cost N forward legs plus one
+        // transfer, not N transfers (a shared line is served by the L3 or
+        // the forwarding copy, pipelined). The three legs of an L3 transfer
+        // (request to the tags, forward to the supplier, data back) are
+        // taken as equal, as the Intel presets derive their mesh hop from
+        // the same figure. ASSUMED: no calibration source measures the
+        // tags' occupancy; the forward leg is the part of the path that
+        // needs their decision.
+        let busy_cycles = if clean_read && route == Route::SameL3 {
+            l.l3_transfer_cycles / 3
+        } else {
+            cost
+        };
+
+        // Apply the new states.
+        let mut hitm = false;
+        let supplier_report = if data_from_cache {
+            supplier.map(|(c, s)| {
+                hitm = matches!(s, LineState::Modified | LineState::Owned);
+                let sibling_cpu = c; // thread 0 of the supplier's core, for the class
+                (c, s, topology.pair_class(cpu, sibling_cpu))
+            })
+        } else {
+            None
+        };
+        let invalidations;
+        let requester_after;
+        match need {
+            Need::Write => {
+                // Every other copy was listed above; the requester's own copy
+                // (if any) is replaced below.
+                invalidations = others.len() as u32;
+                u.holders.clear();
+                #[cfg(test)]
+                for h in planted::spared_on_write(&previous_holders, core, have_data) {
+                    let at = u.holders.partition_point(|k| k.core < h.core);
+                    u.holders.insert(at, h);
+                }
+                u.version += 1;
+                requester_after = LineState::Modified;
+            }
+            Need::Read => {
+                invalidations = 0;
+                let mut new_state = LineState::Shared;
+                if !other_copies {
+                    new_state = LineState::Exclusive;
+                } else {
+                    let mut owned = requester_before == LineState::Owned;
+                    for h in u.holders.iter_mut().filter(|h| h.core != core) {
+                        let before = h.state;
+                        let after = match (protocol, before) {
+                            (Protocol::Moesi, LineState::Modified) => LineState::Owned,
+                            (Protocol::Moesi, LineState::Owned) => LineState::Owned,
+                            (_, LineState::Shared) => LineState::Shared,
+                            // E, M (MESI, MESIF) and F give up answering
+                            // for the line: M writes back and both share.
+                            _ => LineState::Shared,
+                        };
+                        #[cfg(test)]
+                        let after = match (protocol, before) {
+                            (Protocol::Moesi, LineState::Modified)
+                                if planted!(MoesiModifiedToShared) =>
+                            {
+                                LineState::Shared
+                            }
+                            (_, LineState::Forward) if planted!(MesifKeepsForward) => {
+                                LineState::Forward
+                            }
+                            _ => after,
+                        };
+                        owned |= after == LineState::Owned;
+                        if after != before {
+                            h.state = after;
+                            others.push(StateChange {
+                                core: h.core,
+                                before,
+                                after,
+                            });
+                        }
+                    }
+                    if protocol == Protocol::Mesif && !owned {
+                        // The newest sharer becomes the forwarder.
+                        new_state = LineState::Forward;
+                    }
+                }
+                #[cfg(test)]
+                if planted!(ExclusiveDespiteSharers)
+                    && u.holders
+                        .iter()
+                        .all(|h| h.core == core || h.state == LineState::Shared)
+                {
+                    new_state = LineState::Exclusive;
+                }
+                requester_after = new_state;
+            }
+        }
+        let version = u.version;
+        let holder = Holder {
+            core,
+            state: requester_after,
+            ready_at: done,
+            version,
+            last_writer_thread: if need == Need::Write {
+                thread
+            } else {
+                NO_THREAD
+            },
+        };
+        match u.holders.binary_search_by_key(&core, |h| h.core) {
+            Ok(i) => u.holders[i] = holder,
+            Err(i) => u.holders.insert(i, holder),
+        }
+        // Directory follows the caches: the holders are the old ones less
+        // those a write invalidated (their bits dropped above) plus the
+        // requester, and the owner is the cache that now answers for the
+        // line (at most one does).
+        u.dir_sharers.insert(core);
+        u.dir_owner = u
+            .holders
+            .iter()
+            .rev()
+            .find(|h| h.state.supplies_data())
+            .map(|h| h.core);
+        #[cfg(test)]
+        {
+            if planted::any_active() {
+                // A planted bug may leave copies the update above does not
+                // know of: the directory is rebuilt from the caches.
+                u.dir_sharers.clear();
+                for h in &u.holders {
+                    u.dir_sharers.insert(h.core);
+                }
+            }
+            if planted!(DirectoryKeepsOwner) && u.dir_owner.is_none() {
+                u.dir_owner = previous_owner;
+            }
+            if planted!(DirectoryMissesRequester) && requester_before == LineState::Invalid {
+                let kept: Vec<u32> = u.dir_sharers.iter().filter(|&c| c != core).collect();
+                u.dir_sharers.clear();
+                kept.into_iter().for_each(|c| u.dir_sharers.insert(c));
+            }
+        }
+        u.busy_until = start + busy_cycles;
+        if hold_cycles > 0 {
+            u.locked_until = done + hold_cycles;
+            u.busy_until = u.locked_until;
+        }
+        AccessReport {
+            unit: unit_index,
+            need,
+            issued,
+            started: start,
+            done,
+            route,
+            supplier: supplier_report,
+            requester_before,
+            requester_after,
+            others,
+            invalidations,
+            hitm,
+            cross_socket,
+        }
+    }
+}
