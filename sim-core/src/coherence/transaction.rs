@@ -201,7 +201,11 @@ impl Coherence {
         }
         // A waiter whose core already holds the line only queued behind a
         // pending snoop; the snoops (requests from other cores) go first.
-        let holds = |w: &Waiter| u.holders.iter().any(|h| h.core == w.core);
+        // (The directory's sharers are the holders' cores, an invariant
+        // checked after every transaction: one bit instead of a walk over
+        // the holders for each waiter, which with hundreds of readers
+        // queued at a released lock was most of the run.)
+        let holds = |w: &Waiter| u.dir_sharers.contains(w.core);
         let n = u.waiting.len();
         let drawn = pick(n).min(n - 1);
         // From the drawn waiter, the first (cyclically) that is not a
