@@ -262,11 +262,17 @@ impl Simulation<'_> {
     /// CPU's request or write hit, a drain, a prefetch, the home serving a
     /// waiter): wakes every CPU sleeping on it (a sleeper makes no access,
     /// so none of them is the one reaching it).
-    #[inline]
+    #[inline(always)]
     pub(in crate::engine) fn poll_line_reached(&mut self, unit: usize, probe: &mut dyn Probe) {
-        if self.watchers.get(unit).is_none_or(|w| w.is_empty()) {
-            return;
+        if self.watchers.get(unit).is_some_and(|w| !w.is_empty()) {
+            self.wake_watchers(unit, probe);
         }
+    }
+
+    /// `poll_line_reached` when someone sleeps on `unit`: out of line, so
+    /// the check stays a load and a branch on every access.
+    #[inline(never)]
+    fn wake_watchers(&mut self, unit: usize, probe: &mut dyn Probe) {
         let sleepers = std::mem::take(&mut self.watchers[unit]);
         let at = self.position.key(self.tie_seed);
         for &s in &sleepers {
