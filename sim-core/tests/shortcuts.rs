@@ -588,3 +588,30 @@ fn a_wait_that_reads_private_lines_too_is_stepped() {
         assert_eq!(with.entries[8], 0, "slept: {:?}", with.entries);
     }
 }
+
+/// A CPU asleep in a spin-wait while another runs past the cycle budget:
+/// the run stops where stepping stops it, at the first CPU past the budget
+/// (the sleeper polling on, or the other), with every CPU reported where
+/// stepping would have it.
+#[test]
+fn a_sleeper_is_truncated_at_the_budget_as_stepping_truncates_it() {
+    for (work, budget) in [(30_000, 20_000), (30_000, 29_999), (7, 20_000)] {
+        let config = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+            .structs(vec![
+                strukt("shared", vec![field("f0", "u64")]),
+                strukt("local", vec![field("a", "u64")]),
+            ])
+            .instances(vec![global("g", "shared", 0), per_cpu("mine", "local")])
+            .script("wait", "while g.f0 == 0 {\n}\n")
+            .script("busy", &format!("work {work}\nlet v = mine.a"))
+            .thread(0, "wait")
+            .thread(9, "busy")
+            .stop(StopRule::Iterations(100_000))
+            .max_cycles(budget)
+            .build();
+        let with = observe(&config, EngineOptions::ALL).unwrap_err();
+        let plain = observe(&config, EngineOptions::REFERENCE).unwrap_err();
+        assert_eq!(with, plain, "work {work}, budget {budget}");
+        assert!(with.contains("cycle budget"), "{with}");
+    }
+}

@@ -1065,7 +1065,8 @@ impl<'c> Simulation<'c> {
                         self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
-                    return Err(self.truncated(Budget::Cycles, self.config.max_cycles, now));
+                    let stop = self.stop_at_budget(now.0, i, probe);
+                    return Err(self.truncated(Budget::Cycles, self.config.max_cycles, stop));
                 }
             }
             if self.run_local_ops {

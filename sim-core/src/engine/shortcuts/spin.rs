@@ -282,9 +282,9 @@ impl Simulation<'_> {
         }
     }
 
-    /// Wakes sleeping CPU `s` where stepping would have it just after the
-    /// position `at`: its loads before `at` made (reported summed), the
-    /// CPU at the next one. Returns that load's cycle.
+    /// Wakes sleeping CPU `s` where stepping would have it at the position
+    /// `at`: its loads before `at` made (reported summed), the CPU at the
+    /// first one not before it. Returns that load's cycle.
     fn wake(&mut self, s: usize, at: (u64, u64), probe: &mut dyn Probe) -> Cycle {
         let tie_seed = self.tie_seed;
         let cpu = &mut self.cpus[s];
@@ -297,7 +297,7 @@ impl Simulation<'_> {
         } else {
             (at.0 - sleep.next_load) / sleep.period + 1
         };
-        if made > 0 && own(sleep.next_load + (made - 1) * sleep.period) > at {
+        if made > 0 && own(sleep.next_load + (made - 1) * sleep.period) >= at {
             made -= 1;
         }
         let resume = sleep.next_load + made * sleep.period;
@@ -325,16 +325,54 @@ impl Simulation<'_> {
     /// The run stops at `stop`: each sleeping CPU's loads before it are
     /// made, and the CPU is finished there. Returns how many slept.
     pub(in crate::engine) fn settle_sleepers(&mut self, stop: u64, probe: &mut dyn Probe) -> usize {
-        let mut settled = 0;
+        let sleepers = self.wake_every_sleeper((stop, 0), probe);
+        for &s in &sleepers {
+            self.finish(s);
+        }
+        sleepers.len()
+    }
+
+    /// Wakes every sleeping CPU where stepping would have it at `at`;
+    /// returns them.
+    fn wake_every_sleeper(&mut self, at: (u64, u64), probe: &mut dyn Probe) -> Vec<usize> {
+        let mut woken = Vec::new();
         for s in 0..self.cpus.len() {
             if let Some(sleep) = self.cpus[s].spin.asleep {
                 self.watchers[sleep.unit].retain(|&w| w as usize != s);
-                self.wake(s, (stop, 0), probe);
-                self.finish(s);
-                settled += 1;
+                self.wake(s, at, probe);
+                woken.push(s);
             }
         }
-        settled
+        woken
+    }
+
+    /// CPU `i` is past the cycle budget at `now`, its turn: the run stops
+    /// at the first CPU past the budget, which a sleeping one polling on
+    /// may be. Wakes every sleeper where stepping would have it then, and
+    /// returns the cycle the run stops at.
+    pub(in crate::engine) fn stop_at_budget(
+        &mut self,
+        now: u64,
+        i: usize,
+        probe: &mut dyn Probe,
+    ) -> Cycle {
+        let tie_seed = self.tie_seed;
+        let budget = self.config.max_cycles;
+        let own = |cycle: u64, s: usize| (cycle, event_key(tie_seed, EventKind::Resume, cycle, s));
+        let mut stop = own(now, i);
+        for (s, cpu) in self.cpus.iter().enumerate() {
+            if let Some(sleep) = cpu.spin.asleep {
+                let past = if sleep.next_load > budget {
+                    sleep.next_load
+                } else {
+                    let polls = (budget - sleep.next_load) / sleep.period + 1;
+                    sleep.next_load + polls * sleep.period
+                };
+                stop = stop.min(own(past, s));
+            }
+        }
+        self.wake_every_sleeper(stop, probe);
+        Cycle(stop.0)
     }
 
     /// A deadlock's description of what sleeping CPU `cpu` waits for.
