@@ -417,14 +417,16 @@ impl Simulation<'_> {
             if !self.options.direct_resume {
                 return false;
             }
-            // Keys are computed only for an event at the resume's own cycle.
-            let own = || event_key(self.tie_seed, EventKind::Resume, now.0, i);
-            let next = self.queue.next();
-            (now.0 < next.cycle || (now.0 == next.cycle && own() < next.key))
+            // The turn rule, against the queue and the line's next free.
+            !self.must_yield(now.0, i)
                 && line_free_at.is_none_or(|free| {
                     now < free
                         || (now == free
-                            && own() < event_key(self.tie_seed, EventKind::LineFree, free.0, unit))
+                            && resume_position(self.tie_seed, now.0, i)
+                                < (
+                                    free.0,
+                                    event_key(self.tie_seed, EventKind::LineFree, free.0, unit),
+                                ))
                 })
         });
         if direct.is_some() {

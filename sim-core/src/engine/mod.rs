@@ -270,29 +270,9 @@ pub struct EngineOptions {
 
 impl EngineOptions {
     /// Every shortcut on: the default.
-    pub const ALL: EngineOptions = EngineOptions {
-        run_ahead: true,
-        private_places: true,
-        summed_private_hits: true,
-        superinstructions: true,
-        hoisted_private_hits: true,
-        fused_atomics: true,
-        direct_resume: true,
-        special_transactions: true,
-        spin_fast_forward: true,
-    };
+    pub const ALL: EngineOptions = EngineOptions::from_bits((1 << EngineOptions::NAMES.len()) - 1);
     /// Every shortcut off: the reference.
-    pub const REFERENCE: EngineOptions = EngineOptions {
-        run_ahead: false,
-        private_places: false,
-        summed_private_hits: false,
-        superinstructions: false,
-        hoisted_private_hits: false,
-        fused_atomics: false,
-        direct_resume: false,
-        special_transactions: false,
-        spin_fast_forward: false,
-    };
+    pub const REFERENCE: EngineOptions = EngineOptions::from_bits(0);
     /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
     pub const NAMES: [&'static str; 9] = [
         "run_ahead",
@@ -327,18 +307,17 @@ impl EngineOptions {
 
     /// The options whose bit `k` of `bits` is set, `k` indexing
     /// [`EngineOptions::NAMES`] (for tests that go through combinations).
-    pub fn from_bits(bits: u32) -> EngineOptions {
-        let on = |k: u32| bits & (1 << k) != 0;
+    pub const fn from_bits(bits: u32) -> EngineOptions {
         EngineOptions {
-            run_ahead: on(0),
-            private_places: on(1),
-            summed_private_hits: on(2),
-            superinstructions: on(3),
-            hoisted_private_hits: on(4),
-            fused_atomics: on(5),
-            direct_resume: on(6),
-            special_transactions: on(7),
-            spin_fast_forward: on(8),
+            run_ahead: bits & 1 != 0,
+            private_places: bits & 1 << 1 != 0,
+            summed_private_hits: bits & 1 << 2 != 0,
+            superinstructions: bits & 1 << 3 != 0,
+            hoisted_private_hits: bits & 1 << 4 != 0,
+            fused_atomics: bits & 1 << 5 != 0,
+            direct_resume: bits & 1 << 6 != 0,
+            special_transactions: bits & 1 << 7 != 0,
+            spin_fast_forward: bits & 1 << 8 != 0,
         }
     }
 }
@@ -445,7 +424,7 @@ struct Simulation<'c> {
     /// Per code and operation: an atomic on a place with one target for
     /// every CPU whose operand is pushed here (`script::fuse::fuse_atomics`),
     /// which `run_cpu` issues without stepping the push and the atomic;
-    /// empty for a code without one (and without the fast path).
+    /// empty for a code without one (and with `fused_atomics` off).
     atomic_heads: Vec<Vec<Option<AtomicHead>>>,
     /// Some code has an entry in `atomic_heads`.
     any_atomic_heads: bool,
@@ -480,7 +459,8 @@ struct Simulation<'c> {
     /// name (the fused run-ahead loop checks the frame's locals once).
     fused_locals: Vec<u32>,
     /// The run-ahead loop takes plain hits on private places itself and
-    /// sums them for the probe (fast path on, and the probe allows it).
+    /// sums them for the probe (`summed_private_hits` on, and the probe
+    /// allows it).
     sum_private_hits: bool,
     /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
     /// the run's end (the stop cycle, or one past the cycle budget).
@@ -654,8 +634,16 @@ impl Turn {
     pub(super) fn must_yield(&self, now: u64) -> bool {
         now > self.next_cycle
             || (now == self.next_cycle
-                && self.next_key < event_key(self.tie_seed, EventKind::Resume, now, self.cpu))
+                && (self.next_cycle, self.next_key) < resume_position(self.tie_seed, now, self.cpu))
     }
+}
+
+/// Where CPU `cpu`'s resume at `cycle` stands in the (cycle, key) order:
+/// the place of its accesses at that cycle, which every turn and every
+/// waking spinner compares against.
+#[inline]
+fn resume_position(tie_seed: u64, cycle: u64, cpu: usize) -> (u64, u64) {
+    (cycle, event_key(tie_seed, EventKind::Resume, cycle, cpu))
 }
 
 /// What an event's key says: its kind and its target.

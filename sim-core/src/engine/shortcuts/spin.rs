@@ -28,7 +28,7 @@
 //! Only for a probe that takes summed hits (`Probe::needs_every_access`
 //! false): a trace sees every poll.
 
-use crate::engine::{event_key, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
+use crate::engine::{resume_position, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
 use crate::probe::{PrivateHits, Probe};
 use crate::time::Cycle;
 
@@ -59,8 +59,7 @@ impl Position {
     };
 
     fn key(self, tie_seed: u64) -> (u64, u64) {
-        let resume =
-            |cycle: u64, cpu: usize| (cycle, event_key(tie_seed, EventKind::Resume, cycle, cpu));
+        let resume = |cycle: u64, cpu: usize| resume_position(tie_seed, cycle, cpu);
         let event = match self.event {
             EventAt::Queued { cycle, key } => (cycle, key),
             EventAt::Resume { cycle, cpu } => resume(cycle, cpu),
@@ -289,7 +288,7 @@ impl Simulation<'_> {
         let tie_seed = self.tie_seed;
         let cpu = &mut self.cpus[s];
         let sleep = cpu.spin.asleep.take().expect("a sleeping CPU");
-        let own = |cycle: u64| (cycle, event_key(tie_seed, EventKind::Resume, cycle, s));
+        let own = |cycle: u64| resume_position(tie_seed, cycle, s);
         // Loads at cycles up to `at`'s, the one at its cycle only if it
         // comes first there.
         let mut made = if at.0 < sleep.next_load {
@@ -358,7 +357,7 @@ impl Simulation<'_> {
     ) -> Cycle {
         let tie_seed = self.tie_seed;
         let budget = self.config.max_cycles;
-        let own = |cycle: u64, s: usize| (cycle, event_key(tie_seed, EventKind::Resume, cycle, s));
+        let own = |cycle: u64, s: usize| resume_position(tie_seed, cycle, s);
         let mut stop = own(now, i);
         for (s, cpu) in self.cpus.iter().enumerate() {
             if let Some(sleep) = cpu.spin.asleep {
