@@ -328,6 +328,19 @@ fn lay_out_spec(
     done: &mut Vec<Option<LaidOutStruct>>,
     stack: &mut Vec<usize>,
 ) -> Result<LaidOutStruct, LayoutError> {
+    lay_out_spec_noting(spec, specs, done, stack, &mut Vec::new())
+}
+
+/// [`lay_out_spec`], noting in `redundant` for each field whether its
+/// explicit `offset` (if any) is where the C rules put it anyway.
+fn lay_out_spec_noting(
+    spec: &StructSpec,
+    specs: &[StructSpec],
+    done: &mut Vec<Option<LaidOutStruct>>,
+    stack: &mut Vec<usize>,
+    redundant: &mut Vec<bool>,
+) -> Result<LaidOutStruct, LayoutError> {
+    redundant.clear();
     let err = |field: Option<&str>, key: &'static str, message: String| LayoutError {
         owner: spec.name.clone(),
         field: field.map(str::to_string),
@@ -452,6 +465,15 @@ fn lay_out_spec(
                 format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", f.count),
             ));
         }
+        // Where the C rules put the field after the ones before it.
+        let by_rule = match (f.bit_field, bit_unit) {
+            (Some(b), Some((unit_start, unit_size, free_bit)))
+                if unit_size == elem_size && b.bit_offset >= free_bit =>
+            {
+                unit_start
+            }
+            _ => round_up(offset, align),
+        };
         let start = if spec.is_union {
             match f.offset {
                 Some(0) | None => 0,
@@ -466,12 +488,19 @@ fn lay_out_spec(
             match f.offset {
                 Some(explicit) => {
                     let explicit = explicit as u64;
-                    let floor = if f.bit_field.is_some() {
-                        solid_end
-                    } else {
-                        offset
+                    // A bitfield's storage unit may overlap the members
+                    // before it (C packs its bits after theirs); its bits
+                    // may not.
+                    let overlaps = match f.bit_field {
+                        Some(b) => explicit * 8 + u64::from(b.bit_offset) < solid_end * 8,
+                        None => explicit < offset,
                     };
-                    if explicit < floor {
+                    if overlaps {
+                        let floor = if f.bit_field.is_some() {
+                            solid_end
+                        } else {
+                            offset
+                        };
                         return Err(fail(
                             "offset",
                             format!(
@@ -482,21 +511,22 @@ fn lay_out_spec(
                     }
                     explicit
                 }
-                None => match (f.bit_field, bit_unit) {
-                    (Some(b), Some((unit_start, unit_size, free_bit)))
-                        if unit_size == elem_size && b.bit_offset >= free_bit =>
-                    {
-                        unit_start
-                    }
-                    _ => round_up(offset, align),
-                },
+                None => by_rule,
             }
         };
+        redundant.push(f.offset.is_none() || start == by_rule);
         bit_unit = f
             .bit_field
             .map(|b| (start, elem_size, b.bit_offset + b.bits));
         let bytes = elem_size as u64 * f.count as u64;
         let end = start + bytes;
+        // A member after a bitfield starts after the bits it uses, not
+        // after its whole storage unit (`unsigned int a:3; char b;` puts
+        // `b` at byte 1), as C lays them out.
+        let used_end = match f.bit_field {
+            Some(b) => start + (b.bit_offset as u64 + b.bits as u64).div_ceil(8),
+            None => end,
+        };
         if end > MAX_STRUCT_BYTES {
             return Err(fail(
                 "size",
@@ -504,7 +534,7 @@ fn lay_out_spec(
             ));
         }
         if !spec.is_union {
-            offset = offset.max(end);
+            offset = offset.max(used_end);
             if f.bit_field.is_none() {
                 solid_end = offset;
             }
@@ -544,6 +574,45 @@ fn lay_out_spec(
         align_bytes: struct_align as u32,
         fields,
     })
+}
+
+/// `spec` without the explicit `offset`s the C rules give anyway, in it
+/// and in every struct written out in it: the same layout, which a patch of
+/// an `align` or of the order then moves as a compiler would. An import
+/// (pahole, BTF) gives every member its offset; this keeps only the ones a
+/// compiler could not derive (a member placed where no alignment puts it).
+/// Named struct types are not looked up: `spec` may use C types and
+/// written-out structs only, as imports make them.
+pub fn drop_redundant_offsets(spec: &StructSpec) -> Result<StructSpec, LayoutError> {
+    drop_redundant_offsets_at(spec, 0)
+}
+
+fn drop_redundant_offsets_at(spec: &StructSpec, depth: usize) -> Result<StructSpec, LayoutError> {
+    if depth > MAX_NESTING_DEPTH {
+        return Err(LayoutError {
+            owner: spec.name.clone(),
+            field: None,
+            key: "fields",
+            message: format!("structs nest more than {MAX_NESTING_DEPTH} deep"),
+        });
+    }
+    let mut out = spec.clone();
+    // A written-out struct lays out on its own, so each is decided first.
+    for f in &mut out.fields {
+        if let FieldType::Inline(inner) = &f.ty {
+            f.ty = FieldType::Inline(Box::new(drop_redundant_offsets_at(inner, depth + 1)?));
+        }
+    }
+    let mut redundant = Vec::new();
+    lay_out_spec_noting(&out, &[], &mut Vec::new(), &mut Vec::new(), &mut redundant)?;
+    // Clearing an offset the rules give leaves every later placement as
+    // it was, so each is decided on the layout with all of them.
+    for (f, &r) in out.fields.iter_mut().zip(&redundant) {
+        if r {
+            f.offset = None;
+        }
+    }
+    Ok(out)
 }
 
 /// The fields a simulation sees: every member of every nested struct or
