@@ -206,6 +206,12 @@ enum Command {
         #[arg(long)]
         run: bool,
     },
+    /// Print a struct as a scenario's `[structs.NAME]` table, read from where
+    /// the kernel describes it.
+    Import {
+        #[command(subcommand)]
+        source: ImportSource,
+    },
     /// Explore every reachable state of the coherence protocol on a small
     /// configuration and check its invariants in each.
     CheckProtocol {
@@ -235,6 +241,25 @@ enum Command {
         /// On a violation, write a scenario that replays its path to this file.
         #[arg(long, value_name = "FILE")]
         write_scenario: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+enum ImportSource {
+    /// From BTF: the running kernel's (/sys/kernel/btf/vmlinux), a raw BTF
+    /// file, or an ELF `vmlinux` with a `.BTF` section. Nested structs and
+    /// unions are written out, bitfields keep their bits, alignment is
+    /// inferred from the offsets; every member lands where BTF puts it.
+    Btf {
+        /// The struct (or union) to import.
+        #[arg(long = "struct", value_name = "NAME")]
+        struct_name: String,
+        /// The BTF.
+        #[arg(long, value_name = "PATH", default_value = "/sys/kernel/btf/vmlinux")]
+        file: PathBuf,
+        /// Write the table to this file instead of printing it.
+        #[arg(long, value_name = "FILE")]
+        write: Option<PathBuf>,
     },
 }
 
@@ -296,6 +321,14 @@ fn main() -> ExitCode {
             quiet,
         ),
         Command::Limits => show_limits(limits),
+        Command::Import {
+            source:
+                ImportSource::Btf {
+                    struct_name,
+                    file,
+                    write,
+                },
+        } => import_btf(&file, &struct_name, write.as_deref()),
         Command::Merge { out, shards } => merge(&out, &shards),
         Command::Check { file } => check(&file, limits),
         Command::Presets { action } => presets(action),
@@ -585,6 +618,26 @@ fn run_timed(cases: &[scenarios::run::cases::BuiltCase]) -> Vec<scenarios::run::
 }
 
 /// `bounce merge OUT SHARD...`: nothing is written unless every check passes.
+fn import_btf(file: &Path, struct_name: &str, write: Option<&Path>) -> ExitCode {
+    let table = match scenarios::tools::import::btf_struct_table(file, struct_name) {
+        Ok(table) => table,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
+    match write {
+        Some(path) => match write_whole(path, table) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(code) => code,
+        },
+        None => {
+            print!("{table}");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
 fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     if shards.iter().any(|s| canonical(s) == canonical(out)) {

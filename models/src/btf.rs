@@ -387,16 +387,18 @@ impl<'a> Btf<'a> {
         let tail = &self.data[start..self.strings_at + self.strings_len];
         // The section ends with a NUL (checked by `parse`).
         let len = tail.iter().position(|&b| b == 0).unwrap_or(tail.len());
-        std::str::from_utf8(&tail[..len])
-            .map_err(|_| BtfError {
-                offset: Some(start),
-                message: "a name that is not UTF-8".into(),
-            })
+        std::str::from_utf8(&tail[..len]).map_err(|_| BtfError {
+            offset: Some(start),
+            message: "a name that is not UTF-8".into(),
+        })
     }
 
     /// The record of type `id`; `at` is where the id was read.
     fn record(&self, id: u32, at: usize) -> Result<Record, BtfError> {
-        match (id as usize).checked_sub(1).and_then(|i| self.records.get(i)) {
+        match (id as usize)
+            .checked_sub(1)
+            .and_then(|i| self.records.get(i))
+        {
             Some(r) => Ok(*r),
             None if id == 0 => fail(at, "a member of type void"),
             None => fail(
@@ -733,10 +735,7 @@ impl<'b, 'a> Importer<'b, 'a> {
             );
         }
         if self.in_progress[index] {
-            return fail(
-                r.at,
-                format!("type {id}: `{shown}` contains itself"),
-            );
+            return fail(r.at, format!("type {id}: `{shown}` contains itself"));
         }
         self.in_progress[index] = true;
         let info = self.read_struct(id, r, name, &shown, depth);
@@ -924,7 +923,8 @@ impl<'b, 'a> Importer<'b, 'a> {
                     ),
                 );
             }
-            let first_bit = member.offset * 8 + member.bit_field.map_or(0, |b| u64::from(b.bit_offset));
+            let first_bit =
+                member.offset * 8 + member.bit_field.map_or(0, |b| u64::from(b.bit_offset));
             if is_union {
                 if member.offset != 0 {
                     return fail(
@@ -995,7 +995,10 @@ impl<'b, 'a> Importer<'b, 'a> {
         let info = self.struct_info(id, 0)?;
         let laid = layout_structs(std::slice::from_ref(&spec)).map_err(|e| BtfError {
             offset: Some(info.at),
-            message: format!("type {id}: the C layout rules cannot lay out `{}`: {e}", info.name),
+            message: format!(
+                "type {id}: the C layout rules cannot lay out `{}`: {e}",
+                info.name
+            ),
         })?;
         let laid = &laid[0];
         if u64::from(laid.size_bytes) != info.size || laid.align_bytes != info.align {
@@ -1103,7 +1106,8 @@ impl<'b, 'a> Importer<'b, 'a> {
             return fail(
                 info.at,
                 format!(
-                    "type {id}: `{}` has no member that takes room",
+                    "type {id}: `{}` has no member that takes room (a struct of no size \
+                     cannot be simulated)",
                     self.btf.type_name(id, 0)
                 ),
             );

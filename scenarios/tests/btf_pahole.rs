@@ -127,7 +127,10 @@ fn declarator(decl: &str) -> (String, Option<u32>) {
     let decl = plain.trim();
     if let Some(at) = decl.find("(*") {
         let rest = &decl[at + 2..];
-        return (rest[..rest.find(')').unwrap_or(rest.len())].to_string(), None);
+        return (
+            rest[..rest.find(')').unwrap_or(rest.len())].to_string(),
+            None,
+        );
     }
     let (decl, bits) = match decl.rsplit_once(':') {
         Some((d, b)) if b.trim().chars().all(|c| c.is_ascii_digit()) => {
@@ -203,8 +206,7 @@ fn members<'a>(
             });
             continue;
         }
-        if numbers(t).is_none() && t.ends_with(';') && declarator(&t[..t.len() - 1]).0.is_empty()
-        {
+        if numbers(t).is_none() && t.ends_with(';') && declarator(&t[..t.len() - 1]).0.is_empty() {
             // An unnamed bitfield (`u64 :13;`, `unsigned int :0;`) pahole
             // writes for bits no member uses; BTF has no member for it.
             continue;
@@ -302,12 +304,18 @@ fn compare(
             continue;
         }
         let Some(o) = ours_iter.next() else {
-            tally.differences.push(format!("{path}: `{}` is missing", m.name));
+            tally
+                .differences
+                .push(format!("{path}: `{}` is missing", m.name));
             return;
         };
         let here = format!(
             "{path}.{}",
-            if m.name.is_empty() { "<anonymous>" } else { &m.name }
+            if m.name.is_empty() {
+                "<anonymous>"
+            } else {
+                &m.name
+            }
         );
         let offset = base + u64::from(o.offset_bytes);
         let bytes = u64::from(o.total_bytes());
@@ -416,9 +424,10 @@ fn compare_with_pahole(path: &Path) -> Tally {
     for s in with_members {
         let k = seen.entry(s.name.as_str()).or_default();
         let Some(&id) = by_name.get(s.name.as_str()).and_then(|ids| ids.get(*k)) else {
-            tally
-                .differences
-                .push(format!("{}: pahole lists it, the BTF reader does not", s.name));
+            tally.differences.push(format!(
+                "{}: pahole lists it, the BTF reader does not",
+                s.name
+            ));
             continue;
         };
         *k += 1;
@@ -429,7 +438,12 @@ fn compare_with_pahole(path: &Path) -> Tally {
         let spec = match importer.struct_spec(id) {
             Ok(spec) => spec,
             Err(e) => {
-                let end = s.members.iter().map(|m| m.offset + m.size).max().unwrap_or(0);
+                let end = s
+                    .members
+                    .iter()
+                    .map(|m| m.offset + m.size)
+                    .max()
+                    .unwrap_or(0);
                 if e.message.contains("has no member that takes room")
                     && s.members.iter().all(|m| m.size == 0)
                 {
@@ -437,10 +451,9 @@ fn compare_with_pahole(path: &Path) -> Tally {
                 } else if e.message.contains("no alignment of its members makes")
                     && !some_alignment_makes(end, size)
                 {
-                    tally.unexplained_tail.push(format!(
-                        "{}: members end at {end}, {size} bytes",
-                        s.name
-                    ));
+                    tally
+                        .unexplained_tail
+                        .push(format!("{}: members end at {end}, {size} bytes", s.name));
                 } else {
                     tally.import_errors.push(format!("{}: {e}", s.name));
                 }

@@ -326,7 +326,9 @@ pub struct StructDef {
     pub union: bool,
     /// The layout comes from a pahole listing instead of `fields`.
     pub pahole: Option<PaholeRef>,
-    /// Non-empty unless `pahole` is given (then empty); field names are
+    /// The layout comes from BTF instead of `fields`.
+    pub btf: Option<BtfRef>,
+    /// Non-empty unless `pahole` or `btf` is given (then empty); field names are
     /// unique identifiers.
     #[serde(default)]
     pub fields: Vec<FieldDef>,
@@ -339,6 +341,18 @@ pub struct PaholeRef {
     /// The listing (`pahole -C NAME vmlinux > FILE`), relative to the scenario file.
     pub file: Spanned<String>,
     /// The struct of the listing (default: the scenario's name for it).
+    #[serde(rename = "struct")]
+    pub struct_name: Option<Spanned<String>>,
+}
+
+/// `btf = { file = "/sys/kernel/btf/vmlinux", struct = "page_counter" }`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BtfRef {
+    /// Raw BTF (`/sys/kernel/btf/vmlinux`) or an ELF file with a `.BTF`
+    /// section (a `vmlinux`), relative to the scenario file.
+    pub file: Spanned<String>,
+    /// The struct or union of the BTF (default: the scenario's name for it).
     #[serde(rename = "struct")]
     pub struct_name: Option<Spanned<String>>,
 }

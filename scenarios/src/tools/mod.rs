@@ -8,8 +8,11 @@
 //! - [`layout_view`]: `bounce layout`, the pahole-style view of a struct with
 //!   a run's per-member traffic;
 //! - [`presets_view`]: `bounce presets`, the presets as a user reads them or
-//!   saves them as TOML.
+//!   saves them as TOML;
+//! - [`import`]: `bounce import btf`, a struct of the kernel's BTF as a
+//!   scenario's `[structs.NAME]` table.
 
+pub mod import;
 pub mod layout_view;
 pub mod optimize;
 pub mod presets_view;

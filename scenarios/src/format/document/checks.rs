@@ -321,34 +321,42 @@ impl Checker<'_, '_> {
     fn struct_def(&self, name: &str, s: &StructDef) -> Result {
         self.map_key_name(&["structs", name], "struct name", NameRule::Identifier)?;
         self.power_of_two(&s.align, &join_path(&["structs", name, "align"]))?;
-        if let Some(p) = &s.pahole {
-            // The loader replaces every `pahole` of the file by the fields it
-            // reads; one still here came from a variant or a sweep.
-            let key = join_path(&["structs", name, "pahole"]);
+        let imported = s
+            .pahole
+            .as_ref()
+            .map(|p| ("pahole", &p.file))
+            .or_else(|| s.btf.as_ref().map(|b| ("btf", &b.file)));
+        if let Some((source_key, file)) = imported {
+            // The loader replaces every `pahole` and `btf` of the file by the
+            // fields it reads; one still here came from a variant or a sweep.
+            let key = join_path(&["structs", name, source_key]);
             if s.fields.is_empty() && !s.union {
                 return Err(self
                     .err(
-                        p.file.span(),
+                        file.span(),
                         &key,
                         format!("`{key}` is read when the file loads, before any variant or sweep applies; it cannot be set by one"),
                     )
-                    .with_valid("the `pahole` import in the file itself, and patches of the fields it gives (`structs.NAME.fields.MEMBER.align`)"));
+                    .with_valid(format!("the `{source_key}` import in the file itself, and patches of the fields it gives (`structs.NAME.fields.MEMBER.align`)")));
             }
             if !s.fields.is_empty() || s.union {
                 let what = if s.union { "union" } else { "fields" };
                 return Err(self
                     .err(
-                        p.file.span(),
+                        file.span(),
                         &key,
-                        format!("`structs.{name}` has both `pahole` and `{what}`; the listing gives the layout"),
+                        format!(
+                            "`structs.{name}` has both `{source_key}` and `{what}`; the {} gives the layout",
+                            if source_key == "btf" { "BTF" } else { "listing" }
+                        ),
                     )
-                    .with_valid("either `pahole = { file = \"...\", struct = \"...\" }` or `fields = [...]`"));
+                    .with_valid(format!("either `{source_key} = {{ file = \"...\", struct = \"...\" }}` or `fields = [...]`")));
             }
-            if p.file.get_ref().trim().is_empty() {
+            if file.get_ref().trim().is_empty() {
                 return Err(self.err(
-                    p.file.span(),
+                    file.span(),
                     &format!("{key}.file"),
-                    "empty file name for `pahole.file`",
+                    format!("empty file name for `{source_key}.file`"),
                 ));
             }
             return Ok(());

@@ -1,44 +1,62 @@
-//! `pahole = { file, struct }`: a struct whose layout comes from a pahole
-//! listing. The loader reads the listing (relative to the scenario file)
-//! before anything else looks at the tree, and writes the struct it gives
-//! into the tree as `fields` (written-out members with `fields` of their
-//! own, bitfields with `bits`), spanned at the `pahole` entry. The base,
-//! every variant and every sweep case then start from those fields, so a
-//! patch changes an imported member exactly as a declared one:
+//! `pahole = { file, struct }` and `btf = { file, struct }`: a struct whose
+//! layout comes from a pahole listing or from BTF (the kernel's
+//! `/sys/kernel/btf/vmlinux`, or a `vmlinux`'s `.BTF` section). The loader
+//! reads the file (relative to the scenario file) before anything else
+//! looks at the tree, and writes the struct it gives into the tree as
+//! `fields` (written-out members with `fields` of their own, bitfields with
+//! `bits`), spanned at the `pahole` or `btf` entry. The base, every variant
+//! and every sweep case then start from those fields, so a patch changes an
+//! imported member exactly as a declared one:
 //! `"structs.mem_cgroup.fields.memory.fields.usage.align" = 64`.
 //!
-//! Offsets are left to the C rules, which the import has checked give the
-//! listed ones: a patch of an `align`, an `offset` or the order then lays
-//! the struct out again as a compiler would.
+//! Offsets are left to the C rules where they give the imported ones: a
+//! patch of an `align`, an `offset` or the order then lays the struct out
+//! again as a compiler would.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::ops::Range;
 
-use models::layout::{layout_structs, FieldSpec, FieldType, StructSpec};
+use models::layout::{drop_redundant_offsets, FieldSpec, FieldType, StructSpec};
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::library::respan;
 use super::tree::type_phrase;
-use crate::format::error::{InputError, SourceFile};
+use crate::format::error::{closest, InputError, SourceFile};
 
 /// Largest pahole listing read.
 const MAX_PAHOLE_BYTES: u64 = 4 << 20;
 
-/// A struct of the file read from its listing: the TOML of its `fields`
-/// (and `align`), to be parsed into the tree in place of `pahole`.
+/// A struct of the file read from its listing or BTF: the TOML of its
+/// `fields` (and `align`, `union`), to be parsed into the tree in place of
+/// the `pahole` or `btf` entry.
 pub(crate) struct Import {
     pub struct_name: String,
-    /// The `pahole` entry's value, where the fields are spanned.
+    /// The entry's key (`pahole` or `btf`).
+    pub source_key: &'static str,
+    /// The entry's value, where the fields are spanned.
     pub span: Range<usize>,
     pub toml: String,
 }
 
-const PAHOLE_KEYS: &[&str] = &["file", "struct"];
+const REFERENCE_KEYS: &[&str] = &["file", "struct"];
 
-/// Reads every `structs.NAME.pahole` of the file. A file that is not valid
-/// TOML gives none: the loader reports its syntax error next.
+/// The kinds of import, by their key, with an example of the entry.
+const SOURCES: &[(&str, &str)] = &[
+    (
+        "pahole",
+        "pahole = { file = \"NAME.pahole\", struct = \"NAME\" }",
+    ),
+    (
+        "btf",
+        "btf = { file = \"/sys/kernel/btf/vmlinux\", struct = \"NAME\" }",
+    ),
+];
+
+/// Reads every `structs.NAME.pahole` and `structs.NAME.btf` of the file.
+/// A file that is not valid TOML gives none: the loader reports its syntax
+/// error next.
 pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputError> {
     let Ok(parsed) = DeTable::parse(&source.text) else {
         return Ok(Vec::new());
@@ -52,37 +70,55 @@ pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputErro
         let DeValue::Table(table) = value.get_ref() else {
             continue;
         };
-        let Some(pahole) = table.get("pahole") else {
+        let given: Vec<&(&str, &str)> = SOURCES
+            .iter()
+            .filter(|(k, _)| table.contains_key(*k))
+            .collect();
+        let name = name.get_ref().to_string();
+        if let [first, second, ..] = given.as_slice() {
+            let entry = table.get(second.0).expect("present");
+            return Err(InputError::at(
+                source,
+                entry.span(),
+                &format!("structs.{name}.{}", second.0),
+                format!(
+                    "`structs.{name}` has both `{}` and `{}`; one gives the layout",
+                    first.0, second.0
+                ),
+            )
+            .with_valid(format!("either `{}` or `{}`", first.1, second.1)));
+        }
+        let Some(&&(source_key, example)) = given.first() else {
             continue;
         };
-        let name = name.get_ref().to_string();
-        let key = format!("structs.{name}.pahole");
+        let entry = table.get(source_key).expect("present");
+        let key = format!("structs.{name}.{source_key}");
         for other in ["fields", "union"] {
             if table.contains_key(other) {
                 return Err(InputError::at(
                     source,
-                    pahole.span(),
+                    entry.span(),
                     &key,
-                    format!("`structs.{name}` has both `pahole` and `{other}`; the listing gives the layout"),
+                    format!("`structs.{name}` has both `{source_key}` and `{other}`; the {} gives the layout", if source_key == "btf" { "BTF" } else { "listing" }),
                 )
-                .with_valid("either `pahole = { file = \"...\", struct = \"...\" }` or `fields = [...]`"));
+                .with_valid(format!("either `{example}` or `fields = [...]`")));
             }
         }
-        let DeValue::Table(reference) = pahole.get_ref() else {
+        let DeValue::Table(reference) = entry.get_ref() else {
             return Err(InputError::at(
                 source,
-                pahole.span(),
+                entry.span(),
                 &key,
                 format!(
                     "expected a table for `{key}`, found {}",
-                    type_phrase(pahole.get_ref())
+                    type_phrase(entry.get_ref())
                 ),
             )
-            .with_valid("pahole = { file = \"NAME.pahole\", struct = \"NAME\" }"));
+            .with_valid(example));
         };
         if let Some((k, _)) = reference
             .iter()
-            .find(|(k, _)| !PAHOLE_KEYS.contains(&k.get_ref().as_ref()))
+            .find(|(k, _)| !REFERENCE_KEYS.contains(&k.get_ref().as_ref()))
         {
             let given = k.get_ref().to_string();
             return Err(InputError::at(
@@ -91,7 +127,7 @@ pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputErro
                 &format!("{key}.{given}"),
                 format!("unknown key `{given}` in `{key}`"),
             )
-            .with_choices(&given, PAHOLE_KEYS));
+            .with_choices(&given, REFERENCE_KEYS));
         }
         let text_of = |k: &str| -> Result<Option<Spanned<String>>, InputError> {
             match reference.get(k) {
@@ -115,21 +151,83 @@ pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputErro
         let Some(file) = text_of("file")? else {
             return Err(InputError::at(
                 source,
-                pahole.span(),
+                entry.span(),
                 &format!("{key}.file"),
                 format!("missing key `file` in `{key}`"),
             )
-            .with_valid("the listing's path, relative to the scenario file"));
+            .with_valid(if source_key == "btf" {
+                "the BTF's path, relative to the scenario file (/sys/kernel/btf/vmlinux for the running kernel's, or a vmlinux)"
+            } else {
+                "the listing's path, relative to the scenario file"
+            }));
         };
         let wanted = text_of("struct")?;
-        let spec = read_listing(source, &name, &key, &file, wanted.as_ref())?;
+        let spec = if source_key == "btf" {
+            read_btf(source, &name, &key, &file, wanted.as_ref())?
+        } else {
+            read_listing(source, &name, &key, &file, wanted.as_ref())?
+        };
         imports.push(Import {
             toml: struct_toml(&spec),
             struct_name: name,
-            span: pahole.span(),
+            source_key,
+            span: entry.span(),
         });
     }
     Ok(imports)
+}
+
+/// Reads the BTF `file` and imports its struct (`wanted`, or the
+/// scenario's name for it); errors name the file and the byte at fault.
+fn read_btf(
+    source: &SourceFile,
+    name: &str,
+    key: &str,
+    file: &Spanned<String>,
+    wanted: Option<&Spanned<String>>,
+) -> Result<StructSpec, InputError> {
+    let dir = std::path::Path::new(&source.path)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let path = dir.join(file.get_ref());
+    let shown = path.display().to_string();
+    let btf = super::btf_file::read(&path).map_err(|why| {
+        InputError::at(
+            source,
+            file.span(),
+            &format!("{key}.file"),
+            format!("cannot read the BTF `{shown}`: {why}"),
+        )
+    })?;
+    let wanted_name = wanted.map_or(name, |s| s.get_ref().as_str());
+    models::btf::import(&btf.bytes, wanted_name, name).map_err(|e| {
+        if e.offset.is_none() {
+            let span = wanted.map_or_else(|| file.span(), |s| s.span());
+            let names = models::btf::struct_names(&btf.bytes);
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            let error = InputError::at(
+                source,
+                span,
+                &format!("{key}.struct"),
+                format!("in `{shown}`: {}", e.message),
+            )
+            .with_valid(format!(
+                "one of its {} structs and unions with members (`pahole {shown}` lists them)",
+                names.len()
+            ));
+            match closest(wanted_name, &names) {
+                Some(near) => error.with_suggestion(near),
+                None => error,
+            }
+        } else {
+            InputError::at(
+                source,
+                file.span(),
+                &format!("{key}.file"),
+                format!("in the BTF `{shown}`, {}", btf.describe(&e)),
+            )
+        }
+    })
 }
 
 /// Reads the listing `file` and imports its struct (`wanted`, or the
@@ -204,19 +302,16 @@ fn read_listing(
     })
 }
 
-/// The spec's `fields` (and `align`) as TOML. Offsets are dropped when the C
-/// rules give the same layout without them (they do for every member the
-/// import checked; a bitfield's unit is the one case they may not), so
-/// that patches move members as a compiler would.
-fn struct_toml(spec: &StructSpec) -> String {
-    let mut free = spec.clone();
-    clear_offsets(&mut free);
-    let same = matches!(
-        (layout_structs(std::slice::from_ref(spec)), layout_structs(std::slice::from_ref(&free))),
-        (Ok(a), Ok(b)) if a == b
-    );
-    let chosen = if same { &free } else { spec };
+/// The spec's `fields` (and `align`, `union`) as TOML. Offsets are dropped
+/// where the C rules give them anyway (for every member an import checked;
+/// a bitfield's unit or a member no alignment puts in place keeps its
+/// own), so that patches move members as a compiler would.
+pub(crate) fn struct_toml(spec: &StructSpec) -> String {
+    let chosen = drop_redundant_offsets(spec).unwrap_or_else(|_| spec.clone());
     let mut out = String::new();
+    if chosen.is_union {
+        out.push_str("union = true\n");
+    }
     if let Some(a) = chosen.align {
         let _ = writeln!(out, "align = {a}");
     }
@@ -226,15 +321,6 @@ fn struct_toml(spec: &StructSpec) -> String {
     }
     out.push_str("]\n");
     out
-}
-
-fn clear_offsets(spec: &mut StructSpec) {
-    for f in &mut spec.fields {
-        f.offset = None;
-        if let FieldType::Inline(inner) = &mut f.ty {
-            clear_offsets(inner);
-        }
-    }
 }
 
 /// One inline table per field.
@@ -321,7 +407,7 @@ fn quoted(text: &str) -> String {
     out
 }
 
-/// Puts every import into `root`: the struct's `pahole` entry is replaced
+/// Puts every import into `root`: the struct's `pahole` or `btf` entry is replaced
 /// by the fields read, all spanned at that entry.
 pub(crate) fn apply<'i>(
     source: &SourceFile,
@@ -333,7 +419,7 @@ pub(crate) fn apply<'i>(
             InputError::at(
                 source,
                 import.span.clone(),
-                &format!("structs.{}.pahole", import.struct_name),
+                &format!("structs.{}.{}", import.struct_name, import.source_key),
                 format!("internal error: the imported layout is not valid TOML: {e}"),
             )
         })?;
@@ -346,7 +432,7 @@ pub(crate) fn apply<'i>(
         else {
             continue;
         };
-        table.remove("pahole");
+        table.remove(import.source_key);
         for (k, v) in parsed.into_inner() {
             table.insert(
                 Spanned::new(import.span.clone(), Cow::Owned(k.into_inner().into_owned())),

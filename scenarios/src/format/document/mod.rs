@@ -43,9 +43,10 @@
 // errors are rare and never on a hot path.
 #![allow(clippy::result_large_err)]
 
+pub mod btf_file;
 mod checks;
 mod diagnose;
-pub(super) mod import;
+pub(crate) mod import;
 mod library;
 pub(super) mod patch;
 pub(super) mod tree;
