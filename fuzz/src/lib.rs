@@ -129,6 +129,58 @@ pub fn pahole(data: &[u8]) -> Result<Outcome, Finding> {
     })
 }
 
+/// Most structs of one BTF input the harness imports (a kernel has
+/// thousands; the fuzzer's inputs a few).
+pub const BTF_MAX_STRUCTS: usize = 64;
+
+/// BTF: `models::btf::parse`, then each of its structs (the first
+/// [`BTF_MAX_STRUCTS`]) imported with alignment inferred (the importer
+/// checks the C layout rules give BTF's size), laid out, flattened and
+/// shown as `bounce layout` shows it.
+pub fn btf(data: &[u8]) -> Result<Outcome, Finding> {
+    if data.len() > MAX_INPUT_BYTES {
+        return Ok(Outcome::TooLarge);
+    }
+    let btf = match models::btf::parse(data) {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = e.to_string();
+            return Ok(Outcome::Rejected);
+        }
+    };
+    let mut importer = models::btf::Importer::new(&btf);
+    let mut imported = 0;
+    for (id, _) in btf.structs().into_iter().take(BTF_MAX_STRUCTS) {
+        let spec = match importer.struct_spec(id) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let _ = e.to_string();
+                continue;
+            }
+        };
+        let laid = match models::layout::layout_structs(std::slice::from_ref(&spec)) {
+            Ok(l) => l,
+            Err(e) => {
+                return Err(Finding(format!(
+                    "an imported BTF struct does not lay out: {e}"
+                )))
+            }
+        };
+        if let Ok(def) = models::layout::flatten(&laid[0]) {
+            if def.size_bytes != laid[0].size_bytes {
+                return Err(Finding("flattening changed the size".into()));
+            }
+        }
+        let _ = scenarios::tools::layout_view::render_struct(&laid[0], 64, None);
+        imported += 1;
+    }
+    Ok(if imported > 0 {
+        Outcome::Ran
+    } else {
+        Outcome::NotBuilt
+    })
+}
+
 /// A script: parsed, compiled against `small_layout` (with a parameter
 /// `N` and a procedure `bump(p)`), and run by two CPUs with small budgets.
 pub fn script(data: &[u8]) -> Result<Outcome, Finding> {

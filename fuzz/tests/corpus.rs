@@ -100,9 +100,11 @@ fn the_saved_corpus_replays_without_a_panic_a_hang_or_a_violation() {
     let scenario = replay("scenario", harness::scenario, &mut failures);
     let script = replay("script", harness::script, &mut failures);
     let pahole = replay("pahole", harness::pahole, &mut failures);
+    let btf = replay("btf", harness::btf, &mut failures);
     failures.extend(known_crashes("scenario", harness::scenario));
     failures.extend(known_crashes("script", harness::script));
     failures.extend(known_crashes("pahole", harness::pahole));
+    failures.extend(known_crashes("btf", harness::btf));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The corpus keeps reaching the simulator, not only the parsers.
     assert!(
@@ -128,5 +130,10 @@ fn the_saved_corpus_replays_without_a_panic_a_hang_or_a_violation() {
     assert!(
         pahole.get(&Outcome::Rejected).copied().unwrap_or(0) >= 5,
         "{pahole:?}"
+    );
+    assert!(btf.get(&Outcome::Ran).copied().unwrap_or(0) >= 4, "{btf:?}");
+    assert!(
+        btf.get(&Outcome::Rejected).copied().unwrap_or(0) >= 5,
+        "{btf:?}"
     );
 }
