@@ -60,6 +60,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
     tutorial_pahole(root, &mut out)?;
+    tutorial_btf(root, &mut out)?;
     Ok(out.0)
 }
 
@@ -849,6 +850,26 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
         out.add(format!("cases/{stem}.txt"), run.report());
     }
     out.add_markdown("cases/index.md", &index);
+    Ok(())
+}
+
+/// `struct page_counter` from the BTF fixture: what `bounce import btf`
+/// prints (the path as given from the repository's root), and the layout
+/// `bounce layout` prints for the scenario that imports it.
+fn tutorial_btf(root: &Path, out: &mut Files) -> Result<(), String> {
+    let fixture = "tests/fixtures/btf/structs.btf";
+    let table = scenarios::tools::import::btf_struct_table(&root.join(fixture), "page_counter")?;
+    let prefix = format!("{}/", root.display());
+    out.add("tutorial/import-btf.txt", table.replace(&prefix, ""));
+    let run = run(root, "book/scenarios/tutorial-btf.toml")?;
+    let structs =
+        scenarios::tools::layout_view::laid_out_structs(&run.loaded, &run.loaded.base.doc)
+            .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    for def in &structs {
+        text.push_str(&scenarios::tools::layout_view::render_struct(def, 64, None));
+    }
+    out.add("tutorial/layout-btf.txt", text);
     Ok(())
 }
 
