@@ -262,7 +262,7 @@ pub fn parse(data: &[u8]) -> Result<Btf<'_>, BtfError> {
     };
     let (types_at, types_len) = section(8, "type")?;
     let (strings_at, strings_len) = section(16, "string")?;
-    if types_len % 4 != 0 || (types_at - header_len) % 4 != 0 {
+    if types_len % 4 != 0 || !(types_at - header_len).is_multiple_of(4) {
         return fail(
             8,
             format!(

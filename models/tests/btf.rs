@@ -48,7 +48,8 @@ fn page_counter_as_linux_6_18_lays_it_out() {
 #[test]
 fn bitfields_keep_their_units_and_bits() {
     let l = laid(&import(FIXTURE, "flags", "flags").unwrap());
-    let bits: Vec<(&str, u32, u32, Option<(u32, u32)>)> = l
+    type Bits<'a> = (&'a str, u32, u32, Option<(u32, u32)>);
+    let bits: Vec<Bits> = l
         .fields
         .iter()
         .map(|f| {
