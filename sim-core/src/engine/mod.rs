@@ -19,11 +19,13 @@
 //!
 //! The files: this one holds the run's configuration and outcome, the CPU
 //! state, the event keys and the turn rule (`Turn`), and the event loop
-//! (`run_events`, `run_cpu`); `rules` what each script operation does;
+//! (`run_events`, `run_cpu`); `rules` what each script operation does,
+//! stated once (`execute`, over a `Machine`), and `step`'s machine;
 //! `access` the loads, stores and atomics sent to the coherence model;
 //! `store_buffer` the drains; `shortcuts` the faster ways of getting the
-//! same result (`run_ahead`, `fused_loop`, `spin`), each behind its switch
-//! in [`EngineOptions`].
+//! same result (`run_ahead`: the same rules on a machine that runs a CPU
+//! ahead of the queue; `hoisted`; `spin`), each behind its switch in
+//! [`EngineOptions`].
 
 use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, PREFETCH_TAG};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
@@ -249,9 +251,10 @@ pub struct EngineOptions {
     /// The run-ahead loop runs superinstructions from the fused table
     /// (`script::fuse`).
     pub superinstructions: bool,
-    /// For a code with superinstructions and every private target resolved,
-    /// the hoisted loop (`engine::shortcuts::fused_loop`): the per-access checks made
-    /// once per call, each private line looked at once.
+    /// For a code with superinstructions and an empty store buffer, the
+    /// run-ahead machine's `Hoisted` policy (`engine::shortcuts::hoisted`):
+    /// each private line looked at once per call, the writes' state
+    /// changes made at the end.
     pub hoisted_private_hits: bool,
     /// An atomic on a fixed-target place where a script or procedure starts
     /// is issued by `run_cpu` at once (`script::fuse::fuse_atomics`).
@@ -374,11 +377,11 @@ pub fn run_counting(
     sim.options = options;
     sim.run_local_ops = options.run_ahead;
     if !options.private_places {
-        sim.private_place.iter_mut().for_each(|p| *p = false);
+        sim.private.place.iter_mut().for_each(|p| *p = false);
     }
     sim.coherence.special_transactions = options.special_transactions;
     sim.resolve_private_targets();
-    sim.sum_private_hits = options.summed_private_hits && !probe.needs_every_access();
+    sim.private.summed = options.summed_private_hits && !probe.needs_every_access();
     sim.fuse_code();
     let outcome = sim.run(probe)?;
     let mut entries = sim.shortcut_entries;
@@ -410,12 +413,9 @@ struct Simulation<'c> {
     /// The last bound drawn for by `arbitration` and its acceptance zone
     /// (the number of waiters changes seldom; the zone costs a division).
     arbitration_zone: (u64, u64),
-    /// Per place: every line it can reach belongs to the running CPU alone.
-    private_place: Vec<bool>,
-    /// Per CPU: every access its script (and any procedure) makes is to a
-    /// private place, so nothing it does can meet another CPU and its
-    /// accesses need not wait for their turn (see `run_cpu`).
-    private_only: Vec<bool>,
+    /// The places only the running CPU can reach, and what the run-ahead
+    /// loop keeps of them.
+    private: PrivatePlaces,
     /// Code of every script, then every procedure, indexed by `Frame::code`.
     code_ops: Vec<&'c [Op]>,
     /// Per code, the run-ahead loop's table: `code_ops` with runs of stack
@@ -438,30 +438,6 @@ struct Simulation<'c> {
     position: spin::Position,
     /// Per line: the CPUs asleep polling it (`spin`).
     watchers: Vec<Vec<u32>>,
-    /// Per place: its slot among the private places with one fixed address
-    /// per CPU (no run-time operand), or `NOT_PRIVATE`.
-    private_slot: Vec<u32>,
-    /// Private places with a fixed address: slots per CPU.
-    private_slots: usize,
-    /// Per CPU and slot (`cpu index * private_slots + slot`): where the
-    /// place lands for that CPU, resolved once.
-    private_targets: Vec<PrivateTarget>,
-    /// Per CPU and slot: plain hits summed since the last report to the
-    /// probe (when `sum_private_hits`).
-    private_hits: Vec<PrivateHits>,
-    /// Per CPU: every one of its private targets has an element (so the
-    /// fused run-ahead loop need not look at each).
-    private_targets_resolved: Vec<bool>,
-    /// Per slot: the fused run-ahead loop's view of the running CPU's
-    /// private lines during one call (left clean between calls).
-    slot_lines: Vec<shortcuts::fused_loop::SlotLine>,
-    /// Per code: one more than the highest local slot its superinstructions
-    /// name (the fused run-ahead loop checks the frame's locals once).
-    fused_locals: Vec<u32>,
-    /// The run-ahead loop takes plain hits on private places itself and
-    /// sums them for the probe (`summed_private_hits` on, and the probe
-    /// allows it).
-    sum_private_hits: bool,
     /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
     /// the run's end (the stop cycle, or one past the cycle budget).
     time_limit: u64,
@@ -477,15 +453,43 @@ struct Simulation<'c> {
     global_targets: Vec<Option<Target>>,
 }
 
-/// `Simulation::private_slot` of a place the run-ahead loop leaves to `step`.
-const NOT_PRIVATE: u32 = u32::MAX;
+/// The places whose every line belongs to the running CPU alone, and what
+/// the run-ahead loop keeps of them (`shortcuts::run_ahead`).
+#[derive(Default)]
+struct PrivatePlaces {
+    /// Per place: every line it can reach belongs to the running CPU alone.
+    place: Vec<bool>,
+    /// Per CPU: every access its script (and any procedure) makes is to a
+    /// private place, so nothing it does can meet another CPU and its
+    /// accesses need not wait for their turn (see `run_cpu`).
+    only: Vec<bool>,
+    /// Per place: its slot among the private places with one fixed address
+    /// per CPU (no run-time operand); `None` for a place the run-ahead
+    /// loop leaves to `step`.
+    slot: Vec<Option<u32>>,
+    /// Private places with a fixed address: slots per CPU.
+    slots: usize,
+    /// Per CPU and slot (`cpu index * slots + slot`): where the place lands
+    /// for that CPU, resolved once.
+    targets: Vec<Option<PrivateTarget>>,
+    /// Per CPU and slot: plain hits summed since the last report to the
+    /// probe (when `summed`).
+    hits: Vec<PrivateHits>,
+    /// Per slot: the hoisted run-ahead loop's view of the running CPU's
+    /// private lines during one call (left clean between calls).
+    lines: Vec<shortcuts::hoisted::SlotLine>,
+    /// The run-ahead loop takes plain hits on private places itself and
+    /// sums them for the probe (`summed_private_hits` on, and the probe
+    /// allows it).
+    summed: bool,
+}
 
-/// Where a private place lands for one CPU.
+/// Where a private place lands for one CPU (`None` in
+/// `PrivatePlaces::targets` where the CPU has no element: left to
+/// `step`, which reports it).
 #[derive(Clone, Copy, Debug)]
 struct PrivateTarget {
     address: u64,
-    /// Its coherence unit, or `usize::MAX` where the CPU has no element
-    /// (left to `step`, which reports it).
     unit: usize,
     size_bytes: u32,
 }
@@ -496,42 +500,6 @@ struct AtomicHead {
     operand: Operand,
     op: AtomicOp,
     target: Target,
-}
-
-/// What the run-ahead loop does after a superinstruction.
-enum FusedStep {
-    /// It could not start as its plain operations would: run the first.
-    Plain,
-    /// It ran whole: go on.
-    Continue,
-    /// It stopped where its plain operations would have (state, stack and
-    /// position as they leave them), with their result.
-    Stop(Result<(), SimError>),
-}
-
-/// What a superinstruction reaches besides the running CPU.
-struct RunAheadContext<'a> {
-    coherence: &'a mut Coherence,
-    bytes: &'a mut [u8],
-    /// The running CPU's private targets and sums, from its first slot.
-    private_targets: &'a [PrivateTarget],
-    private_hits: &'a mut [PrivateHits],
-    sum_private_hits: bool,
-    store_buffer_entries: usize,
-    l1_hit_cycles: u64,
-    time_limit: u64,
-    /// For the turn: the CPU makes private accesses only (then they need
-    /// not wait for their turn), and its turn against the queue.
-    private_only: bool,
-    turn: Turn,
-}
-
-/// A `Fused::Binary`: two operands, a binary operation, a destination.
-struct FusedBinary {
-    left: Operand,
-    right: Operand,
-    operator: BinaryOp,
-    destination: Destination,
 }
 
 /// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,
@@ -715,12 +683,14 @@ impl<'c> Simulation<'c> {
             },
             measure_start: 0,
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
-            private_place: private_places(
-                &config.program,
-                &config.memory,
-                config.topology.spec.adjacent_line_prefetch,
-            ),
-            private_only: Vec::new(),
+            private: PrivatePlaces {
+                place: private_places(
+                    &config.program,
+                    &config.memory,
+                    config.topology.spec.adjacent_line_prefetch,
+                ),
+                ..PrivatePlaces::default()
+            },
             code_ops: config
                 .program
                 .scripts
@@ -742,14 +712,6 @@ impl<'c> Simulation<'c> {
             arbitration: arbitration_stream(config.seed),
             tie_seed: tie_seed(config.seed),
             arbitration_zone: (0, 0),
-            private_slot: Vec::new(),
-            private_slots: 0,
-            private_targets: Vec::new(),
-            private_hits: Vec::new(),
-            private_targets_resolved: Vec::new(),
-            slot_lines: Vec::new(),
-            fused_locals: Vec::new(),
-            sum_private_hits: false,
             time_limit: match config.stop {
                 StopRule::Cycles(c) => c,
                 StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
@@ -783,7 +745,7 @@ impl<'c> Simulation<'c> {
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
         let result = self.run_events(probe);
-        if self.sum_private_hits {
+        if self.private.summed {
             for i in 0..self.cpus.len() {
                 self.report_private_hits(i, probe);
             }
@@ -1093,7 +1055,7 @@ impl<'c> Simulation<'c> {
                 // (and post instead of writing into the cache). Everything
                 // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
-                    let ordered = !self.private_only[i] || !cpu.store_buffer.is_empty();
+                    let ordered = !self.private.only[i] || !cpu.store_buffer.is_empty();
                     if !ordered {
                         count_shortcut!(self.shortcut_entries, 1);
                     }

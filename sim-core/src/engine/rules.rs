@@ -53,17 +53,8 @@ pub(super) fn decode_pointer(pointer: i64, total_bytes: u64) -> Option<Target> {
     })
 }
 
-/// The value of `a op b`, or why there is none.
-#[inline]
-pub(super) fn eval_binary(op: BinaryOp, a: i64, b: i64) -> Result<i64, String> {
-    binary_value(op, a, b).ok_or_else(|| match op {
-        BinaryOp::Shl | BinaryOp::Shr => format!("shift by {b} is out of range 0..=63"),
-        _ => "division by zero".into(),
-    })
-}
-
 /// The value of `a op b`; `None` for a division by zero or a shift out of
-/// range (`eval_binary` says which). Small enough to inline into the
+/// range (`Failure::Binary` says which). Small enough to inline into the
 /// run-ahead loop, which leaves the failing cases to `step`.
 #[inline(always)]
 pub(super) fn binary_value(op: BinaryOp, a: i64, b: i64) -> Option<i64> {
@@ -138,153 +129,458 @@ pub(super) fn uniform_below_in_zone(rng: &mut ChaCha8Rng, bound: u64, zone: u64)
     }
 }
 
-impl Simulation<'_> {
-    /// Executes one operation of CPU `i`.
+/// Why an operation cannot happen as its rule states. `step` reports it
+/// as the script's error; a CPU running ahead stops before the operation,
+/// with nothing of it done, and leaves it to `step` to report.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Failure {
+    StackOverflow,
+    StackEmpty,
+    /// A local slot the running frame does not have (the compiler never
+    /// names one).
+    NoLocal(u16),
+    /// `a op b` has no value: the operation and `b`.
+    Binary(BinaryOp, i64),
+    NegativeWork(i64),
+    /// `assert` found zero: the assertion's index in `Program::positions`.
+    Assertion(u32),
+}
+
+impl Failure {
+    fn message(self) -> String {
+        match self {
+            Failure::StackOverflow => "operand stack overflow".into(),
+            Failure::StackEmpty => "internal: operand stack empty".into(),
+            Failure::NoLocal(slot) => format!("internal: no local slot {slot} in this frame"),
+            Failure::Binary(BinaryOp::Shl | BinaryOp::Shr, b) => {
+                format!("shift by {b} is out of range 0..=63")
+            }
+            Failure::Binary(..) => "division by zero".into(),
+            Failure::NegativeWork(cycles) => format!("`work {cycles}`: cycles must be >= 0"),
+            Failure::Assertion(_) => "assertion failed".into(),
+        }
+    }
+}
+
+/// Where the operation rules ([`execute`]) run: a CPU's registers (its
+/// operand stack, the running frame's locals, its program counter and
+/// clock), and what the operations that reach past them do there.
+///
+/// Two machines exist: `step`'s ([`Ordered`]), where every operation takes
+/// effect and every failure is the script's error; and the run-ahead loop's
+/// (`shortcuts::run_ahead::Ahead`), which runs a CPU ahead of the event
+/// queue and stops, with nothing of the operation done, wherever `step`
+/// would do anything but touch the CPU's registers, its clock and (through
+/// its private-access policy) plain hits on its private lines.
+pub(super) trait Registers {
+    /// Why a run of operations ends before the next one.
+    type Stop;
+    fn stack(&mut self) -> &mut Vec<i64>;
+    /// The running frame's local `slot`.
+    fn local(&mut self, slot: u16) -> Option<&mut i64>;
+    fn pc(&self) -> u32;
+    fn set_pc(&mut self, pc: u32);
+    fn now(&self) -> Cycle;
+    fn set_now(&mut self, now: Cycle);
+    /// The operation cannot happen as its rule states.
+    fn fail(&mut self, failure: Failure) -> Self::Stop;
+    /// The clock has moved (a loop back-edge, `work`, an access): go on,
+    /// or stop (where the run's end or its cycle budget must be looked at).
+    fn clock_moved(&mut self) -> Result<(), Self::Stop>;
+}
+
+/// A [`Registers`] with the operations that reach past them.
+pub(super) trait Machine: Registers {
+    /// A load, a store: the value, the stack and the program counter as
+    /// the access leaves them (or the CPU waiting for it).
+    fn load(&mut self, place: u32) -> Result<(), Self::Stop>;
+    fn store(&mut self, place: u32) -> Result<(), Self::Stop>;
+    /// The operations that reach past the registers and the private lines:
+    /// atomics, `&place`, fences, calls and returns, builtins, the end of
+    /// an iteration.
+    fn beyond(&mut self, op: Op) -> Result<(), Self::Stop>;
+}
+
+#[inline(always)]
+pub(super) fn push<M: Registers>(m: &mut M, value: i64) -> Result<(), M::Stop> {
+    // The stack fetched once: its writes could alias whatever the machine
+    // reads to find it.
+    let stack = m.stack();
+    if stack.len() < MAX_STACK {
+        stack.push(value);
+        return Ok(());
+    }
+    Err(m.fail(Failure::StackOverflow))
+}
+
+#[inline(always)]
+pub(super) fn pop<M: Registers>(m: &mut M) -> Result<i64, M::Stop> {
+    match m.stack().pop() {
+        Some(value) => Ok(value),
+        None => Err(m.fail(Failure::StackEmpty)),
+    }
+}
+
+/// The top of the stack, left there (an operation that may fail looks
+/// before it pops, so that failing changes nothing).
+#[inline(always)]
+fn top<M: Registers>(m: &mut M) -> Result<i64, M::Stop> {
+    match m.stack().last() {
+        Some(&value) => Ok(value),
+        None => Err(m.fail(Failure::StackEmpty)),
+    }
+}
+
+/// The running frame's local `slot`.
+#[inline(always)]
+pub(super) fn local<M: Registers>(m: &mut M, slot: u16) -> Result<i64, M::Stop> {
+    match m.local(slot) {
+        Some(&mut value) => Ok(value),
+        None => Err(m.fail(Failure::NoLocal(slot))),
+    }
+}
+
+/// `local = value`.
+#[inline(always)]
+pub(super) fn set_local<M: Registers>(m: &mut M, slot: u16, value: i64) -> Result<(), M::Stop> {
+    match m.local(slot) {
+        Some(local) => {
+            *local = value;
+            Ok(())
+        }
+        None => Err(m.fail(Failure::NoLocal(slot))),
+    }
+}
+
+/// `a op b`.
+#[inline(always)]
+pub(super) fn binary<M: Registers>(
+    m: &mut M,
+    op: BinaryOp,
+    a: i64,
+    b: i64,
+) -> Result<i64, M::Stop> {
+    match binary_value(op, a, b) {
+        Some(value) => Ok(value),
+        None => Err(m.fail(Failure::Binary(op, b))),
+    }
+}
+
+#[inline(always)]
+fn unary_value(op: UnaryOp, v: i64) -> i64 {
+    match op {
+        UnaryOp::Neg => v.wrapping_neg(),
+        UnaryOp::Not => (v == 0) as i64,
+        UnaryOp::BitNot => !v,
+    }
+}
+
+/// Whether `op` is one of [`Machine::beyond`]'s: it reaches past the
+/// registers, the clock and the loads and stores.
+#[inline(always)]
+pub(super) fn reaches_beyond(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Atomic(..)
+            | Op::AddressOf(_)
+            | Op::Fence
+            | Op::Call(_)
+            | Op::Return
+            | Op::Builtin(_)
+            | Op::EndIteration
+    )
+}
+
+/// The rules: one script operation on machine `m`. An operation either
+/// takes effect whole (the program counter moved on or jumped, or the CPU
+/// waiting on an access that will finish it), or fails before changing
+/// anything the machine keeps ([`Machine::fail`]).
+#[inline(always)]
+pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
+    match op {
+        Op::Push(v) => push(m, v)?,
+        Op::Local(slot) => {
+            let v = local(m, slot)?;
+            push(m, v)?;
+        }
+        Op::SetLocal(slot) => {
+            let v = top(m)?;
+            set_local(m, slot, v)?;
+            m.stack().pop();
+        }
+        Op::Pop => {
+            pop(m)?;
+        }
+        Op::Unary(op) => {
+            let v = pop(m)?;
+            // Room: one was just popped.
+            m.stack().push(unary_value(op, v));
+        }
+        Op::Binary(op) => {
+            let stack = m.stack();
+            let n = stack.len();
+            let [.., a, b] = stack[..] else {
+                return Err(m.fail(Failure::StackEmpty));
+            };
+            let Some(r) = binary_value(op, a, b) else {
+                return Err(m.fail(Failure::Binary(op, b)));
+            };
+            stack[n - 2] = r;
+            stack.truncate(n - 1);
+        }
+        Op::Jump(target) => {
+            m.set_pc(target);
+            return Ok(());
+        }
+        Op::JumpIfZero(target) | Op::JumpIfNonZero(target) => {
+            let v = pop(m)?;
+            if (v == 0) == matches!(op, Op::JumpIfZero(_)) {
+                m.set_pc(target);
+                return Ok(());
+            }
+        }
+        // Every loop back-edge costs a cycle, so that no loop runs without
+        // time passing.
+        Op::LoopBack(target) => {
+            m.set_now(m.now() + 1);
+            m.set_pc(target);
+            return m.clock_moved();
+        }
+        Op::Work => {
+            let cycles = top(m)?;
+            if cycles < 0 {
+                return Err(m.fail(Failure::NegativeWork(cycles)));
+            }
+            m.stack().pop();
+            m.set_now(m.now() + cycles as u64);
+            m.set_pc(m.pc() + 1);
+            return m.clock_moved();
+        }
+        Op::Assert(index) => {
+            if top(m)? == 0 {
+                return Err(m.fail(Failure::Assertion(index)));
+            }
+            m.stack().pop();
+        }
+        Op::Load(place) => return m.load(place),
+        Op::Store(place) => return m.store(place),
+        _ => {
+            debug_assert!(reaches_beyond(op));
+            return m.beyond(op);
+        }
+    }
+    m.set_pc(m.pc() + 1);
+    Ok(())
+}
+
+/// CPU `i`'s registers where they live, in the simulation.
+pub(super) struct CpuRegisters<'s, 'c> {
+    pub(super) sim: &'s mut Simulation<'c>,
+    pub(super) i: usize,
+}
+
+impl Registers for CpuRegisters<'_, '_> {
+    type Stop = SimError;
+
     #[inline(always)]
-    pub(super) fn step(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> Result<(), SimError> {
+    fn stack(&mut self) -> &mut Vec<i64> {
+        &mut self.sim.cpus[self.i].stack
+    }
+
+    #[inline(always)]
+    fn local(&mut self, slot: u16) -> Option<&mut i64> {
+        let cpu = &mut self.sim.cpus[self.i];
+        cpu.locals
+            .get_mut(cpu.frame.locals_base as usize + slot as usize)
+    }
+
+    #[inline(always)]
+    fn pc(&self) -> u32 {
+        self.sim.cpus[self.i].frame.pc
+    }
+
+    #[inline(always)]
+    fn set_pc(&mut self, pc: u32) {
+        self.sim.cpus[self.i].frame.pc = pc;
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Cycle {
+        self.sim.cpus[self.i].now
+    }
+
+    #[inline(always)]
+    fn set_now(&mut self, now: Cycle) {
+        self.sim.cpus[self.i].now = now;
+    }
+
+    #[cold]
+    fn fail(&mut self, failure: Failure) -> SimError {
+        let i = self.i;
+        if let Failure::Assertion(index) = failure {
+            let (origin, pos) = self.sim.program.positions[index as usize];
+            let cpu = &self.sim.cpus[i];
+            return SimError::Script {
+                cpu: cpu.spec.cpu,
+                cycle: cpu.now,
+                origin: self.sim.program.origins[origin as usize].clone(),
+                pos,
+                message: failure.message(),
+            };
+        }
+        self.sim.script_error(i, failure.message())
+    }
+
+    #[inline(always)]
+    fn clock_moved(&mut self) -> Result<(), SimError> {
+        // `run_cpu` looks at the run's end before every operation.
+        Ok(())
+    }
+}
+
+/// `step`'s machine: CPU `i` of the simulation, every operation taking
+/// effect at its turn in the global order, every access through the
+/// coherence model.
+pub(super) struct Ordered<'s, 'c, 'p> {
+    pub(super) registers: CpuRegisters<'s, 'c>,
+    pub(super) probe: &'p mut dyn Probe,
+}
+
+impl Registers for Ordered<'_, '_, '_> {
+    type Stop = SimError;
+
+    #[inline(always)]
+    fn stack(&mut self) -> &mut Vec<i64> {
+        self.registers.stack()
+    }
+
+    #[inline(always)]
+    fn local(&mut self, slot: u16) -> Option<&mut i64> {
+        self.registers.local(slot)
+    }
+
+    #[inline(always)]
+    fn pc(&self) -> u32 {
+        self.registers.pc()
+    }
+
+    #[inline(always)]
+    fn set_pc(&mut self, pc: u32) {
+        self.registers.set_pc(pc)
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Cycle {
+        self.registers.now()
+    }
+
+    #[inline(always)]
+    fn set_now(&mut self, now: Cycle) {
+        self.registers.set_now(now)
+    }
+
+    #[cold]
+    fn fail(&mut self, failure: Failure) -> SimError {
+        self.registers.fail(failure)
+    }
+
+    #[inline(always)]
+    fn clock_moved(&mut self) -> Result<(), SimError> {
+        self.registers.clock_moved()
+    }
+}
+
+impl Machine for Ordered<'_, '_, '_> {
+    #[inline(always)]
+    fn load(&mut self, place: u32) -> Result<(), SimError> {
+        self.registers.sim.load(self.registers.i, place, self.probe)
+    }
+
+    #[inline(always)]
+    fn store(&mut self, place: u32) -> Result<(), SimError> {
+        self.registers
+            .sim
+            .store(self.registers.i, place, self.probe)
+    }
+
+    #[inline(always)]
+    fn beyond(&mut self, op: Op) -> Result<(), SimError> {
+        let i = self.registers.i;
+        let sim = &mut *self.registers.sim;
         match op {
-            Op::Push(v) => {
-                self.push(i, v)?;
-                self.advance_pc(i);
-            }
-            Op::Local(slot) => {
-                let cpu = &self.cpus[i];
-                let base = cpu.frame.locals_base as usize;
-                let v = cpu.locals[base + slot as usize];
-                self.push(i, v)?;
-                self.advance_pc(i);
-            }
-            Op::SetLocal(slot) => {
-                let v = self.pop(i)?;
-                let cpu = &mut self.cpus[i];
-                let base = cpu.frame.locals_base as usize;
-                cpu.locals[base + slot as usize] = v;
-                self.advance_pc(i);
-            }
-            Op::Pop => {
-                self.pop(i)?;
-                self.advance_pc(i);
-            }
-            Op::Unary(op) => {
-                let v = self.pop(i)?;
-                let r = match op {
-                    UnaryOp::Neg => v.wrapping_neg(),
-                    UnaryOp::Not => (v == 0) as i64,
-                    UnaryOp::BitNot => !v,
-                };
-                self.push(i, r)?;
-                self.advance_pc(i);
-            }
-            Op::Binary(op) => {
-                let b = self.pop(i)?;
-                let a = self.pop(i)?;
-                let r = eval_binary(op, a, b).map_err(|message| self.script_error(i, message))?;
-                self.push(i, r)?;
-                self.advance_pc(i);
-            }
-            Op::Jump(target) => self.jump(i, target),
-            Op::LoopBack(target) => {
-                self.cpus[i].now += 1;
-                self.jump(i, target);
-            }
-            Op::JumpIfZero(target) => {
-                if self.pop(i)? == 0 {
-                    self.jump(i, target);
-                } else {
-                    self.advance_pc(i);
-                }
-            }
-            Op::JumpIfNonZero(target) => {
-                if self.pop(i)? != 0 {
-                    self.jump(i, target);
-                } else {
-                    self.advance_pc(i);
-                }
-            }
-            Op::Load(place_id) => self.load(i, place_id, probe)?,
+            Op::Atomic(op, place_id) => sim.atomic(i, op, place_id, self.probe)?,
             Op::AddressOf(place_id) => {
-                let place = &self.program.places[place_id as usize];
-                let target = self.address_of(i, place, 0)?;
-                self.drop_indices(i, place);
-                self.push(i, encode_pointer(target))?;
-                self.advance_pc(i);
-            }
-            Op::Store(place_id) => self.store(i, place_id, probe)?,
-            Op::Atomic(op, place_id) => self.atomic(i, op, place_id, probe)?,
-            Op::Work => {
-                let cycles = self.pop(i)?;
-                if cycles < 0 {
-                    return Err(
-                        self.script_error(i, format!("`work {cycles}`: cycles must be >= 0"))
-                    );
-                }
-                self.cpus[i].now += cycles as u64;
-                self.advance_pc(i);
+                let place = &sim.program.places[place_id as usize];
+                let target = sim.address_of(i, place, 0)?;
+                sim.drop_indices(i, place);
+                push(self, encode_pointer(target))?;
+                self.set_pc(self.pc() + 1);
             }
             Op::Fence => {
-                if self.cpus[i].store_buffer.is_empty() {
-                    self.advance_pc(i);
+                if sim.cpus[i].store_buffer.is_empty() {
+                    self.set_pc(self.pc() + 1);
                 } else {
-                    self.block_on(i, Wait::BufferEmpty);
+                    sim.block_on(i, Wait::BufferEmpty);
                 }
             }
-            Op::Assert(index) => {
-                let v = self.pop(i)?;
-                if v == 0 {
-                    let (origin, pos) = self.program.positions[index as usize];
-                    let cpu = &self.cpus[i];
-                    return Err(SimError::Script {
-                        cpu: cpu.spec.cpu,
-                        cycle: cpu.now,
-                        origin: self.program.origins[origin as usize].clone(),
-                        pos,
-                        message: "assertion failed".into(),
-                    });
-                }
-                self.advance_pc(i);
-            }
-            Op::Call(proc_index) => {
-                if self.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
-                    return Err(self.script_error(
-                        i,
-                        format!("calls nested deeper than {MAX_CALL_DEPTH} (unbounded recursion?)"),
-                    ));
-                }
-                let code = &self.program.procedures[proc_index as usize];
-                let params = code.param_count as usize;
-                let locals = code.local_count as usize;
-                self.advance_pc(i);
-                let cpu = &mut self.cpus[i];
-                let base = cpu.locals.len();
-                cpu.locals.resize(base + locals, 0);
-                for p in (0..params).rev() {
-                    let v = cpu.stack.pop().unwrap_or(0);
-                    cpu.locals[base + p] = v;
-                }
-                let callee = Frame {
-                    code: (self.program.scripts.len() + proc_index as usize) as u32,
-                    pc: 0,
-                    locals_base: base as u32,
-                };
-                let caller = std::mem::replace(&mut cpu.frame, callee);
-                cpu.callers.push(caller);
-            }
+            Op::Call(proc_index) => sim.call(i, proc_index)?,
             Op::Return => {
-                let v = self.pop(i)?;
-                let cpu = &mut self.cpus[i];
+                let v = pop(self)?;
+                let cpu = &mut self.registers.sim.cpus[i];
                 cpu.locals.truncate(cpu.frame.locals_base as usize);
                 if let Some(caller) = cpu.callers.pop() {
                     cpu.frame = caller;
                 }
-                self.push(i, v)?;
+                push(self, v)?;
             }
             Op::Builtin(b) => {
-                let v = self.builtin(i, b)?;
-                self.push(i, v)?;
-                self.advance_pc(i);
+                let v = sim.builtin(i, b)?;
+                push(self, v)?;
+                self.set_pc(self.pc() + 1);
             }
-            Op::EndIteration => self.end_iteration(i, probe),
+            Op::EndIteration => sim.end_iteration(i, self.probe),
+            // `execute` states the others' rules.
+            _ => return Err(sim.script_error(i, format!("internal: `{op:?}` stepped as `beyond`"))),
         }
+        Ok(())
+    }
+}
+
+impl Simulation<'_> {
+    /// Executes one operation of CPU `i` ([`execute`] on [`Ordered`]).
+    #[inline(always)]
+    pub(super) fn step(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let registers = CpuRegisters { sim: self, i };
+        execute(&mut Ordered { registers, probe }, op)
+    }
+
+    /// `Op::Call`: a frame for procedure `proc_index`, its parameters
+    /// popped into its first locals.
+    fn call(&mut self, i: usize, proc_index: u32) -> Result<(), SimError> {
+        if self.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
+            return Err(self.script_error(
+                i,
+                format!("calls nested deeper than {MAX_CALL_DEPTH} (unbounded recursion?)"),
+            ));
+        }
+        let code = &self.program.procedures[proc_index as usize];
+        let params = code.param_count as usize;
+        let locals = code.local_count as usize;
+        self.advance_pc(i);
+        let cpu = &mut self.cpus[i];
+        let base = cpu.locals.len();
+        cpu.locals.resize(base + locals, 0);
+        for p in (0..params).rev() {
+            let v = cpu.stack.pop().unwrap_or(0);
+            cpu.locals[base + p] = v;
+        }
+        let callee = Frame {
+            code: (self.program.scripts.len() + proc_index as usize) as u32,
+            pc: 0,
+            locals_base: base as u32,
+        };
+        let caller = std::mem::replace(&mut cpu.frame, callee);
+        cpu.callers.push(caller);
         Ok(())
     }
 
@@ -351,8 +647,9 @@ impl Simulation<'_> {
         })
     }
 
+    #[inline]
     pub(super) fn end_iteration(&mut self, i: usize, probe: &mut dyn Probe) {
-        if self.sum_private_hits && self.private_slots > 0 {
+        if self.private.summed && self.private.slots > 0 {
             // Before `on_iteration`, which may start the measured window.
             self.report_private_hits(i, probe);
         }
@@ -387,26 +684,13 @@ impl Simulation<'_> {
     }
 
     #[inline]
-    pub(super) fn jump(&mut self, i: usize, target: u32) {
-        self.cpus[i].frame.pc = target;
-    }
-
-    #[inline]
     pub(super) fn push(&mut self, i: usize, value: i64) -> Result<(), SimError> {
-        let stack = &mut self.cpus[i].stack;
-        if stack.len() >= MAX_STACK {
-            return Err(self.script_error(i, "operand stack overflow".into()));
-        }
-        stack.push(value);
-        Ok(())
+        push(&mut CpuRegisters { sim: self, i }, value)
     }
 
     #[inline]
     pub(super) fn pop(&mut self, i: usize) -> Result<i64, SimError> {
-        match self.cpus[i].stack.pop() {
-            Some(v) => Ok(v),
-            None => Err(self.script_error(i, "internal: operand stack empty".into())),
-        }
+        pop(&mut CpuRegisters { sim: self, i })
     }
 
     /// Removes a place's run-time operands (indices, or the pointer) from the stack.

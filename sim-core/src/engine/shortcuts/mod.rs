@@ -4,6 +4,6 @@
 //! special transaction shape and the turn rule they all ask, `Turn`, live
 //! where they act: the event loop and `coherence`.)
 
-pub(in crate::engine) mod fused_loop;
+pub(in crate::engine) mod hoisted;
 pub(in crate::engine) mod run_ahead;
 pub(in crate::engine) mod spin;

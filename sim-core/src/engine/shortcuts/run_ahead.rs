@@ -1,8 +1,11 @@
 //! Running ahead of the event queue (`EngineOptions::run_ahead` and the
-//! switches that build on it): register-only operations, plain hits on a
-//! CPU's private places summed for the probe, superinstructions from the
-//! fused table, and atomics at a script's or procedure's start issued at
-//! once. Each must leave everything as stepping would
+//! switches that build on it): the operation rules (`rules::execute`) on a
+//! machine, [`Ahead`], that holds a CPU's registers and stops wherever
+//! `step` would do anything but touch them, its clock, and plain hits on
+//! its private places (taken by a [`PrivateAccesses`] policy and summed for
+//! the probe); superinstructions from the fused table, made of the same
+//! rules; and atomics at a script's or procedure's start issued at once.
+//! Each must leave everything as stepping would
 //! (`sim-core/tests/shortcuts.rs`).
 
 use crate::engine::*;
@@ -97,171 +100,410 @@ pub(in crate::engine) fn global_targets(
         .collect()
 }
 
-/// A plain hit of the running CPU on a private place, as both run-ahead
-/// loops take it: the hit ([`Coherence::plain_hit`]), its sums for the
-/// statistics probe, and the CPU's clock moved to its completion. `Ok(None)`
-/// where the access is no plain hit (nothing changed: the caller stops and
-/// leaves it to `step`).
-#[inline(always)]
-pub(in crate::engine) fn take_private_hit(
-    coherence: &mut Coherence,
-    cpu: &mut Cpu,
-    unit: usize,
-    need: Need,
-    l1_hit_cycles: u64,
-    hits: &mut PrivateHits,
-    accesses: &mut u64,
-) -> Result<Option<Cycle>, SimError> {
-    let now = cpu.now;
-    let Some(done) = coherence.plain_hit(now, cpu.core, cpu.thread, unit, need, l1_hit_cycles)?
-    else {
-        return Ok(None);
-    };
-    match need {
-        Need::Read => {
-            hits.loads += 1;
-            // Cycles beyond an L1 hit that the CPU waited for the line.
-            hits.stall_cycles += (done - now).saturating_sub(l1_hit_cycles);
-        }
-        Need::Write => hits.stores += 1,
-    }
-    *accesses += 1;
-    cpu.now = done;
-    Ok(Some(done))
+/// Running ahead stopped at an operation it leaves to `step`, with
+/// nothing of it done (`step` runs it, or reports why it cannot run). A
+/// unit, so that the rules' results stay a flag in a register: an invariant
+/// check that fails after a private hit is kept by the policy
+/// ([`PrivateAccesses::take_failure`]).
+#[derive(Clone, Copy, Debug)]
+pub(in crate::engine) struct Halt;
+
+/// How a CPU running ahead takes a plain hit on one of its private places
+/// (by slot): the hit's completion, and for a load the value read; or
+/// where `step` would do anything else (a miss, a turn to take, a store
+/// buffer in the way), a stop with nothing changed. Both policies make the
+/// hit by the one hit rule (`Coherence::plain_hit`, `Coherence::private_line`).
+pub(in crate::engine) trait PrivateAccesses {
+    /// A place's private slot (`PrivatePlaces::slot`).
+    fn slot_of(&self, place: u32) -> Option<u32>;
+    fn load(&mut self, slot: u32, now: Cycle) -> Result<(Cycle, i64), Halt>;
+    fn store(&mut self, slot: u32, now: Cycle, value: i64) -> Result<Cycle, Halt>;
+    /// The invariant check that failed after a hit, where the run stopped
+    /// (boxed: the common answer, none, stays one word).
+    fn take_failure(&mut self) -> Option<Box<SimError>>;
 }
 
-impl FusedBinary {
-    /// Runs the fused operations exactly as the run-ahead loop runs the
-    /// plain ones: each private access is the same plain hit at the same
-    /// cycle with the same sums, and wherever the plain run would stop (a
-    /// miss, a failed check, the time limit, a failing operation) this one
-    /// stops at the same position with the same operands on the stack.
+/// The run-ahead loop's policy in general: each private hit made and
+/// summed for the probe as it comes.
+pub(in crate::engine) struct Summed<'a> {
+    coherence: &'a mut Coherence,
+    bytes: &'a mut [u8],
+    /// Every CPU's private targets and sums; the running CPU's start at
+    /// `first_slot` (looked up on use: most runs ahead make no private
+    /// access, and what is set up for each run shows on the contended
+    /// paths).
+    places: &'a mut PrivatePlaces,
+    first_slot: usize,
+    core: u32,
+    thread: u8,
+    l1_hit_cycles: u64,
+    /// When an access must take its turn (`Turn::NEVER` for a CPU that
+    /// makes private accesses only).
+    turn: Turn,
+    /// Private loads run ahead: hits are summed, and the store buffer is
+    /// empty (else a load may have to forward or wait, as in `load`).
+    loads: bool,
+    /// Private stores run ahead: loads do, and the machine has store buffer
+    /// entries (without, every store waits, as in `store`).
+    stores: bool,
+    accesses: u64,
+    failed: Option<Box<SimError>>,
+}
+
+impl Summed<'_> {
     #[inline(always)]
-    pub(in crate::engine) fn run(
-        &self,
-        cpu: &mut Cpu,
-        run: RunAheadContext<'_>,
-        accesses: &mut u64,
-    ) -> FusedStep {
-        let base = cpu.frame.locals_base as usize;
-        let locals = cpu.locals.len();
-        let ready = |operand: Operand| match operand {
-            Operand::Const(_) => true,
-            Operand::Local(slot) => base + (slot as usize) < locals,
-            Operand::Private(slot) => {
-                run.sum_private_hits
-                    && cpu.store_buffer.is_empty()
-                    && run.private_targets[slot as usize].unit != usize::MAX
-            }
-        };
-        let destination_ready = match self.destination {
-            Destination::Local(slot) => base + (slot as usize) < locals,
-            // Without store buffer entries every store waits (as `store` does).
-            Destination::Private(slot) => {
-                run.sum_private_hits
-                    && run.store_buffer_entries != 0
-                    && cpu.store_buffer.is_empty()
-                    && run.private_targets[slot as usize].unit != usize::MAX
-            }
-        };
-        // The plain run pushes both operands; none of these conditions can
-        // change part-way, since nothing here touches the store buffer.
-        if cpu.stack.len() + 2 > MAX_STACK
-            || !ready(self.left)
-            || !ready(self.right)
-            || !destination_ready
-        {
-            return FusedStep::Plain;
+    fn hit(&mut self, slot: u32, now: Cycle, need: Need) -> Result<(Cycle, PrivateTarget), Halt> {
+        if self.turn.must_yield(now.0) {
+            return Err(Halt);
         }
-        let RunAheadContext {
-            coherence,
-            bytes,
-            private_targets,
-            private_hits,
-            l1_hit_cycles: l1,
-            time_limit,
-            private_only,
-            turn,
-            ..
-        } = run;
-        // A private access takes its turn as the plain one does: it stops
-        // before running (as on a miss).
-        let must_wait = |now: Cycle| !private_only && turn.must_yield(now.0);
-        // Leaves the first `done` plain operations done, their values on
-        // the stack.
-        let stop = |cpu: &mut Cpu, values: &[i64], done: u32, result| {
-            cpu.stack.extend_from_slice(values);
-            cpu.frame.pc += done;
-            FusedStep::Stop(result)
+        let slot = self.first_slot + slot as usize;
+        let Some(target) = self.places.targets[slot] else {
+            return Err(Halt);
         };
-        let mut values = [0i64; 2];
-        for (k, operand) in [self.left, self.right].into_iter().enumerate() {
-            values[k] = match operand {
-                Operand::Const(v) => v,
-                Operand::Local(slot) => cpu.locals[base + slot as usize],
-                Operand::Private(slot) => {
-                    let target = private_targets[slot as usize];
-                    if must_wait(cpu.now) {
-                        return stop(cpu, &values[..k], k as u32, Ok(()));
-                    }
-                    let hits = &mut private_hits[slot as usize];
-                    let done = match take_private_hit(
-                        coherence,
-                        cpu,
-                        target.unit,
-                        Need::Read,
-                        l1,
-                        hits,
-                        accesses,
-                    ) {
-                        Ok(Some(done)) => done,
-                        Ok(None) => return stop(cpu, &values[..k], k as u32, Ok(())),
-                        Err(e) => return stop(cpu, &values[..k], k as u32, Err(e)),
-                    };
-                    let value = read_value(bytes, target.address, target.size_bytes);
-                    if done.0 >= time_limit {
-                        values[k] = value;
-                        return stop(cpu, &values[..=k], k as u32 + 1, Ok(()));
-                    }
-                    value
+        let l1 = self.l1_hit_cycles;
+        let done =
+            match self
+                .coherence
+                .plain_hit(now, self.core, self.thread, target.unit, need, l1)
+            {
+                Ok(Some(done)) => done,
+                Ok(None) => return Err(Halt),
+                Err(e) => {
+                    self.failed = Some(Box::new(e));
+                    return Err(Halt);
                 }
             };
+        let hits = &mut self.places.hits[slot];
+        match need {
+            Need::Read => {
+                hits.loads += 1;
+                // Cycles beyond an L1 hit that the CPU waited for the line.
+                hits.stall_cycles += (done - now).saturating_sub(l1);
+            }
+            Need::Write => hits.stores += 1,
         }
-        let Some(result) = binary_value(self.operator, values[0], values[1]) else {
-            return stop(cpu, &values, 2, Ok(()));
+        self.accesses += 1;
+        Ok((done, target))
+    }
+}
+
+impl PrivateAccesses for Summed<'_> {
+    #[inline(always)]
+    fn slot_of(&self, place: u32) -> Option<u32> {
+        self.places.slot[place as usize]
+    }
+
+    #[inline(always)]
+    fn load(&mut self, slot: u32, now: Cycle) -> Result<(Cycle, i64), Halt> {
+        if !self.loads {
+            return Err(Halt);
+        }
+        let (done, target) = self.hit(slot, now, Need::Read)?;
+        Ok((
+            done,
+            read_value(self.bytes, target.address, target.size_bytes),
+        ))
+    }
+
+    #[inline(always)]
+    fn store(&mut self, slot: u32, now: Cycle, value: i64) -> Result<Cycle, Halt> {
+        if !self.stores {
+            return Err(Halt);
+        }
+        let (done, target) = self.hit(slot, now, Need::Write)?;
+        write_value(self.bytes, target.address, target.size_bytes, value);
+        Ok(done)
+    }
+
+    fn take_failure(&mut self) -> Option<Box<SimError>> {
+        self.failed.take()
+    }
+}
+
+/// The run-ahead machine: a CPU's registers (its stack and the running
+/// frame's locals borrowed, its program counter and clock held here and
+/// written back when it stops), and its private accesses by policy `P`.
+pub(in crate::engine) struct Ahead<'a, P> {
+    stack: &'a mut Vec<i64>,
+    /// The running frame's locals.
+    locals: &'a mut [i64],
+    pc: u32,
+    now: Cycle,
+    /// Where `run_cpu` must look at the run's end.
+    time_limit: u64,
+    private: P,
+    /// Superinstructions entered (`shortcut-counts`).
+    superinstructions: u64,
+}
+
+impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
+    type Stop = Halt;
+
+    #[inline(always)]
+    fn stack(&mut self) -> &mut Vec<i64> {
+        self.stack
+    }
+
+    #[inline(always)]
+    fn local(&mut self, slot: u16) -> Option<&mut i64> {
+        self.locals.get_mut(slot as usize)
+    }
+
+    #[inline(always)]
+    fn pc(&self) -> u32 {
+        self.pc
+    }
+
+    #[inline(always)]
+    fn set_pc(&mut self, pc: u32) {
+        self.pc = pc;
+    }
+
+    #[inline(always)]
+    fn now(&self) -> Cycle {
+        self.now
+    }
+
+    #[inline(always)]
+    fn set_now(&mut self, now: Cycle) {
+        self.now = now;
+    }
+
+    /// Left to `step`, which reports it.
+    #[inline(always)]
+    fn fail(&mut self, _: Failure) -> Halt {
+        Halt
+    }
+
+    #[inline(always)]
+    fn clock_moved(&mut self) -> Result<(), Halt> {
+        if self.now.0 >= self.time_limit {
+            return Err(Halt);
+        }
+        Ok(())
+    }
+}
+
+impl<P: PrivateAccesses> Machine for Ahead<'_, P> {
+    #[inline(always)]
+    fn load(&mut self, place: u32) -> Result<(), Halt> {
+        let Some(slot) = self.private.slot_of(place) else {
+            return Err(Halt);
         };
-        match self.destination {
-            Destination::Local(slot) => {
-                cpu.locals[base + slot as usize] = result;
-                cpu.frame.pc += BINARY_OPS;
-                FusedStep::Continue
+        if self.stack.len() >= MAX_STACK {
+            return Err(Halt);
+        }
+        let (done, value) = self.private.load(slot, self.now)?;
+        self.stack.push(value);
+        self.now = done;
+        self.pc += 1;
+        self.clock_moved()
+    }
+
+    #[inline(always)]
+    fn store(&mut self, place: u32) -> Result<(), Halt> {
+        let Some(slot) = self.private.slot_of(place) else {
+            return Err(Halt);
+        };
+        let Some(&value) = self.stack.last() else {
+            return Err(Halt);
+        };
+        let done = self.private.store(slot, self.now, value)?;
+        self.stack.pop();
+        self.now = done;
+        self.pc += 1;
+        self.clock_moved()
+    }
+
+    /// Every other access, and whatever changes frames or reaches past the
+    /// CPU, is `step`'s.
+    #[inline(always)]
+    fn beyond(&mut self, _: Op) -> Result<(), Halt> {
+        Err(Halt)
+    }
+}
+
+impl<'a, P: PrivateAccesses> Ahead<'a, P> {
+    /// CPU `cpu` at its position, running ahead until `time_limit`.
+    pub(in crate::engine) fn new(
+        cpu: &'a mut Cpu,
+        time_limit: u64,
+        private: P,
+    ) -> (Self, &'a mut Frame, &'a mut Cycle) {
+        let base = cpu.frame.locals_base as usize;
+        let Cpu {
+            stack,
+            locals,
+            frame,
+            now,
+            ..
+        } = cpu;
+        let machine = Ahead {
+            stack,
+            locals: &mut locals[base..],
+            pc: frame.pc,
+            now: *now,
+            time_limit,
+            private,
+            superinstructions: 0,
+        };
+        (machine, frame, now)
+    }
+
+    /// Runs the plain operations of `ops` from the program counter until
+    /// one stops it.
+    #[inline(always)]
+    fn run_plain(&mut self, ops: &[Op]) -> Halt {
+        loop {
+            let Some(&op) = ops.get(self.pc as usize) else {
+                return Halt;
+            };
+            if let Err(halt) = execute(self, op) {
+                return halt;
             }
-            Destination::Private(slot) => {
-                let target = private_targets[slot as usize];
-                if must_wait(cpu.now) {
-                    return stop(cpu, &[result], 3, Ok(()));
+        }
+    }
+
+    /// Runs the fused table `fused` of `ops` from the program counter until
+    /// an entry stops it.
+    #[inline(always)]
+    pub(in crate::engine) fn run_fused(&mut self, ops: &[Op], fused: &[Fused]) -> Halt {
+        loop {
+            // By reference: a superinstruction's fields are read where used
+            // (copied whole, they would all be spilled).
+            let Some(entry) = fused.get(self.pc as usize) else {
+                return Halt;
+            };
+            if let Err(halt) = self.execute_fused(entry, ops) {
+                return halt;
+            }
+        }
+    }
+
+    /// One entry of a fused table: its plain operation, or a
+    /// superinstruction made of the same rules ([`execute`]'s `local`,
+    /// `binary`, `set_local`, the machine's private load and store) applied
+    /// to values rather than stack slots. Where one of its plain operations
+    /// would stop, it stops there, with the stack and the program counter
+    /// as the plain operations before it leave them.
+    #[inline(always)]
+    fn execute_fused(&mut self, entry: &Fused, ops: &[Op]) -> Result<(), Halt> {
+        match *entry {
+            Fused::Plain(op) => execute(self, op),
+            Fused::LoopBack { target } => execute(self, Op::LoopBack(target)),
+            Fused::RepeatHead { counter, exit } => {
+                // The plain head reads the counter and pushes two operands
+                // at most: where either could fail, its operations run one
+                // by one.
+                if self.stack.len() + 2 > MAX_STACK || self.local(counter).is_none() {
+                    return execute(self, ops[self.pc as usize]);
                 }
-                let hits = &mut private_hits[slot as usize];
-                let done = match take_private_hit(
-                    coherence,
-                    cpu,
-                    target.unit,
-                    Need::Write,
-                    l1,
-                    hits,
-                    accesses,
-                ) {
-                    Ok(Some(done)) => done,
-                    Ok(None) => return stop(cpu, &[result], 3, Ok(())),
-                    Err(e) => return stop(cpu, &[result], 3, Err(e)),
+                self.count_superinstruction();
+                let left = local(self, counter)?;
+                if binary(self, BinaryOp::Gt, left, 0)? == 0 {
+                    self.pc = exit;
+                } else {
+                    let left = binary(self, BinaryOp::Sub, left, 1)?;
+                    set_local(self, counter, left)?;
+                    self.pc += REPEAT_HEAD_OPS;
+                }
+                Ok(())
+            }
+            Fused::Binary {
+                left,
+                right,
+                op,
+                destination,
+            } => {
+                self.count_superinstruction();
+                let a = self.operand(left, &[])?;
+                let b = self.operand(right, &[a])?;
+                let value = match binary(self, op, a, b) {
+                    Ok(value) => value,
+                    Err(halt) => return self.stop_after(&[a, b], 2, halt),
                 };
-                write_value(bytes, target.address, target.size_bytes, result);
-                cpu.frame.pc += BINARY_OPS;
-                if done.0 >= time_limit {
-                    return FusedStep::Stop(Ok(()));
+                match destination {
+                    Destination::Local(slot) => {
+                        if let Err(halt) = set_local(self, slot, value) {
+                            return self.stop_after(&[value], BINARY_OPS - 1, halt);
+                        }
+                        self.pc += BINARY_OPS;
+                        Ok(())
+                    }
+                    Destination::Private(slot) => match self.private.store(slot, self.now, value) {
+                        Ok(done) => {
+                            self.now = done;
+                            self.pc += BINARY_OPS;
+                            self.clock_moved()
+                        }
+                        Err(halt) => self.stop_after(&[value], BINARY_OPS - 1, halt),
+                    },
                 }
-                FusedStep::Continue
             }
+        }
+    }
+
+    /// A superinstruction's operand, read as its plain push (`Push`,
+    /// `Local`, a private `Load`) would, after the plain pushes of
+    /// `before`; where that push would stop, the stop.
+    #[inline(always)]
+    fn operand(&mut self, operand: Operand, before: &[i64]) -> Result<i64, Halt> {
+        let done = before.len() as u32;
+        if self.stack.len() + before.len() >= MAX_STACK {
+            return self.stop_after(before, done, Halt);
+        }
+        match operand {
+            Operand::Const(v) => Ok(v),
+            Operand::Local(slot) => match local(self, slot) {
+                Ok(v) => Ok(v),
+                Err(halt) => self.stop_after(before, done, halt),
+            },
+            Operand::Private(slot) => match self.private.load(slot, self.now) {
+                Ok((done, value)) => {
+                    self.now = done;
+                    if let Err(halt) = self.clock_moved() {
+                        self.stack.extend_from_slice(before);
+                        self.stack.push(value);
+                        self.pc += before.len() as u32 + 1;
+                        return Err(halt);
+                    }
+                    Ok(value)
+                }
+                Err(halt) => self.stop_after(before, done, halt),
+            },
+        }
+    }
+
+    /// Stops where the plain operations stop after the first `ops_done`,
+    /// which leave `values` on the stack. (Inline: a call taking the
+    /// machine would keep its registers in memory for the whole loop.)
+    #[inline(always)]
+    fn stop_after<T>(&mut self, values: &[i64], ops_done: u32, halt: Halt) -> Result<T, Halt> {
+        self.stack.extend_from_slice(values);
+        self.pc += ops_done;
+        Err(halt)
+    }
+
+    /// The program counter and clock where the machine stopped.
+    pub(in crate::engine) fn position(&self) -> (u32, Cycle) {
+        (self.pc, self.now)
+    }
+
+    /// The invariant check that failed where the machine stopped.
+    pub(in crate::engine) fn take_failure(&mut self) -> Option<Box<SimError>> {
+        self.private.take_failure()
+    }
+
+    /// Superinstructions entered (counted with `shortcut-counts` only).
+    pub(in crate::engine) fn superinstructions(&self) -> u64 {
+        self.superinstructions
+    }
+
+    #[inline(always)]
+    fn count_superinstruction(&mut self) {
+        #[cfg(feature = "shortcut-counts")]
+        {
+            self.superinstructions += 1;
         }
     }
 }
@@ -273,12 +515,12 @@ impl Simulation<'_> {
     pub(in crate::engine) fn resolve_private_targets(&mut self) {
         let private_code = |code: &Code| {
             code.ops.iter().all(|op| match op {
-                Op::Load(p) | Op::Store(p) | Op::Atomic(_, p) => self.private_place[*p as usize],
+                Op::Load(p) | Op::Store(p) | Op::Atomic(_, p) => self.private.place[*p as usize],
                 _ => true,
             })
         };
         let procedures_private = self.program.procedures.iter().all(private_code);
-        self.private_only = self
+        self.private.only = self
             .cpus
             .iter()
             .map(|cpu| {
@@ -289,72 +531,56 @@ impl Simulation<'_> {
             .collect();
         let places = &self.program.places;
         let mut slots = 0u32;
-        self.private_slot = (0..places.len())
+        self.private.slot = (0..places.len())
             .map(|p| {
                 let place = &places[p];
-                if self.private_place[p]
-                    && !place.has_index
-                    && place.count > 0
-                    && place.bits.is_none()
-                {
+                let fixed = !place.has_index && place.count > 0 && place.bits.is_none();
+                (self.private.place[p] && fixed).then(|| {
                     slots += 1;
                     slots - 1
-                } else {
-                    NOT_PRIVATE
-                }
+                })
             })
             .collect();
-        self.private_slots = slots as usize;
+        self.private.slots = slots as usize;
         let mut targets = Vec::with_capacity(self.cpus.len() * slots as usize);
         let mut sums = Vec::with_capacity(targets.capacity());
         for cpu in &self.cpus {
-            for (p, &slot) in self.private_slot.iter().enumerate() {
-                if slot == NOT_PRIVATE {
+            for (p, slot) in self.private.slot.iter().enumerate() {
+                if slot.is_none() {
                     continue;
                 }
                 let place = &places[p];
                 let inst = &self.memory.instances[place.instance as usize];
                 // Private places are fields of per-CPU instances.
-                let target = match inst.element_addresses.get(cpu.spec.cpu as usize) {
-                    Some(&base) => {
+                let target = inst
+                    .element_addresses
+                    .get(cpu.spec.cpu as usize)
+                    .map(|&base| {
                         let address = base + place.offset_bytes as u64;
                         PrivateTarget {
                             address,
                             unit: self.memory.unit_of(address),
                             size_bytes: place.size_bytes,
                         }
-                    }
-                    None => PrivateTarget {
-                        address: 0,
-                        unit: usize::MAX,
-                        size_bytes: 0,
-                    },
-                };
+                    });
                 targets.push(target);
                 sums.push(PrivateHits {
                     field_id: place.field_id,
-                    address: target.address,
+                    address: target.map_or(0, |t| t.address),
                     ..PrivateHits::default()
                 });
             }
         }
-        self.private_targets_resolved = targets
-            .chunks(slots.max(1) as usize)
-            .map(|cpu_targets| cpu_targets.iter().all(|t| t.unit != usize::MAX))
-            .collect();
-        if slots == 0 {
-            self.private_targets_resolved = vec![true; self.cpus.len()];
-        }
-        self.private_targets = targets;
-        self.private_hits = sums;
-        self.slot_lines = vec![super::fused_loop::SlotLine::default(); slots as usize];
+        self.private.targets = targets;
+        self.private.hits = sums;
+        self.private.lines = vec![super::hoisted::SlotLine::default(); slots as usize];
     }
 
     /// Builds the run-ahead loop's fused tables. Accesses to private places
     /// are fused only where the run-ahead loop takes them itself.
     pub(in crate::engine) fn fuse_code(&mut self) {
-        let private_slot = &self.private_slot;
-        let sum_private_hits = self.sum_private_hits;
+        let private_slot = &self.private.slot;
+        let summed = self.private.summed;
         let superinstructions = self.options.superinstructions;
         self.fused_code = self
             .code_ops
@@ -363,10 +589,8 @@ impl Simulation<'_> {
                 if !superinstructions {
                     return Vec::new();
                 }
-                let fused = fuse::fuse(ops, |place| {
-                    let slot = private_slot[place as usize];
-                    (sum_private_hits && slot != NOT_PRIVATE).then_some(slot)
-                });
+                let fused =
+                    fuse::fuse(ops, |place| private_slot[place as usize].filter(|_| summed));
                 if fused
                     .iter()
                     .all(|f| matches!(f, Fused::Plain(_) | Fused::LoopBack { .. }))
@@ -400,40 +624,13 @@ impl Simulation<'_> {
             })
             .collect();
         self.any_atomic_heads = self.atomic_heads.iter().any(|heads| !heads.is_empty());
-        self.fused_locals = self
-            .fused_code
-            .iter()
-            .map(|fused| {
-                let local = |operand: &Operand| match *operand {
-                    Operand::Local(slot) => slot as u32 + 1,
-                    _ => 0,
-                };
-                fused
-                    .iter()
-                    .map(|entry| match entry {
-                        Fused::Plain(_) | Fused::LoopBack { .. } => 0,
-                        Fused::RepeatHead { counter, .. } => *counter as u32 + 1,
-                        Fused::Binary {
-                            left,
-                            right,
-                            destination,
-                            ..
-                        } => local(left).max(local(right)).max(match destination {
-                            Destination::Local(slot) => *slot as u32 + 1,
-                            Destination::Private(_) => 0,
-                        }),
-                    })
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
     }
 
     /// Hands CPU `i`'s summed private hits to the probe.
     pub(in crate::engine) fn report_private_hits(&mut self, i: usize, probe: &mut dyn Probe) {
-        let slots = self.private_slots;
+        let slots = self.private.slots;
         let cpu_id = self.cpus[i].spec.cpu;
-        for hits in &mut self.private_hits[i * slots..(i + 1) * slots] {
+        for hits in &mut self.private.hits[i * slots..(i + 1) * slots] {
             if hits.loads + hits.stores > 0 {
                 count_shortcut!(self.shortcut_entries, 2);
                 probe.on_private_hits(cpu_id, hits);
@@ -484,7 +681,7 @@ impl Simulation<'_> {
         if now >= self.time_limit
             || cpu.stack.len() >= MAX_STACK
             || !cpu.store_buffer.is_empty()
-            || (!self.private_only[i] && self.must_yield(now, i))
+            || (!self.private.only[i] && self.must_yield(now, i))
         {
             return Ok(false);
         }
@@ -511,8 +708,8 @@ impl Simulation<'_> {
     }
 
     /// Runs CPU `i` ahead of the event queue as far as it can without
-    /// `step`: the operations that touch only its registers, loop
-    /// back-edges, and (when `sum_private_hits`) plain hits on its private
+    /// `step` ([`Ahead`]): the operations that touch only its registers
+    /// and clock, and (when `sum_private_hits`) plain hits on its private
     /// places, summed for the probe instead of reported one by one. Stops
     /// at the first operation that needs anything else, leaving it for
     /// `step`, and wherever `step` would fail, so that `step` reports it;
@@ -527,11 +724,23 @@ impl Simulation<'_> {
     /// stays where it was when the loop began.
     #[inline]
     pub(in crate::engine) fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
-        #[cfg(feature = "shortcut-counts")]
-        let pc = self.cpus[i].frame.pc;
+        let cpu = &self.cpus[i];
+        let pc = cpu.frame.pc;
+        // Where the machine would stop at once (about every other call, on
+        // the contended paths), nothing need be set up for it.
+        let stops_at_once = match self.code_ops[cpu.frame.code as usize].get(pc as usize) {
+            Some(&Op::Load(place) | &Op::Store(place)) => {
+                self.private.slot[place as usize].is_none()
+            }
+            Some(&op) => reaches_beyond(op),
+            None => true,
+        };
+        if stops_at_once {
+            return Ok(());
+        }
         // The code cannot change here: calls are left to `step`.
         let result = if self.fused_code[self.cpus[i].frame.code as usize].is_empty() {
-            self.run_ahead_loop::<false>(i)
+            self.run_ahead_summed::<false>(i)
         } else {
             // Out of line, so that the contended paths' loop stays small.
             self.run_ahead_fused(i)
@@ -543,246 +752,71 @@ impl Simulation<'_> {
         result
     }
 
-    /// `run_ahead`'s loop; `FUSED` when the code has a fused table (a code
-    /// without superinstructions keeps the plain dispatch: the contended
-    /// paths run ahead one or two operations at a time, where the table's
-    /// lookup would show).
+    /// `run_ahead` with the [`Summed`] policy; `FUSED` when the code has a
+    /// fused table (a code without superinstructions keeps the plain
+    /// dispatch: the contended paths run ahead one or two operations at a
+    /// time, where the table's lookup would show).
     #[inline(always)]
-    pub(in crate::engine) fn run_ahead_loop<const FUSED: bool>(
+    pub(in crate::engine) fn run_ahead_summed<const FUSED: bool>(
         &mut self,
         i: usize,
     ) -> Result<(), SimError> {
-        let turn = self.turn(i);
+        let turn = if self.private.only[i] {
+            Turn::NEVER
+        } else {
+            self.turn(i)
+        };
         let Simulation {
             cpus,
             coherence,
             bytes,
             code_ops,
             fused_code,
-            private_slot,
-            private_slots,
-            private_targets,
-            private_hits,
-            private_only,
+            private,
             memory_ops,
             time_limit,
-            sum_private_hits,
             store_buffer_entries,
             topology,
             shortcut_entries,
             ..
         } = self;
         let cpu = &mut cpus[i];
-        let ops = code_ops[cpu.frame.code as usize];
-        let fused = &fused_code[cpu.frame.code as usize];
-        let mut accesses = 0;
-        let result = loop {
-            let pc = cpu.frame.pc as usize;
-            let entry = if FUSED {
-                fused.get(pc).copied()
-            } else {
-                ops.get(pc).map(|&op| Fused::Plain(op))
-            };
-            let Some(entry) = entry else {
-                break Ok(());
-            };
-            if FUSED && !matches!(entry, Fused::Plain(_) | Fused::LoopBack { .. }) {
-                count_shortcut!(shortcut_entries, 3);
-            }
-            // A superinstruction runs whole, or stops where its plain
-            // operations would, or (when it cannot start as they would)
-            // leaves its first plain operation to the match below.
-            let op = match entry {
-                Fused::Plain(op) => op,
-                Fused::LoopBack { .. } => ops[pc],
-                Fused::RepeatHead { counter, exit } => {
-                    let index = cpu.frame.locals_base as usize + counter as usize;
-                    // The plain head pushes two operands at most.
-                    if index < cpu.locals.len() && cpu.stack.len() + 2 <= MAX_STACK {
-                        let left = cpu.locals[index];
-                        if left > 0 {
-                            cpu.locals[index] = left - 1;
-                            cpu.frame.pc += REPEAT_HEAD_OPS;
-                        } else {
-                            cpu.frame.pc = exit;
-                        }
-                        continue;
-                    }
-                    ops[pc]
-                }
-                Fused::Binary {
-                    left,
-                    right,
-                    op: operator,
-                    destination,
-                } => {
-                    let fused_binary = FusedBinary {
-                        left,
-                        right,
-                        operator,
-                        destination,
-                    };
-                    let run = RunAheadContext {
-                        coherence,
-                        bytes,
-                        private_targets: &private_targets[i * *private_slots..],
-                        private_hits: &mut private_hits[i * *private_slots..],
-                        sum_private_hits: *sum_private_hits,
-                        store_buffer_entries: *store_buffer_entries,
-                        l1_hit_cycles: topology.spec.latency.l1_hit_cycles,
-                        time_limit: *time_limit,
-                        private_only: private_only[i],
-                        turn,
-                    };
-                    match fused_binary.run(cpu, run, &mut accesses) {
-                        FusedStep::Plain => ops[pc],
-                        FusedStep::Continue => continue,
-                        FusedStep::Stop(result) => break result,
-                    }
-                }
-            };
-            let stack = &mut cpu.stack;
-            match op {
-                Op::Push(v) => {
-                    if stack.len() >= MAX_STACK {
-                        break Ok(());
-                    }
-                    stack.push(v);
-                }
-                Op::Local(slot) => {
-                    let Some(&v) = cpu
-                        .locals
-                        .get(cpu.frame.locals_base as usize + slot as usize)
-                    else {
-                        break Ok(());
-                    };
-                    if stack.len() >= MAX_STACK {
-                        break Ok(());
-                    }
-                    stack.push(v);
-                }
-                Op::SetLocal(slot) => {
-                    let index = cpu.frame.locals_base as usize + slot as usize;
-                    if index >= cpu.locals.len() {
-                        break Ok(());
-                    }
-                    let Some(v) = stack.pop() else { break Ok(()) };
-                    cpu.locals[index] = v;
-                }
-                Op::Pop => {
-                    if stack.pop().is_none() {
-                        break Ok(());
-                    }
-                }
-                Op::Binary(op) => {
-                    let n = stack.len();
-                    if n < 2 {
-                        break Ok(());
-                    }
-                    let Some(r) = binary_value(op, stack[n - 2], stack[n - 1]) else {
-                        break Ok(());
-                    };
-                    stack[n - 2] = r;
-                    stack.truncate(n - 1);
-                }
-                Op::Jump(target) => {
-                    cpu.frame.pc = target;
-                    continue;
-                }
-                Op::JumpIfZero(target) | Op::JumpIfNonZero(target) => {
-                    let Some(v) = stack.pop() else { break Ok(()) };
-                    if (v == 0) == matches!(op, Op::JumpIfZero(_)) {
-                        cpu.frame.pc = target;
-                        continue;
-                    }
-                }
-                Op::LoopBack(target) => {
-                    cpu.now += 1;
-                    cpu.frame.pc = target;
-                    if cpu.now.0 >= *time_limit {
-                        break Ok(());
-                    }
-                    continue;
-                }
-                Op::Load(place) if *sum_private_hits => {
-                    let slot = private_slot[place as usize];
-                    if slot == NOT_PRIVATE
-                        || !cpu.store_buffer.is_empty()
-                        || stack.len() >= MAX_STACK
-                        || (!private_only[i] && turn.must_yield(cpu.now.0))
-                    {
-                        break Ok(());
-                    }
-                    // This CPU's slots start at `i * private_slots`.
-                    let slot = i * *private_slots + slot as usize;
-                    let target = private_targets[slot];
-                    if target.unit == usize::MAX {
-                        break Ok(());
-                    }
-                    let done = match take_private_hit(
-                        coherence,
-                        cpu,
-                        target.unit,
-                        Need::Read,
-                        topology.spec.latency.l1_hit_cycles,
-                        &mut private_hits[slot],
-                        &mut accesses,
-                    ) {
-                        Ok(Some(done)) => done,
-                        Ok(None) => break Ok(()),
-                        Err(e) => break Err(e),
-                    };
-                    cpu.stack
-                        .push(read_value(bytes, target.address, target.size_bytes));
-                    cpu.frame.pc += 1;
-                    if done.0 >= *time_limit {
-                        break Ok(());
-                    }
-                    continue;
-                }
-                Op::Store(place) if *sum_private_hits => {
-                    let slot = private_slot[place as usize];
-                    // An empty store buffer writes straight into an owned line.
-                    if slot == NOT_PRIVATE
-                        || !cpu.store_buffer.is_empty()
-                        || stack.is_empty()
-                        || (!private_only[i] && turn.must_yield(cpu.now.0))
-                    {
-                        break Ok(());
-                    }
-                    let slot = i * *private_slots + slot as usize;
-                    let target = private_targets[slot];
-                    // Without store buffer entries every store waits (as
-                    // `store` does).
-                    if target.unit == usize::MAX || *store_buffer_entries == 0 {
-                        break Ok(());
-                    }
-                    let done = match take_private_hit(
-                        coherence,
-                        cpu,
-                        target.unit,
-                        Need::Write,
-                        topology.spec.latency.l1_hit_cycles,
-                        &mut private_hits[slot],
-                        &mut accesses,
-                    ) {
-                        Ok(Some(done)) => done,
-                        Ok(None) => break Ok(()),
-                        Err(e) => break Err(e),
-                    };
-                    let value = cpu.stack.pop().unwrap_or_default();
-                    write_value(bytes, target.address, target.size_bytes, value);
-                    cpu.frame.pc += 1;
-                    if done.0 >= *time_limit {
-                        break Ok(());
-                    }
-                    continue;
-                }
-                _ => break Ok(()),
-            }
-            cpu.frame.pc += 1;
+        let code = cpu.frame.code as usize;
+        let loads = private.summed && cpu.store_buffer.is_empty();
+        let first_slot = i * private.slots;
+        let policy = Summed {
+            coherence,
+            bytes,
+            places: private,
+            first_slot,
+            core: cpu.core,
+            thread: cpu.thread,
+            l1_hit_cycles: topology.spec.latency.l1_hit_cycles,
+            turn,
+            loads,
+            stores: loads && *store_buffer_entries != 0,
+            accesses: 0,
+            failed: None,
         };
-        count_accesses(memory_ops, cpu, accesses);
-        result
+        let (mut machine, frame, now) = Ahead::new(cpu, *time_limit, policy);
+        let Halt = if FUSED {
+            machine.run_fused(code_ops[code], &fused_code[code])
+        } else {
+            machine.run_plain(code_ops[code])
+        };
+        (frame.pc, *now) = machine.position();
+        let (accesses, _superinstructions) =
+            (machine.private.accesses, machine.superinstructions());
+        #[cfg(feature = "shortcut-counts")]
+        {
+            shortcut_entries[3] += _superinstructions;
+        }
+        let _ = shortcut_entries;
+        let failed = machine.private.take_failure();
+        count_accesses(memory_ops, &mut cpus[i], accesses);
+        match failed {
+            None => Ok(()),
+            Some(e) => Err(*e),
+        }
     }
 }

@@ -169,8 +169,8 @@ impl Simulation<'_> {
     #[inline]
     fn may_poll(&self, i: usize, place_id: u32) -> bool {
         self.options.spin_fast_forward
-            && self.sum_private_hits
-            && !self.private_place[place_id as usize]
+            && self.private.summed
+            && !self.private.place[place_id as usize]
             && self.cpus[i].store_buffer.is_empty()
     }
 
