@@ -647,17 +647,9 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    let mut inputs = Vec::with_capacity(shards.len());
-    for dir in shards {
-        match scenarios::report::output::read_shard(dir) {
-            Ok(s) => inputs.push(s),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(EXIT_BAD_INPUT);
-            }
-        }
-    }
-    let merged = match scenarios::report::output::merge(&inputs) {
+    // Every directory is read before any error is reported, so that one
+    // message lists all the shards to run again.
+    let (merged, shard_count) = match scenarios::report::output::merge_dirs(shards) {
         Ok(m) => m,
         Err(e) => {
             for line in e.lines() {
@@ -680,7 +672,7 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
     }
     println!(
         "bounce: merged {} shard(s) of `{}`: {} case(s), {} run(s), into `{}`",
-        inputs.len(),
+        shard_count,
         merged.scenario.name,
         merged.cases.len(),
         merged.records.len(),

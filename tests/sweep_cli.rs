@@ -141,7 +141,8 @@ fn merge_names_the_missing_cases_and_writes_nothing() {
     assert_eq!(
         stderr(&o),
         format!(
-            "error: 2 case(s) are in no shard: `cpus=2,params.step=1`, `cpus=44,params.step=2` (shard 2/3 not given)\n\
+            "error: 1 of 3 shard(s) missing: 2/3; run them again (as Slurm array task IDs: --array=2)\n\
+             error: 2 case(s) are in no shard: `cpus=2,params.step=1`, `cpus=44,params.step=2`\n\
              error: nothing written to `{out}`\n"
         )
     );
@@ -176,6 +177,83 @@ fn merge_names_the_missing_cases_and_writes_nothing() {
     let o = bounce(&["merge", &out, &tmp.join("nowhere")]);
     assert_exit(&o, 2);
     assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn merge_names_every_failed_shard_and_a_rerun_replaces_it() {
+    let tmp = TempDir::new("failed-shards");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let full = tmp.join("full");
+    assert_exit(&bounce(&["run", &file, "--out", &full, "-q"]), 0);
+    // Five shards: 0 and 3 finished, 1 failed (its directory exists, with
+    // the temporary file a killed write leaves), 2 and 4 never ran.
+    let dirs: Vec<String> = (0..5).map(|i| tmp.join(&format!("shard-{i}"))).collect();
+    for i in [0, 3] {
+        let shard = format!("{i}/5");
+        assert_exit(
+            &bounce(&["run", &file, "--shard", &shard, "--out", &dirs[i], "-q"]),
+            0,
+        );
+    }
+    std::fs::create_dir_all(&dirs[1]).unwrap();
+    std::fs::write(Path::new(&dirs[1]).join(".results.csv.77.partial"), "case").unwrap();
+    let out = tmp.join("merged");
+    let mut args = vec!["merge", out.as_str()];
+    args.extend(dirs.iter().map(String::as_str));
+    let o = bounce(&args);
+    assert_exit(&o, 2);
+    let rule = "(a shard is written by `bounce run FILE --shard I/N --out DIR`, and only when all its runs succeed)";
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: `{d1}` holds no shard: `shard.json` is missing {rule}\n\
+             error: `{d2}` holds no shard: there is no such directory {rule}\n\
+             error: `{d4}` holds no shard: there is no such directory {rule}\n\
+             error: 3 of 5 shard(s) missing: 1/5, 2/5, 4/5; run them again (as Slurm array task IDs: --array=1-2,4)\n\
+             error: 3 case(s) are in no shard: `cpus=1,params.step=2`, `cpus=2,params.step=1`, `cpus=44,params.step=1`\n\
+             error: nothing written to `{out}`\n",
+            d1 = dirs[1],
+            d2 = dirs[2],
+            d4 = dirs[4],
+        )
+    );
+    assert!(!Path::new(&out).exists());
+
+    // Run again into the same directories, the failed shard's included: the
+    // merge is the unsharded run's, byte for byte.
+    for i in [1, 2, 4] {
+        let shard = format!("{i}/5");
+        assert_exit(
+            &bounce(&["run", &file, "--shard", &shard, "--out", &dirs[i], "-q"]),
+            0,
+        );
+    }
+    let o = bounce(&args);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).starts_with("bounce: merged 5 shard(s) of `cli-sweep`: 6 case(s), 12 run(s)"),
+        "{}",
+        stdout(&o)
+    );
+    for name in FILES {
+        assert!(
+            read(&full, name) == read(&out, name),
+            "{name} differs between the unsharded run and the merge"
+        );
+    }
+
+    // No directory holds a shard: nothing tells the split, so all run again.
+    let o = bounce(&["merge", &out, &tmp.join("none-0"), &tmp.join("none-1")]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "error: none of the 2 director(ies) given holds a shard: run every shard again\n\
+             error: nothing written to `{out}`\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
