@@ -257,6 +257,158 @@ fn merge_names_every_failed_shard_and_a_rerun_replaces_it() {
 }
 
 #[test]
+fn a_resumed_run_runs_only_the_missing_cases_and_writes_the_same_bytes() {
+    let tmp = TempDir::new("resume");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let full = tmp.join("full");
+    assert_exit(&bounce(&["run", &file, "--out", &full, "-q"]), 0);
+
+    // An event budget the 44-CPU cases (about 6000 events a run) cannot
+    // meet: they fail, the four others are kept.
+    let part = tmp.join("part");
+    let o = bounce(&[
+        "--set-limit",
+        "events=1000",
+        "run",
+        &file,
+        "--out",
+        &part,
+        "-q",
+    ]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "error: nothing written to `{part}`: some runs have no result; the 4 case(s) that finished are kept there, and `--resume` runs only the others\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(&part).join("results.csv").exists());
+    let mut kept: Vec<String> = std::fs::read_dir(Path::new(&part).join(".bounce-resume"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        ["case-0.json", "case-1.json", "case-2.json", "case-3.json"]
+    );
+
+    let o = bounce(&["run", &file, "--out", &part, "--resume", "-q"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{part}`: 4 case(s) already done, 2 to run\n")
+    );
+    // The report shows the cases run now.
+    assert!(
+        stdout(&o).contains("4 run(s)")
+            && stdout(&o).contains("44,2,padded")
+            && !stdout(&o).contains(" 2,1,base"),
+        "{}",
+        stdout(&o)
+    );
+    for name in FILES {
+        assert!(
+            read(&full, name) == read(&part, name),
+            "{name} differs between a resumed run and a run never stopped"
+        );
+    }
+    assert!(!Path::new(&part).join(".bounce-resume").exists());
+
+    // Resumed again: the results files already hold every case.
+    let o = bounce(&["run", &file, "--out", &part, "--resume", "-q"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{part}`: 6 case(s) already done, 0 to run\n")
+    );
+    for name in FILES {
+        assert!(read(&full, name) == read(&part, name), "{name} changed");
+    }
+
+    // A shard resumes its own cases.
+    let shard = tmp.join("shard");
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &file,
+            "--shard",
+            "0/2",
+            "--out",
+            &shard,
+            "-q",
+        ]),
+        1,
+    );
+    let o = bounce(&[
+        "run", &file, "--shard", "0/2", "--out", &shard, "--resume", "-q",
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{shard}`: 2 case(s) already done, 1 to run\n")
+    );
+    assert!(Path::new(&shard).join("shard.json").exists());
+
+    // Once the file changes, nothing kept belongs to it: every case runs.
+    std::fs::write(&file, SWEEP.replace("seed = 3", "seed = 4")).unwrap();
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &tmp.join("sweep.toml"),
+            "--out",
+            &tmp.join("other"),
+            "-q",
+        ]),
+        1,
+    );
+    let o = bounce(&["run", &file, "--out", &part, "--resume", "-q"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{part}`: 0 case(s) already done, 6 to run\n")
+    );
+
+    // A run without --resume starts afresh: what an earlier run kept goes.
+    let fresh = tmp.join("fresh");
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &file,
+            "--out",
+            &fresh,
+            "-q",
+        ]),
+        1,
+    );
+    assert!(Path::new(&fresh).join(".bounce-resume").exists());
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &file,
+            "--out",
+            &fresh,
+            "-q",
+        ]),
+        1,
+    );
+    assert_exit(&bounce(&["run", &file, "--out", &fresh, "-q"]), 0);
+    assert!(!Path::new(&fresh).join(".bounce-resume").exists());
+    // --resume needs --out.
+    assert_exit(&bounce(&["run", &file, "--resume"]), 2);
+}
+
+#[test]
 fn bad_shards_are_usage_errors() {
     for shard in ["2/2", "0/0", "1", "a/2", "-1/2", "1/2/3"] {
         let o = bounce(&[
@@ -350,7 +502,7 @@ fn a_failed_run_writes_no_results() {
     );
     assert!(
         err.ends_with(&format!(
-            "error: nothing written to `{out}`: some runs have no result\n"
+            "error: nothing written to `{out}`: some runs have no result; the 2 case(s) that finished are kept there, and `--resume` runs only the others\n"
         )),
         "{err}"
     );
@@ -358,11 +510,12 @@ fn a_failed_run_writes_no_results() {
     for name in FILES {
         assert!(!Path::new(&out).join(name).exists(), "{name} written");
     }
-    // No temporary file left behind either.
+    // No temporary file left behind either: only the finished cases, kept
+    // for --resume.
     let left: Vec<_> = std::fs::read_dir(&out)
-        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
         .unwrap_or_default();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(left, [".bounce-resume"]);
 }
 
 #[test]
