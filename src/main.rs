@@ -914,6 +914,59 @@ fn check(file: &Path, limits: &scenarios::Limits) -> ExitCode {
             c.memory.unit_count()
         );
     }
+    // What a run costs, to size a job array with.
+    let cases = match scenarios::run::cases::build_cases(&loaded, BuildOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return input_error(&e),
+    };
+    let variants = cases.first().map_or(0, |c| c.variants.len());
+    println!(
+        "  runs: {} case(s) x {variants} variant(s) = {} run(s)",
+        cases.len(),
+        cases.len() * variants
+    );
+    let estimates = scenarios::run::estimate::estimate_cases(&cases);
+    let counted: Vec<(u64, u64, &str)> = estimates
+        .iter()
+        .filter_map(|e| Some((e.events?, e.memory_ops?, e.id.as_str())))
+        .collect();
+    let si = scenarios::report::text::si;
+    if let Some(&(most, _, most_id)) = counted.iter().max_by_key(|c| c.0) {
+        let sum = |pick: fn(&(u64, u64, &str)) -> u64| {
+            counted.iter().map(pick).fold(0u64, u64::saturating_add)
+        };
+        let (events, memory_ops) = (sum(|c| c.0), sum(|c| c.1));
+        let how = format!(
+            "estimated from the first {} simulated cycles of each run",
+            si(scenarios::run::estimate::PROBE_CYCLES as f64)
+        );
+        if cases.len() == 1 {
+            println!(
+                "  cost: about {} events and {} memory operations ({how})",
+                si(events as f64),
+                si(memory_ops as f64)
+            );
+        } else {
+            let per_case = |n: u64| si(n as f64 / counted.len() as f64);
+            println!(
+                "  cost: about {} events and {} memory operations per case, at most {} events (case `{most_id}`); {} events and {} memory operations in all ({how})",
+                per_case(events),
+                per_case(memory_ops),
+                si(most as f64),
+                si(events as f64),
+                si(memory_ops as f64)
+            );
+        }
+    }
+    for e in estimates.iter().filter(|e| e.failure.is_some()) {
+        let failure = e.failure.as_deref().unwrap_or_default();
+        let first_line = failure.lines().next().unwrap_or_default();
+        if e.id.is_empty() {
+            println!("  cost: no estimate: {first_line}");
+        } else {
+            println!("  cost: no estimate for case `{}`: {first_line}", e.id);
+        }
+    }
     ExitCode::SUCCESS
 }
 

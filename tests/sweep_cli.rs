@@ -409,6 +409,76 @@ fn a_resumed_run_runs_only_the_missing_cases_and_writes_the_same_bytes() {
 }
 
 #[test]
+fn check_counts_the_runs_and_estimates_their_events() {
+    let tmp = TempDir::new("check-cost");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("\n  runs: 6 case(s) x 2 variant(s) = 12 run(s)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" memory operations per case, at most ")
+            && out.contains("(case `cpus=44,params.step=")
+            && out.ends_with(" (estimated from the first 100.0k simulated cycles of each run)\n"),
+        "{out}"
+    );
+    let o = bounce(&["check", "scenarios/shipped/ping-pong.toml"]);
+    assert!(
+        stdout(&o).contains("\n  runs: 1 case(s) x 3 variant(s) = 3 run(s)\n  cost: about "),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// The estimate against the runs themselves: the shipped sweep's 130 cases,
+/// from 1 CPU to 192, in all and for its largest case.
+#[test]
+fn the_cost_estimate_is_near_what_the_runs_take() {
+    let loaded =
+        scenarios::load_file(&root().join("scenarios/shipped/contended-counter-sweep.toml"))
+            .unwrap();
+    let cases =
+        scenarios::run::cases::build_cases(&loaded, scenarios::build::BuildOptions::default())
+            .unwrap();
+    let estimates = scenarios::run::estimate::estimate_cases(&cases);
+    let results = scenarios::run::cases::run_cases(&cases, &|| {});
+    let mut estimated = (0u64, 0u64);
+    let mut actual = (0u64, 0u64);
+    for (e, r) in estimates.iter().zip(&results) {
+        let (events, ops) = (e.events.unwrap(), e.memory_ops.unwrap());
+        let run = r.results[0].as_ref().unwrap();
+        let (run_events, run_ops) = (run.outcome.events, run.outcome.memory_ops);
+        // Each case within a factor of two.
+        assert!(
+            events <= 2 * run_events && run_events <= 2 * events,
+            "case `{}`: {events} events estimated, {run_events} run",
+            e.id
+        );
+        assert!(
+            ops <= 2 * run_ops && run_ops <= 2 * ops,
+            "case `{}`: {ops} memory operations estimated, {run_ops} run",
+            e.id
+        );
+        estimated = (estimated.0 + events, estimated.1 + ops);
+        actual = (actual.0 + run_events, actual.1 + run_ops);
+    }
+    // The sweep in all within 10 %.
+    let near = |a: u64, b: u64| a.abs_diff(b) * 10 <= b;
+    assert!(
+        near(estimated.0, actual.0),
+        "{estimated:?} against {actual:?}"
+    );
+    assert!(
+        near(estimated.1, actual.1),
+        "{estimated:?} against {actual:?}"
+    );
+}
+
+#[test]
 fn bad_shards_are_usage_errors() {
     for shard in ["2/2", "0/0", "1", "a/2", "-1/2", "1/2/3"] {
         let o = bounce(&[
