@@ -8,9 +8,9 @@
 # RESULTS must be a folder every node sees; it gets shard-0 ... shard-N-1,
 # merged/ (the results) and logs/. TASKS (default 0-SHARDS-1) resubmits only
 # some shards, with the IDs `bounce merge` names (`3,5`); their runs replace
-# what the failed tasks left, and a new merge job waits for them. Extra
-# sbatch options (partition, account, time) go in SBATCH_* variables, which
-# sbatch reads: SBATCH_PARTITION=short SBATCH_TIMELIMIT=30 submit.sh ...
+# what the failed tasks left, and a new merge job waits for them. The
+# partition, account and time limit go in the variables sbatch reads:
+# SBATCH_PARTITION=short SBATCH_ACCOUNT=lab SBATCH_TIMELIMIT=30 submit.sh ...
 # Prints the two job IDs, shards first.
 set -euo pipefail
 
