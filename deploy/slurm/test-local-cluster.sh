@@ -51,12 +51,18 @@ if [ ${#missing[@]} -gt 0 ]; then
     chmod 755 /usr/sbin/policy-rc.d
     added_policy=1
   fi
-  install_status=0
-  {
-    apt-get update -qq &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-        slurmctld slurmd slurm-client munge
-  } > /tmp/bounce-slurm-apt.log 2>&1 || install_status=$?
+  # Twice, a minute apart, should the package mirror fail once.
+  install_status=1
+  for attempt in 1 2; do
+    [ "$attempt" -eq 1 ] || sleep 60
+    install_status=0
+    {
+      apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+          slurmctld slurmd slurm-client munge
+    } > /tmp/bounce-slurm-apt.log 2>&1 || install_status=$?
+    [ "$install_status" -ne 0 ] || break
+  done
   [ "$added_policy" -eq 0 ] || rm -f /usr/sbin/policy-rc.d
   if [ "$install_status" -ne 0 ]; then
     tail -20 /tmp/bounce-slurm-apt.log >&2
