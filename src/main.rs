@@ -101,6 +101,12 @@ enum Command {
         /// them, with a manifest, to --out; `bounce merge` joins the shards.
         #[arg(long, value_name = "I/N", value_parser = parse_shard, requires = "out")]
         shard: Option<(usize, usize)>,
+        /// Run only the cases --out DIR does not hold yet: those an earlier
+        /// run into DIR finished before it stopped (or failed), and those of
+        /// a results.json of the same scenario there. The results are the
+        /// same bytes as a run never stopped.
+        #[arg(long, requires = "out")]
+        resume: bool,
         /// Print no progress (by default: a progress bar on a terminal,
         /// otherwise a line every few seconds, always on stderr).
         #[arg(long, short)]
@@ -310,14 +316,18 @@ fn main() -> ExitCode {
             host_stats,
             out,
             shard,
+            resume,
             quiet,
         } => run(
             &file,
             limits,
             check,
             host_stats,
-            out.as_deref(),
-            shard,
+            RunOut {
+                dir: out.as_deref(),
+                shard,
+                resume,
+            },
             quiet,
         ),
         Command::Limits => show_limits(limits),
@@ -444,25 +454,54 @@ fn parse_shard(text: &str) -> Result<(usize, usize), String> {
     Ok((i, n))
 }
 
+/// What `bounce run` writes (`--out`), for which part of the sweep
+/// (`--shard`), and whether it takes over the cases already there
+/// (`--resume`).
+struct RunOut<'a> {
+    dir: Option<&'a Path>,
+    shard: Option<(usize, usize)>,
+    resume: bool,
+}
+
 fn run(
     file: &Path,
     limits: &scenarios::Limits,
     check: bool,
     host_stats: bool,
-    out: Option<&Path>,
-    shard: Option<(usize, usize)>,
+    out: RunOut,
     quiet: bool,
 ) -> ExitCode {
+    use scenarios::report::resume as resumed_cases;
+    let RunOut {
+        dir: out,
+        shard,
+        resume,
+    } = out;
     let mut options = BuildOptions::default();
     options.check_invariants |= check;
     let loaded = match load_file_with(file, limits) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
+    let in_this_shard =
+        |index| shard.is_none_or(|(i, n)| scenarios::run::cases::in_shard(index, i, n));
+    let header = scenarios::report::output::header(&loaded, env!("CARGO_PKG_VERSION"));
+    // The cases an earlier run into --out finished (--resume), of this shard.
+    let mut resumed = resumed_cases::Resumed::default();
+    if let (Some(dir), true) = (out, resume) {
+        match resumed_cases::load(dir, &header) {
+            Ok(r) => resumed = r,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        }
+        resumed.cases.retain(|index, _| in_this_shard(*index));
+    }
     // A shard builds only its own cases: another shard reports the errors of
     // the others.
     let cases = match scenarios::run::cases::build_cases_where(&loaded, options, |c| {
-        shard.is_none_or(|(i, n)| scenarios::run::cases::in_shard(c.index, i, n))
+        in_this_shard(c.index) && !resumed.cases.contains_key(&c.index)
     }) {
         Ok(c) => c,
         Err(e) => return input_error(&e),
@@ -473,7 +512,32 @@ fn run(
             eprintln!("error: cannot create `{}`: {e}", dir.display());
             return ExitCode::from(EXIT_BAD_INPUT);
         }
+        if !resume {
+            if let Err(e) = resumed_cases::clear(dir) {
+                eprintln!(
+                    "error: cannot remove the finished cases of an earlier run from `{}`: {e}",
+                    dir.display()
+                );
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        } else {
+            eprintln!(
+                "bounce: resuming in `{}`: {} case(s) already done, {} to run{}",
+                dir.display(),
+                resumed.cases.len(),
+                cases.len(),
+                if resumed.stale > 0 {
+                    format!(
+                        " ({} kept case(s) of another scenario file, version or case run again)",
+                        resumed.stale
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
     }
+    let kept = std::sync::atomic::AtomicUsize::new(0);
     let results = if host_stats {
         let results = run_timed(&cases);
         if let Some(kib) = peak_resident_kib() {
@@ -482,7 +546,31 @@ fn run(
         results
     } else {
         let progress = progress::Progress::new(cases.len(), quiet);
-        let results = scenarios::run::cases::run_cases(&cases, &|| progress.case_done());
+        // Each finished case is kept in --out as it finishes, so that a run
+        // cut short can be resumed.
+        let keep_failed = std::sync::atomic::AtomicBool::new(false);
+        let results = scenarios::run::cases::run_cases_reporting(&cases, &|built, result| {
+            progress.case_done();
+            let Some(dir) = out else { return };
+            let measured = scenarios::run::measured::compare_cases(
+                &loaded,
+                std::slice::from_ref(built),
+                std::slice::from_ref(result),
+            );
+            match resumed_cases::save(dir, &header, built, result, measured) {
+                Ok(true) => {
+                    kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(false) => {}
+                Err(e) if !keep_failed.swap(true, std::sync::atomic::Ordering::Relaxed) => {
+                    eprintln!(
+                        "warning: cannot keep finished cases in `{}` for --resume: {e}",
+                        dir.display()
+                    );
+                }
+                Err(_) => {}
+            }
+        });
         progress.finish();
         results
     };
@@ -502,6 +590,9 @@ fn run(
             if !table.is_empty() {
                 print!("\n{table}");
             }
+        }
+        (None, None) if !resumed.cases.is_empty() => {
+            println!("bounce: {name}: its one case was done already; nothing run");
         }
         (None, None) => {
             let (i, n) = shard.unwrap_or((0, 1));
@@ -524,17 +615,25 @@ fn run(
     }
     if failed {
         if let Some(dir) = out {
-            eprintln!(
-                "error: nothing written to `{}`: some runs have no result",
-                dir.display()
-            );
+            let kept = kept.into_inner() + resumed.cases.len();
+            if kept > 0 {
+                eprintln!(
+                    "error: nothing written to `{}`: some runs have no result; the {kept} case(s) that finished are kept there, and `--resume` runs only the others",
+                    dir.display()
+                );
+            } else {
+                eprintln!(
+                    "error: nothing written to `{}`: some runs have no result",
+                    dir.display()
+                );
+            }
         }
         return ExitCode::from(EXIT_RUN_FAILED);
     }
     if let Some(dir) = out {
-        let mut file = scenarios::report::output::header(&loaded, env!("CARGO_PKG_VERSION"));
-        file.records = scenarios::report::output::records(&file, &cases, &results);
-        file.measured = measured;
+        let mut file = header;
+        let now = scenarios::report::output::records(&file, &cases, &results);
+        (file.records, file.measured) = resumed_cases::combine(now, measured, resumed);
         let manifest = shard.map(|(i, n)| scenarios::report::output::manifest(&file, i, n));
         if let Err(e) = scenarios::report::output::write_results(dir, &file, manifest.as_ref()) {
             eprintln!(
@@ -546,6 +645,13 @@ fn run(
         if let Err(e) = write_charts(dir, &file) {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_RUN_FAILED);
+        }
+        // The results files hold every case now.
+        if let Err(e) = resumed_cases::clear(dir) {
+            eprintln!(
+                "warning: cannot remove `{}`: {e}",
+                dir.join(resumed_cases::RESUME_DIR).display()
+            );
         }
     }
     ExitCode::SUCCESS
@@ -647,17 +753,9 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    let mut inputs = Vec::with_capacity(shards.len());
-    for dir in shards {
-        match scenarios::report::output::read_shard(dir) {
-            Ok(s) => inputs.push(s),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(EXIT_BAD_INPUT);
-            }
-        }
-    }
-    let merged = match scenarios::report::output::merge(&inputs) {
+    // Every directory is read before any error is reported, so that one
+    // message lists all the shards to run again.
+    let (merged, shard_count) = match scenarios::report::output::merge_dirs(shards) {
         Ok(m) => m,
         Err(e) => {
             for line in e.lines() {
@@ -680,7 +778,7 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
     }
     println!(
         "bounce: merged {} shard(s) of `{}`: {} case(s), {} run(s), into `{}`",
-        inputs.len(),
+        shard_count,
         merged.scenario.name,
         merged.cases.len(),
         merged.records.len(),
@@ -815,6 +913,59 @@ fn check(file: &Path, limits: &scenarios::Limits) -> ExitCode {
             c.threads.len(),
             c.memory.unit_count()
         );
+    }
+    // What a run costs, to size a job array with.
+    let cases = match scenarios::run::cases::build_cases(&loaded, BuildOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return input_error(&e),
+    };
+    let variants = cases.first().map_or(0, |c| c.variants.len());
+    println!(
+        "  runs: {} case(s) x {variants} variant(s) = {} run(s)",
+        cases.len(),
+        cases.len() * variants
+    );
+    let estimates = scenarios::run::estimate::estimate_cases(&cases);
+    let counted: Vec<(u64, u64, &str)> = estimates
+        .iter()
+        .filter_map(|e| Some((e.events?, e.memory_ops?, e.id.as_str())))
+        .collect();
+    let si = scenarios::report::text::si;
+    if let Some(&(most, _, most_id)) = counted.iter().max_by_key(|c| c.0) {
+        let sum = |pick: fn(&(u64, u64, &str)) -> u64| {
+            counted.iter().map(pick).fold(0u64, u64::saturating_add)
+        };
+        let (events, memory_ops) = (sum(|c| c.0), sum(|c| c.1));
+        let how = format!(
+            "estimated from the first {} simulated cycles of each run",
+            si(scenarios::run::estimate::PROBE_CYCLES as f64)
+        );
+        if cases.len() == 1 {
+            println!(
+                "  cost: about {} events and {} memory operations ({how})",
+                si(events as f64),
+                si(memory_ops as f64)
+            );
+        } else {
+            let per_case = |n: u64| si(n as f64 / counted.len() as f64);
+            println!(
+                "  cost: about {} events and {} memory operations per case, at most {} events (case `{most_id}`); {} events and {} memory operations in all ({how})",
+                per_case(events),
+                per_case(memory_ops),
+                si(most as f64),
+                si(events as f64),
+                si(memory_ops as f64)
+            );
+        }
+    }
+    for e in estimates.iter().filter(|e| e.failure.is_some()) {
+        let failure = e.failure.as_deref().unwrap_or_default();
+        let first_line = failure.lines().next().unwrap_or_default();
+        if e.id.is_empty() {
+            println!("  cost: no estimate: {first_line}");
+        } else {
+            println!("  cost: no estimate for case `{}`: {first_line}", e.id);
+        }
     }
     ExitCode::SUCCESS
 }

@@ -141,7 +141,8 @@ fn merge_names_the_missing_cases_and_writes_nothing() {
     assert_eq!(
         stderr(&o),
         format!(
-            "error: 2 case(s) are in no shard: `cpus=2,params.step=1`, `cpus=44,params.step=2` (shard 2/3 not given)\n\
+            "error: 1 of 3 shard(s) missing: 2/3; run them again (as Slurm array task IDs: --array=2)\n\
+             error: 2 case(s) are in no shard: `cpus=2,params.step=1`, `cpus=44,params.step=2`\n\
              error: nothing written to `{out}`\n"
         )
     );
@@ -176,6 +177,305 @@ fn merge_names_the_missing_cases_and_writes_nothing() {
     let o = bounce(&["merge", &out, &tmp.join("nowhere")]);
     assert_exit(&o, 2);
     assert!(!Path::new(&out).exists());
+}
+
+#[test]
+fn merge_names_every_failed_shard_and_a_rerun_replaces_it() {
+    let tmp = TempDir::new("failed-shards");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let full = tmp.join("full");
+    assert_exit(&bounce(&["run", &file, "--out", &full, "-q"]), 0);
+    // Five shards: 0 and 3 finished, 1 failed (its directory exists, with
+    // the temporary file a killed write leaves), 2 and 4 never ran.
+    let dirs: Vec<String> = (0..5).map(|i| tmp.join(&format!("shard-{i}"))).collect();
+    for i in [0, 3] {
+        let shard = format!("{i}/5");
+        assert_exit(
+            &bounce(&["run", &file, "--shard", &shard, "--out", &dirs[i], "-q"]),
+            0,
+        );
+    }
+    std::fs::create_dir_all(&dirs[1]).unwrap();
+    std::fs::write(Path::new(&dirs[1]).join(".results.csv.77.partial"), "case").unwrap();
+    let out = tmp.join("merged");
+    let mut args = vec!["merge", out.as_str()];
+    args.extend(dirs.iter().map(String::as_str));
+    let o = bounce(&args);
+    assert_exit(&o, 2);
+    let rule = "(a shard is written by `bounce run FILE --shard I/N --out DIR`, and only when all its runs succeed)";
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: `{d1}` holds no shard: `shard.json` is missing {rule}\n\
+             error: `{d2}` holds no shard: there is no such directory {rule}\n\
+             error: `{d4}` holds no shard: there is no such directory {rule}\n\
+             error: 3 of 5 shard(s) missing: 1/5, 2/5, 4/5; run them again (as Slurm array task IDs: --array=1-2,4)\n\
+             error: 3 case(s) are in no shard: `cpus=1,params.step=2`, `cpus=2,params.step=1`, `cpus=44,params.step=1`\n\
+             error: nothing written to `{out}`\n",
+            d1 = dirs[1],
+            d2 = dirs[2],
+            d4 = dirs[4],
+        )
+    );
+    assert!(!Path::new(&out).exists());
+
+    // Run again into the same directories, the failed shard's included: the
+    // merge is the unsharded run's, byte for byte.
+    for i in [1, 2, 4] {
+        let shard = format!("{i}/5");
+        assert_exit(
+            &bounce(&["run", &file, "--shard", &shard, "--out", &dirs[i], "-q"]),
+            0,
+        );
+    }
+    let o = bounce(&args);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).starts_with("bounce: merged 5 shard(s) of `cli-sweep`: 6 case(s), 12 run(s)"),
+        "{}",
+        stdout(&o)
+    );
+    for name in FILES {
+        assert!(
+            read(&full, name) == read(&out, name),
+            "{name} differs between the unsharded run and the merge"
+        );
+    }
+
+    // No directory holds a shard: nothing tells the split, so all run again.
+    let o = bounce(&["merge", &out, &tmp.join("none-0"), &tmp.join("none-1")]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "error: none of the 2 director(ies) given holds a shard: run every shard again\n\
+             error: nothing written to `{out}`\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_resumed_run_runs_only_the_missing_cases_and_writes_the_same_bytes() {
+    let tmp = TempDir::new("resume");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let full = tmp.join("full");
+    assert_exit(&bounce(&["run", &file, "--out", &full, "-q"]), 0);
+
+    // An event budget the 44-CPU cases (about 6000 events a run) cannot
+    // meet: they fail, the four others are kept.
+    let part = tmp.join("part");
+    let o = bounce(&[
+        "--set-limit",
+        "events=1000",
+        "run",
+        &file,
+        "--out",
+        &part,
+        "-q",
+    ]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).ends_with(&format!(
+            "error: nothing written to `{part}`: some runs have no result; the 4 case(s) that finished are kept there, and `--resume` runs only the others\n"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!Path::new(&part).join("results.csv").exists());
+    let mut kept: Vec<String> = std::fs::read_dir(Path::new(&part).join(".bounce-resume"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    kept.sort();
+    assert_eq!(
+        kept,
+        ["case-0.json", "case-1.json", "case-2.json", "case-3.json"]
+    );
+
+    let o = bounce(&["run", &file, "--out", &part, "--resume", "-q"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{part}`: 4 case(s) already done, 2 to run\n")
+    );
+    // The report shows the cases run now.
+    assert!(
+        stdout(&o).contains("4 run(s)")
+            && stdout(&o).contains("44,2,padded")
+            && !stdout(&o).contains(" 2,1,base"),
+        "{}",
+        stdout(&o)
+    );
+    for name in FILES {
+        assert!(
+            read(&full, name) == read(&part, name),
+            "{name} differs between a resumed run and a run never stopped"
+        );
+    }
+    assert!(!Path::new(&part).join(".bounce-resume").exists());
+
+    // Resumed again: the results files already hold every case.
+    let o = bounce(&["run", &file, "--out", &part, "--resume", "-q"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{part}`: 6 case(s) already done, 0 to run\n")
+    );
+    for name in FILES {
+        assert!(read(&full, name) == read(&part, name), "{name} changed");
+    }
+
+    // A shard resumes its own cases.
+    let shard = tmp.join("shard");
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &file,
+            "--shard",
+            "0/2",
+            "--out",
+            &shard,
+            "-q",
+        ]),
+        1,
+    );
+    let o = bounce(&[
+        "run", &file, "--shard", "0/2", "--out", &shard, "--resume", "-q",
+    ]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{shard}`: 2 case(s) already done, 1 to run\n")
+    );
+    assert!(Path::new(&shard).join("shard.json").exists());
+
+    // Once the file changes, nothing kept belongs to it: every case runs.
+    std::fs::write(&file, SWEEP.replace("seed = 3", "seed = 4")).unwrap();
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &tmp.join("sweep.toml"),
+            "--out",
+            &tmp.join("other"),
+            "-q",
+        ]),
+        1,
+    );
+    let o = bounce(&["run", &file, "--out", &part, "--resume", "-q"]);
+    assert_exit(&o, 0);
+    assert_eq!(
+        stderr(&o),
+        format!("bounce: resuming in `{part}`: 0 case(s) already done, 6 to run\n")
+    );
+
+    // A run without --resume starts afresh: what an earlier run kept goes.
+    let fresh = tmp.join("fresh");
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &file,
+            "--out",
+            &fresh,
+            "-q",
+        ]),
+        1,
+    );
+    assert!(Path::new(&fresh).join(".bounce-resume").exists());
+    assert_exit(
+        &bounce(&[
+            "--set-limit",
+            "events=1000",
+            "run",
+            &file,
+            "--out",
+            &fresh,
+            "-q",
+        ]),
+        1,
+    );
+    assert_exit(&bounce(&["run", &file, "--out", &fresh, "-q"]), 0);
+    assert!(!Path::new(&fresh).join(".bounce-resume").exists());
+    // --resume needs --out.
+    assert_exit(&bounce(&["run", &file, "--resume"]), 2);
+}
+
+#[test]
+fn check_counts_the_runs_and_estimates_their_events() {
+    let tmp = TempDir::new("check-cost");
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("\n  runs: 6 case(s) x 2 variant(s) = 12 run(s)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" memory operations per case, at most ")
+            && out.contains("(case `cpus=44,params.step=")
+            && out.ends_with(" (estimated from the first 100.0k simulated cycles of each run)\n"),
+        "{out}"
+    );
+    let o = bounce(&["check", "scenarios/shipped/ping-pong.toml"]);
+    assert!(
+        stdout(&o).contains("\n  runs: 1 case(s) x 3 variant(s) = 3 run(s)\n  cost: about "),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// The estimate against the runs themselves: the shipped sweep's 130 cases,
+/// from 1 CPU to 192, in all and for its largest case.
+#[test]
+fn the_cost_estimate_is_near_what_the_runs_take() {
+    let loaded =
+        scenarios::load_file(&root().join("scenarios/shipped/contended-counter-sweep.toml"))
+            .unwrap();
+    let cases =
+        scenarios::run::cases::build_cases(&loaded, scenarios::build::BuildOptions::default())
+            .unwrap();
+    let estimates = scenarios::run::estimate::estimate_cases(&cases);
+    let results = scenarios::run::cases::run_cases(&cases, &|| {});
+    let mut estimated = (0u64, 0u64);
+    let mut actual = (0u64, 0u64);
+    for (e, r) in estimates.iter().zip(&results) {
+        let (events, ops) = (e.events.unwrap(), e.memory_ops.unwrap());
+        let run = r.results[0].as_ref().unwrap();
+        let (run_events, run_ops) = (run.outcome.events, run.outcome.memory_ops);
+        // Each case within a factor of two.
+        assert!(
+            events <= 2 * run_events && run_events <= 2 * events,
+            "case `{}`: {events} events estimated, {run_events} run",
+            e.id
+        );
+        assert!(
+            ops <= 2 * run_ops && run_ops <= 2 * ops,
+            "case `{}`: {ops} memory operations estimated, {run_ops} run",
+            e.id
+        );
+        estimated = (estimated.0 + events, estimated.1 + ops);
+        actual = (actual.0 + run_events, actual.1 + run_ops);
+    }
+    // The sweep in all within 10 %.
+    let near = |a: u64, b: u64| a.abs_diff(b) * 10 <= b;
+    assert!(
+        near(estimated.0, actual.0),
+        "{estimated:?} against {actual:?}"
+    );
+    assert!(
+        near(estimated.1, actual.1),
+        "{estimated:?} against {actual:?}"
+    );
 }
 
 #[test]
@@ -272,7 +572,7 @@ fn a_failed_run_writes_no_results() {
     );
     assert!(
         err.ends_with(&format!(
-            "error: nothing written to `{out}`: some runs have no result\n"
+            "error: nothing written to `{out}`: some runs have no result; the 2 case(s) that finished are kept there, and `--resume` runs only the others\n"
         )),
         "{err}"
     );
@@ -280,11 +580,12 @@ fn a_failed_run_writes_no_results() {
     for name in FILES {
         assert!(!Path::new(&out).join(name).exists(), "{name} written");
     }
-    // No temporary file left behind either.
+    // No temporary file left behind either: only the finished cases, kept
+    // for --resume.
     let left: Vec<_> = std::fs::read_dir(&out)
-        .map(|d| d.filter_map(|e| e.ok()).collect())
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name()).collect())
         .unwrap_or_default();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(left, [".bounce-resume"]);
 }
 
 #[test]

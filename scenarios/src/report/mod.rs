@@ -9,12 +9,15 @@
 //! - [`measured`]: the "measured vs simulated" table;
 //! - [`output`]: the results files (`results.csv`, `results.json`,
 //!   `fields.csv`), shard manifests and their merge;
+//! - [`resume`]: the finished cases of a run with `--out`, kept as they
+//!   finish so that `--resume` runs only the others;
 //! - [`trace`]: the step trace of `bounce trace`;
 //! - [`timeline`]: the messages of the first coherence transactions, for the
 //!   timeline chart.
 
 pub mod measured;
 pub mod output;
+pub mod resume;
 pub mod text;
 pub mod timeline;
 pub mod trace;

@@ -717,6 +717,11 @@ pub struct ShardInput {
 /// Reads `dir/shard.json` and `dir/results.json`.
 pub fn read_shard(dir: &Path) -> Result<ShardInput, String> {
     let shown = dir.display();
+    if !dir.exists() {
+        return Err(format!(
+            "`{shown}` holds no shard: there is no such directory (a shard is written by `bounce run FILE --shard I/N --out DIR`, and only when all its runs succeed)"
+        ));
+    }
     let manifest_path = dir.join(SHARD_MANIFEST);
     let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
@@ -763,11 +768,67 @@ fn list_ids(ids: &[&str], limit: usize) -> String {
     out.join(", ")
 }
 
+/// Shard indices as a Slurm `--array` list: ascending, runs of consecutive
+/// indices as ranges (`0-3,5,7`).
+pub fn array_task_ids(indices: &[usize]) -> String {
+    let mut sorted = indices.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1] == sorted[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j == i {
+            sorted[i].to_string()
+        } else {
+            format!("{}-{}", sorted[i], sorted[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+/// Reads every shard directory in `dirs` and merges them, as [`merge`]
+/// does. A directory that holds no shard (a task that failed, was killed or
+/// never ran) does not stop the others being read: the error names every
+/// such directory, then the shards missing from the split and their cases,
+/// so that all of them can be run again at once. Returns the merged file
+/// and the number of shards joined.
+pub fn merge_dirs(dirs: &[PathBuf]) -> Result<(ResultsFile, usize), String> {
+    let mut shards = Vec::with_capacity(dirs.len());
+    let mut unreadable = Vec::new();
+    for dir in dirs {
+        match read_shard(dir) {
+            Ok(s) => shards.push(s),
+            Err(e) => unreadable.push(e),
+        }
+    }
+    if shards.is_empty() && !unreadable.is_empty() {
+        unreadable.push(format!(
+            "none of the {} director(ies) given holds a shard: run every shard again",
+            dirs.len()
+        ));
+        return Err(unreadable.join("\n"));
+    }
+    let merged = merge_with(&shards, &unreadable)?;
+    Ok((merged, shards.len()))
+}
+
 /// Merges shards into the results an unsharded run writes. Every shard must
 /// come from the same scenario (by hash), tool version and shard count, and
 /// every case must be in exactly one shard; the error names what differs, or
-/// the cases missing or duplicated.
+/// the shards and cases missing (with the shard indices to run again, as
+/// Slurm array task IDs) or duplicated.
 pub fn merge(shards: &[ShardInput]) -> Result<ResultsFile, String> {
+    merge_with(shards, &[])
+}
+
+/// [`merge`], given also the problems of the directories that held no
+/// shard; any of them fails the merge, listed before what is missing.
+fn merge_with(shards: &[ShardInput], unreadable: &[String]) -> Result<ResultsFile, String> {
     let Some(first) = shards.first() else {
         return Err("no shard directories given".into());
     };
@@ -855,25 +916,30 @@ pub fn merge(shards: &[ShardInput]) -> Result<ResultsFile, String> {
         .filter(|(_, d)| d.len() > 1)
         .map(|(i, d)| (*i, d))
         .collect();
-    if !missing.is_empty() || !duplicated.is_empty() {
-        let mut problems = Vec::new();
-        if !missing.is_empty() {
-            let mut seen: Vec<usize> = shards.iter().map(|s| s.manifest.shard_index).collect();
-            seen.sort_unstable();
-            seen.dedup();
-            let absent: Vec<String> = (0..m0.shard_count)
-                .filter(|i| !seen.contains(i))
+    if !unreadable.is_empty() || !missing.is_empty() || !duplicated.is_empty() {
+        let mut problems: Vec<String> = unreadable.to_vec();
+        let mut seen: Vec<usize> = shards.iter().map(|s| s.manifest.shard_index).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        let absent: Vec<usize> = (0..m0.shard_count).filter(|i| !seen.contains(i)).collect();
+        if !absent.is_empty() {
+            let named: Vec<String> = absent
+                .iter()
                 .map(|i| format!("{i}/{}", m0.shard_count))
                 .collect();
             problems.push(format!(
-                "{} case(s) are in no shard: {}{}",
+                "{} of {} shard(s) missing: {}; run them again (as Slurm array task IDs: --array={})",
+                absent.len(),
+                m0.shard_count,
+                named.join(", "),
+                array_task_ids(&absent)
+            ));
+        }
+        if !missing.is_empty() {
+            problems.push(format!(
+                "{} case(s) are in no shard: {}",
                 missing.len(),
                 list_ids(&missing, 20),
-                if absent.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (shard {} not given)", absent.join(", "))
-                }
             ));
         }
         for (i, dirs) in duplicated.iter().take(20) {

@@ -6,6 +6,7 @@
 #![allow(clippy::result_large_err)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use rayon::prelude::*;
 
@@ -117,6 +118,17 @@ pub fn in_shard(index: usize, shard: usize, shards: usize) -> bool {
 /// is called (from any thread) each time a case's last run finishes.
 /// Results come back in case order whatever the number of host threads.
 pub fn run_cases(cases: &[BuiltCase], case_done: &(dyn Fn() + Sync)) -> Vec<CaseResult> {
+    run_cases_reporting(cases, &|_, _| case_done())
+}
+
+/// [`run_cases`], handing each case and its results to `case_done` as soon
+/// as its last run finishes (from any thread, in no particular order), so
+/// that a caller can keep the finished cases of a run that is interrupted.
+pub fn run_cases_reporting(
+    cases: &[BuiltCase],
+    case_done: &(dyn Fn(&BuiltCase, &CaseResult) + Sync),
+) -> Vec<CaseResult> {
+    type Slot = Mutex<Option<Result<VariantResult, VariantFailure>>>;
     let remaining: Vec<AtomicUsize> = cases
         .iter()
         .map(|c| AtomicUsize::new(c.variants.len()))
@@ -126,30 +138,52 @@ pub fn run_cases(cases: &[BuiltCase], case_done: &(dyn Fn() + Sync)) -> Vec<Case
         .enumerate()
         .flat_map(|(i, c)| c.variants.iter().map(move |v| (i, v)))
         .collect();
-    let mut results = runs
-        .par_iter()
-        .map(|&(i, v)| {
-            let r = run_variant(v);
-            if remaining[i].fetch_sub(1, Ordering::AcqRel) == 1 {
-                case_done();
-            }
-            r
-        })
-        .collect::<Vec<_>>()
-        .into_iter();
-    cases
+    // Where each case's runs start in `runs`.
+    let first_run: Vec<usize> = cases
         .iter()
-        .map(|c| {
-            if c.variants.is_empty() {
-                case_done();
+        .scan(0, |next, c| {
+            let first = *next;
+            *next += c.variants.len();
+            Some(first)
+        })
+        .collect();
+    let slots: Vec<Slot> = runs.iter().map(|_| Mutex::new(None)).collect();
+    // A finished case's results: copied for `case_done`, moved out at the end.
+    let result_of = |k: usize, moved: bool| {
+        let mut slot = slots[k]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let result = if moved { slot.take() } else { slot.clone() };
+        result.expect("every run of a finished case has a result")
+    };
+    let case_result = |i: usize, moved: bool| {
+        let c = &cases[i];
+        CaseResult {
+            index: c.index,
+            id: c.id.clone(),
+            seed: c.seed,
+            values: c.values.clone(),
+            results: (first_run[i]..first_run[i] + c.variants.len())
+                .map(|k| result_of(k, moved))
+                .collect(),
+        }
+    };
+    runs.par_iter().enumerate().for_each(|(k, &(i, v))| {
+        let r = run_variant(v);
+        *slots[k]
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(r);
+        if remaining[i].fetch_sub(1, Ordering::AcqRel) == 1 {
+            case_done(&cases[i], &case_result(i, false));
+        }
+    });
+    (0..cases.len())
+        .map(|i| {
+            let result = case_result(i, true);
+            if cases[i].variants.is_empty() {
+                case_done(&cases[i], &result);
             }
-            CaseResult {
-                index: c.index,
-                id: c.id.clone(),
-                seed: c.seed,
-                values: c.values.clone(),
-                results: results.by_ref().take(c.variants.len()).collect(),
-            }
+            result
         })
         .collect()
 }

@@ -8,9 +8,12 @@
 //!
 //! - [`results`]: running one built variant into a [`results::VariantResult`];
 //! - [`cases`]: building and running a scenario's cases;
+//! - [`estimate`]: each case's simulated events, estimated from a short
+//!   prefix of its runs (`bounce check`);
 //! - [`measured`]: each `[[measured]]` figure beside the simulated one
 //!   ([`measured::Comparison`]).
 
 pub mod cases;
+pub mod estimate;
 pub mod measured;
 pub mod results;
