@@ -220,6 +220,34 @@ impl PrivateAccesses for Summed<'_> {
     }
 }
 
+/// The policy where no private hit can run ahead (no private place has a
+/// slot, or the probe wants every access): every private access stops.
+/// Nothing to set up, which shows on the contended paths, where a CPU runs
+/// ahead an operation or two at a time.
+pub(in crate::engine) struct NoPrivate;
+
+impl PrivateAccesses for NoPrivate {
+    #[inline(always)]
+    fn slot_of(&self, _: u32) -> Option<u32> {
+        None
+    }
+
+    #[inline(always)]
+    fn load(&mut self, _: u32, _: Cycle) -> Result<(Cycle, i64), Halt> {
+        Err(Halt)
+    }
+
+    #[inline(always)]
+    fn store(&mut self, _: u32, _: Cycle, _: i64) -> Result<Cycle, Halt> {
+        Err(Halt)
+    }
+
+    #[inline(always)]
+    fn take_failure(&mut self) -> Option<Box<SimError>> {
+        None
+    }
+}
+
 /// The run-ahead machine: a CPU's registers (its stack and the running
 /// frame's locals borrowed, its program counter and clock held here and
 /// written back when it stops), and its private accesses by policy `P`.
@@ -394,19 +422,20 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             Fused::RepeatHead { counter, exit } => {
                 // The plain head reads the counter and pushes two operands
                 // at most: where either could fail, its operations run one
-                // by one.
-                if self.stack.len() + 2 > MAX_STACK || self.local(counter).is_none() {
-                    return execute(self, ops[self.pc as usize]);
+                // by one. (`counter > 0`, `counter - 1`: the rules' values.)
+                let room = self.stack.len() + 2 <= MAX_STACK;
+                match self.locals.get_mut(counter as usize) {
+                    Some(left) if room => {
+                        if binary_value(BinaryOp::Gt, *left, 0) == Some(0) {
+                            self.pc = exit;
+                        } else {
+                            *left = left.wrapping_sub(1);
+                            self.pc += REPEAT_HEAD_OPS;
+                        }
+                    }
+                    _ => return execute(self, ops[self.pc as usize]),
                 }
                 self.count_superinstruction();
-                let left = local(self, counter)?;
-                if binary(self, BinaryOp::Gt, left, 0)? == 0 {
-                    self.pc = exit;
-                } else {
-                    let left = binary(self, BinaryOp::Sub, left, 1)?;
-                    set_local(self, counter, left)?;
-                    self.pc += REPEAT_HEAD_OPS;
-                }
                 Ok(())
             }
             Fused::Binary {
@@ -415,6 +444,11 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                 op,
                 destination,
             } => {
+                // The plain operations push two operands: without room for
+                // both, they run one by one.
+                if self.stack.len() + 2 > MAX_STACK {
+                    return execute(self, ops[self.pc as usize]);
+                }
                 self.count_superinstruction();
                 let a = self.operand(left, &[])?;
                 let b = self.operand(right, &[a])?;
@@ -445,13 +479,11 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
 
     /// A superinstruction's operand, read as its plain push (`Push`,
     /// `Local`, a private `Load`) would, after the plain pushes of
-    /// `before`; where that push would stop, the stop.
+    /// `before` (the stack has room for both); where that push would stop,
+    /// the stop.
     #[inline(always)]
     fn operand(&mut self, operand: Operand, before: &[i64]) -> Result<i64, Halt> {
         let done = before.len() as u32;
-        if self.stack.len() + before.len() >= MAX_STACK {
-            return self.stop_after(before, done, Halt);
-        }
         match operand {
             Operand::Const(v) => Ok(v),
             Operand::Local(slot) => match local(self, slot) {
@@ -740,7 +772,12 @@ impl Simulation<'_> {
         }
         // The code cannot change here: calls are left to `step`.
         let result = if self.fused_code[self.cpus[i].frame.code as usize].is_empty() {
-            self.run_ahead_summed::<false>(i)
+            if self.private.summed && self.private.slots > 0 {
+                self.run_ahead_summed::<false>(i)
+            } else {
+                self.run_ahead_registers(i);
+                Ok(())
+            }
         } else {
             // Out of line, so that the contended paths' loop stays small.
             self.run_ahead_fused(i)
@@ -750,6 +787,16 @@ impl Simulation<'_> {
             self.shortcut_entries[0] += 1;
         }
         result
+    }
+
+    /// `run_ahead` with the [`NoPrivate`] policy, on the plain code.
+    #[inline(always)]
+    fn run_ahead_registers(&mut self, i: usize) {
+        let cpu = &mut self.cpus[i];
+        let ops = self.code_ops[cpu.frame.code as usize];
+        let (mut machine, frame, now) = Ahead::new(cpu, self.time_limit, NoPrivate);
+        let Halt = machine.run_plain(ops);
+        (frame.pc, *now) = machine.position();
     }
 
     /// `run_ahead` with the [`Summed`] policy; `FUSED` when the code has a
