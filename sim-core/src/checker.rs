@@ -795,6 +795,9 @@ impl<'c> Explorer<'c> {
         })
     }
 
+    /// The breadth-first search over states, with its symmetry reduction,
+    /// the limits and the report. (Long because the search's bookkeeping,
+    /// parents, seen set and frontier, is shared by every part of it.)
     fn run(&self) -> CheckReport {
         let mut report = CheckReport {
             config: self.config.clone(),
@@ -1024,7 +1027,9 @@ impl<'c> Explorer<'c> {
     }
 
     /// Takes one step; `describe` asks for the outcome in words (for a
-    /// path being reported; otherwise it is left empty).
+    /// path being reported; otherwise it is left empty). (One arm per
+    /// action kind, each the protocol's rule for it: long because the
+    /// protocol has that many, kept together so they read as its table.)
     fn step(&self, state: &State, action: Action, describe: bool, next: &mut State) -> StepResult {
         macro_rules! say {
             ($text:expr) => {

@@ -90,6 +90,7 @@ pub enum SimError {
 }
 
 impl fmt::Display for SimError {
+    // One arm per error kind, each the message a user reads.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimError::ProtocolViolation {

@@ -626,6 +626,10 @@ fn event_of_key(key: u64) -> (EventKind, usize) {
 }
 
 impl<'c> Simulation<'c> {
+    /// The simulation at cycle 0: every CPU at the start of its first
+    /// iteration, every line in memory. (One field initialiser each: long
+    /// because the state is; the shortcuts' tables are built by
+    /// `run_with`, once the options are known.)
     fn new(config: &'c SimConfig) -> Self {
         let mut coherence = Coherence::new(&config.topology, &config.memory);
         coherence.check_invariants = config.check_invariants;
@@ -753,6 +757,11 @@ impl<'c> Simulation<'c> {
         result
     }
 
+    /// The event loop: takes events in (cycle, key) order until every CPU
+    /// has finished, the stop cycle or a budget is reached, or nothing is
+    /// left to happen. (One loop over the three event kinds, with the
+    /// direct resume and the budget checks beside it; split, each part
+    /// would need the loop's position and limits passed in and out.)
     fn run_events(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
         for i in 0..self.cpus.len() {
             self.schedule(Cycle::ZERO, EventKind::Resume, i);
@@ -988,7 +997,9 @@ impl<'c> Simulation<'c> {
     ///
     /// The CPU's event came first at its cycle, so it may go on at that
     /// cycle; once its clock has moved, it yields to any event at or before
-    /// its new time, which was queued earlier.
+    /// its new time, which was queued earlier. (Long because it is the
+    /// hottest loop: the run's end, running ahead, the turn and `step`
+    /// inline in one place.)
     fn run_cpu(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
         let any_atomic_heads = self.any_atomic_heads;
         loop {

@@ -439,6 +439,8 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         (self.locals.len() - 1) as u16
     }
 
+    /// Compiles one statement. (One arm per statement kind, each short:
+    /// long because the language has that many statements.)
     fn stmt(&mut self, stmt: &Stmt) -> Result<(), CompileError> {
         self.current = stmt.pos;
         match &stmt.kind {
@@ -619,6 +621,8 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         closest(name, &candidates).map(str::to_string)
     }
 
+    /// Compiles one expression, its value left on the operand stack. (One
+    /// arm per expression kind.)
     fn expr(&mut self, expr: &Expr) -> Result<(), CompileError> {
         self.current = expr.pos;
         match &expr.kind {
@@ -845,6 +849,10 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         Ok(())
     }
 
+    /// Resolves a place (`inst.field`, `inst[e].field[i]`, `*p`, a bitfield)
+    /// to its entry in the program's places, its run-time operands
+    /// compiled. (Long because each of those forms has its own checks and
+    /// error messages, which share the lookup.)
     fn place(&mut self, place: &Place) -> Result<u32, CompileError> {
         if let Some(pointer) = &place.pointer {
             self.expr(pointer)?;

@@ -278,28 +278,42 @@ impl Simulation<'_> {
             shortcut_entries[3] += _superinstructions;
         }
         let _ = shortcut_entries;
-        // The sums and the writes' state changes, and the slots left clean
-        // for the next call.
-        let cpu = &mut cpus[i];
         let sums = &mut sums[i * slots..(i + 1) * slots];
-        for ((state, hits), target) in slot_lines[..slots].iter_mut().zip(sums).zip(targets) {
-            if state.access == LINE_UNKNOWN {
-                continue;
-            }
-            if let (Some(line), Some(target), 1..) = (state.line, target, state.pending_writes) {
-                coherence.apply_private_writes(target.unit, line, thread, state.pending_writes);
-            }
-            count_accesses(memory_ops, cpu, state.loads + state.stores);
-            hits.loads += state.loads;
-            hits.stores += state.stores;
-            hits.stall_cycles += state.stall_cycles;
-            *state = SlotLine::default();
-        }
+        let accesses =
+            settle_slot_lines(&mut slot_lines[..slots], sums, targets, coherence, thread);
+        count_accesses(memory_ops, &mut cpus[i], accesses);
         match failed {
             None => Ok(()),
             Some(e) => Err(*e),
         }
     }
+}
+
+/// The end of a hoisted call: each slot's hits added to its sums, its
+/// writes' state changes made, and the slot left clean for the next call;
+/// the accesses made, counted.
+fn settle_slot_lines(
+    lines: &mut [SlotLine],
+    sums: &mut [crate::probe::PrivateHits],
+    targets: &[Option<PrivateTarget>],
+    coherence: &mut Coherence,
+    thread: u8,
+) -> u64 {
+    let mut accesses = 0;
+    for ((state, hits), target) in lines.iter_mut().zip(sums).zip(targets) {
+        if state.access == LINE_UNKNOWN {
+            continue;
+        }
+        if let (Some(line), Some(target), 1..) = (state.line, target, state.pending_writes) {
+            coherence.apply_private_writes(target.unit, line, thread, state.pending_writes);
+        }
+        accesses += state.loads + state.stores;
+        hits.loads += state.loads;
+        hits.stores += state.stores;
+        hits.stall_cycles += state.stall_cycles;
+        *state = SlotLine::default();
+    }
+    accesses
 }
 
 /// The hoisted run proper, out of line (inlined into `run_ahead_fused`
