@@ -740,6 +740,18 @@ impl<'c> Simulation<'c> {
         }
     }
 
+    /// The turn CPU `i`'s private accesses take when it runs ahead: none
+    /// for a CPU that makes private accesses only (nothing it does can meet
+    /// another CPU), else its turn against the queue.
+    #[inline]
+    fn private_turn(&self, i: usize) -> Turn {
+        if self.private.only[i] {
+            Turn::NEVER
+        } else {
+            self.turn(i)
+        }
+    }
+
     /// Whether CPU `i`, at `now`, must give way to the earliest queued
     /// event before an access ([`Turn::must_yield`]).
     #[inline]

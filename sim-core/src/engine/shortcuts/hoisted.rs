@@ -205,11 +205,7 @@ impl Simulation<'_> {
         crate::engine::count_shortcut!(self.shortcut_entries, 4);
         // `must_yield(now, i)` for every `now` of this call (nothing here
         // queues an event).
-        let turn = if self.private.only[i] {
-            Turn::NEVER
-        } else {
-            self.turn(i)
-        };
+        let turn = self.private_turn(i);
         let private_only = self.private.only[i];
         let Simulation {
             cpus,

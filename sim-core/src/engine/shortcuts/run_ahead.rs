@@ -808,11 +808,7 @@ impl Simulation<'_> {
         &mut self,
         i: usize,
     ) -> Result<(), SimError> {
-        let turn = if self.private.only[i] {
-            Turn::NEVER
-        } else {
-            self.turn(i)
-        };
+        let turn = self.private_turn(i);
         let Simulation {
             cpus,
             coherence,
