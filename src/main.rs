@@ -111,6 +111,18 @@ enum Command {
         /// otherwise a line every few seconds, always on stderr).
         #[arg(long, short)]
         quiet: bool,
+        /// What to print on stdout: the report (text), or the records as
+        /// results.csv or results.json hold them (csv, json).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// For a sweep: the metric of the table with a row per case and a
+        /// column per variant, named as its results.csv column (default:
+        /// throughput_iterations_per_second).
+        #[arg(long, value_name = "COLUMN")]
+        metric: Option<String>,
+        /// For a sweep: print only that table, not each case's comparison.
+        #[arg(long)]
+        compact: bool,
     },
     /// Join the outputs of `bounce run --shard I/N --out DIR` into the files
     /// an unsharded run writes.
@@ -280,6 +292,15 @@ enum PresetsAction {
     },
 }
 
+/// What a command prints on stdout: text for people, or the machine-readable
+/// form of the same results, in the schema of the files `--out` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Csv,
+    Json,
+}
+
 const EXIT_RUN_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
@@ -318,6 +339,9 @@ fn main() -> ExitCode {
             shard,
             resume,
             quiet,
+            format,
+            metric,
+            compact,
         } => run(
             &file,
             limits,
@@ -329,6 +353,11 @@ fn main() -> ExitCode {
                 resume,
             },
             quiet,
+            RunPrint {
+                format,
+                metric: metric.as_deref(),
+                compact,
+            },
         ),
         Command::Limits => show_limits(limits),
         Command::Import {
@@ -463,6 +492,14 @@ struct RunOut<'a> {
     resume: bool,
 }
 
+/// What `bounce run` prints on stdout: the format, and for a sweep's
+/// table the metric and whether only the table.
+struct RunPrint<'a> {
+    format: Format,
+    metric: Option<&'a str>,
+    compact: bool,
+}
+
 fn run(
     file: &Path,
     limits: &scenarios::Limits,
@@ -470,6 +507,7 @@ fn run(
     host_stats: bool,
     out: RunOut,
     quiet: bool,
+    print: RunPrint,
 ) -> ExitCode {
     use scenarios::report::resume as resumed_cases;
     let RunOut {
@@ -477,6 +515,19 @@ fn run(
         shard,
         resume,
     } = out;
+    let RunPrint {
+        format,
+        metric,
+        compact,
+    } = print;
+    let metric = match metric.map(scenarios::report::text::metric_by_key) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(message)) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
     let mut options = BuildOptions::default();
     options.check_invariants |= check;
     let loaded = match load_file_with(file, limits) {
@@ -576,27 +627,36 @@ fn run(
     };
     let name = &loaded.base.doc.name;
     let measured = scenarios::run::measured::compare_cases(&loaded, &cases, &results);
-    match (&loaded.sweep, results.first()) {
-        (Some(sweep), _) => print!(
-            "{}",
-            scenarios::report::text::sweep_report(name, sweep, &results, loaded.cases.len(), shard)
-        ),
-        (None, Some(case)) => {
-            print!(
+    if format == Format::Text {
+        match (&loaded.sweep, results.first()) {
+            (Some(sweep), _) => print!(
                 "{}",
-                scenarios::report::text::full_report(name, &case.results)
-            );
-            let table = scenarios::report::measured::table(&measured);
-            if !table.is_empty() {
-                print!("\n{table}");
+                scenarios::report::text::sweep_report_with(
+                    name,
+                    sweep,
+                    &results,
+                    loaded.cases.len(),
+                    shard,
+                    &scenarios::report::text::SweepView { metric, compact },
+                )
+            ),
+            (None, Some(case)) => {
+                print!(
+                    "{}",
+                    scenarios::report::text::full_report(name, &case.results)
+                );
+                let table = scenarios::report::measured::table(&measured);
+                if !table.is_empty() {
+                    print!("\n{table}");
+                }
             }
-        }
-        (None, None) if !resumed.cases.is_empty() => {
-            println!("bounce: {name}: its one case was done already; nothing run");
-        }
-        (None, None) => {
-            let (i, n) = shard.unwrap_or((0, 1));
-            println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
+            (None, None) if !resumed.cases.is_empty() => {
+                println!("bounce: {name}: its one case was done already; nothing run");
+            }
+            (None, None) => {
+                let (i, n) = shard.unwrap_or((0, 1));
+                println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
+            }
         }
     }
     let mut failed = false;
@@ -630,10 +690,16 @@ fn run(
         }
         return ExitCode::from(EXIT_RUN_FAILED);
     }
+    // Every case's records: those run now and those resumed.
+    let mut file = header;
+    let now = scenarios::report::output::records(&file, &cases, &results);
+    (file.records, file.measured) = resumed_cases::combine(now, measured, resumed);
+    match format {
+        Format::Text => {}
+        Format::Csv => print!("{}", scenarios::report::output::results_csv(&file)),
+        Format::Json => print!("{}", scenarios::report::output::results_json(&file)),
+    }
     if let Some(dir) = out {
-        let mut file = header;
-        let now = scenarios::report::output::records(&file, &cases, &results);
-        (file.records, file.measured) = resumed_cases::combine(now, measured, resumed);
         let manifest = shard.map(|(i, n)| scenarios::report::output::manifest(&file, i, n));
         if let Err(e) = scenarios::report::output::write_results(dir, &file, manifest.as_ref()) {
             eprintln!(

@@ -50,59 +50,104 @@ fn percent_change(base: f64, value: f64) -> String {
         if p.abs() < 0.05 {
             "0.0%".into()
         } else {
-            format!("{p:+.1}%")
+            format!("{}%", signed_percent(p))
         }
     }
 }
 
-struct Metric {
-    name: &'static str,
-    value: fn(&VariantResult) -> f64,
+/// A signed percentage to one decimal, with more decimals where one would
+/// round a value that is not -100 % (or +100 %) to it: `-99.99` is
+/// `-99.99`, not `-100.0`, since a drop of 100 % means nothing is left.
+pub fn signed_percent(p: f64) -> String {
+    let mut text = format!("{p:+.1}");
+    for decimals in 2..=6 {
+        let rounded_to_100 = text.parse::<f64>().is_ok_and(|t| t.abs() == 100.0);
+        if !rounded_to_100 || p.abs() == 100.0 {
+            break;
+        }
+        text = format!("{p:+.decimals$}");
+    }
+    text
 }
 
-const METRICS: &[Metric] = &[
+/// A number of a run, as a row of the comparison table and a column of the
+/// sweep's pivot table.
+pub struct Metric {
+    /// The row's label in the comparison table.
+    pub name: &'static str,
+    /// Its column in `results.csv` (and key in `results.json`), the name
+    /// `bounce run --metric` takes.
+    pub key: &'static str,
+    /// A short column heading for the pivot table, with the unit.
+    pub heading: &'static str,
+    pub value: fn(&VariantResult) -> f64,
+}
+
+pub const METRICS: &[Metric] = &[
     Metric {
         name: "throughput.total (iterations/s)",
+        key: "throughput_iterations_per_second",
+        heading: "iterations/s",
         value: |r| r.throughput_total(),
     },
     Metric {
         name: "throughput.per_cpu (iterations/s)",
+        key: "throughput_per_cpu_iterations_per_second",
+        heading: "iter/s per CPU",
         value: |r| r.throughput_per_cpu(),
     },
     Metric {
         name: "cycles_per_iteration.mean",
+        key: "cycles_per_iteration_mean",
+        heading: "cycles/iter",
         value: |r| r.iteration_cycles.mean(),
     },
     Metric {
         name: "cycles_per_iteration.p50",
+        key: "cycles_per_iteration_p50",
+        heading: "p50 cycles",
         value: |r| r.iteration_cycles.quantile(500) as f64,
     },
     Metric {
         name: "cycles_per_iteration.p99",
+        key: "cycles_per_iteration_p99",
+        heading: "p99 cycles",
         value: |r| r.iteration_cycles.quantile(990) as f64,
     },
     Metric {
         name: "ns_per_iteration.mean",
+        key: "ns_per_iteration_mean",
+        heading: "ns/iter",
         value: |r| r.cycles_to_ns(r.iteration_cycles.mean()),
     },
     Metric {
         name: "misses_per_iteration",
+        key: "misses_per_iteration",
+        heading: "misses/iter",
         value: |r| r.per_iteration(r.total.misses),
     },
     Metric {
         name: "hitm_per_iteration",
+        key: "hitm_per_iteration",
+        heading: "HITM/iter",
         value: |r| r.per_iteration(r.total.hitm),
     },
     Metric {
         name: "invalidations_per_iteration",
+        key: "invalidations_per_iteration",
+        heading: "inval/iter",
         value: |r| r.per_iteration(r.total.invalidations),
     },
     Metric {
         name: "cross_socket_per_iteration",
+        key: "cross_socket_misses_per_iteration",
+        heading: "x-socket/iter",
         value: |r| r.per_iteration(r.total.cross_socket),
     },
     Metric {
         name: "stall_cycles_per_iteration",
+        key: "stall_cycles_per_iteration",
+        heading: "stall cyc/iter",
         value: |r| r.per_iteration(r.total.stall_cycles),
     },
 ];
@@ -111,6 +156,8 @@ const METRICS: &[Metric] = &[
 /// variant's machine prefetched.
 const PREFETCH_METRIC: Metric = Metric {
     name: "prefetches_per_iteration",
+    key: "prefetches_per_iteration",
+    heading: "prefetch/iter",
     value: |r| r.per_iteration(r.total.prefetches),
 };
 
@@ -354,79 +401,196 @@ pub fn full_report(
     out
 }
 
-/// Column labels of a sweep table: the case id without the `machine` axis
-/// (and the variant, when cases run more than one), or `#N` with a legend
-/// when some label would not fit a column.
-fn sweep_labels(
-    axes: &[String],
-    runs: &[(&CaseResult, &VariantResult)],
-    many_variants: bool,
-) -> (Vec<String>, Option<String>) {
-    let label = |case: &CaseResult, v: &VariantResult| {
-        let mut parts: Vec<String> = axes
-            .iter()
-            .zip(&case.values)
-            .filter(|(a, _)| a.as_str() != "machine")
-            .map(|(a, value)| format!("{a}={value}"))
-            .collect();
-        if many_variants || parts.is_empty() {
-            parts.push(v.name.clone());
-        }
-        parts.join(",")
-    };
-    let full: Vec<String> = runs.iter().map(|(c, v)| label(c, v)).collect();
-    if full.iter().all(|l| l.chars().count() <= 16) {
-        return (full, None);
-    }
-    // The values alone, under a line naming the axes.
-    let mut names: Vec<&str> = axes
-        .iter()
-        .map(String::as_str)
-        .filter(|a| *a != "machine")
-        .collect();
-    if many_variants || names.is_empty() {
-        names.push("variant");
-    }
-    let values: Vec<String> = runs
-        .iter()
-        .map(|(case, v)| {
-            let mut parts: Vec<String> = axes
-                .iter()
-                .zip(&case.values)
-                .filter(|(a, _)| a.as_str() != "machine")
-                .map(|(_, value)| value.to_string())
-                .collect();
-            if many_variants || parts.is_empty() {
-                parts.push(v.name.clone());
-            }
-            parts.join(",")
-        })
-        .collect();
-    if values.iter().all(|l| l.chars().count() <= 16) {
-        return (values, Some(format!("  {}\n", names.join(","))));
-    }
-    let mut legend = String::new();
-    let short = full
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let _ = writeln!(legend, "  #{i:<4} {l}");
-            format!("#{i}")
-        })
-        .collect();
-    (short, Some(legend))
+/// How `bounce run` prints a sweep.
+#[derive(Clone, Default)]
+pub struct SweepView {
+    /// The metric of the pivot table (a key of [`METRICS`]); `None` for
+    /// throughput when cases run several variants, and for a row of the
+    /// main metrics when they run one.
+    pub metric: Option<&'static Metric>,
+    /// Only the pivot table, without each case's comparison table.
+    pub compact: bool,
 }
 
-/// The report of a sweep: per value of the `machine` axis (or once, without
-/// one), the comparison table across its cases, each run beside the first;
-/// then the runs that failed. The attribution per field and per line is in
-/// `fields.csv` (`bounce run --out DIR`).
+/// The metric whose results.csv column is `key`, or an error naming the
+/// valid ones (and the closest).
+pub fn metric_by_key(key: &str) -> Result<&'static Metric, String> {
+    if let Some(m) = METRICS.iter().find(|m| m.key == key) {
+        return Ok(m);
+    }
+    let keys: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
+    let hint = crate::format::error::closest(key, &keys)
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "--metric: no metric `{key}`{hint}; metrics (results.csv columns): {}",
+        keys.join(", ")
+    ))
+}
+
+/// The metrics of a one-variant sweep's table, one column each.
+const CASE_TABLE_METRICS: [usize; 7] = [0, 1, 2, 4, 7, 9, 10];
+
+/// An axis value for a table cell: as in the case id, shortened to fit.
+fn axis_cell(value: &crate::format::sweep::AxisValue) -> String {
+    truncate(&value.to_string(), 24)
+}
+
+/// The rows of a text table, right-aligned in columns as wide as their
+/// widest cell; the first row is the heading, underlined.
+fn aligned(rows: &[Vec<String>]) -> String {
+    let mut out = String::new();
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        let mut line = String::new();
+        for (c, cell) in row.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let _ = write!(line, "{cell:>w$}", w = widths[c]);
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            let _ = writeln!(out, "{}", rule.join("  "));
+        }
+    }
+    out
+}
+
+/// The pivot table of one machine's cases: a row per case (its axis values
+/// but the machine), a column per variant with the metric, and beside each
+/// variant after the first its change against the same case's first
+/// variant. With one variant and no metric chosen, a column per main
+/// metric instead.
+fn pivot(
+    axes: &[String],
+    cases: &[&CaseResult],
+    variants: &[String],
+    metric: Option<&Metric>,
+) -> String {
+    let key_axes: Vec<usize> = (0..axes.len()).filter(|&i| axes[i] != "machine").collect();
+    let mut heading: Vec<String> = key_axes.iter().map(|&i| axes[i].clone()).collect();
+    if heading.is_empty() {
+        heading.push("case".into());
+    }
+    let result = |case: &CaseResult, variant: &str| -> Option<VariantResult> {
+        case.results
+            .iter()
+            .flatten()
+            .find(|r| r.name == variant)
+            .cloned()
+    };
+    let per_metric = variants.len() == 1 && metric.is_none();
+    if per_metric {
+        heading.extend(
+            CASE_TABLE_METRICS
+                .iter()
+                .map(|&m| METRICS[m].heading.to_string()),
+        );
+    } else {
+        for (j, v) in variants.iter().enumerate() {
+            heading.push(v.clone());
+            if j > 0 {
+                heading.push("%change".into());
+            }
+        }
+    }
+    let mut rows = vec![heading];
+    for case in cases {
+        let mut row: Vec<String> = key_axes
+            .iter()
+            .filter_map(|&i| case.values.get(i).map(axis_cell))
+            .collect();
+        if row.is_empty() {
+            row.push(if case.id.is_empty() {
+                "-".into()
+            } else {
+                case.id.clone()
+            });
+        }
+        if per_metric {
+            let r = result(case, &variants[0]);
+            for &m in &CASE_TABLE_METRICS {
+                row.push(
+                    r.as_ref()
+                        .map_or("FAILED".into(), |r| si((METRICS[m].value)(r))),
+                );
+            }
+        } else {
+            let metric = metric.unwrap_or(&METRICS[0]);
+            let base = result(case, &variants[0]).map(|r| (metric.value)(&r));
+            for (j, v) in variants.iter().enumerate() {
+                let value = result(case, v).map(|r| (metric.value)(&r));
+                row.push(value.map_or("FAILED".into(), si));
+                if j > 0 {
+                    row.push(match (base, value) {
+                        (Some(b), Some(v)) => percent_change(b, v),
+                        _ => "-".into(),
+                    });
+                }
+            }
+        }
+        rows.push(row);
+    }
+    aligned(&rows)
+}
+
+/// A case's label in headings: its axis values but the machine.
+fn case_label(axes: &[String], case: &CaseResult) -> String {
+    let parts: Vec<String> = axes
+        .iter()
+        .zip(&case.values)
+        .filter(|(a, _)| a.as_str() != "machine")
+        .map(|(a, value)| format!("{a}={}", axis_cell(value)))
+        .collect();
+    if parts.is_empty() {
+        case.id.clone()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The report of a sweep, as [`sweep_report_with`] prints it by default.
 pub fn sweep_report(
     scenario_name: &str,
     sweep: &Sweep,
     cases: &[CaseResult],
     total_cases: usize,
     shard: Option<(usize, usize)>,
+) -> String {
+    sweep_report_with(
+        scenario_name,
+        sweep,
+        cases,
+        total_cases,
+        shard,
+        &SweepView::default(),
+    )
+}
+
+/// The report of a sweep: per value of the `machine` axis (or once, without
+/// one), the pivot table (a row per case, a column per variant, each
+/// variant against the same case's base), then, unless `view.compact`,
+/// each case's comparison table (its variants beside its base); then the
+/// runs that failed. The attribution per field and per line is in
+/// `fields.csv` (`bounce run --out DIR`).
+pub fn sweep_report_with(
+    scenario_name: &str,
+    sweep: &Sweep,
+    cases: &[CaseResult],
+    total_cases: usize,
+    shard: Option<(usize, usize)>,
+    view: &SweepView,
 ) -> String {
     let mut out = String::new();
     let axes: Vec<String> = sweep.axes.iter().map(|a| a.name.clone()).collect();
@@ -445,25 +609,23 @@ pub fn sweep_report(
     }
     out.push('\n');
     let machine_axis = axes.iter().position(|a| a == "machine");
-    let mut by_machine: Vec<(String, Vec<(&CaseResult, &VariantResult)>)> = Vec::new();
+    let mut by_machine: Vec<(String, Vec<&CaseResult>)> = Vec::new();
     for case in cases {
         let key = machine_axis
             .and_then(|i| case.values.get(i))
             .map_or_else(String::new, |v| v.to_string());
-        let pos = match by_machine.iter().position(|(k, _)| *k == key) {
-            Some(p) => p,
-            None => {
-                by_machine.push((key, Vec::new()));
-                by_machine.len() - 1
-            }
-        };
-        for r in case.results.iter().flatten() {
-            by_machine[pos].1.push((case, r));
+        match by_machine.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(case),
+            None => by_machine.push((key, vec![case])),
         }
     }
-    let many_variants = sweep.variants.len() > 1;
-    for (key, runs) in &by_machine {
-        let Some((_, first)) = runs.first() else {
+    let base_name = sweep.variants.first().cloned().unwrap_or_default();
+    for (key, machine_cases) in &by_machine {
+        let Some(first) = machine_cases
+            .iter()
+            .flat_map(|c| c.results.iter().flatten())
+            .next()
+        else {
             continue;
         };
         let machine = if key.is_empty() {
@@ -473,25 +635,51 @@ pub fn sweep_report(
         };
         let _ = writeln!(
             out,
-            "\nmachine {machine} ({} MHz): {} run(s), each beside the first\n",
+            "\nmachine {machine} ({} MHz): {} case(s) x {} variant(s)\n",
             first.clock_mhz,
-            runs.len()
+            machine_cases.len(),
+            sweep.variants.len()
         );
-        let (labels, legend) = sweep_labels(&axes, runs, many_variants);
-        if let Some(legend) = legend {
-            let _ = writeln!(out, "columns:");
-            out.push_str(&legend);
-            out.push('\n');
+        match (sweep.variants.len(), view.metric) {
+            (1, None) => {
+                let _ = writeln!(
+                    out,
+                    "per case (per iteration: per measured iteration of all CPUs)"
+                );
+            }
+            (1, Some(m)) => {
+                let _ = writeln!(out, "{} per case", m.name);
+            }
+            (_, m) => {
+                let m = m.unwrap_or(&METRICS[0]);
+                let _ = writeln!(
+                    out,
+                    "{} per case; %change: against the same case's `{base_name}`",
+                    m.name
+                );
+            }
         }
-        let relabelled: Vec<VariantResult> = runs
-            .iter()
-            .zip(labels)
-            .map(|((_, r), label)| VariantResult {
-                name: label,
-                ..(*r).clone()
-            })
-            .collect();
-        out.push_str(&comparison_table(&relabelled));
+        out.push_str(&pivot(&axes, machine_cases, &sweep.variants, view.metric));
+        if view.compact || sweep.variants.len() < 2 {
+            continue;
+        }
+        for case in machine_cases {
+            let ok: Vec<VariantResult> = case
+                .results
+                .iter()
+                .filter_map(|r| r.as_ref().ok().cloned())
+                .collect();
+            if ok.is_empty() {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "\ncase {}: each variant beside `{}`\n",
+                case_label(&axes, case),
+                ok[0].name
+            );
+            out.push_str(&comparison_table(&ok));
+        }
     }
     let mut failed = false;
     for case in cases {
@@ -526,6 +714,10 @@ mod tests {
     #[test]
     fn percent_change_reads_like_lkp() {
         assert_eq!(percent_change(15722.0, 4792.0), "-69.5%");
+        // Not rounded to -100.0 %: something is left.
+        assert_eq!(percent_change(10000.0, 1.0), "-99.99%");
+        assert_eq!(percent_change(100.0, 0.0), "-100.0%");
+        assert_eq!(percent_change(1000.0, 0.4), "-99.96%");
         assert_eq!(percent_change(100.0, 100.0), "0.0%");
         assert_eq!(percent_change(0.0, 3.0), "n/a");
     }
