@@ -80,13 +80,53 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
     } else {
         format!(" ({})", last.case_id)
     };
-    if let Some(chart) = comparison(&case, name, &where_) {
-        out.push(("comparison.svg".into(), plots::comparison(&chart)?));
+    // One variant has nothing to compare with.
+    if file.variants.len() > 1 {
+        if file.cases.len() > 1 {
+            // A sweep: per case, its variants against its own base; one
+            // chart per machine when there are several.
+            let mut machines: IndexMap<&str, Vec<&Record>> = IndexMap::new();
+            for r in &file.records {
+                machines.entry(r.machine.as_str()).or_default().push(r);
+            }
+            for (machine, records) in &machines {
+                if let Some(chart) = sweep_comparison(file, records, name) {
+                    let file_name = if machines.len() > 1 {
+                        format!("comparison-{}.svg", file_safe(machine))
+                    } else {
+                        "comparison.svg".to_string()
+                    };
+                    out.push((file_name, plots::grouped_comparison(&chart)?));
+                }
+            }
+        } else if let Some(chart) = comparison(&case, name, &where_) {
+            out.push(("comparison.svg".into(), plots::comparison(&chart)?));
+        }
     }
-    match plots::attribution(&attribution(&case, name, &where_)) {
-        Ok(svg) => out.push(("attribution.svg".into(), svg)),
-        Err(PlotError::Empty(_)) => {}
-        Err(e) => return Err(e),
+    // The attribution of every case: `attribution.svg` without a sweep,
+    // `attribution-CASE.svg` per case of one.
+    for c in &file.cases {
+        let records: Vec<&Record> = file
+            .records
+            .iter()
+            .filter(|r| r.case_index == c.index)
+            .collect();
+        if records.is_empty() {
+            continue;
+        }
+        let (file_name, where_) = if file.cases.len() > 1 {
+            (
+                format!("attribution-{}.svg", file_safe(&c.id)),
+                format!(" ({})", c.id),
+            )
+        } else {
+            ("attribution.svg".to_string(), String::new())
+        };
+        match plots::attribution(&attribution(&records, name, &where_)) {
+            Ok(svg) => out.push((file_name, svg)),
+            Err(PlotError::Empty(_)) => {}
+            Err(e) => return Err(e),
+        }
     }
     for r in &case {
         for chart in line_maps(r, &where_) {
@@ -142,23 +182,36 @@ fn scaling(
         })
         .map(|a| a.name.as_str())
         .collect();
+    // A line's label: its variant when the file has several, and the
+    // values of the other varying axes (bare when one axis varies), so a
+    // legend reads `icelake-sp-2s`, not `base, machine=icelake-sp-2s`.
+    let many_variants = file.variants.len() > 1;
     for r in records {
         let others: Vec<String> = r
             .axes
             .iter()
             .filter(|(k, _)| varying.contains(&k.as_str()))
-            .map(|(k, v)| format!("{k}={}", axis_text(v)))
+            .map(|(k, v)| {
+                if varying.len() == 1 {
+                    axis_text(v)
+                } else {
+                    format!("{k}={}", axis_text(v))
+                }
+            })
             .collect();
-        let label = if varying.is_empty() {
-            r.variant.clone()
-        } else {
-            format!("{}, {}", r.variant, others.join(", "))
-        };
+        let mut parts = Vec::new();
+        if many_variants || others.is_empty() {
+            parts.push(r.variant.clone());
+        }
+        parts.extend(others);
         lines
-            .entry(label)
+            .entry(parts.join(", "))
             .or_default()
             .push((r.cpus as f64, metric(r)));
     }
+    // At most one line per socket: each socket boundary, and the first L3
+    // domain boundary (where the CPUs first stop sharing an L3), not every
+    // L3 domain's (32 lines on a Bergamo).
     let mut boundaries = Vec::new();
     if one_machine && file.placement.as_deref() == Some("compact") && first.machine_sockets > 0 {
         let per_socket = first.machine_cores / first.machine_sockets;
@@ -170,13 +223,11 @@ fn scaling(
         }
         if first.machine_l3_domains > first.machine_sockets {
             let per_l3 = first.machine_cores / first.machine_l3_domains;
-            for d in 1..first.machine_l3_domains {
-                if per_l3 > 0 && (d * per_l3).checked_rem(per_socket) != Some(0) {
-                    boundaries.push(Boundary {
-                        x: (d * per_l3) as f64 + 0.5,
-                        kind: BoundaryKind::L3Domain,
-                    });
-                }
+            if per_l3 > 0 && per_l3 < per_socket {
+                boundaries.push(Boundary {
+                    x: per_l3 as f64 + 0.5,
+                    kind: BoundaryKind::L3Domain,
+                });
             }
         }
     }
@@ -209,11 +260,91 @@ fn comparison(case: &[&Record], name: &str, where_: &str) -> Option<ComparisonCh
         category_label: "variant".into(),
         bars: case
             .iter()
+            .skip(1)
             .map(|r| Bar {
                 label: r.variant.clone(),
                 value: (r.throughput_iterations_per_second / b - 1.0) * 100.0,
             })
             .collect(),
+    })
+}
+
+/// A case's label in a chart: its axis values but the machine's (the
+/// chart names the machine), or its id.
+fn case_label(file: &ResultsFile, r: &Record) -> String {
+    let parts: Vec<String> = r
+        .axes
+        .iter()
+        .filter(|(k, _)| k.as_str() != "machine")
+        .map(|(k, v)| format!("{k}={}", axis_text(v)))
+        .collect();
+    if parts.is_empty() || file.axes.is_empty() {
+        r.case_id.clone()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// A sweep's comparison on one machine: per case, each variant's
+/// throughput change against the same case's first variant.
+fn sweep_comparison(
+    file: &ResultsFile,
+    records: &[&Record],
+    name: &str,
+) -> Option<plots::GroupedComparisonChart> {
+    let base_name = file.variants.first()?;
+    let mut categories = Vec::new();
+    let mut series: Vec<(String, Vec<f64>)> = file
+        .variants
+        .iter()
+        .skip(1)
+        .map(|v| (v.clone(), Vec::new()))
+        .collect();
+    let mut cases: Vec<usize> = records.iter().map(|r| r.case_index).collect();
+    cases.dedup();
+    for case in cases {
+        let of_case = |v: &str| {
+            records
+                .iter()
+                .find(|r| r.case_index == case && r.variant == v)
+        };
+        let Some(base) = of_case(base_name) else {
+            continue;
+        };
+        let b = base.throughput_iterations_per_second;
+        if b <= 0.0 {
+            continue;
+        }
+        let values: Option<Vec<f64>> = series
+            .iter()
+            .map(|(v, _)| {
+                of_case(v).map(|r| (r.throughput_iterations_per_second / b - 1.0) * 100.0)
+            })
+            .collect();
+        let Some(values) = values else {
+            continue;
+        };
+        categories.push(case_label(file, base));
+        for ((_, list), v) in series.iter_mut().zip(values) {
+            list.push(v);
+        }
+    }
+    if categories.is_empty() {
+        return None;
+    }
+    let first = records.first()?;
+    let machines: Vec<&str> = records.iter().map(|r| r.machine.as_str()).collect();
+    let machine = if machines.iter().all(|m| *m == first.machine) {
+        format!(" on {}", first.machine)
+    } else {
+        String::new()
+    };
+    Some(plots::GroupedComparisonChart {
+        title: format!("{name}: throughput against `{base_name}`, per case{machine}"),
+        value_label: format!("throughput change against the same case's `{base_name}` (%)"),
+        category_label: "case".into(),
+        categories,
+        series,
     })
 }
 

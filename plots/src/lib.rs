@@ -104,6 +104,21 @@ pub struct ComparisonChart {
     pub bars: Vec<Bar>,
 }
 
+/// Per case (a group), each variant's percent change against that case's
+/// base, as horizontal bars, a colour per variant, the value written at the
+/// end of each: the comparison of a sweep, one group per case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupedComparisonChart {
+    pub title: String,
+    pub value_label: String,
+    /// The group axis, e.g. "case".
+    pub category_label: String,
+    /// The groups, top to bottom.
+    pub categories: Vec<String>,
+    /// (variant, one value per group).
+    pub series: Vec<(String, Vec<f64>)>,
+}
+
 /// One field's values in an attribution chart, one per variant.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FieldRow {
@@ -235,7 +250,118 @@ fn render(
     Ok(svg)
 }
 
-/// The scaling chart as an SVG document.
+/// A linear f64 axis whose ticks are plotters' own, or the given ones (the
+/// powers of the base on an axis in log units).
+struct Ticked {
+    inner: plotters::coord::types::RangedCoordf64,
+    ticks: Option<Vec<f64>>,
+}
+
+impl Ticked {
+    fn new(range: std::ops::Range<f64>, ticks: Option<Vec<f64>>) -> Ticked {
+        Ticked {
+            inner: range.into(),
+            ticks,
+        }
+    }
+}
+
+impl plotters::coord::ranged1d::Ranged for Ticked {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.inner.map(value, limit)
+    }
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        match &self.ticks {
+            // No light mesh lines between given ticks.
+            Some(ticks) if !hint.weight().allow_light_points() => ticks.clone(),
+            Some(_) => Vec::new(),
+            None => self.inner.key_points(hint),
+        }
+    }
+    fn range(&self) -> std::ops::Range<f64> {
+        self.inner.range()
+    }
+}
+
+/// How one axis of a scaling chart maps values to positions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scale {
+    Linear,
+    /// log base 2: a doubling sweep's points evenly spaced.
+    Log2,
+    /// log base 10: values that span decades.
+    Log10,
+}
+
+impl Scale {
+    fn to_axis(self, v: f64) -> f64 {
+        match self {
+            Scale::Linear => v,
+            Scale::Log2 => v.log2(),
+            Scale::Log10 => v.log10(),
+        }
+    }
+    fn from_axis(self, a: f64) -> f64 {
+        match self {
+            Scale::Linear => a,
+            Scale::Log2 => a.exp2(),
+            Scale::Log10 => 10f64.powf(a),
+        }
+    }
+    /// What the axis label says of the scale.
+    fn note(self) -> &'static str {
+        match self {
+            Scale::Linear => "",
+            Scale::Log2 => ", log2 scale",
+            Scale::Log10 => ", log scale",
+        }
+    }
+}
+
+/// Smallest ratio of largest to smallest x for which a scaling chart's x
+/// axis is log2: a sweep over 1 to 8 CPUs or more, whose doubling steps
+/// would otherwise crowd its first points into the left edge.
+pub const LOG_X_MIN_RATIO: f64 = 8.0;
+/// Smallest ratio of largest to smallest y for a log y axis: values that
+/// span two decades, whose small ones a linear axis flattens onto zero.
+pub const LOG_Y_MIN_RATIO: f64 = 100.0;
+
+/// The scale of an axis over `values`: `log` when every value is positive
+/// and they span at least `min_ratio`.
+fn choose_scale(values: &[f64], min_ratio: f64, log: Scale) -> Scale {
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if lo > 0.0 && hi / lo >= min_ratio {
+        log
+    } else {
+        Scale::Linear
+    }
+}
+
+/// Tick positions (in axis units) of a log axis over `lo..hi` (axis units):
+/// every power of the base, and for log10 axes spanning few decades the 2s
+/// and 5s between them.
+fn log_ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let first = lo.ceil() as i64;
+    let last = hi.floor() as i64;
+    let decades = last - first;
+    for p in (first - 1)..=last {
+        ticks.push(p as f64);
+        if scale == Scale::Log10 && decades <= 3 {
+            ticks.push(p as f64 + 2f64.log10());
+            ticks.push(p as f64 + 5f64.log10());
+        }
+    }
+    ticks.retain(|t| *t >= lo && *t <= hi);
+    ticks
+}
+
+/// The scaling chart as an SVG document. The x axis is log2 when x spans a
+/// factor of [`LOG_X_MIN_RATIO`] or more (a doubling sweep), the y axis
+/// log10 when y spans [`LOG_Y_MIN_RATIO`] or more; the axis labels say so.
 pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
     if chart.series.is_empty() {
         return Err(PlotError::Empty("the list of series".into()));
@@ -254,19 +380,54 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
     for b in &chart.boundaries {
         check_finite("a boundary", b.x)?;
     }
-    let xmin = points.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
-    let xmax = points.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
-    let ymin = points.iter().map(|p| p.1).fold(0.0, f64::min);
-    let ymax = points.iter().map(|p| p.1).fold(0.0, f64::max);
-    let xpad = ((xmax - xmin) * 0.04).max(0.5);
+    let xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
+    let x_scale = choose_scale(&xs, LOG_X_MIN_RATIO, Scale::Log2);
+    let y_scale = choose_scale(&ys, LOG_Y_MIN_RATIO, Scale::Log10);
+    let at = |(x, y): (f64, f64)| (x_scale.to_axis(x), y_scale.to_axis(y));
+    let axis_points: Vec<(f64, f64)> = points.iter().map(|&p| at(p)).collect();
+    let xmin = axis_points
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::INFINITY, f64::min);
+    let xmax = axis_points
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (ymin, ymax) = match y_scale {
+        // A linear axis starts at zero.
+        Scale::Linear => (
+            axis_points.iter().map(|p| p.1).fold(0.0, f64::min),
+            axis_points.iter().map(|p| p.1).fold(0.0, f64::max),
+        ),
+        _ => (
+            axis_points
+                .iter()
+                .map(|p| p.1)
+                .fold(f64::INFINITY, f64::min),
+            axis_points
+                .iter()
+                .map(|p| p.1)
+                .fold(f64::NEG_INFINITY, f64::max),
+        ),
+    };
+    let xpad = match x_scale {
+        Scale::Linear => ((xmax - xmin) * 0.04).max(0.5),
+        _ => ((xmax - xmin) * 0.04).max(0.1),
+    };
     let (x0, x1) = (xmin - xpad, xmax + xpad);
     let yspan = if ymax > ymin { ymax - ymin } else { 1.0 };
-    // Headroom above the lines for the legend.
-    let (y0, y1) = (ymin, ymax + yspan * 0.05);
-    let boundaries: Vec<&Boundary> = chart
+    // Headroom above the lines (and below them on a log axis).
+    let (y0, y1) = match y_scale {
+        Scale::Linear => (ymin, ymax + yspan * 0.05),
+        _ => (ymin - yspan * 0.05, ymax + yspan * 0.05),
+    };
+    let boundaries: Vec<(f64, BoundaryKind)> = chart
         .boundaries
         .iter()
-        .filter(|b| b.x > x0 && b.x < x1)
+        .filter(|b| x_scale == Scale::Linear || b.x > 0.0)
+        .map(|b| (x_scale.to_axis(b.x), b.kind))
+        .filter(|(x, _)| *x > x0 && *x < x1)
         .collect();
     // The legend: one entry per series, then one per kind of boundary,
     // drawn by hand to the right of the plot so it never covers a line.
@@ -277,9 +438,9 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
         }
         for (kind, name) in [
             (BoundaryKind::Socket, "socket boundary"),
-            (BoundaryKind::L3Domain, "L3 domain boundary"),
+            (BoundaryKind::L3Domain, "first L3 domain boundary"),
         ] {
-            if boundaries.iter().any(|b| b.kind == kind) {
+            if boundaries.iter().any(|b| b.1 == kind) {
                 entries.push((name.to_string(), boundary_style(kind), true));
             }
         }
@@ -293,41 +454,65 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
             .fold(0.0, f64::max) as u32
             + 60
     };
-    // Wide enough for the title, which is centred over the plot.
-    let plot_w = 820.max(title_width(&chart.title) + 200);
+    let plot_w = 820;
+    let width = (plot_w + legend_w).max(title_width(&chart.title));
+    let plot_w = width - legend_w;
     let height = 560.max(120 + 20 * entries.len() as u32);
-    render(plot_w + legend_w, height, |root| {
-        let (plot, legend) = root.split_horizontally(plot_w);
+    let x_desc = format!("{}{}", chart.x_label, x_scale.note());
+    let y_desc = format!("{}{}", chart.y_label, y_scale.note());
+    let x_ticks = match x_scale {
+        Scale::Linear => None,
+        s => Some(log_ticks(s, x0, x1)),
+    };
+    let y_ticks = match y_scale {
+        Scale::Linear => None,
+        s => Some(log_ticks(s, y0, y1)),
+    };
+    render(width, height, |root| {
+        // The title centred on the whole figure, legend included.
+        root.draw(&Text::new(
+            chart.title.as_str(),
+            (width as i32 / 2, 28),
+            TextStyle::from((FONT, 22).into_font())
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Center)),
+        ))
+        .map_err(draw_err)?;
+        let (_, body) = root.split_vertically(50);
+        let (plot, legend) = body.split_horizontally(plot_w);
         let mut c = ChartBuilder::on(&plot)
-            .caption(&chart.title, (FONT, 22))
             .margin(20)
+            .margin_top(0)
             .x_label_area_size(55)
             .y_label_area_size(85)
-            .build_cartesian_2d(x0..x1, y0..y1)
+            .build_cartesian_2d(
+                Ticked::new(x0..x1, x_ticks.clone()),
+                Ticked::new(y0..y1, y_ticks.clone()),
+            )
             .map_err(draw_err)?;
         c.configure_mesh()
-            .x_desc(&chart.x_label)
-            .y_desc(&chart.y_label)
+            .x_desc(x_desc.as_str())
+            .y_desc(y_desc.as_str())
             .axis_desc_style((FONT, 16))
             .label_style((FONT, 13))
-            .x_label_formatter(&|v| short_number(*v))
-            .y_label_formatter(&|v| short_number(*v))
+            .x_label_formatter(&|v| short_number(x_scale.from_axis(*v)))
+            .y_label_formatter(&|v| short_number(y_scale.from_axis(*v)))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(draw_err)?;
-        for b in &boundaries {
-            let dash = if b.kind == BoundaryKind::Socket { 8 } else { 3 };
+        for (x, kind) in &boundaries {
+            let dash = if *kind == BoundaryKind::Socket { 8 } else { 3 };
             c.draw_series(DashedLineSeries::new(
-                vec![(b.x, y0), (b.x, y1)],
+                vec![(*x, y0), (*x, y1)],
                 dash,
                 4,
-                boundary_style(b.kind),
+                boundary_style(*kind),
             ))
             .map_err(draw_err)?;
         }
         for (i, s) in chart.series.iter().enumerate() {
             let col = color(i);
-            let mut pts = s.points.clone();
+            let mut pts: Vec<(f64, f64)> = s.points.iter().map(|&p| at(p)).collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             c.draw_series(
                 pts.iter()
@@ -341,7 +526,7 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
         for (i, (label, line, dashed)) in entries.iter().enumerate() {
-            let y = 70 + 20 * i as i32;
+            let y = 20 + 20 * i as i32;
             if *dashed {
                 legend
                     .draw(&PathElement::new(vec![(0, y), (8, y)], *line))
@@ -515,7 +700,7 @@ pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
     let label_area = label_area_for(&names);
     let height = 150 + 44 * chart.bars.len() as u32;
     let width = (label_area + 700).max(800).max(title_width(&chart.title));
-    let fmt = |v: f64| format!("{v:+.1}%");
+    let fmt = |v: f64| format!("{}%", signed_percent(v));
     render(width, height, |root| {
         hbars(
             root,
@@ -528,6 +713,58 @@ pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
             label_area,
         )
     })
+}
+
+/// The grouped comparison chart as an SVG document.
+pub fn grouped_comparison(chart: &GroupedComparisonChart) -> Result<String, PlotError> {
+    if chart.categories.is_empty() {
+        return Err(PlotError::Empty("the list of groups".into()));
+    }
+    if chart.series.is_empty() {
+        return Err(PlotError::Empty("the list of series".into()));
+    }
+    for (name, values) in &chart.series {
+        if values.len() != chart.categories.len() {
+            return Err(PlotError::Invalid(format!(
+                "series `{name}` has not one value per group"
+            )));
+        }
+        for &v in values {
+            check_finite(&format!("a value of `{name}`"), v)?;
+        }
+    }
+    let label_area = label_area_for(&chart.categories);
+    let k = chart.series.len() as u32;
+    let height = 150 + (2 * k + 2) * 11 * chart.categories.len() as u32;
+    let width = (label_area + 760).max(860).max(title_width(&chart.title));
+    let fmt = |v: f64| format!("{}%", signed_percent(v));
+    render(width, height, |root| {
+        hbars(
+            root,
+            &chart.title,
+            &chart.value_label,
+            &chart.category_label,
+            &chart.categories,
+            &chart.series,
+            Some(&fmt),
+            label_area,
+        )
+    })
+}
+
+/// A signed percentage to one decimal, with more decimals where one would
+/// round a value that is not -100 % (or +100 %) to it: a drop of 99.99 %
+/// reads `-99.99`, since `-100.0` would say that nothing is left.
+pub fn signed_percent(p: f64) -> String {
+    let mut text = format!("{p:+.1}");
+    for decimals in 2..=6 {
+        let rounded_to_100 = text.parse::<f64>().is_ok_and(|t| t.abs() == 100.0);
+        if !rounded_to_100 || p.abs() == 100.0 {
+            break;
+        }
+        text = format!("{p:+.decimals$}");
+    }
+    text
 }
 
 /// The attribution chart as an SVG document.
