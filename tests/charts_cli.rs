@@ -86,7 +86,9 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     assert_eq!(
         names,
         [
-            "attribution.svg",
+            "attribution-cpus_1.svg",
+            "attribution-cpus_2.svg",
+            "attribution-cpus_44.svg",
             "comparison.svg",
             "lines-counter-base.svg",
             "lines-counter-padded.svg",
@@ -102,17 +104,32 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     let scaling = text("scaling-throughput.svg");
     for s in [
         "chart-sweep: scaling on icelake-sp-2s",
-        "running CPUs (count)",
+        // 1 to 44 CPUs: a doubling sweep, on a log2 axis.
+        "running CPUs (count), log2 scale",
         "throughput (iterations per simulated second)",
         "socket boundary",
         "padded",
     ] {
         assert!(scaling.contains(s), "scaling lacks {s}");
     }
+    // The legend names the variants alone: one machine, no other axis.
+    assert!(!scaling.contains("base, "), "{scaling}");
+    // Each case's variant against the same case's base, a group per case.
     let comparison = text("comparison.svg");
-    assert!(comparison.contains("throughput change against `base` (%)"));
-    assert!(comparison.contains("+0.0%"));
-    let attribution = text("attribution.svg");
+    for s in [
+        "chart-sweep: throughput against `base`, per case on icelake-sp-2s",
+        "throughput change against the same case",
+        "cpus=1",
+        "cpus=2",
+        "cpus=44",
+    ] {
+        assert!(comparison.contains(s), "comparison lacks {s}");
+    }
+    // The base is not a bar of its own: the background and three groups
+    // of one bar.
+    assert_eq!(comparison.matches("<rect").count(), 1 + 3, "{comparison}");
+    let attribution = text("attribution-cpus_44.svg");
+    assert!(attribution.contains("per-field attribution (cpus=44)"));
     assert!(attribution.contains("HITM per iteration (count)"));
     assert!(attribution.contains("stall cycles per iteration (cycles)"));
     assert!(attribution.contains("ctr.value"));
@@ -127,6 +144,29 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     std::fs::write(Path::new(&a).join("charts/stale.svg"), "x").unwrap();
     assert_ok(&bounce(&["run", &file, "--out", &a, "-q"]));
     assert!(charts(&a) == first);
+}
+
+#[test]
+fn a_one_variant_sweep_draws_no_comparison() {
+    let tmp = TempDir::new("one-variant");
+    let file = tmp.join("sweep.toml");
+    let at = SWEEP.find("[[variants]]").unwrap();
+    let end = SWEEP.find("[sweep]").unwrap();
+    std::fs::write(&file, format!("{}{}", &SWEEP[..at], &SWEEP[end..])).unwrap();
+    let out = tmp.join("out");
+    assert_ok(&bounce(&["run", &file, "--out", &out, "-q"]));
+    let names: Vec<String> = charts(&out).into_iter().map(|f| f.0).collect();
+    assert_eq!(
+        names,
+        [
+            "attribution-cpus_1.svg",
+            "attribution-cpus_2.svg",
+            "attribution-cpus_44.svg",
+            "lines-counter-base.svg",
+            "scaling-cycles.svg",
+            "scaling-throughput.svg",
+        ]
+    );
 }
 
 #[test]

@@ -1,0 +1,231 @@
+//! What `bounce run` prints: a sweep's table compares each case's variants
+//! with the same case's base; `--metric` and `--compact` choose what the
+//! table shows; `--format csv|json` prints the records in the schema of the
+//! files `--out` writes.
+
+use std::path::Path;
+
+mod common;
+use common::{assert_exit, bounce, stderr, stdout, TempDir};
+
+/// Six cases of two variants, a few milliseconds each.
+const SWEEP: &str = r#"schema = 1
+name = "report-sweep"
+machine = "icelake-sp-2s"
+seed = 3
+
+[run]
+iterations = 20
+
+[params]
+step = 1
+
+[structs.counter]
+fields = [
+  { name = "value", type = "unsigned long" },
+  { name = "other", type = "unsigned long" },
+]
+
+[instances.ctr]
+struct = "counter"
+kind = "global"
+
+[scripts]
+inc = """
+fetch_add(ctr.value, step)
+ctr.other = ctr.other + 1
+"""
+
+[[threads]]
+name = "workers"
+cpus = "0"
+script = "inc"
+
+[[variants]]
+name = "padded"
+set = { "structs.counter.fields.other.align" = 64 }
+
+[sweep]
+cpus = [1, 2, 44]
+params.step = [1, 2]
+"#;
+
+fn sweep_file(tmp: &TempDir) -> String {
+    let file = tmp.join("sweep.toml");
+    std::fs::write(&file, SWEEP).unwrap();
+    file
+}
+
+fn records(json: &str) -> Vec<scenarios::report::output::Record> {
+    let file: scenarios::report::output::ResultsFile = serde_json::from_str(json).unwrap();
+    file.records
+}
+
+#[test]
+fn a_sweep_compares_each_case_with_its_own_base() {
+    let tmp = TempDir::new("pivot");
+    let file = sweep_file(&tmp);
+    let o = bounce(&["run", &file, "-q", "--compact"]);
+    assert_exit(&o, 0);
+    let report = stdout(&o);
+    let json = stdout(&bounce(&["run", &file, "-q", "--format", "json"]));
+    let records = records(&json);
+    // The table: a row per case, the axis values then each variant, the
+    // padded one against the base of the same case.
+    let mut expected = String::from(
+        "bounce: report-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n\n\
+         machine icelake-sp-2s (3400 MHz): 6 case(s) x 2 variant(s)\n\n\
+         throughput.total (iterations/s) per case; %change: against the same case's `base`\n",
+    );
+    let mut rows = vec![[
+        "cpus".to_string(),
+        "params.step".into(),
+        "base".into(),
+        "padded".into(),
+        "%change".into(),
+    ]];
+    for pair in records.chunks(2) {
+        let (base, padded) = (&pair[0], &pair[1]);
+        assert_eq!(
+            (base.variant.as_str(), padded.variant.as_str()),
+            ("base", "padded")
+        );
+        assert_eq!(base.case_index, padded.case_index);
+        let (b, p) = (
+            base.throughput_iterations_per_second,
+            padded.throughput_iterations_per_second,
+        );
+        let change = (p - b) / b * 100.0;
+        let change = if change.abs() < 0.05 {
+            "0.0%".to_string()
+        } else {
+            format!("{change:+.1}%")
+        };
+        rows.push([
+            base.axes["cpus"].to_string(),
+            base.axes["params.step"].to_string(),
+            scenarios::report::text::si(b),
+            scenarios::report::text::si(p),
+            change,
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap())
+        .collect();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:>w$}"))
+            .collect();
+        expected.push_str(&cells.join("  "));
+        expected.push('\n');
+        if i == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            expected.push_str(&rule.join("  "));
+            expected.push('\n');
+        }
+    }
+    assert_eq!(report, expected);
+    // Without --compact, each case's comparison table follows, its
+    // variants beside its own base.
+    let full = stdout(&bounce(&["run", &file, "-q"]));
+    assert!(full.starts_with(&expected), "{full}");
+    assert_eq!(full.matches(": each variant beside `base`").count(), 6);
+    assert!(full.contains("\ncase cpus=44, params.step=2: each variant beside `base`\n"));
+}
+
+#[test]
+fn metric_chooses_the_column_of_the_sweep_table() {
+    let tmp = TempDir::new("metric");
+    let file = sweep_file(&tmp);
+    let o = bounce(&[
+        "run",
+        &file,
+        "-q",
+        "--compact",
+        "--metric",
+        "hitm_per_iteration",
+    ]);
+    assert_exit(&o, 0);
+    let report = stdout(&o);
+    assert!(
+        report.contains("hitm_per_iteration per case; %change: against the same case's `base`\n"),
+        "{report}"
+    );
+    // One CPU has no HITM, in either variant.
+    assert!(
+        report.contains("   1            1  0.000   0.000     0.0%\n"),
+        "{report}"
+    );
+
+    let o = bounce(&["run", &file, "--metric", "hitm"]);
+    assert_exit(&o, 2);
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        stderr(&o),
+        "error: --metric: no metric `hitm`; metrics (results.csv columns): \
+         throughput_iterations_per_second, throughput_per_cpu_iterations_per_second, \
+         cycles_per_iteration_mean, cycles_per_iteration_p50, cycles_per_iteration_p99, \
+         ns_per_iteration_mean, misses_per_iteration, hitm_per_iteration, \
+         invalidations_per_iteration, cross_socket_misses_per_iteration, \
+         stall_cycles_per_iteration\n"
+    );
+}
+
+#[test]
+fn a_one_variant_sweep_prints_a_row_of_metrics_per_case() {
+    let tmp = TempDir::new("one-variant");
+    let file = tmp.join("sweep.toml");
+    let at = SWEEP.find("[[variants]]").unwrap();
+    let end = SWEEP.find("[sweep]").unwrap();
+    std::fs::write(&file, format!("{}{}", &SWEEP[..at], &SWEEP[end..])).unwrap();
+    let o = bounce(&["run", &file, "-q"]);
+    assert_exit(&o, 0);
+    let report = stdout(&o);
+    let heading = report.lines().nth(5).unwrap();
+    assert_eq!(
+        heading,
+        "cpus  params.step  iterations/s  iter/s per CPU  cycles/iter  p99 cycles  \
+         HITM/iter  x-socket/iter  stall cyc/iter"
+    );
+    // Six rows, and no per-case comparison of one variant with itself.
+    assert_eq!(report.lines().count(), 6 + 7, "{report}");
+    assert!(!report.contains("each variant beside"));
+}
+
+#[test]
+fn format_prints_what_out_writes() {
+    let tmp = TempDir::new("format");
+    let file = sweep_file(&tmp);
+    let out = tmp.join("out");
+    assert_exit(&bounce(&["run", &file, "-q", "--out", &out]), 0);
+    for (format, name) in [("csv", "results.csv"), ("json", "results.json")] {
+        let o = bounce(&["run", &file, "-q", "--format", format]);
+        assert_exit(&o, 0);
+        let written = std::fs::read_to_string(Path::new(&out).join(name)).unwrap();
+        assert_eq!(stdout(&o), written, "--format {format}");
+    }
+    // Without a sweep too.
+    let o = bounce(&["run", "scenarios/shipped/ping-pong.toml", "--format", "csv"]);
+    assert_exit(&o, 0);
+    let csv = stdout(&o);
+    assert!(
+        csv.starts_with("case_index,case_id,variant,machine,"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+}
+
+#[test]
+fn format_prints_nothing_when_a_run_fails() {
+    let tmp = TempDir::new("format-failed");
+    let file = tmp.join("sweep.toml");
+    // Many CPUs take more than the budget; one is fine.
+    let text = SWEEP.replace("iterations = 20", "iterations = 20\nmax_cycles = 3000");
+    std::fs::write(&file, text).unwrap();
+    let o = bounce(&["run", &file, "-q", "--format", "json"]);
+    assert_exit(&o, 1);
+    assert_eq!(stdout(&o), "");
+    assert!(stderr(&o).contains("has no result"), "{}", stderr(&o));
+}
