@@ -139,11 +139,18 @@ enum Command {
     Check {
         /// The scenario file (TOML).
         file: PathBuf,
+        /// What to print: text, or a row per variant as CSV or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
     },
     /// List the machine presets, or show one with every parameter and its source.
     Presets {
         #[command(subcommand)]
         action: Option<PresetsAction>,
+        /// What to print: text, or the list (a row per preset) or the
+        /// parameters (a row per parameter) as CSV or JSON.
+        #[arg(long, value_enum, default_value_t = Format::Text, global = true)]
+        format: Format,
     },
     /// Compare the presets with measured core-to-core latency matrices.
     Validate {
@@ -160,6 +167,14 @@ enum Command {
         /// validation-classes.svg) into DIR (created if missing).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// What to print: the table (text), or its rows as validation.csv
+        /// holds them (csv) or as JSON objects with the same keys (json).
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Fail (exit 1) on documented known misses too; without it only a
+        /// class outside its bound that the calibration does not expect fails.
+        #[arg(long)]
+        strict: bool,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -369,14 +384,16 @@ fn main() -> ExitCode {
                 },
         } => import_btf(&file, &struct_name, write.as_deref()),
         Command::Merge { out, shards } => merge(&out, &shards),
-        Command::Check { file } => check(&file, limits),
-        Command::Presets { action } => presets(action),
+        Command::Check { file, format } => check(&file, limits, format),
+        Command::Presets { action, format } => presets(action, format),
         Command::Validate {
             machine,
             data,
             csv,
             out,
-        } => validate(machine, data, csv, out.as_deref()),
+            format,
+            strict,
+        } => validate(machine, data, csv, out.as_deref(), format, strict),
         Command::Trace {
             file,
             variant,
@@ -853,14 +870,34 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn presets(action: Option<PresetsAction>) -> ExitCode {
+fn presets(action: Option<PresetsAction>, format: Format) -> ExitCode {
+    use scenarios::tools::presets_view::{self as view, ShowFormat};
     match action {
         None => {
-            print!("{}", scenarios::tools::presets_view::list());
+            print!(
+                "{}",
+                match format {
+                    Format::Text => view::list(),
+                    Format::Csv => view::list_csv(),
+                    Format::Json => view::list_json(),
+                }
+            );
             ExitCode::SUCCESS
         }
         Some(PresetsAction::Show { name, toml }) => {
-            match scenarios::tools::presets_view::show(&name, toml) {
+            let show_format = match (format, toml) {
+                (Format::Text, false) => ShowFormat::Text,
+                (Format::Text, true) => ShowFormat::Toml,
+                (Format::Csv, false) => ShowFormat::Csv,
+                (Format::Json, false) => ShowFormat::Json,
+                (_, true) => {
+                    eprintln!(
+                        "error: --toml and --format csv|json are different outputs; give one"
+                    );
+                    return ExitCode::from(EXIT_BAD_INPUT);
+                }
+            };
+            match view::show_as(&name, show_format) {
                 Ok(text) => {
                     print!("{text}");
                     ExitCode::SUCCESS
@@ -879,6 +916,8 @@ fn validate(
     data: Option<PathBuf>,
     csv: Option<PathBuf>,
     out: Option<&Path>,
+    format: Format,
+    strict: bool,
 ) -> ExitCode {
     let options = scenarios::tools::validate::ValidateOptions {
         machine,
@@ -891,7 +930,14 @@ fn validate(
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     };
-    print!("{}", report.render());
+    print!(
+        "{}",
+        match format {
+            Format::Text => report.render(),
+            Format::Csv => report.to_csv(),
+            Format::Json => report.to_json(),
+        }
+    );
     if let Some(path) = csv {
         if let Err(code) = write_whole(&path, report.to_csv()) {
             return code;
@@ -917,8 +963,11 @@ fn validate(
             dir.display()
         );
     }
-    if report.all_within_bounds() {
+    if report.passes(strict) {
         ExitCode::SUCCESS
+    } else if strict && report.unexpected_misses().is_empty() {
+        eprintln!("error: --strict: some classes are outside their bound, as documented known misses (see the table)");
+        ExitCode::from(EXIT_RUN_FAILED)
     } else {
         eprintln!("error: some classes are outside their bound (see the table)");
         ExitCode::from(EXIT_RUN_FAILED)
@@ -953,11 +1002,67 @@ fn show_limits(limits: &scenarios::Limits) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn check(file: &Path, limits: &scenarios::Limits) -> ExitCode {
+fn check(file: &Path, limits: &scenarios::Limits, format: Format) -> ExitCode {
     let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
     };
+    let columns = [
+        "variant",
+        "machine",
+        "machine_cpus",
+        "running_cpus",
+        "memory_lines",
+    ];
+    let rows: Vec<[serde_json::Value; 5]> = built
+        .iter()
+        .map(|b| {
+            let c = &b.config;
+            [
+                b.name.clone().into(),
+                c.topology.spec.name.clone().into(),
+                c.topology.cpu_count().into(),
+                c.threads.len().into(),
+                c.memory.unit_count().into(),
+            ]
+        })
+        .collect();
+    match format {
+        Format::Text => {}
+        Format::Csv => {
+            let cells: Vec<Vec<String>> = rows
+                .iter()
+                .map(|r| {
+                    r.iter()
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                        .collect()
+                })
+                .collect();
+            print!("{}", scenarios::report::output::csv_table(&columns, &cells));
+            return ExitCode::SUCCESS;
+        }
+        Format::Json => {
+            let variants: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| {
+                    serde_json::Value::Object(
+                        columns
+                            .iter()
+                            .zip(r)
+                            .map(|(k, v)| (k.to_string(), v.clone()))
+                            .collect(),
+                    )
+                })
+                .collect();
+            let doc = serde_json::json!({
+                "file": file.display().to_string(),
+                "scenario": loaded.base.doc.name,
+                "variants": variants,
+            });
+            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+            return ExitCode::SUCCESS;
+        }
+    }
     println!(
         "{}: ok: scenario `{}`, {} variant(s): {}",
         file.display(),
@@ -971,12 +1076,13 @@ fn check(file: &Path, limits: &scenarios::Limits) -> ExitCode {
     );
     for b in &built {
         let c = &b.config;
+        let running = c.threads.len();
         println!(
-            "  {}: {} ({} CPUs), {} running CPUs, {} lines of memory",
+            "  {}: {} ({} CPUs), {running} running CPU{}, {} lines of memory",
             b.name,
             c.topology.spec.name,
             c.topology.cpu_count(),
-            c.threads.len(),
+            if running == 1 { "" } else { "s" },
             c.memory.unit_count()
         );
     }

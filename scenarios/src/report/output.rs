@@ -407,6 +407,22 @@ fn record(
 }
 
 /// One CSV field, quoted when it must be (RFC 4180).
+/// A CSV table (a heading row, then `rows`) written by the `csv` crate:
+/// fields quoted only where they must be, `\n` line ends.
+pub fn csv_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut w = csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing into memory cannot fail but for rows of another length,
+    // which the callers never make; such a row is left out.
+    let _ = w.write_record(header);
+    for row in rows {
+        let _ = w.write_record(row);
+    }
+    let bytes = w.into_inner().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
 fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
         format!("\"{}\"", s.replace('"', "\"\""))

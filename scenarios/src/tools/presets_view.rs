@@ -6,6 +6,83 @@ use models::presets::{self, Param, ParamValue, Preset, ResolveError, Resolved, P
 use sim_core::topology::Topology;
 use std::fmt::Write;
 
+/// The columns of `bounce presets --format csv` (and keys of `--format json`).
+const LIST_COLUMNS: [&str; 9] = [
+    "preset",
+    "cpus",
+    "sockets",
+    "nodes",
+    "l3_domains",
+    "cores",
+    "threads_per_core",
+    "modes",
+    "summary",
+];
+
+/// One row per preset, in [`LIST_COLUMNS`] order: modes as a list
+/// (`nps1 (default), nps2`), sizes as numbers.
+fn list_rows() -> Vec<Vec<serde_json::Value>> {
+    use serde_json::Value;
+    PRESETS
+        .iter()
+        .map(|p| {
+            let t = Topology::new((p.build)()).ok();
+            let size = |f: fn(&Topology) -> u32| t.as_ref().map_or(Value::Null, |t| f(t).into());
+            vec![
+                p.name.into(),
+                size(|t| t.cpu_count()),
+                size(|t| t.spec.sockets),
+                size(|t| t.node_count()),
+                size(|t| t.l3_count()),
+                size(|t| t.core_count()),
+                size(|t| t.spec.threads_per_core),
+                modes_line(p).into(),
+                p.summary.into(),
+            ]
+        })
+        .collect()
+}
+
+/// A JSON value as a CSV cell: strings bare, null empty.
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Rows of JSON values as a JSON array of objects keyed by `columns`.
+fn json_objects(columns: &[&str], rows: &[Vec<serde_json::Value>]) -> serde_json::Value {
+    rows.iter()
+        .map(|row| {
+            columns
+                .iter()
+                .zip(row)
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect::<serde_json::Map<_, _>>()
+        })
+        .map(serde_json::Value::Object)
+        .collect()
+}
+
+/// The preset list as CSV: a row per preset, [`LIST_COLUMNS`].
+pub fn list_csv() -> String {
+    let rows: Vec<Vec<String>> = list_rows()
+        .iter()
+        .map(|r| r.iter().map(cell).collect())
+        .collect();
+    crate::report::output::csv_table(&LIST_COLUMNS, &rows)
+}
+
+/// The preset list as JSON: `{"presets": [{"preset": ..., ...}]}`.
+pub fn list_json() -> String {
+    let doc = serde_json::json!({ "presets": json_objects(&LIST_COLUMNS, &list_rows()) });
+    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 /// One line per preset: name, summary, CPUs, modes.
 pub fn list() -> String {
     let mut out = String::new();
@@ -85,6 +162,100 @@ pub fn show(name: &str, toml: bool) -> Result<String, String> {
     } else {
         describe(&resolved, &topology)
     })
+}
+
+/// The columns of `bounce presets show NAME --format csv`, one row per
+/// parameter (and keys of each entry of `parameters` in `--format json`).
+const PARAM_COLUMNS: [&str; 7] = [
+    "key",
+    "value",
+    "unit",
+    "provenance",
+    "used_by_model",
+    "source",
+    "note",
+];
+
+fn param_value(v: &ParamValue) -> serde_json::Value {
+    match v {
+        ParamValue::Int(n) => (*n).into(),
+        ParamValue::Num(x) => serde_json::Number::from_f64(*x)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number),
+        ParamValue::Bool(b) => (*b).into(),
+        ParamValue::Text(s) => s.clone().into(),
+    }
+}
+
+fn param_rows(r: &Resolved) -> Vec<Vec<serde_json::Value>> {
+    r.params
+        .iter()
+        .map(|p| {
+            vec![
+                p.key.into(),
+                param_value(&p.value),
+                p.unit.into(),
+                p.kind.name().into(),
+                (!p.is_informational()).into(),
+                p.source.into(),
+                p.note.into(),
+            ]
+        })
+        .collect()
+}
+
+/// What `bounce presets show` prints, in a machine-readable form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShowFormat {
+    Text,
+    /// The preset as an inline `[machine]` table (`--toml`).
+    Toml,
+    /// A row per parameter ([`PARAM_COLUMNS`]).
+    Csv,
+    /// The preset, its topology and its parameters.
+    Json,
+}
+
+/// The preset `name` in `format`; errors as [`show`]'s.
+pub fn show_as(name: &str, format: ShowFormat) -> Result<String, String> {
+    match format {
+        ShowFormat::Text => show(name, false),
+        ShowFormat::Toml => show(name, true),
+        ShowFormat::Csv | ShowFormat::Json => {
+            // The same resolution (and errors) as the text.
+            show(name, false)?;
+            let resolved = presets::resolve_preset(name).map_err(|e| e.to_string())?;
+            let t = Topology::new(resolved.spec.clone())
+                .map_err(|e| format!("preset `{}` does not build: {e}", resolved.reference()))?;
+            let rows = param_rows(&resolved);
+            if format == ShowFormat::Csv {
+                let cells: Vec<Vec<String>> =
+                    rows.iter().map(|r| r.iter().map(cell).collect()).collect();
+                return Ok(crate::report::output::csv_table(&PARAM_COLUMNS, &cells));
+            }
+            let spec = &t.spec;
+            let doc = serde_json::json!({
+                "preset": resolved.reference(),
+                "summary": resolved.preset.summary,
+                "modes_applied": resolved.modes.iter().map(|m| m.name).collect::<Vec<_>>(),
+                "modes": resolved.preset.modes.iter().map(|m| m.name).collect::<Vec<_>>(),
+                "topology": {
+                    "sockets": spec.sockets,
+                    "nodes": t.node_count(),
+                    "l3_domains": t.l3_count(),
+                    "cores": t.core_count(),
+                    "cpus": t.cpu_count(),
+                    "threads_per_core": spec.threads_per_core,
+                    "line_size_bytes": spec.line_size_bytes,
+                    "protocol": spec.protocol.name(),
+                    "lookup": spec.lookup.name(),
+                },
+                "parameters": json_objects(&PARAM_COLUMNS, &rows),
+            });
+            let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            text.push('\n');
+            Ok(text)
+        }
+    }
 }
 
 /// A sorted list of CPU numbers as a Linux cpulist: `0-7,128-135`.

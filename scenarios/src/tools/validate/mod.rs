@@ -349,6 +349,102 @@ impl ValidationReport {
         out
     }
 
+    /// The rows of `validation.csv` as JSON: `{"rows": [...]}`, one object
+    /// per CSV row with the CSV's columns as keys, numbers as numbers
+    /// (unrounded), empty cells as null, `within_bound` a boolean.
+    pub fn to_json(&self) -> String {
+        use serde_json::{json, Value};
+        let num = |x: f64| serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number);
+        let mut rows = Vec::new();
+        for r in &self.machines {
+            let m = r.machine;
+            let head = json!({
+                "file": m.file,
+                "measured_sku": m.sku,
+                "preset": m.preset,
+                "adjustment": r.adjustment,
+            });
+            let row = |fields: Value| {
+                let mut o = head.clone();
+                if let (Value::Object(o), Value::Object(f)) = (&mut o, fields) {
+                    o.extend(f);
+                }
+                o
+            };
+            match &r.outcome {
+                Outcome::Validated {
+                    classes,
+                    pairs,
+                    median_abs_error_pct,
+                    ..
+                } => {
+                    for c in classes {
+                        rows.push(row(json!({
+                            "class": c.label,
+                            "pairs": c.pairs,
+                            "measured_median_ns": num(c.measured_median_ns),
+                            "simulated_median_ns": num(c.simulated_median_ns),
+                            "error_pct": num(c.error_pct),
+                            "median_abs_error_pct": num(c.median_abs_error_pct),
+                            "within_bound": c.within_bound(),
+                            "status": "validated",
+                            "note": match (c.within_bound(), c.known_miss) {
+                                (false, Some(why)) => Value::from(format!("known miss: {why}")),
+                                _ => Value::Null,
+                            },
+                        })));
+                    }
+                    rows.push(row(json!({
+                        "class": "all pairs",
+                        "pairs": pairs,
+                        "measured_median_ns": null,
+                        "simulated_median_ns": null,
+                        "error_pct": null,
+                        "median_abs_error_pct": num(*median_abs_error_pct),
+                        "within_bound": null,
+                        "status": "validated",
+                        "note": null,
+                    })));
+                }
+                Outcome::PresetMissing(why) | Outcome::Failed(why) => {
+                    let status = if matches!(r.outcome, Outcome::Failed(_)) {
+                        "failed"
+                    } else {
+                        "preset not available yet"
+                    };
+                    rows.push(row(json!({
+                        "class": null,
+                        "pairs": null,
+                        "measured_median_ns": null,
+                        "simulated_median_ns": null,
+                        "error_pct": null,
+                        "median_abs_error_pct": null,
+                        "within_bound": null,
+                        "status": status,
+                        "note": why,
+                    })));
+                }
+            }
+        }
+        let mut text = serde_json::to_string_pretty(&json!({ "rows": rows })).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+
+    /// Whether `bounce validate` succeeds: no machine failed and every
+    /// class is within its bound, or (unless `strict`) outside it only
+    /// where the calibration documents a known miss.
+    pub fn passes(&self, strict: bool) -> bool {
+        if strict {
+            return self.all_within_bounds();
+        }
+        self.unexpected_misses().is_empty()
+            && !self
+                .machines
+                .iter()
+                .any(|r| matches!(r.outcome, Outcome::Failed(_)))
+    }
+
     /// Every class of every validated machine within its bound, and no
     /// machine failed. Machines whose preset is not available yet do not
     /// count (see [`ValidationReport::skipped`]).
