@@ -128,8 +128,18 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
             Err(e) => return Err(e),
         }
     }
+    // One colour scale per struct across the case's variants.
+    let mut scale: BTreeMap<String, f64> = BTreeMap::new();
     for r in &case {
-        for chart in line_maps(r, &where_) {
+        for (s, chart) in line_maps(r, &where_, 0.0) {
+            let top = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
+            let e = scale.entry(s).or_insert(0.0);
+            *e = e.max(top);
+        }
+    }
+    for r in &case {
+        for mut chart in line_maps(r, &where_, 0.0) {
+            chart.1.traffic_max = scale.get(&chart.0).copied().unwrap_or(0.0);
             let file_name = format!(
                 "lines-{}-{}.svg",
                 file_safe(&chart.0),
@@ -390,8 +400,11 @@ fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
     }
 }
 
-/// One map per struct of the record: (struct name, chart).
-fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
+/// One map per struct of the record: (struct name, chart), coloured by
+/// misses per iteration (HITM included; a store or atomic that hits is no
+/// traffic between caches), on a scale up to `traffic_max` (0: the map's own
+/// largest).
+fn line_maps(r: &Record, where_: &str, traffic_max: f64) -> Vec<(String, LineMapChart)> {
     // struct -> field name -> (offset, size, traffic), over its instances.
     let mut structs: BTreeMap<&str, IndexMap<&str, (u32, u32, f64)>> = BTreeMap::new();
     // struct -> sizeof (0 when the results file predates it).
@@ -399,7 +412,7 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
     for f in &r.fields {
         let field = f.field.split_once('.').map_or(f.field.as_str(), |(_, b)| b);
         let t = &f.traffic;
-        let traffic = per_iteration(t.stores + t.atomics + t.misses, r);
+        let traffic = per_iteration(t.misses, r);
         let size = sizes.entry(f.struct_name.as_str()).or_default();
         *size = (*size).max(f.struct_size_bytes);
         let e = structs
@@ -408,6 +421,16 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
             .entry(field)
             .or_insert((f.offset_bytes, f.size_bytes, 0.0));
         e.2 += traffic;
+    }
+    // struct -> the instances of it.
+    let mut instances: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for f in &r.fields {
+        if let Some((inst, _)) = f.field.split_once('.') {
+            let list = instances.entry(f.struct_name.as_str()).or_default();
+            if !list.contains(&inst) {
+                list.push(inst);
+            }
+        }
     }
     structs
         .into_iter()
@@ -426,18 +449,106 @@ fn line_maps(r: &Record, where_: &str) -> Vec<(String, LineMapChart)> {
             // map with the last field.
             let fields_end = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
             let size = sizes.get(s).copied().unwrap_or(0).max(fields_end);
+            let mut title = format!("struct {s}, variant {}{where_}", r.variant);
+            let mut label = "misses per measured iteration of all CPUs (count; HITM included, \
+                             hits not), summed over the struct's instances; one scale for \
+                             every variant"
+                .to_string();
+            // An array instance whose elements share a line: the line is
+            // drawn with each element that shares it.
+            let only = instances
+                .get(s)
+                .filter(|list| list.len() == 1)
+                .map(|l| l[0]);
+            if let Some((inst, sharing, elements)) = only.and_then(|i| sharing_elements(r, i)) {
+                // An array's fields per element, so that maps of one struct
+                // compare whether or not its elements share lines.
+                if elements > 1 {
+                    for f in &mut fields {
+                        f.traffic /= elements as f64;
+                    }
+                    label = format!(
+                        "misses per measured iteration of all CPUs (count; HITM included, \
+                         hits not), per element: the field's over {inst}'s {elements} \
+                         elements, divided evenly; one scale for every variant"
+                    );
+                }
+                if sharing > 1 && size > 0 && size * sharing <= 64 {
+                    let per_element = fields.clone();
+                    fields = (0..sharing)
+                        .flat_map(|e| {
+                            per_element.iter().map(move |f| MapField {
+                                name: format!("[{e}].{}", f.name),
+                                offset: e * size + f.offset,
+                                size: f.size,
+                                traffic: f.traffic,
+                            })
+                        })
+                        .collect();
+                    title = format!(
+                        "struct {s}, variant {}{where_}: {inst}[0] to {inst}[{}] share a line",
+                        r.variant,
+                        sharing - 1
+                    );
+                    return (
+                        s.to_string(),
+                        LineMapChart {
+                            title,
+                            size: size * sharing,
+                            line_bytes: 64,
+                            fields,
+                            traffic_label: label,
+                            traffic_max,
+                            subtitle: format!(
+                                "{sharing} elements of struct {s} ({size} bytes, sizeof) \
+                                 in one {}-byte line",
+                                64
+                            ),
+                        },
+                    );
+                }
+            }
             (
                 s.to_string(),
                 LineMapChart {
-                    title: format!("struct {s}, variant {}{where_}", r.variant),
+                    title,
                     size,
                     line_bytes: 64,
                     fields,
-                    traffic_label: "stores + atomics + misses per iteration (count)".into(),
+                    traffic_label: label,
+                    traffic_max,
+                    subtitle: String::new(),
                 },
             )
         })
         .collect()
+}
+
+/// For an array instance `inst`: (its name, how many of its elements the
+/// line holding element 0 holds, how many elements have traffic), from the
+/// line records' field names (`inst[3].value`); `None` when no line names
+/// an element of it.
+fn sharing_elements<'a>(r: &Record, inst: &'a str) -> Option<(&'a str, u32, u32)> {
+    let element = |name: &str| -> Option<u32> {
+        let rest = name.strip_prefix(inst)?.strip_prefix('[')?;
+        rest.split_once(']')?.0.parse().ok()
+    };
+    let first = r
+        .lines
+        .iter()
+        .filter(|l| l.fields.iter().any(|f| element(f) == Some(0)))
+        .min_by_key(|l| l.line)?;
+    let mut on_line: Vec<u32> = first.fields.iter().filter_map(|f| element(f)).collect();
+    on_line.sort_unstable();
+    on_line.dedup();
+    let mut all: Vec<u32> = r
+        .lines
+        .iter()
+        .flat_map(|l| l.fields.iter().filter_map(|f| element(f)))
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    Some((inst, on_line.len() as u32, all.len().max(1) as u32))
 }
 
 /// The charts of `bounce validate --out DIR`, as (file name, SVG):

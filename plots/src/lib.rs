@@ -166,6 +166,14 @@ pub struct LineMapChart {
     pub fields: Vec<MapField>,
     /// What `traffic` counts, with its unit, for the colour key.
     pub traffic_label: String,
+    /// The top of the colour scale. Maps of one struct in several variants
+    /// share it (the largest traffic of any of them), so that a layout
+    /// with less traffic looks cooler, not equally hot; 0 for this map's
+    /// own largest.
+    pub traffic_max: f64,
+    /// The line under the title; empty for the struct's size in fields,
+    /// holes and tail padding.
+    pub subtitle: String,
 }
 
 const PALETTE: [RGBColor; 12] = [
@@ -193,6 +201,28 @@ const FONT: &str = "sans-serif";
 /// font (wider than plotters' own, so that what fits here fits on screen).
 fn text_width(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.6
+}
+
+/// `text` split at spaces into lines of at most `max_width` px at `size` px
+/// (a word longer than that is a line of its own).
+fn wrap(text: &str, size: f64, max_width: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let candidate = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if text_width(&candidate, size) > max_width && !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+            line = word.to_string();
+        } else {
+            line = candidate;
+        }
+    }
+    lines.push(line);
+    lines
 }
 
 /// The width a title at 22 px needs, with a margin each side.
@@ -888,13 +918,17 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         }
     }
     let hole_bytes = covered.iter().filter(|c| !**c).count();
-    let sizes = format!(
-        "struct size {} bytes (sizeof): {} in fields, {} in holes, {} of tail padding",
-        chart.size,
-        chart.size as usize - hole_bytes - tail_bytes as usize,
-        hole_bytes,
-        tail_bytes
-    );
+    let sizes = if chart.subtitle.is_empty() {
+        format!(
+            "struct size {} bytes (sizeof): {} in fields, {} in holes, {} of tail padding",
+            chart.size,
+            chart.size as usize - hole_bytes - tail_bytes as usize,
+            hole_bytes,
+            tail_bytes
+        )
+    } else {
+        chart.subtitle.clone()
+    };
     let lb = chart.line_bytes;
     let rows = chart.size.div_ceil(lb);
     let cell = (768 / lb).max(4) as i32;
@@ -921,10 +955,22 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         .max(cols[4] + 80)
         .max(text_width(&sizes, 14.0) as i32 + 40)
         .max(title_width(&chart.title) as i32);
+    // The colour key's text, wrapped to the figure.
+    let key_text = wrap(
+        &format!("colour: {}", chart.traffic_label),
+        13.0,
+        (width - left - 20) as f64,
+    );
     let key_top = top + rows as i32 * (row_h + row_gap) + 20;
     let key_line = 18;
-    let height = key_top + 70 + key_line * (chart.fields.len() as i32 + 1) + 20;
-    let max_traffic = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
+    let key_extra = 16 * (key_text.len() as i32 - 1);
+    let height = key_top + key_extra + 70 + key_line * (chart.fields.len() as i32 + 1) + 20;
+    check_finite("the top of the colour scale", chart.traffic_max)?;
+    let max_traffic = chart
+        .fields
+        .iter()
+        .map(|f| f.traffic)
+        .fold(chart.traffic_max.max(0.0), f64::max);
     let share = |t: f64| {
         if max_traffic > 0.0 {
             t / max_traffic
@@ -1026,11 +1072,26 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
                 } else {
                     None
                 };
+                // The field's offset under its name, where it starts.
+                let offset = format!("+{}", f.offset);
+                let offset_fits = first && text_width(&offset, 11.0) <= room;
                 if let Some(label) = label {
+                    let y_label = if offset_fits {
+                        y + row_h / 2 - 8
+                    } else {
+                        y + row_h / 2
+                    };
                     d(root.draw(&Text::new(
                         label,
-                        ((x0 + x1) / 2, y + row_h / 2),
+                        ((x0 + x1) / 2, y_label),
                         text(12, HPos::Center),
+                    )))?;
+                }
+                if offset_fits {
+                    d(root.draw(&Text::new(
+                        offset,
+                        ((x0 + x1) / 2, y + row_h / 2 + 10),
+                        text(11, HPos::Center),
                     )))?;
                 }
                 first = false;
@@ -1061,12 +1122,14 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
             start = stop;
         }
         // Colour key.
-        let ky = key_top;
-        d(root.draw(&Text::new(
-            format!("colour: {}", chart.traffic_label),
-            (left, ky),
-            text(13, HPos::Left),
-        )))?;
+        for (i, line) in key_text.iter().enumerate() {
+            d(root.draw(&Text::new(
+                line.as_str(),
+                (left, key_top + 16 * i as i32),
+                text(13, HPos::Left),
+            )))?;
+        }
+        let ky = key_top + key_extra;
         let bar_w = 300;
         // 60 steps of 5 px.
         for s in 0..60 {
@@ -1086,39 +1149,34 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
             (left + bar_w, ky + 42),
             text(12, HPos::Center),
         )))?;
-        let sx = left + bar_w + 40;
-        d(root.draw(&Rectangle::new(
-            [(sx, ky + 14), (sx + 16, ky + 30)],
-            heat(0.0).filled(),
-        )))?;
-        d(root.draw(&Text::new(
-            "no traffic",
-            (sx + 22, ky + 22),
-            text(12, HPos::Left),
-        )))?;
-        let hx = sx + 120;
-        d(root.draw(&Rectangle::new(
-            [(hx, ky + 14), (hx + 16, ky + 30)],
-            RGBColor(232, 232, 232).filled(),
-        )))?;
-        d(root.draw(&Text::new(
-            "hole (padding)",
-            (hx + 22, ky + 22),
-            text(12, HPos::Left),
-        )))?;
-        let tx = hx + 140;
-        d(root.draw(&Rectangle::new(
-            [(tx, ky + 14), (tx + 16, ky + 30)],
-            TAIL.filled(),
-        )))?;
-        d(root.draw(&Text::new(
-            "tail padding (to sizeof)",
-            (tx + 22, ky + 22),
-            text(12, HPos::Left),
-        )))?;
+        // Swatches for what the map shows besides the scale: only those
+        // drawn.
+        let mut swatches: Vec<(RGBColor, &str, i32)> = Vec::new();
+        if chart.fields.iter().any(|f| share(f.traffic) <= 0.0) {
+            swatches.push((heat(0.0), "none", 90));
+        }
+        if hole_bytes > 0 {
+            swatches.push((RGBColor(232, 232, 232), "hole (padding)", 140));
+        }
+        if tail_bytes > 0 {
+            swatches.push((TAIL, "tail padding (to sizeof)", 200));
+        }
+        let mut sx = left + bar_w + 40;
+        for (colour, name, w) in swatches {
+            d(root.draw(&Rectangle::new(
+                [(sx, ky + 14), (sx + 16, ky + 30)],
+                colour.filled(),
+            )))?;
+            d(root.draw(&Rectangle::new(
+                [(sx, ky + 14), (sx + 16, ky + 30)],
+                BLACK.stroke_width(1),
+            )))?;
+            d(root.draw(&Text::new(name, (sx + 22, ky + 22), text(12, HPos::Left))))?;
+            sx += w;
+        }
         // Field key.
         let ty = ky + 70;
-        let head = ["#", "field", "offset", "size", "traffic"];
+        let head = ["#", "field", "offset", "size", "colour"];
         for (x, h) in cols.iter().zip(head) {
             d(root.draw(&Text::new(h, (*x, ty), text(12, HPos::Left))))?;
         }

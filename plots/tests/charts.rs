@@ -124,6 +124,8 @@ fn line_map_chart() -> LineMapChart {
             ),
         ],
         traffic_label: "stores + atomics + misses per iteration (count)".into(),
+        traffic_max: 0.0,
+        subtitle: String::new(),
     }
 }
 
@@ -400,4 +402,129 @@ fn the_timeline_draws_lanes_messages_and_cycles() {
     let mut empty = timeline_chart();
     empty.transactions.clear();
     assert!(matches!(timeline(&empty), Err(PlotError::Empty(_))));
+}
+
+#[test]
+fn a_doubling_sweep_takes_a_log2_x_axis_and_values_over_decades_a_log_y() {
+    let mut c = scaling_chart();
+    // 1 to 64 CPUs: log2; 1.5e8/64^2 to 2e8: four decades, log y.
+    for (x, y) in &mut c.series[0].points {
+        *y = 1.5e8 / (*x * *x);
+    }
+    let svg = scaling(&c).unwrap();
+    dump("scaling-log.svg", &svg);
+    assert!(svg.contains("running CPUs (count), log2 scale"), "{svg}");
+    assert!(svg.contains("throughput (iterations per second), log scale"));
+    // Ticks at the powers of two, labelled as CPU counts.
+    for tick in [">\n1\n<", ">\n2\n<", ">\n4\n<", ">\n32\n<", ">\n64\n<"] {
+        assert!(svg.contains(tick), "no tick {tick:?}");
+    }
+    // A sweep over 4 to 16 CPUs and values within a factor of 2: linear.
+    let narrow = ScalingChart {
+        series: vec![Series {
+            label: "base".into(),
+            points: vec![(4.0, 10.0), (8.0, 12.0), (12.0, 15.0), (16.0, 18.0)],
+        }],
+        boundaries: Vec::new(),
+        ..scaling_chart()
+    };
+    let svg = scaling(&narrow).unwrap();
+    assert!(!svg.contains("log"), "{svg}");
+    // The title is centred on the whole figure.
+    let width: f64 = svg
+        .split("width=\"")
+        .nth(1)
+        .and_then(|w| w.split('"').next())
+        .unwrap()
+        .parse()
+        .unwrap();
+    let title_at = svg.find(">\nScaling of the counter\n<").unwrap();
+    let tag = &svg[svg[..title_at].rfind("<text").unwrap()..title_at];
+    assert!(tag.contains(&format!("x=\"{}\"", width / 2.0)), "{tag}");
+    assert!(tag.contains("text-anchor=\"middle\""), "{tag}");
+}
+
+#[test]
+fn percentages_near_100_keep_their_digits() {
+    assert_eq!(signed_percent(-99.99), "-99.99");
+    assert_eq!(signed_percent(-99.997), "-99.997");
+    assert_eq!(signed_percent(-100.0), "-100.0");
+    assert_eq!(signed_percent(99.96), "+99.96");
+    assert_eq!(signed_percent(-21.63), "-21.6");
+    let chart = ComparisonChart {
+        bars: vec![Bar {
+            label: "spinlock".into(),
+            value: -99.99,
+        }],
+        ..comparison_chart()
+    };
+    let svg = comparison(&chart).unwrap();
+    assert!(svg.contains("-99.99%"), "{svg}");
+    assert!(!svg.contains("-100.0%"));
+}
+
+#[test]
+fn grouped_comparison_draws_a_group_per_case() {
+    let chart = GroupedComparisonChart {
+        title: "per case".into(),
+        value_label: "throughput change against the same case's base (%)".into(),
+        category_label: "case".into(),
+        categories: vec!["cpus=1".into(), "cpus=2".into()],
+        series: vec![
+            ("atomic".into(), vec![-21.6, -71.6]),
+            ("spinlock".into(), vec![-32.6, -99.99]),
+        ],
+    };
+    let svg = grouped_comparison(&chart).unwrap();
+    dump("grouped-comparison.svg", &svg);
+    for s in [
+        "cpus=1", "cpus=2", "atomic", "spinlock", "-71.6%", "-99.99%",
+    ] {
+        assert!(svg.contains(s), "lacks {s}");
+    }
+    let bad = GroupedComparisonChart {
+        series: vec![("atomic".into(), vec![1.0])],
+        ..chart
+    };
+    assert_eq!(
+        grouped_comparison(&bad),
+        Err(PlotError::Invalid(
+            "series `atomic` has not one value per group".into()
+        ))
+    );
+}
+
+#[test]
+fn line_maps_share_a_scale_and_name_only_what_they_draw() {
+    let mut m = line_map_chart();
+    // Every field hot, no hole, no tail: no swatch but the scale.
+    m.fields = vec![MapField {
+        name: "value".into(),
+        offset: 0,
+        size: 8,
+        traffic: 1.0,
+    }];
+    m.size = 8;
+    let svg = line_map(&m).unwrap();
+    for absent in ["hole (padding)", "tail padding (to sizeof)", ">\nnone\n<"] {
+        assert!(!svg.contains(absent), "draws a swatch for {absent}");
+    }
+    // Each field's offset inside its box.
+    assert!(svg.contains(">\n+0\n<"));
+    // Alone, 1.0 is the top of the scale; beside a variant with 4.0, a
+    // quarter of it.
+    assert!(svg.contains(">\n1\n<"));
+    let shared = LineMapChart {
+        traffic_max: 4.0,
+        ..m.clone()
+    };
+    let svg_shared = line_map(&shared).unwrap();
+    assert!(svg_shared.contains(">\n4\n<"), "{svg_shared}");
+    assert_ne!(svg, svg_shared, "the field's colour does not change");
+    // The full chart has holes and tail padding, and a field without
+    // traffic: each swatch is drawn.
+    let svg = line_map(&line_map_chart()).unwrap();
+    for present in ["hole (padding)", "tail padding (to sizeof)", ">\nnone\n<"] {
+        assert!(svg.contains(present), "no swatch for {present}");
+    }
 }
