@@ -909,7 +909,8 @@ fn tutorial(root: &Path, out: &mut Files) -> Result<(), String> {
         &[
             "scaling-cycles.svg",
             "scaling-throughput.svg",
-            "attribution.svg",
+            "comparison.svg",
+            "attribution-cpus_16.svg",
             "lines-stats-packed.svg",
             "lines-stats-split.svg",
         ],
