@@ -333,7 +333,7 @@ impl Scale {
             Scale::Log10 => v.log10(),
         }
     }
-    fn from_axis(self, a: f64) -> f64 {
+    fn value_at(self, a: f64) -> f64 {
         match self {
             Scale::Linear => a,
             Scale::Log2 => a.exp2(),
@@ -525,8 +525,8 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
             .y_desc(y_desc.as_str())
             .axis_desc_style((FONT, 16))
             .label_style((FONT, 13))
-            .x_label_formatter(&|v| short_number(x_scale.from_axis(*v)))
-            .y_label_formatter(&|v| short_number(y_scale.from_axis(*v)))
+            .x_label_formatter(&|v| short_number(x_scale.value_at(*v)))
+            .y_label_formatter(&|v| short_number(y_scale.value_at(*v)))
             .light_line_style(WHITE.mix(0.0))
             .draw()
             .map_err(draw_err)?;
