@@ -7,7 +7,7 @@ use sim_core::topology::Topology;
 use std::fmt::Write;
 
 /// The columns of `bounce presets --format csv` (and keys of `--format json`).
-const LIST_COLUMNS: [&str; 9] = [
+pub const LIST_COLUMNS: [&str; 9] = [
     "preset",
     "cpus",
     "sockets",
@@ -166,7 +166,7 @@ pub fn show(name: &str, toml: bool) -> Result<String, String> {
 
 /// The columns of `bounce presets show NAME --format csv`, one row per
 /// parameter (and keys of each entry of `parameters` in `--format json`).
-const PARAM_COLUMNS: [&str; 7] = [
+pub const PARAM_COLUMNS: [&str; 7] = [
     "key",
     "value",
     "unit",
