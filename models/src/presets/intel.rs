@@ -133,12 +133,15 @@ fn icelake_sp_2s() -> Vec<Param> {
             "[S16] icelake_cpuinfo.txt (Xeon 8360Y, same die): clflush size 64, cache_alignment 64",
             "",
         ),
-        // Documented: MESIF-family (source snoop with Forward state) [S18].
+        // Documented: MESIF, Intel's MESI with a Forward state [S18]. Not
+        // "source snoop": on Xeon Scalable, UPI runs directory-based home
+        // snoop by default (the home agent, with directory bits in memory,
+        // sends the snoops); the model keeps only the stable states.
         text(
             "protocol",
             "mesif",
             Documented,
-            "[S18] MESIF protocol (Intel QPI/UPI source snoop with a Forward state)",
+            "[S18] MESIF protocol (Intel's MESI with a Forward state; UPI defaults to directory-based home snoop)",
             "",
         ),
         // Measured: no home effect, MLC remote HITM 127.1 vs 127.0 ns [S16], c2c 51.2 vs 51.3 ns.
