@@ -57,6 +57,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     validation(root, &mut out)?;
     batching(root, &mut out)?;
     locks(root, &mut out)?;
+    litmus(root, &mut out)?;
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
     tutorial_pahole(root, &mut out)?;
@@ -846,6 +847,82 @@ fn locks(root: &Path, out: &mut Files) -> Result<(), String> {
             &rows,
         ),
     );
+    Ok(())
+}
+
+/// The outcomes a litmus scenario counts, in the order of its histogram
+/// fields `outcomes.r1_r2_00` .. `outcomes.r1_r2_11`.
+pub const LITMUS_OUTCOMES: [&str; 4] = ["r1_r2_00", "r1_r2_01", "r1_r2_10", "r1_r2_11"];
+
+/// The litmus scenarios of the memory-ordering chapter.
+pub const LITMUS_SCENARIOS: [&str; 2] = [
+    "book/scenarios/litmus-sb.toml",
+    "book/scenarios/litmus-mp.toml",
+];
+
+/// A litmus scenario's outcome histogram, per variant: how many rounds
+/// ended with each (r1, r2), read from the atomics CPU 0 did on each
+/// `outcomes.*` field (one per round; the scenarios measure every round).
+pub fn litmus_histograms(root: &Path, path: &str) -> Result<Vec<(String, [u64; 4])>, String> {
+    let run = run(root, path)?;
+    let mut histograms = Vec::new();
+    for result in run.variant_results() {
+        let mut counts = [0u64; 4];
+        for (count, outcome) in counts.iter_mut().zip(LITMUS_OUTCOMES) {
+            let name = format!("outcomes.{outcome}");
+            *count = result
+                .fields
+                .iter()
+                .find(|f| f.name == name)
+                .map(|f| f.traffic.atomics)
+                .ok_or_else(|| {
+                    format!("{path}: variant `{}` has no field `{name}`", result.name)
+                })?;
+        }
+        let rounds = result.measured_iterations() / result.cpus.len().max(1) as u64;
+        if counts.iter().sum::<u64>() != rounds {
+            return Err(format!(
+                "{path}: variant `{}` counted {} outcomes in {rounds} rounds",
+                result.name,
+                counts.iter().sum::<u64>()
+            ));
+        }
+        histograms.push((result.name.clone(), counts));
+    }
+    Ok(histograms)
+}
+
+/// The memory-ordering chapter's outcome histograms, one table per test.
+fn litmus(root: &Path, out: &mut Files) -> Result<(), String> {
+    for path in LITMUS_SCENARIOS {
+        let histograms = litmus_histograms(root, path)?;
+        let rows: Vec<Vec<String>> = histograms
+            .iter()
+            .map(|(variant, counts)| {
+                let mut row = vec![format!("`{variant}`")];
+                row.extend(counts.iter().map(|c| c.to_string()));
+                row.push(counts.iter().sum::<u64>().to_string());
+                row
+            })
+            .collect();
+        let name = path
+            .trim_start_matches("book/scenarios/")
+            .trim_end_matches(".toml");
+        out.add_markdown(
+            &format!("litmus/{name}.md"),
+            &table(
+                &[
+                    "variant",
+                    "r1 = 0, r2 = 0",
+                    "r1 = 0, r2 = 1",
+                    "r1 = 1, r2 = 0",
+                    "r1 = 1, r2 = 1",
+                    "rounds",
+                ],
+                &rows,
+            ),
+        );
+    }
     Ok(())
 }
 
