@@ -58,6 +58,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     batching(root, &mut out)?;
     locks(root, &mut out)?;
     litmus(root, &mut out)?;
+    counting(root, &mut out)?;
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
     tutorial_pahole(root, &mut out)?;
@@ -923,6 +924,67 @@ fn litmus(root: &Path, out: &mut Files) -> Result<(), String> {
             ),
         );
     }
+    Ok(())
+}
+
+/// The counting chapter: per variant, what an add costs the adders and
+/// what a read costs the reader, from each CPU's mean iteration less the
+/// scenario's `work` (300 cycles after an add, `read_gap` after a read),
+/// and how far a read can be from the true count.
+fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
+    const PATH: &str = "book/scenarios/counting.toml";
+    const READER_CPU: u32 = 4;
+    const ADD_WORK_CYCLES: f64 = 300.0;
+    const READ_GAP_CYCLES: f64 = 2000.0;
+    const ADDERS: f64 = 8.0;
+    const BATCH: f64 = 32.0;
+    let run = run(root, PATH)?;
+    let mean_cycles = |shares: &[&scenarios::run::results::CpuShare]| -> f64 {
+        let iterations: u64 = shares.iter().map(|c| c.iterations).sum();
+        let cycles: u64 = shares.iter().map(|c| c.iteration_cycles_total).sum();
+        cycles as f64 / iterations.max(1) as f64
+    };
+    let mut rows = Vec::new();
+    for r in run.variant_results() {
+        let adders: Vec<_> = r.per_cpu.iter().filter(|c| c.cpu != READER_CPU).collect();
+        let reader: Vec<_> = r.per_cpu.iter().filter(|c| c.cpu == READER_CPU).collect();
+        if adders.is_empty() || reader.is_empty() {
+            return Err(format!(
+                "{PATH}: variant `{}` lacks the adders or the reader",
+                r.name
+            ));
+        }
+        let adds: u64 = adders.iter().map(|c| c.iterations).sum();
+        let reads: u64 = reader.iter().map(|c| c.iterations).sum();
+        let shortfall = if r.name == "percpu-read" {
+            format!("{}", ((BATCH - 1.0) * ADDERS) as u64)
+        } else {
+            "0".to_string()
+        };
+        rows.push(vec![
+            format!("`{}`", r.name),
+            adds.to_string(),
+            num(mean_cycles(&adders) - ADD_WORK_CYCLES),
+            reads.to_string(),
+            num(mean_cycles(&reader) - READ_GAP_CYCLES),
+            shortfall,
+        ]);
+    }
+    out.add_markdown(
+        "counting/costs.md",
+        &table(
+            &[
+                "variant",
+                "adds in all",
+                "cycles per add",
+                "reads",
+                "cycles per read",
+                "largest error of a read (units)",
+            ],
+            &rows,
+        ),
+    );
+    out.add("counting/report.txt", run.report());
     Ok(())
 }
 
