@@ -59,6 +59,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     locks(root, &mut out)?;
     litmus(root, &mut out)?;
     counting(root, &mut out)?;
+    read_mostly(root, &mut out)?;
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
     tutorial_pahole(root, &mut out)?;
@@ -985,6 +986,54 @@ fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
         ),
     );
     out.add("counting/report.txt", run.report());
+    Ok(())
+}
+
+/// The read-mostly chapter: per machine and variant, what a read costs the
+/// readers (their mean iteration less their 500 cycles of work), how many
+/// reads and writes got through, and the misses per read.
+fn read_mostly(root: &Path, out: &mut Files) -> Result<(), String> {
+    const PATH: &str = "book/scenarios/read-mostly.toml";
+    const WRITER_CPU: u32 = 4;
+    const READ_WORK_CYCLES: f64 = 500.0;
+    let run = run(root, PATH)?;
+    let mut rows = Vec::new();
+    for r in run.variant_results() {
+        let readers: Vec<_> = r.per_cpu.iter().filter(|c| c.cpu != WRITER_CPU).collect();
+        let writer: Vec<_> = r.per_cpu.iter().filter(|c| c.cpu == WRITER_CPU).collect();
+        if readers.is_empty() || writer.is_empty() {
+            return Err(format!(
+                "{PATH}: variant `{}` lacks the readers or the writer",
+                r.name
+            ));
+        }
+        let reads: u64 = readers.iter().map(|c| c.iterations).sum();
+        let writes: u64 = writer.iter().map(|c| c.iterations).sum();
+        let read_cycles: u64 = readers.iter().map(|c| c.iteration_cycles_total).sum();
+        let iterations = r.measured_iterations().max(1) as f64;
+        rows.push(vec![
+            format!("`{}`", r.machine),
+            format!("`{}`", r.name),
+            reads.to_string(),
+            num(read_cycles as f64 / reads.max(1) as f64 - READ_WORK_CYCLES),
+            writes.to_string(),
+            num(r.total.misses as f64 / iterations),
+        ]);
+    }
+    out.add_markdown(
+        "read-mostly/costs.md",
+        &table(
+            &[
+                "machine",
+                "variant",
+                "reads",
+                "cycles per read",
+                "writes",
+                "misses per iteration (all CPUs)",
+            ],
+            &rows,
+        ),
+    );
     Ok(())
 }
 
