@@ -60,6 +60,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     litmus(root, &mut out)?;
     counting(root, &mut out)?;
     read_mostly(root, &mut out)?;
+    hot_line(root, &mut out)?;
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
     tutorial_pahole(root, &mut out)?;
@@ -1034,6 +1035,15 @@ fn read_mostly(root: &Path, out: &mut Files) -> Result<(), String> {
             &rows,
         ),
     );
+    Ok(())
+}
+
+/// The measuring chapter: a hot line as a c2c report finds it, as a
+/// scenario, with bounce's per-field and per-line attribution to set beside
+/// the report's columns.
+fn hot_line(root: &Path, out: &mut Files) -> Result<(), String> {
+    let run = run(root, "book/scenarios/hot-line.toml")?;
+    out.add("hot-line/report.txt", run.report());
     Ok(())
 }
 
