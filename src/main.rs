@@ -1474,7 +1474,7 @@ fn check_protocol(
                  [machine.latency]\nl1_hit_cycles = {}\nlocked_op_cycles = {}\n\
                  smt_transfer_cycles = {}\nl3_transfer_cycles = {}\nhop_in_node_cycles = {}\n\
                  hop_between_nodes_cycles = {}\nhop_between_sockets_cycles = {}\n\
-                 dram_cycles = {}\n\n\
+                 dram_cycles = {}\nhome_occupancy_cycles = {}\n\n\
                  [run]\niterations = 1\n\n\
                  [structs.line]\nalign = 64\nfields = [\n  {{ name = \"v\", type = \"unsigned long\" }},\n]\n\n\
                  [instances.lines]\nstruct = \"line\"\nkind = \"global\"\ncount = {lines}\nnode = 0\n\n\
@@ -1500,6 +1500,7 @@ fn check_protocol(
                 l.hop_between_nodes_cycles,
                 l.hop_between_sockets_cycles,
                 l.dram_cycles,
+                l.home_occupancy_cycles,
             ));
             let scripts = v.replay_scripts();
             for (cpu, script) in &scripts {

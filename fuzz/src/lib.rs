@@ -282,6 +282,9 @@ pub fn small_machine() -> MachineSpec {
         lookup: Lookup::Local,
         adjacent_line_prefetch: true,
         store_buffer_entries: 4,
+        socket_hops: Vec::new(),
+        l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
+        directory: sim_core::topology::DirectoryPrecision::Exact,
         latency: LatencySpec {
             l1_hit_cycles: 4,
             locked_op_cycles: 20,
@@ -291,6 +294,8 @@ pub fn small_machine() -> MachineSpec {
             hop_between_nodes_cycles: 50,
             hop_between_sockets_cycles: 110,
             dram_cycles: 150,
+            l3_hit_cycles: 40,
+            home_occupancy_cycles: 20,
         },
     }
 }

@@ -319,3 +319,20 @@ error: node 2 does not exist; the machine has nodes 0-1 (in `instances.ctr.node`
 "#,
     );
 }
+
+#[test]
+fn an_asymmetric_socket_hop_matrix_names_the_cells() {
+    check(
+        &BASE.replace(
+            "machine = \"icelake-sp-2s\"",
+            "[machine]\npreset = \"icelake-sp-2s\"\nsocket_hops = [[0, 1], [2, 0]]",
+        ),
+        r#"
+error: row 0, column 1 is 1 but row 1, column 0 is 2; links are the same both ways (in `machine.socket_hops`)
+ --> scenarios/test.toml:4:15
+  |
+4 | socket_hops = [[0, 1], [2, 0]]
+  |               ^^^^^^^^^^^^^^^^
+"#,
+    );
+}

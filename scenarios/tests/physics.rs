@@ -478,3 +478,46 @@ set = {{ "structs.counter.fields.value.align" = 64 }}
     assert_eq!(padded.total.hitm, 0);
     assert!(padded.throughput_total() > packed.throughput_total());
 }
+
+// ---------------------------------------------------------------------------
+// Distances between sockets
+
+/// The shipped 8-socket machine: a line bounced between sockets two UPI
+/// links apart pays both links on every leg that crosses them, and the pair
+/// joined by the twist (0 and 4) is as near as neighbours on the ring.
+#[test]
+fn a_two_link_socket_pair_pays_both_links() {
+    let built = build_file("eight-sockets.toml");
+    let t = &built[0].config.topology;
+    assert_eq!(t.spec.sockets, 8);
+    assert_eq!(
+        (t.socket_of(28), t.socket_of(56), t.socket_of(112)),
+        (1, 2, 4)
+    );
+    assert_eq!(
+        (
+            t.socket_hops(0, 1),
+            t.socket_hops(0, 2),
+            t.socket_hops(0, 4)
+        ),
+        (1, 2, 1)
+    );
+    let results = run_built(&built);
+    let l = &t.spec.latency;
+    // One way: the atomic, the leg to the requester's own snoop filter
+    // (lookup = local), and the legs to the owner and back, each crossing
+    // the links between the two sockets.
+    let one_way = |links: u64| {
+        (l.locked_op_cycles + l.hop_in_node_cycles + 2 * links * l.hop_between_sockets_cycles)
+            as f64
+    };
+    let round_trip = |name: &str| by_name(&results, name).iteration_cycles.mean();
+    for (name, links) in [("one-link", 1), ("two-links", 2), ("opposite", 1)] {
+        let measured = round_trip(name) / 2.0;
+        let expected = one_way(links);
+        assert!(
+            (measured - expected).abs() / expected < 0.01,
+            "{name}: one way {measured} cycles, the path gives {expected}"
+        );
+    }
+}

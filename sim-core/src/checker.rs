@@ -166,6 +166,9 @@ impl CheckConfig {
             lookup: Lookup::Home,
             adjacent_line_prefetch: false,
             store_buffer_entries: self.buffer_depth,
+            socket_hops: Vec::new(),
+            l3_shared_lines: crate::topology::L3SharedLines::NotKept,
+            directory: crate::topology::DirectoryPrecision::Exact,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: ATOMIC_HOLD,
@@ -175,6 +178,8 @@ impl CheckConfig {
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 110,
                 dram_cycles: 150,
+                l3_hit_cycles: 40,
+                home_occupancy_cycles: 20,
             },
         }
     }

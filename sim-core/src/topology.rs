@@ -57,6 +57,61 @@ impl Lookup {
     }
 }
 
+/// Whether a core's L3 domain keeps the lines its cores read, so that a
+/// clean or shared line held by one core of the domain is served to another
+/// by the L3 itself, at its hit latency, instead of by a transfer from the
+/// holding core (or, with only Shared copies under MOESI, from memory).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum L3SharedLines {
+    /// The L3 does not keep them (a non-inclusive L3 filled by L2 victims
+    /// only, as Intel's since Skylake-SP): another core's clean copy is
+    /// fetched from that core.
+    NotKept,
+    /// The L3 holds every line its cores hold (an inclusive L3).
+    Inclusive,
+    /// A victim L3 that still holds a line read by several of its cores
+    /// (AMD's CCX L3, with the cores' L2 tags shadowed in it).
+    VictimWithSharing,
+}
+
+impl L3SharedLines {
+    pub fn name(self) -> &'static str {
+        match self {
+            L3SharedLines::NotKept => "not-kept",
+            L3SharedLines::Inclusive => "inclusive",
+            L3SharedLines::VictimWithSharing => "victim-with-sharing",
+        }
+    }
+    /// The L3 answers reads of a clean line one of its cores holds.
+    pub fn supplies(self) -> bool {
+        self != L3SharedLines::NotKept
+    }
+}
+
+/// How precisely the directory (probe filter) knows a shared line's copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DirectoryPrecision {
+    /// Every sharer is tracked: a write invalidates exactly the copies.
+    Exact,
+    /// Lines with several sharers (Shared or Owned) are tracked only as
+    /// shared: a write to one broadcasts its invalidation to every L3
+    /// domain of the machine, and waits for the farthest answer.
+    BroadcastShared,
+}
+
+impl DirectoryPrecision {
+    pub fn name(self) -> &'static str {
+        match self {
+            DirectoryPrecision::Exact => "exact",
+            DirectoryPrecision::BroadcastShared => "broadcast-shared",
+        }
+    }
+}
+
+/// Upper bound on one entry of [`MachineSpec::socket_hops`]: no glueless
+/// machine routes a coherence message through more sockets.
+pub const MAX_SOCKET_HOPS: u32 = 8;
+
 /// Latencies of the machine, in core cycles at its clock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LatencySpec {
@@ -75,10 +130,21 @@ pub struct LatencySpec {
     pub hop_in_node_cycles: u64,
     /// One leg between two nodes of one socket.
     pub hop_between_nodes_cycles: u64,
-    /// One leg between two sockets.
+    /// One leg between two sockets one link apart; a leg between sockets
+    /// `h` links apart ([`MachineSpec::socket_hops`]) costs `h` times this.
     pub hop_between_sockets_cycles: u64,
     /// The DRAM access itself, at the home node, excluding the legs to it.
     pub dram_cycles: u64,
+    /// A read answered by the requester's own L3 (a clean line that L3
+    /// keeps, [`L3SharedLines`]), request to data.
+    pub l3_hit_cycles: u64,
+    /// How long a read of a line already resolved to a cache that can
+    /// answer for it (a forwarding or owning copy, or an L3 that keeps it)
+    /// occupies the line at its home before the next request is ordered:
+    /// such reads are pipelined, one this far apart, each still taking its
+    /// own transfer latency. Writes, atomics and reads that move ownership
+    /// hold the line for their whole transaction.
+    pub home_occupancy_cycles: u64,
 }
 
 /// A machine as a user or a preset describes it.
@@ -102,6 +168,15 @@ pub struct MachineSpec {
     /// for (the engine issues it; see `engine`).
     pub adjacent_line_prefetch: bool,
     pub store_buffer_entries: u32,
+    /// Links between each pair of sockets, `socket_hops[a][b]` (0 on the
+    /// diagonal, symmetric): the hop matrix of the machine's socket links,
+    /// as `numactl --hardware` shows them in its node distances. Empty:
+    /// every pair of sockets is one link apart (fully connected).
+    pub socket_hops: Vec<Vec<u32>>,
+    /// Whether the L3 answers reads of clean lines its cores hold.
+    pub l3_shared_lines: L3SharedLines,
+    /// Whether the directory tracks a shared line's sharers exactly.
+    pub directory: DirectoryPrecision,
     pub latency: LatencySpec,
 }
 
@@ -165,6 +240,9 @@ pub struct Topology {
     core_place: Vec<CorePlace>,
     /// Per node: its socket.
     node_socket: Vec<u32>,
+    /// Per pair of sockets (`a * sockets + b`): one leg between them, the
+    /// links of `socket_hops` times `hop_between_sockets_cycles`.
+    socket_leg_cycles: Vec<u64>,
 }
 
 /// Where a core sits: its L3 domain, node and socket.
@@ -265,6 +343,8 @@ impl Topology {
                 l.hop_between_sockets_cycles,
             ),
             ("latency.dram_cycles", l.dram_cycles),
+            ("latency.l3_hit_cycles", l.l3_hit_cycles),
+            ("latency.home_occupancy_cycles", l.home_occupancy_cycles),
         ] {
             if value > latency_limit {
                 return Err(SpecError {
@@ -273,11 +353,22 @@ impl Topology {
                 });
             }
         }
+        check_socket_hops(&spec)?;
         if l.l1_hit_cycles == 0 {
             return Err(SpecError {
                 key: "latency.l1_hit_cycles",
                 message: "must be at least 1, so that every access takes time".into(),
             });
+        }
+        let mut spec = spec;
+        // A matrix of ones says what the empty one says: one form per machine.
+        if spec
+            .socket_hops
+            .iter()
+            .enumerate()
+            .all(|(a, row)| row.iter().enumerate().all(|(b, &h)| h == (a != b) as u32))
+        {
+            spec.socket_hops.clear();
         }
         let physical_cores = (cpus / spec.threads_per_core as u64) as u32;
         let cpus = cpus as u32;
@@ -289,7 +380,15 @@ impl Topology {
             cpu_thread: (0..cpus).map(|c| (c / physical_cores) as u8).collect(),
             core_place: Vec::new(),
             node_socket: Vec::new(),
+            socket_leg_cycles: Vec::new(),
         };
+        let sockets = topology.spec.sockets;
+        topology.socket_leg_cycles = (0..sockets * sockets)
+            .map(|pair| {
+                let hops = topology.socket_hops(pair / sockets, pair % sockets) as u64;
+                hops * topology.spec.latency.hop_between_sockets_cycles
+            })
+            .collect();
         topology.node_socket = (0..topology.node_count())
             .map(|node| node / topology.spec.nodes_per_socket)
             .collect();
@@ -297,6 +396,32 @@ impl Topology {
             .map(|core| topology.place_by_division(core))
             .collect();
         Ok(topology)
+    }
+
+    /// Links between sockets `a` and `b` (0 for one socket).
+    pub fn socket_hops(&self, a: u32, b: u32) -> u32 {
+        if a == b {
+            0
+        } else {
+            self.spec
+                .socket_hops
+                .get(a as usize)
+                .and_then(|row| row.get(b as usize))
+                .copied()
+                .unwrap_or(1)
+        }
+    }
+
+    /// One leg between two different sockets: their links times the cost of one.
+    #[inline]
+    pub fn socket_leg_cycles(&self, a: u32, b: u32) -> u64 {
+        match self
+            .socket_leg_cycles
+            .get((a * self.spec.sockets + b) as usize)
+        {
+            Some(&cycles) => cycles,
+            None => self.socket_hops(a, b) as u64 * self.spec.latency.hop_between_sockets_cycles,
+        }
     }
 
     /// A core's place computed from the machine's shape (what `core_place`
@@ -451,7 +576,7 @@ impl Topology {
         } else if a.socket == b.socket {
             l.hop_between_nodes_cycles
         } else {
-            l.hop_between_sockets_cycles
+            self.socket_leg_cycles(a.socket, b.socket)
         }
     }
 
@@ -465,12 +590,13 @@ impl Topology {
     #[inline]
     pub fn hop_place_to_node(&self, place: CorePlace, node: u32) -> u64 {
         let l = &self.spec.latency;
+        let node_socket = self.socket_of_node(node);
         if place.node == node {
             l.hop_in_node_cycles
-        } else if place.socket == self.socket_of_node(node) {
+        } else if place.socket == node_socket {
             l.hop_between_nodes_cycles
         } else {
-            l.hop_between_sockets_cycles
+            self.socket_leg_cycles(place.socket, node_socket)
         }
     }
 
@@ -478,6 +604,53 @@ impl Topology {
     pub fn cycles_to_ns(&self, cycles: f64) -> f64 {
         cycles * 1000.0 / self.spec.clock_mhz as f64
     }
+}
+
+/// The hop matrix is square over the sockets, 0 on the diagonal only,
+/// symmetric, and within [`MAX_SOCKET_HOPS`].
+fn check_socket_hops(spec: &MachineSpec) -> Result<(), SpecError> {
+    let hops = &spec.socket_hops;
+    if hops.is_empty() {
+        return Ok(());
+    }
+    let error = |message: String| SpecError {
+        key: "socket_hops",
+        message,
+    };
+    let n = spec.sockets as usize;
+    if hops.len() != n {
+        return Err(error(format!(
+            "has {} rows; the machine has {n} sockets, so it needs {n} rows of {n} hop counts",
+            hops.len()
+        )));
+    }
+    for (a, row) in hops.iter().enumerate() {
+        if row.len() != n {
+            return Err(error(format!(
+                "row {a} has {} entries; it needs {n}, one per socket",
+                row.len()
+            )));
+        }
+        for (b, &h) in row.iter().enumerate() {
+            if a == b && h != 0 {
+                return Err(error(format!(
+                    "row {a}, column {b}: a socket is 0 hops from itself, not {h}"
+                )));
+            }
+            if a != b && !(1..=MAX_SOCKET_HOPS).contains(&h) {
+                return Err(error(format!(
+                    "row {a}, column {b}: {h} is out of range 1..={MAX_SOCKET_HOPS} for two different sockets"
+                )));
+            }
+            if hops[b][a] != h {
+                return Err(error(format!(
+                    "row {a}, column {b} is {h} but row {b}, column {a} is {}; links are the same both ways",
+                    hops[b][a]
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -498,6 +671,9 @@ mod tests {
             lookup: Lookup::Home,
             adjacent_line_prefetch: false,
             store_buffer_entries: 16,
+            socket_hops: Vec::new(),
+            l3_shared_lines: L3SharedLines::NotKept,
+            directory: DirectoryPrecision::Exact,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: 20,
@@ -507,6 +683,8 @@ mod tests {
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 100,
                 dram_cycles: 150,
+                l3_hit_cycles: 40,
+                home_occupancy_cycles: 20,
             },
         }
     }
@@ -543,6 +721,54 @@ mod tests {
         assert_eq!(t.hop_core_to_node(0, 0), 30);
         assert_eq!(t.hop_core_to_node(0, 1), 50);
         assert_eq!(t.hop_core_to_node(0, 3), 100);
+    }
+
+    #[test]
+    fn a_two_hop_socket_pair_costs_two_links() {
+        // Four sockets in a ring: 0-1-2-3-0, so 0 and 2 are two links apart.
+        let mut spec = two_socket_spec();
+        spec.sockets = 4;
+        spec.nodes_per_socket = 1;
+        spec.socket_hops = vec![
+            vec![0, 1, 2, 1],
+            vec![1, 0, 1, 2],
+            vec![2, 1, 0, 1],
+            vec![1, 2, 1, 0],
+        ];
+        let t = Topology::new(spec).unwrap();
+        // 8 cores per socket (1 node x 2 L3 domains x 4 cores): core 0 on
+        // socket 0, core 8 on socket 1, core 16 on socket 2.
+        assert_eq!(t.socket_of_core(8), 1);
+        assert_eq!(t.socket_of_core(16), 2);
+        assert_eq!(t.hop_core_to_core(0, 8), 100);
+        assert_eq!(t.hop_core_to_core(0, 16), 200);
+        assert_eq!(t.hop_core_to_node(0, 2), 200);
+        assert_eq!(t.hop_core_to_node(0, 3), 100);
+        assert_eq!(t.socket_hops(3, 1), 2);
+    }
+
+    #[test]
+    fn a_bad_hop_matrix_is_an_error_naming_the_cell() {
+        let mut spec = two_socket_spec();
+        spec.socket_hops = vec![vec![0, 1], vec![2, 0]];
+        let e = Topology::new(spec).unwrap_err();
+        assert_eq!(e.key, "socket_hops");
+        assert_eq!(
+            e.message,
+            "row 0, column 1 is 1 but row 1, column 0 is 2; links are the same both ways"
+        );
+        let mut spec = two_socket_spec();
+        spec.socket_hops = vec![vec![0, 1]];
+        assert_eq!(
+            Topology::new(spec).unwrap_err().message,
+            "has 1 rows; the machine has 2 sockets, so it needs 2 rows of 2 hop counts"
+        );
+        let mut spec = two_socket_spec();
+        spec.socket_hops = vec![vec![1, 1], vec![1, 0]];
+        assert_eq!(
+            Topology::new(spec).unwrap_err().message,
+            "row 0, column 0: a socket is 0 hops from itself, not 1"
+        );
     }
 
     #[test]

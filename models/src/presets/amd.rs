@@ -20,7 +20,8 @@
 use super::sources::*;
 use super::Provenance::{Assumed, Derived, Documented, Measured};
 use super::{
-    build_default, flag, int, name_param, num, set, text, Mode, Param, Preset, Target, SMT_OFF,
+    build_default, flag, fully_connected, home_occupancy, int, name_param, num, set, text, Mode,
+    Param, Preset, Target, SMT_OFF,
 };
 use sim_core::topology::MachineSpec;
 
@@ -37,8 +38,36 @@ const LINE_SOURCE: &str =
 
 const DRAM_NOTE_ZEN3_4: &str = "n/r for this part (calibration.md §9b); assumed: the DRAM access itself as derived for Ice Lake-SP with the same DDR4-3200 generation (201 cycles / 3.4 GHz = 59.1 ns; Cascade Lake gives 53 ns), at this clock";
 
+/// AMD's description of its "mostly exclusive" L3, and the Zen one.
+const L3_SHARING: &str = "AMD on its mostly exclusive L3 (family 15h, quoted at forum.canardpc.com/threads/49015, page 5): the L3 keeps a copy of a line it returns when several cores are likely to access it, and prefers to evict unshared lines; [S33] Zen's L3 is the same \"mostly exclusive victim cache\"; [S30] each CCX keeps shadow tags of its cores' L2s";
+
+/// The Zen L3 latency where no figure for the part was retrieved.
+const L3_HIT_ZEN4_NOTE: &str = "n/r for Zen 4 / Zen 4c (calibration.md §9b: [S45] says Genoa's L3 is as desktop Zen 4's, without a number): assumed to be Milan's derived 46 cycles";
+
 fn amd_common(params: &mut Vec<Param>) {
+    let occupancy = home_occupancy(params);
     params.extend([
+        // Documented: AMD's L3 keeps lines several of its cores read.
+        text(
+            "l3_shared_lines",
+            "victim-with-sharing",
+            Documented,
+            L3_SHARING,
+            "a line read by several cores of a CCX stays in its L3 (and the CCX's shadow tags find a copy in a sibling L2): a read of a clean or Shared line another core of the CCX holds is an L3 hit, not a transfer and not a memory read",
+        ),
+        // Assumed exact: no stored source shows a Zen probe filter falling back to broadcast.
+        text(
+            "directory",
+            "exact",
+            Assumed,
+            "[S39] AMD patent US 2023/0195632 \"Probe filter directory management\"; [S30] per-CCX snoop directory",
+            "the probe filter is taken to name every CCX holding a line; broadcast-shared is for older probe filters (HT Assist) that track shared lines only as shared",
+        ),
+        fully_connected(
+            "[S30] Naples: each die one hop from the others; 2-socket parts: the two sockets joined by xGMI links",
+            "every preset has at most 2 sockets, one link apart",
+        ),
+        occupancy,
         int(
             "line_size_bytes",
             64,
@@ -344,12 +373,13 @@ fn epyc_naples_2s() -> Vec<Param> {
             "[S23], [S24] (calibration.md §9b)",
             "",
         ),
-        text(
-            "info.l3_hit_cycles",
-            "34-47",
-            Measured,
+        int(
+            "latency.l3_hit_cycles",
+            40,
+            "cycles",
+            Derived,
             "[S23], [S24], [S30] 34-47 cycles (13-19 ns) (calibration.md §9b)",
-            "",
+            "the middle of the measured range: (34 + 47) / 2 = 40.5 -> 40",
         ),
         num(
             "info.dram_local_ns",
@@ -652,7 +682,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             "",
         ),
         int(
-            "info.l3_hit_cycles",
+            "latency.l3_hit_cycles",
             46,
             "cycles",
             Derived,
@@ -1065,6 +1095,15 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
             "n/r; the model's 2 x 286 + 219",
         ),
     ];
+    // Assumed: no Zen 4 L3 figure was retrieved.
+    params.push(int(
+        "latency.l3_hit_cycles",
+        46,
+        "cycles",
+        Assumed,
+        "[S45] Chips and Cheese: Milan-X L3 50 cycles, V-Cache adds 4 (Milan: 46)",
+        L3_HIT_ZEN4_NOTE,
+    ));
     amd_common(&mut params);
     params
 }
@@ -1404,6 +1443,15 @@ fn bergamo(name: &'static str) -> Vec<Param> {
             "n/r; the model's 2 x 252 + 183",
         ),
     ];
+    // Assumed: no Zen 4 L3 figure was retrieved.
+    params.push(int(
+        "latency.l3_hit_cycles",
+        46,
+        "cycles",
+        Assumed,
+        "[S45] Chips and Cheese: Milan-X L3 50 cycles, V-Cache adds 4 (Milan: 46)",
+        L3_HIT_ZEN4_NOTE,
+    ));
     amd_common(&mut params);
     params
 }

@@ -6,9 +6,42 @@
 use super::sources::*;
 use super::Provenance::{Assumed, Derived, Documented, Measured};
 use super::{
-    build_default, flag, int, name_param, num, set, text, Mode, Param, Preset, Target, SMT_OFF,
+    build_default, flag, fully_connected, home_occupancy, int, name_param, num, set, text, Mode,
+    Param, Preset, Target, SMT_OFF,
 };
 use sim_core::topology::MachineSpec;
+
+/// How every Intel preset is wired: sockets one UPI link apart, an L3 that
+/// does not keep its cores' clean lines, a snoop filter that knows every
+/// copy, and the home's occupancy.
+fn intel_wiring(params: &mut Vec<Param>) {
+    let occupancy = home_occupancy(params);
+    params.extend([
+        // Documented for 2 sockets (both sockets' UPI links join the pair);
+        // for 4, 3 UPI links per socket join every pair [S20].
+        fully_connected(
+            "[S20] WikiChip, Platinum 8200 series: 3 UPI links per socket; [S11] Ice Lake-SP: 1 and 2 sockets only",
+            "2 sockets are one link apart; 4 sockets with 3 links each are fully connected (calibration.md §2, inference); the measured matrices have one cross-socket class",
+        ),
+        // Measured: a clean line in another core's L2 costs what a dirty one does.
+        text(
+            "l3_shared_lines",
+            "not-kept",
+            Measured,
+            "[S15] non-inclusive L3 since Skylake-SP; [S16] Intel MLC cache-to-cache: clean L2 hit 60.1 ns vs modified 64.2 ns (8360Y), 48.8 vs 49.3 ns (Gold 6240)",
+            "the L3 is filled by L2 victims, not by reads: a read of a line another core holds clean is a core-to-core transfer, as long as a dirty one (the MLC figures within 7 %), not an L3 hit",
+        ),
+        // Documented: the CHA snoop filter tracks the lines of its socket's cores.
+        text(
+            "directory",
+            "exact",
+            Documented,
+            "[S19] Intel Community, \"Directory Structure in Skylake Server CPUs\" (McCalpin): a snoop filter per CHA tracks the lines in the cores' L2s",
+            "the lookup is the requester's own snoop filter (lookup = local), which names the cores holding a line: a write invalidates exactly them",
+        ),
+        occupancy,
+    ]);
+}
 
 // ---------------------------------------------------------------------------
 // icelake-sp-2s: 2 x Xeon Platinum 8380
@@ -68,7 +101,7 @@ fn icelake_sp_2s_build() -> MachineSpec {
 }
 
 fn icelake_sp_2s() -> Vec<Param> {
-    vec![
+    let mut params = vec![
         name_param("icelake-sp-2s"),
         // Documented: lscpu "CPU max MHz 3400" of 2 x 8380 [S12]; 3.4 GHz max turbo [S10].
         int(
@@ -326,7 +359,18 @@ fn icelake_sp_2s() -> Vec<Param> {
             "[S16]",
             "142.7 ns x 3.4 GHz = 485.2; the model gives 497 (+2.4 %)",
         ),
-    ]
+    ];
+    intel_wiring(&mut params);
+    // Assumed: no Ice Lake-SP L3 figure was retrieved (calibration.md §9b).
+    params.push(int(
+        "latency.l3_hit_cycles",
+        55,
+        "cycles",
+        Assumed,
+        "[S24] AnandTech Skylake-SP vs EPYC: 54-56 cycles (Xeon 8176); Ice Lake-SP n/r (calibration.md §9b)",
+        "unused while l3_shared_lines = not-kept (a clean line in another core's L2 is fetched from that core); the Skylake-SP mesh figure, for a user who changes it",
+    ));
+    params
 }
 
 fn icelake_snc2(params: &mut Vec<Param>) {
@@ -508,7 +552,7 @@ fn cascadelake_sp_4s() -> Vec<Param> {
 
 /// Cascade Lake-SP per socket, 8280 at its 4.0 GHz boost.
 fn cascadelake_sp(name: &'static str) -> Vec<Param> {
-    vec![
+    let mut params = vec![
         name_param(name),
         // Documented: "boost clocks of up to 4GHz" [S10]; base 2.70 GHz [S6].
         int(
@@ -730,7 +774,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
         ),
         // Measured on Skylake-SP (same mesh); [S23] 46 and [S15] 77 disagree.
         int(
-            "info.l3_hit_cycles",
+            "latency.l3_hit_cycles",
             55,
             "cycles",
             Measured,
@@ -769,7 +813,9 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "[S16]",
             "140.4 ns x 4.0 GHz = 561.6; the model gives 675 (+20 %, see latency.dram_cycles)",
         ),
-    ]
+    ];
+    intel_wiring(&mut params);
+    params
 }
 
 // ---------------------------------------------------------------------------
@@ -828,7 +874,7 @@ fn cascadelake_ap_2s_build() -> MachineSpec {
 }
 
 fn cascadelake_ap_2s() -> Vec<Param> {
-    vec![
+    let mut params = vec![
         name_param("cascadelake-ap-2s"),
         // Documented: 2.6 GHz base, 3.8 GHz boost [S27].
         int(
@@ -1060,5 +1106,16 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "[S16]",
             "140.4 ns x 3.8 GHz = 533.5; the model gives 2 x 219 + 203 = 641 (+20 %, as on Cascade Lake-SP)",
         ),
-    ]
+    ];
+    // Measured on Skylake-SP, the same die and L3 slices (as cascadelake-sp).
+    params.push(int(
+        "latency.l3_hit_cycles",
+        55,
+        "cycles",
+        Measured,
+        "[S24] AnandTech Skylake-SP vs EPYC: 54-56 cycles (Xeon 8176)",
+        "each die of the package is a Cascade Lake-SP die; unused while l3_shared_lines = not-kept",
+    ));
+    intel_wiring(&mut params);
+    params
 }

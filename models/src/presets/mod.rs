@@ -37,7 +37,9 @@ mod amd;
 mod intel;
 mod sources;
 
-use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use sim_core::topology::{
+    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
+};
 use std::fmt;
 
 /// Where a parameter's value comes from.
@@ -79,6 +81,8 @@ pub enum ParamValue {
     Bool(bool),
     /// A name (`mesif`, `home`, the machine's name) or a range (`34-47`).
     Text(String),
+    /// A square matrix (the links between sockets), row by row.
+    Matrix(Vec<Vec<u32>>),
 }
 
 impl fmt::Display for ParamValue {
@@ -88,6 +92,17 @@ impl fmt::Display for ParamValue {
             ParamValue::Num(v) => write!(f, "{v}"),
             ParamValue::Bool(v) => write!(f, "{v}"),
             ParamValue::Text(v) => f.write_str(v),
+            ParamValue::Matrix(rows) => {
+                // As TOML writes an array of arrays: `[[0, 1], [1, 0]]`.
+                let rows: Vec<String> = rows
+                    .iter()
+                    .map(|row| {
+                        let cells: Vec<String> = row.iter().map(|h| h.to_string()).collect();
+                        format!("[{}]", cells.join(", "))
+                    })
+                    .collect();
+                write!(f, "[{}]", rows.join(", "))
+            }
         }
     }
 }
@@ -183,6 +198,9 @@ pub const SPEC_KEYS: &[&str] = &[
     "lookup",
     "adjacent_line_prefetch",
     "store_buffer_entries",
+    "socket_hops",
+    "l3_shared_lines",
+    "directory",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -191,6 +209,8 @@ pub const SPEC_KEYS: &[&str] = &[
     "latency.hop_between_nodes_cycles",
     "latency.hop_between_sockets_cycles",
     "latency.dram_cycles",
+    "latency.l3_hit_cycles",
+    "latency.home_occupancy_cycles",
 ];
 
 /// A measured one-way core-to-core latency a preset is calibrated against:
@@ -470,6 +490,22 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         ParamValue::Bool(v) => *v,
         other => return Err(format!("`adjacent_line_prefetch` = {other} is not a flag")),
     };
+    let socket_hops = match get("socket_hops")? {
+        ParamValue::Matrix(rows) => rows.clone(),
+        ParamValue::Text(v) if v == FULLY_CONNECTED => Vec::new(),
+        other => return Err(format!("`socket_hops` = {other} is not a hop matrix")),
+    };
+    let l3_shared_lines = match text("l3_shared_lines")?.as_str() {
+        "not-kept" => L3SharedLines::NotKept,
+        "inclusive" => L3SharedLines::Inclusive,
+        "victim-with-sharing" => L3SharedLines::VictimWithSharing,
+        other => return Err(format!("unknown l3_shared_lines `{other}`")),
+    };
+    let directory = match text("directory")?.as_str() {
+        "exact" => DirectoryPrecision::Exact,
+        "broadcast-shared" => DirectoryPrecision::BroadcastShared,
+        other => return Err(format!("unknown directory `{other}`")),
+    };
     Ok(MachineSpec {
         name: text("name")?,
         clock_mhz: int("clock_mhz")?,
@@ -483,6 +519,9 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         lookup,
         adjacent_line_prefetch,
         store_buffer_entries: int32("store_buffer_entries")?,
+        socket_hops,
+        l3_shared_lines,
+        directory,
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,
@@ -492,8 +531,48 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
             hop_between_nodes_cycles: int("latency.hop_between_nodes_cycles")?,
             hop_between_sockets_cycles: int("latency.hop_between_sockets_cycles")?,
             dram_cycles: int("latency.dram_cycles")?,
+            l3_hit_cycles: int("latency.l3_hit_cycles")?,
+            home_occupancy_cycles: int("latency.home_occupancy_cycles")?,
         },
     })
+}
+
+/// The value of `socket_hops` for a machine whose sockets are all one link
+/// apart (every preset's, as measured: one class of cross-socket pairs).
+pub const FULLY_CONNECTED: &str = "fully-connected";
+
+/// A preset's `socket_hops`: every pair one link apart.
+fn fully_connected(source: &'static str, note: &'static str) -> Param {
+    text(
+        "socket_hops",
+        FULLY_CONNECTED,
+        Provenance::Documented,
+        source,
+        note,
+    )
+}
+
+/// A preset's home occupancy: the forward leg of an L3 transfer, a third of
+/// the table's `l3_transfer_cycles` (the three legs taken as equal, as for
+/// the mesh hop).
+fn home_occupancy(params: &[Param]) -> Param {
+    let l3_transfer_cycles = params
+        .iter()
+        .find_map(|p| match (p.key, &p.value) {
+            ("latency.l3_transfer_cycles", ParamValue::Int(v)) => Some(*v),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            panic!("a preset gives latency.l3_transfer_cycles before its occupancy")
+        });
+    int(
+        "latency.home_occupancy_cycles",
+        l3_transfer_cycles / 3,
+        "cycles",
+        Provenance::Assumed,
+        "model assumption: no calibration source measures how long a home (CHA, probe filter) holds one line between two reads of it",
+        "one leg of an L3 transfer (l3_transfer_cycles / 3, the three legs request, forward, data taken as equal): the home decides and forwards, then takes the next read while the data is on its way; a third of a transfer, so reads of a resolved line are served three to a transfer's time",
+    )
 }
 
 /// The machine of a preset with its default modes (for `Preset::build`).

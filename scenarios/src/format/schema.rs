@@ -238,6 +238,13 @@ pub struct InlineMachine {
     pub lookup: Option<Spanned<Lookup>>,
     pub adjacent_line_prefetch: Option<bool>,
     pub store_buffer_entries: Option<Spanned<u32>>,
+    /// Links between each pair of sockets, a square matrix (`[[0, 1], [1,
+    /// 0]]`); without it every pair is one link apart.
+    pub socket_hops: Option<Spanned<Vec<Vec<u32>>>>,
+    /// Whether the L3 answers reads of clean lines its cores hold.
+    pub l3_shared_lines: Option<Spanned<L3SharedLines>>,
+    /// Whether the directory tracks a shared line's sharers exactly.
+    pub directory: Option<Spanned<DirectoryPrecision>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)
@@ -259,6 +266,25 @@ pub struct LatencyOverrides {
     pub hop_between_nodes_cycles: Option<Spanned<u64>>,
     pub hop_between_sockets_cycles: Option<Spanned<u64>>,
     pub dram_cycles: Option<Spanned<u64>>,
+    pub l3_hit_cycles: Option<Spanned<u64>>,
+    pub home_occupancy_cycles: Option<Spanned<u64>>,
+}
+
+/// `l3_shared_lines`: whether the L3 keeps lines its cores read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum L3SharedLines {
+    NotKept,
+    Inclusive,
+    VictimWithSharing,
+}
+
+/// `directory`: exact sharers, or a broadcast for shared lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirectoryPrecision {
+    Exact,
+    BroadcastShared,
 }
 
 /// Coherence protocol.

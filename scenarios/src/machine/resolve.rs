@@ -6,7 +6,10 @@
 use std::ops::Range;
 
 use models::presets::{self, ResolveError};
-use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, SpecError, Topology};
+use sim_core::topology::{
+    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, SpecError,
+    Topology,
+};
 use toml::Spanned;
 
 use crate::format::error::{InputError, SourceFile};
@@ -64,6 +67,16 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                 };
             }
             let l = &m.latency;
+            let l3_shared_lines = match (&m.l3_shared_lines, &base) {
+                (Some(v), _) => match v.get_ref() {
+                    schema::L3SharedLines::NotKept => L3SharedLines::NotKept,
+                    schema::L3SharedLines::Inclusive => L3SharedLines::Inclusive,
+                    schema::L3SharedLines::VictimWithSharing => L3SharedLines::VictimWithSharing,
+                },
+                (None, Some(b)) => b.l3_shared_lines,
+                // Without a preset: the L3 answers for no other core's line.
+                (None, None) => L3SharedLines::NotKept,
+            };
             let spec = MachineSpec {
                 name: m
                     .name
@@ -135,6 +148,22 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     |b: &MachineSpec| b.store_buffer_entries,
                     56
                 ),
+                socket_hops: match (&m.socket_hops, &base) {
+                    (Some(v), _) => v.get_ref().clone(),
+                    (None, Some(b)) => b.socket_hops.clone(),
+                    (None, None) => Vec::new(),
+                },
+                l3_shared_lines,
+                directory: match (&m.directory, &base) {
+                    (Some(v), _) => match v.get_ref() {
+                        schema::DirectoryPrecision::Exact => DirectoryPrecision::Exact,
+                        schema::DirectoryPrecision::BroadcastShared => {
+                            DirectoryPrecision::BroadcastShared
+                        }
+                    },
+                    (None, Some(b)) => b.directory,
+                    (None, None) => DirectoryPrecision::Exact,
+                },
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,
@@ -184,6 +213,24 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                         |b: &MachineSpec| b.latency.dram_cycles,
                         0
                     ),
+                    l3_hit_cycles: match (&l.l3_hit_cycles, &base) {
+                        (Some(v), _) => *v.get_ref(),
+                        (None, Some(b)) => b.latency.l3_hit_cycles,
+                        // Needed only when the L3 answers reads.
+                        (None, None) if l3_shared_lines.supplies() => {
+                            missing.push("latency.l3_hit_cycles");
+                            0
+                        }
+                        (None, None) => 0,
+                    },
+                    home_occupancy_cycles: match (&l.home_occupancy_cycles, &base) {
+                        (Some(v), _) => *v.get_ref(),
+                        (None, Some(b)) => b.latency.home_occupancy_cycles,
+                        // The presets' rule: one leg of an L3 transfer.
+                        (None, None) => {
+                            l.l3_transfer_cycles.as_ref().map_or(0, |v| *v.get_ref()) / 3
+                        }
+                    },
                 },
             };
             if !missing.is_empty() {
@@ -259,6 +306,12 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             span64(&l.hop_between_sockets_cycles),
         ),
         ("latency.dram_cycles", span64(&l.dram_cycles)),
+        ("latency.l3_hit_cycles", span64(&l.l3_hit_cycles)),
+        (
+            "latency.home_occupancy_cycles",
+            span64(&l.home_occupancy_cycles),
+        ),
+        ("socket_hops", m.socket_hops.as_ref().map(|s| s.span())),
     ]
 }
 

@@ -355,6 +355,8 @@ fn describe(r: &Resolved, t: &Topology) -> String {
         }
     }
     let _ = writeln!(out);
+    socket_distances(&mut out, t);
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "parameters (value, unit, provenance, source; then the note):"
@@ -384,6 +386,38 @@ fn describe(r: &Resolved, t: &Topology) -> String {
          and c2c_summary_table.md.\n",
     );
     out
+}
+
+/// The links between sockets as `numactl --hardware` lays out its node
+/// distances (a row per socket), with the cycles of one leg each way.
+fn socket_distances(out: &mut String, t: &Topology) {
+    let sockets = t.spec.sockets;
+    let _ = writeln!(
+        out,
+        "socket distances (links; a leg costs links x hop_between_sockets_cycles = {} cycles):",
+        t.spec.latency.hop_between_sockets_cycles
+    );
+    let mut header = String::from("  socket");
+    for b in 0..sockets {
+        let _ = write!(header, " {b:>3}");
+    }
+    let _ = writeln!(out, "{header}");
+    for a in 0..sockets {
+        let mut row = format!("  {a:>5}:");
+        for b in 0..sockets {
+            let _ = write!(row, " {:>3}", t.socket_hops(a, b));
+        }
+        let _ = writeln!(out, "{row}");
+    }
+}
+
+/// The hop matrix as a TOML array of arrays.
+fn hop_matrix_toml(t: &Topology) -> String {
+    let sockets = t.spec.sockets;
+    let rows: Vec<Vec<u32>> = (0..sockets)
+        .map(|a| (0..sockets).map(|b| t.socket_hops(a, b)).collect())
+        .collect();
+    ParamValue::Matrix(rows).to_string()
 }
 
 /// Comment lines (`# ...`) wrapped at about 96 columns.
@@ -466,7 +500,12 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
         .partition(|p| p.key.starts_with("latency."));
     for p in machine {
         param_comment(&mut out, p);
-        let _ = writeln!(out, "{} = {}", p.key, toml_value(&p.value));
+        let value = if p.key == "socket_hops" {
+            hop_matrix_toml(t)
+        } else {
+            toml_value(&p.value)
+        };
+        let _ = writeln!(out, "{} = {}", p.key, value);
     }
     out.push_str("\n[machine.latency]\n");
     comment(&mut out, "core cycles at clock_mhz");

@@ -539,6 +539,9 @@ mod tests {
             lookup: Lookup::Home,
             adjacent_line_prefetch: false,
             store_buffer_entries: 8,
+            socket_hops: Vec::new(),
+            l3_shared_lines: crate::topology::L3SharedLines::NotKept,
+            directory: crate::topology::DirectoryPrecision::Exact,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: 20,
@@ -548,6 +551,8 @@ mod tests {
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 110,
                 dram_cycles: 150,
+                l3_hit_cycles: 40,
+                home_occupancy_cycles: 20,
             },
         })
         .unwrap()
