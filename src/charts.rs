@@ -630,6 +630,7 @@ pub fn timeline_chart(
             }
         }
         Endpoint::Node(node) => format!("{} node {node}", probe.directory_name()),
+        Endpoint::L3(l3) => format!("L3 {l3}"),
     };
     let lanes: Vec<String> = endpoints.iter().map(lane_name).collect();
     let lane = |e: &Endpoint| endpoints.binary_search(e).unwrap_or(0);

@@ -288,3 +288,69 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
         assert_eq!(bounce(&bad).status.code(), Some(2), "{bad:?}");
     }
 }
+
+/// On an AMD preset a line read by a core of another CCX is Shared in both;
+/// a third core, in the first reader's CCX, gets it from that CCX's L3,
+/// which keeps lines several cores read: the trace says so, and the
+/// timeline draws the L3 answering.
+const L3_SUPPLIES: &str = r#"schema = 1
+name = "l3-supplies"
+machine = "epyc-milan-2s"
+seed = 1
+[run]
+iterations = 1
+[structs.word]
+fields = [{ name = "value", type = "unsigned long" }]
+[instances.w]
+struct = "word"
+kind = "global"
+node = 0
+[scripts]
+first = "let x = w.value"
+second = """
+work 3000
+let x = w.value
+"""
+third = """
+work 6000
+let x = w.value
+"""
+[[threads]]
+name = "first"
+cpus = "0"
+script = "first"
+[[threads]]
+name = "second"
+cpus = "8"
+script = "second"
+[[threads]]
+name = "third"
+cpus = "1"
+script = "third"
+"#;
+
+#[test]
+fn the_trace_and_timeline_show_the_l3_answering() {
+    let dir = TempDir::new("l3-supplies");
+    let scenario = dir.join("l3.toml");
+    std::fs::write(&scenario, L3_SUPPLIES).unwrap();
+    let svg = dir.join("timeline.svg");
+    let o = bounce(&["trace", &scenario, "--svg", &svg]);
+    assert_ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    // The access by CPU 1 and, on the next line, how it was served.
+    let lines: Vec<&str> = out.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("] CPU 1   load w.value"))
+        .unwrap_or_else(|| panic!("no load by CPU 1:\n{out}"));
+    assert_eq!(
+        lines[at + 1].trim(),
+        "miss I->S; served by its L3 (domain 0), which keeps the shared line; 46 cycles in all",
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&svg).expect("the SVG");
+    for expected in ["L3 0", "Data (L3 hit)"] {
+        assert!(text.contains(expected), "timeline lacks {expected}");
+    }
+}

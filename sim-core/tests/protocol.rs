@@ -6,7 +6,7 @@ use sim_core::coherence::{
     AccessReport, Coherence, LineState, Need, Requested, Route, StateChange,
 };
 use sim_core::memory::MemoryLayout;
-use sim_core::topology::{Lookup, PairClass, Protocol, Topology};
+use sim_core::topology::{L3SharedLines, Lookup, PairClass, Protocol, Topology};
 use sim_core::Cycle;
 use testkit::small_machine;
 
@@ -23,7 +23,11 @@ struct Bench {
 
 impl Bench {
     fn new(protocol: Protocol, lookup: Lookup, homes: &[u32]) -> Bench {
-        let topology = Topology::new(small_machine(protocol, lookup)).unwrap();
+        Bench::on(small_machine(protocol, lookup), homes)
+    }
+
+    fn on(spec: sim_core::topology::MachineSpec, homes: &[u32]) -> Bench {
+        let topology = Topology::new(spec).unwrap();
         let memory = MemoryLayout {
             structs: Vec::new(),
             instances: Vec::new(),
@@ -493,4 +497,83 @@ fn clean_reads_in_one_l3_are_pipelined_and_the_rest_hold_the_home() {
     let upgrade = served(&mut c, remote.done.get(), 2, Need::Write);
     assert_eq!(c.busy_until(0), upgrade.done);
     assert_eq!(upgrade.invalidations, 6, "{upgrade:?}");
+}
+
+// ---------------------------------------------------------------------------
+// The L3 as a supplier of clean lines
+
+fn keeping_l3(protocol: Protocol, l3: L3SharedLines) -> Bench {
+    let mut spec = small_machine(protocol, Lookup::Home);
+    spec.l3_shared_lines = l3;
+    Bench::on(spec, &[0])
+}
+
+/// MOESI: a line held only Shared has no cache to supply it; the L3 of the
+/// requester's CCX that keeps it answers at its hit latency, where a
+/// machine whose L3 does not keep it reads memory.
+#[test]
+fn a_shared_only_line_in_the_requesters_l3_comes_from_that_l3() {
+    for (l3, expect_l3) in [
+        (L3SharedLines::VictimWithSharing, true),
+        (L3SharedLines::Inclusive, true),
+        (L3SharedLines::NotKept, false),
+    ] {
+        let mut b = keeping_l3(Protocol::Moesi, l3);
+        b.read(0, 0); // E in core 0 (L3 domain 0)
+        b.read(2, 0); // both Shared (core 2: L3 domain 1)
+        assert_eq!(b.holders(0), vec![(0, S), (2, S)]);
+        // Core 3 shares L3 domain 1 with core 2.
+        let r = b.read(3, 0);
+        assert_eq!(r.requester_after, S);
+        assert!(r.others.is_empty(), "{r:?}");
+        if expect_l3 {
+            assert_eq!(r.route, Route::L3 { l3: 1 }, "{l3:?}");
+            assert_eq!(r.latency_cycles(), b.latency().l3_hit_cycles);
+            assert_eq!(r.supplier, None);
+            assert!(!r.cross_socket);
+        } else {
+            assert_eq!(r.route, Route::Memory { node: 0 }, "{l3:?}");
+        }
+    }
+}
+
+/// An Owned copy elsewhere does not stop the requester's L3 answering for
+/// the Shared copy it keeps; a Modified or Exclusive copy in the domain
+/// does (the core that may have written it must answer).
+#[test]
+fn the_l3_answers_only_for_clean_lines() {
+    let mut b = keeping_l3(Protocol::Moesi, L3SharedLines::VictimWithSharing);
+    b.write(0, 0); // M in core 0
+    b.read(2, 0); // core 0 O, core 2 S
+    let r = b.read(3, 0);
+    assert_eq!(r.route, Route::L3 { l3: 1 });
+    assert_eq!(b.holders(0), vec![(0, O), (2, S), (3, S)]);
+    // Core 1 shares L3 domain 0 with the Owned copy: the owner supplies it
+    // inside the domain (a dirty line is not the L3's to answer for).
+    let mut b = keeping_l3(Protocol::Moesi, L3SharedLines::VictimWithSharing);
+    b.write(0, 0);
+    let r = b.read(1, 0);
+    assert_eq!(r.route, Route::SameL3);
+    assert_eq!(r.supplier.map(|s| s.1), Some(M));
+}
+
+/// MESIF with an L3 that keeps lines: the newest reader still becomes the
+/// forwarder, but its data comes from its own L3, not from the forwarder.
+#[test]
+fn mesif_with_a_keeping_l3_moves_the_forwarder_without_a_transfer() {
+    let mut b = keeping_l3(Protocol::Mesif, L3SharedLines::Inclusive);
+    b.read(0, 0); // E
+    b.read(2, 0); // core 0 S, core 2 F
+    let r = b.read(1, 0); // core 1 shares L3 domain 0 with core 0
+    assert_eq!(r.route, Route::L3 { l3: 0 });
+    assert_eq!(r.latency_cycles(), b.latency().l3_hit_cycles);
+    assert_eq!(r.requester_after, F);
+    assert_eq!(r.others, vec![change(2, F, S)]);
+    // Without it the forwarder in the other domain supplies the data.
+    let mut b = keeping_l3(Protocol::Mesif, L3SharedLines::NotKept);
+    b.read(0, 0);
+    b.read(2, 0);
+    let r = b.read(1, 0);
+    assert_eq!(r.route, Route::Directory { node: 0 });
+    assert_eq!(r.supplier.map(|s| (s.0, s.1)), Some((2, F)));
 }

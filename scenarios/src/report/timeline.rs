@@ -24,6 +24,8 @@ pub enum Endpoint {
     Core(u32),
     /// The directory (and memory) of a node.
     Node(u32),
+    /// An L3 domain's cache, answering for a line it keeps.
+    L3(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,6 +255,40 @@ impl Probe for TimelineProbe<'_> {
                         kind: MessageKind::Ack,
                         label: "Grant".into(),
                     });
+                }
+            }
+            Route::L3 { l3 } => {
+                // The requester's L3 answers: a request and the data back.
+                let cache = Endpoint::L3(l3);
+                let half = start + (done - start) / 2;
+                messages.push(Message {
+                    from: requester,
+                    to: cache,
+                    send_cycle: start,
+                    arrive_cycle: half,
+                    kind: MessageKind::Request,
+                    label: request_label,
+                });
+                messages.push(Message {
+                    from: cache,
+                    to: requester,
+                    send_cycle: half,
+                    arrive_cycle: done,
+                    kind: MessageKind::Data,
+                    label: "Data (L3 hit)".into(),
+                });
+                for &(c, before, after) in &targets {
+                    if before != after {
+                        // A forwarding copy hands the role to the reader.
+                        messages.push(Message {
+                            from: cache,
+                            to: Endpoint::Core(c),
+                            send_cycle: half,
+                            arrive_cycle: done,
+                            kind: MessageKind::Ack,
+                            label: format!("{before}->{after}"),
+                        });
+                    }
                 }
             }
             Route::SameL3 | Route::Hit | Route::SmtSibling => {

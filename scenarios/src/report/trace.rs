@@ -147,6 +147,9 @@ impl Probe for TraceProbe<'_> {
             _ => {
                 let path = match r.route {
                     Route::SameL3 => "resolved inside its L3 domain".to_string(),
+                    Route::L3 { l3 } => {
+                        format!("served by its L3 (domain {l3}), which keeps the shared line")
+                    }
                     Route::Directory { node } => match self.topology.spec.lookup {
                         Lookup::Local => format!("looked up in the snoop filter of node {node}"),
                         Lookup::Home => format!("looked up in the home directory at node {node}"),

@@ -16,18 +16,26 @@
 //!   that already holds the line and queued only behind a pending snoop
 //!   yields to the other cores' requests.
 //! - A transaction keeps the line busy for its whole cost, except a read of
-//!   a clean line resolved inside the requester's L3 domain, which holds the
-//!   domain's tags for one forward leg (see `busy_cycles` in `transaction`).
+//!   a line already resolved to a cache that answers for it (a clean line
+//!   with a forwarding or owning copy, or kept by the requester's L3): the
+//!   home takes the next request `home_occupancy_cycles` later, so reads of
+//!   a shared line are pipelined while writes and atomics stay one at a
+//!   time (see `busy_cycles` in `transaction`).
 //! - A locked read-modify-write keeps the line for its execution
 //!   (`locked_until`), delaying both the next request and SMT siblings.
-//! - Costs: a transfer inside one L3 domain is resolved by the domain's tags
+//! - Costs: a read of a clean line that the requester's L3 keeps (another
+//!   core of the domain holds it, none anywhere holds it writable, and the
+//!   machine's L3 keeps shared lines) is an L3 hit (`l3_hit_cycles`). A
+//!   transfer inside one L3 domain is resolved by the domain's tags
 //!   (`l3_transfer_cycles`). Otherwise the request goes to the directory
 //!   (`Lookup::Home`: the line's home node; `Lookup::Local`: the requester's
 //!   own node's snoop filter), which forwards to each target (the supplier
 //!   of data and every sharer to invalidate), and each target answers the
 //!   requester directly: cost = leg(requester, directory) + max over targets
 //!   of [leg(directory, target) + leg(target, requester)]. Data that no
-//!   cache supplies comes from memory at the home: leg + DRAM + leg.
+//!   cache supplies comes from memory at the home: leg + DRAM + leg. With a
+//!   `broadcast-shared` directory a write to a line with Shared or Owned
+//!   copies sends its invalidation to every L3 domain of the machine.
 //!
 //! The files: this one holds the states, the per-line entries and the
 //! reports; `hits` the accesses a cache answers itself; `transaction` the
@@ -39,7 +47,9 @@
 use crate::error::SimError;
 use crate::memory::MemoryLayout;
 use crate::time::Cycle;
-use crate::topology::{CorePlace, Lookup, PairClass, Protocol, Topology};
+use crate::topology::{
+    CorePlace, DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
+};
 use std::fmt;
 
 /// `planted!(Bug)`: whether that deliberately broken transition is switched
@@ -226,6 +236,9 @@ pub enum Route {
     SmtSibling,
     /// Another core of the requester's L3 domain, resolved by its tags.
     SameL3,
+    /// The requester's own L3 domain `l3`, which keeps the clean line one
+    /// of its other cores holds ([`L3SharedLines`]): an L3 hit.
+    L3 { l3: u32 },
     /// Through the directory at `node`, from or invalidating other caches.
     Directory { node: u32 },
     /// From memory at the home node (no cache could supply it).
@@ -297,6 +310,10 @@ pub struct Coherence {
     units: Vec<Unit>,
     protocol: Protocol,
     lookup: Lookup,
+    /// Whether the L3 answers reads of clean lines its cores hold.
+    l3_shared_lines: L3SharedLines,
+    /// Whether a write to a shared line invalidates its copies or broadcasts.
+    directory: DirectoryPrecision,
     /// Check the invariants after every transaction.
     pub check_invariants: bool,
     /// Whether the commonest contended shape may skip the general walk
@@ -353,6 +370,8 @@ impl Coherence {
             units,
             protocol: topology.spec.protocol,
             lookup: topology.spec.lookup,
+            l3_shared_lines: topology.spec.l3_shared_lines,
+            directory: topology.spec.directory,
             check_invariants: cfg!(debug_assertions),
             special_transactions: true,
             special_transactions_taken: 0,

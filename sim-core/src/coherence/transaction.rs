@@ -44,6 +44,15 @@ impl TargetReach {
         );
     }
 
+    /// A broadcast invalidation: every L3 domain of the machine is a target
+    /// (one core of each stands for the domain; an L3 domain's cores are
+    /// equally far from everything outside it).
+    pub(super) fn add_every_l3(&mut self, topology: &Topology, directory_node: u32) {
+        for l3 in 0..topology.l3_count() {
+            self.add(topology, directory_node, l3 * topology.spec.cores_per_l3);
+        }
+    }
+
     /// leg(requester, directory) + max over targets of [leg(directory,
     /// target) + leg(target, requester)] (the first leg alone without targets).
     #[inline]
@@ -270,7 +279,11 @@ impl Coherence {
     ) -> AccessReport {
         if need == Need::Write {
             if let [only] = self.units[unit_index].holders.as_slice() {
-                let taking = self.special_transactions && only.core != topology.core_of(cpu);
+                // A broadcast directory invalidates more than the one copy.
+                let broadcast = self.directory == DirectoryPrecision::BroadcastShared
+                    && matches!(only.state, LineState::Shared | LineState::Owned);
+                let taking =
+                    self.special_transactions && only.core != topology.core_of(cpu) && !broadcast;
                 // A planted bug's code is in the general walk only.
                 #[cfg(test)]
                 let taking = taking && !planted::any_active();
@@ -353,7 +366,8 @@ impl Coherence {
             cost = directory_path();
         }
         let start = now;
-        let done = start + cost;
+        // The copy answers no earlier than its data arrived (as in the walk).
+        let done = (start + cost).max(previous.ready_at);
         let (supplier, hitm) = if data_from_cache {
             (
                 // The class of the requesting CPU and the supplier's thread 0
@@ -452,8 +466,19 @@ impl Coherence {
         // their directory bits dropped, since every one of them goes.
         let mut requester_before = LineState::Invalid;
         let mut supplier: Option<(u32, LineState)> = None;
+        let mut supplier_ready = Cycle::ZERO;
         let mut other_copies = false;
         let mut writable_other = false;
+        // Another core of the requester's L3 domain holds a copy.
+        let mut copy_in_requester_l3 = false;
+        // Some other copy is Shared or Owned (a line the directory may know
+        // only as shared).
+        let mut shared_copy = false;
+        // When the copies' data arrive (a pipelined read's may still be on
+        // its way): the latest of the other copies, the earliest of those in
+        // the requester's L3.
+        let mut latest_other_ready = Cycle::ZERO;
+        let mut earliest_l3_copy_ready = Cycle(u64::MAX);
         let mut reach = TargetReach::new(requester);
         if need == Need::Write {
             // One allocation at most, not one per doubling.
@@ -466,8 +491,15 @@ impl Coherence {
             }
             other_copies = true;
             writable_other |= h.state.is_writable();
+            shared_copy |= matches!(h.state, LineState::Shared | LineState::Owned);
+            if topology.place_of_core(h.core).l3 == requester.l3 {
+                copy_in_requester_l3 = true;
+                earliest_l3_copy_ready = earliest_l3_copy_ready.min(h.ready_at);
+            }
+            latest_other_ready = latest_other_ready.max(h.ready_at);
             if supplier.is_none() && h.state.supplies_data() {
                 supplier = Some((h.core, h.state));
+                supplier_ready = h.ready_at;
             }
             if need == Need::Write {
                 reach.add(topology, directory_node, h.core);
@@ -486,7 +518,23 @@ impl Coherence {
         };
         let have_data = requester_before != LineState::Invalid;
         let needs_data = !have_data;
-        let data_from_cache = needs_data && supplier.is_some();
+        // A read of a clean line: other caches hold it, none of them
+        // writable (no M or E copy that must answer before the line can
+        // change hands), so no ownership moves and nobody must acknowledge.
+        let clean_read = need == Need::Read && other_copies && !writable_other;
+        // The requester's L3 keeps the clean line one of its cores holds:
+        // the L3 answers, no other cache is asked.
+        let from_own_l3 =
+            clean_read && needs_data && copy_in_requester_l3 && self.l3_shared_lines.supplies();
+        if need == Need::Write
+            && shared_copy
+            && self.directory == DirectoryPrecision::BroadcastShared
+        {
+            // The directory knows the line only as shared: every L3 domain
+            // is asked to invalidate.
+            reach.add_every_l3(topology, directory_node);
+        }
+        let data_from_cache = needs_data && supplier.is_some() && !from_own_l3;
         if need == Need::Read && data_from_cache {
             // A read's only target is the supplier of the data.
             if let Some((supplier_core, _)) = supplier {
@@ -495,14 +543,13 @@ impl Coherence {
         }
         let no_targets = !reach.any;
         let requester_socket = requester.socket;
-        // A read of a clean line: other caches hold it, none of them
-        // writable (no M or E copy that must answer before the line can
-        // change hands), so no ownership moves and nobody must acknowledge.
-        let clean_read = need == Need::Read && other_copies && !writable_other;
         let mut cross_socket = false;
         let route;
         let cost;
-        if (data_from_cache || !needs_data) && reach.all_in_l3 && !no_targets {
+        if from_own_l3 {
+            route = Route::L3 { l3: requester.l3 };
+            cost = l.l3_hit_cycles;
+        } else if (data_from_cache || !needs_data) && reach.all_in_l3 && !no_targets {
             route = Route::SameL3;
             cost = l.l3_transfer_cycles;
         } else if needs_data && !data_from_cache {
@@ -531,27 +578,37 @@ impl Coherence {
                 reach.directory_path(topology, directory_node)
             };
         }
-        let done = start + cost;
+        // A cache answers (supplies or acknowledges) no earlier than its own
+        // copy's data arrived: after pipelined reads, the next transaction
+        // may find a copy still on its way.
+        let answered_by = if from_own_l3 {
+            earliest_l3_copy_ready
+        } else if need == Need::Write {
+            latest_other_ready
+        } else if data_from_cache {
+            supplier_ready
+        } else {
+            Cycle::ZERO
+        };
+        let done = (start + cost).max(answered_by);
         // How long the line keeps the home from ordering the next request.
         // A transfer of ownership (any write, any read of an M or E copy)
         // holds it until the data and every acknowledgement have arrived,
-        // and so does a read resolved through the directory (a new sharer
-        // recorded at the home, as any other change of the line's entry). A
-        // clean read resolved inside the requester's L3 domain holds the
-        // domain's tags only while they forward the request: the supplier's
-        // data leg overlaps with the next request, so N cores re-reading a
-        // released line of their own L3 cost N forward legs plus one
-        // transfer, not N transfers (a shared line is served by the L3 or
-        // the forwarding copy, pipelined). The three legs of an L3 transfer
-        // (request to the tags, forward to the supplier, data back) are
-        // taken as equal, as the Intel presets derive their mesh hop from
-        // the same figure. ASSUMED: no calibration source measures the
-        // tags' occupancy; the forward leg is the part of the path that
-        // needs their decision.
-        let busy_cycles = if clean_read && route == Route::SameL3 {
-            l.l3_transfer_cycles / 3
+        // and so does a read that memory answers (the line has no cache
+        // that answers for it yet). A clean read of a line already resolved
+        // to a cache that answers for it (a forwarding or owning copy, or
+        // the requester's L3 keeping it) holds the home only while it
+        // decides and forwards, `home_occupancy_cycles`: the data leg
+        // overlaps with the next request, so N cores re-reading a released
+        // line cost N occupancies plus one transfer, not N transfers (the
+        // first read resolves the line; the next ones are served at the
+        // home's throughput). The occupancy is the machine's parameter
+        // (the presets' is assumed: one leg of an L3 transfer).
+        let resolved_read = clean_read && (route == Route::SameL3 || from_own_l3);
+        let busy_cycles = if resolved_read {
+            l.home_occupancy_cycles.min(done - start)
         } else {
-            cost
+            done - start
         };
 
         // Apply the new states.
