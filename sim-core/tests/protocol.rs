@@ -441,7 +441,7 @@ fn a_busy_line_queues_the_next_request() {
 }
 
 #[test]
-fn clean_reads_in_one_l3_are_pipelined_and_the_rest_hold_the_home() {
+fn reads_of_a_resolved_line_are_pipelined_and_the_rest_hold_the_home() {
     // Ice Lake-SP, MESIF, lookup local: cores 0-39 share socket 0's L3,
     // cores 40-79 socket 1's. The line is homed on node 0.
     let topology = Topology::new(testkit::icelake()).unwrap();
@@ -486,13 +486,16 @@ fn clean_reads_in_one_l3_are_pipelined_and_the_rest_hold_the_home() {
         t = c.busy_until(0).get();
     }
     // The same clean line read from the other socket goes through the
-    // directory: the home is held for the whole transfer.
+    // directory to the forwarding copy: a resolved line, so the home takes
+    // the next request one occupancy later, while the data crosses sockets.
+    let occupancy = topology.spec.latency.home_occupancy_cycles;
     let remote = served(&mut c, t, 40, Need::Read);
     assert!(
         matches!(remote.route, Route::Directory { .. }),
         "{remote:?}"
     );
-    assert_eq!(c.busy_until(0), remote.done);
+    assert_eq!(c.busy_until(0).get(), at(&remote) + occupancy);
+    assert!(c.busy_until(0) < remote.done);
     // And a write that invalidates the readers holds it until the acks.
     let upgrade = served(&mut c, remote.done.get(), 2, Need::Write);
     assert_eq!(c.busy_until(0), upgrade.done);
@@ -576,4 +579,62 @@ fn mesif_with_a_keeping_l3_moves_the_forwarder_without_a_transfer() {
     let r = b.read(1, 0);
     assert_eq!(r.route, Route::Directory { node: 0 });
     assert_eq!(r.supplier.map(|s| (s.0, s.1)), Some((2, F)));
+}
+
+/// Reads queued at the home on a line an Owned copy answers for are served
+/// one home occupancy apart, each taking its own transfer; writes queued
+/// behind them are served one whole transaction apart.
+#[test]
+fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
+    let mut b = Bench::new(Protocol::Moesi, Lookup::Home, &[0]);
+    b.write(0, 0); // M in core 0
+    b.read(2, 0); // core 0 Owned: the line is resolved to it
+    let occupancy = b.latency().home_occupancy_cycles;
+    let t0 = b.now.max(b.coherence.busy_until(0));
+    // Four readers on the other socket's cores, all at once: the first is
+    // ordered at once, the rest queue.
+    let mut started = Vec::new();
+    for cpu in [8, 10, 12, 14] {
+        match b
+            .coherence
+            .request(&b.topology, t0, cpu, 0, Need::Read, 0, 0)
+            .unwrap()
+        {
+            Requested::Done(r) => started.push((r.started, r.done)),
+            Requested::Queued { .. } => {}
+        }
+    }
+    assert_eq!(b.coherence.waiting_count(0), 3);
+    let serve_all = |b: &mut Bench, out: &mut Vec<(Cycle, Cycle)>| {
+        while b.coherence.waiting_count(0) > 0 {
+            let at = b.coherence.busy_until(0);
+            let (_, r) = b
+                .coherence
+                .serve_next(&b.topology, at, 0, &mut |_| 0)
+                .unwrap()
+                .expect("a waiter is served when the line frees");
+            out.push((r.started, r.done));
+        }
+    };
+    serve_all(&mut b, &mut started);
+    for pair in started.windows(2) {
+        assert_eq!(pair[1].0 - pair[0].0, occupancy, "{started:?}");
+        // Each read still takes its own transfer, longer than the occupancy.
+        assert!(pair[0].1 - pair[0].0 > occupancy);
+    }
+    // Two writes at once: the second waits for the whole first transaction.
+    let t1 = started.iter().map(|s| s.1).max().unwrap();
+    let mut writes = Vec::new();
+    for cpu in [4, 6] {
+        if let Requested::Done(r) = b
+            .coherence
+            .request(&b.topology, t1, cpu, 0, Need::Write, 0, 0)
+            .unwrap()
+        {
+            writes.push((r.started, r.done));
+        }
+    }
+    serve_all(&mut b, &mut writes);
+    assert_eq!(writes.len(), 2);
+    assert_eq!(writes[1].0, writes[0].1, "{writes:?}");
 }

@@ -18,6 +18,11 @@ pub(super) struct TargetReach {
     cross_socket: bool,
     /// max over targets of [leg(directory, target) + leg(target, requester)].
     slowest: u64,
+    /// max over targets of [the target's data arrival + its leg back to the
+    /// requester]: a cache answers no earlier than its own copy arrived (a
+    /// pipelined read's copy may still be on its way), and its answer then
+    /// still travels back.
+    answered_floor: Cycle,
 }
 
 impl TargetReach {
@@ -29,19 +34,29 @@ impl TargetReach {
             all_in_l3: true,
             cross_socket: false,
             slowest: 0,
+            answered_floor: Cycle::ZERO,
         }
     }
 
     #[inline]
-    pub(super) fn add(&mut self, topology: &Topology, directory_node: u32, target_core: u32) {
+    pub(super) fn add(
+        &mut self,
+        topology: &Topology,
+        directory_node: u32,
+        target_core: u32,
+        target_ready_at: Cycle,
+    ) {
         let target = topology.place_of_core(target_core);
         self.any = true;
         self.all_in_l3 &= target.l3 == self.requester.l3;
         self.cross_socket |= target.socket != self.requester.socket;
-        self.slowest = self.slowest.max(
-            topology.hop_place_to_node(target, directory_node)
-                + topology.hop_between_places(target, self.requester),
-        );
+        let back = topology.hop_between_places(target, self.requester);
+        self.slowest = self
+            .slowest
+            .max(topology.hop_place_to_node(target, directory_node) + back);
+        self.answered_floor = self
+            .answered_floor
+            .max(target_ready_at + answer_leg(topology, target, self.requester));
     }
 
     /// A broadcast invalidation: every L3 domain of the machine is a target
@@ -49,7 +64,12 @@ impl TargetReach {
     /// equally far from everything outside it).
     pub(super) fn add_every_l3(&mut self, topology: &Topology, directory_node: u32) {
         for l3 in 0..topology.l3_count() {
-            self.add(topology, directory_node, l3 * topology.spec.cores_per_l3);
+            self.add(
+                topology,
+                directory_node,
+                l3 * topology.spec.cores_per_l3,
+                Cycle::ZERO,
+            );
         }
     }
 
@@ -58,6 +78,18 @@ impl TargetReach {
     #[inline]
     pub(super) fn directory_path(&self, topology: &Topology, directory_node: u32) -> u64 {
         topology.hop_place_to_node(self.requester, directory_node) + self.slowest
+    }
+}
+
+/// The leg a target's answer takes back to the requester: between L3
+/// domains the topology's leg; inside one, a third of an L3 transfer (its
+/// three legs taken as equal, as for the home's occupancy).
+#[inline]
+fn answer_leg(topology: &Topology, target: CorePlace, requester: CorePlace) -> u64 {
+    if target.l3 == requester.l3 {
+        topology.spec.latency.l3_transfer_cycles / 3
+    } else {
+        topology.hop_between_places(target, requester)
     }
 }
 
@@ -366,8 +398,9 @@ impl Coherence {
             cost = directory_path();
         }
         let start = now;
-        // The copy answers no earlier than its data arrived (as in the walk).
-        let done = (start + cost).max(previous.ready_at);
+        // The copy answers no earlier than its data arrived, and the answer
+        // still travels back (as `TargetReach` has it in the walk).
+        let done = (start + cost).max(previous.ready_at + answer_leg(topology, target, requester));
         let (supplier, hitm) = if data_from_cache {
             (
                 // The class of the requesting CPU and the supplier's thread 0
@@ -474,10 +507,8 @@ impl Coherence {
         // Some other copy is Shared or Owned (a line the directory may know
         // only as shared).
         let mut shared_copy = false;
-        // When the copies' data arrive (a pipelined read's may still be on
-        // its way): the latest of the other copies, the earliest of those in
-        // the requester's L3.
-        let mut latest_other_ready = Cycle::ZERO;
+        // When the earliest copy in the requester's L3 arrived (a pipelined
+        // read's may still be on its way): the L3 has the line from then.
         let mut earliest_l3_copy_ready = Cycle(u64::MAX);
         let mut reach = TargetReach::new(requester);
         if need == Need::Write {
@@ -496,13 +527,12 @@ impl Coherence {
                 copy_in_requester_l3 = true;
                 earliest_l3_copy_ready = earliest_l3_copy_ready.min(h.ready_at);
             }
-            latest_other_ready = latest_other_ready.max(h.ready_at);
             if supplier.is_none() && h.state.supplies_data() {
                 supplier = Some((h.core, h.state));
                 supplier_ready = h.ready_at;
             }
             if need == Need::Write {
-                reach.add(topology, directory_node, h.core);
+                reach.add(topology, directory_node, h.core, h.ready_at);
                 others.push(StateChange {
                     core: h.core,
                     before: h.state,
@@ -538,7 +568,7 @@ impl Coherence {
         if need == Need::Read && data_from_cache {
             // A read's only target is the supplier of the data.
             if let Some((supplier_core, _)) = supplier {
-                reach.add(topology, directory_node, supplier_core);
+                reach.add(topology, directory_node, supplier_core, supplier_ready);
             }
         }
         let no_targets = !reach.any;
@@ -583,12 +613,8 @@ impl Coherence {
         // may find a copy still on its way.
         let answered_by = if from_own_l3 {
             earliest_l3_copy_ready
-        } else if need == Need::Write {
-            latest_other_ready
-        } else if data_from_cache {
-            supplier_ready
         } else {
-            Cycle::ZERO
+            reach.answered_floor
         };
         let done = (start + cost).max(answered_by);
         // How long the line keeps the home from ordering the next request.
@@ -604,7 +630,7 @@ impl Coherence {
         // first read resolves the line; the next ones are served at the
         // home's throughput). The occupancy is the machine's parameter
         // (the presets' is assumed: one leg of an L3 transfer).
-        let resolved_read = clean_read && (route == Route::SameL3 || from_own_l3);
+        let resolved_read = clean_read && (data_from_cache || from_own_l3);
         let busy_cycles = if resolved_read {
             l.home_occupancy_cycles.min(done - start)
         } else {
