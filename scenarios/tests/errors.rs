@@ -715,3 +715,21 @@ fn not_utf8() {
     assert_eq!((err.line, err.column), (2, 10));
     assert_eq!(err.message, "the file is not valid UTF-8");
 }
+
+#[test]
+fn unknown_directory_precision_lists_the_valid_ones() {
+    check(
+        &BASE.replace(
+            "machine = \"icelake-sp-2s\"",
+            "[machine]\npreset = \"icelake-sp-2s\"\ndirectory = \"broadcast\"",
+        ),
+        r#"
+error: unknown value `broadcast` for `machine.directory`
+ --> scenarios/test.toml:4:13
+  |
+4 | directory = "broadcast"
+  |             ^^^^^^^^^^^
+  = valid: exact, broadcast-shared
+"#,
+    );
+}

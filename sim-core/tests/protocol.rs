@@ -6,7 +6,9 @@ use sim_core::coherence::{
     AccessReport, Coherence, LineState, Need, Requested, Route, StateChange,
 };
 use sim_core::memory::MemoryLayout;
-use sim_core::topology::{L3SharedLines, Lookup, PairClass, Protocol, Topology};
+use sim_core::topology::{
+    DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
+};
 use sim_core::Cycle;
 use testkit::small_machine;
 
@@ -637,4 +639,43 @@ fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
     serve_all(&mut b, &mut writes);
     assert_eq!(writes.len(), 2);
     assert_eq!(writes[1].0, writes[0].1, "{writes:?}");
+}
+
+// ---------------------------------------------------------------------------
+// Directory precision
+
+/// A directory that knows a shared line only as shared (an older probe
+/// filter) broadcasts a write's invalidation to every L3 domain and waits
+/// for the farthest; an exact one asks only the copies. A line with a
+/// single Modified or Exclusive copy is tracked exactly by both.
+#[test]
+fn a_broadcast_directory_makes_a_write_to_a_shared_line_ask_every_l3() {
+    let run = |directory: DirectoryPrecision| {
+        let mut spec = small_machine(Protocol::Moesi, Lookup::Home);
+        spec.directory = directory;
+        let mut b = Bench::on(spec, &[0]);
+        b.read(0, 0); // E in core 0
+        b.read(2, 0); // both Shared, both on socket 0
+        let upgrade = b.write(0, 0);
+        // An exclusive line afterwards: a write by another core takes it.
+        let take = b.write(1, 0);
+        (b, upgrade, take)
+    };
+    let (b, exact, exact_take) = run(DirectoryPrecision::Exact);
+    let (_, broadcast, broadcast_take) = run(DirectoryPrecision::BroadcastShared);
+    let l = b.latency();
+    // Exact: the home (node 0) asks core 2 (node 0, other L3 domain).
+    assert_eq!(exact.latency_cycles(), 3 * l.hop_in_node_cycles);
+    assert!(!exact.cross_socket);
+    // Broadcast: the farthest L3 domain is on the other socket.
+    assert_eq!(
+        broadcast.latency_cycles(),
+        l.hop_in_node_cycles + 2 * l.hop_between_sockets_cycles
+    );
+    assert!(broadcast.cross_socket);
+    // The same copies are invalidated either way.
+    assert_eq!(broadcast.invalidations, 1);
+    assert_eq!(broadcast.others, exact.others);
+    // The Modified line that follows is tracked exactly by both.
+    assert_eq!(broadcast_take.latency_cycles(), exact_take.latency_cycles());
 }

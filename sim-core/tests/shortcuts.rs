@@ -107,11 +107,18 @@ fn random_script(gen: &mut Gen, only_mine: bool) -> String {
 }
 
 /// Ice Lake has the adjacent-line prefetcher on (its default); one small
-/// machine has it on too, so a private line's miss prefetches its buddy.
+/// machine has it on too, so a private line's miss prefetches its buddy;
+/// the MOESI one has an L3 that keeps shared lines and a broadcast directory.
 fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
     match gen.below(5) {
         0 => icelake(),
-        1 => small_machine(Protocol::Moesi, Lookup::Home),
+        // AMD-like, with an L3 that answers for shared lines and an older
+        // probe filter that broadcasts invalidations of shared lines.
+        1 => sim_core::topology::MachineSpec {
+            l3_shared_lines: sim_core::topology::L3SharedLines::VictimWithSharing,
+            directory: sim_core::topology::DirectoryPrecision::BroadcastShared,
+            ..small_machine(Protocol::Moesi, Lookup::Home)
+        },
         2 => small_machine(Protocol::Mesi, Lookup::Home),
         3 => sim_core::topology::MachineSpec {
             adjacent_line_prefetch: true,
