@@ -183,6 +183,11 @@ fn param_value(v: &ParamValue) -> serde_json::Value {
             .map_or(serde_json::Value::Null, serde_json::Value::Number),
         ParamValue::Bool(b) => (*b).into(),
         ParamValue::Text(s) => s.clone().into(),
+        ParamValue::Matrix(rows) => rows
+            .iter()
+            .map(|row| row.iter().map(|&h| serde_json::Value::from(h)).collect())
+            .collect::<Vec<serde_json::Value>>()
+            .into(),
     }
 }
 
