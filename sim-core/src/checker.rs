@@ -1997,6 +1997,7 @@ mod tests {
             max_events: DEFAULT_MAX_EVENTS,
             max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
             seed: 1,
+            start_spread_cycles: 0,
             check_invariants: true,
         };
         run(&sim, &mut NoProbe).map(|_| ())

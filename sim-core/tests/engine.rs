@@ -641,6 +641,111 @@ fn another_cpu_does_not_change_a_cpus_random_draws() {
     assert_ne!(other, alone, "CPUs 3 and 7 draw different values");
 }
 
+/// The values CPU 3 stored with `script`, one per iteration, 400 of them.
+fn stored_by(script: &str, seed: u64) -> Vec<i64> {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![line_struct()])
+        .instances(vec![per_cpu("r", "line")])
+        .script("draw", script)
+        .stop(StopRule::Iterations(400))
+        .seed(seed)
+        .thread(3, "draw")
+        .run();
+    rec.stored(3)
+}
+
+#[test]
+fn uniform_draws_cover_both_ends_and_nothing_outside() {
+    let values = stored_by("r.v = uniform(5, 9)", 5);
+    assert_eq!(values.len(), 400);
+    assert!(values.iter().all(|v| (5..=9).contains(v)), "{values:?}");
+    for end in [5, 9] {
+        assert!(values.contains(&end), "{end} never drawn");
+    }
+    assert_eq!(stored_by("r.v = uniform(5, 9)", 5), values, "same seed");
+    assert_ne!(stored_by("r.v = uniform(5, 9)", 6), values, "another seed");
+    // A one-value range.
+    assert!(stored_by("r.v = uniform(-3, -3)", 1)
+        .iter()
+        .all(|&v| v == -3));
+}
+
+#[test]
+fn exponential_draws_have_their_mean() {
+    let values = stored_by("r.v = exp(200)", 5);
+    assert!(values.iter().all(|&v| v >= 0));
+    let mean = values.iter().sum::<i64>() / values.len() as i64;
+    // 400 draws: the standard error of the mean is 200 / 20 = 10 cycles.
+    assert!((170..=230).contains(&mean), "mean {mean}");
+    // Spread like an exponential: some draws far above the mean, many below.
+    assert!(values.iter().any(|&v| v > 600), "no draw above 3 means");
+    assert!(values.iter().filter(|&&v| v < 200).count() > 200);
+    assert!(stored_by("r.v = exp(0)", 5).iter().all(|&v| v == 0));
+}
+
+#[test]
+fn work_drawn_from_a_distribution_takes_the_drawn_cycles() {
+    // An iteration of nothing but the work (and its end): its length is
+    // the draw.
+    let lengths = |script: &str| -> Vec<u64> {
+        let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+            .script("w", script)
+            .stop(StopRule::Iterations(300))
+            .thread(3, "w")
+            .run();
+        rec.log
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::Iteration(_, _, start, end) => Some(end - start),
+                _ => None,
+            })
+            .collect()
+    };
+    let uniform = lengths("work uniform(10, 20)");
+    assert_eq!(uniform.len(), 300);
+    assert!(uniform.iter().all(|l| (10..=20).contains(l)), "{uniform:?}");
+    assert!(
+        uniform.contains(&10) && uniform.contains(&20),
+        "{uniform:?}"
+    );
+    let exp = lengths("work exp(100)");
+    let mean = exp.iter().sum::<u64>() / 300;
+    assert!((80..=120).contains(&mean), "mean {mean}");
+}
+
+/// The cycle each of `cpus` started at, with a start spread of `spread`.
+fn start_cycles(cpus: &[u32], spread: u64, seed: u64) -> Vec<i64> {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![line_struct()])
+        .instances(vec![per_cpu("r", "line")])
+        .script("start", "r.v = now()")
+        .threads(cpus.iter().copied(), "start")
+        .stop(StopRule::Iterations(1))
+        .start_spread(spread)
+        .seed(seed)
+        .run();
+    cpus.iter().map(|&c| rec.stored(c)[0]).collect()
+}
+
+#[test]
+fn cpus_start_at_distinct_seeded_offsets() {
+    let cpus: Vec<u32> = (0..16).collect();
+    let starts = start_cycles(&cpus, 1_000, 3);
+    assert!(starts.iter().all(|s| (0..1_000).contains(s)), "{starts:?}");
+    let mut distinct = starts.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 16, "{starts:?}");
+    assert_eq!(start_cycles(&cpus, 1_000, 3), starts, "same seed");
+    assert_ne!(start_cycles(&cpus, 1_000, 4), starts, "another seed");
+    // A CPU's offset is its own: the others do not move it.
+    assert_eq!(start_cycles(&[3], 1_000, 3), vec![starts[3]]);
+    // No spread: lock-step at cycle 0.
+    assert!(start_cycles(&cpus, 0, 3).iter().all(|&s| s == 0));
+    // A spread narrower than the machine: one cycle apart, in CPU order.
+    assert_eq!(start_cycles(&[0, 1, 2], 4, 3), vec![0, 1, 2]);
+}
+
 // ---------------------------------------------------------------------------
 // Stop rules
 // ---------------------------------------------------------------------------

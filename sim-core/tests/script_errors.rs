@@ -83,7 +83,7 @@ fn unknown_names_suggest_the_closest() {
         e.to_string(),
         "scripts.s line 1, column 9: unknown procedure or builtin `rnadom`; did you mean \
          `random`? (valid: cpu, core, node, socket, tid, nthreads, ncpus, nnodes, random, \
-         iteration, now, min, max, abs, part, cost, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
+         uniform, exp, iteration, now, min, max, abs, part, cost, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
          xchg, cmpxchg)"
     );
     // Nothing close: no suggestion.
@@ -230,6 +230,22 @@ fn division_by_zero_is_an_error() {
             pos(2, 12),
             "division by zero"
         )
+    );
+}
+
+#[test]
+fn a_distribution_without_values_is_an_error() {
+    let err = setup("work 2\nwork uniform(9, 5)").run_err();
+    assert_eq!(
+        err.to_string(),
+        "script failed on CPU 6 at cycle 2, scripts.s line 2, column 6: uniform(9, 5): the low \
+         end must be <= the high end"
+    );
+    let err = setup("let m = 0 - 4\nwork exp(m)").run_err();
+    assert_eq!(
+        err.to_string(),
+        "script failed on CPU 6 at cycle 0, scripts.s line 2, column 6: exp(-4): the mean must \
+         be >= 0"
     );
 }
 

@@ -69,7 +69,11 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
         10 => "v = cmpxchg(peer[random(ncpus())].x, v, cpu())\n".to_string(),
         11 => match gen.below(3) {
             0 => "fence\n".to_string(),
-            1 => format!("work {}\n", gen.below(60)),
+            1 => match gen.below(3) {
+                0 => format!("work {}\n", gen.below(60)),
+                1 => format!("work uniform({}, {})\n", gen.below(10), 10 + gen.below(50)),
+                _ => format!("work exp({})\n", gen.below(40)),
+            },
             _ if only_mine => "fence\n".to_string(),
             _ => "bump(&g.f0)\n".to_string(),
         },
@@ -237,6 +241,8 @@ fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig
     }
     let mut config = setup.build();
     config.warmup_iterations = gen.below(3);
+    // CPUs starting together (in lock-step) or at seeded offsets.
+    config.start_spread_cycles = [0, 50, 1_000][gen.below(3) as usize];
     config
 }
 

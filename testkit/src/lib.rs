@@ -133,6 +133,7 @@ pub struct Setup<'a> {
     pub stop: StopRule,
     pub max_cycles: u64,
     pub seed: u64,
+    pub start_spread_cycles: u64,
 }
 
 impl<'a> Setup<'a> {
@@ -147,6 +148,7 @@ impl<'a> Setup<'a> {
             stop: StopRule::Iterations(1),
             max_cycles: 10_000_000,
             seed: 1,
+            start_spread_cycles: 0,
         }
     }
     pub fn structs(mut self, structs: Vec<StructSpec>) -> Self {
@@ -185,6 +187,12 @@ impl<'a> Setup<'a> {
     }
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+    /// CPUs start at seeded offsets below this many cycles (0, the
+    /// default here, starts them together).
+    pub fn start_spread(mut self, cycles: u64) -> Self {
+        self.start_spread_cycles = cycles;
         self
     }
 
@@ -248,6 +256,7 @@ impl<'a> Setup<'a> {
             max_events: DEFAULT_MAX_EVENTS,
             max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
             seed: self.seed,
+            start_spread_cycles: self.start_spread_cycles,
             check_invariants: true,
         })
     }

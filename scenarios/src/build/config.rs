@@ -240,6 +240,7 @@ pub fn build_config(
         max_events: loaded.limits.events,
         max_steps_without_time: loaded.limits.steps_without_time,
         seed: doc.seed,
+        start_spread_cycles: doc.run.start_spread_cycles,
         check_invariants: options.check_invariants,
     };
     // Refused before the run allocates it.

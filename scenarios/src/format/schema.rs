@@ -315,9 +315,17 @@ pub struct RunSection {
     pub cycles: Option<Spanned<u64>>,
     #[serde(default)]
     pub warmup_iterations: u64,
+    /// CPUs start at distinct, seeded offsets below this many cycles, so
+    /// that identical CPUs do not run in lock-step; 0 starts them together.
+    #[serde(default = "default_start_spread_cycles")]
+    pub start_spread_cycles: u64,
     /// Bound on simulated cycles; at least 1.
     #[serde(default = "default_max_cycles")]
     pub max_cycles: Spanned<u64>,
+}
+
+fn default_start_spread_cycles() -> u64 {
+    sim_core::engine::DEFAULT_START_SPREAD_CYCLES
 }
 
 /// How long a run lasts.

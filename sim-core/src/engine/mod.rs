@@ -39,6 +39,7 @@ use crate::script::fuse::{
 };
 use crate::time::Cycle;
 use crate::topology::Topology;
+use rand::distr::{Distribution, Uniform};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 use std::collections::VecDeque;
@@ -88,8 +89,20 @@ pub struct SimConfig {
     /// the run is stopped for want of progress (`limits.steps_without_time`).
     pub max_steps_without_time: u64,
     pub seed: u64,
+    /// CPUs start at distinct, seeded offsets below this many cycles
+    /// ([`start_offset`]), so that identical CPUs do not run in lock-step;
+    /// 0 starts them all at cycle 0.
+    pub start_spread_cycles: u64,
     pub check_invariants: bool,
 }
+
+/// The default of [`SimConfig::start_spread_cycles`] (`run.start_spread_cycles`).
+/// An assumption, not a measurement: threads a benchmark starts together
+/// begin their loops some hundreds of nanoseconds to microseconds apart (a
+/// wake-up crosses CPUs through an IPI); 1,000 cycles (0.3-0.5 µs at the
+/// presets' clocks) is at the low end, enough to break the lock-step of
+/// identical CPUs while adding little to a short run.
+pub const DEFAULT_START_SPREAD_CYCLES: u64 = 1_000;
 
 pub const MAX_CALL_DEPTH: usize = crate::limits::CALL_DEPTH;
 pub const MAX_STACK: usize = crate::limits::OPERAND_STACK;
@@ -511,6 +524,30 @@ pub fn cpu_stream(seed: u64, cpu: u32) -> ChaCha8Rng {
     rng
 }
 
+/// The stream CPU `cpu`'s start offset is drawn from: apart from its
+/// script's stream (`random(n)` draws the same values whatever the spread).
+fn start_stream(seed: u64, cpu: u32) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xBB67_AE85_84CA_A73B);
+    rng.set_stream(cpu as u64);
+    rng
+}
+
+/// The cycle CPU `cpu` of a machine of `cpu_count` CPUs starts at, below
+/// `spread_cycles`: a seeded uniform draw (with `rand`'s `Uniform`) of a slot
+/// of `cpu_count` cycles, plus the CPU's number inside the slot. Distinct
+/// for every CPU by construction, and each CPU's from its own stream, so
+/// adding a CPU moves no other. With a spread below `cpu_count` the CPUs
+/// start one cycle apart in CPU order.
+pub fn start_offset(seed: u64, cpu: u32, cpu_count: u32, spread_cycles: u64) -> u64 {
+    if spread_cycles == 0 {
+        return 0;
+    }
+    let width = cpu_count.max(1) as u64;
+    let slots = (spread_cycles / width).max(1);
+    let slot = Uniform::new(0, slots).map_or(0, |u| u.sample(&mut start_stream(seed, cpu)));
+    slot * width + cpu as u64
+}
+
 /// The homes' arbitration among waiting requests: its own stream, apart
 /// from every CPU's.
 pub fn arbitration_stream(seed: u64) -> ChaCha8Rng {
@@ -638,11 +675,17 @@ impl<'c> Simulation<'c> {
             .iter()
             .map(|t| {
                 let rng = cpu_stream(config.seed, t.cpu);
+                let start = Cycle(start_offset(
+                    config.seed,
+                    t.cpu,
+                    config.topology.cpu_count(),
+                    config.start_spread_cycles,
+                ));
                 let mut cpu = Cpu {
                     spec: t.clone(),
                     core: config.topology.core_of(t.cpu),
                     thread: config.topology.thread_of(t.cpu) as u8,
-                    now: Cycle::ZERO,
+                    now: start,
                     stack: Vec::with_capacity(64),
                     locals: Vec::new(),
                     frame: Frame {
@@ -652,16 +695,16 @@ impl<'c> Simulation<'c> {
                     },
                     callers: Vec::new(),
                     iteration: 0,
-                    iteration_start: Cycle::ZERO,
+                    iteration_start: start,
                     finished: false,
                     wait: Wait::None,
-                    wait_since: Cycle::ZERO,
+                    wait_since: start,
                     store_buffer: VecDeque::new(),
                     draining: false,
                     pending: None,
                     rng,
                     still_steps: 0,
-                    still_at: Cycle::ZERO,
+                    still_at: start,
                     accesses: 0,
                     spin: spin::SpinWatch::default(),
                 };
@@ -685,7 +728,20 @@ impl<'c> Simulation<'c> {
                 StopRule::Cycles(c) => Some(c),
                 StopRule::Iterations(_) => None,
             },
-            measure_start: 0,
+            // The measured window starts once every CPU has started.
+            measure_start: config
+                .threads
+                .iter()
+                .map(|t| {
+                    start_offset(
+                        config.seed,
+                        t.cpu,
+                        config.topology.cpu_count(),
+                        config.start_spread_cycles,
+                    )
+                })
+                .max()
+                .unwrap_or(0),
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
             private: PrivatePlaces {
                 place: private_places(
@@ -776,7 +832,7 @@ impl<'c> Simulation<'c> {
     /// would need the loop's position and limits passed in and out.)
     fn run_events(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
         for i in 0..self.cpus.len() {
-            self.schedule(Cycle::ZERO, EventKind::Resume, i);
+            self.schedule(self.cpus[i].now, EventKind::Resume, i);
         }
         let max_events = self.config.max_events;
         let max_in_flight = events_in_flight_bound(self.config);
@@ -1187,6 +1243,7 @@ mod tests {
             max_events: DEFAULT_MAX_EVENTS,
             max_steps_without_time: 1000,
             seed: 1,
+            start_spread_cycles: 0,
             check_invariants: true,
         }
     }

@@ -3,6 +3,8 @@
 //! places resolved to addresses, pointers, and the arithmetic.
 
 use super::*;
+use rand::distr::{Distribution, Uniform};
+use rand_distr::Exp1;
 
 pub(super) fn start_iteration(cpu: &mut Cpu, program: &Program) {
     let code = &program.scripts[cpu.spec.script as usize];
@@ -609,6 +611,31 @@ impl Simulation<'_> {
                     );
                 }
                 uniform_below(&mut self.cpus[i].rng, n as u64) as i64
+            }
+            Builtin::Uniform => {
+                let b = self.pop(i)?;
+                let a = self.pop(i)?;
+                match Uniform::new_inclusive(a, b) {
+                    Ok(range) => range.sample(&mut self.cpus[i].rng),
+                    Err(_) => {
+                        return Err(self.script_error(
+                            i,
+                            format!("uniform({a}, {b}): the low end must be <= the high end"),
+                        ))
+                    }
+                }
+            }
+            Builtin::Exp => {
+                let mean = self.pop(i)?;
+                if mean < 0 {
+                    return Err(self.script_error(i, format!("exp({mean}): the mean must be >= 0")));
+                }
+                // rand_distr's ziggurat sampler for the unit exponential,
+                // scaled; computed with libm, so the same on every host. The
+                // float is only a value here, rounded (and saturated) to an
+                // integer, never compared to decide an order.
+                let draw: f64 = Exp1.sample(&mut self.cpus[i].rng);
+                (draw * mean as f64).round() as i64
             }
             Builtin::Min => {
                 let b = self.pop(i)?;

@@ -72,6 +72,12 @@ pub enum Builtin {
     Nnodes,
     /// `random(n)`: a seeded uniform draw in 0..n.
     Random,
+    /// `uniform(a, b)`: a seeded uniform draw in a..=b (both ends included),
+    /// for `work uniform(a, b)`.
+    Uniform,
+    /// `exp(mean)`: a seeded draw from the exponential distribution of that
+    /// mean, rounded to a whole number, for `work exp(mean)`.
+    Exp,
     /// The running CPU's current iteration, from 0.
     Iteration,
     /// The current simulated cycle.
@@ -90,7 +96,7 @@ pub enum Builtin {
 pub const COST_BUILTIN: &str = "cost";
 
 impl Builtin {
-    pub const ALL: [(&'static str, Builtin, usize); 15] = [
+    pub const ALL: [(&'static str, Builtin, usize); 17] = [
         ("cpu", Builtin::Cpu, 0),
         ("core", Builtin::Core, 0),
         ("node", Builtin::Node, 0),
@@ -100,6 +106,8 @@ impl Builtin {
         ("ncpus", Builtin::Ncpus, 0),
         ("nnodes", Builtin::Nnodes, 0),
         ("random", Builtin::Random, 1),
+        ("uniform", Builtin::Uniform, 2),
+        ("exp", Builtin::Exp, 1),
         ("iteration", Builtin::Iteration, 0),
         ("now", Builtin::Now, 0),
         ("min", Builtin::Min, 2),

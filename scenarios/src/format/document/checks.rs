@@ -315,6 +315,19 @@ impl Checker<'_, '_> {
                     .with_valid(format!("at most {max}, or raise `run.max_cycles`")));
             }
         }
+        let max = *run.max_cycles.get_ref();
+        if run.start_spread_cycles > max {
+            return Err(self
+                .err(
+                    self.value_span(&["run", "start_spread_cycles"]),
+                    "run.start_spread_cycles",
+                    format!(
+                        "`run.start_spread_cycles` ({}) exceeds `run.max_cycles` ({max})",
+                        run.start_spread_cycles
+                    ),
+                )
+                .with_valid(format!("0 (every CPU starts at cycle 0) to {max}")));
+        }
         Ok(())
     }
 

@@ -141,6 +141,9 @@ impl PingPong {
                 max_events: DEFAULT_MAX_EVENTS,
                 max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
                 seed: SEED,
+                // The pair starts together, as the measuring tool's threads
+                // wait for each other before the first round trip.
+                start_spread_cycles: 0,
                 check_invariants: cfg!(debug_assertions),
             });
         }
