@@ -286,6 +286,7 @@ pub fn small_machine() -> MachineSpec {
         socket_hops: Vec::new(),
         l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
         directory: sim_core::topology::DirectoryPrecision::Exact,
+        smt_share_percent: 100,
         latency: LatencySpec {
             l1_hit_cycles: 4,
             locked_op_cycles: 20,

@@ -177,6 +177,11 @@ pub struct MachineSpec {
     pub l3_shared_lines: L3SharedLines,
     /// Whether the directory tracks a shared line's sharers exactly.
     pub directory: DirectoryPrecision,
+    /// Each SMT sibling's share of a full core, in percent, while both
+    /// siblings of the core run a thread: `work N` (and the instruction
+    /// costs it charges) takes `N * 100 / share` cycles. 100 lets siblings
+    /// share the caches only.
+    pub smt_share_percent: u32,
     pub latency: LatencySpec,
 }
 
@@ -324,6 +329,12 @@ impl Topology {
             return Err(SpecError {
                 key: "store_buffer_entries",
                 message: format!("{} is out of range 1..=1024", spec.store_buffer_entries),
+            });
+        }
+        if spec.smt_share_percent == 0 || spec.smt_share_percent > 100 {
+            return Err(SpecError {
+                key: "smt_share_percent",
+                message: format!("{} is out of range 1..=100", spec.smt_share_percent),
             });
         }
         let latency_limit = 1_000_000;
@@ -674,6 +685,7 @@ mod tests {
             socket_hops: Vec::new(),
             l3_shared_lines: L3SharedLines::NotKept,
             directory: DirectoryPrecision::Exact,
+            smt_share_percent: 100,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: 20,

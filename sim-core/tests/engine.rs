@@ -713,6 +713,36 @@ fn work_drawn_from_a_distribution_takes_the_drawn_cycles() {
     assert!((80..=120).contains(&mean), "mean {mean}");
 }
 
+#[test]
+fn smt_siblings_that_both_run_share_the_core() {
+    // CPU c and c + 16 are the two threads of core c (small_machine).
+    let lengths = |cpus: &[u32], share: u32| -> Vec<u64> {
+        let machine = sim_core::topology::MachineSpec {
+            smt_share_percent: share,
+            ..small_machine(Protocol::Mesi, Lookup::Home)
+        };
+        let (_, rec) = Setup::new(machine)
+            .script("w", "work 100")
+            .threads(cpus.iter().copied(), "w")
+            .stop(StopRule::Iterations(3))
+            .run();
+        rec.log
+            .iter()
+            .filter_map(|seen| match seen {
+                Seen::Iteration(_, _, start, end) => Some(end - start),
+                _ => None,
+            })
+            .collect()
+    };
+    // 100 cycles at 60 % of a core: 167 (rounded up).
+    assert!(lengths(&[1, 17], 60).iter().all(|&l| l == 167));
+    // Alone on its core, or beside a thread of another core: full speed.
+    assert!(lengths(&[1], 60).iter().all(|&l| l == 100));
+    assert!(lengths(&[1, 2], 60).iter().all(|&l| l == 100));
+    // A share of 100: siblings share the caches only.
+    assert!(lengths(&[1, 17], 100).iter().all(|&l| l == 100));
+}
+
 /// The cycle each of `cpus` started at, with a start spread of `spread`.
 fn start_cycles(cpus: &[u32], spread: u64, seed: u64) -> Vec<i64> {
     let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))

@@ -121,6 +121,9 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
         1 => sim_core::topology::MachineSpec {
             l3_shared_lines: sim_core::topology::L3SharedLines::VictimWithSharing,
             directory: sim_core::topology::DirectoryPrecision::BroadcastShared,
+            // SMT siblings that both run share the core (`work`
+            // stretched); Ice Lake's preset has its own share.
+            smt_share_percent: 60,
             ..small_machine(Protocol::Moesi, Lookup::Home)
         },
         2 => small_machine(Protocol::Mesi, Lookup::Home),

@@ -267,6 +267,7 @@ fn epyc_naples_2s() -> Vec<Param> {
             "AMD Software Optimization Guide for Family 17h: 44-entry store queue (not retrieved here, not in calibration.md)",
             "only its fullness matters, for stores that miss back to back",
         ),
+        amd_smt_share(),
         // Documented: 4-cycle L1 [S23, S24, S30] (calibration.md §9b).
         int(
             "latency.l1_hit_cycles",
@@ -576,6 +577,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             SOG_19H,
             "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
         ),
+        amd_smt_share(),
         // Documented: 4-cycle integer load-to-use (AMD SOG 19h); calibration.md n/r.
         int(
             "latency.l1_hit_cycles",
@@ -959,6 +961,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
             SOG_ZEN4,
             "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
         ),
+        amd_smt_share(),
         int(
             "latency.l1_hit_cycles",
             4,
@@ -1309,6 +1312,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
             SOG_ZEN4,
             "Zen 4c keeps the Zen 4 core [S40]: 64-entry store queue",
         ),
+        amd_smt_share(),
         int(
             "latency.l1_hit_cycles",
             4,
@@ -1454,4 +1458,19 @@ fn bergamo(name: &'static str) -> Vec<Param> {
     ));
     amd_common(&mut params);
     params
+}
+
+/// Each of two busy SMT siblings' share of a full core.
+fn amd_smt_share() -> Param {
+    // Measured: the average gain of SMT on multi-threaded workloads on the
+    // first Zen core (looncraz, "Ryzen SMT scaling", zen.looncraz.net), the
+    // one average over many workloads retrieved for a Zen core.
+    int(
+        "smt_share_percent",
+        68,
+        "percent",
+        Measured,
+        "looncraz, \"SMT Scaling\" (zen.looncraz.net/smt_ccx.php), Ryzen (Zen 1): average uplift of multi-threaded workloads with SMT on, 35.76 %",
+        "(100 % + 35.76 %) / 2 = 68 % of a full core each while both siblings run; an average over a desktop Zen 1 suite, used for every Zen generation here (no server or later-Zen average was retrieved)",
+    )
 }

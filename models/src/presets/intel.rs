@@ -206,6 +206,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             "Intel's Sunny Cove disclosure (72-entry store buffer); not in calibration.md",
             "only its fullness matters, for stores that miss back to back",
         ),
+        intel_smt_share(),
         // Assumed: 5 cycles, the Sunny Cove L1d load-to-use (ICX figure n/r, §9b).
         int(
             "latency.l1_hit_cycles",
@@ -648,6 +649,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
             "Cascade Lake keeps the Skylake-SP core",
         ),
+        intel_smt_share(),
         // Documented: Skylake-SP core L1d 4-cycle [S15].
         int(
             "latency.l1_hit_cycles",
@@ -965,6 +967,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
             "the Skylake-SP core, as Cascade Lake-SP",
         ),
+        intel_smt_share(),
         int(
             "latency.l1_hit_cycles",
             4,
@@ -1118,4 +1121,20 @@ fn cascadelake_ap_2s() -> Vec<Param> {
     ));
     intel_wiring(&mut params);
     params
+}
+
+/// Each of two busy Hyper-Threading siblings' share of a full core.
+fn intel_smt_share() -> Param {
+    // Derived: Intel gives "up to 30%" more throughput from two threads on
+    // one core on server workloads (Marr et al., "Hyper-Threading
+    // Technology Architecture and Microarchitecture", Intel Technology
+    // Journal 6(1), 2002); the two then share 130 % of one thread's speed.
+    int(
+        "smt_share_percent",
+        65,
+        "percent",
+        Derived,
+        "Marr et al., \"Hyper-Threading Technology Architecture and Microarchitecture\", Intel Technology Journal 6(1), Feb 2002: up to 30 % more performance on server-centric benchmarks",
+        "(100 % + 30 %) / 2 = 65 % of a full core each while both siblings run; the vendor's \"up to\" figure, not an average, used for every Intel core generation here",
+    )
 }

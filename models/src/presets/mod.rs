@@ -201,6 +201,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "socket_hops",
     "l3_shared_lines",
     "directory",
+    "smt_share_percent",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -522,6 +523,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         socket_hops,
         l3_shared_lines,
         directory,
+        smt_share_percent: int32("smt_share_percent")?,
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,

@@ -245,6 +245,9 @@ pub struct InlineMachine {
     pub l3_shared_lines: Option<Spanned<L3SharedLines>>,
     /// Whether the directory tracks a shared line's sharers exactly.
     pub directory: Option<Spanned<DirectoryPrecision>>,
+    /// Each SMT sibling's share of a full core while both run, in percent
+    /// (default: the preset's, or 100 for a machine given whole).
+    pub smt_share_percent: Option<Spanned<u32>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

@@ -164,6 +164,14 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     (None, Some(b)) => b.directory,
                     (None, None) => DirectoryPrecision::Exact,
                 },
+                // Optional: a machine given whole without it lets SMT
+                // siblings share the caches only, as before the key existed.
+                smt_share_percent: m
+                    .smt_share_percent
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.smt_share_percent))
+                    .unwrap_or(100),
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,
@@ -289,6 +297,7 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
         ("threads_per_core", span32(&m.threads_per_core)),
         ("line_size_bytes", span32(&m.line_size_bytes)),
         ("store_buffer_entries", span32(&m.store_buffer_entries)),
+        ("smt_share_percent", span32(&m.smt_share_percent)),
         ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
         ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
         (

@@ -561,6 +561,7 @@ mod tests {
             socket_hops: Vec::new(),
             l3_shared_lines: crate::topology::L3SharedLines::NotKept,
             directory: crate::topology::DirectoryPrecision::Exact,
+            smt_share_percent: 100,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: 20,

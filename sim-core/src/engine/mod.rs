@@ -217,6 +217,10 @@ struct Cpu {
     /// The CPU's core (whose cache it uses) and SMT thread in it.
     core: u32,
     thread: u8,
+    /// Its share of the core for `work`, in percent: the machine's
+    /// `smt_share_percent` when another thread of the run runs on the same
+    /// core, 100 otherwise. Fixed for the run (see `stretched_work`).
+    work_share_percent: u32,
     now: Cycle,
     stack: Vec<i64>,
     locals: Vec<i64>,
@@ -548,6 +552,23 @@ pub fn start_offset(seed: u64, cpu: u32, cpu_count: u32, spread_cycles: u64) -> 
     slot * width + cpu as u64
 }
 
+/// The cycles `work cycles` takes on a CPU with `share_percent` of its
+/// core: `cycles * 100 / share_percent`, rounded up, saturating.
+///
+/// The share is the run's, not the instant's: both siblings count as busy
+/// for the whole run when both run a thread, whether the other is at that
+/// moment working, waiting on a miss or finished. Stalls on misses are not
+/// stretched (a sibling waiting on memory leaves the core's issue slots to
+/// the other; the measured SMT gain is an average over both).
+#[inline(always)]
+pub(super) fn stretched_work(cycles: u64, share_percent: u32) -> u64 {
+    if share_percent >= 100 {
+        return cycles;
+    }
+    let stretched = (cycles as u128 * 100).div_ceil(share_percent.max(1) as u128);
+    stretched.min(u64::MAX as u128) as u64
+}
+
 /// The homes' arbitration among waiting requests: its own stream, apart
 /// from every CPU's.
 pub fn arbitration_stream(seed: u64) -> ChaCha8Rng {
@@ -670,6 +691,11 @@ impl<'c> Simulation<'c> {
     fn new(config: &'c SimConfig) -> Self {
         let mut coherence = Coherence::new(&config.topology, &config.memory);
         coherence.check_invariants = config.check_invariants;
+        // Threads of the run per core: siblings that both run share the core.
+        let mut threads_on_core = vec![0u32; config.topology.core_count() as usize];
+        for t in &config.threads {
+            threads_on_core[config.topology.core_of(t.cpu) as usize] += 1;
+        }
         let cpus = config
             .threads
             .iter()
@@ -684,6 +710,13 @@ impl<'c> Simulation<'c> {
                 let mut cpu = Cpu {
                     spec: t.clone(),
                     core: config.topology.core_of(t.cpu),
+                    work_share_percent: if threads_on_core[config.topology.core_of(t.cpu) as usize]
+                        > 1
+                    {
+                        config.topology.spec.smt_share_percent
+                    } else {
+                        100
+                    },
                     thread: config.topology.thread_of(t.cpu) as u8,
                     now: start,
                     stack: Vec::with_capacity(64),

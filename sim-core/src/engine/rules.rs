@@ -188,6 +188,8 @@ pub(super) trait Registers {
     fn set_pc(&mut self, pc: u32);
     fn now(&self) -> Cycle;
     fn set_now(&mut self, now: Cycle);
+    /// The CPU's share of its core for `work` ([`stretched_work`]).
+    fn work_share_percent(&self) -> u32;
     /// The operation cannot happen as its rule states.
     fn fail(&mut self, failure: Failure) -> Self::Stop;
     /// The clock has moved (a loop back-edge, `work`, an access): go on,
@@ -358,7 +360,8 @@ pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
                 return Err(m.fail(Failure::NegativeWork(cycles)));
             }
             m.stack().pop();
-            m.set_now(m.now() + cycles as u64);
+            let cycles = stretched_work(cycles as u64, m.work_share_percent());
+            m.set_now(m.now() + cycles);
             m.set_pc(m.pc() + 1);
             return m.clock_moved();
         }
@@ -418,6 +421,11 @@ impl Registers for CpuRegisters<'_, '_> {
     #[inline(always)]
     fn set_now(&mut self, now: Cycle) {
         self.sim.cpus[self.i].now = now;
+    }
+
+    #[inline(always)]
+    fn work_share_percent(&self) -> u32 {
+        self.sim.cpus[self.i].work_share_percent
     }
 
     #[cold]
@@ -483,6 +491,11 @@ impl Registers for Ordered<'_, '_, '_> {
     #[inline(always)]
     fn set_now(&mut self, now: Cycle) {
         self.registers.set_now(now)
+    }
+
+    #[inline(always)]
+    fn work_share_percent(&self) -> u32 {
+        self.registers.work_share_percent()
     }
 
     #[cold]

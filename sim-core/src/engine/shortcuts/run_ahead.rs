@@ -257,6 +257,8 @@ pub(in crate::engine) struct Ahead<'a, P> {
     locals: &'a mut [i64],
     pc: u32,
     now: Cycle,
+    /// The CPU's share of its core for `work`.
+    work_share_percent: u32,
     /// Where `run_cpu` must look at the run's end.
     time_limit: u64,
     private: P,
@@ -295,6 +297,11 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
     #[inline(always)]
     fn set_now(&mut self, now: Cycle) {
         self.now = now;
+    }
+
+    #[inline(always)]
+    fn work_share_percent(&self) -> u32 {
+        self.work_share_percent
     }
 
     /// Left to `step`, which reports it.
@@ -359,6 +366,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
         private: P,
     ) -> (Self, &'a mut Frame, &'a mut Cycle) {
         let base = cpu.frame.locals_base as usize;
+        let work_share_percent = cpu.work_share_percent;
         let Cpu {
             stack,
             locals,
@@ -371,6 +379,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             locals: &mut locals[base..],
             pc: frame.pc,
             now: *now,
+            work_share_percent,
             time_limit,
             private,
             superinstructions: 0,
