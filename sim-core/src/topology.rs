@@ -182,6 +182,11 @@ pub struct MachineSpec {
     /// costs it charges) takes `N * 100 / share` cycles. 100 lets siblings
     /// share the caches only.
     pub smt_share_percent: u32,
+    /// How a line's home picks the next of the requests waiting for it: in
+    /// this percent of handovers, one of the waiters nearest the line's
+    /// current owner (same core, then L3 domain, node, socket); otherwise,
+    /// and when no core owns the line, a uniform draw. 0 is uniform.
+    pub arbitration_near_owner_percent: u32,
     pub latency: LatencySpec,
 }
 
@@ -335,6 +340,15 @@ impl Topology {
             return Err(SpecError {
                 key: "smt_share_percent",
                 message: format!("{} is out of range 1..=100", spec.smt_share_percent),
+            });
+        }
+        if spec.arbitration_near_owner_percent > 100 {
+            return Err(SpecError {
+                key: "arbitration_near_owner_percent",
+                message: format!(
+                    "{} is out of range 0..=100",
+                    spec.arbitration_near_owner_percent
+                ),
             });
         }
         let latency_limit = 1_000_000;
@@ -686,6 +700,7 @@ mod tests {
             l3_shared_lines: L3SharedLines::NotKept,
             directory: DirectoryPrecision::Exact,
             smt_share_percent: 100,
+            arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: 20,

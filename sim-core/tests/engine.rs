@@ -743,6 +743,51 @@ fn smt_siblings_that_both_run_share_the_core() {
     assert!(lengths(&[1, 17], 100).iter().all(|&l| l == 100));
 }
 
+/// How many times a contended counter moved between sockets, with the
+/// home preferring requesters near the owner in `near` percent of
+/// handovers: CPUs 0 and 1 on socket 0, 8 and 9 on socket 1.
+fn socket_switches(near: u32) -> usize {
+    let machine = sim_core::topology::MachineSpec {
+        arbitration_near_owner_percent: near,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    };
+    let (_, rec) = Setup::new(machine)
+        .structs(vec![counter_struct()])
+        .instances(vec![global("c", "ctr", 0)])
+        .script("inc", "fetch_add(c.n, 1)")
+        .threads([0, 1, 8, 9], "inc")
+        .stop(StopRule::Iterations(200))
+        .run();
+    // The old values give the order the increments took effect in.
+    let mut order: Vec<(i64, u32)> = rec
+        .accesses()
+        .filter(|a| matches!(a.kind, AccessKind::Atomic(_)))
+        .map(|a| (a.value, a.cpu))
+        .collect();
+    order.sort();
+    assert_eq!(order.len(), 800);
+    order
+        .windows(2)
+        .filter(|w| (w[0].1 >= 8) != (w[1].1 >= 8))
+        .count()
+}
+
+#[test]
+fn a_home_that_prefers_requesters_near_the_owner_keeps_the_line_on_its_socket() {
+    let uniform = socket_switches(0);
+    let local = socket_switches(100);
+    let half = socket_switches(50);
+    // Uniform: a waiter of the other socket is served about half the time.
+    assert!(uniform > 200, "{uniform}");
+    // Always the nearest: the line leaves a socket only when no waiter of
+    // the owner's socket is queued.
+    assert!(local * 3 < uniform, "{local} vs {uniform}");
+    assert!(
+        local < half && half < uniform,
+        "{local} < {half} < {uniform}"
+    );
+}
+
 /// The cycle each of `cpus` started at, with a start spread of `spread`.
 fn start_cycles(cpus: &[u32], spread: u64, seed: u64) -> Vec<i64> {
     let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))

@@ -131,7 +131,11 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
             adjacent_line_prefetch: true,
             ..small_machine(Protocol::Mesi, Lookup::Home)
         },
-        _ => small_machine(Protocol::Mesif, Lookup::Local),
+        // A home that prefers requesters near the owner.
+        _ => sim_core::topology::MachineSpec {
+            arbitration_near_owner_percent: 60,
+            ..small_machine(Protocol::Mesif, Lookup::Local)
+        },
     }
 }
 

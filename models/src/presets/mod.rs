@@ -169,6 +169,19 @@ pub fn default_instruction_costs() -> Vec<Param> {
     ]
 }
 
+/// How the home picks among the requests waiting for a line, on a machine
+/// whose preset has no sourced figure: uniformly.
+pub fn default_arbitration() -> Param {
+    int(
+        "arbitration_near_owner_percent",
+        0,
+        "percent",
+        Provenance::Assumed,
+        "no public document gives how an Intel home agent / CHA or an AMD home's probe filter orders the requests queued for one line",
+        "uniform: every waiting request equally likely to be served next. Real machines favour requesters near the owner (a TAS lock tends to stay on its socket), partly because their requests arrive first, which the model's latencies already give; a scenario may set a preference (machine.arbitration_near_owner_percent) to see its effect",
+    )
+}
+
 /// A parameter table's instruction costs, as (class, cycles), in table order.
 pub fn instruction_costs(params: &[Param]) -> Vec<(String, i64)> {
     params
@@ -202,6 +215,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "l3_shared_lines",
     "directory",
     "smt_share_percent",
+    "arbitration_near_owner_percent",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -418,6 +432,13 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
     for mode in &chosen {
         (mode.apply)(&mut params);
     }
+    // The home's arbitration, where the preset gives no figure of its own.
+    if !params
+        .iter()
+        .any(|p| p.key == "arbitration_near_owner_percent")
+    {
+        params.push(default_arbitration());
+    }
     // The instruction classes the preset gives no figure of its own.
     for cost in default_instruction_costs() {
         if !params.iter().any(|p| p.key == cost.key) {
@@ -524,6 +545,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         l3_shared_lines,
         directory,
         smt_share_percent: int32("smt_share_percent")?,
+        arbitration_near_owner_percent: int32("arbitration_near_owner_percent")?,
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,

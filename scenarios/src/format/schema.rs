@@ -248,6 +248,9 @@ pub struct InlineMachine {
     /// Each SMT sibling's share of a full core while both run, in percent
     /// (default: the preset's, or 100 for a machine given whole).
     pub smt_share_percent: Option<Spanned<u32>>,
+    /// Percent of a contended line's handovers in which the home serves a
+    /// waiter nearest the owner (default: the preset's, or 0, uniform).
+    pub arbitration_near_owner_percent: Option<Spanned<u32>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

@@ -172,6 +172,13 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     .map(|v| *v.get_ref())
                     .or(base.as_ref().map(|b| b.smt_share_percent))
                     .unwrap_or(100),
+                // Optional: uniform arbitration, as before the key existed.
+                arbitration_near_owner_percent: m
+                    .arbitration_near_owner_percent
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.arbitration_near_owner_percent))
+                    .unwrap_or(0),
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,
@@ -298,6 +305,10 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
         ("line_size_bytes", span32(&m.line_size_bytes)),
         ("store_buffer_entries", span32(&m.store_buffer_entries)),
         ("smt_share_percent", span32(&m.smt_share_percent)),
+        (
+            "arbitration_near_owner_percent",
+            span32(&m.arbitration_near_owner_percent),
+        ),
         ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
         ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
         (

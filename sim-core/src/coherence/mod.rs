@@ -562,6 +562,7 @@ mod tests {
             l3_shared_lines: crate::topology::L3SharedLines::NotKept,
             directory: crate::topology::DirectoryPrecision::Exact,
             smt_share_percent: 100,
+            arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
                 locked_op_cycles: 20,

@@ -251,7 +251,28 @@ impl Coherence {
         let drawn = pick(n).min(n - 1);
         // From the drawn waiter, the first (cyclically) that is not a
         // holder's re-access; only holders waiting means the drawn one.
-        let chosen = (drawn..n).chain(0..drawn).find(|&k| !holds(&u.waiting[k]));
+        let mut chosen = (drawn..n).chain(0..drawn).find(|&k| !holds(&u.waiting[k]));
+        // Locality (`arbitration_near_owner_percent`): in that share of
+        // handovers of an owned line, the first (cyclically from the drawn
+        // one) of the waiters nearest the owner. The coin is drawn only on
+        // machines with a preference, so uniform machines draw as before.
+        let near = topology.spec.arbitration_near_owner_percent;
+        if let (Some(owner), Some(_)) = (u.dir_owner, chosen) {
+            if near > 0 && (pick(100) as u32) < near {
+                let owner_place = topology.place_of_core(owner);
+                let distance = |w: &Waiter| {
+                    if w.core == owner {
+                        PairClass::SmtSibling
+                    } else {
+                        Topology::class_of_places(topology.place_of_core(w.core), owner_place)
+                    }
+                };
+                chosen = (drawn..n)
+                    .chain(0..drawn)
+                    .filter(|&k| !holds(&u.waiting[k]))
+                    .min_by_key(|&k| distance(&u.waiting[k]));
+            }
+        }
         #[cfg(test)]
         if chosen.is_none() && planted!(HoldersNeverServed) {
             return Ok(None);
