@@ -203,6 +203,7 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
         name: "bump".into(),
         params: vec!["p".into()],
         body: parse_block("fetch_add(*p, 1)\nreturn *p").expect("the procedure parses"),
+        cost_cycles: 0,
     };
     let program = match compile(
         &memory,

@@ -428,3 +428,28 @@ fn an_unknown_instruction_class_suggests_the_nearest() {
         "{e}"
     );
 }
+
+/// A procedure's `cost_cycles` is charged on every call, before its body,
+/// and stretched like `work` on a core whose sibling runs too.
+#[test]
+fn a_procedure_charges_its_own_cost_on_every_call() {
+    let with = |cost: u64, expected: u64, cpus: &str| {
+        scenario(
+            "[]",
+            &format!(
+                "[params]\nexpected = {expected}\n\n[procedures.path]\ncost_cycles = {cost}\n\
+                 body = \"return 1\"\n"
+            ),
+            "let t = now()\npath()\npath()\nassert now() - t == expected",
+        )
+        .replace("cpus = \"0-1\"", &format!("cpus = \"{cpus}\""))
+    };
+    // Without a cost a call takes no time of its own.
+    assert_eq!(ran(&with(0, 0, "0-1")), "ran");
+    // Two calls of 25 cycles.
+    assert_eq!(ran(&with(25, 50, "0-1")), "ran");
+    assert_ne!(ran(&with(25, 0, "0-1")), "ran");
+    // CPU 0 and its SMT sibling 80 both running: 25 cycles at 65 % of the
+    // core (icelake-sp-2s) take 39.
+    assert_eq!(ran(&with(25, 78, "0,80")), "ran");
+}

@@ -212,6 +212,7 @@ impl<'a> Setup<'a> {
                 params: params.iter().map(|p| p.to_string()).collect(),
                 body: parse_block(body)
                     .unwrap_or_else(|e| panic!("procedure {name} does not parse: {e}")),
+                cost_cycles: 0,
             })
             .collect();
         let scripts: Vec<ScriptSource> = self

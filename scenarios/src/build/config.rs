@@ -130,6 +130,7 @@ pub fn build_config(
             name: name.clone(),
             params: p.params.iter().map(|s| s.get_ref().clone()).collect(),
             body,
+            cost_cycles: p.cost_cycles,
         });
     }
     // Only scripts that some thread group runs are compiled and run.

@@ -515,6 +515,10 @@ pub struct ProcedureDef {
     pub params: Vec<Spanned<String>>,
     /// Script text, parsed by a later stage.
     pub body: Spanned<String>,
+    /// Cycles of the procedure's own code around its memory accesses,
+    /// charged as `work` on every call (0: none).
+    #[serde(default)]
+    pub cost_cycles: u64,
 }
 
 /// One `[[threads]]` entry: a group of CPUs running the same script.

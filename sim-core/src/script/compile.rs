@@ -14,6 +14,10 @@ pub struct ProcedureSource {
     pub name: String,
     pub params: Vec<String>,
     pub body: Block,
+    /// Cycles of the procedure's own code around its memory accesses (the
+    /// instructions no access models), charged as `work` on every call
+    /// (so stretched on a shared SMT core); 0 for none.
+    pub cost_cycles: u64,
 }
 
 /// A script as the scenario gives it.
@@ -271,7 +275,7 @@ pub fn compile_with_costs(
         let origin = program.origins.len() as u32;
         program.origins.push(format!("procedures.{}", p.name));
         let code = FunctionCompiler::new(&context, &mut program, origin, &p.name, &p.params)?
-            .finish_procedure(&p.body)?;
+            .finish_procedure(&p.body, p.cost_cycles)?;
         program.procedures.push(code);
     }
     for s in scripts {
@@ -391,7 +395,12 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         };
     }
 
-    fn finish_procedure(mut self, body: &Block) -> Result<Code, CompileError> {
+    fn finish_procedure(mut self, body: &Block, cost_cycles: u64) -> Result<Code, CompileError> {
+        // The procedure's own instructions, charged on entry.
+        if cost_cycles > 0 {
+            self.emit(Op::Push(cost_cycles.min(i64::MAX as u64) as i64));
+            self.emit(Op::Work);
+        }
         self.block(body)?;
         self.emit(Op::Push(0));
         self.emit(Op::Return);
