@@ -206,15 +206,15 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
         "--svg",
         &svg,
         "--svg-steps",
-        "4",
+        "6",
     ]);
     assert_ok(&o);
     let out = String::from_utf8_lossy(&o.stdout);
     let last = out.lines().last().unwrap();
     assert!(
-        last.starts_with("timeline: the first 4 of ")
+        last.starts_with("timeline: the first 6 of ")
             && last.contains(&format!("coherence transaction(s) drawn to {svg}; "))
-            && last.ends_with("more not drawn (--svg-steps 4; at most 200)"),
+            && last.ends_with("more not drawn (--svg-steps 6; at most 200)"),
         "{last}"
     );
     let text = std::fs::read_to_string(&svg).expect("the SVG");
@@ -230,7 +230,7 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
     let caption = format!("CPU {first} load counters[{first}].value (line 0)");
     for expected in [
         "false-sharing: coherence messages, variant packed on icelake-sp-2s",
-        "the first 4 of ",
+        "the first 6 of ",
         &lane,
         "snoop filter node 0",
         &caption,
@@ -241,11 +241,13 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
     ] {
         assert!(text.contains(expected), "timeline lacks {expected}");
     }
-    // Four transactions, four captions: the counters' line 0 and, on Ice
-    // Lake, the adjacent-line prefetches of its buddy, line 1.
+    // Six transactions, six captions: the counters' line 0 and, on Ice
+    // Lake, the adjacent-line prefetches of its buddy, line 1. (Six, so
+    // that a forwarded read is among them: the CPUs start at seeded
+    // offsets, and the first two misses both go to memory or stay in L3.)
     assert_eq!(
         text.matches("(line 0): ").count() + text.matches("(line 1): ").count(),
-        4
+        6
     );
     // The same run, the same bytes.
     let again = dir.join("again.svg");
@@ -257,7 +259,7 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
         "--svg",
         &again,
         "--svg-steps",
-        "4",
+        "6",
     ]);
     assert_ok(&o);
     assert_eq!(text, std::fs::read_to_string(&again).unwrap());
