@@ -385,7 +385,7 @@ fn a_run_that_takes_no_time_stops_and_writes_nothing() {
     assert_no_result_written(
         &["--set-limit", "steps_without_time=1000"],
         &file,
-        "no progress at cycle 0: a CPU made 1000 procedure calls and iteration ends \
+        "no progress at cycle 1: a CPU made 1000 procedure calls and iteration ends \
          without simulated time advancing",
     );
 }

@@ -20,8 +20,8 @@
 use super::sources::*;
 use super::Provenance::{Assumed, Derived, Documented, Measured};
 use super::{
-    build_default, flag, fully_connected, home_occupancy, int, name_param, num, set, text, Mode,
-    Param, Preset, Target, SMT_OFF,
+    build_default, default_arbitration, flag, fully_connected, home_occupancy, int, name_param,
+    num, set, text, Mode, Param, Preset, Target, SMT_OFF,
 };
 use sim_core::topology::MachineSpec;
 
@@ -268,6 +268,7 @@ fn epyc_naples_2s() -> Vec<Param> {
             "only its fullness matters, for stores that miss back to back",
         ),
         amd_smt_share(),
+        default_arbitration(),
         // Documented: 4-cycle L1 [S23, S24, S30] (calibration.md §9b).
         int(
             "latency.l1_hit_cycles",
@@ -578,6 +579,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
         ),
         amd_smt_share(),
+        default_arbitration(),
         // Documented: 4-cycle integer load-to-use (AMD SOG 19h); calibration.md n/r.
         int(
             "latency.l1_hit_cycles",
@@ -962,6 +964,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
             "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
         ),
         amd_smt_share(),
+        default_arbitration(),
         int(
             "latency.l1_hit_cycles",
             4,
@@ -1313,6 +1316,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
             "Zen 4c keeps the Zen 4 core [S40]: 64-entry store queue",
         ),
         amd_smt_share(),
+        default_arbitration(),
         int(
             "latency.l1_hit_cycles",
             4,

@@ -6,8 +6,8 @@
 use super::sources::*;
 use super::Provenance::{Assumed, Derived, Documented, Measured};
 use super::{
-    build_default, flag, fully_connected, home_occupancy, int, name_param, num, set, text, Mode,
-    Param, Preset, Target, SMT_OFF,
+    build_default, default_arbitration, flag, fully_connected, home_occupancy, int, name_param,
+    num, set, text, Mode, Param, Preset, Target, SMT_OFF,
 };
 use sim_core::topology::MachineSpec;
 
@@ -207,6 +207,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             "only its fullness matters, for stores that miss back to back",
         ),
         intel_smt_share(),
+        default_arbitration(),
         // Assumed: 5 cycles, the Sunny Cove L1d load-to-use (ICX figure n/r, §9b).
         int(
             "latency.l1_hit_cycles",
@@ -650,6 +651,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "Cascade Lake keeps the Skylake-SP core",
         ),
         intel_smt_share(),
+        default_arbitration(),
         // Documented: Skylake-SP core L1d 4-cycle [S15].
         int(
             "latency.l1_hit_cycles",
@@ -968,6 +970,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "the Skylake-SP core, as Cascade Lake-SP",
         ),
         intel_smt_share(),
+        default_arbitration(),
         int(
             "latency.l1_hit_cycles",
             4,

@@ -169,8 +169,8 @@ pub fn default_instruction_costs() -> Vec<Param> {
     ]
 }
 
-/// How the home picks among the requests waiting for a line, on a machine
-/// whose preset has no sourced figure: uniformly.
+/// How the home picks among the requests waiting for a line, on every
+/// preset (none has a sourced figure): uniformly.
 pub fn default_arbitration() -> Param {
     int(
         "arbitration_near_owner_percent",
@@ -431,13 +431,6 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
     let mut params = (preset.params)();
     for mode in &chosen {
         (mode.apply)(&mut params);
-    }
-    // The home's arbitration, where the preset gives no figure of its own.
-    if !params
-        .iter()
-        .any(|p| p.key == "arbitration_near_owner_percent")
-    {
-        params.push(default_arbitration());
     }
     // The instruction classes the preset gives no figure of its own.
     for cost in default_instruction_costs() {
