@@ -10,7 +10,7 @@ mod progress;
 use clap::{Parser, Subcommand};
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::report::trace::TraceProbe;
-use scenarios::{load_file_with, InputError, LoadedScenario};
+use scenarios::{load_file_in, ImportScope, InputError, LoadedScenario};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -75,6 +75,11 @@ struct Cli {
     /// lists them.
     #[arg(long, global = true, value_name = "NAME=VALUE")]
     set_limit: Vec<String>,
+    /// Let the scenario's pahole imports name files outside its own
+    /// directory tree (absolute paths, `..`, symbolic links out of it).
+    /// Off by default: a shared scenario is data, not a key to your files.
+    #[arg(long, global = true)]
+    allow_imports_outside: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -344,7 +349,14 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_BAD_INPUT);
         }
     }
-    let limits = &limits;
+    let inputs = &Inputs {
+        limits,
+        imports: if cli.allow_imports_outside {
+            ImportScope::Anywhere
+        } else {
+            ImportScope::ScenarioDirectory
+        },
+    };
     match cli.command {
         Command::Run {
             file,
@@ -359,7 +371,7 @@ fn main() -> ExitCode {
             compact,
         } => run(
             &file,
-            limits,
+            inputs,
             check,
             host_stats,
             RunOut {
@@ -374,7 +386,7 @@ fn main() -> ExitCode {
                 compact,
             },
         ),
-        Command::Limits => show_limits(limits),
+        Command::Limits => show_limits(&inputs.limits),
         Command::Import {
             source:
                 ImportSource::Btf {
@@ -383,8 +395,8 @@ fn main() -> ExitCode {
                     write,
                 },
         } => import_btf(&file, &struct_name, write.as_deref()),
-        Command::Merge { out, shards } => merge(&out, &shards),
-        Command::Check { file, format } => check(&file, limits, format),
+        Command::Merge { out, shards } => merge(&out, &shards, &inputs.limits),
+        Command::Check { file, format } => check(&file, inputs, format),
         Command::Presets { action, format } => presets(action, format),
         Command::Validate {
             machine,
@@ -393,7 +405,15 @@ fn main() -> ExitCode {
             out,
             format,
             strict,
-        } => validate(machine, data, csv, out.as_deref(), format, strict),
+        } => validate(
+            machine,
+            data,
+            csv,
+            out.as_deref(),
+            format,
+            strict,
+            &inputs.limits,
+        ),
         Command::Trace {
             file,
             variant,
@@ -402,7 +422,7 @@ fn main() -> ExitCode {
             svg_steps,
         } => trace(
             &file,
-            limits,
+            inputs,
             variant.as_deref(),
             limit,
             svg.as_deref().map(|p| (p, svg_steps as usize)),
@@ -414,7 +434,7 @@ fn main() -> ExitCode {
             run,
         } => layout(
             &file,
-            limits,
+            inputs,
             struct_name.as_deref(),
             variant.as_deref(),
             run,
@@ -430,7 +450,7 @@ fn main() -> ExitCode {
             variant,
         } => optimize(
             &file,
-            limits,
+            inputs,
             scenarios::tools::optimize::OptimizeOptions {
                 struct_name,
                 budget_bytes,
@@ -460,6 +480,21 @@ fn main() -> ExitCode {
     }
 }
 
+/// What every command that loads a scenario needs besides its path: the
+/// bounds, and where its imports may be read from.
+struct Inputs {
+    limits: scenarios::Limits,
+    imports: ImportScope,
+}
+
+impl Inputs {
+    // `InputError` is the scenarios crate's error type, returned by value.
+    #[allow(clippy::result_large_err)]
+    fn load(&self, file: &Path) -> Result<LoadedScenario, InputError> {
+        load_file_in(file, &self.limits, self.imports)
+    }
+}
+
 fn input_error(e: &InputError) -> ExitCode {
     eprintln!("{e}");
     ExitCode::from(EXIT_BAD_INPUT)
@@ -467,10 +502,10 @@ fn input_error(e: &InputError) -> ExitCode {
 
 fn load_and_build(
     file: &Path,
-    limits: &scenarios::Limits,
+    inputs: &Inputs,
     options: BuildOptions,
 ) -> Result<(LoadedScenario, Vec<BuiltVariant>), ExitCode> {
-    let loaded = load_file_with(file, limits).map_err(|e| input_error(&e))?;
+    let loaded = inputs.load(file).map_err(|e| input_error(&e))?;
     let built = build_all(&loaded, options).map_err(|e| input_error(&e))?;
     Ok((loaded, built))
 }
@@ -519,7 +554,7 @@ struct RunPrint<'a> {
 
 fn run(
     file: &Path,
-    limits: &scenarios::Limits,
+    inputs: &Inputs,
     check: bool,
     host_stats: bool,
     out: RunOut,
@@ -547,7 +582,7 @@ fn run(
     };
     let mut options = BuildOptions::default();
     options.check_invariants |= check;
-    let loaded = match load_file_with(file, limits) {
+    let loaded = match inputs.load(file) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
@@ -827,7 +862,7 @@ fn import_btf(file: &Path, struct_name: &str, write: Option<&Path>) -> ExitCode 
     }
 }
 
-fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
+fn merge(out: &Path, shards: &[PathBuf], limits: &scenarios::Limits) -> ExitCode {
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     if shards.iter().any(|s| canonical(s) == canonical(out)) {
         eprintln!(
@@ -838,7 +873,8 @@ fn merge(out: &Path, shards: &[PathBuf]) -> ExitCode {
     }
     // Every directory is read before any error is reported, so that one
     // message lists all the shards to run again.
-    let (merged, shard_count) = match scenarios::report::output::merge_dirs(shards) {
+    let (merged, shard_count) =
+        match scenarios::report::output::merge_dirs(shards, limits.data_file_bytes) {
         Ok(m) => m,
         Err(e) => {
             for line in e.lines() {
@@ -918,10 +954,12 @@ fn validate(
     out: Option<&Path>,
     format: Format,
     strict: bool,
+    limits: &scenarios::Limits,
 ) -> ExitCode {
     let options = scenarios::tools::validate::ValidateOptions {
         machine,
         data_dir: data,
+        limits: *limits,
     };
     let report = match scenarios::tools::validate::validate(&options) {
         Ok(r) => r,
@@ -1002,8 +1040,8 @@ fn show_limits(limits: &scenarios::Limits) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn check(file: &Path, limits: &scenarios::Limits, format: Format) -> ExitCode {
-    let (loaded, built) = match load_and_build(file, limits, BuildOptions::default()) {
+fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
+    let (loaded, built) = match load_and_build(file, inputs, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -1144,12 +1182,12 @@ fn check(file: &Path, limits: &scenarios::Limits, format: Format) -> ExitCode {
 
 fn trace(
     file: &Path,
-    limits: &scenarios::Limits,
+    inputs: &Inputs,
     variant: Option<&str>,
     limit: usize,
     svg: Option<(&Path, usize)>,
 ) -> ExitCode {
-    let (loaded, built, chosen) = match load_variant(file, limits, variant) {
+    let (loaded, built, chosen) = match load_variant(file, inputs, variant) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -1223,11 +1261,11 @@ fn trace(
 /// variant written whole or not at all.
 fn optimize(
     file: &Path,
-    limits: &scenarios::Limits,
+    inputs: &Inputs,
     options: scenarios::tools::optimize::OptimizeOptions,
     write_variant: Option<&Path>,
 ) -> ExitCode {
-    let loaded = match scenarios::load_file_with(file, limits) {
+    let loaded = match inputs.load(file) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
@@ -1253,10 +1291,10 @@ fn optimize(
 /// chosen one's index, or an error naming the variants there are.
 fn load_variant(
     file: &Path,
-    limits: &scenarios::Limits,
+    inputs: &Inputs,
     variant: Option<&str>,
 ) -> Result<(LoadedScenario, Vec<BuiltVariant>, usize), ExitCode> {
-    let (loaded, built) = load_and_build(file, limits, BuildOptions::default())?;
+    let (loaded, built) = load_and_build(file, inputs, BuildOptions::default())?;
     let Some(name) = variant else {
         return Ok((loaded, built, 0));
     };
@@ -1279,13 +1317,13 @@ fn load_variant(
 /// instance uses, in one variant, optionally with a run's traffic.
 fn layout(
     file: &Path,
-    limits: &scenarios::Limits,
+    inputs: &Inputs,
     struct_name: Option<&str>,
     variant: Option<&str>,
     run: bool,
 ) -> ExitCode {
     use scenarios::tools::layout_view::{laid_out_structs, render_struct, struct_traffic};
-    let (loaded, built, chosen) = match load_variant(file, limits, variant) {
+    let (loaded, built, chosen) = match load_variant(file, inputs, variant) {
         Ok(x) => x,
         Err(code) => return code,
     };

@@ -142,14 +142,23 @@ fn strip_comment_line(line: &str) -> &str {
     t
 }
 
+/// The token at fault in `s` for a message: its first word, cut to 24
+/// characters. A listing is data (a scenario may name any file), so an
+/// error quotes no more of it than that.
 fn shorten(s: &str) -> String {
-    if s.chars().count() > 60 {
-        let mut t: String = s.chars().take(57).collect();
+    let word = s.split_whitespace().next().unwrap_or("");
+    if word.chars().count() > 24 {
+        let mut t: String = word.chars().take(21).collect();
         t.push_str("...");
         t
     } else {
-        s.to_string()
+        word.to_string()
     }
+}
+
+/// The last word of a declaration (the member's name), cut as [`shorten`].
+fn last_word(s: &str) -> String {
+    shorten(s.split_whitespace().last().unwrap_or(""))
 }
 
 /// `struct NAME {`, `union {`, ...: whether a union, and the name if any.
@@ -427,7 +436,7 @@ fn member_line(
             number,
             format!(
                 "expected `/* offset size */` after `{}`, found `{}`",
-                shorten(decl),
+                last_word(decl),
                 shorten(comment)
             ),
         );
@@ -596,7 +605,16 @@ fn member_line(
 /// `spec_name`, with every offset as listed, after checking the listing
 /// against itself and against the C layout rules.
 pub fn import(text: &str, name: &str, spec_name: &str) -> Result<StructSpec, PaholeError> {
-    let listed = parse(text)?;
+    import_listed(&parse(text)?, name, spec_name)
+}
+
+/// [`import`] from a listing already parsed, so that a listing several
+/// structs import from is parsed once.
+pub fn import_listed(
+    listed: &[ListedStruct],
+    name: &str,
+    spec_name: &str,
+) -> Result<StructSpec, PaholeError> {
     let Some(top) = listed.iter().find(|s| s.name == name) else {
         let names: Vec<&str> = listed.iter().map(|s| s.name.as_str()).collect();
         return fail(
@@ -607,9 +625,9 @@ pub fn import(text: &str, name: &str, spec_name: &str) -> Result<StructSpec, Pah
             ),
         );
     };
-    let mut spec = to_spec(top, &listed, 0, 0)?;
+    let mut spec = to_spec(top, listed, 0, 0)?;
     spec.name = spec_name.to_string();
-    check(top, &spec, &listed)?;
+    check(top, &spec, listed)?;
     Ok(spec)
 }
 

@@ -153,10 +153,7 @@ fn disagreements_and_damage_are_errors_at_their_line() {
     );
     let (line, message) = error_of("struct s {\n\tint a;\n};\n", "s");
     assert_eq!(line, 2);
-    assert_eq!(
-        message,
-        "expected `/* offset size */` after `int a`, found ``"
-    );
+    assert_eq!(message, "expected `/* offset size */` after `a`, found ``");
     let (line, message) = error_of("struct s {\n\tint a; /* 0 4 */\n", "s");
     assert_eq!(
         (line, message.as_str()),
@@ -164,7 +161,18 @@ fn disagreements_and_damage_are_errors_at_their_line() {
     );
     let (line, message) = error_of("$ pahole -C s vmlinux\nstruct s {\n};\n", "s");
     assert_eq!(line, 1);
-    assert!(message.starts_with("expected `struct NAME {`"), "{message}");
+    assert_eq!(
+        message,
+        "expected `struct NAME {` or `union NAME {` (a pahole listing), found `$`"
+    );
+    // A file that is no listing is quoted no further than its first token.
+    let (line, message) = error_of("root:x:0:0:root:/root:/bin/bash\nbin:x:1:1::/:\n", "s");
+    assert_eq!(line, 1);
+    assert_eq!(
+        message,
+        "expected `struct NAME {` or `union NAME {` (a pahole listing), found \
+         `root:x:0:0:root:/root...`"
+    );
     let (line, message) = error_of(STOCK, "memcg_stock");
     assert_eq!(line, 0);
     assert_eq!(

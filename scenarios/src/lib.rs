@@ -50,7 +50,9 @@ pub mod tools;
 
 use std::path::Path;
 
-pub use format::{InputError, Limits, LoadedScenario, ScenarioDoc, SourceFile, Variant};
+pub use format::{
+    ImportScope, InputError, Limits, LoadedScenario, ScenarioDoc, SourceFile, Variant,
+};
 
 /// Loads a scenario from text under the default [`Limits`]; `path` is
 /// used in errors and for the default name.
@@ -64,7 +66,18 @@ pub fn load_str_with(
     text: &str,
     limits: &Limits,
 ) -> Result<LoadedScenario, InputError> {
-    format::load(path, text, limits, machine::build_machine)
+    load_str_in(path, text, limits, ImportScope::default())
+}
+
+/// Loads a scenario from text under `limits`, its imports read from
+/// `scope`.
+pub fn load_str_in(
+    path: &str,
+    text: &str,
+    limits: &Limits,
+    scope: ImportScope,
+) -> Result<LoadedScenario, InputError> {
+    format::load(path, text, limits, scope, machine::build_machine)
 }
 
 /// Loads a scenario file under the default [`Limits`]. An unreadable file
@@ -75,6 +88,16 @@ pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {
 
 /// Loads a scenario file under `limits`.
 pub fn load_file_with(path: &Path, limits: &Limits) -> Result<LoadedScenario, InputError> {
+    load_file_in(path, limits, ImportScope::default())
+}
+
+/// Loads a scenario file under `limits`, its imports read from `scope`
+/// (the scenario's own directory tree unless the user said otherwise).
+pub fn load_file_in(
+    path: &Path,
+    limits: &Limits,
+    scope: ImportScope,
+) -> Result<LoadedScenario, InputError> {
     let (shown, text) = format::read_file(path, limits)?;
-    load_str_with(&shown, &text, limits)
+    load_str_in(&shown, &text, limits, scope)
 }

@@ -64,7 +64,13 @@ enum Outcome {
 }
 
 fn attempt(text: &str, limits: &Limits) -> Outcome {
-    let loaded = match load_str_with("limits.toml", text, limits) {
+    attempt_at("limits.toml", text, limits)
+}
+
+/// [`attempt`] as if the file were at `path` (its imports are read from
+/// beside it).
+fn attempt_at(path: &str, text: &str, limits: &Limits) -> Outcome {
+    let loaded = match load_str_with(path, text, limits) {
         Ok(l) => l,
         Err(e) => return Outcome::Refused(e.to_string()),
     };
@@ -86,6 +92,8 @@ struct Row {
     limit: &'static str,
     text: String,
     needs: u64,
+    /// Where the file is taken to be.
+    path: &'static str,
 }
 
 fn rows() -> Vec<Row> {
@@ -97,67 +105,101 @@ fn rows() -> Vec<Row> {
         "# padding\n".repeat(100)
     );
     let big_instances = BASE.replace("count = 4", "count = 60000");
+    let with_import = BASE.replace(
+        "[instances.counters]",
+        "[structs.flagged]\npahole = { file = \"flagged.pahole\" }\n\n[instances.counters]",
+    );
     let zero_time = BASE.replace("bump(&counters[tid()].value)\nwork b\n", "let x = a\n");
     vec![
         Row {
             limit: "scenario_bytes",
             text: BASE.to_string(),
             needs: BASE.len() as u64,
+            path: "limits.toml",
         },
         Row {
             limit: "script_bytes",
             text: BASE.to_string(),
             needs: "bump(&counters[tid()].value)\nwork b\n".len() as u64,
+            path: "limits.toml",
         },
         Row {
             limit: "params",
             text: BASE.to_string(),
             needs: 3,
+            path: "limits.toml",
         },
         // The base and one variant.
         Row {
             limit: "runs",
             text: BASE.to_string(),
             needs: 2,
+            path: "limits.toml",
         },
         // Three cases of two variants each.
         Row {
             limit: "runs",
             text: with_sweep.clone(),
             needs: 6,
+            path: "limits.toml",
         },
         // The documents of six runs, at 16 bytes per byte of the file.
         Row {
             limit: "host_memory_bytes",
             text: with_sweep.clone(),
             needs: 6 * with_sweep.len() as u64 * 16,
+            path: "limits.toml",
         },
         // One run's data and state, estimated before it runs.
         Row {
             limit: "host_memory_bytes",
             text: big_instances.clone(),
             needs: run_estimate_of(&big_instances),
+            path: "limits.toml",
         },
         Row {
             limit: "iterations",
             text: BASE.to_string(),
             needs: 20,
+            path: "limits.toml",
         },
         Row {
             limit: "warmup_iterations",
             text: BASE.to_string(),
             needs: 7,
+            path: "limits.toml",
         },
         // Each CPU ends 27 iterations at cycle 0.
         Row {
             limit: "steps_without_time",
             text: zero_time,
             needs: 27,
+            path: "limits.toml",
         },
         Row {
             limit: "events",
             text: BASE.to_string(),
             needs: events_of(BASE),
+            path: "limits.toml",
+        },
+        // The default budget, `run.max_cycles = 10^10`.
+        Row {
+            limit: "max_cycles",
+            text: BASE.to_string(),
+            needs: 10_000_000_000,
+            path: "limits.toml",
+        },
+        // A struct imported from a listing beside the file.
+        Row {
+            limit: "pahole_bytes",
+            text: with_import.clone(),
+            needs: std::fs::metadata(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../tests/fixtures/pahole/flagged.pahole"
+            ))
+            .unwrap()
+            .len(),
+            path: "../tests/fixtures/pahole/limits.toml",
         },
     ]
 }
@@ -194,11 +236,11 @@ fn limits_with(name: &str, value: u64) -> Limits {
 fn every_limit_holds_just_inside_and_refuses_just_outside() {
     let mut failures = Vec::new();
     for row in rows() {
-        let inside = attempt(&row.text, &limits_with(row.limit, row.needs));
+        let inside = attempt_at(row.path, &row.text, &limits_with(row.limit, row.needs));
         if !matches!(inside, Outcome::Ran) {
             failures.push(format!("{} = {}: {inside:?}", row.limit, row.needs));
         }
-        let outside = attempt(&row.text, &limits_with(row.limit, row.needs - 1));
+        let outside = attempt_at(row.path, &row.text, &limits_with(row.limit, row.needs - 1));
         let raise = format!("--set-limit {}=", row.limit);
         let named = match &outside {
             Outcome::Refused(message) => message.contains(&raise),
@@ -218,7 +260,9 @@ fn every_limit_holds_just_inside_and_refuses_just_outside() {
 
 #[test]
 fn every_limit_has_a_row() {
-    let tested: Vec<&str> = rows().iter().map(|r| r.limit).collect();
+    let mut tested: Vec<&str> = rows().iter().map(|r| r.limit).collect();
+    // Not a scenario's: `data_file_bytes_bounds_every_data_file`.
+    tested.push("data_file_bytes");
     for limit in sim_core::limits::LIMITS {
         assert!(
             tested.contains(&limit.name),
@@ -397,4 +441,45 @@ fn fixed_limits_hold_just_inside_and_refuse_just_outside() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// `data_file_bytes` bounds what `merge` and `validate --data` read: a
+/// matrix of exactly the limit is read, one byte more is refused naming the
+/// flag that raises it, and a shard whose files lead to an endless device
+/// is refused without reading it to the end.
+#[test]
+fn data_file_bytes_bounds_every_data_file() {
+    use scenarios::tools::validate::matrix;
+    let path = std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../data/c2c/cascadelake-sp-gold6242-2s.csv"
+    ));
+    let size = std::fs::metadata(path).unwrap().len();
+    assert!(matrix::read(path, size).is_ok());
+    assert_eq!(
+        matrix::read(path, size - 1).unwrap_err(),
+        format!(
+            "cannot read the matrix `{}`: it is larger than the limit of {} bytes; raise the \
+             limit with `--set-limit data_file_bytes=N`",
+            path.display(),
+            size - 1
+        )
+    );
+    #[cfg(unix)]
+    {
+        let dir = std::env::temp_dir().join(format!("bounce-limits-shard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("shard.json")).unwrap();
+        let error = scenarios::report::output::read_shard(&dir, 1000).unwrap_err();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            error,
+            format!(
+                "cannot read `{}`: it is larger than the limit of 1000 bytes (raise it with \
+                 `--set-limit data_file_bytes=N`)",
+                dir.join("shard.json").display()
+            )
+        );
+    }
 }

@@ -109,7 +109,7 @@ fn listing_errors_name_the_listing_and_the_scenario_key() {
 }
 
 #[test]
-fn an_error_inside_the_listing_shows_its_line() {
+fn an_error_inside_the_listing_names_its_line_and_quotes_no_more_of_it() {
     let dir = std::env::temp_dir().join(format!("bounce-pahole-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let listing = std::fs::read_to_string(Path::new(DIR).join("memcg_stock_pcp.pahole"))
@@ -133,12 +133,8 @@ fn an_error_inside_the_listing_shows_its_line() {
             "error: pahole lists `cached` at offset 12, but the C layout puts it at 8 (`nr_pages` ends at 8): \
              the listing does not match its types (a type of another size or alignment, or an attribute \
              pahole did not print) (in `structs.stock.pahole`)
- --> {}:7:2
-  |
-7 | \tstruct mem_cgroup *        cached;               /*    12     8 */
-  | \t{}",
+ --> {}:7:2",
             listing_path.display(),
-            "^".repeat(66)
         )
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -14,6 +14,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The default bound on each matrix file read.
+const DATA_FILE_BYTES: u64 = 256 << 20;
+
 fn data_dir() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/c2c"))
 }
@@ -22,6 +25,7 @@ fn options(machine: Option<&str>) -> ValidateOptions {
     ValidateOptions {
         machine: machine.map(str::to_string),
         data_dir: Some(data_dir()),
+        ..Default::default()
     }
 }
 
@@ -217,7 +221,7 @@ fn entry_like_8375c(
 #[test]
 fn a_machine_whose_preset_is_missing_is_listed_not_validated() {
     let m = entry_like_8375c(|m| m.preset = "icelake-sp-9s");
-    let matrix = validate::read_matrix(&data_dir(), m).unwrap();
+    let matrix = validate::read_matrix(&data_dir(), m, DATA_FILE_BYTES).unwrap();
     let report = validate::ValidationReport {
         data_dir: data_dir(),
         machines: vec![validate::validate_machine(m, &matrix)],
@@ -244,7 +248,7 @@ fn a_machine_whose_preset_is_missing_is_listed_not_validated() {
 #[test]
 fn a_preset_that_does_not_fit_its_machine_fails_the_validation() {
     let m = entry_like_8375c(|m| m.threads_per_core = 1);
-    let matrix = validate::read_matrix(&data_dir(), m).unwrap();
+    let matrix = validate::read_matrix(&data_dir(), m, DATA_FILE_BYTES).unwrap();
     let report = validate::ValidationReport {
         data_dir: data_dir(),
         machines: vec![validate::validate_machine(m, &matrix)],
@@ -273,7 +277,7 @@ fn a_known_miss_is_shown_as_one_and_a_stale_one_is_found() {
             reason: "a test",
         }]
     });
-    let matrix = validate::read_matrix(&data_dir(), m).unwrap();
+    let matrix = validate::read_matrix(&data_dir(), m, DATA_FILE_BYTES).unwrap();
     let r = validate::validate_machine(m, &matrix);
     assert_eq!(r.stale_known_misses(), ["cross-socket"]);
     // At a clock that makes every class miss, it is a known miss, and only
@@ -342,6 +346,7 @@ fn a_missing_data_directory_says_to_pass_another() {
     let e = validate::validate(&ValidateOptions {
         machine: None,
         data_dir: Some(PathBuf::from("/nonexistent")),
+        ..Default::default()
     })
     .unwrap_err();
     assert_eq!(
@@ -384,6 +389,7 @@ fn a_malformed_matrix_in_a_data_directory_is_an_error_at_its_line_and_column() {
     let e = validate::validate(&ValidateOptions {
         machine: Some("icelake-sp-2s".into()),
         data_dir: Some(dir.0.clone()),
+        ..Default::default()
     })
     .unwrap_err();
     assert_eq!(
@@ -400,6 +406,7 @@ fn a_malformed_matrix_in_a_data_directory_is_an_error_at_its_line_and_column() {
     let e = validate::validate(&ValidateOptions {
         machine: Some("icelake-sp-2s".into()),
         data_dir: Some(dir.0.clone()),
+        ..Default::default()
     })
     .unwrap_err();
     assert!(
@@ -415,6 +422,7 @@ fn a_malformed_matrix_in_a_data_directory_is_an_error_at_its_line_and_column() {
     let e = validate::validate(&ValidateOptions {
         machine: Some("icelake-sp-2s".into()),
         data_dir: Some(dir.0.clone()),
+        ..Default::default()
     })
     .unwrap_err();
     assert_eq!(
@@ -487,7 +495,8 @@ fn malformed_cells_are_errors_naming_file_line_and_column() {
 #[test]
 fn every_shipped_matrix_parses_with_every_pair_measured() {
     for m in MEASURED {
-        let matrix = validate::read_matrix(&data_dir(), m).unwrap_or_else(|e| panic!("{e}"));
+        let matrix = validate::read_matrix(&data_dir(), m, DATA_FILE_BYTES)
+            .unwrap_or_else(|e| panic!("{e}"));
         let n = m.cpus_measured as usize;
         assert_eq!(matrix.pairs().len(), n * (n - 1) / 2, "{}", m.file);
     }
@@ -677,7 +686,7 @@ fn memoized_pairs_equal_direct_simulation_on_the_8375c() {
     let adjusted = calibration::adjust(&preset, m).unwrap();
     let home = m.home.on(&adjusted.spec).unwrap();
     let pp = PingPong::new(adjusted.spec, home).unwrap();
-    let matrix = validate::read_matrix(&data_dir(), m).unwrap();
+    let matrix = validate::read_matrix(&data_dir(), m, DATA_FILE_BYTES).unwrap();
     // Every 331st measured pair (a prime stride through rows and columns),
     // and one of each key's kind named by hand.
     let mut pairs: Vec<(u32, u32)> = matrix

@@ -10,14 +10,19 @@
 //!   pointer encoding, which a value on the command line could not raise
 //!   safely; raising one is a change to this file.
 //!
-//! The simulated-cycle budget is not here: it is part of a scenario
+//! The simulated-cycle budget of a run is part of its scenario
 //! (`run.max_cycles`, default 10^10), because it says how long that
-//! scenario is meant to run.
+//! scenario is meant to run; [`Limits::max_cycles`] bounds what a scenario
+//! may ask for.
+//!
+//! A limit may have a ceiling of its own ([`LimitInfo::ceiling`]): the
+//! largest value `--set-limit` accepts, where a larger one would break an
+//! invariant of the program rather than only cost more.
 
 /// Declares [`Limits`], its defaults, and the table [`LIMITS`] that
 /// describes each (name, default, unit, why), from one list.
 macro_rules! limits {
-    ($( $(#[doc = $doc:literal])* $name:ident : $default:expr, $unit:literal; )*) => {
+    ($( $(#[doc = $doc:literal])* $name:ident : $default:expr, $unit:literal, $ceiling:expr; )*) => {
         /// The bounds a user may raise (see the module documentation).
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub struct Limits {
@@ -37,6 +42,7 @@ macro_rules! limits {
                 name: stringify!($name),
                 default: $default,
                 unit: $unit,
+                ceiling: $ceiling,
                 why: concat!($($doc, "\n"),*),
             }, )*
         ];
@@ -71,36 +77,68 @@ pub struct LimitInfo {
     pub name: &'static str,
     pub default: u64,
     pub unit: &'static str,
+    /// The largest value `--set-limit` accepts (`u64::MAX`: any).
+    pub ceiling: u64,
     pub why: &'static str,
 }
+
+/// No ceiling beyond the 64-bit range.
+const ANY: u64 = u64::MAX;
+
+/// Default of [`Limits::max_cycles`].
+pub const DEFAULT_MAX_CYCLES_LIMIT: u64 = 1_000_000_000_000;
+/// Ceiling of [`Limits::max_cycles`]: a run's end (`max_cycles + 1`) and
+/// every clock value before it stay far below 2^64, where the simulated
+/// clock saturates; at the top a saturated clock could never pass the
+/// budget and the run would never end.
+pub const MAX_CYCLES_CEILING: u64 = 1 << 62;
 
 limits! {
     /// Bytes of a scenario file, checked before it is read. The shipped
     /// scenarios are under 2 KB; parsing costs about three bytes of memory
     /// per byte of text, more for many small keys.
-    scenario_bytes: 1 << 20, "bytes";
+    scenario_bytes: 1 << 20, "bytes", ANY;
+    /// Bytes of one pahole listing a scenario imports (`pahole = { file }`),
+    /// checked while it is read. `pahole -C` of one struct is a few KB; a
+    /// whole vmlinux listing is tens of MB and should be cut to the structs
+    /// the scenario uses. Each listing is read and parsed once per load,
+    /// however many structs import from it.
+    pahole_bytes: 4 << 20, "bytes", ANY;
+    /// Bytes of each other file bounce reads: a shard's `shard.json` and
+    /// `results.json` (`bounce merge`), a measured latency matrix
+    /// (`bounce validate --data`); checked while it is read, so a link to an
+    /// endless file is refused.
+    data_file_bytes: 256 << 20, "bytes", ANY;
     /// Bytes of one script or procedure body, checked before it is parsed
     /// (the syntax tree takes some 40 bytes per byte of text).
-    script_bytes: 64 << 10, "bytes";
+    script_bytes: 64 << 10, "bytes", ANY;
     /// Entries of `[params]`.
-    params: 10_000, "parameters";
+    params: 10_000, "parameters", ANY;
     /// Runs of one scenario: variants (with the base), times the cases of
     /// its sweep. Each is a whole document in memory before anything runs.
-    runs: 10_000, "runs";
+    runs: 10_000, "runs", ANY;
     /// Host memory a load or a build may take, estimated before it takes
     /// it: the documents of every run (each about three times the file's
     /// size), and each run's configuration and simulator state.
-    host_memory_bytes: 2 << 30, "bytes";
+    host_memory_bytes: 2 << 30, "bytes", ANY;
     /// Iterations per CPU (`run.iterations`). Far beyond any run that
     /// ends in reasonable time, and low enough that the warm-up plus the
     /// measured iterations can never overflow a 64-bit count.
-    iterations: 1_000_000_000_000, "iterations";
+    iterations: 1_000_000_000_000, "iterations", 1 << 62;
     /// Warm-up iterations per CPU (`run.warmup_iterations`), bounded for
     /// the same reasons as `iterations`.
-    warmup_iterations: 1_000_000_000_000, "iterations";
+    warmup_iterations: 1_000_000_000_000, "iterations", 1 << 62;
+    /// The largest simulated-cycle budget a scenario may set
+    /// (`run.max_cycles`, default 10^10) and so the longest `run.cycles`.
+    /// A CPU running a loop of script operations alone simulates about 10^8
+    /// cycles per host second (benches/FIGURES.md), so the default budget
+    /// is some 100 s of host time per running CPU at worst, and this limit
+    /// 100 times that. It cannot be raised past 2^62: the run's end must
+    /// stay below the top of the 64-bit clock, which saturates there.
+    max_cycles: DEFAULT_MAX_CYCLES_LIMIT, "cycles", MAX_CYCLES_CEILING;
     /// Events one run may process (store-buffer drains, lines freed, CPUs
     /// resumed). A run that hits it is truncated: no result.
-    events: DEFAULT_EVENTS, "events";
+    events: DEFAULT_EVENTS, "events", ANY;
     /// Steps one CPU may take, or events the whole run may process, at one
     /// simulated cycle. The steps counted are procedure calls and iteration
     /// ends, the only operations that can repeat without time passing
@@ -108,7 +146,7 @@ limits! {
     /// no time never reaches the end of a `cycles` run and no budget of
     /// cycles or events stops it; this does. A real iteration makes a few
     /// calls at most.
-    steps_without_time: DEFAULT_STEPS_WITHOUT_TIME, "steps";
+    steps_without_time: DEFAULT_STEPS_WITHOUT_TIME, "steps", ANY;
 }
 
 /// Why a `--set-limit NAME=VALUE` was refused.
@@ -145,6 +183,15 @@ impl Limits {
         }
         match self.slot(name) {
             Some(slot) => {
+                let ceiling = LIMITS
+                    .iter()
+                    .find(|l| l.name == name)
+                    .map_or(u64::MAX, |l| l.ceiling);
+                if number > ceiling {
+                    return Err(LimitError(format!(
+                        "the value of limit `{name}` must be at most {ceiling}, found {number}"
+                    )));
+                }
                 *slot = number;
                 Ok(())
             }
@@ -302,5 +349,14 @@ mod tests {
         assert!(l.set("events=0").is_err());
         assert!(l.set("events=-1").is_err());
         assert_eq!(l.events, 4000);
+        assert_eq!(
+            l.set("max_cycles=18446744073709551615")
+                .unwrap_err()
+                .to_string(),
+            "the value of limit `max_cycles` must be at most 4611686018427387904, \
+             found 18446744073709551615"
+        );
+        l.set("max_cycles=4611686018427387904").unwrap();
+        assert_eq!(l.max_cycles, MAX_CYCLES_CEILING);
     }
 }

@@ -678,6 +678,7 @@ fn validation(root: &Path, out: &mut Files) -> Result<(), String> {
     let options = scenarios::tools::validate::ValidateOptions {
         machine: None,
         data_dir: Some(root.join("data/c2c")),
+        ..Default::default()
     };
     let report = scenarios::tools::validate::validate(&options)?;
     // The report names the data directory; the book shows it as the

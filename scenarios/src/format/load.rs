@@ -18,27 +18,33 @@ use std::sync::Arc;
 use sim_core::limits::Limits;
 
 use crate::format::document;
+use crate::format::document::import::ImportScope;
 use crate::format::error::{InputError, SourceFile};
 use crate::format::measured::check_measured_entries;
+use crate::format::read::{read_bounded, ReadError};
 use crate::format::sweep::{self, Case, MachineOf};
 use crate::format::LoadedScenario;
 
 /// Loads a scenario from text under `limits`; `path` is used in errors and
-/// for the default name. `machine_of` gives the machine of a sweep case's
+/// for the default name; `scope` says where its imports may be read from. `machine_of` gives the machine of a sweep case's
 /// document, to turn a CPU count into CPUs.
 pub fn load(
     path: &str,
     text: &str,
     limits: &Limits,
+    scope: ImportScope,
     machine_of: MachineOf,
 ) -> Result<LoadedScenario, InputError> {
     if text.len() as u64 > limits.scenario_bytes {
-        return Err(too_large(path, text.len() as u64, limits));
+        return Err(too_large(path, Some(text.len() as u64), limits));
     }
     let source = Arc::new(SourceFile::new(path, text));
-    let (base, variants, has_sweep) = document::load_source(&source, limits)?;
+    // Each listing is read and parsed once, for the base, the variants and
+    // the sweep's cases alike.
+    let imports = document::import::read_imports(&source, limits, scope)?;
+    let (base, variants, has_sweep) = document::load_source(&source, limits, &imports)?;
     let expanded = if has_sweep {
-        sweep::expand(&source, limits, &base, &variants, machine_of)?
+        sweep::expand(&source, limits, &base, &variants, machine_of, &imports)?
     } else {
         None
     };
@@ -68,18 +74,22 @@ pub fn load(
 }
 
 /// Reads a scenario file under `limits`: the path as errors show it, and
-/// the text. A file larger than `limits.scenario_bytes` is never read; an
-/// unreadable file is an error with line 0.
+/// the text. At most `limits.scenario_bytes + 1` bytes are read, whatever
+/// the path names (a device, a pipe, a link to either); an unreadable file
+/// is an error with line 0.
 pub fn read_file(path: &Path, limits: &Limits) -> Result<(String, String), InputError> {
     let shown = path.display().to_string();
-    // Measured before reading, so a huge file is never read.
-    if let Ok(meta) = std::fs::metadata(path) {
-        if meta.is_file() && meta.len() > limits.scenario_bytes {
-            return Err(too_large(&shown, meta.len(), limits));
+    let bytes = read_bounded(path, limits.scenario_bytes).map_err(|e| match e {
+        ReadError::TooLarge { .. } => {
+            // The size, where the file has one, for the message only.
+            let size = std::fs::metadata(path)
+                .ok()
+                .filter(|m| m.is_file() && m.len() > limits.scenario_bytes)
+                .map(|m| m.len());
+            too_large(&shown, size, limits)
         }
-    }
-    let bytes = std::fs::read(path)
-        .map_err(|e| InputError::whole_file(&shown, format!("cannot read `{shown}`: {e}")))?;
+        ReadError::Io(e) => InputError::whole_file(&shown, format!("cannot read `{shown}`: {e}")),
+    })?;
     match String::from_utf8(bytes) {
         Ok(text) => Ok((shown, text)),
         Err(e) => {
@@ -95,15 +105,19 @@ pub fn read_file(path: &Path, limits: &Limits) -> Result<(String, String), Input
     }
 }
 
-fn too_large(path: &str, bytes: u64, limits: &Limits) -> InputError {
+/// The error for a scenario larger than its limit: `bytes` when the size
+/// is known (text given whole), else only that it is larger.
+fn too_large(path: &str, bytes: Option<u64>, limits: &Limits) -> InputError {
+    let limit = limits.scenario_bytes;
+    let (size, raise) = match bytes {
+        Some(b) => (format!("is {b} bytes, more"), b),
+        None => ("is larger".to_string(), limit.saturating_mul(2)),
+    };
     InputError::whole_file(
         path,
-        format!(
-            "`{path}` is {bytes} bytes, more than the limit of {} bytes for a scenario file",
-            limits.scenario_bytes
-        ),
+        format!("`{path}` {size} than the limit of {limit} bytes for a scenario file"),
     )
     .with_valid(format!(
-        "a smaller file, or raise the limit with `--set-limit scenario_bytes={bytes}`"
+        "a smaller file, or raise the limit with `--set-limit scenario_bytes={raise}`"
     ))
 }

@@ -15,7 +15,8 @@
 //! - [`LoadedScenario`]: the base, variants and cases, as the later layers
 //!   take them;
 //! - [`measured`]: the load-time checks of `[[measured]]`;
-//! - [`load`] and [`read_file`]: the whole of loading, in that order.
+//! - [`load`] and [`read_file`]: the whole of loading, in that order;
+//! - [`read`]: the one bounded reader every file bounce reads goes through.
 //!
 //! Which machine a document describes is the next layer's
 //! ([`crate::machine`]); a sweep needs it to turn CPU counts into CPUs, so
@@ -27,10 +28,12 @@ pub mod document;
 pub mod error;
 mod load;
 pub mod measured;
+pub mod read;
 mod scenario;
 pub mod schema;
 pub mod sweep;
 
+pub use document::import::ImportScope;
 pub use document::Variant;
 pub use error::{InputError, SourceFile};
 pub use load::{load, read_file};

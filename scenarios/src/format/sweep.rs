@@ -641,6 +641,7 @@ pub(super) fn expand(
     base: &Variant,
     variants: &[Variant],
     machine_of: MachineOf,
+    imports: &[document::import::Import],
 ) -> Result<Option<(Sweep, Vec<Case>)>, InputError> {
     let loading = &Loading {
         source,
@@ -649,13 +650,12 @@ pub(super) fn expand(
         variants,
         machine_of,
     };
-    let imports = document::import::read_imports(source)?;
     let document::Prepared {
         root_span,
         root,
         variants: variants_value,
         sweep,
-    } = document::prepare(source, &imports)?;
+    } = document::prepare(source, imports)?;
     let Some(sweep_value) = sweep else {
         return Ok(None);
     };

@@ -18,6 +18,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::build::BuiltVariant;
+use crate::format::read::{read_bounded_text, ReadError};
 use crate::format::schema::format_cpulist;
 use crate::format::sweep::AxisValue;
 use crate::format::LoadedScenario;
@@ -730,16 +731,31 @@ pub struct ShardInput {
     pub results: ResultsFile,
 }
 
-/// Reads `dir/shard.json` and `dir/results.json`.
-pub fn read_shard(dir: &Path) -> Result<ShardInput, String> {
+/// Reads `dir/shard.json` and `dir/results.json`, each at most
+/// `limit_bytes` (whatever the paths name: a link to an endless file is
+/// refused, not read to the end).
+pub fn read_shard(dir: &Path, limit_bytes: u64) -> Result<ShardInput, String> {
     let shown = dir.display();
     if !dir.exists() {
         return Err(format!(
             "`{shown}` holds no shard: there is no such directory (a shard is written by `bounce run FILE --shard I/N --out DIR`, and only when all its runs succeed)"
         ));
     }
+    let read = |path: &Path| -> Result<String, std::io::Error> {
+        match read_bounded_text(path, limit_bytes) {
+            Ok(Ok(text)) => Ok(text),
+            Ok(Err(_)) => Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "it is not UTF-8 text",
+            )),
+            Err(ReadError::Io(e)) => Err(e),
+            Err(e @ ReadError::TooLarge { .. }) => Err(std::io::Error::other(format!(
+                "{e} (raise it with `--set-limit data_file_bytes=N`)"
+            ))),
+        }
+    };
     let manifest_path = dir.join(SHARD_MANIFEST);
-    let text = std::fs::read_to_string(&manifest_path).map_err(|e| {
+    let text = read(&manifest_path).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
             format!(
                 "`{shown}` holds no shard: `{SHARD_MANIFEST}` is missing (a shard is written by `bounce run FILE --shard I/N --out DIR`, and only when all its runs succeed)"
@@ -758,7 +774,7 @@ pub fn read_shard(dir: &Path) -> Result<ShardInput, String> {
         ));
     }
     let results_path = dir.join(RESULTS_JSON);
-    let text = std::fs::read_to_string(&results_path)
+    let text = read(&results_path)
         .map_err(|e| format!("cannot read `{}`: {e}", results_path.display()))?;
     let results: ResultsFile = serde_json::from_str(&text)
         .map_err(|e| format!("`{}` is not a results file: {e}", results_path.display()))?;
@@ -813,11 +829,11 @@ pub fn array_task_ids(indices: &[usize]) -> String {
 /// such directory, then the shards missing from the split and their cases,
 /// so that all of them can be run again at once. Returns the merged file
 /// and the number of shards joined.
-pub fn merge_dirs(dirs: &[PathBuf]) -> Result<(ResultsFile, usize), String> {
+pub fn merge_dirs(dirs: &[PathBuf], limit_bytes: u64) -> Result<(ResultsFile, usize), String> {
     let mut shards = Vec::with_capacity(dirs.len());
     let mut unreadable = Vec::new();
     for dir in dirs {
-        match read_shard(dir) {
+        match read_shard(dir, limit_bytes) {
             Ok(s) => shards.push(s),
             Err(e) => unreadable.push(e),
         }

@@ -207,20 +207,24 @@ impl Checker<'_, '_> {
         limit: u64,
     ) -> Result {
         if value > limit {
-            let unit = sim_core::limits::LIMITS
+            let info = sim_core::limits::LIMITS
                 .iter()
-                .find(|l| l.name == limit_name)
-                .map_or("", |l| l.unit);
+                .find(|l| l.name == limit_name);
+            let unit = info.map_or("", |l| l.unit);
+            let ceiling = info.map_or(u64::MAX, |l| l.ceiling);
             let what = if unit == "bytes" {
                 format!("`{key}` is {value} bytes long")
             } else {
                 format!("`{key}` is {value}")
             };
+            let raise = if value <= ceiling {
+                format!("raise the limit with `--set-limit {limit_name}={value}`")
+            } else {
+                format!("the limit can be raised to {ceiling} at most")
+            };
             return Err(self
                 .err(span, key, format!("{what}, more than the limit of {limit}"))
-                .with_valid(format!(
-                    "at most {limit} {unit}; raise the limit with `--set-limit {limit_name}={value}`"
-                )));
+                .with_valid(format!("at most {limit} {unit}; {raise}")));
         }
         Ok(())
     }
@@ -299,6 +303,20 @@ impl Checker<'_, '_> {
             run.warmup_iterations,
             "warmup_iterations",
             self.limits.warmup_iterations,
+        )?;
+        // Bounded so that the run's end stays far below the top of the
+        // 64-bit clock (where it saturates and could never pass the budget).
+        let max_cycles_span = if run.max_cycles.span().is_empty() {
+            self.value_span(&["run"])
+        } else {
+            run.max_cycles.span()
+        };
+        self.within_limit(
+            max_cycles_span,
+            "run.max_cycles",
+            *run.max_cycles.get_ref(),
+            "max_cycles",
+            self.limits.max_cycles,
         )?;
         if let Some(c) = &run.cycles {
             let max = *run.max_cycles.get_ref();

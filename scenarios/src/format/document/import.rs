@@ -24,9 +24,8 @@ use toml::Spanned;
 use super::library::respan;
 use super::tree::type_phrase;
 use crate::format::error::{closest, InputError, SourceFile};
-
-/// Largest pahole listing read.
-const MAX_PAHOLE_BYTES: u64 = 4 << 20;
+use crate::format::read::{read_bounded, ReadError};
+use sim_core::limits::Limits;
 
 /// A struct of the file read from its listing or BTF: the TOML of its
 /// `fields` (and `align`, `union`), to be parsed into the tree in place of
@@ -54,10 +53,43 @@ const SOURCES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Reads every `structs.NAME.pahole` and `structs.NAME.btf` of the file.
-/// A file that is not valid TOML gives none: the loader reports its syntax
-/// error next.
-pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputError> {
+/// Where a scenario's imports (`pahole = { file }`, `btf = { file }`) may
+/// be read from.
+///
+/// A scenario is something people share: its paths are data, not keys to
+/// the machine, so by default they may not leave the scenario's own
+/// directory tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ImportScope {
+    /// Inside the directory of the scenario file and below it, after
+    /// following `..` and symbolic links (the default).
+    #[default]
+    ScenarioDirectory,
+    /// Wherever the path leads, absolute paths included
+    /// (`--allow-imports-outside`).
+    Anywhere,
+}
+
+/// A listing read in one load: its canonical path, its text, and its
+/// structs (or why it has none).
+struct Listing {
+    path: std::path::PathBuf,
+    text: String,
+    parsed: Result<Vec<models::pahole::ListedStruct>, models::pahole::PaholeError>,
+}
+
+/// Listings read so far in one load, each read and parsed once however
+/// many structs import from it.
+type Listings = Vec<Listing>;
+
+/// Reads every `structs.NAME.pahole` and `structs.NAME.btf` of the file,
+/// each file inside `scope` and at most its limit. A file that is not valid
+/// TOML gives none: the loader reports its syntax error next.
+pub(crate) fn read_imports(
+    source: &SourceFile,
+    limits: &Limits,
+    scope: ImportScope,
+) -> Result<Vec<Import>, InputError> {
     let Ok(parsed) = DeTable::parse(&source.text) else {
         return Ok(Vec::new());
     };
@@ -66,6 +98,7 @@ pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputErro
         return Ok(Vec::new());
     };
     let mut imports = Vec::new();
+    let mut listings: Listings = Vec::new();
     for (name, value) in structs {
         let DeValue::Table(table) = value.get_ref() else {
             continue;
@@ -162,10 +195,18 @@ pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputErro
             }));
         };
         let wanted = text_of("struct")?;
-        let spec = if source_key == "btf" {
-            read_btf(source, &name, &key, &file, wanted.as_ref())?
+        let reference = ImportRef {
+            source,
+            name: &name,
+            key: &key,
+            file: &file,
+            wanted: wanted.as_ref(),
+            btf: source_key == "btf",
+        };
+        let spec = if reference.btf {
+            reference.import_btf(scope)?
         } else {
-            read_listing(source, &name, &key, &file, wanted.as_ref())?
+            reference.import_listing(limits, scope, &mut listings)?
         };
         imports.push(Import {
             toml: struct_toml(&spec),
@@ -173,133 +214,244 @@ pub(crate) fn read_imports(source: &SourceFile) -> Result<Vec<Import>, InputErro
             source_key,
             span: entry.span(),
         });
+        // The base document holds every import: counted as each is made,
+        // so that many structs importing a large file stop here.
+        let documents_bytes = (source.text.len() as u64 + imported_bytes(&imports))
+            .saturating_mul(super::DOCUMENT_BYTES_PER_FILE_BYTE);
+        if documents_bytes > limits.host_memory_bytes {
+            return Err(InputError::at(
+                source,
+                entry.span(),
+                &key,
+                format!(
+                    "the structs imported so far expand to {} bytes of fields, which would take \
+                     about {} MiB to hold, more than the limit of {} MiB",
+                    imported_bytes(&imports),
+                    documents_bytes >> 20,
+                    limits.host_memory_bytes >> 20
+                ),
+            )
+            .with_valid(format!(
+                "fewer or smaller imports; or raise the limit with \
+                 `--set-limit host_memory_bytes={documents_bytes}`"
+            )));
+        }
     }
     Ok(imports)
 }
 
-/// Reads the BTF `file` and imports its struct (`wanted`, or the
-/// scenario's name for it); errors name the file and the byte at fault.
-fn read_btf(
-    source: &SourceFile,
-    name: &str,
-    key: &str,
-    file: &Spanned<String>,
-    wanted: Option<&Spanned<String>>,
-) -> Result<StructSpec, InputError> {
-    let dir = std::path::Path::new(&source.path)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
-    let path = dir.join(file.get_ref());
-    let shown = path.display().to_string();
-    let btf = super::btf_file::read(&path).map_err(|why| {
-        InputError::at(
-            source,
-            file.span(),
-            &format!("{key}.file"),
-            format!("cannot read the BTF `{shown}`: {why}"),
-        )
-    })?;
-    let wanted_name = wanted.map_or(name, |s| s.get_ref().as_str());
-    models::btf::import(&btf.bytes, wanted_name, name).map_err(|e| {
-        if e.offset.is_none() {
-            let span = wanted.map_or_else(|| file.span(), |s| s.span());
-            let names = models::btf::struct_names(&btf.bytes);
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let error = InputError::at(
-                source,
-                span,
-                &format!("{key}.struct"),
-                format!("in `{shown}`: {}", e.message),
-            )
-            .with_valid(format!(
-                "one of its {} structs and unions with members (`pahole {shown}` lists them)",
-                names.len()
-            ));
-            match closest(wanted_name, &names) {
-                Some(near) => error.with_suggestion(near),
-                None => error,
-            }
-        } else {
-            InputError::at(
-                source,
-                file.span(),
-                &format!("{key}.file"),
-                format!("in the BTF `{shown}`, {}", btf.describe(&e)),
-            )
-        }
-    })
+/// Bytes of the fields the imports expand to, as TOML: what each document
+/// holds for them besides the file.
+pub(crate) fn imported_bytes(imports: &[Import]) -> u64 {
+    imports.iter().map(|i| i.toml.len() as u64).sum()
 }
 
-/// Reads the listing `file` and imports its struct (`wanted`, or the
-/// scenario's name for it); errors in the listing point at its own line.
-fn read_listing(
-    source: &SourceFile,
-    name: &str,
-    key: &str,
-    file: &Spanned<String>,
-    wanted: Option<&Spanned<String>>,
-) -> Result<StructSpec, InputError> {
-    use std::io::Read;
-    let dir = std::path::Path::new(&source.path)
-        .parent()
-        .unwrap_or(std::path::Path::new(""));
-    let path = dir.join(file.get_ref());
-    let shown = path.display().to_string();
-    let cannot = |why: String| {
-        InputError::at(
-            source,
-            file.span(),
-            &format!("{key}.file"),
-            format!("cannot read the pahole listing `{shown}`: {why}"),
-        )
-    };
-    // Only a regular file, and not an endless one.
-    match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() => {}
-        Ok(_) => return Err(cannot("not a regular file".into())),
-        Err(e) => return Err(cannot(e.to_string())),
-    }
-    let mut bytes = Vec::new();
-    std::fs::File::open(&path)
-        .and_then(|f| f.take(MAX_PAHOLE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| cannot(e.to_string()))?;
-    if bytes.len() as u64 > MAX_PAHOLE_BYTES {
-        return Err(cannot(format!(
-            "larger than {} MiB",
-            MAX_PAHOLE_BYTES >> 20
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|_| cannot("not UTF-8 text".into()))?;
-    let wanted_name = wanted.map_or(name, |s| s.get_ref().as_str());
-    models::pahole::import(&text, wanted_name, name).map_err(|e| {
-        if e.line == 0 {
-            let span = wanted.map_or_else(|| file.span(), |s| s.span());
-            let names = models::pahole::struct_names(&text);
-            let names: Vec<&str> = names.iter().map(String::as_str).collect();
-            let error = InputError::at(
-                source,
-                span,
-                &format!("{key}.struct"),
-                format!("in `{shown}`: {}", e.message),
-            );
-            if names.is_empty() {
-                error
-            } else {
-                error.with_choices(wanted_name, &names)
-            }
+/// One `pahole = { file, struct }` or `btf = { file, struct }` entry, for
+/// reading and for errors.
+struct ImportRef<'a> {
+    source: &'a SourceFile,
+    /// The scenario's name for the struct.
+    name: &'a str,
+    /// `structs.NAME.pahole` or `structs.NAME.btf`.
+    key: &'a str,
+    file: &'a Spanned<String>,
+    wanted: Option<&'a Spanned<String>>,
+    /// A `btf` entry (else `pahole`).
+    btf: bool,
+}
+
+impl ImportRef<'_> {
+    /// What the file is, for messages.
+    fn what(&self) -> &'static str {
+        if self.btf {
+            "BTF"
         } else {
-            let listing = SourceFile::new(shown.clone(), text.clone());
-            let start: usize = text
-                .split_inclusive('\n')
-                .take(e.line - 1)
-                .map(str::len)
-                .sum();
-            let line_text = text[start..].lines().next().unwrap_or("");
-            let indent = line_text.len() - line_text.trim_start().len();
-            let span = start + indent..start + line_text.trim_end().len().max(indent + 1);
-            InputError::at(&listing, span, key, e.message)
+            "pahole listing"
         }
-    })
+    }
+
+    /// An error at the `file` value.
+    fn at_file(&self, message: String) -> InputError {
+        InputError::at(
+            self.source,
+            self.file.span(),
+            &format!("{}.file", self.key),
+            message,
+        )
+    }
+
+    /// The file's path, checked against `scope`: `(as shown, canonical)`.
+    fn resolve(&self, scope: ImportScope) -> Result<(String, std::path::PathBuf), InputError> {
+        use std::path::Path;
+        // `a.toml` has the parent ``: its directory is `.`, and its
+        // listings are shown as written.
+        let parent = Path::new(&self.source.path)
+            .parent()
+            .unwrap_or(Path::new(""));
+        let dir = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        let given = Path::new(self.file.get_ref());
+        let path = parent.join(given);
+        let shown = path.display().to_string();
+        let what = self.what();
+        let outside = |how: &str| {
+            let copy = if self.btf {
+                " (copy the running kernel's `/sys/kernel/btf/vmlinux` beside it)"
+            } else {
+                ""
+            };
+            self.at_file(format!(
+                "the {what} `{shown}` is outside the scenario's directory `{}` ({how}); a \
+                 scenario's imports stay inside its own directory tree",
+                dir.display()
+            ))
+            .with_valid(format!(
+                "a path relative to the scenario file that stays below its directory{copy}; \
+                 or `--allow-imports-outside` to read it from there, if you trust the scenario"
+            ))
+        };
+        if scope == ImportScope::ScenarioDirectory && given.is_absolute() {
+            return Err(outside("an absolute path"));
+        }
+        let canonical = std::fs::canonicalize(&path)
+            .map_err(|e| self.at_file(format!("cannot read the {what} `{shown}`: {e}")))?;
+        if scope == ImportScope::ScenarioDirectory {
+            let root = std::fs::canonicalize(dir).map_err(|e| {
+                self.at_file(format!(
+                    "cannot resolve the scenario's directory `{}`: {e}",
+                    dir.display()
+                ))
+            })?;
+            if !canonical.starts_with(&root) {
+                return Err(outside("through `..` or a symbolic link"));
+            }
+        }
+        Ok((shown, canonical))
+    }
+
+    /// Reads the BTF (its bound and the ELF handling are `btf_file`'s) and
+    /// imports the struct; errors name the file and the byte at fault.
+    fn import_btf(&self, scope: ImportScope) -> Result<StructSpec, InputError> {
+        let (shown, canonical) = self.resolve(scope)?;
+        let btf = super::btf_file::read(&canonical)
+            .map_err(|why| self.at_file(format!("cannot read the BTF `{shown}`: {why}")))?;
+        let wanted_name = self.wanted.map_or(self.name, |s| s.get_ref().as_str());
+        models::btf::import(&btf.bytes, wanted_name, self.name).map_err(|e| {
+            if e.offset.is_none() {
+                let span = self.wanted.map_or_else(|| self.file.span(), |s| s.span());
+                let names = models::btf::struct_names(&btf.bytes);
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                let error = InputError::at(
+                    self.source,
+                    span,
+                    &format!("{}.struct", self.key),
+                    format!("in `{shown}`: {}", e.message),
+                )
+                .with_valid(format!(
+                    "one of its {} structs and unions with members (`pahole {shown}` lists them)",
+                    names.len()
+                ));
+                match closest(wanted_name, &names) {
+                    Some(near) => error.with_suggestion(near),
+                    None => error,
+                }
+            } else {
+                self.at_file(format!("in the BTF `{shown}`, {}", btf.describe(&e)))
+            }
+        })
+    }
+
+    /// Reads (once per load) and imports the listing; errors in the
+    /// listing point at its own line and quote at most the token at fault.
+    fn import_listing(
+        &self,
+        limits: &Limits,
+        scope: ImportScope,
+        listings: &mut Listings,
+    ) -> Result<StructSpec, InputError> {
+        let (shown, canonical) = self.resolve(scope)?;
+        let index = match listings.iter().position(|l| l.path == canonical) {
+            Some(i) => i,
+            None => {
+                let bytes = read_bounded(&canonical, limits.pahole_bytes).map_err(|e| match e {
+                    ReadError::TooLarge { limit_bytes } => self
+                        .at_file(format!(
+                            "cannot read the pahole listing `{shown}`: it is larger than the \
+                             limit of {limit_bytes} bytes for a listing"
+                        ))
+                        .with_valid(format!(
+                            "a listing of the structs the scenario uses (`pahole -C NAME`); \
+                             or raise the limit with `--set-limit pahole_bytes={}`",
+                            limit_bytes.saturating_mul(2)
+                        )),
+                    ReadError::Io(e) => {
+                        self.at_file(format!("cannot read the pahole listing `{shown}`: {e}"))
+                    }
+                })?;
+                let text = String::from_utf8(bytes).map_err(|e| {
+                    let (line, _) = line_col_of(e.as_bytes(), e.utf8_error().valid_up_to());
+                    self.at_file(format!(
+                        "cannot read the pahole listing `{shown}`: it is not UTF-8 text \
+                         (line {line})"
+                    ))
+                })?;
+                let parsed = models::pahole::parse(&text);
+                listings.push(Listing {
+                    path: canonical,
+                    text,
+                    parsed,
+                });
+                listings.len() - 1
+            }
+        };
+        let wanted_name = self.wanted.map_or(self.name, |s| s.get_ref().as_str());
+        let listing = &listings[index];
+        let result = match &listing.parsed {
+            Ok(listed) => models::pahole::import_listed(listed, wanted_name, self.name),
+            Err(e) => Err(e.clone()),
+        };
+        result.map_err(|e| {
+            if e.line == 0 {
+                let span = self.wanted.map_or_else(|| self.file.span(), |s| s.span());
+                let names: Vec<&str> = match &listing.parsed {
+                    Ok(listed) => listed.iter().map(|s| s.name.as_str()).collect(),
+                    Err(_) => Vec::new(),
+                };
+                let error = InputError::at(
+                    self.source,
+                    span,
+                    &format!("{}.struct", self.key),
+                    format!("in `{shown}`: {}", e.message),
+                );
+                if names.is_empty() {
+                    error
+                } else {
+                    error.with_choices(wanted_name, &names)
+                }
+            } else {
+                // The listing's line is not shown: a listing is data, and
+                // its errors quote no more of it than the token at fault.
+                let line_text = listing.text.lines().nth(e.line - 1).unwrap_or("");
+                let indent = line_text.chars().take_while(|c| c.is_whitespace()).count();
+                let mut error = InputError::whole_file(&shown, e.message);
+                error.line = e.line;
+                error.column = indent + 1;
+                error.key = self.key.to_string();
+                error
+            }
+        })
+    }
+}
+
+/// 1-based (line, column) of a byte offset in bytes that may not be UTF-8.
+fn line_col_of(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let before = &bytes[..offset.min(bytes.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = before.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
+    (line, column)
 }
 
 /// The spec's `fields` (and `align`, `union`) as TOML. Offsets are dropped

@@ -46,7 +46,7 @@
 pub mod btf_file;
 mod checks;
 mod diagnose;
-pub(crate) mod import;
+pub mod import;
 mod library;
 pub(super) mod patch;
 pub(super) mod tree;
@@ -168,14 +168,14 @@ pub(super) fn prepare<'a>(
 pub(super) fn load_source(
     source: &SourceFile,
     limits: &Limits,
+    imports: &[import::Import],
 ) -> Result<(Variant, Vec<Variant>, bool), InputError> {
-    let imports = import::read_imports(source)?;
     let Prepared {
         root_span,
         root,
         variants: variants_value,
         sweep,
-    } = prepare(source, &imports)?;
+    } = prepare(source, imports)?;
 
     let stem = default_name(&source.path);
     let base_doc = doc_from_tree(source, &root, &root_span, &stem, limits)?;

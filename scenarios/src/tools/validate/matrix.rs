@@ -7,6 +7,8 @@
 use std::fmt;
 use std::path::Path;
 
+use crate::format::read::{read_bounded_text, ReadError};
+
 /// A malformed matrix, at a line and column of its file (both from 1; the
 /// column counts characters).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,10 +160,21 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
     Ok(Matrix { cpus: n, cells })
 }
 
-/// Reads and parses a matrix file.
-pub fn read(path: &Path) -> Result<Matrix, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the matrix `{}`: {e}", path.display()))?;
+/// Reads (at most `limit_bytes`, whatever the path names) and parses a
+/// matrix file.
+pub fn read(path: &Path, limit_bytes: u64) -> Result<Matrix, String> {
+    let cannot = |why: String| format!("cannot read the matrix `{}`: {why}", path.display());
+    let text = match read_bounded_text(path, limit_bytes) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => return Err(cannot("it is not UTF-8 text".into())),
+        Err(e @ ReadError::TooLarge { .. }) => {
+            return Err(format!(
+                "{}; raise the limit with `--set-limit data_file_bytes=N`",
+                cannot(e.to_string())
+            ))
+        }
+        Err(e) => return Err(cannot(e.to_string())),
+    };
     parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
 }
 

@@ -37,6 +37,8 @@ pub struct ValidateOptions {
     pub machine: Option<String>,
     /// A directory of matrices instead of the shipped copies.
     pub data_dir: Option<PathBuf>,
+    /// Bounds; `data_file_bytes` bounds each matrix file read.
+    pub limits: sim_core::limits::Limits,
 }
 
 /// Measured against simulated, over the pairs of one class.
@@ -554,9 +556,9 @@ pub fn find_data_dir(given: Option<&Path>) -> Result<PathBuf, String> {
 }
 
 /// Reads a machine's matrix and checks it has the CPUs its entry says.
-pub fn read_matrix(dir: &Path, m: &MeasuredMachine) -> Result<Matrix, String> {
+pub fn read_matrix(dir: &Path, m: &MeasuredMachine, limit_bytes: u64) -> Result<Matrix, String> {
     let path = dir.join(m.file);
-    let matrix = matrix::read(&path)?;
+    let matrix = matrix::read(&path, limit_bytes)?;
     if matrix.cpus() != m.cpus_measured {
         return Err(format!(
             "`{}`: {} rows, but the measured machine ({}) has {} measured CPUs; \
@@ -727,7 +729,7 @@ pub fn validate(options: &ValidateOptions) -> Result<ValidationReport, String> {
     // becomes of the others. The first error in input order is reported.
     let read: Vec<Result<Matrix, String>> = selected
         .par_iter()
-        .map(|m| read_matrix(&data_dir, m))
+        .map(|m| read_matrix(&data_dir, m, options.limits.data_file_bytes))
         .collect();
     let matrices = read.into_iter().collect::<Result<Vec<Matrix>, String>>()?;
     let machines = selected

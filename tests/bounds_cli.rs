@@ -1,0 +1,239 @@
+//! Every bound real (issue 19): each reproducer of the adversarial pass,
+//! as a user meets it through the binary, with its exact message and exit
+//! code. Inputs that only the loader or the builder see are tested in the
+//! crates (`scenarios/tests/bounds.rs`).
+
+mod common;
+use common::{assert_exit, bounce, stderr, stdout, TempDir};
+
+/// A scenario of one struct `s` (`fields`), one global instance `g`, and
+/// one CPU running `script`, with `run` as its `[run]` table.
+fn scenario(fields: &str, script: &str, run: &str) -> String {
+    format!(
+        "schema = 1\nname = \"t\"\nmachine = \"icelake-sp-2s\"\nseed = 1\n\n[run]\n{run}\n\n\
+         [structs.s]\nfields = {fields}\n\n[instances.g]\nstruct = \"s\"\nkind = \"global\"\n\n\
+         [scripts]\nmain = \"\"\"\n{script}\n\"\"\"\n\n[[threads]]\ncpus = \"0\"\nscript = \"main\"\n"
+    )
+}
+
+const ONE_FIELD: &str = r#"[{ name = "a", type = "unsigned long" }]"#;
+
+/// Defect 1: a scenario path that names an endless device is read no
+/// further than the limit.
+#[test]
+#[cfg(unix)]
+fn an_endless_scenario_file_is_refused_at_the_limit() {
+    for (command, path) in [("run", "/dev/zero"), ("check", "/dev/urandom")] {
+        let o = bounce(&[command, path]);
+        assert_exit(&o, 2);
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "error: `{path}` is larger than the limit of 1048576 bytes for a scenario file\n \
+                 --> {path}\n  = valid: a smaller file, or raise the limit with \
+                 `--set-limit scenario_bytes=2097152`\n"
+            )
+        );
+    }
+}
+
+/// Defect 1: a shard whose files are links to an endless device, and a
+/// matrix directory of such links, are refused, not read to the end.
+#[test]
+#[cfg(unix)]
+fn merge_and_validate_read_no_endless_file() {
+    let dir = TempDir::new("endless");
+    let shard = dir.0.join("shard");
+    std::fs::create_dir_all(&shard).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", shard.join("shard.json")).unwrap();
+    let out = dir.join("out");
+    let shard_arg = dir.join("shard");
+    let o = bounce(&[
+        "merge",
+        &out,
+        &shard_arg,
+        "--set-limit",
+        "data_file_bytes=100000",
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot read `{shard_arg}/shard.json`: it is larger than the limit of 100000 \
+             bytes (raise it with `--set-limit data_file_bytes=N`)\n"
+        )
+    );
+    assert!(!dir.0.join("out").exists());
+
+    let data = dir.0.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    for name in ["icelake-sp-8375c-2s.csv", "icelake-sp-8360y-2s.csv"] {
+        std::os::unix::fs::symlink("/dev/zero", data.join(name)).unwrap();
+    }
+    let data_arg = dir.join("data");
+    let o = bounce(&[
+        "validate",
+        "--machine",
+        "icelake-sp-2s",
+        "--data",
+        &data_arg,
+        "--set-limit",
+        "data_file_bytes=100000",
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot read the matrix `{data_arg}/icelake-sp-8375c-2s.csv`: it is larger than \
+             the limit of 100000 bytes; raise the limit with `--set-limit data_file_bytes=N`\n"
+        )
+    );
+}
+
+/// Defect 2: the budget a scenario may set is bounded, so the run's end
+/// stays below the top of the saturating clock; at the highest budget the
+/// limit allows, the same script is truncated instead of spinning forever.
+#[test]
+fn a_cycle_budget_at_the_top_of_the_clock_is_refused_and_the_highest_allowed_one_ends() {
+    let dir = TempDir::new("max-cycles");
+    let path = dir.join("t.toml");
+    std::fs::write(
+        &path,
+        scenario(
+            ONE_FIELD,
+            "work 9223372036854775807",
+            "iterations = 3\nmax_cycles = 18446744073709551615",
+        ),
+    )
+    .unwrap();
+    let o = bounce(&["check", &path]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: `run.max_cycles` is 18446744073709551615, more than the limit of \
+             1000000000000\n --> {path}:8:14\n  |\n8 | max_cycles = 18446744073709551615\n  \
+             |              ^^^^^^^^^^^^^^^^^^^^\n  = valid: at most 1000000000000 cycles; the \
+             limit can be raised to 4611686018427387904 at most\n"
+        )
+    );
+    let o = bounce(&[
+        "check",
+        &path,
+        "--set-limit",
+        "max_cycles=18446744073709551615",
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: --set-limit max_cycles=18446744073709551615: the value of limit `max_cycles` \
+         must be at most 4611686018427387904, found 18446744073709551615\n"
+    );
+    std::fs::write(
+        &path,
+        scenario(
+            ONE_FIELD,
+            "work 9223372036854775807",
+            "iterations = 3\nmax_cycles = 4611686018427387904",
+        ),
+    )
+    .unwrap();
+    let o = bounce(&[
+        "run",
+        &path,
+        "--set-limit",
+        "max_cycles=4611686018427387904",
+    ]);
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).starts_with(
+            "error: variant `base` has no result: run truncated at cycle 9223372036854775807: \
+             it hit the cycle budget (run.max_cycles = 4611686018427387904)"
+        ),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Imports resolve inside the scenario's directory tree: an absolute path,
+/// `..` and a link out of it are refused unless the user says otherwise,
+/// and a file that is no listing is quoted no further than its first token.
+#[test]
+#[cfg(unix)]
+fn imports_stay_inside_the_scenario_directory() {
+    let dir = TempDir::new("imports");
+    let sub = dir.0.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::write(
+        dir.0.join("flagged.pahole"),
+        std::fs::read_to_string(common::root().join("tests/fixtures/pahole/flagged.pahole"))
+            .unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.0.join("secret.txt"),
+        "root:x:0:0:root:/root:/bin/bash\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../flagged.pahole", sub.join("link.pahole")).unwrap();
+    let with_import = |file: &str| {
+        format!(
+            "{}\n[structs.flagged]\npahole = {{ file = \"{file}\" }}\n",
+            scenario(ONE_FIELD, "g.a = 1", "iterations = 3")
+        )
+    };
+    let secret = dir.join("secret.txt");
+    for (name, file, how) in [
+        (
+            "up.toml",
+            "../flagged.pahole".to_string(),
+            "through `..` or a symbolic link",
+        ),
+        (
+            "link.toml",
+            "link.pahole".to_string(),
+            "through `..` or a symbolic link",
+        ),
+        ("abs.toml", secret.clone(), "an absolute path"),
+    ] {
+        let path = sub.join(name);
+        std::fs::write(&path, with_import(&file)).unwrap();
+        let path = path.to_str().unwrap().to_string();
+        let o = bounce(&["check", &path]);
+        assert_exit(&o, 2);
+        let shown = if file.starts_with('/') {
+            file.clone()
+        } else {
+            format!("{}/{file}", sub.display())
+        };
+        let pad = " ".repeat(file.len() + 2);
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "error: the pahole listing `{shown}` is outside the scenario's directory `{}` \
+                 ({how}); a scenario's imports stay inside its own directory tree (in \
+                 `structs.flagged.pahole.file`)\n  --> {path}:26:19\n   |\n26 | pahole = {{ file \
+                 = \"{file}\" }}\n   |                   {}\n   = valid: a path relative to the \
+                 scenario file that stays below its directory; or `--allow-imports-outside` to \
+                 read it from there, if you trust the scenario\n",
+                sub.display(),
+                "^".repeat(pad.len())
+            )
+        );
+        assert!(!stderr(&o).contains("root:x"));
+    }
+    let link = sub.join("link.toml").to_str().unwrap().to_string();
+    let o = bounce(&["check", &link, "--allow-imports-outside"]);
+    assert_exit(&o, 0);
+    let abs = sub.join("abs.toml").to_str().unwrap().to_string();
+    let o = bounce(&["check", &abs, "--allow-imports-outside"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: expected `struct NAME {{` or `union NAME {{` (a pahole listing), found \
+             `root:x:0:0:root:/root...` (in `structs.flagged.pahole`)\n --> {secret}:1:1\n"
+        )
+    );
+    assert_eq!(stdout(&o), "");
+}
