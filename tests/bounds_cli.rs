@@ -237,3 +237,66 @@ fn imports_stay_inside_the_scenario_directory() {
     );
     assert_eq!(stdout(&o), "");
 }
+
+/// Defect 5: `check` builds every case of a sweep as `run` does, so it
+/// refuses what `run` refuses, with the same message.
+#[test]
+fn check_refuses_the_sweeps_run_refuses() {
+    let dir = TempDir::new("sweep-check");
+    let base = scenario(ONE_FIELD, "g.a = g.a + 1", "iterations = 3");
+    for (name, sweep, message) in [
+        (
+            "machine.toml",
+            "machine = [\"icelake-sp-2s\", \"no-such-machine\"]",
+            "error: in sweep case `machine=no-such-machine`, variant `base`: unknown machine \
+             preset `no-such-machine` (in `machine`)\n  --> PATH:26:29\n   |\n26 | machine = \
+             [\"icelake-sp-2s\", \"no-such-machine\"]\n   |                             \
+             ^^^^^^^^^^^^^^^^^\n   = valid: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, \
+             cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, \
+             bergamo-1s, bergamo-2s\n",
+        ),
+        (
+            "script.toml",
+            "\"scripts.main\" = [\"g.a = 1\", \"g.a = = 2\"]",
+            "error: in sweep case `scripts.main=\"g.a = = 2\"`, variant `base`: expected an \
+             expression after `=`, found `=` (in `scripts.main`)\n  --> PATH:26:37\n   |\n26 | \
+             \"scripts.main\" = [\"g.a = 1\", \"g.a = = 2\"]\n   |                                     \
+             ^\n",
+        ),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, format!("{base}\n[sweep]\n{sweep}\n")).unwrap();
+        let expected = message.replace("PATH", &path);
+        let checked = bounce(&["check", &path]);
+        assert_exit(&checked, 2);
+        assert_eq!(stderr(&checked), expected);
+        let ran = bounce(&["run", &path]);
+        assert_exit(&ran, 2);
+        assert_eq!(stderr(&ran), expected);
+    }
+}
+
+/// Lowering `steps_without_time` is the user's choice, not a bug in the
+/// simulator: the message says which bound acted and how to raise it.
+#[test]
+fn a_lowered_steps_without_time_is_not_called_a_bug() {
+    let o = bounce(&[
+        "run",
+        "scenarios/shipped/false-sharing.toml",
+        "--set-limit",
+        "steps_without_time=1",
+        "--quiet",
+    ]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(
+            "error: variant `packed` has no result: no progress at cycle 0: the run processed 1 \
+             events without simulated time advancing, the bound `steps_without_time` as lowered \
+             from its default 1000000; no result is reported. CPUs that meet at one cycle take \
+             several events there: raise the bound with `--set-limit steps_without_time=N`.\n"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("bug"), "{err}");
+}

@@ -455,6 +455,21 @@ fn lay_out_spec_noting(
             Ok(())
         };
         check()?;
+        if let Some(b) = f.bit_field {
+            // The bits lie inside their storage unit, whatever its size:
+            // C refuses a bitfield wider than its type.
+            let end = b.bit_offset as u64 + b.bits as u64;
+            let unit_bits = elem_size as u64 * 8;
+            if end > unit_bits {
+                return Err(fail(
+                    "bits",
+                    format!(
+                        "the bitfield's bits {}..{end} do not fit its storage unit `{type_name}` of {unit_bits} bits",
+                        b.bit_offset
+                    ),
+                ));
+            }
+        }
         let align = f.align.unwrap_or(natural_align) as u64;
         if !align.is_power_of_two() {
             return Err(fail("align", format!("{align} is not a power of two")));
@@ -528,9 +543,21 @@ fn lay_out_spec_noting(
             None => end,
         };
         if end > MAX_STRUCT_BYTES {
+            // Blame what the user wrote that put the end there: an explicit
+            // offset, else the count of an array, else the size.
+            let key = if f.offset.is_some() {
+                "offset"
+            } else if f.count > 1 {
+                "count"
+            } else {
+                "size"
+            };
             return Err(fail(
-                "size",
-                format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
+                key,
+                format!(
+                    "the field would end at byte {end} ({bytes} bytes from offset {start}), \
+                     past the largest struct, {MAX_STRUCT_BYTES} bytes"
+                ),
             ));
         }
         if !spec.is_union {

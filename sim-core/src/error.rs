@@ -1,5 +1,6 @@
 //! Why a run stopped without a result.
 
+use crate::limits::DEFAULT_STEPS_WITHOUT_TIME;
 use crate::script::ast::SourcePos;
 use crate::time::Cycle;
 use std::fmt;
@@ -86,6 +87,15 @@ pub enum SimError {
         limit: u64,
         cycle: Cycle,
         cpus: Vec<StalledCpu>,
+    },
+    /// A run stopped by time (`run.cycles`) in which no CPU completed a
+    /// measured iteration: every per-iteration figure would be 0/0. Found
+    /// by whoever reads the outcome (the engine finishes such a run).
+    NoIteration {
+        /// Where the run ended.
+        cycle: Cycle,
+        /// Warm-up iterations per CPU, which do not count.
+        warmup_iterations: u64,
     },
 }
 
@@ -178,6 +188,14 @@ impl fmt::Display for SimError {
                          no time, so the run never reaches its end: give it some work \
                          (`work 1`), or raise the bound with `--set-limit steps_without_time=N`."
                     )?,
+                    Stall::ZeroTimeEvents if *limit < DEFAULT_STEPS_WITHOUT_TIME => write!(
+                        f,
+                        "no progress at cycle {cycle}: the run processed {limit} events \
+                         without simulated time advancing, the bound `steps_without_time` as \
+                         lowered from its default {DEFAULT_STEPS_WITHOUT_TIME}; no result is \
+                         reported. CPUs that meet at one cycle take several events there: \
+                         raise the bound with `--set-limit steps_without_time=N`."
+                    )?,
                     Stall::ZeroTimeEvents => write!(
                         f,
                         "no progress at cycle {cycle}: the run processed {limit} events \
@@ -197,6 +215,28 @@ impl fmt::Display for SimError {
                     write!(f, "\n    ... and {} more", cpus.len() - 8)?;
                 }
                 Ok(())
+            }
+            SimError::NoIteration {
+                cycle,
+                warmup_iterations,
+            } => {
+                write!(
+                    f,
+                    "no iteration completed: the run ended at cycle {cycle} (`run.cycles`) \
+                     before any CPU finished a measured iteration"
+                )?;
+                if *warmup_iterations > 0 {
+                    write!(f, " (after {warmup_iterations} of warm-up)")?;
+                }
+                write!(
+                    f,
+                    ", so every figure per iteration would be 0/0; no result is reported. \
+                     Raise `run.cycles`"
+                )?;
+                if *warmup_iterations > 0 {
+                    write!(f, " or lower `run.warmup_iterations`")?;
+                }
+                write!(f, ".")
             }
         }
     }

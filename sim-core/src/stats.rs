@@ -164,16 +164,23 @@ impl Histogram {
     pub fn count(&self) -> u64 {
         self.total
     }
-    /// Exact mean, in hundredths of a cycle (integer, so reports are stable).
+    /// Exact mean, in hundredths of a cycle (integer, so reports are
+    /// stable), computed in 128 bits: a mean of more than `u64::MAX / 100`
+    /// cycles (an iteration of 10^17 cycles and more) saturates, it never
+    /// wraps into a small one.
     pub fn mean_centi(&self) -> u64 {
+        u64::try_from(self.mean_centi_wide()).unwrap_or(u64::MAX)
+    }
+    fn mean_centi_wide(&self) -> u128 {
         if self.total == 0 {
             0
         } else {
-            (self.sum * 100 / self.total as u128) as u64
+            self.sum * 100 / self.total as u128
         }
     }
+    /// The mean in cycles, from the exact 128-bit one.
     pub fn mean(&self) -> f64 {
-        self.mean_centi() as f64 / 100.0
+        self.mean_centi_wide() as f64 / 100.0
     }
     pub fn max(&self) -> u64 {
         self.max
@@ -183,10 +190,12 @@ impl Histogram {
         if self.total == 0 {
             return 0;
         }
-        let rank = (self.total * per_mille).div_ceil(1000).max(1);
-        let mut seen = 0;
+        let rank = (self.total as u128 * per_mille as u128)
+            .div_ceil(1000)
+            .max(1);
+        let mut seen: u128 = 0;
         for (b, &c) in self.counts.iter().enumerate() {
-            seen += c;
+            seen += c as u128;
             if seen >= rank {
                 return bucket_low(b).min(self.max);
             }
@@ -427,6 +436,12 @@ mod tests {
         assert_eq!(h.quantile(500), 50);
         assert_eq!(h.quantile(990), 99);
         assert_eq!(h.mean_centi(), 5050);
+        // One iteration of 9.22e18 cycles: its mean is that, not a wrapped
+        // hundredth of it.
+        let mut huge = Histogram::default();
+        huge.record(9_223_372_036_854_775_807);
+        assert_eq!(huge.mean(), 9_223_372_036_854_775_807.0);
+        assert_eq!(huge.mean_centi(), u64::MAX);
         assert_eq!(h.count(), 100);
     }
 }

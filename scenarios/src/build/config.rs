@@ -88,7 +88,7 @@ pub fn build_config(
                 schema::InstanceKind::PerNode => InstanceKind::PerNode,
             },
             node: i.node(),
-            count: i.count().min(u32::MAX as u64) as u32,
+            count: u32::try_from(i.count()).unwrap_or(u32::MAX),
             shared_aligned: i.shared_aligned(),
         })
         .collect();

@@ -23,6 +23,7 @@ pub(crate) fn layout_error(
                     "count" => f.count.as_ref().map(|t| t.span()),
                     "size" => f.size.as_ref().map(|t| t.span()),
                     "anonymous" => f.anonymous.as_ref().map(|t| t.span()),
+                    "bits" => f.bits.as_ref().map(|t| t.span()),
                     _ => None,
                 }
                 .unwrap_or_else(|| f.name.span());
@@ -78,7 +79,7 @@ pub fn struct_specs(
         .iter()
         .map(|(name, s)| StructSpec {
             name: name.clone(),
-            align: s.align.as_ref().map(|a| *a.get_ref() as u32),
+            align: s.align.as_ref().map(|a| narrow(*a.get_ref())),
             is_union: s.union,
             fields: field_specs(&s.fields),
         })
@@ -110,22 +111,16 @@ fn field_specs(fields: &[schema::FieldDef]) -> Vec<FieldSpec> {
                     fields: field_specs(inner),
                 })),
                 (None, Some(FieldShape::Type(t))) => FieldType::Named(t.get_ref().clone()),
-                (None, Some(FieldShape::Size(s))) => FieldType::Bytes(*s.get_ref() as u32),
+                (None, Some(FieldShape::Size(s))) => FieldType::Bytes(narrow(*s.get_ref())),
                 (None, None) => FieldType::Bytes(1),
             },
-            count: f.count().min(u32::MAX as u64) as u32,
-            align: f
-                .align
-                .as_ref()
-                .map(|a| (*a.get_ref()).min(u32::MAX as u64) as u32),
-            offset: f
-                .offset
-                .as_ref()
-                .map(|o| (*o.get_ref()).min(u32::MAX as u64) as u32),
+            count: narrow(f.count()),
+            align: f.align.as_ref().map(|a| narrow(*a.get_ref())),
+            offset: f.offset.as_ref().map(|o| narrow(*o.get_ref())),
             anonymous: f.anonymous.as_ref().is_some_and(|a| *a.get_ref()),
             bit_field: f.bits.as_ref().map(|b| BitField {
-                bit_offset: f.bit_offset.as_ref().map_or(0, |o| *o.get_ref() as u32),
-                bits: *b.get_ref() as u32,
+                bit_offset: f.bit_offset.as_ref().map_or(0, |o| narrow(*o.get_ref())),
+                bits: narrow(*b.get_ref()),
             }),
             type_label: if f.fields.is_none() {
                 f.label.clone()
@@ -134,4 +129,12 @@ fn field_specs(fields: &[schema::FieldDef]) -> Vec<FieldSpec> {
             },
         })
         .collect()
+}
+
+/// A size, offset, alignment or count as the layout rules take it. The
+/// document checks have bounded each (a struct's size, an instance's
+/// elements) before this; a value past `u32` would saturate, never wrap
+/// into a small wrong one.
+fn narrow(value: u64) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
 }

@@ -114,6 +114,20 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         name: built.name.clone(),
         error,
     })?;
+    // A run stopped by time may end before any measured iteration: it has
+    // no figure per iteration to give.
+    if outcome.cpus.iter().all(|c| c.measured_iterations == 0) {
+        return Err(VariantFailure {
+            name: built.name.clone(),
+            error: SimError::NoIteration {
+                cycle: sim_core::time::Cycle(match config.stop {
+                    sim_core::engine::StopRule::Cycles(c) => c,
+                    sim_core::engine::StopRule::Iterations(_) => outcome.elapsed_cycles,
+                }),
+                warmup_iterations: config.warmup_iterations,
+            },
+        });
+    }
     let memory = &config.memory;
     let fields = config
         .program

@@ -13,7 +13,7 @@ use crate::format::schema::{
     format_cpulist, CpuSet, FieldDef, InlineMachine, InstanceKind, MachineRef, RunSection,
     ScenarioDoc, StructDef, ThreadGroup, SCHEMA_VERSION,
 };
-use sim_core::limits::Limits;
+use sim_core::limits::{Limits, INSTANCE_ELEMENTS, STRUCT_BYTES};
 
 type Result<T = ()> = std::result::Result<T, InputError>;
 
@@ -245,6 +245,42 @@ impl Checker<'_, '_> {
         Ok(())
     }
 
+    /// `value` (of `key`) is at most the fixed bound `max`, checked on the
+    /// value as written, before anything narrows it; `bound` names the bound
+    /// as `bounce limits` lists it.
+    fn at_most_fixed(
+        &self,
+        value: &Option<Spanned<u64>>,
+        key: &str,
+        max: u64,
+        unit: &str,
+        bound: &str,
+    ) -> Result {
+        if let Some(v) = value {
+            let n = *v.get_ref();
+            if n > max {
+                return Err(self
+                    .err(
+                        v.span(),
+                        key,
+                        format!(
+                            "`{key}` is {n}, more than {max} {unit}, the fixed bound `{bound}`"
+                        ),
+                    )
+                    .with_valid(format!(
+                        "at most {max} (`bounce limits` lists the fixed bounds)"
+                    )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A struct's or a field's byte quantities, before any narrowing: sizes,
+    /// offsets and alignments are at most a struct's largest size.
+    fn struct_bytes(&self, value: &Option<Spanned<u64>>, key: &str) -> Result {
+        self.at_most_fixed(value, key, STRUCT_BYTES, "bytes", "struct size")
+    }
+
     fn machine(&self, m: &InlineMachine) -> Result {
         self.at_least_one(&m.clock_mhz, "machine.clock_mhz")?;
         self.at_least_one(&m.sockets, "machine.sockets")?;
@@ -351,7 +387,9 @@ impl Checker<'_, '_> {
 
     fn struct_def(&self, name: &str, s: &StructDef) -> Result {
         self.map_key_name(&["structs", name], "struct name", NameRule::Identifier)?;
-        self.power_of_two(&s.align, &join_path(&["structs", name, "align"]))?;
+        let align_key = join_path(&["structs", name, "align"]);
+        self.power_of_two(&s.align, &align_key)?;
+        self.struct_bytes(&s.align, &align_key)?;
         let imported = s
             .pahole
             .as_ref()
@@ -452,7 +490,10 @@ impl Checker<'_, '_> {
                         .with_valid(SHAPES));
                 }
                 self.at_least_one(&f.count, &format!("{key}.count"))?;
+                self.array_length(&f.count, &format!("{key}.count"))?;
                 self.power_of_two(&f.align, &format!("{key}.align"))?;
+                self.struct_bytes(&f.align, &format!("{key}.align"))?;
+                self.struct_bytes(&f.offset, &format!("{key}.offset"))?;
                 self.fields(&path, inner)?;
                 continue;
             }
@@ -521,7 +562,9 @@ impl Checker<'_, '_> {
                 }
                 (Some(b), o, Some(_)) => {
                     self.at_least_one(&f.bits, &format!("{key}.bits"))?;
-                    let end = *b.get_ref() + o.as_ref().map_or(0, |o| *o.get_ref());
+                    let end = b
+                        .get_ref()
+                        .saturating_add(o.as_ref().map_or(0, |o| *o.get_ref()));
                     if end > 64 || f.count() != 1 {
                         return Err(self
                             .err(
@@ -535,10 +578,26 @@ impl Checker<'_, '_> {
                 _ => {}
             }
             self.at_least_one(&f.size, &format!("{key}.size"))?;
+            self.struct_bytes(&f.size, &format!("{key}.size"))?;
             self.at_least_one(&f.count, &format!("{key}.count"))?;
+            self.array_length(&f.count, &format!("{key}.count"))?;
             self.power_of_two(&f.align, &format!("{key}.align"))?;
+            self.struct_bytes(&f.align, &format!("{key}.align"))?;
+            self.struct_bytes(&f.offset, &format!("{key}.offset"))?;
         }
         Ok(())
+    }
+
+    /// An array's length (`count` of a field or an instance), before any
+    /// narrowing.
+    fn array_length(&self, value: &Option<Spanned<u64>>, key: &str) -> Result {
+        self.at_most_fixed(
+            value,
+            key,
+            INSTANCE_ELEMENTS as u64,
+            "elements",
+            "instance elements",
+        )
     }
 
     fn instances(&self, doc: &ScenarioDoc) -> Result {
@@ -594,6 +653,7 @@ impl Checker<'_, '_> {
                 "per-cpu",
             )?;
             self.at_least_one(&inst.count, &key("count"))?;
+            self.array_length(&inst.count, &key("count"))?;
         }
         Ok(())
     }

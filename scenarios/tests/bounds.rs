@@ -1,0 +1,252 @@
+//! Every bound real (issue 19): the reproducers the loader, the builder
+//! and a run meet, each with its whole rendered message. (What only the
+//! binary meets is in `tests/bounds_cli.rs`.)
+
+use scenarios::build::{build_all, BuildOptions};
+use scenarios::load_str;
+use scenarios::run::results::run_variant;
+
+/// A scenario of one struct `s` (`fields`, `struct_extra` lines above
+/// them), one global instance `g`, one CPU running `script` under `run`.
+fn scenario(struct_extra: &str, fields: &str, script: &str, run: &str) -> String {
+    format!(
+        "schema = 1\nname = \"t\"\nmachine = \"icelake-sp-2s\"\nseed = 1\n\n[run]\n{run}\n\n\
+         [structs.s]\n{struct_extra}fields = {fields}\n\n[instances.g]\nstruct = \"s\"\n\
+         kind = \"global\"\n\n[scripts]\nmain = \"\"\"\n{script}\n\"\"\"\n\n[[threads]]\n\
+         cpus = \"0\"\nscript = \"main\"\n"
+    )
+}
+
+/// The rendered error of loading and building `text` (as `t.toml`).
+#[track_caller]
+fn error_of(text: &str) -> String {
+    let loaded = match load_str("t.toml", text) {
+        Ok(l) => l,
+        Err(e) => return e.to_string(),
+    };
+    match build_all(&loaded, BuildOptions::default()) {
+        Ok(_) => panic!("expected an error, and it built:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The rendered failure of running the base of `text`.
+#[track_caller]
+fn failure_of(text: &str) -> String {
+    let loaded = load_str("t.toml", text).unwrap_or_else(|e| panic!("{e}"));
+    let built = build_all(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    match run_variant(&built[0]) {
+        Ok(_) => panic!("expected a failure, and it ran"),
+        Err(f) => f.error.to_string(),
+    }
+}
+
+/// Defect 3: a size past `u32` became a 0- or 1-byte field, an alignment
+/// of 2^40 "0, not a power of two". Each is refused with the value written.
+#[test]
+fn sizes_offsets_and_alignments_are_checked_before_any_narrowing() {
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "huge", size = 1099511627776 }, { name = "a", type = "unsigned long" }]"#,
+            "g.a = 1",
+            "iterations = 3",
+        )),
+        r#"error: `structs.s.fields.huge.size` is 1099511627776, more than 1048576 bytes, the fixed bound `struct size`
+  --> t.toml:10:35
+   |
+10 | fields = [{ name = "huge", size = 1099511627776 }, { name = "a", type = "unsigned long" }]
+   |                                   ^^^^^^^^^^^^^
+   = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
+    );
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "huge", size = 4294967297 }]"#,
+            "g.huge = 1",
+            "iterations = 3",
+        )),
+        r#"error: `structs.s.fields.huge.size` is 4294967297, more than 1048576 bytes, the fixed bound `struct size`
+  --> t.toml:10:35
+   |
+10 | fields = [{ name = "huge", size = 4294967297 }]
+   |                                   ^^^^^^^^^^
+   = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
+    );
+    assert_eq!(
+        error_of(&scenario(
+            "align = 1099511627776\n",
+            r#"[{ name = "a", type = "unsigned long" }]"#,
+            "g.a = 1",
+            "iterations = 3",
+        )),
+        r#"error: `structs.s.align` is 1099511627776, more than 1048576 bytes, the fixed bound `struct size`
+  --> t.toml:10:9
+   |
+10 | align = 1099511627776
+   |         ^^^^^^^^^^^^^
+   = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
+    );
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned long", align = 1099511627776 }]"#,
+            "g.a = 1",
+            "iterations = 3",
+        )),
+        r#"error: `structs.s.fields.a.align` is 1099511627776, more than 1048576 bytes, the fixed bound `struct size`
+  --> t.toml:10:57
+   |
+10 | fields = [{ name = "a", type = "unsigned long", align = 1099511627776 }]
+   |                                                         ^^^^^^^^^^^^^
+   = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
+    );
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned long", count = 4294967297 }]"#,
+            "g.a[0] = 1",
+            "iterations = 3",
+        )),
+        r#"error: `structs.s.fields.a.count` is 4294967297, more than 65536 elements, the fixed bound `instance elements`
+  --> t.toml:10:57
+   |
+10 | fields = [{ name = "a", type = "unsigned long", count = 4294967297 }]
+   |                                                         ^^^^^^^^^^
+   = valid: at most 65536 (`bounce limits` lists the fixed bounds)"#
+    );
+}
+
+/// A huge offset is blamed on `offset`, not on `size`.
+#[test]
+fn a_field_past_the_largest_struct_names_the_key_that_put_it_there() {
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned long", offset = 1048572 }]"#,
+            "g.a = 1",
+            "iterations = 3",
+        )),
+        r#"error: the field would end at byte 1048580 (8 bytes from offset 1048572), past the largest struct, 1048576 bytes (in `structs.s.fields.a.offset`)
+  --> t.toml:10:58
+   |
+10 | fields = [{ name = "a", type = "unsigned long", offset = 1048572 }]
+   |                                                          ^^^^^^^"#
+    );
+}
+
+/// Defect 4: a bitfield's bits are checked against its storage unit's
+/// size, not against 64 bits.
+#[test]
+fn a_bitfield_wider_than_its_storage_unit_is_refused() {
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned char", bits = 4, bit_offset = 60 }]"#,
+            "g.a = 15\nfence\nassert g.a == 15",
+            "iterations = 3",
+        )),
+        r#"error: the bitfield's bits 60..64 do not fit its storage unit `unsigned char` of 8 bits (in `structs.s.fields.a.bits`)
+  --> t.toml:10:56
+   |
+10 | fields = [{ name = "a", type = "unsigned char", bits = 4, bit_offset = 60 }]
+   |                                                        ^"#
+    );
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned int", bits = 40 }]"#,
+            "g.a = 1",
+            "iterations = 3",
+        )),
+        r#"error: the bitfield's bits 0..40 do not fit its storage unit `unsigned int` of 32 bits (in `structs.s.fields.a.bits`)
+  --> t.toml:10:55
+   |
+10 | fields = [{ name = "a", type = "unsigned int", bits = 40 }]
+   |                                                       ^^"#
+    );
+}
+
+/// Defect 6: a run stopped by time before any measured iteration has no
+/// figure per iteration; it is a run without a result, not 0.000.
+#[test]
+fn a_run_that_completes_no_iteration_says_so() {
+    assert_eq!(
+        failure_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned long" }]"#,
+            "work 1000",
+            "cycles = 500",
+        )),
+        "no iteration completed: the run ended at cycle 500 (`run.cycles`) before any CPU \
+         finished a measured iteration, so every figure per iteration would be 0/0; no result is \
+         reported. Raise `run.cycles`."
+    );
+    assert_eq!(
+        failure_of(&scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned long" }]"#,
+            "work 100",
+            "cycles = 500\nwarmup_iterations = 10",
+        )),
+        "no iteration completed: the run ended at cycle 500 (`run.cycles`) before any CPU \
+         finished a measured iteration (after 10 of warm-up), so every figure per iteration \
+         would be 0/0; no result is reported. Raise `run.cycles` or lower \
+         `run.warmup_iterations`."
+    );
+}
+
+/// Defect 6: one iteration of 4e18 cycles has a mean of 4e18 cycles, not
+/// a wrapped hundredth of it.
+#[test]
+fn the_mean_of_a_huge_iteration_does_not_wrap() {
+    let mut limits = scenarios::Limits::default();
+    limits.set("max_cycles=4611686018427387904").unwrap();
+    let text = scenario(
+        "",
+        r#"[{ name = "a", type = "unsigned long" }]"#,
+        "work 4000000000000000000",
+        "iterations = 1\nmax_cycles = 4611686018427387904",
+    );
+    let loaded = scenarios::load_str_with("t.toml", &text, &limits).unwrap();
+    let built = build_all(&loaded, BuildOptions::default()).unwrap();
+    let result = run_variant(&built[0]).unwrap();
+    assert_eq!(result.iteration_cycles.mean(), 4_000_000_000_000_000_000.0);
+}
+
+/// Defect 4, from a pahole import: a listed bitfield wider than its unit.
+#[test]
+fn a_listed_bitfield_wider_than_its_storage_unit_is_refused() {
+    let dir = std::env::temp_dir().join(format!("bounce-bounds-wide-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("wide.pahole"),
+        "struct wide {\n\tunsigned int               a:40;                 /*     0: 0  4 */\n\n\
+         \t/* size: 8, cachelines: 1, members: 1 */\n};\n",
+    )
+    .unwrap();
+    let text = format!(
+        "{}\n[structs.wide]\npahole = {{ file = \"wide.pahole\" }}\n",
+        scenario(
+            "",
+            r#"[{ name = "a", type = "unsigned long" }]"#,
+            "g.a = 1",
+            "iterations = 3"
+        )
+    );
+    let path = dir.join("t.toml");
+    let e = load_str(path.to_str().unwrap(), &text)
+        .unwrap_err()
+        .to_string();
+    let listing = dir.join("wide.pahole");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        e,
+        format!(
+            "error: the listing cannot be laid out: wide.a: `bits`: the bitfield's bits 0..40 do \
+             not fit its storage unit `unsigned int` of 32 bits (in `structs.wide.pahole`)\n --> \
+             {}:1:1",
+            listing.display()
+        )
+    );
+}
