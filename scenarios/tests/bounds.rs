@@ -250,3 +250,19 @@ fn a_listed_bitfield_wider_than_its_storage_unit_is_refused() {
         )
     );
 }
+
+/// Script arithmetic wraps in two's complement, as documented (the
+/// kernel's own arithmetic does, under `-fno-strict-overflow`).
+#[test]
+fn script_integer_overflow_wraps() {
+    let text = scenario(
+        "",
+        r#"[{ name = "a", type = "long" }]"#,
+        "let x = 9223372036854775807\nx = x + 1\nassert x == -9223372036854775807 - 1\n\
+         assert x * 2 == 0\nassert -x == x\nwork 1",
+        "iterations = 1",
+    );
+    let loaded = load_str("t.toml", &text).unwrap();
+    let built = build_all(&loaded, BuildOptions::default()).unwrap();
+    assert!(run_variant(&built[0]).is_ok());
+}

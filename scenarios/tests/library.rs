@@ -96,7 +96,8 @@ fn every_procedure_of_every_module_is_callable() {
     // Each procedure called once with arguments of the right count, so that a
     // naming mistake anywhere in a module is found at build time. (Calling
     // them all at run time would need meaningful arguments; the lock tests
-    // and the memcg tests run them.)
+    // and the memcg tests run them.) Each argument is loaded from memory,
+    // so that it may be a pointer or a number, as a parameter may be.
     for m in models::library::MODULES {
         let table: toml::Table = toml::from_str(m.text).expect("module parses");
         let procedures = table
@@ -109,7 +110,10 @@ fn every_procedure_of_every_module_is_callable() {
                 .get("params")
                 .and_then(|a| a.as_array())
                 .map_or(0, |a| a.len());
-            calls.push_str(&format!("  {name}({})\n", vec!["0"; arity].join(", ")));
+            calls.push_str(&format!(
+                "  {name}({})\n",
+                vec!["g.count"; arity].join(", ")
+            ));
         }
         calls.push('}');
         let text = scenario(&format!("[\"{}\"]", m.name), "", &calls);

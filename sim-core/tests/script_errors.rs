@@ -190,6 +190,102 @@ fn field_shape_mistakes_are_reported() {
     setup("counter.slots[3] = counter.value\nstats[2].slots[0] = 1").build();
 }
 
+/// Pointers are opaque (issue 19, defect 7): `*` never takes a value that
+/// is surely an integer, and no arithmetic takes a pointer. A number forged
+/// into a pointer reached a field that does not exist, and its accesses
+/// vanished from the attribution.
+#[test]
+fn pointers_are_opaque() {
+    const POINTER_USES: &str = "(valid: compare, store, pass, return or dereference a pointer \
+        (`*p`); `part(p, offset, size)` points at bytes inside its field)";
+    const MADE_BY: &str = "(valid: a pointer made by `&inst.field` (or `part` of one), passed, \
+        stored or loaded unchanged)";
+    let cases: Vec<(&str, String)> = vec![
+        (
+            "let p = 17600982137438208\nfetch_add(*p, 1)",
+            format!(
+                "scripts.s line 2, column 11: `*` takes a pointer, and this value is always an \
+                 integer (a number, arithmetic, a comparison or a builtin's value) {MADE_BY}"
+            ),
+        ),
+        (
+            "*12345 = 1",
+            format!(
+                "scripts.s line 1, column 1: `*` takes a pointer, and this value is always an \
+                 integer (a number, arithmetic, a comparison or a builtin's value) {MADE_BY}"
+            ),
+        ),
+        (
+            "let p = &counter.value * 3\n*p = 1",
+            format!(
+                "scripts.s line 1, column 9: the left operand of `*` holds a pointer (made by `&` or `part`), and pointers are opaque: no number is made of one {POINTER_USES}"
+            ),
+        ),
+        (
+            "let p = &counter.value\np = p + 8\n*p = 1",
+            format!(
+                "scripts.s line 2, column 5: the left operand of `+` holds a pointer (made by `&` or `part`), and pointers are opaque: no number is made of one {POINTER_USES}"
+            ),
+        ),
+        (
+            "let x = -&counter.value",
+            format!(
+                "scripts.s line 1, column 10: the operand of `-` holds a pointer (made by `&` or `part`), and pointers are opaque: no number is made of one {POINTER_USES}"
+            ),
+        ),
+        (
+            "counter.slots[&counter.value] = 1",
+            format!(
+                "scripts.s line 1, column 15: the field index holds a pointer (made by `&` or `part`), and pointers are opaque: no number is made of one {POINTER_USES}"
+            ),
+        ),
+        (
+            "fetch_add(counter.value, &counter.value)",
+            format!(
+                "scripts.s line 1, column 26: the operand of `fetch_add` holds a pointer (made by `&` or `part`), and pointers are opaque: no number is made of one {POINTER_USES}"
+            ),
+        ),
+        (
+            "work &counter.value",
+            format!(
+                "scripts.s line 1, column 6: the count of `work` holds a pointer (made by `&` or `part`), and pointers are opaque: no number is made of one {POINTER_USES}"
+            ),
+        ),
+        (
+            "let x = part(7, 0, 1)",
+            format!(
+                "scripts.s line 1, column 14: `part` takes a pointer first, and this value is \
+                 always an integer {MADE_BY}"
+            ),
+        ),
+    ];
+    for (script, expected) in cases {
+        assert_eq!(compile_error(script), expected, "{script}");
+    }
+    // A parameter is what its callers pass: only integers here, so `*p`
+    // is refused inside the procedure.
+    let e = setup("poke(12345)")
+        .procedure("poke", vec!["p"], "*p = 1")
+        .try_build()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        format!(
+            "procedures.poke line 1, column 1: `*` takes a pointer, and this value is always an \
+             integer (a number, arithmetic, a comparison or a builtin's value) {MADE_BY}"
+        )
+    );
+    // What a pointer is good for compiles: comparisons, null, passing,
+    // storing into a field and loading it back, `part`, `&*p`.
+    setup(
+        "let p = &counter.value\nif p != 0 && p == &*p { poke(p) }\ncounter.slots[0] = p\n\
+         let q = counter.slots[0]\n*q = 2\nlet b = part(p, 0, 1)\n*b = 1\nlet z = 0\nz = p\n*z = 3",
+    )
+    .procedure("poke", vec!["p"], "*p = 1")
+    .build();
+}
+
 // ---------------------------------------------------------------------------
 // Run-time errors
 // ---------------------------------------------------------------------------

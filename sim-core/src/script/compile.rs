@@ -6,6 +6,7 @@
 //! every naming mistake be reported before any simulated cycle passes.
 
 use super::ast::*;
+use super::kinds::{Kind, Kinds};
 use crate::memory::{InstanceKind, MemoryLayout};
 
 /// A procedure as the scenario gives it.
@@ -270,18 +271,22 @@ pub fn compile_with_costs(
         instruction_costs,
         procedures,
         field_base,
+        kinds: Kinds::of(params, procedures, scripts),
     };
-    for p in procedures {
+    // Functions are numbered as `Kinds` numbers them: procedures, then scripts.
+    for (function, p) in procedures.iter().enumerate() {
         let origin = program.origins.len() as u32;
         program.origins.push(format!("procedures.{}", p.name));
         let code = FunctionCompiler::new(&context, &mut program, origin, &p.name, &p.params)?
+            .in_function(function)
             .finish_procedure(&p.body, p.cost_cycles)?;
         program.procedures.push(code);
     }
-    for s in scripts {
+    for (k, s) in scripts.iter().enumerate() {
         let origin = program.origins.len() as u32;
         program.origins.push(format!("scripts.{}", s.name));
         let code = FunctionCompiler::new(&context, &mut program, origin, &s.name, &[])?
+            .in_function(procedures.len() + k)
             .finish_script(&s.body)?;
         program.scripts.push(code);
     }
@@ -295,6 +300,8 @@ struct Context<'a> {
     instruction_costs: &'a [(String, i64)],
     procedures: &'a [ProcedureSource],
     field_base: Vec<u32>,
+    /// Which values are pointers (see [`super::kinds`]).
+    kinds: Kinds,
 }
 
 struct LoopLabels {
@@ -314,6 +321,8 @@ struct FunctionCompiler<'a, 'p> {
     loops: Vec<LoopLabels>,
     hidden: usize,
     current: SourcePos,
+    /// This function's number in `Context::kinds`.
+    function: usize,
 }
 
 impl<'a, 'p> FunctionCompiler<'a, 'p> {
@@ -336,6 +345,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             loops: Vec::new(),
             hidden: 0,
             current: SourcePos { line: 1, column: 1 },
+            function: 0,
         };
         for p in params {
             if compiler.locals.contains(p) {
@@ -347,6 +357,35 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             compiler.locals.push(p.clone());
         }
         Ok(compiler)
+    }
+
+    fn in_function(mut self, function: usize) -> Self {
+        self.function = function;
+        self
+    }
+
+    /// Where `expr`'s value may come from (see [`super::kinds`]).
+    fn kind(&self, expr: &Expr) -> Kind {
+        self.context
+            .kinds
+            .of_expr(self.function, self.context.params, expr)
+    }
+
+    /// Refuses a pointer where a number is meant (`what`: an index, a
+    /// builtin's argument, a `work` count): pointers are opaque.
+    fn refuse_pointer(&self, expr: &Expr, what: &str) -> Result<(), CompileError> {
+        if !self.kind(expr).may_be_pointer() {
+            return Ok(());
+        }
+        let mut e = self.error(
+            expr.pos,
+            format!(
+                "{what} holds a pointer (made by `&` or `part`), and pointers are opaque: \
+                 no number is made of one"
+            ),
+        );
+        e.valid = Some(POINTER_USES.into());
+        Err(e)
     }
 
     fn error(&self, pos: SourcePos, message: String) -> CompileError {
@@ -506,6 +545,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.emit(Op::Store(place_id));
             }
             StmtKind::Work(cycles) => {
+                self.refuse_pointer(cycles, "the count of `work`")?;
                 self.expr(cycles)?;
                 self.current = stmt.pos;
                 self.emit(Op::Work);
@@ -544,6 +584,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.close_loop();
             }
             StmtKind::Repeat { count, body } => {
+                self.refuse_pointer(count, "the count of `repeat`")?;
                 self.expr(count)?;
                 let counter = self.new_hidden_local();
                 self.emit(Op::SetLocal(counter));
@@ -668,6 +709,9 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 }
             }
             ExprKind::Unary(op, inner) => {
+                if *op != UnaryOp::Not {
+                    self.refuse_pointer(inner, &format!("the operand of `{}`", unary_text(*op)))?;
+                }
                 self.expr(inner)?;
                 self.current = expr.pos;
                 self.emit(Op::Unary(*op));
@@ -675,6 +719,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             ExprKind::Binary(BinaryOp::And, a, b) => self.short_circuit(a, b, false)?,
             ExprKind::Binary(BinaryOp::Or, a, b) => self.short_circuit(a, b, true)?,
             ExprKind::Binary(op, a, b) => {
+                if !is_comparison(*op) {
+                    let text = binary_text(*op);
+                    self.refuse_pointer(a, &format!("the left operand of `{text}`"))?;
+                    self.refuse_pointer(b, &format!("the right operand of `{text}`"))?;
+                }
                 self.expr(a)?;
                 self.expr(b)?;
                 self.current = expr.pos;
@@ -700,6 +749,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                     ));
                 }
                 for operand in operands {
+                    // An exchange stores a pointer as it is; an add or a
+                    // bit operation would compute with it.
+                    if !matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg) {
+                        self.refuse_pointer(operand, &format!("the operand of `{}`", op.name()))?;
+                    }
                     self.expr(operand)?;
                 }
                 self.current = expr.pos;
@@ -726,7 +780,20 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                             format!("`{name}` takes {arity} argument(s), found {}", args.len()),
                         ));
                     }
-                    for a in args {
+                    for (k, a) in args.iter().enumerate() {
+                        if builtin == Builtin::Part && k == 0 {
+                            if self.kind(a).only_integers() {
+                                let mut e = self.error(
+                                    a.pos,
+                                    "`part` takes a pointer first, and this value is always an integer"
+                                        .into(),
+                                );
+                                e.valid = Some(MADE_BY.into());
+                                return Err(e);
+                            }
+                        } else {
+                            self.refuse_pointer(a, &format!("argument {} of `{name}`", k + 1))?;
+                        }
                         self.expr(a)?;
                     }
                     self.current = expr.pos;
@@ -872,6 +939,16 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
     /// error messages, which share the lookup.)
     fn place(&mut self, place: &Place) -> Result<u32, CompileError> {
         if let Some(pointer) = &place.pointer {
+            if self.kind(pointer).only_integers() {
+                let mut e = self.error(
+                    place.pos,
+                    "`*` takes a pointer, and this value is always an integer (a number, \
+                     arithmetic, a comparison or a builtin's value)"
+                        .into(),
+                );
+                e.valid = Some(MADE_BY.into());
+                return Err(e);
+            }
             self.expr(pointer)?;
             let id = self.program.places.len() as u32;
             self.program.places.push(PlaceRef {
@@ -979,9 +1056,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         }
         // Operands in stack order: element, then field index.
         if let Some(e) = &place.element {
+            self.refuse_pointer(e, "the element index")?;
             self.expr(e)?;
         }
         if let Some(i) = &place.field_index {
+            self.refuse_pointer(i, "the field index")?;
             self.expr(i)?;
         }
         let text = format!(
@@ -1009,6 +1088,60 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             pos: place.pos,
         });
         Ok(id)
+    }
+}
+
+/// Where pointers come from, for errors.
+const MADE_BY: &str =
+    "a pointer made by `&inst.field` (or `part` of one), passed, stored or loaded unchanged";
+
+/// What a pointer is good for, for errors.
+const POINTER_USES: &str = "compare, store, pass, return or dereference a pointer (`*p`); \
+     `part(p, offset, size)` points at bytes inside its field";
+
+/// Whether `op` compares (or combines truth values): it may take pointers.
+fn is_comparison(op: BinaryOp) -> bool {
+    matches!(
+        op,
+        BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge
+            | BinaryOp::And
+            | BinaryOp::Or
+    )
+}
+
+fn binary_text(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add => "+",
+        BinaryOp::Sub => "-",
+        BinaryOp::Mul => "*",
+        BinaryOp::Div => "/",
+        BinaryOp::Rem => "%",
+        BinaryOp::BitAnd => "&",
+        BinaryOp::BitOr => "|",
+        BinaryOp::BitXor => "^",
+        BinaryOp::Shl => "<<",
+        BinaryOp::Shr => ">>",
+        BinaryOp::Eq => "==",
+        BinaryOp::Ne => "!=",
+        BinaryOp::Lt => "<",
+        BinaryOp::Le => "<=",
+        BinaryOp::Gt => ">",
+        BinaryOp::Ge => ">=",
+        BinaryOp::And => "&&",
+        BinaryOp::Or => "||",
+    }
+}
+
+fn unary_text(op: UnaryOp) -> &'static str {
+    match op {
+        UnaryOp::Neg => "-",
+        UnaryOp::Not => "!",
+        UnaryOp::BitNot => "~",
     }
 }
 

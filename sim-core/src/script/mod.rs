@@ -1,4 +1,5 @@
 pub mod ast;
 pub mod compile;
 pub mod fuse;
+pub mod kinds;
 pub mod parse;
