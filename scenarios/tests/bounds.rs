@@ -266,3 +266,66 @@ fn script_integer_overflow_wraps() {
     let built = build_all(&loaded, BuildOptions::default()).unwrap();
     assert!(run_variant(&built[0]).is_ok());
 }
+
+/// Defect 8: an access across two lines took only the first. Refused when
+/// the scenario is built, naming the access, the field's offset and size;
+/// plain loads and stores as well as atomics, and any element or index of
+/// an array that crosses a line.
+#[test]
+fn an_access_across_two_lines_is_refused() {
+    let straddling =
+        r#"[{ name = "pad", size = 60 }, { name = "a", type = "unsigned long", offset = 60 }]"#;
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            straddling,
+            "fetch_add(g.a, 1)",
+            "iterations = 3"
+        )),
+        r#"error: `g.a` straddles two cache lines: its 8 bytes at offset 60 of struct `s` cross a 64-byte line boundary, and an access here takes one line (a locked access across two lines is an x86 split lock, which bounce does not model) (in `scripts.main`)
+  --> t.toml:18:11
+   |
+18 | fetch_add(g.a, 1)
+   |           ^
+   = valid: an `offset` or `align` of `a` in `structs.s` that keeps it inside one line"#
+    );
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            straddling,
+            "let x = 1\ng.a = x",
+            "iterations = 3"
+        )),
+        r#"error: `g.a` straddles two cache lines: its 8 bytes at offset 60 of struct `s` cross a 64-byte line boundary, and an access here takes one line (a locked access across two lines is an x86 split lock, which bounce does not model) (in `scripts.main`)
+  --> t.toml:19:1
+   |
+19 | g.a = x
+   | ^
+   = valid: an `offset` or `align` of `a` in `structs.s` that keeps it inside one line"#
+    );
+    // An array of 6-byte raw fields (aligned to 2, as a member of that size
+    // would be) from offset 2: index 10 is at bytes 62..68, across the line
+    // at 64.
+    assert_eq!(
+        error_of(&scenario(
+            "",
+            r#"[{ name = "head", size = 1 }, { name = "v", size = 6, count = 12 }]"#,
+            "let i = random(12)\ng.v[i] = 1",
+            "iterations = 3"
+        )),
+        r#"error: `g.v` straddles two cache lines: its 6 bytes at offset 62 of struct `s` (index 10) cross a 64-byte line boundary, and an access here takes one line (a locked access across two lines is an x86 split lock, which bounce does not model) (in `scripts.main`)
+  --> t.toml:19:1
+   |
+19 | g.v[i] = 1
+   | ^
+   = valid: an `offset` or `align` of `v` in `structs.s` that keeps it inside one line"#
+    );
+    // Inside one line, the same field is fine.
+    let inside = r#"[{ name = "pad", size = 56 }, { name = "a", type = "unsigned long" }]"#;
+    let loaded = load_str(
+        "t.toml",
+        &scenario("", inside, "fetch_add(g.a, 1)", "iterations = 3"),
+    )
+    .unwrap();
+    build_all(&loaded, BuildOptions::default()).unwrap();
+}

@@ -374,13 +374,13 @@ fn fixed_limits_hold_just_inside_and_refuse_just_outside() {
             "struct size",
             padded(STRUCT_BYTES - 8, 4),
             padded(STRUCT_BYTES - 7, 4),
-            "the struct would exceed 1048576 bytes",
+            "past the largest struct, 1048576 bytes",
         ),
         (
             "instance elements",
             BASE.replace("count = 4", &format!("count = {INSTANCE_ELEMENTS}")),
             BASE.replace("count = 4", &format!("count = {}", INSTANCE_ELEMENTS + 1)),
-            "out of range 1..=65536",
+            "more than 65536 elements, the fixed bound `instance elements`",
         ),
         (
             "simulated memory",

@@ -862,6 +862,70 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         Err(e)
     }
 
+    /// Refuses a field some element or index of which lies across a line
+    /// boundary: an access takes one line in this model, and a locked
+    /// access across two lines is an x86 split lock (a bus lock, far
+    /// dearer than a line transfer), which it does not model. The first
+    /// `line` elements and indices are all there is to check: elements
+    /// start on line boundaries or at multiples of the struct's size, and
+    /// indices at multiples of the stride, so the offsets within a line
+    /// repeat after at most `line` of either.
+    fn refuse_straddling(
+        &self,
+        place: &Place,
+        instance: usize,
+        field: usize,
+    ) -> Result<(), CompileError> {
+        let memory = self.context.memory;
+        let line = memory.line_size_bytes.max(1) as u64;
+        let inst = &memory.instances[instance];
+        let def = memory.struct_of(instance);
+        let f = &def.fields[field];
+        let access_bytes = f.size_bytes.clamp(1, 8) as u64;
+        for (element, &base) in inst
+            .element_addresses
+            .iter()
+            .enumerate()
+            .take(line as usize)
+        {
+            for index in 0..(f.count as u64).min(line) {
+                let start = base + f.offset_bytes as u64 + index * f.stride_bytes as u64;
+                if start / line == (start + access_bytes - 1) / line {
+                    continue;
+                }
+                let offset = f.offset_bytes as u64 + index * f.stride_bytes as u64;
+                let mut which = Vec::new();
+                if inst.element_addresses.len() > 1 {
+                    which.push(format!("element {element} of `{}`", inst.name));
+                }
+                if f.count > 1 {
+                    which.push(format!("index {index}"));
+                }
+                let which = if which.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", which.join(", "))
+                };
+                let mut e = self.error(
+                    place.pos,
+                    format!(
+                        "`{}.{}` straddles two cache lines: its {access_bytes} bytes at offset \
+                         {offset} of struct `{}`{which} cross a {line}-byte line boundary, and an \
+                         access here takes one line (a locked access across two lines is an x86 \
+                         split lock, which bounce does not model)",
+                        inst.name, f.name, def.name
+                    ),
+                );
+                e.valid = Some(format!(
+                    "an `offset` or `align` of `{}` in `structs.{}` that keeps it inside one line",
+                    f.name, def.name
+                ));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// `cost(NAME)`: the machine's cycles for the instruction class `NAME`,
     /// pushed as a constant.
     fn cost(&mut self, pos: SourcePos, args: &[Expr]) -> Result<(), CompileError> {
@@ -1054,6 +1118,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 ),
             ));
         }
+        self.refuse_straddling(place, instance, field)?;
         // Operands in stack order: element, then field index.
         if let Some(e) = &place.element {
             self.refuse_pointer(e, "the element index")?;
