@@ -116,7 +116,7 @@ fn sweep_bench(c: &mut Criterion) {
             .build()
             .expect("thread pool");
         group.bench_with_input(BenchmarkId::new("threads", threads), &threads, |b, _| {
-            b.iter(|| pool.install(|| run_cases(&cases, &|| {})))
+            b.iter(|| pool.install(|| run_cases(&cases, u64::MAX, &|| {})))
         });
     }
     group.finish();

@@ -67,7 +67,8 @@ macro_rules! println {
     after_help = "Example: bounce run scenarios/shipped/false-sharing.toml"
 )]
 struct Cli {
-    /// Host threads for running variants in parallel (results do not depend on it).
+    /// Host threads for running variants in parallel, 1 to 256 (results do
+    /// not depend on it; runs in parallel share the memory limit).
     #[arg(long, global = true, value_name = "N")]
     jobs: Option<usize>,
     /// Raise (or lower) one of the bounds on input size and run length, such
@@ -333,8 +334,12 @@ fn main() -> ExitCode {
         }
     };
     if let Some(jobs) = cli.jobs {
-        if jobs == 0 {
-            eprintln!("error: --jobs must be at least 1");
+        if jobs == 0 || jobs > scenarios::run::budget::MAX_JOBS {
+            eprintln!(
+                "error: --jobs must be from 1 to {} (runs are independent, one thread each; \
+                 more threads than cores only add memory), found {jobs}",
+                scenarios::run::budget::MAX_JOBS
+            );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
         // Only the size of the pool changes; results are collected in input order.
@@ -652,7 +657,8 @@ fn run(
         // Each finished case is kept in --out as it finishes, so that a run
         // cut short can be resumed.
         let keep_failed = std::sync::atomic::AtomicBool::new(false);
-        let results = scenarios::run::cases::run_cases_reporting(&cases, &|built, result| {
+        let budget = loaded.run_budget_bytes();
+        let results = scenarios::run::cases::run_cases_reporting(&cases, budget, &|built, result| {
             progress.case_done();
             let Some(dir) = out else { return };
             let measured = scenarios::run::measured::compare_cases(

@@ -300,3 +300,27 @@ fn a_lowered_steps_without_time_is_not_called_a_bug() {
     );
     assert!(!err.contains("bug"), "{err}");
 }
+
+/// `--jobs` is bounded: `--jobs 100000` spawned over 14 000 threads.
+#[test]
+fn jobs_are_bounded() {
+    let o = bounce(&[
+        "--jobs",
+        "100000",
+        "check",
+        "scenarios/shipped/false-sharing.toml",
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: --jobs must be from 1 to 256 (runs are independent, one thread each; more \
+         threads than cores only add memory), found 100000\n"
+    );
+    let o = bounce(&[
+        "--jobs",
+        "256",
+        "check",
+        "scenarios/shipped/false-sharing.toml",
+    ]);
+    assert_exit(&o, 0);
+}

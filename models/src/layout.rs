@@ -17,6 +17,7 @@
 
 use sim_core::memory::{BitRange, FieldDef, InstanceDef, InstanceKind, MemoryLayout, StructDef};
 use sim_core::topology::Topology;
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// Size and alignment of a C type as x86-64 Linux lays it out (LP64),
@@ -646,7 +647,8 @@ fn drop_redundant_offsets_at(spec: &StructSpec, depth: usize) -> Result<StructSp
 /// union as a field of its own, named by its dotted path.
 pub fn flatten(def: &LaidOutStruct) -> Result<StructDef, LayoutError> {
     let mut fields = Vec::new();
-    flatten_into(def, &def.name, &[], 0, None, &mut fields)?;
+    let mut names = BTreeMap::new();
+    flatten_into(def, &def.name, &[], 0, None, &mut fields, &mut names)?;
     Ok(StructDef {
         name: def.name.clone(),
         size_bytes: def.size_bytes,
@@ -666,6 +668,9 @@ fn flatten_into(
     base_offset: u32,
     outer: Option<OuterArray>,
     out: &mut Vec<FieldDef>,
+    // Each name in `out` with its index: a lookup per member, not a scan,
+    // so a struct of many members flattens in n log n.
+    names: &mut BTreeMap<String, usize>,
 ) -> Result<(), LayoutError> {
     for f in &def.fields {
         let mut path: Vec<&str> = prefix.to_vec();
@@ -693,9 +698,9 @@ fn flatten_into(
             outer
         };
         match &f.nested {
-            Some(inner) => flatten_into(inner, owner, &path, offset, array, out)?,
+            Some(inner) => flatten_into(inner, owner, &path, offset, array, out, names)?,
             None => {
-                if let Some(first) = out.iter().find(|g| g.name == name) {
+                if let Some(&first) = names.get(&name) {
                     return Err(LayoutError {
                         owner: owner.to_string(),
                         field: Some(f.name.clone()),
@@ -703,10 +708,11 @@ fn flatten_into(
                         message: format!(
                             "two members are both reached as `{}` (an anonymous member's \
                              field has the name of another)",
-                            first.name
+                            out[first].name
                         ),
                     });
                 }
+                names.insert(name.clone(), out.len());
                 let (count, stride, index_after) = array.unwrap_or((1, f.size_bytes, 0));
                 out.push(FieldDef {
                     bits: f.bit_field.map(|b| BitRange {

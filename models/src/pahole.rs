@@ -843,7 +843,18 @@ fn compare(
     let mut previous_end = 0u32;
     let mut previous_start = 0u32;
     let mut previous_name = String::new();
+    // Holes and boundaries are listed in member order: each member takes
+    // the run of them that comes before it, so the walk is linear.
+    let mut holes = listed.holes.as_slice();
+    let mut boundaries = listed.boundaries.as_slice();
     for (i, (m, c)) in listed.members.iter().zip(&by_c.fields).enumerate() {
+        let before_hole = holes.iter().take_while(|h| h.2 <= i).count();
+        let (holes_here, rest) = holes.split_at(before_hole);
+        holes = rest;
+        let holes_here: Vec<_> = holes_here.iter().filter(|h| h.2 == i).collect();
+        let before_boundary = boundaries.iter().take_while(|b| b.2 <= i).count();
+        let (boundaries_here, rest) = boundaries.split_at(before_boundary);
+        boundaries = rest;
         let rel = m.offset.saturating_sub(listed_base);
         if m.bit_field.is_none() && rel != c.offset_bytes {
             let after = if previous_name.is_empty() {
@@ -865,13 +876,9 @@ fn compare(
         }
         if !listed.is_union && m.bit_field.is_none() {
             let gap = rel.saturating_sub(previous_end);
-            let said: u32 = listed.holes.iter().filter(|h| h.2 == i).map(|h| h.1).sum();
+            let said: u32 = holes_here.iter().map(|h| h.1).sum();
             if said != gap {
-                let line = listed
-                    .holes
-                    .iter()
-                    .find(|h| h.2 == i)
-                    .map_or(m.line, |h| h.0);
+                let line = holes_here.first().map_or(m.line, |h| h.0);
                 return fail(
                     line,
                     format!(
@@ -881,7 +888,7 @@ fn compare(
                 );
             }
         }
-        for &(line, bytes, before) in &listed.boundaries {
+        for &(line, bytes, before) in boundaries_here {
             if before == i {
                 // A struct listed on its own marks its own lines; one
                 // expanded in place, the outermost struct's.

@@ -287,7 +287,7 @@ fn results_json_carries_the_comparisons_and_reads_them_back() {
     use scenarios::report::output::{header, records, results_json, ResultsFile};
     let loaded = shortened("tcp-memory-allocated.toml", 5, 1);
     let cases = scenarios::run::cases::build_cases(&loaded, BuildOptions::default()).unwrap();
-    let results = scenarios::run::cases::run_cases(&cases, &|| {});
+    let results = scenarios::run::cases::run_cases(&cases, u64::MAX, &|| {});
     let mut file = header(&loaded, "test");
     file.records = records(&file, &cases, &results);
     let without = results_json(&file);

@@ -143,18 +143,21 @@ fn rows() -> Vec<Row> {
             needs: 6,
             path: "limits.toml",
         },
-        // The documents of six runs, at 16 bytes per byte of the file.
+        // The documents of six runs (at 16 bytes per byte of the file, per
+        // run, and the base's and the variant's own), and one run beside
+        // them: the limit is the process's.
         Row {
             limit: "host_memory_bytes",
             text: with_sweep.clone(),
-            needs: 6 * with_sweep.len() as u64 * 16,
+            needs: (6 + 2) * with_sweep.len() as u64 * 16 + run_estimate_of(&with_sweep),
             path: "limits.toml",
         },
-        // One run's data and state, estimated before it runs.
+        // One run's data and state, estimated before it runs, beside the
+        // documents of the base and the variant.
         Row {
             limit: "host_memory_bytes",
             text: big_instances.clone(),
-            needs: run_estimate_of(&big_instances),
+            needs: 2 * big_instances.len() as u64 * 16 + run_estimate_of(&big_instances),
             path: "limits.toml",
         },
         Row {
@@ -210,7 +213,7 @@ fn run_estimate_of(text: &str) -> u64 {
     build_all(&loaded, BuildOptions::default())
         .unwrap()
         .iter()
-        .map(|v| sim_core::engine::estimate_run_bytes(&v.config))
+        .map(|v| v.run_bytes)
         .max()
         .unwrap()
 }

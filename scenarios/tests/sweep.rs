@@ -192,7 +192,7 @@ fn without_a_sweep_there_is_one_case_with_the_file_seed() {
 }
 
 fn run(loaded: &LoadedScenario, cases: &[BuiltCase]) -> ResultsFile {
-    let results = run_cases(cases, &|| {});
+    let results = run_cases(cases, u64::MAX, &|| {});
     let mut file = header(loaded, "test");
     file.records = records(&file, cases, &results);
     file

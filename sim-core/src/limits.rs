@@ -117,9 +117,11 @@ limits! {
     /// Runs of one scenario: variants (with the base), times the cases of
     /// its sweep. Each is a whole document in memory before anything runs.
     runs: 10_000, "runs", ANY;
-    /// Host memory a load or a build may take, estimated before it takes
-    /// it: the documents of every run (each about three times the file's
-    /// size), and each run's configuration and simulator state.
+    /// Host memory the process may take, estimated before it takes it: the
+    /// documents of every run (each up to sixteen times the file's size,
+    /// what its pahole imports expand to included), and beside them the
+    /// runs in flight, together (runs in parallel start only while their
+    /// estimates fit), or the states `check-protocol` keeps.
     host_memory_bytes: 2 << 30, "bytes", ANY;
     /// Iterations per CPU (`run.iterations`). Far beyond any run that
     /// ends in reasonable time, and low enough that the warm-up plus the

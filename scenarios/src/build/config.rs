@@ -40,6 +40,24 @@ pub struct BuiltVariant {
     pub config: SimConfig,
     /// CPU lists of the thread groups, for reports.
     pub groups: Vec<(String, Vec<u32>)>,
+    /// Host memory its run is estimated to take ([`run_bytes`]); runs in
+    /// parallel are admitted while theirs fit the budget together.
+    pub run_bytes: u64,
+}
+
+/// Host memory a run of `config` takes, estimated before it runs: the
+/// simulator's state (`sim_core::engine::estimate_run_bytes`) and the
+/// statistics probe's per-field and per-line counters.
+pub fn run_bytes(config: &SimConfig) -> u64 {
+    // `Traffic` is a dozen 64-bit counters; the probe keeps one per field
+    // id and one per line, and a slot per CPU.
+    const TRAFFIC_BYTES: u64 = 128;
+    sim_core::engine::estimate_run_bytes(config)
+        .saturating_add(
+            (config.program.field_names.len() as u64 + config.memory.unit_count() as u64)
+                .saturating_mul(TRAFFIC_BYTES),
+        )
+        .saturating_add((config.threads.len() as u64).saturating_mul(TRAFFIC_BYTES))
 }
 
 /// Builds every variant (base first). The first error stops the build.
@@ -244,14 +262,24 @@ pub fn build_config(
         start_spread_cycles: doc.run.start_spread_cycles,
         check_invariants: options.check_invariants,
     };
-    // Refused before the run allocates it.
-    let estimate = sim_core::engine::estimate_run_bytes(&config);
-    if estimate > loaded.limits.host_memory_bytes {
+    // Refused before the run allocates it: a run must fit beside the
+    // documents, since the limit is the whole process's.
+    let estimate = run_bytes(&config);
+    if estimate > loaded.run_budget_bytes() {
+        let documents = if loaded.documents_bytes > 0 {
+            format!(
+                " beside the {} MiB its scenario's documents take",
+                loaded.documents_bytes >> 20
+            )
+        } else {
+            String::new()
+        };
+        let needed = estimate.saturating_add(loaded.documents_bytes);
         return Err(InputError::whole_file(
             &loaded.source.path,
             format!(
                 "a run would take about {} MiB of host memory ({} bytes of instances in {} \
-                 lines, {} running CPUs), more than the limit of {} MiB",
+                 lines, {} running CPUs){documents}, more than the limit of {} MiB",
                 estimate >> 20,
                 config.memory.total_bytes,
                 config.memory.unit_count(),
@@ -261,12 +289,13 @@ pub fn build_config(
         )
         .with_valid(format!(
             "fewer or smaller instances; or raise the limit with \
-             `--set-limit host_memory_bytes={estimate}`"
+             `--set-limit host_memory_bytes={needed}`"
         )));
     }
     Ok(BuiltVariant {
         name: String::new(),
         description: None,
+        run_bytes: estimate,
         config,
         groups,
     })

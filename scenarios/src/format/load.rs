@@ -61,6 +61,15 @@ pub fn load(
             (None, vec![case])
         }
     };
+    // The documents held: the base and the variants, and each case's.
+    let documents = 1
+        + variants.len() as u64
+        + if sweep.is_some() {
+            cases.iter().map(|c| c.variants.len() as u64).sum()
+        } else {
+            0
+        };
+    let documents_bytes = document::documents_bytes(&source, &imports, documents);
     let loaded = LoadedScenario {
         source,
         base,
@@ -68,6 +77,7 @@ pub fn load(
         sweep,
         cases,
         limits: *limits,
+        documents_bytes,
     };
     check_measured_entries(&loaded)?;
     Ok(loaded)

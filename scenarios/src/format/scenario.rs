@@ -27,12 +27,25 @@ pub struct LoadedScenario {
     pub cases: Vec<Case>,
     /// The bounds it was loaded under, which its build and runs keep.
     pub limits: Limits,
+    /// Host memory its documents are estimated to take (every case's and
+    /// the file's own: the file and what its imports expand to, per
+    /// document). `limits.host_memory_bytes` is for the whole process, so
+    /// runs get what the documents leave ([`LoadedScenario::run_budget_bytes`]).
+    pub documents_bytes: u64,
 }
 
 impl LoadedScenario {
     /// The base followed by the variants.
     pub fn all(&self) -> impl Iterator<Item = &Variant> {
         std::iter::once(&self.base).chain(&self.variants)
+    }
+
+    /// Host memory the runs of this scenario may take together, at any one
+    /// time: the limit less what the documents take.
+    pub fn run_budget_bytes(&self) -> u64 {
+        self.limits
+            .host_memory_bytes
+            .saturating_sub(self.documents_bytes)
     }
 
     /// An error at a span of the source (for checks done by later stages).

@@ -752,6 +752,7 @@ pub(super) fn expand(
     // Counted, and the memory of their documents estimated, before any is made.
     document::check_document_budget(
         source,
+        imports,
         axes.first().map_or(0..0, |a| a.key_span.clone()),
         "sweep",
         (total as u64).saturating_mul(selected.len() as u64),

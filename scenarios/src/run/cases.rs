@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use rayon::prelude::*;
 
+use super::budget::MemoryBudget;
 use super::results::{run_variant, VariantFailure, VariantResult};
 use crate::build::{build_all, build_config, BuildOptions, BuiltVariant};
 use crate::format::error::InputError;
@@ -114,11 +115,18 @@ pub fn in_shard(index: usize, shard: usize, shards: usize) -> bool {
     index % shards == shard
 }
 
-/// Runs every variant of every case, in parallel across runs; `case_done`
-/// is called (from any thread) each time a case's last run finishes.
-/// Results come back in case order whatever the number of host threads.
-pub fn run_cases(cases: &[BuiltCase], case_done: &(dyn Fn() + Sync)) -> Vec<CaseResult> {
-    run_cases_reporting(cases, &|_, _| case_done())
+/// Runs every variant of every case, in parallel across runs while their
+/// estimated memory fits `budget_bytes` together (see [`MemoryBudget`];
+/// [`LoadedScenario::run_budget_bytes`] is what a scenario's documents
+/// leave); `case_done` is called (from any thread) each time a case's last
+/// run finishes. Results come back in case order whatever the number of
+/// host threads.
+pub fn run_cases(
+    cases: &[BuiltCase],
+    budget_bytes: u64,
+    case_done: &(dyn Fn() + Sync),
+) -> Vec<CaseResult> {
+    run_cases_reporting(cases, budget_bytes, &|_, _| case_done())
 }
 
 /// [`run_cases`], handing each case and its results to `case_done` as soon
@@ -126,9 +134,11 @@ pub fn run_cases(cases: &[BuiltCase], case_done: &(dyn Fn() + Sync)) -> Vec<Case
 /// that a caller can keep the finished cases of a run that is interrupted.
 pub fn run_cases_reporting(
     cases: &[BuiltCase],
+    budget_bytes: u64,
     case_done: &(dyn Fn(&BuiltCase, &CaseResult) + Sync),
 ) -> Vec<CaseResult> {
     type Slot = Mutex<Option<Result<VariantResult, VariantFailure>>>;
+    let budget = MemoryBudget::new(budget_bytes);
     let remaining: Vec<AtomicUsize> = cases
         .iter()
         .map(|c| AtomicUsize::new(c.variants.len()))
@@ -169,7 +179,10 @@ pub fn run_cases_reporting(
         }
     };
     runs.par_iter().enumerate().for_each(|(k, &(i, v))| {
-        let r = run_variant(v);
+        let r = {
+            let _memory = budget.admit(v.run_bytes);
+            run_variant(v)
+        };
         *slots[k]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(r);

@@ -6,6 +6,8 @@
 //! It imports from [`crate::format`], [`crate::machine`] and
 //! [`crate::build`].
 //!
+//! - [`budget`]: the host threads and the memory the runs of one process
+//!   share;
 //! - [`results`]: running one built variant into a [`results::VariantResult`];
 //! - [`cases`]: building and running a scenario's cases;
 //! - [`estimate`]: each case's simulated events, estimated from a short
@@ -13,6 +15,7 @@
 //! - [`measured`]: each `[[measured]]` figure beside the simulated one
 //!   ([`measured::Comparison`]).
 
+pub mod budget;
 pub mod cases;
 pub mod estimate;
 pub mod measured;

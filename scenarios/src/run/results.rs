@@ -157,6 +157,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             }
         })
         .collect();
+    let on_units = FieldsOnUnits::new(memory);
     let lines = stats
         .per_unit
         .iter()
@@ -166,7 +167,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             unit,
             address: unit as u64 * memory.unit_bytes as u64,
             home_node: memory.unit_homes[unit],
-            fields: fields_on_unit(memory, unit),
+            fields: on_units.names(unit),
             traffic: t.clone(),
         })
         .collect();
@@ -220,22 +221,93 @@ fn field_spans(f: &sim_core::memory::FieldDef) -> Vec<(u32, u32)> {
 
 /// Names of the fields that overlap a unit.
 pub fn fields_on_unit(memory: &sim_core::memory::MemoryLayout, unit: usize) -> Vec<String> {
-    let start = unit as u64 * memory.unit_bytes as u64;
-    let end = start + memory.unit_bytes as u64;
-    let mut names = Vec::new();
-    for inst in &memory.instances {
-        let def = &memory.structs[inst.struct_index];
-        let many = inst.element_addresses.len() > 1;
-        for (e, &base) in inst.element_addresses.iter().enumerate() {
-            if base >= end || base + def.size_bytes as u64 <= start {
-                continue;
-            }
-            for f in &def.fields {
-                let overlaps = field_spans(f).iter().any(|&(from, to)| {
-                    let (fs, fe) = (base + from as u64, base + to as u64);
-                    fs < end && fe > start
-                });
-                if overlaps {
+    FieldsOnUnits::new(memory).names(unit)
+}
+
+/// A field's byte range in its struct: (from, to, the field's index).
+type FieldSpan = (u32, u32, usize);
+
+/// Which fields overlap a unit, found by binary searches rather than a
+/// scan of every field of every element per unit (a struct of 40 000
+/// fields made the report quadratic).
+struct FieldsOnUnits<'a> {
+    memory: &'a sim_core::memory::MemoryLayout,
+    /// Per struct: every field's byte ranges, sorted by `from`, and the
+    /// longest range's length.
+    spans: Vec<(Vec<FieldSpan>, u32)>,
+    /// Per instance: whether its elements lie in address order (they do
+    /// as `models` places them), so that a binary search finds the first.
+    sorted: Vec<bool>,
+}
+
+impl<'a> FieldsOnUnits<'a> {
+    fn new(memory: &'a sim_core::memory::MemoryLayout) -> Self {
+        let spans = memory
+            .structs
+            .iter()
+            .map(|def| {
+                let mut spans: Vec<FieldSpan> = def
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(i, f)| field_spans(f).into_iter().map(move |(a, b)| (a, b, i)))
+                    .collect();
+                spans.sort_unstable();
+                let longest = spans.iter().map(|&(a, b, _)| b - a).max().unwrap_or(0);
+                (spans, longest)
+            })
+            .collect();
+        let sorted = memory
+            .instances
+            .iter()
+            .map(|i| i.element_addresses.is_sorted())
+            .collect();
+        FieldsOnUnits {
+            memory,
+            spans,
+            sorted,
+        }
+    }
+
+    /// The names, in instance order, then element order, then field order.
+    fn names(&self, unit: usize) -> Vec<String> {
+        let memory = self.memory;
+        let start = unit as u64 * memory.unit_bytes as u64;
+        let end = start + memory.unit_bytes as u64;
+        let mut names = Vec::new();
+        for (inst, &sorted) in memory.instances.iter().zip(&self.sorted) {
+            let def = &memory.structs[inst.struct_index];
+            let (spans, longest) = &self.spans[inst.struct_index];
+            let size = def.size_bytes as u64;
+            let many = inst.element_addresses.len() > 1;
+            let addresses = &inst.element_addresses;
+            // The first element that may overlap.
+            let first = if sorted {
+                addresses.partition_point(|&base| base + size <= start)
+            } else {
+                0
+            };
+            for (e, &base) in addresses.iter().enumerate().skip(first) {
+                if sorted && base >= end {
+                    break;
+                }
+                if base >= end || base + size <= start {
+                    continue;
+                }
+                // Ranges relative to the element that overlap [start, end).
+                let (from, to) = (start.saturating_sub(base), end - base);
+                let upto = spans.partition_point(|&(a, _, _)| (a as u64) < to);
+                let mut found: Vec<usize> = spans[..upto]
+                    .iter()
+                    .rev()
+                    .take_while(|&&(a, _, _)| a as u64 + *longest as u64 >= from)
+                    .filter(|&&(_, b, _)| base + b as u64 > start)
+                    .map(|&(_, _, i)| i)
+                    .collect();
+                found.sort_unstable();
+                found.dedup();
+                for i in found {
+                    let f = &def.fields[i];
                     names.push(if many {
                         format!("{}[{}].{}", inst.name, e, f.name)
                     } else {
@@ -244,8 +316,8 @@ pub fn fields_on_unit(memory: &sim_core::memory::MemoryLayout, unit: usize) -> V
                 }
             }
         }
+        names
     }
-    names
 }
 
 /// Runs every variant, in parallel across variants; results come back in

@@ -42,6 +42,7 @@ use crate::build::{build_config, BuildOptions, BuiltVariant};
 use crate::format::error::closest;
 use crate::format::schema::{FieldDef, FieldShape, ScenarioDoc, StructDef};
 use crate::format::LoadedScenario;
+use crate::run::budget::MemoryBudget;
 use crate::run::cases::{build_cases, run_cases};
 use crate::run::results::run_variant;
 
@@ -349,9 +350,12 @@ impl Search<'_> {
             .enumerate()
             .flat_map(|(i, f)| f.2.iter().map(move |b| (i, b)))
             .collect();
+        // Candidates run in parallel while their memory fits together.
+        let budget = MemoryBudget::new(self.loaded.run_budget_bytes());
         let cycles: Vec<Option<f64>> = runs
             .par_iter()
             .map(|(_, b)| {
+                let _memory = budget.admit(b.run_bytes);
                 run_variant(b)
                     .ok()
                     .map(|r| r.iteration_cycles.mean())
@@ -545,7 +549,7 @@ pub fn optimize(
         .first()
         .and_then(|c| c.variants.first())
         .map_or(64, |b| b.config.memory.line_size_bytes);
-    let results = run_cases(&cases, &|| {});
+    let results = run_cases(&cases, loaded.run_budget_bytes(), &|| {});
     let mut traffic = vec![0.0; names.len()];
     let mut access = vec![(0u64, 0u64, 0u64); names.len()];
     let mut base_cycles = Vec::new();

@@ -272,6 +272,20 @@ pub fn compile_with_costs(
         procedures,
         field_base,
         kinds: Kinds::of(params, procedures, scripts),
+        field_indices: memory
+            .structs
+            .iter()
+            .map(|def| {
+                let mut names: Vec<(&str, u32)> = def
+                    .fields
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| (f.name.as_str(), i as u32))
+                    .collect();
+                names.sort_unstable();
+                names
+            })
+            .collect(),
     };
     // Functions are numbered as `Kinds` numbers them: procedures, then scripts.
     for (function, p) in procedures.iter().enumerate() {
@@ -302,6 +316,9 @@ struct Context<'a> {
     field_base: Vec<u32>,
     /// Which values are pointers (see [`super::kinds`]).
     kinds: Kinds,
+    /// Per struct, its fields' names with their indices, sorted: a place
+    /// is resolved by a binary search, not a scan of a struct's fields.
+    field_indices: Vec<Vec<(&'a str, u32)>>,
 }
 
 struct LoopLabels {
@@ -1045,7 +1062,12 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             ));
         };
         let def = memory.struct_of(instance);
-        let Some(field) = def.field_index(&place.field) else {
+        let names = &self.context.field_indices[memory.instances[instance].struct_index];
+        let found = names
+            .binary_search_by(|(n, _)| (*n).cmp(place.field.as_str()))
+            .ok()
+            .map(|k| names[k].1 as usize);
+        let Some(field) = found else {
             let names: Vec<&str> = def.fields.iter().map(|f| f.name.as_str()).collect();
             // Point at the field name, after `inst.` (when no element index
             // sits between them).

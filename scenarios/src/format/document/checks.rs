@@ -450,6 +450,9 @@ impl Checker<'_, '_> {
                     "an array of field tables such as { name = \"value\", type = \"u64\" }",
                 ));
         }
+        // Names seen so far, each with its first field: a lookup per field,
+        // not a scan, so a struct of many fields is checked in n log n.
+        let mut seen: std::collections::BTreeMap<&str, &FieldDef> = Default::default();
         for (i, f) in fields.iter().enumerate() {
             let fname = f.name.get_ref();
             let mut path = fields_path.clone();
@@ -462,7 +465,7 @@ impl Checker<'_, '_> {
                 "field name",
                 NameRule::Identifier,
             )?;
-            if let Some(first) = fields[..i].iter().find(|g| g.name.get_ref() == fname) {
+            if let Some(first) = seen.insert(fname, f) {
                 return Err(self.err(
                     f.name.span(),
                     &format!("{key}.name"),

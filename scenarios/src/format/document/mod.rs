@@ -83,11 +83,26 @@ pub struct Variant {
 /// hundred and more bytes per 13-byte line).
 pub(crate) const DOCUMENT_BYTES_PER_FILE_BYTE: u64 = 16;
 
+/// Host memory `documents` documents of the scenario in `source` take, at
+/// most: each holds the file and what its imports expand to.
+pub(crate) fn documents_bytes(
+    source: &SourceFile,
+    imports: &[import::Import],
+    documents: u64,
+) -> u64 {
+    documents
+        .saturating_mul(source.text.len() as u64 + import::imported_bytes(imports))
+        .saturating_mul(DOCUMENT_BYTES_PER_FILE_BYTE)
+}
+
 /// Refuses to make `documents` documents of the scenario in `source` when
 /// they are more than `limits.runs`, or would take more than
-/// `limits.host_memory_bytes`; `what` says where they come from.
+/// `limits.host_memory_bytes`; `what` says where they come from. Each
+/// document holds the file and what its imports expand to (`imports`: the
+/// fields read from pahole listings, as TOML), so both count.
 pub(crate) fn check_document_budget(
     source: &SourceFile,
+    imports: &[import::Import],
     span: Range<usize>,
     key: &str,
     documents: u64,
@@ -109,17 +124,21 @@ pub(crate) fn check_document_budget(
             limits.runs
         )));
     }
-    let estimate = documents
-        .saturating_mul(source.text.len() as u64)
-        .saturating_mul(DOCUMENT_BYTES_PER_FILE_BYTE);
+    let imported = import::imported_bytes(imports);
+    let estimate = documents_bytes(source, imports, documents);
     if estimate > limits.host_memory_bytes {
+        let with_imports = if imported > 0 {
+            format!(" (and {imported} bytes of fields imported from pahole listings)")
+        } else {
+            String::new()
+        };
         return Err(InputError::at(
             source,
             span,
             key,
             format!(
-                "{what}: {documents} runs of a {}-byte file would take about {} MiB to hold, \
-                 more than the limit of {} MiB",
+                "{what}: {documents} runs of a {}-byte file{with_imports} would take about {} \
+                 MiB to hold, more than the limit of {} MiB",
                 source.text.len(),
                 estimate >> 20,
                 limits.host_memory_bytes >> 20
@@ -186,6 +205,7 @@ pub(super) fn load_source(
     if !specs.is_empty() {
         check_document_budget(
             source,
+            imports,
             specs[0].name.span(),
             "variants",
             specs.len() as u64 + 1,
