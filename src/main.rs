@@ -479,6 +479,7 @@ fn main() -> ExitCode {
             protocol.as_deref(),
             [caches, lines, values, buffer],
             max_states,
+            inputs.limits.host_memory_bytes,
             prefetch,
             write_scenario.as_deref(),
         ),
@@ -1447,6 +1448,7 @@ fn check_protocol(
     protocol: Option<&str>,
     [caches, lines, values, buffer]: [u32; 4],
     max_states: u64,
+    max_bytes: u64,
     prefetch: bool,
     write_scenario: Option<&Path>,
 ) -> ExitCode {
@@ -1465,6 +1467,7 @@ fn check_protocol(
             values,
             buffer_depth: buffer,
             max_states,
+            max_bytes,
             prefetch,
             ..CheckConfig::new(protocol)
         };
@@ -1562,10 +1565,22 @@ fn check_protocol(
             return ExitCode::from(EXIT_RUN_FAILED);
         }
         if !report.complete {
-            eprintln!(
-                "error: stopped at {} states without a verdict (raise --max-states)",
-                report.states
-            );
+            match report.stopped_by {
+                Some(sim_core::checker::CheckBudget::Memory) => eprintln!(
+                    "error: stopped at {} states, depth {}, without a verdict: the states kept \
+                     would take about {} MiB, more than the limit of {} MiB; raise it with \
+                     `--set-limit host_memory_bytes=N`, or check fewer caches, lines or values",
+                    report.states,
+                    report.depth,
+                    report.bytes >> 20,
+                    max_bytes >> 20
+                ),
+                _ => eprintln!(
+                    "error: stopped at {} states, depth {}, without a verdict (raise \
+                     --max-states)",
+                    report.states, report.depth
+                ),
+            }
             return ExitCode::from(EXIT_RUN_FAILED);
         }
         println!("  no violation: every invariant holds in every reachable state");

@@ -90,6 +90,46 @@ fn a_configuration_out_of_range_is_bad_input() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The states kept are bounded by the process's memory limit, not only by
+/// their count: `--protocol moesi --caches 4` passed 4.5 GB and kept
+/// growing. It stops at the limit, says how far it got and why.
+#[test]
+fn a_memory_limit_too_small_gives_no_verdict_and_says_so() {
+    let o = bounce(&[
+        "check-protocol",
+        "--protocol",
+        "moesi",
+        "--caches",
+        "4",
+        "--set-limit",
+        "host_memory_bytes=20000000",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with("MOESI: 4 caches x 2 lines x 2 values, store buffers of 2: "),
+        "{out}"
+    );
+    let err = text(&o.stderr);
+    let (states, rest) = err
+        .strip_prefix("error: stopped at ")
+        .and_then(|e| e.split_once(" states, depth "))
+        .unwrap_or_else(|| panic!("{err}"));
+    let states: u64 = states.parse().unwrap();
+    assert!(out.contains(&format!(": {states} states, ")), "{out}");
+    assert!(
+        rest.ends_with(
+            " MiB, more than the limit of 19 MiB; raise it with `--set-limit \
+             host_memory_bytes=N`, or check fewer caches, lines or values\n"
+        ),
+        "{err}"
+    );
+    assert!(
+        rest.contains(", without a verdict: the states kept would take about "),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_budget_too_small_gives_no_verdict() {
     let o = bounce(&[
@@ -103,6 +143,6 @@ fn a_budget_too_small_gives_no_verdict() {
     assert!(text(&o.stdout).starts_with("MESI: 3 caches x 2 lines x 2 values"));
     assert_eq!(
         text(&o.stderr),
-        "error: stopped at 100 states without a verdict (raise --max-states)\n"
+        "error: stopped at 100 states, depth 2, without a verdict (raise --max-states)\n"
     );
 }

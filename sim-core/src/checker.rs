@@ -104,6 +104,9 @@ pub struct CheckConfig {
     pub buffer_depth: u32,
     /// Stop, without a verdict, after this many distinct states.
     pub max_states: u64,
+    /// Stop, without a verdict, when the states kept would take more host
+    /// memory than this, estimated as they are made ([`CheckReport::bytes`]).
+    pub max_bytes: u64,
     /// Caches may also issue adjacent-line prefetch reads (a step of their
     /// own, on any line, not only the buddy of a miss).
     pub prefetch: bool,
@@ -119,6 +122,7 @@ impl CheckConfig {
             values: 2,
             buffer_depth: 2,
             max_states: DEFAULT_MAX_STATES,
+            max_bytes: crate::limits::Limits::default().host_memory_bytes,
             prefetch: false,
         }
     }
@@ -531,6 +535,37 @@ pub struct CheckReport {
     /// was not hit).
     pub complete: bool,
     pub violation: Option<Violation>,
+    /// Host memory the exploration's states took when it stopped, as
+    /// estimated: the encodings of the states seen and their table, the
+    /// path to each, and the states of the frontiers.
+    pub bytes: u64,
+    /// Why it stopped without a verdict, when it did.
+    pub stopped_by: Option<CheckBudget>,
+}
+
+/// The bound an exploration hit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CheckBudget {
+    /// [`CheckConfig::max_states`].
+    States,
+    /// [`CheckConfig::max_bytes`].
+    Memory,
+}
+
+/// Host memory of the exploration so far (see [`CheckReport::bytes`]).
+/// The frontiers' states are the large part: each a whole `State`, its
+/// per-line coherence entries on the heap besides.
+fn exploration_bytes(
+    seen: &Seen,
+    parents: &Vec<(u32, Action)>,
+    frontier_states: usize,
+    state_bytes: u64,
+) -> u64 {
+    (seen.arena.capacity()
+        + seen.ends.capacity() * std::mem::size_of::<u64>()
+        + seen.slots.len() * std::mem::size_of::<u32>()
+        + parents.capacity() * std::mem::size_of::<(u32, Action)>()) as u64
+        + frontier_states as u64 * state_bytes
 }
 
 /// Explores every reachable state of `config` and checks the invariants.
@@ -814,7 +849,18 @@ impl<'c> Explorer<'c> {
             quiescent_states: 0,
             complete: false,
             violation: None,
+            bytes: 0,
+            stopped_by: None,
         };
+        // A state in a frontier: the struct, and on the heap each line's
+        // entry with its holders and waiters (a small vector each, with the
+        // allocator's overhead).
+        let lines = self.config.lines as u64;
+        let state_bytes = std::mem::size_of::<(u32, State)>() as u64
+            + lines
+                * (Coherence::line_state_bytes(self.config.caches)
+                    + self.config.caches as u64 * 16
+                    + 4 * 16);
         let mut seen = Seen::new();
         // The parent and the step that first reached each state, by number.
         let mut parents: Vec<(u32, Action)> = Vec::new();
@@ -839,6 +885,7 @@ impl<'c> Explorer<'c> {
         let mut unit_key = Vec::new();
         while !frontier.is_empty() {
             let mut next_frontier = Vec::new();
+            let frontier_len = frontier.len();
             for (id, state) in frontier {
                 self.actions(&state, &mut actions);
                 let pending = self.measure(&state);
@@ -905,9 +952,31 @@ impl<'c> Explorer<'c> {
                     }
                     if seen.len() as u64 >= self.config.max_states {
                         report.states = seen.len() as u64;
+                        report.stopped_by = Some(CheckBudget::States);
+                        report.bytes = exploration_bytes(
+                            &seen,
+                            &parents,
+                            frontier_len + next_frontier.len(),
+                            state_bytes,
+                        );
                         return report;
                     }
                     next_frontier.push((new_id, next.clone()));
+                    // Checked every 4096 states: cheap, and never far behind.
+                    if seen.len() % 4096 == 0 {
+                        let bytes = exploration_bytes(
+                            &seen,
+                            &parents,
+                            frontier_len + next_frontier.len(),
+                            state_bytes,
+                        );
+                        if bytes > self.config.max_bytes {
+                            report.states = seen.len() as u64;
+                            report.stopped_by = Some(CheckBudget::Memory);
+                            report.bytes = bytes;
+                            return report;
+                        }
+                    }
                 }
                 if pending != (0, 0) && completions == 0 {
                     let f = found(
@@ -929,6 +998,7 @@ impl<'c> Explorer<'c> {
         }
         report.states = seen.len() as u64;
         report.complete = true;
+        report.bytes = exploration_bytes(&seen, &parents, 0, state_bytes);
         report
     }
 
@@ -1774,6 +1844,28 @@ fn describe_report(report: &AccessReport, prefix: &str) -> String {
 mod tests {
     use super::*;
     use crate::coherence::planted::{self, Bug};
+
+    #[test]
+    fn an_exploration_stops_at_its_memory_bound_and_says_how_far_it_got() {
+        let config = CheckConfig {
+            max_bytes: 2 << 20,
+            ..CheckConfig::new(Protocol::Moesi)
+        };
+        let report = check(&config).unwrap();
+        assert!(!report.complete);
+        assert_eq!(report.stopped_by, Some(CheckBudget::Memory));
+        assert!(report.bytes > config.max_bytes);
+        assert!(report.states > 1000, "{}", report.states);
+        // The same exploration with room to spare completes, and reports
+        // what it took.
+        let plain = check(&CheckConfig {
+            lines: 1,
+            ..CheckConfig::new(Protocol::Mesi)
+        })
+        .unwrap();
+        assert!(plain.complete && plain.stopped_by.is_none());
+        assert!(plain.bytes > 0 && plain.bytes < plain.config.max_bytes);
+    }
 
     /// 3 caches x 2 lines x 2 values; store buffers of 2 in optimised
     /// builds, of 1 in debug builds (the same exploration, some eight
