@@ -963,7 +963,7 @@ impl<'c> Explorer<'c> {
                     }
                     next_frontier.push((new_id, next.clone()));
                     // Checked every 4096 states: cheap, and never far behind.
-                    if seen.len() % 4096 == 0 {
+                    if seen.len() & 4095 == 0 {
                         let bytes = exploration_bytes(
                             &seen,
                             &parents,
