@@ -1043,9 +1043,34 @@ fn show_limits(limits: &scenarios::Limits) -> ExitCode {
         println!("{:width$}  {} {}", l.name, l.value, l.unit);
         println!("{:width$}    {}", "", l.why);
     }
-    println!("\nThe simulated-cycle budget of a run is the scenario's `run.max_cycles` (default 10000000000).");
+    println!(
+        "\nThe simulated-cycle budget of a run is the scenario's `run.max_cycles` (default \
+         10000000000, at most the limit `max_cycles`)."
+    );
+    println!(
+        "Host threads: `--jobs` from 1 to {}; runs in parallel share `host_memory_bytes`.",
+        scenarios::run::budget::MAX_JOBS
+    );
+    print!("{HOST_TIME}");
     ExitCode::SUCCESS
 }
+
+/// What `bounce limits` says of host time: the rates measured, and what
+/// bounds a run's time and what does not yet.
+const HOST_TIME: &str = "
+Host time (measured on a 2-core shared host; benches/FIGURES.md has the
+method): a CPU in a loop of script operations simulates about 2*10^7 cycles
+per host second, about 6*10^7 script operations per second; memory accesses
+and events run at 1 to 20 million per second. A run ends within `events`
+events and `run.max_cycles` simulated cycles, so its host time is at most
+about (running CPUs x max_cycles) / 2*10^7 seconds plus its events' time:
+about 500 s per running CPU at the default budget of 10^10 cycles. Script
+operations that take no simulated time (a body of register arithmetic, up
+to `script_bytes` of it, repeated by zero-time calls and iteration ends up
+to `steps_without_time`) are not counted by any budget yet, so a run can
+take longer than that figure; lower `max_cycles` or `steps_without_time`
+for untrusted scenarios.
+";
 
 fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
     let (loaded, built) = match load_and_build(file, inputs, BuildOptions::default()) {

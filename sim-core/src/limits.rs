@@ -132,11 +132,12 @@ limits! {
     warmup_iterations: 1_000_000_000_000, "iterations", 1 << 62;
     /// The largest simulated-cycle budget a scenario may set
     /// (`run.max_cycles`, default 10^10) and so the longest `run.cycles`.
-    /// A CPU running a loop of script operations alone simulates about 10^8
-    /// cycles per host second (benches/FIGURES.md), so the default budget
-    /// is some 100 s of host time per running CPU at worst, and this limit
-    /// 100 times that. It cannot be raised past 2^62: the run's end must
-    /// stay below the top of the 64-bit clock, which saturates there.
+    /// A CPU running a loop of script operations alone simulates about
+    /// 2*10^7 cycles per host second (measured; `bounce limits` says more),
+    /// so the default budget is some 500 s of host time per running CPU at
+    /// worst, and this limit 100 times that. It cannot be raised past 2^62:
+    /// the run's end must stay below the top of the 64-bit clock, which
+    /// saturates there.
     max_cycles: DEFAULT_MAX_CYCLES_LIMIT, "cycles", MAX_CYCLES_CEILING;
     /// Events one run may process (store-buffer drains, lines freed, CPUs
     /// resumed). A run that hits it is truncated: no result.
