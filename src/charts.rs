@@ -151,8 +151,14 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
     Ok(out)
 }
 
-fn file_safe(s: &str) -> String {
-    s.chars()
+/// A name (a variant's, a machine's, an instance's) as part of a file name:
+/// letters, digits, `-` and `_` kept, anything else `_`, and at most
+/// [`FILE_PART_CHARS`] characters. A name changed on the way (cut, or with
+/// other characters) ends with a hash of it, so that two names never share
+/// a file; the name itself stays in the chart and the results files.
+pub fn file_safe(s: &str) -> String {
+    let kept: String = s
+        .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
                 c
@@ -160,8 +166,19 @@ fn file_safe(s: &str) -> String {
                 '_'
             }
         })
-        .collect()
+        .collect();
+    if kept == s && kept.len() <= FILE_PART_CHARS {
+        return kept;
+    }
+    let hash = scenarios::format::sweep::fnv1a64(s.as_bytes());
+    let cut: String = kept.chars().take(FILE_PART_CHARS - 17).collect();
+    format!("{cut}-{hash:016x}")
 }
+
+/// Longest part of a chart's file name made from a name: two of them and
+/// the chart's own words stay well within the 255 bytes a file name may
+/// have on Linux and macOS.
+const FILE_PART_CHARS: usize = 80;
 
 fn axis_text(v: &serde_json::Value) -> String {
     match v {

@@ -27,15 +27,41 @@ fn emit(args: std::fmt::Arguments) {
     }
 }
 
-/// Writes `path` whole or not at all: a temporary file beside it, renamed
-/// into place. On failure, says so and gives the exit code for bad output
-/// paths.
+/// `--force`: files named by `--svg`, `--write-variant`, `--write-scenario`
+/// and `--csv` may be overwritten. Set once, from the command line.
+static FORCE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Refuses, before any work, to write over an existing file without
+/// `--force`.
+fn refuse_existing(path: &Path) -> Result<(), ExitCode> {
+    if !FORCE.load(std::sync::atomic::Ordering::Relaxed) && path.exists() {
+        eprintln!(
+            "error: `{}` exists; pass --force to overwrite it, or name another file",
+            path.display()
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    Ok(())
+}
+
+/// Writes `path` whole or not at all: a temporary file beside it, moved
+/// into place (without `--force`, only if nothing is there: linked, not
+/// renamed, so a file that appeared meanwhile is not overwritten). On
+/// failure, says so and gives the exit code for bad output paths.
 fn write_whole(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), ExitCode> {
+    refuse_existing(path)?;
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".partial");
     let tmp = PathBuf::from(tmp);
+    let force = FORCE.load(std::sync::atomic::Ordering::Relaxed);
     std::fs::write(&tmp, contents)
-        .and_then(|_| std::fs::rename(&tmp, path))
+        .and_then(|_| {
+            if force {
+                std::fs::rename(&tmp, path)
+            } else {
+                std::fs::hard_link(&tmp, path).and_then(|_| std::fs::remove_file(&tmp))
+            }
+        })
         .map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
             eprintln!("error: cannot write `{}`: {e}", path.display());
@@ -81,6 +107,10 @@ struct Cli {
     /// Off by default: a shared scenario is data, not a key to your files.
     #[arg(long, global = true)]
     allow_imports_outside: bool,
+    /// Overwrite the files named by --svg, --write-variant, --write-scenario
+    /// and --csv (without it, an existing file is an error).
+    #[arg(long, global = true)]
+    force: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -347,6 +377,7 @@ fn main() -> ExitCode {
             .num_threads(jobs)
             .build_global();
     }
+    FORCE.store(cli.force, std::sync::atomic::Ordering::Relaxed);
     let mut limits = scenarios::Limits::default();
     for assignment in &cli.set_limit {
         if let Err(e) = limits.set(assignment) {
@@ -963,6 +994,9 @@ fn validate(
     strict: bool,
     limits: &scenarios::Limits,
 ) -> ExitCode {
+    if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
+        return code;
+    }
     let options = scenarios::tools::validate::ValidateOptions {
         machine,
         data_dir: data,
@@ -1219,6 +1253,9 @@ fn trace(
     limit: usize,
     svg: Option<(&Path, usize)>,
 ) -> ExitCode {
+    if let Some(Err(code)) = svg.map(|(path, _)| refuse_existing(path)) {
+        return code;
+    }
     let (loaded, built, chosen) = match load_variant(file, inputs, variant) {
         Ok(x) => x,
         Err(code) => return code,
@@ -1297,6 +1334,9 @@ fn optimize(
     options: scenarios::tools::optimize::OptimizeOptions,
     write_variant: Option<&Path>,
 ) -> ExitCode {
+    if let Some(Err(code)) = write_variant.map(refuse_existing) {
+        return code;
+    }
     let loaded = match inputs.load(file) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
@@ -1478,6 +1518,9 @@ fn check_protocol(
     write_scenario: Option<&Path>,
 ) -> ExitCode {
     use sim_core::checker::{check, CheckConfig};
+    if let Some(Err(code)) = write_scenario.map(refuse_existing) {
+        return code;
+    }
     use sim_core::topology::Protocol;
     let protocols = match protocol {
         Some("mesi") => vec![Protocol::Mesi],

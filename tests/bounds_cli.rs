@@ -324,3 +324,89 @@ fn jobs_are_bounded() {
     ]);
     assert_exit(&o, 0);
 }
+
+/// A variant name too long for a file name (names allow any length) left
+/// the results without their charts; the chart's file name is cut and
+/// made distinct by a hash, and the name stays whole in the results.
+#[test]
+fn a_variant_name_that_cannot_be_a_file_name_still_gets_its_chart() {
+    let dir = TempDir::new("long-name");
+    let long = "v".repeat(300);
+    let path = dir.join("t.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n[[variants]]\nname = \"{long}\"\nset = {{ \"run.iterations\" = 4 }}\n",
+            scenario(ONE_FIELD, "g.a = g.a + 1", "iterations = 3")
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = bounce(&["run", &path, "--out", &out, "--quiet"]);
+    assert_exit(&o, 0);
+    let mut charts: Vec<String> = std::fs::read_dir(dir.0.join("out/charts"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    charts.sort();
+    let cut = bounce::charts::file_safe(&long);
+    assert_eq!(cut.len(), 80);
+    assert_eq!(
+        charts,
+        vec![
+            "attribution.svg".to_string(),
+            "comparison.svg".to_string(),
+            "lines-s-base.svg".to_string(),
+            format!("lines-s-{cut}.svg"),
+        ]
+    );
+    let results = std::fs::read_to_string(dir.0.join("out/results.json")).unwrap();
+    assert!(results.contains(&format!("\"{long}\"")));
+}
+
+/// `--svg`, `--write-variant`, `--write-scenario` and `--csv` refuse to
+/// overwrite a file without `--force`, before doing any work.
+#[test]
+fn files_are_not_overwritten_without_force() {
+    let dir = TempDir::new("force");
+    let svg = dir.join("t.svg");
+    std::fs::write(&svg, "mine").unwrap();
+    let refused =
+        format!("error: `{svg}` exists; pass --force to overwrite it, or name another file\n");
+    let o = bounce(&[
+        "trace",
+        "scenarios/shipped/false-sharing.toml",
+        "--svg",
+        &svg,
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(stderr(&o), refused);
+    assert_eq!(stdout(&o), "");
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "mine");
+    let o = bounce(&[
+        "trace",
+        "scenarios/shipped/false-sharing.toml",
+        "--svg",
+        &svg,
+        "--force",
+    ]);
+    assert_exit(&o, 0);
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    for args in [
+        vec![
+            "optimize",
+            "scenarios/shipped/false-sharing.toml",
+            "--struct",
+            "counter",
+            "--write-variant",
+        ],
+        vec!["check-protocol", "--write-scenario"],
+        vec!["validate", "--csv"],
+    ] {
+        let mut args = args.clone();
+        args.push(&svg);
+        let o = bounce(&args);
+        assert_exit(&o, 2);
+        assert_eq!(stderr(&o), refused, "{args:?}");
+    }
+}
