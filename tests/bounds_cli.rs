@@ -410,3 +410,81 @@ fn files_are_not_overwritten_without_force() {
         assert_eq!(stderr(&o), refused, "{args:?}");
     }
 }
+
+/// `merge` verifies what it joins: each record carries a content hash (of
+/// the scenario, its case, its seed and its results) that merge recomputes,
+/// so an edited value, seed or case id in a shard is refused, not merged.
+#[test]
+fn merge_refuses_an_edited_shard() {
+    let dir = TempDir::new("merge-hash");
+    let path = dir.join("t.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n[sweep]\n\"run.iterations\" = [2, 3, 4]\n",
+            scenario(ONE_FIELD, "g.a = g.a + 1", "iterations = 3")
+        ),
+    )
+    .unwrap();
+    let (s0, s1) = (dir.join("s0"), dir.join("s1"));
+    assert_exit(
+        &bounce(&["run", &path, "--shard", "0/2", "--out", &s0, "-q"]),
+        0,
+    );
+    assert_exit(
+        &bounce(&["run", &path, "--shard", "1/2", "--out", &s1, "-q"]),
+        0,
+    );
+    let merged = dir.join("merged");
+    assert_exit(&bounce(&["merge", &merged, &s0, &s1]), 0);
+    let results = std::fs::read_to_string(dir.0.join("s1/results.json")).unwrap();
+    let edits: [(&str, Box<dyn Fn(&str) -> String>); 3] = [
+        (
+            "a value",
+            Box::new(|t: &str| t.replacen("\"memory_ops\": ", "\"memory_ops\": 1", 1)),
+        ),
+        (
+            "the seed",
+            Box::new(|t: &str| {
+                let at = t.find("\"records\"").unwrap();
+                let (head, tail) = t.split_at(at);
+                format!("{head}{}", tail.replacen("\"seed\": ", "\"seed\": 9", 1))
+            }),
+        ),
+        (
+            "the case id",
+            Box::new(|t: &str| {
+                let at = t.find("\"records\"").unwrap();
+                let (head, tail) = t.split_at(at);
+                format!(
+                    "{head}{}",
+                    tail.replacen("\"case_id\": \"run.iterations=3\"", "\"case_id\": \"x\"", 1)
+                )
+            }),
+        ),
+    ];
+    for (what, edit) in edits {
+        let edited = edit(&results);
+        assert_ne!(edited, results, "{what}: the edit changed nothing");
+        std::fs::write(dir.0.join("s1/results.json"), &edited).unwrap();
+        let out = dir.join(&format!("out-{}", what.replace(' ', "-")));
+        let o = bounce(&["merge", &out, &s0, &s1]);
+        assert_exit(&o, 2);
+        let case_id = if what == "the case id" {
+            "x"
+        } else {
+            "run.iterations=3"
+        };
+        assert_eq!(
+            stderr(&o),
+            format!(
+                "error: `{s1}/results.json`: the record of case `{case_id}`, variant `base` does \
+                 not match its content hash: it was changed after bounce wrote it (a value, the \
+                 seed, the case or the scenario), or the file is damaged; run the shard again\n\
+                 error: nothing written to `{out}`\n"
+            ),
+            "{what}"
+        );
+        assert!(!std::path::Path::new(&out).exists(), "{what}");
+    }
+}

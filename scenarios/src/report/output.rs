@@ -130,6 +130,12 @@ pub struct Record {
     pub store_buffer_stall_cycles: u64,
     pub fields: Vec<FieldRecord>,
     pub lines: Vec<LineRecord>,
+    /// SHA-256 of the record's content ([`record_hash`]): the scenario's
+    /// hash, its case (index, id, seed, axis values) and every other field
+    /// of the record. `bounce merge` recomputes it, so that a record edited
+    /// after bounce wrote it is refused; empty in files written before it.
+    #[serde(default)]
+    pub content_sha256: String,
 }
 
 /// Traffic counts of a field or a line, over the measured window.
@@ -308,18 +314,79 @@ fn axes_map(names: &[String], values: &[AxisValue]) -> IndexMap<String, Value> {
 }
 
 /// The records of cases that all ran (a failed run has no record: callers
-/// write no files when a run failed).
+/// write no files when a run failed), each with its content hash.
 pub fn records(header: &ResultsFile, built: &[BuiltCase], results: &[CaseResult]) -> Vec<Record> {
     let axis_names: Vec<String> = header.axes.iter().map(|a| a.name.clone()).collect();
     let mut out = Vec::new();
     for (case, result) in built.iter().zip(results) {
         for (variant, r) in case.variants.iter().zip(&result.results) {
             if let Ok(r) = r {
-                out.push(record(header, &axis_names, case, variant, r));
+                let mut record = record(header, &axis_names, case, variant, r);
+                if let Some(info) = header.cases.get(case.index) {
+                    record.content_sha256 = record_hash(&header.scenario.sha256, info, &record);
+                }
+                out.push(record);
             }
         }
     }
     out
+}
+
+/// The content hash of `record`: SHA-256, in hex, of the compact JSON of
+/// the scenario's hash, the record's case as the results list it (index,
+/// id, seed, axis values) and the record without its own hash. JSON numbers
+/// read back as written (shortest round-trip floats), so the hash of a
+/// record read from `results.json` is the one computed when it was written.
+pub fn record_hash(scenario_sha256: &str, case: &CaseInfo, record: &Record) -> String {
+    #[derive(Serialize)]
+    struct Hashed<'a> {
+        scenario_sha256: &'a str,
+        case: &'a CaseInfo,
+        record: &'a Record,
+    }
+    let mut without = record.clone();
+    without.content_sha256.clear();
+    let text = serde_json::to_string(&Hashed {
+        scenario_sha256,
+        case,
+        record: &without,
+    })
+    .expect("records serialize");
+    sha256_hex(text.as_bytes())
+}
+
+/// Checks every record of a shard against its content hash and its case.
+fn verify_records(shard: &ShardInput) -> Result<(), String> {
+    let results = &shard.results;
+    let dir = shard.dir.display();
+    for r in &results.records {
+        let what = format!("case `{}`, variant `{}`", r.case_id, r.variant);
+        let Some(case) = results.cases.get(r.case_index) else {
+            return Err(format!(
+                "`{dir}/{RESULTS_JSON}`: the record of {what} names case {} of {}",
+                r.case_index,
+                results.cases.len()
+            ));
+        };
+        if r.content_sha256.is_empty() {
+            return Err(format!(
+                "`{dir}/{RESULTS_JSON}`: the record of {what} has no content hash (written by \
+                 a bounce before {}), so it cannot be verified; run the shard again",
+                env!("CARGO_PKG_VERSION")
+            ));
+        }
+        if r.case_id != case.id
+            || r.scenario_sha256 != results.scenario.sha256
+            || record_hash(&results.scenario.sha256, case, r) != r.content_sha256
+        {
+            return Err(format!(
+                "`{dir}/{RESULTS_JSON}`: the record of {what} does not match its content hash: \
+                 it was changed after bounce wrote it (a value, the seed, the case or the \
+                 scenario), or the file is damaged; run the shard again"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn record(
@@ -404,6 +471,7 @@ fn record(
                 traffic: (&l.traffic).into(),
             })
             .collect(),
+        content_sha256: String::new(),
     }
 }
 
@@ -913,6 +981,7 @@ fn merge_with(shards: &[ShardInput], unreadable: &[String]) -> Result<ResultsFil
                 "`{dir}`: `{SHARD_MANIFEST}` and `{RESULTS_JSON}` name different scenarios"
             ));
         }
+        verify_records(s)?;
         // The records must be exactly the manifest's cases, each with every variant.
         let expected: Vec<(usize, &str)> = m
             .cases
