@@ -438,7 +438,8 @@ fn merge_refuses_an_edited_shard() {
     let merged = dir.join("merged");
     assert_exit(&bounce(&["merge", &merged, &s0, &s1]), 0);
     let results = std::fs::read_to_string(dir.0.join("s1/results.json")).unwrap();
-    let edits: [(&str, Box<dyn Fn(&str) -> String>); 3] = [
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let edits: [(&str, Edit); 3] = [
         (
             "a value",
             Box::new(|t: &str| t.replacen("\"memory_ops\": ", "\"memory_ops\": 1", 1)),
