@@ -489,3 +489,15 @@ fn merge_refuses_an_edited_shard() {
         assert!(!std::path::Path::new(&out).exists(), "{what}");
     }
 }
+
+/// A mode given twice is an error, not silently one mode.
+#[test]
+fn a_preset_mode_given_twice_is_refused() {
+    let o = bounce(&["presets", "show", "icelake-sp-2s:snc2,snc2"]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: mode `snc2` of preset `icelake-sp-2s` is given twice; give each mode once\n"
+    );
+    assert_eq!(stdout(&o), "");
+}

@@ -765,14 +765,15 @@ pub fn build_memory(
                 message: format!("unknown struct `{}`", inst.struct_name),
             })
     };
-    let check_size = |owner: &str, end: u64| -> Result<(), LayoutError> {
+    let check_size = |owner: &str, key: &'static str, end: u64| -> Result<(), LayoutError> {
         if end > MAX_MEMORY_BYTES {
             return Err(LayoutError {
                 owner: owner.to_string(),
                 field: None,
-                key: "count",
+                key,
                 message: format!(
-                    "the scenario's memory would exceed {} MiB",
+                    "the scenario's memory would reach {end} bytes with it, more than the {} \
+                     MiB of simulated memory",
                     MAX_MEMORY_BYTES >> 20
                 ),
             });
@@ -811,7 +812,7 @@ pub fn build_memory(
                     .map(|e| base + e * def.size_bytes as u64)
                     .collect();
                 next = base + inst.count as u64 * def.size_bytes as u64;
-                check_size(&inst.name, next)?;
+                check_size(&inst.name, "count", next)?;
                 homes_by_range.push((base, next, inst.node));
                 placed.push(InstanceDef {
                     name: inst.name.clone(),
@@ -827,7 +828,7 @@ pub fn build_memory(
                 for node in 0..topology.node_count() {
                     let base = round_up(next, granule.max(def.align_bytes as u64));
                     next = base + def.size_bytes as u64;
-                    check_size(&inst.name, next)?;
+                    check_size(&inst.name, "kind", next)?;
                     homes_by_range.push((base, next, node));
                     addresses.push(base);
                     homes.push(node);
@@ -887,7 +888,24 @@ pub fn build_memory(
             }
         }
         next = first + topology.cpu_count() as u64 * area_bytes;
-        check_size("per-cpu areas", next)?;
+        // Blamed on the last per-CPU instance, whose `kind` makes a copy
+        // per CPU: every one of them takes a part of each CPU's area.
+        if next > MAX_MEMORY_BYTES {
+            let last = &instances[*per_cpu.last().expect("per-CPU instances")];
+            return Err(LayoutError {
+                owner: last.name.clone(),
+                field: None,
+                key: "kind",
+                message: format!(
+                    "the per-CPU areas ({area_bytes} bytes per CPU, for {} per-CPU instance(s), \
+                     x {} CPUs) would take the scenario's memory to {next} bytes, more than the \
+                     {} MiB of simulated memory",
+                    per_cpu.len(),
+                    topology.cpu_count(),
+                    MAX_MEMORY_BYTES >> 20
+                ),
+            });
+        }
     }
 
     let total = round_up(next.max(granule), granule);

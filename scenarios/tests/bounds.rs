@@ -329,3 +329,103 @@ fn an_access_across_two_lines_is_refused() {
     .unwrap();
     build_all(&loaded, BuildOptions::default()).unwrap();
 }
+
+/// Smaller items of issue 19: errors that named no place, or the wrong one.
+#[test]
+fn errors_name_the_place_at_fault() {
+    // A dotted key 85 parts deep: the parser's recursion limit, at 1:1 and
+    // with no key before.
+    let deep = format!(
+        "schema = 1\nmachine = \"icelake-sp-2s\"\n[run]\niterations = 1\n[{}]\nx = 1\n",
+        vec!["a"; 85].join(".")
+    );
+    let header = format!("[{}]", vec!["a"; 85].join("."));
+    assert_eq!(
+        error_of(&deep),
+        format!(
+            "error: invalid TOML: the key `a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a....` has 85 \
+             dotted parts, more than the parser takes (79)\n --> t.toml:5:1\n  |\n5 | {header}\n  \
+             | {}\n  = valid: keys of at most 79 parts",
+            "^".repeat(header.len())
+        )
+    );
+    // `cores_per_l3 = 10^6` was blamed on `machine.sockets`.
+    let machine = scenario(
+        "",
+        r#"[{ name = "a", type = "long" }]"#,
+        "g.a = 1",
+        "iterations = 1",
+    )
+    .replace(
+        "machine = \"icelake-sp-2s\"\nseed = 1\n",
+        "seed = 1\n[machine]\npreset = \"icelake-sp-2s\"\ncores_per_l3 = 1000000\n",
+    );
+    assert_eq!(
+        error_of(&machine),
+        r#"error: the machine would have 4000000 CPUs; the limit is 4096 (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core) (in `machine.cores_per_l3`)
+ --> t.toml:6:16
+  |
+6 | cores_per_l3 = 1000000
+  |                ^^^^^^^"#
+    );
+    // Simulated memory exceeded by per-CPU instances: no line or column.
+    let per_cpu = scenario(
+        "",
+        r#"[{ name = "a", type = "long" }, { name = "pad", size = 1000000 }]"#,
+        "g.a = 1",
+        "iterations = 1",
+    )
+    .replace("kind = \"global\"", "kind = \"per-cpu\"")
+    .replace(
+        "[scripts]",
+        "[instances.h]\nstruct = \"s\"\nkind = \"per-cpu\"\n\n[scripts]",
+    );
+    assert_eq!(
+        error_of(&per_cpu),
+        r#"error: the per-CPU areas (2000128 bytes per CPU, for 2 per-CPU instance(s), x 160 CPUs) would take the scenario's memory to 320020480 bytes, more than the 256 MiB of simulated memory (in `instances.h.kind`)
+  --> t.toml:18:8
+   |
+18 | kind = "per-cpu"
+   |        ^^^^^^^^^"#
+    );
+}
+
+/// A script's columns count an escape (`\t`, `\"`, `\\`) as the one
+/// character the script sees: the error points at the name, not 20
+/// columns before it.
+#[test]
+fn script_columns_count_escapes_as_one_character() {
+    let text = scenario(
+        "",
+        r#"[{ name = "a", type = "long" }]"#,
+        r"let x = 1\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t + unknown_name",
+        "iterations = 1",
+    );
+    assert_eq!(
+        error_of(&text),
+        r#"error: unknown name `unknown_name`: not a local, a procedure parameter or a scenario parameter (in `scripts.main`)
+  --> t.toml:18:53
+   |
+18 | let x = 1\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t + unknown_name
+   |                                                     ^^^^^^^^^^^^"#
+    );
+    // In a one-line basic string, `\"` and `\\` are one character each.
+    let one_line = scenario(
+        "",
+        r#"[{ name = "a", type = "long" }]"#,
+        "g.a = 1",
+        "iterations = 1",
+    )
+    .replace(
+        "main = \"\"\"\ng.a = 1\n\"\"\"",
+        r#"main = "let y = 1 # \"\\\"\nlet z = unknown_name""#,
+    );
+    assert_eq!(
+        error_of(&one_line),
+        r#"error: unknown name `unknown_name`: not a local, a procedure parameter or a scenario parameter (in `scripts.main`)
+  --> t.toml:17:37
+   |
+17 | main = "let y = 1 # \"\\\"\nlet z = unknown_name"
+   |                                     ^^^^^^^^^^^^"#
+    );
+}

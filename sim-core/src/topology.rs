@@ -288,7 +288,11 @@ impl Topology {
         let nodes = spec.sockets as u64 * spec.nodes_per_socket as u64;
         if nodes > MAX_NODES {
             return Err(SpecError {
-                key: "nodes_per_socket",
+                key: if spec.sockets > spec.nodes_per_socket {
+                    "sockets"
+                } else {
+                    "nodes_per_socket"
+                },
                 message: format!(
                     "the machine would have {nodes} nodes; the limit is {MAX_NODES} \
                      (sockets x nodes_per_socket)"
@@ -301,8 +305,20 @@ impl Topology {
             * spec.cores_per_l3 as u64
             * spec.threads_per_core as u64;
         if cpus > MAX_CPUS {
+            // Blame the largest factor: the one most likely mistyped.
+            let factors = [
+                ("sockets", spec.sockets),
+                ("nodes_per_socket", spec.nodes_per_socket),
+                ("l3_per_node", spec.l3_per_node),
+                ("cores_per_l3", spec.cores_per_l3),
+                ("threads_per_core", spec.threads_per_core),
+            ];
+            let key = factors
+                .iter()
+                .fold(factors[0], |best, &f| if f.1 > best.1 { f } else { best })
+                .0;
             return Err(SpecError {
-                key: "sockets",
+                key,
                 message: format!(
                     "the machine would have {cpus} CPUs; the limit is {MAX_CPUS} \
                      (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core)"

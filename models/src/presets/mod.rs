@@ -307,7 +307,7 @@ pub fn names() -> Vec<&'static str> {
 /// with the modes applied, and the machine built from it.
 pub struct Resolved {
     pub preset: &'static Preset,
-    /// The modes given, in the preset's order, without repeats.
+    /// The modes given, in the preset's order (each given once).
     pub modes: Vec<&'static Mode>,
     pub params: Vec<Param>,
     pub spec: MachineSpec,
@@ -351,6 +351,10 @@ pub enum ResolveError {
         first: &'static str,
         second: &'static str,
     },
+    RepeatedMode {
+        preset: &'static str,
+        mode: &'static str,
+    },
 }
 
 impl fmt::Display for ResolveError {
@@ -378,6 +382,10 @@ impl fmt::Display for ResolveError {
                 f,
                 "modes `{first}` and `{second}` of preset `{preset}` exclude each other; give one"
             ),
+            ResolveError::RepeatedMode { preset, mode } => write!(
+                f,
+                "mode `{mode}` of preset `{preset}` is given twice; give each mode once"
+            ),
         }
     }
 }
@@ -387,7 +395,8 @@ impl std::error::Error for ResolveError {}
 /// Resolves a preset reference, `NAME` or `NAME:MODE[,MODE...]`
 /// (e.g. `epyc-milan-2s:nps4,smt-off`): the modes apply in the preset's
 /// order whatever the order given; an unknown mode is an error listing the
-/// preset's modes; two modes of one group (`nps2,nps4`) are an error.
+/// preset's modes; two modes of one group (`nps2,nps4`), or one mode twice,
+/// are an error.
 pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
     let (name, modes) = match reference.split_once(':') {
         Some((n, m)) => (n, Some(m)),
@@ -407,7 +416,10 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
                 modes: preset.mode_names(),
             })?;
         if chosen.iter().any(|m| m.name == mode.name) {
-            continue;
+            return Err(ResolveError::RepeatedMode {
+                preset: preset.name,
+                mode: mode.name,
+            });
         }
         if let Some(other) = chosen
             .iter()

@@ -11,6 +11,8 @@ use crate::format::LoadedScenario;
 pub fn position_in_string(text: &str, span: Range<usize>, pos: SourcePos) -> Range<usize> {
     let raw = text.get(span.clone()).unwrap_or("");
     let mut start = span.start;
+    // Basic strings ("...", """...""") have escapes; literal ones none.
+    let escapes = raw.starts_with('"');
     if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
         start += 3;
         let rest = &text[start.min(text.len())..];
@@ -22,22 +24,43 @@ pub fn position_in_string(text: &str, span: Range<usize>, pos: SourcePos) -> Ran
     } else if raw.starts_with('"') || raw.starts_with('\'') {
         start += 1;
     }
-    let mut offset = start;
-    let mut line = 1;
-    let bytes = text.as_bytes();
-    while line < pos.line && offset < span.end {
-        if bytes[offset] == b'\n' {
-            line += 1;
+    // Walk the text as the script sees it: an escape (`\t`, `\"`, `\\`,
+    // `\u00e9`) is one character of the script, `\n` a line break, and a
+    // backslash ending a line of a multi-line string is nothing at all.
+    let end_of_string = span.end.min(text.len());
+    let mut offset = start.min(end_of_string);
+    let (mut line, mut column) = (1u32, 1u32);
+    while offset < end_of_string && (line, column) < (pos.line, pos.column) {
+        let rest = &text[offset..end_of_string];
+        let mut chars = rest.chars();
+        let Some(ch) = chars.next() else { break };
+        let next = chars.next();
+        match (ch, next) {
+            ('\\', Some(e)) if escapes => match e {
+                'u' => (offset, column) = (offset + 6, column + 1),
+                'U' => (offset, column) = (offset + 10, column + 1),
+                'x' => (offset, column) = (offset + 4, column + 1),
+                'n' => (offset, line, column) = (offset + 2, line + 1, 1),
+                e if e.is_whitespace() => {
+                    offset += 1;
+                    offset += rest[1..]
+                        .find(|c: char| !c.is_whitespace())
+                        .unwrap_or(rest.len() - 1);
+                }
+                e => (offset, column) = (offset + 1 + e.len_utf8(), column + 1),
+            },
+            ('\n', _) | ('\r', Some('\n')) => {
+                if line == pos.line {
+                    break;
+                }
+                offset += if ch == '\r' { 2 } else { 1 };
+                (line, column) = (line + 1, 1);
+            }
+            _ => (offset, column) = (offset + ch.len_utf8(), column + 1),
         }
-        offset += 1;
     }
-    for (column, ch) in (1..).zip(text[offset.min(text.len())..].chars()) {
-        if column >= pos.column || ch == '\n' {
-            break;
-        }
-        offset += ch.len_utf8();
-    }
-    let end = text[offset.min(text.len())..]
+    let offset = offset.min(text.len());
+    let end = text[offset..]
         .char_indices()
         .find(|(_, c)| !(c.is_alphanumeric() || *c == '_'))
         .map(|(i, _)| offset + i)

@@ -59,6 +59,7 @@ pub(crate) fn layout_error(
         let span = match e.key {
             "node" => inst.node.as_ref().map(|n| n.span()),
             "count" => inst.count.as_ref().map(|n| n.span()),
+            "kind" => Some(inst.kind.span()),
             _ => None,
         }
         .unwrap_or_else(|| inst.struct_name.span());

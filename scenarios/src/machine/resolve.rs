@@ -42,7 +42,9 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     format!("preset `{preset}` has no mode `{mode}`"),
                 )
                 .with_choices(&mode, &modes),
-                e @ ResolveError::ConflictingModes { .. } => err(name.span(), key, e.to_string()),
+                e @ (ResolveError::ConflictingModes { .. } | ResolveError::RepeatedMode { .. }) => {
+                    err(name.span(), key, e.to_string())
+                }
             })
     };
     let spec = match &doc.machine {

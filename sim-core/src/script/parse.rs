@@ -660,6 +660,23 @@ impl Parser {
         Ok(())
     }
 
+    /// [`Parser::enter`] for a binary operator: each makes the expression
+    /// one level deeper (a chain `a + b + c` nests to the left), which the
+    /// error says, so that a long flat chain is not called nesting.
+    fn enter_operator(&mut self, pos: SourcePos) -> Result<(), ParseError> {
+        if self.depth + 1 > MAX_NESTING_DEPTH {
+            return Err(error_with(pos, || {
+                format!(
+                    "this expression is too deep: more than {MAX_NESTING_DEPTH} levels of \
+                     blocks, parentheses and operators, each operator of a chain such as \
+                     `a + b + c` counting one; split it with a local (`let s = a + b`, then \
+                     `s + c`)"
+                )
+            }));
+        }
+        self.enter(pos)
+    }
+
     fn leave(&mut self) {
         self.depth = self.depth.saturating_sub(1);
     }
@@ -998,7 +1015,7 @@ impl Parser {
         while let Some((op, prec, sym)) = self.peek_binary_op(min_prec) {
             let pos = self.advance();
             self.skip_newlines();
-            self.enter(pos)?;
+            self.enter_operator(pos)?;
             if !can_start_expr(self.peek_tok()) {
                 return Err(self.missing_operand(sym, pos));
             }
@@ -1809,7 +1826,15 @@ mod tests {
 
         let sum = |n: usize| format!("x = 1{}", " + 1".repeat(n));
         assert!(parse_block(&sum(MAX_NESTING_DEPTH)).is_ok());
-        assert!(parse_block(&sum(MAX_NESTING_DEPTH + 1)).is_err());
+        // A flat chain is told it is one: each operator counts a level.
+        check_err(
+            &sum(MAX_NESTING_DEPTH + 1),
+            "this expression is too deep: more than 64 levels of blocks, parentheses and \
+             operators, each operator of a chain such as `a + b + c` counting one; split it \
+             with a local (`let s = a + b`, then `s + c`)",
+            1,
+            7 + 4 * MAX_NESTING_DEPTH as u32,
+        );
 
         let chain = |n: usize| format!("if a {{}}{}", " else if a {}".repeat(n));
         // Each `else if` nests one level deeper, and its block one more.

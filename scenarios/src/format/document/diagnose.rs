@@ -137,8 +137,82 @@ pub(crate) fn from_syntax_error(source: &SourceFile, err: &toml::de::Error) -> I
             message = format!("duplicate key `{text}`");
         }
     }
+    if message == "recursion limit" {
+        if let Some(error) = too_deep(source) {
+            return error;
+        }
+    }
     // No key: the document could not be parsed far enough to know it.
     InputError::at(source, span, "", format!("invalid TOML: {message}"))
+}
+
+/// How many parts a dotted key may have before the TOML parser stops with
+/// "recursion limit" (the `toml` crate's own bound, whose error carries no
+/// position): 80.
+const TOML_KEY_PARTS: usize = 80;
+
+/// The dotted key that made the parser stop at its bound: the first
+/// `[table]` header or `key = value` line whose key has that many parts,
+/// at its place in the file. (Arrays and inline tables nested too deep get
+/// a positioned error from the parser itself.)
+fn too_deep(source: &SourceFile) -> Option<InputError> {
+    let text = source.text.as_str();
+    let mut offset = 0;
+    // Inside a multi-line string, lines are no keys.
+    let mut in_multiline: Option<&str> = None;
+    for line in text.split_inclusive('\n') {
+        let start = offset;
+        offset += line.len();
+        for quote in ["\"\"\"", "'''"] {
+            if line.matches(quote).count() % 2 == 1 {
+                in_multiline = match in_multiline {
+                    Some(q) if q == quote => None,
+                    None => Some(quote),
+                    other => other,
+                };
+            }
+        }
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        // The key: a header's inside, or what comes before `=`.
+        let indent = line.len() - trimmed.len();
+        let end = trimmed.find(['=', '\n', '#']).unwrap_or(trimmed.len());
+        let key = &trimmed[..end];
+        let mut parts = 1;
+        let mut quoted: Option<char> = None;
+        for c in key.chars() {
+            match (quoted, c) {
+                (None, '"' | '\'') => quoted = Some(c),
+                (Some(q), c) if c == q => quoted = None,
+                (None, '.') => parts += 1,
+                _ => {}
+            }
+        }
+        if parts < TOML_KEY_PARTS {
+            continue;
+        }
+        let shown = key.trim().trim_matches(['[', ']']).trim();
+        let shown = match shown.char_indices().nth(40) {
+            Some((cut, _)) => format!("{}...", &shown[..cut]),
+            None => shown.to_string(),
+        };
+        return Some(
+            InputError::at(
+                source,
+                start + indent..start + indent + key.trim_end().len(),
+                "",
+                format!(
+                    "invalid TOML: the key `{shown}` has {parts} dotted parts, more than the \
+                     parser takes ({})",
+                    TOML_KEY_PARTS - 1
+                ),
+            )
+            .with_valid(format!("keys of at most {} parts", TOML_KEY_PARTS - 1)),
+        );
+    }
+    None
 }
 
 /// Splits "`given`, expected ..." into the given name and the rest.
