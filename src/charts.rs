@@ -148,14 +148,36 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
             out.push((file_name, plots::line_map(&chart.1)?));
         }
     }
-    Ok(out)
+    Ok(distinct_names(out))
 }
 
-/// A name (a variant's, a machine's, an instance's) as part of a file name:
+/// Two charts whose names came out the same (names that differ only in
+/// characters a file name cannot have, `a=b` and `a/b`) keep both: the
+/// second and later get `-2`, `-3`, ... before `.svg`, in order.
+fn distinct_names(charts: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut taken = std::collections::BTreeSet::new();
+    charts
+        .into_iter()
+        .map(|(name, svg)| {
+            let mut unique = name.clone();
+            let mut n = 2;
+            while taken.contains(&unique) {
+                let stem = name.strip_suffix(".svg").unwrap_or(&name);
+                unique = format!("{stem}-{n}.svg");
+                n += 1;
+            }
+            taken.insert(unique.clone());
+            (unique, svg)
+        })
+        .collect()
+}
+
+/// A name (a variant's, a machine's, a case's) as part of a file name:
 /// letters, digits, `-` and `_` kept, anything else `_`, and at most
-/// [`FILE_PART_CHARS`] characters. A name changed on the way (cut, or with
-/// other characters) ends with a hash of it, so that two names never share
-/// a file; the name itself stays in the chart and the results files.
+/// [`FILE_PART_CHARS`] characters. A name cut to fit ends with a hash of it,
+/// so that two long names never share a file ([`charts`] also keeps two
+/// names that differ only in the characters replaced apart); the name
+/// itself stays in the chart and the results files.
 pub fn file_safe(s: &str) -> String {
     let kept: String = s
         .chars()
@@ -167,7 +189,7 @@ pub fn file_safe(s: &str) -> String {
             }
         })
         .collect();
-    if kept == s && kept.len() <= FILE_PART_CHARS {
+    if kept.len() <= FILE_PART_CHARS {
         return kept;
     }
     let hash = scenarios::format::sweep::fnv1a64(s.as_bytes());

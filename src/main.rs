@@ -629,7 +629,7 @@ fn run(
     // The cases an earlier run into --out finished (--resume), of this shard.
     let mut resumed = resumed_cases::Resumed::default();
     if let (Some(dir), true) = (out, resume) {
-        match resumed_cases::load(dir, &header) {
+        match resumed_cases::load(dir, &header, inputs.limits.data_file_bytes) {
             Ok(r) => resumed = r,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -690,28 +690,29 @@ fn run(
         // cut short can be resumed.
         let keep_failed = std::sync::atomic::AtomicBool::new(false);
         let budget = loaded.run_budget_bytes();
-        let results = scenarios::run::cases::run_cases_reporting(&cases, budget, &|built, result| {
-            progress.case_done();
-            let Some(dir) = out else { return };
-            let measured = scenarios::run::measured::compare_cases(
-                &loaded,
-                std::slice::from_ref(built),
-                std::slice::from_ref(result),
-            );
-            match resumed_cases::save(dir, &header, built, result, measured) {
-                Ok(true) => {
-                    kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let results =
+            scenarios::run::cases::run_cases_reporting(&cases, budget, &|built, result| {
+                progress.case_done();
+                let Some(dir) = out else { return };
+                let measured = scenarios::run::measured::compare_cases(
+                    &loaded,
+                    std::slice::from_ref(built),
+                    std::slice::from_ref(result),
+                );
+                match resumed_cases::save(dir, &header, built, result, measured) {
+                    Ok(true) => {
+                        kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Ok(false) => {}
+                    Err(e) if !keep_failed.swap(true, std::sync::atomic::Ordering::Relaxed) => {
+                        eprintln!(
+                            "warning: cannot keep finished cases in `{}` for --resume: {e}",
+                            dir.display()
+                        );
+                    }
+                    Err(_) => {}
                 }
-                Ok(false) => {}
-                Err(e) if !keep_failed.swap(true, std::sync::atomic::Ordering::Relaxed) => {
-                    eprintln!(
-                        "warning: cannot keep finished cases in `{}` for --resume: {e}",
-                        dir.display()
-                    );
-                }
-                Err(_) => {}
-            }
-        });
+            });
         progress.finish();
         results
     };
@@ -913,15 +914,15 @@ fn merge(out: &Path, shards: &[PathBuf], limits: &scenarios::Limits) -> ExitCode
     // message lists all the shards to run again.
     let (merged, shard_count) =
         match scenarios::report::output::merge_dirs(shards, limits.data_file_bytes) {
-        Ok(m) => m,
-        Err(e) => {
-            for line in e.lines() {
-                eprintln!("error: {line}");
+            Ok(m) => m,
+            Err(e) => {
+                for line in e.lines() {
+                    eprintln!("error: {line}");
+                }
+                eprintln!("error: nothing written to `{}`", out.display());
+                return ExitCode::from(EXIT_BAD_INPUT);
             }
-            eprintln!("error: nothing written to `{}`", out.display());
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-    };
+        };
     if let Err(e) = scenarios::report::output::write_results(out, &merged, None) {
         eprintln!(
             "error: cannot write the results to `{}`: {e}",

@@ -60,7 +60,9 @@ fn merge_and_validate_read_no_endless_file() {
         stderr(&o),
         format!(
             "error: cannot read `{shard_arg}/shard.json`: it is larger than the limit of 100000 \
-             bytes (raise it with `--set-limit data_file_bytes=N`)\n"
+             bytes (raise it with `--set-limit data_file_bytes=N`)\nerror: none of the 1 \
+             director(ies) given holds a shard: run every shard again\nerror: nothing written \
+             to `{out}`\n"
         )
     );
     assert!(!dir.0.join("out").exists());
@@ -500,4 +502,36 @@ fn a_preset_mode_given_twice_is_refused() {
         "error: mode `snc2` of preset `icelake-sp-2s` is given twice; give each mode once\n"
     );
     assert_eq!(stdout(&o), "");
+}
+
+/// A `btf` import obeys the same rule as a listing: the running kernel's
+/// BTF by its absolute path needs `--allow-imports-outside`.
+#[test]
+fn a_btf_import_stays_inside_the_scenario_directory() {
+    let dir = TempDir::new("btf-import");
+    let btf = common::root().join("tests/fixtures/btf/structs.btf");
+    let btf = btf.to_str().unwrap();
+    let path = dir.join("t.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "{}\n[structs.pc]\nbtf = {{ file = \"{btf}\", struct = \"page_counter\" }}\n",
+            scenario(ONE_FIELD, "g.a = 1", "iterations = 3")
+        ),
+    )
+    .unwrap();
+    let o = bounce(&["check", &path]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).starts_with(&format!(
+            "error: the BTF `{btf}` is outside the scenario's directory `{}` (an absolute \
+             path); a scenario's imports stay inside its own directory tree",
+            dir.0.display()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("copy the running kernel's `/sys/kernel/btf/vmlinux` beside it"));
+    let o = bounce(&["check", &path, "--allow-imports-outside"]);
+    assert_exit(&o, 0);
 }

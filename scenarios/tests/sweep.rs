@@ -289,11 +289,17 @@ fn a_case_keeps_its_seed_and_result_in_a_smaller_sweep() {
         .filter(|r| r.case_id == id)
         .cloned()
         .collect();
+    // The content hash covers the case's place and the scenario's hash,
+    // which differ by design; everything it hashes besides is compared.
+    let mut small_records = small_file.records.clone();
+    for r in from_big.iter_mut().chain(&mut small_records) {
+        r.content_sha256.clear();
+    }
     for r in &mut from_big {
         r.case_index = 0;
         r.scenario_sha256 = small_file.scenario.sha256.clone();
     }
-    assert_eq!(from_big, small_file.records);
+    assert_eq!(from_big, small_records);
 }
 
 /// Loads `input` and compares the rendered error with `expected`.
@@ -548,6 +554,7 @@ fn a_case_reruns_alone_from_its_values_and_seed() {
         r.case_id.clear();
         r.axes.clear();
         r.scenario_sha256.clear();
+        r.content_sha256.clear();
         r
     };
     let from_sweep: Vec<_> = file

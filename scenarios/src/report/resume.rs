@@ -21,8 +21,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::output::{
-    records, write_atomically, CaseInfo, Record, ResultsFile, RESULTS_JSON, RESULTS_SCHEMA_VERSION,
+    record_hash, records, write_atomically, CaseInfo, Record, ResultsFile, RESULTS_JSON,
+    RESULTS_SCHEMA_VERSION,
 };
+use crate::format::read::read_bounded_text;
 use crate::run::cases::{BuiltCase, CaseResult};
 use crate::run::measured::Comparison;
 
@@ -105,21 +107,32 @@ pub fn save(
     Ok(true)
 }
 
-/// Whether `records` are exactly the runs of `case` that `header` expects.
+/// Whether `records` are exactly the runs of `case` that `header` expects,
+/// each matching its content hash (a record changed since it was written is
+/// run again, not kept).
 fn complete(header: &ResultsFile, case: &CaseInfo, records: &[Record]) -> bool {
     records.len() == header.variants.len()
-        && records
-            .iter()
-            .zip(&header.variants)
-            .all(|(r, v)| r.case_index == case.index && r.case_id == case.id && &r.variant == v)
+        && records.iter().zip(&header.variants).all(|(r, v)| {
+            r.case_index == case.index
+                && r.case_id == case.id
+                && &r.variant == v
+                && !r.content_sha256.is_empty()
+                && record_hash(&header.scenario.sha256, case, r) == r.content_sha256
+        })
 }
 
 /// The finished cases in `dir` that belong to the scenario whose results
 /// `header` describes: its checkpoints, and the records of a `results.json`
 /// of the same scenario already there. Unreadable or foreign checkpoints
 /// are counted as stale and run again; an error is only a folder that
-/// cannot be listed.
-pub fn load(dir: &Path, header: &ResultsFile) -> Result<Resumed, String> {
+/// cannot be listed. Each file is read at most `limit_bytes` (a larger
+/// one, or a link to an endless one, is stale).
+pub fn load(dir: &Path, header: &ResultsFile, limit_bytes: u64) -> Result<Resumed, String> {
+    let read = |path: &Path| {
+        read_bounded_text(path, limit_bytes)
+            .ok()
+            .and_then(Result::ok)
+    };
     let mut resumed = Resumed::default();
     let same_header = |f: &ResultsFile| {
         f.schema_version == header.schema_version
@@ -131,7 +144,7 @@ pub fn load(dir: &Path, header: &ResultsFile) -> Result<Resumed, String> {
             && f.cases == header.cases
     };
     // A complete run's (or shard's) results: every case it holds.
-    if let Ok(text) = std::fs::read_to_string(dir.join(RESULTS_JSON)) {
+    if let Some(text) = read(&dir.join(RESULTS_JSON)) {
         if let Ok(file) = serde_json::from_str::<ResultsFile>(&text) {
             if same_header(&file) {
                 let mut by_case: BTreeMap<usize, Vec<Record>> = BTreeMap::new();
@@ -177,9 +190,8 @@ pub fn load(dir: &Path, header: &ResultsFile) -> Result<Resumed, String> {
         .collect();
     paths.sort();
     for path in paths {
-        let checkpoint = std::fs::read_to_string(&path)
-            .ok()
-            .and_then(|text| serde_json::from_str::<CaseCheckpoint>(&text).ok());
+        let checkpoint =
+            read(&path).and_then(|text| serde_json::from_str::<CaseCheckpoint>(&text).ok());
         let usable = checkpoint.filter(|c| {
             c.schema_version == RESULTS_SCHEMA_VERSION
                 && c.scenario_sha256 == header.scenario.sha256
