@@ -200,7 +200,7 @@ pub fn file_safe(s: &str) -> String {
 /// Longest part of a chart's file name made from a name: two of them and
 /// the chart's own words stay well within the 255 bytes a file name may
 /// have on Linux and macOS.
-const FILE_PART_CHARS: usize = 80;
+pub const FILE_PART_CHARS: usize = 80;
 
 fn axis_text(v: &serde_json::Value) -> String {
     match v {
