@@ -689,7 +689,7 @@ fn run(
         // Each finished case is kept in --out as it finishes, so that a run
         // cut short can be resumed.
         let keep_failed = std::sync::atomic::AtomicBool::new(false);
-        let budget = loaded.run_budget_bytes();
+        let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
         let results =
             scenarios::run::cases::run_cases_reporting(&cases, budget, &|built, result| {
                 progress.case_done();
@@ -1191,7 +1191,10 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
             c.memory.unit_count()
         );
     }
-    // What a run costs, to size a job array with.
+    // What a run costs, to size a job array with. The variants built above
+    // go first: the cases hold their own, and both at once would double
+    // what the build checked against the memory bound.
+    drop(built);
     let cases = match scenarios::run::cases::build_cases(&loaded, BuildOptions::default()) {
         Ok(c) => c,
         Err(e) => return input_error(&e),

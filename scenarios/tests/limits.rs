@@ -144,8 +144,8 @@ fn rows() -> Vec<Row> {
             path: "limits.toml",
         },
         // The documents of six runs (at 16 bytes per byte of the file, per
-        // run, and the base's and the variant's own), and one run beside
-        // them: the limit is the process's.
+        // run, and the base's and the variant's own), and beside them the
+        // configurations built and one run: the limit is the process's.
         Row {
             limit: "host_memory_bytes",
             text: with_sweep.clone(),
@@ -153,7 +153,7 @@ fn rows() -> Vec<Row> {
             path: "limits.toml",
         },
         // One run's data and state, estimated before it runs, beside the
-        // documents of the base and the variant.
+        // documents and configurations of the base and the variant.
         Row {
             limit: "host_memory_bytes",
             text: big_instances.clone(),
@@ -207,15 +207,13 @@ fn rows() -> Vec<Row> {
     ]
 }
 
-/// The largest estimate of a run's memory among the variants of `text`.
+/// What the build holds besides the documents: every variant's
+/// configuration, and room for the largest of their runs.
 fn run_estimate_of(text: &str) -> u64 {
     let loaded = load_str_with("limits.toml", text, &Limits::default()).unwrap();
-    build_all(&loaded, BuildOptions::default())
-        .unwrap()
-        .iter()
-        .map(|v| v.run_bytes)
-        .max()
-        .unwrap()
+    let built = build_all(&loaded, BuildOptions::default()).unwrap();
+    built.iter().map(|v| v.config_bytes).sum::<u64>()
+        + built.iter().map(|v| v.run_bytes).max().unwrap()
 }
 
 /// The most events any variant of `text` processes.

@@ -218,7 +218,8 @@ fn run(root: &Path, path: &str) -> Result<Run, String> {
     let loaded = load(root, path)?;
     let cases: Vec<BuiltCase> =
         scenarios::run::cases::build_cases(&loaded, options()).map_err(|e| e.to_string())?;
-    let results = scenarios::run::cases::run_cases(&cases, loaded.run_budget_bytes(), &|| {});
+    let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
+    let results = scenarios::run::cases::run_cases(&cases, budget, &|| {});
     for case in &results {
         if let Some(f) = case.failures().next() {
             return Err(format!(

@@ -43,6 +43,56 @@ pub struct BuiltVariant {
     /// Host memory its run is estimated to take ([`run_bytes`]); runs in
     /// parallel are admitted while theirs fit the budget together.
     pub run_bytes: u64,
+    /// Host memory the configuration itself takes ([`config_bytes`]), held
+    /// from the build until the run.
+    pub config_bytes: u64,
+}
+
+/// Host memory `config` itself takes while it waits to run (every case is
+/// built before the first runs): its structs' flattened fields, its
+/// instances' element tables, the lines' homes, the compiled code and
+/// places. A struct of many fields in many variants is what makes this
+/// large (an import of 12 800 members in 51 variants: some 700 MB).
+pub fn config_bytes(config: &SimConfig) -> u64 {
+    // Each heap block also costs the allocator's header and rounding.
+    const BLOCK: u64 = 32;
+    let memory = &config.memory;
+    let fields: u64 = memory
+        .structs
+        .iter()
+        .flat_map(|s| &s.fields)
+        .map(|f| std::mem::size_of_val(f) as u64 + f.name.len() as u64 + BLOCK)
+        .sum();
+    let instances: u64 = memory
+        .instances
+        .iter()
+        .map(|i| i.element_addresses.len() as u64 * 12 + i.name.len() as u64 + 3 * BLOCK)
+        .sum();
+    let program = &config.program;
+    let code: u64 = program
+        .scripts
+        .iter()
+        .chain(&program.procedures)
+        .map(|c| {
+            c.ops.len() as u64
+                * (std::mem::size_of::<sim_core::script::compile::Op>()
+                    + std::mem::size_of::<sim_core::script::ast::SourcePos>())
+                    as u64
+        })
+        .sum();
+    let places: u64 = program
+        .places
+        .iter()
+        .map(|p| std::mem::size_of_val(p) as u64 + p.text.len() as u64 + BLOCK)
+        .sum();
+    fields
+        + instances
+        + memory.unit_homes.len() as u64 * 4
+        + code
+        + places
+        + program.field_names.len() as u64 * 8
+        + config.threads.len() as u64 * std::mem::size_of::<ThreadSpec>() as u64
+        + 64 * 1024
 }
 
 /// Host memory a run of `config` takes, estimated before it runs: the
@@ -65,16 +115,54 @@ pub fn build_all(
     loaded: &LoadedScenario,
     options: BuildOptions,
 ) -> Result<Vec<BuiltVariant>, InputError> {
-    loaded
-        .all()
-        .map(|v| {
-            let mut built = build_config(loaded, &v.doc, options)
-                .map_err(|e| in_variant(e, &v.name, loaded))?;
-            built.name = v.name.clone();
-            built.description = v.description.clone();
-            Ok(built)
-        })
-        .collect()
+    let mut all = Vec::new();
+    let (mut configs, mut largest_run) = (0u64, 0u64);
+    for v in loaded.all() {
+        let mut built =
+            build_config(loaded, &v.doc, options).map_err(|e| in_variant(e, &v.name, loaded))?;
+        built.name = v.name.clone();
+        built.description = v.description.clone();
+        // They are held together: checked as the process's bound says.
+        configs = configs.saturating_add(built.config_bytes);
+        largest_run = largest_run.max(built.run_bytes);
+        let at = format!("variant `{}`", v.name);
+        check_held_bytes(loaded, configs, largest_run, &at)?;
+        all.push(built);
+    }
+    Ok(all)
+}
+
+/// Refuses to hold configurations of `configs` bytes beside the documents
+/// and the largest run (`largest_run`) when together they pass the
+/// process's bound; `at` says how far the build got.
+pub fn check_held_bytes(
+    loaded: &LoadedScenario,
+    configs: u64,
+    largest_run: u64,
+    at: &str,
+) -> Result<(), InputError> {
+    let needed = loaded
+        .documents_bytes
+        .saturating_add(configs)
+        .saturating_add(largest_run);
+    if needed <= loaded.limits.host_memory_bytes {
+        return Ok(());
+    }
+    Err(InputError::whole_file(
+        &loaded.source.path,
+        format!(
+            "the runs' configurations would take about {} MiB by {at}, beside {} MiB of \
+             documents and {} MiB for the largest run, more than the limit of {} MiB",
+            configs >> 20,
+            loaded.documents_bytes >> 20,
+            largest_run >> 20,
+            loaded.limits.host_memory_bytes >> 20
+        ),
+    )
+    .with_valid(format!(
+        "fewer variants or cases, or smaller structs; or raise the limit with \
+         `--set-limit host_memory_bytes={needed}` (or more)"
+    )))
 }
 
 fn in_variant(mut e: InputError, name: &str, loaded: &LoadedScenario) -> InputError {
@@ -296,6 +384,7 @@ pub fn build_config(
         name: String::new(),
         description: None,
         run_bytes: estimate,
+        config_bytes: config_bytes(&config),
         config,
         groups,
     })

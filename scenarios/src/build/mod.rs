@@ -21,7 +21,9 @@ mod config;
 mod scripts;
 mod structs;
 
-pub use config::{build_all, build_config, run_bytes, BuildOptions, BuiltVariant};
+pub use config::{
+    build_all, build_config, check_held_bytes, config_bytes, run_bytes, BuildOptions, BuiltVariant,
+};
 pub use scripts::position_in_string;
 pub(crate) use structs::layout_error;
 pub use structs::struct_specs;

@@ -101,12 +101,38 @@ pub fn build_cases_where(
     if loaded.sweep.is_some() {
         build_all(loaded, options)?;
     }
-    loaded
-        .cases
+    // Every case is held until the runs start: the configurations, the
+    // documents and the largest run must fit the process's bound together.
+    let mut built = Vec::new();
+    let mut configs: u64 = 0;
+    let mut largest_run: u64 = 0;
+    for case in loaded.cases.iter().filter(|c| wanted(c)) {
+        let case = build_case(loaded, case, options)?;
+        configs = case
+            .variants
+            .iter()
+            .fold(configs, |sum, v| sum.saturating_add(v.config_bytes));
+        largest_run = case
+            .variants
+            .iter()
+            .map(|v| v.run_bytes)
+            .fold(largest_run, u64::max);
+        let at = format!("case `{}` (of {})", case.id, loaded.cases.len());
+        crate::build::check_held_bytes(loaded, configs, largest_run, &at)?;
+        built.push(case);
+    }
+    Ok(built)
+}
+
+/// Host memory the runs of `cases` may take together, at any one time: what
+/// the scenario's documents and the cases' configurations leave of the
+/// process's bound.
+pub fn run_budget_bytes(loaded: &LoadedScenario, cases: &[BuiltCase]) -> u64 {
+    let configs = cases
         .iter()
-        .filter(|c| wanted(c))
-        .map(|c| build_case(loaded, c, options))
-        .collect()
+        .flat_map(|c| &c.variants)
+        .fold(0u64, |sum, v| sum.saturating_add(v.config_bytes));
+    loaded.run_budget_bytes().saturating_sub(configs)
 }
 
 /// Whether case `index` belongs to shard `shard` of `shards`: its index is

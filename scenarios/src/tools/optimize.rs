@@ -43,7 +43,7 @@ use crate::format::error::closest;
 use crate::format::schema::{FieldDef, FieldShape, ScenarioDoc, StructDef};
 use crate::format::LoadedScenario;
 use crate::run::budget::MemoryBudget;
-use crate::run::cases::{build_cases, run_cases};
+use crate::run::cases::{build_cases, run_budget_bytes, run_cases};
 use crate::run::results::run_variant;
 
 /// What to optimise and within which limits.
@@ -549,7 +549,7 @@ pub fn optimize(
         .first()
         .and_then(|c| c.variants.first())
         .map_or(64, |b| b.config.memory.line_size_bytes);
-    let results = run_cases(&cases, loaded.run_budget_bytes(), &|| {});
+    let results = run_cases(&cases, run_budget_bytes(loaded, &cases), &|| {});
     let mut traffic = vec![0.0; names.len()];
     let mut access = vec![(0u64, 0u64, 0u64); names.len()];
     let mut base_cycles = Vec::new();

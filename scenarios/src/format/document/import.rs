@@ -216,8 +216,7 @@ pub(crate) fn read_imports(
         });
         // The base document holds every import: counted as each is made,
         // so that many structs importing a large file stop here.
-        let documents_bytes = (source.text.len() as u64 + imported_bytes(&imports))
-            .saturating_mul(super::DOCUMENT_BYTES_PER_FILE_BYTE);
+        let documents_bytes = super::document_bytes(source, &imports);
         if documents_bytes > limits.host_memory_bytes {
             return Err(InputError::at(
                 source,
