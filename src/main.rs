@@ -1205,7 +1205,8 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
         cases.len(),
         cases.len() * variants
     );
-    let estimates = scenarios::run::estimate::estimate_cases(&cases);
+    let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
+    let estimates = scenarios::run::estimate::estimate_cases(&cases, budget);
     let counted: Vec<(u64, u64, &str)> = estimates
         .iter()
         .filter_map(|e| Some((e.events?, e.memory_ops?, e.id.as_str())))

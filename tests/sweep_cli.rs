@@ -444,7 +444,7 @@ fn the_cost_estimate_is_near_what_the_runs_take() {
     let cases =
         scenarios::run::cases::build_cases(&loaded, scenarios::build::BuildOptions::default())
             .unwrap();
-    let estimates = scenarios::run::estimate::estimate_cases(&cases);
+    let estimates = scenarios::run::estimate::estimate_cases(&cases, u64::MAX);
     let results = scenarios::run::cases::run_cases(&cases, u64::MAX, &|| {});
     let mut estimated = (0u64, 0u64);
     let mut actual = (0u64, 0u64);

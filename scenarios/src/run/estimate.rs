@@ -16,6 +16,8 @@
 //! never a result.
 
 use rayon::prelude::*;
+
+use super::budget::MemoryBudget;
 use sim_core::engine::{run, SimConfig, StopRule};
 use sim_core::probe::Probe;
 
@@ -46,9 +48,20 @@ pub struct CaseEstimate {
     pub failure: Option<String>,
 }
 
-/// Estimates every case's events, in parallel across cases, in case order.
-pub fn estimate_cases(cases: &[BuiltCase]) -> Vec<CaseEstimate> {
-    cases.par_iter().map(estimate_case).collect()
+/// Estimates every case's events, in parallel across cases while their
+/// runs' estimated memory fits `budget_bytes` together (see
+/// [`MemoryBudget`]; a case's runs are made one after the other), in case
+/// order.
+pub fn estimate_cases(cases: &[BuiltCase], budget_bytes: u64) -> Vec<CaseEstimate> {
+    let budget = MemoryBudget::new(budget_bytes);
+    cases
+        .par_iter()
+        .map(|case| {
+            let largest = case.variants.iter().map(|v| v.run_bytes).max();
+            let _memory = budget.admit(largest.unwrap_or(0));
+            estimate_case(case)
+        })
+        .collect()
 }
 
 fn estimate_case(case: &BuiltCase) -> CaseEstimate {
