@@ -139,3 +139,45 @@ fn a_part_outside_the_field_is_a_script_error() {
         }
     }
 }
+
+/// A pointer's bits can be changed by arithmetic once it has been through
+/// memory (the compiler no longer knows it is one): a forgery that names a
+/// field the program does not have, or bytes its field does not own, is not
+/// a pointer. Only what `&inst.field` and `part()` could have made is.
+#[test]
+fn a_forged_pointer_is_a_script_error() {
+    // Bits 0-39 are the address, 40-43 the size, 44 up the field id.
+    let field_shift = 44;
+    let cases = [
+        // Field id 5: `guarded` has two fields, so ids 0 and 1.
+        (format!("5 << {field_shift}"), true),
+        // Four bytes past `lock` is padding before `count`.
+        ("4".to_string(), true),
+        // `count`'s bytes under `lock`'s identity.
+        ("8".to_string(), true),
+        // A 4-byte part of `count`, under `count`'s identity: a pointer.
+        (format!("(1 << {field_shift}) + 8"), false),
+    ];
+    for (change, forged) in cases {
+        let script = format!(
+            "g.count = &g.lock\nfence\nlet p = g.count + ({change})\ng.count = p\nfence\nlet q = g.count\n*q = 1"
+        );
+        let setup = lock_setup(&script)
+            .thread(0, "s")
+            .stop(StopRule::Iterations(1));
+        if !forged {
+            setup.run();
+            continue;
+        }
+        match setup.run_err() {
+            SimError::Script { message, .. } => {
+                assert!(
+                    message.starts_with("`*` of ")
+                        && message.ends_with(", which is not a pointer made by `&inst.field`"),
+                    "{change}: {message}"
+                )
+            }
+            other => panic!("{change}: expected a script error, got {other}"),
+        }
+    }
+}

@@ -37,7 +37,17 @@ pub(super) fn encode_pointer(t: Target) -> i64 {
         | t.address) as i64
 }
 
-pub(super) fn decode_pointer(pointer: i64, total_bytes: u64) -> Option<Target> {
+/// The place a pointer value names, if it is one `&inst.field` or `part()`
+/// could have made: its field id names a field of the program, and its bytes
+/// lie inside one element of that field and inside one line. A number a
+/// script forged (stored, loaded back, shifted) that fails any of these is
+/// not a pointer, so it can neither touch memory no field owns nor make an
+/// access that straddles two lines, which the protocol has no rule for.
+pub(super) fn decode_pointer(
+    pointer: i64,
+    memory: &MemoryLayout,
+    field_names: &[(u32, u32)],
+) -> Option<Target> {
     if pointer <= 0 {
         return None;
     }
@@ -45,7 +55,38 @@ pub(super) fn decode_pointer(pointer: i64, total_bytes: u64) -> Option<Target> {
     let address = v & ((1 << POINTER_ADDRESS_BITS) - 1);
     let size = (v >> POINTER_ADDRESS_BITS) & ((1 << POINTER_SIZE_BITS) - 1);
     let field_id = v >> (POINTER_ADDRESS_BITS + POINTER_SIZE_BITS);
-    if size == 0 || address + size > total_bytes || field_id > u32::MAX as u64 {
+    let &(instance, field) = field_names.get(usize::try_from(field_id).ok()?)?;
+    if size == 0 || address + size > memory.total_bytes {
+        return None;
+    }
+    let line_bytes = memory.unit_bytes as u64;
+    if address / line_bytes != (address + size - 1) / line_bytes {
+        return None;
+    }
+    let instance = &memory.instances[instance as usize];
+    let def = &memory.structs[instance.struct_index];
+    let field = &def.fields[field as usize];
+    // Element bases ascend (the allocator places elements in order): the
+    // last base at or below the address is the only element it can be in.
+    let after = instance
+        .element_addresses
+        .partition_point(|&base| base <= address);
+    let base = instance.element_addresses[after.checked_sub(1)?];
+    let offset = address - base;
+    let first = field.offset_bytes as u64;
+    if offset < first || field.stride_bytes == 0 && field.count > 1 {
+        return None;
+    }
+    let element = if field.count > 1 {
+        (offset - first) / field.stride_bytes as u64
+    } else {
+        0
+    };
+    if element >= field.count as u64 {
+        return None;
+    }
+    let start = first + element * field.stride_bytes as u64;
+    if offset + size > start + field.size_bytes as u64 {
         return None;
     }
     Some(Target {
@@ -665,7 +706,8 @@ impl Simulation<'_> {
                 let size = self.pop(i)?;
                 let offset = self.pop(i)?;
                 let pointer = self.pop(i)?;
-                let Some(whole) = decode_pointer(pointer, self.memory.total_bytes) else {
+                let Some(whole) = decode_pointer(pointer, self.memory, &self.program.field_names)
+                else {
                     return Err(self.script_error(
                         i,
                         format!(
@@ -809,12 +851,14 @@ impl Simulation<'_> {
             else {
                 return Err(self.script_error(i, "internal: operand stack empty".into()));
             };
-            return decode_pointer(pointer, self.memory.total_bytes).ok_or_else(|| {
-                self.script_error(
-                    i,
-                    format!("`*` of {pointer}, which is not a pointer made by `&inst.field`"),
-                )
-            });
+            return decode_pointer(pointer, self.memory, &self.program.field_names).ok_or_else(
+                || {
+                    self.script_error(
+                        i,
+                        format!("`*` of {pointer}, which is not a pointer made by `&inst.field`"),
+                    )
+                },
+            );
         }
         let stack = &self.cpus[i].stack;
         let operands = place.has_element as usize + place.has_index as usize;
