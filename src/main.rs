@@ -1093,18 +1093,18 @@ fn show_limits(limits: &scenarios::Limits) -> ExitCode {
 /// What `bounce limits` says of host time: the rates measured, and what
 /// bounds a run's time and what does not yet.
 const HOST_TIME: &str = "
-Host time (measured on a 2-core shared host; benches/FIGURES.md has the
-method): a CPU in a loop of script operations simulates about 2*10^7 cycles
-per host second, about 6*10^7 script operations per second; memory accesses
-and events run at 1 to 20 million per second. A run ends within `events`
-events and `run.max_cycles` simulated cycles, so its host time is at most
-about (running CPUs x max_cycles) / 2*10^7 seconds plus its events' time:
-about 500 s per running CPU at the default budget of 10^10 cycles. Script
-operations that take no simulated time (a body of register arithmetic, up
-to `script_bytes` of it, repeated by zero-time calls and iteration ends up
-to `steps_without_time`) are not counted by any budget yet, so a run can
-take longer than that figure; lower `max_cycles` or `steps_without_time`
-for untrusted scenarios.
+Host time (measured on a 2-core shared host, release build; benches/FIGURES.md
+has the method): a CPU in a loop of script operations simulates about 2*10^7
+cycles per host second; script operations run at 5*10^7 (calls) to 1.8*10^8
+(register arithmetic) per second, and memory accesses and events at 1 to 20
+million per second. A run ends within `events` events, `run.max_cycles`
+simulated cycles and `operations` script operations per CPU (counted from
+above: each script or procedure entered and each loop body gone round again
+is charged its whole length), whichever comes first. Its host time is
+therefore at most about (running CPUs x operations) / 5*10^7 seconds plus
+its events' time: some 600 s per running CPU at the default 3*10^10
+operations, and at most events / 10^6 s more. Lower `operations` (and
+`events`) for untrusted scenarios.
 ";
 
 fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {

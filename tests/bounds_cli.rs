@@ -600,3 +600,48 @@ fn a_large_import_under_a_tight_memory_bound_is_refused() {
     let o = bounce(&["check", &path]);
     assert_exit(&o, 0);
 }
+
+/// Register arithmetic takes no simulated time, so a loop whose body is a
+/// long run of it simulates few cycles for much host work: no budget of
+/// cycles or events bounds it, the operation budget does.
+#[test]
+fn a_body_of_zero_time_arithmetic_is_stopped_by_the_operation_budget() {
+    let dir = TempDir::new("operations");
+    let path = dir.join("t.toml");
+    let body = "let x = 1\n".to_string() + &"x = x * 3 + 1\n".repeat(200);
+    std::fs::write(
+        &path,
+        scenario(
+            ONE_FIELD,
+            &format!("while 1 {{\n{body}}}"),
+            "cycles = 1000000000",
+        ),
+    )
+    .unwrap();
+    let o = bounce(&["run", &path, "--set-limit", "operations=1000000", "--quiet"]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: variant `base` has no result: run truncated at cycle "),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            ": it hit the operation budget (1000000 script operations on one CPU; \
+             `--set-limit operations=N` raises it) before every CPU finished; no result is \
+             reported."
+        ),
+        "{err}"
+    );
+    // About 1000 loop turns of 1000 operations each: far fewer cycles than
+    // the run asked for.
+    let cycle: u64 = err
+        .strip_prefix("error: variant `base` has no result: run truncated at cycle ")
+        .and_then(|e| e.split(':').next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(cycle < 10_000, "{err}");
+    let o = bounce(&["limits"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("operations"), "{}", stdout(&o));
+}

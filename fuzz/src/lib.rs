@@ -239,6 +239,7 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
         max_cycles: RUN_MAX_CYCLES,
         max_events: RUN_MAX_EVENTS,
         max_steps_without_time: sim_core::engine::DEFAULT_MAX_STEPS_WITHOUT_TIME,
+        max_operations: sim_core::engine::DEFAULT_MAX_OPERATIONS,
         seed: 1,
         start_spread_cycles: 0,
         check_invariants: true,

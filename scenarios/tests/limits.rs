@@ -185,6 +185,14 @@ fn rows() -> Vec<Row> {
             needs: events_of(BASE),
             path: "limits.toml",
         },
+        // Each CPU enters its script and calls `bump` once in each of its
+        // 27 iterations: charged their lengths, no loop goes round.
+        Row {
+            limit: "operations",
+            text: BASE.to_string(),
+            needs: 27 * code_lengths_of(BASE),
+            path: "limits.toml",
+        },
         // The default budget, `run.max_cycles = 10^10`.
         Row {
             limit: "max_cycles",
@@ -214,6 +222,16 @@ fn run_estimate_of(text: &str) -> u64 {
     let built = build_all(&loaded, BuildOptions::default()).unwrap();
     built.iter().map(|v| v.config_bytes).sum::<u64>()
         + built.iter().map(|v| v.run_bytes).max().unwrap()
+}
+
+/// The operations of `text`'s script and procedure, together.
+fn code_lengths_of(text: &str) -> u64 {
+    let loaded = load_str_with("limits.toml", text, &Limits::default()).unwrap();
+    let built = build_all(&loaded, BuildOptions::default()).unwrap();
+    let program = &built[0].config.program;
+    let (scripts, procedures) = (&program.scripts, &program.procedures);
+    assert_eq!((scripts.len(), procedures.len()), (1, 1));
+    (scripts[0].ops.len() + procedures[0].ops.len()) as u64
 }
 
 /// The most events any variant of `text` processes.

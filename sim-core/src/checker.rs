@@ -2035,7 +2035,7 @@ mod tests {
     /// checked after every transaction.
     fn replay(config: &CheckConfig, violation: &Violation) -> Result<(), crate::SimError> {
         use crate::engine::{
-            run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS,
+            run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS, DEFAULT_MAX_OPERATIONS,
             DEFAULT_MAX_STEPS_WITHOUT_TIME,
         };
         use crate::memory::{FieldDef, InstanceDef, InstanceKind, StructDef};
@@ -2090,6 +2090,7 @@ mod tests {
             max_cycles: 10_000_000,
             max_events: DEFAULT_MAX_EVENTS,
             max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
+            max_operations: DEFAULT_MAX_OPERATIONS,
             seed: 1,
             start_spread_cycles: 0,
             check_invariants: true,

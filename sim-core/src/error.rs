@@ -51,6 +51,8 @@ pub enum Budget {
     Events,
     /// The bound on events queued at once (a simulator bug if ever hit).
     EventsInFlight,
+    /// The bound on one CPU's script operations (`limits.operations`).
+    Operations,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +140,10 @@ impl fmt::Display for SimError {
                     ),
                     Budget::Events => format!(
                         "the event budget ({limit} events; `--set-limit events=N` raises it)"
+                    ),
+                    Budget::Operations => format!(
+                        "the operation budget ({limit} script operations on one CPU; \
+                         `--set-limit operations=N` raises it)"
                     ),
                 };
                 write!(

@@ -70,6 +70,10 @@ macro_rules! limits {
 pub const DEFAULT_EVENTS: u64 = 2_000_000_000;
 /// Default of [`Limits::steps_without_time`].
 pub const DEFAULT_STEPS_WITHOUT_TIME: u64 = 1_000_000;
+/// Default of [`Limits::operations`]: at the measured 6*10^7 script
+/// operations per host second (`bounce limits`), some 500 s of host time
+/// per running CPU, the same as the default cycle budget's.
+pub const DEFAULT_OPERATIONS: u64 = 30_000_000_000;
 
 /// A limit as `bounce limits` shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,6 +154,15 @@ limits! {
     /// cycles or events stops it; this does. A real iteration makes a few
     /// calls at most.
     steps_without_time: DEFAULT_STEPS_WITHOUT_TIME, "steps", ANY;
+    /// Script operations one CPU may run. Operations that touch only
+    /// registers take no simulated time, so no budget of cycles or events
+    /// bounds how many run (a body of arithmetic up to `script_bytes` long
+    /// per loop turn, call or iteration); this does, and with it the host
+    /// time of any run. Counted as an upper bound: the length of each
+    /// script or procedure entered and of each loop body gone round again.
+    /// (The polls of a spin-wait the engine fast-forwards cost no host time
+    /// and are not charged.)
+    operations: DEFAULT_OPERATIONS, "operations", ANY;
 }
 
 /// Why a `--set-limit NAME=VALUE` was refused.

@@ -6,7 +6,7 @@
 use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use sim_core::coherence::AccessReport;
 use sim_core::engine::{
-    run, RunOutcome, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS,
+    run, RunOutcome, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS, DEFAULT_MAX_OPERATIONS,
     DEFAULT_MAX_STEPS_WITHOUT_TIME,
 };
 use sim_core::memory::InstanceKind;
@@ -258,6 +258,7 @@ impl<'a> Setup<'a> {
             max_cycles: self.max_cycles,
             max_events: DEFAULT_MAX_EVENTS,
             max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
+            max_operations: DEFAULT_MAX_OPERATIONS,
             seed: self.seed,
             start_spread_cycles: self.start_spread_cycles,
             check_invariants: true,

@@ -346,6 +346,7 @@ pub fn build_config(
         max_cycles: *doc.run.max_cycles.get_ref(),
         max_events: loaded.limits.events,
         max_steps_without_time: loaded.limits.steps_without_time,
+        max_operations: loaded.limits.operations,
         seed: doc.seed,
         start_spread_cycles: doc.run.start_spread_cycles,
         check_invariants: options.check_invariants,

@@ -88,6 +88,10 @@ pub struct SimConfig {
     /// Script steps of one CPU, or events of the run, at one cycle before
     /// the run is stopped for want of progress (`limits.steps_without_time`).
     pub max_steps_without_time: u64,
+    /// Budget on each CPU's script operations (`limits.operations`), the
+    /// bound on host time that no budget of cycles or events gives: a body
+    /// of register arithmetic takes no simulated time.
+    pub max_operations: u64,
     pub seed: u64,
     /// CPUs start at distinct, seeded offsets below this many cycles
     /// ([`start_offset`]), so that identical CPUs do not run in lock-step;
@@ -108,6 +112,7 @@ pub const MAX_CALL_DEPTH: usize = crate::limits::CALL_DEPTH;
 pub const MAX_STACK: usize = crate::limits::OPERAND_STACK;
 pub const DEFAULT_MAX_EVENTS: u64 = crate::limits::DEFAULT_EVENTS;
 pub const DEFAULT_MAX_STEPS_WITHOUT_TIME: u64 = crate::limits::DEFAULT_STEPS_WITHOUT_TIME;
+pub const DEFAULT_MAX_OPERATIONS: u64 = crate::limits::DEFAULT_OPERATIONS;
 
 /// Host memory a run of `config` takes, estimated before it starts: the
 /// simulated data, every line's coherence state (two caches holding each),
@@ -237,6 +242,12 @@ struct Cpu {
     draining: bool,
     pending: Option<PendingAccess>,
     rng: ChaCha8Rng,
+    /// Script operations charged to the CPU (`limits.operations`): the
+    /// length of every code it entered and of every loop body it went
+    /// round again. An upper bound on the operations it ran (between two
+    /// charges the program counter only moves forward), counted where the
+    /// clock or the frame changes rather than per operation.
+    operations: u64,
     /// Steps executed since the clock last moved, and the cycle it moved to.
     still_steps: u64,
     still_at: Cycle,
@@ -736,6 +747,7 @@ impl<'c> Simulation<'c> {
                     draining: false,
                     pending: None,
                     rng,
+                    operations: 0,
                     still_steps: 0,
                     still_at: start,
                     accesses: 0,
@@ -1108,6 +1120,10 @@ impl<'c> Simulation<'c> {
             if cpu.finished || cpu.wait != Wait::None {
                 return Ok(());
             }
+            if cpu.operations > self.config.max_operations {
+                let now = cpu.now;
+                return Err(self.truncated(Budget::Operations, self.config.max_operations, now));
+            }
             // `time_limit` is the first cycle at which either the stop
             // cycle or the cycle budget acts: one comparison in the common
             // case.
@@ -1275,6 +1291,7 @@ mod tests {
             max_cycles: 1_000_000,
             max_events: DEFAULT_MAX_EVENTS,
             max_steps_without_time: 1000,
+            max_operations: DEFAULT_MAX_OPERATIONS,
             seed: 1,
             start_spread_cycles: 0,
             check_invariants: true,

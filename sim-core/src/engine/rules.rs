@@ -8,6 +8,7 @@ use rand_distr::Exp1;
 
 pub(super) fn start_iteration(cpu: &mut Cpu, program: &Program) {
     let code = &program.scripts[cpu.spec.script as usize];
+    cpu.operations += code.ops.len() as u64;
     cpu.stack.clear();
     cpu.callers.clear();
     cpu.locals.clear();
@@ -236,6 +237,9 @@ pub(super) trait Registers {
     /// The clock has moved (a loop back-edge, `work`, an access): go on,
     /// or stop (where the run's end or its cycle budget must be looked at).
     fn clock_moved(&mut self) -> Result<(), Self::Stop>;
+    /// A loop goes round again: its body's `count` operations may run once
+    /// more (`limits.operations`).
+    fn charge_operations(&mut self, count: u32);
 }
 
 /// A [`Registers`] with the operations that reach past them.
@@ -391,6 +395,7 @@ pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
         // Every loop back-edge costs a cycle, so that no loop runs without
         // time passing.
         Op::LoopBack(target) => {
+            m.charge_operations(m.pc() + 1 - target);
             m.set_now(m.now() + 1);
             m.set_pc(target);
             return m.clock_moved();
@@ -488,8 +493,14 @@ impl Registers for CpuRegisters<'_, '_> {
 
     #[inline(always)]
     fn clock_moved(&mut self) -> Result<(), SimError> {
-        // `run_cpu` looks at the run's end before every operation.
+        // `run_cpu` looks at the run's end (and the operation budget)
+        // before every operation.
         Ok(())
+    }
+
+    #[inline(always)]
+    fn charge_operations(&mut self, count: u32) {
+        self.sim.cpus[self.i].operations += count as u64;
     }
 }
 
@@ -547,6 +558,11 @@ impl Registers for Ordered<'_, '_, '_> {
     #[inline(always)]
     fn clock_moved(&mut self) -> Result<(), SimError> {
         self.registers.clock_moved()
+    }
+
+    #[inline(always)]
+    fn charge_operations(&mut self, count: u32) {
+        self.registers.charge_operations(count)
     }
 }
 
@@ -628,6 +644,7 @@ impl Simulation<'_> {
         let locals = code.local_count as usize;
         self.advance_pc(i);
         let cpu = &mut self.cpus[i];
+        cpu.operations += code.ops.len() as u64;
         let base = cpu.locals.len();
         cpu.locals.resize(base + locals, 0);
         for p in (0..params).rev() {

@@ -15,7 +15,8 @@ use models::calibration::LineHome;
 use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use rayon::prelude::*;
 use sim_core::engine::{
-    run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS, DEFAULT_MAX_STEPS_WITHOUT_TIME,
+    run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS, DEFAULT_MAX_OPERATIONS,
+    DEFAULT_MAX_STEPS_WITHOUT_TIME,
 };
 use sim_core::memory::InstanceKind;
 use sim_core::probe::Probe;
@@ -140,6 +141,7 @@ impl PingPong {
                 max_cycles: MAX_CYCLES,
                 max_events: DEFAULT_MAX_EVENTS,
                 max_steps_without_time: DEFAULT_MAX_STEPS_WITHOUT_TIME,
+                max_operations: DEFAULT_MAX_OPERATIONS,
                 seed: SEED,
                 // The pair starts together, as the measuring tool's threads
                 // wait for each other before the first round trip.

@@ -218,6 +218,7 @@ impl Simulation<'_> {
             time_limit,
             topology,
             shortcut_entries,
+            config,
             ..
         } = self;
         let cpu = &mut cpus[i];
@@ -245,6 +246,7 @@ impl Simulation<'_> {
                     Ahead::new(
                         cpu,
                         *time_limit,
+                        config.max_operations,
                         Hoisted::<$check, $turns> {
                             coherence,
                             bytes,

@@ -261,6 +261,10 @@ pub(in crate::engine) struct Ahead<'a, P> {
     work_share_percent: u32,
     /// Where `run_cpu` must look at the run's end.
     time_limit: u64,
+    /// The CPU's operations charged, and past which `run_cpu` must stop
+    /// the run (`limits.operations`).
+    operations: &'a mut u64,
+    operations_limit: u64,
     private: P,
     /// Superinstructions entered (`shortcut-counts`).
     superinstructions: u64,
@@ -312,10 +316,15 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
 
     #[inline(always)]
     fn clock_moved(&mut self) -> Result<(), Halt> {
-        if self.now.0 >= self.time_limit {
+        if self.now.0 >= self.time_limit || *self.operations > self.operations_limit {
             return Err(Halt);
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn charge_operations(&mut self, count: u32) {
+        *self.operations += count as u64;
     }
 }
 
@@ -363,6 +372,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
     pub(in crate::engine) fn new(
         cpu: &'a mut Cpu,
         time_limit: u64,
+        operations_limit: u64,
         private: P,
     ) -> (Self, &'a mut Frame, &'a mut Cycle) {
         let base = cpu.frame.locals_base as usize;
@@ -372,6 +382,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             locals,
             frame,
             now,
+            operations,
             ..
         } = cpu;
         let machine = Ahead {
@@ -381,6 +392,8 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             now: *now,
             work_share_percent,
             time_limit,
+            operations,
+            operations_limit,
             private,
             superinstructions: 0,
         };
@@ -803,7 +816,8 @@ impl Simulation<'_> {
     fn run_ahead_registers(&mut self, i: usize) {
         let cpu = &mut self.cpus[i];
         let ops = self.code_ops[cpu.frame.code as usize];
-        let (mut machine, frame, now) = Ahead::new(cpu, self.time_limit, NoPrivate);
+        let (mut machine, frame, now) =
+            Ahead::new(cpu, self.time_limit, self.config.max_operations, NoPrivate);
         let Halt = machine.run_plain(ops);
         (frame.pc, *now) = machine.position();
     }
@@ -830,6 +844,7 @@ impl Simulation<'_> {
             store_buffer_entries,
             topology,
             shortcut_entries,
+            config,
             ..
         } = self;
         let cpu = &mut cpus[i];
@@ -850,7 +865,7 @@ impl Simulation<'_> {
             accesses: 0,
             failed: None,
         };
-        let (mut machine, frame, now) = Ahead::new(cpu, *time_limit, policy);
+        let (mut machine, frame, now) = Ahead::new(cpu, *time_limit, config.max_operations, policy);
         let Halt = if FUSED {
             machine.run_fused(code_ops[code], &fused_code[code])
         } else {
