@@ -995,6 +995,14 @@ impl<'c> Simulation<'c> {
         })
     }
 
+    /// CPU `i` ran past `limits.operations`.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn over_operations(&self, i: usize) -> SimError {
+        let limit = self.config.max_operations;
+        self.truncated(Budget::Operations, limit, self.cpus[i].now)
+    }
+
     // Error paths: kept out of the hot callers.
     #[cold]
     #[inline(never)]
@@ -1120,10 +1128,6 @@ impl<'c> Simulation<'c> {
             if cpu.finished || cpu.wait != Wait::None {
                 return Ok(());
             }
-            if cpu.operations > self.config.max_operations {
-                let now = cpu.now;
-                return Err(self.truncated(Budget::Operations, self.config.max_operations, now));
-            }
             // `time_limit` is the first cycle at which either the stop
             // cycle or the cycle budget acts: one comparison in the common
             // case.
@@ -1160,6 +1164,12 @@ impl<'c> Simulation<'c> {
             let op = self.code_ops[cpu.frame.code as usize][cpu.frame.pc as usize];
             match op {
                 Op::Call(_) | Op::EndIteration => {
+                    // Calls and iteration ends charge the code they enter,
+                    // loops their bodies (`charge_operations`): the budget
+                    // is looked at where the charges are.
+                    if cpu.operations > self.config.max_operations {
+                        return Err(self.over_operations(i));
+                    }
                     // Every loop back-edge costs a cycle, so only calls and
                     // iteration ends can repeat without time passing: count
                     // them (the same ones on the fast and the plain path).

@@ -238,8 +238,9 @@ pub(super) trait Registers {
     /// or stop (where the run's end or its cycle budget must be looked at).
     fn clock_moved(&mut self) -> Result<(), Self::Stop>;
     /// A loop goes round again: its body's `count` operations may run once
-    /// more (`limits.operations`).
-    fn charge_operations(&mut self, count: u32);
+    /// more (`limits.operations`). A machine that must stop at the budget
+    /// stops here, with nothing charged.
+    fn charge_operations(&mut self, count: u32) -> Result<(), Self::Stop>;
 }
 
 /// A [`Registers`] with the operations that reach past them.
@@ -395,7 +396,7 @@ pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
         // Every loop back-edge costs a cycle, so that no loop runs without
         // time passing.
         Op::LoopBack(target) => {
-            m.charge_operations(m.pc() + 1 - target);
+            m.charge_operations(m.pc() + 1 - target)?;
             m.set_now(m.now() + 1);
             m.set_pc(target);
             return m.clock_moved();
@@ -499,8 +500,13 @@ impl Registers for CpuRegisters<'_, '_> {
     }
 
     #[inline(always)]
-    fn charge_operations(&mut self, count: u32) {
-        self.sim.cpus[self.i].operations += count as u64;
+    fn charge_operations(&mut self, count: u32) -> Result<(), SimError> {
+        let cpu = &mut self.sim.cpus[self.i];
+        cpu.operations += count as u64;
+        if cpu.operations > self.sim.config.max_operations {
+            return Err(self.sim.over_operations(self.i));
+        }
+        Ok(())
     }
 }
 
@@ -561,7 +567,7 @@ impl Registers for Ordered<'_, '_, '_> {
     }
 
     #[inline(always)]
-    fn charge_operations(&mut self, count: u32) {
+    fn charge_operations(&mut self, count: u32) -> Result<(), SimError> {
         self.registers.charge_operations(count)
     }
 }

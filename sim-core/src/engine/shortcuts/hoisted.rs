@@ -319,15 +319,16 @@ fn settle_slot_lines(
 /// and clock written back to the CPU, and the superinstructions entered.
 #[inline(never)]
 fn run_hoisted<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>(
-    (mut machine, frame, now): (
+    (mut machine, frame, now, operations): (
         Ahead<'_, Hoisted<'_, CHECK_INVARIANTS, TAKES_TURNS>>,
         &mut crate::engine::Frame,
         &mut Cycle,
+        &mut u64,
     ),
     ops: &[crate::script::compile::Op],
     fused: &[crate::script::fuse::Fused],
 ) -> (Option<Box<SimError>>, u64) {
     let Halt = machine.run_fused(ops, fused);
-    (frame.pc, *now) = machine.position();
+    (frame.pc, *now, *operations) = machine.position();
     (machine.take_failure(), machine.superinstructions())
 }

@@ -263,7 +263,7 @@ pub(in crate::engine) struct Ahead<'a, P> {
     time_limit: u64,
     /// The CPU's operations charged, and past which `run_cpu` must stop
     /// the run (`limits.operations`).
-    operations: &'a mut u64,
+    operations: u64,
     operations_limit: u64,
     private: P,
     /// Superinstructions entered (`shortcut-counts`).
@@ -316,15 +316,22 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
 
     #[inline(always)]
     fn clock_moved(&mut self) -> Result<(), Halt> {
-        if self.now.0 >= self.time_limit || *self.operations > self.operations_limit {
+        if self.now.0 >= self.time_limit {
             return Err(Halt);
         }
         Ok(())
     }
 
+    /// Past the budget, `run_cpu` reports the run truncated: the loop's
+    /// turn is left to `step`, which charges it.
     #[inline(always)]
-    fn charge_operations(&mut self, count: u32) {
-        *self.operations += count as u64;
+    fn charge_operations(&mut self, count: u32) -> Result<(), Halt> {
+        let charged = self.operations + count as u64;
+        if charged > self.operations_limit {
+            return Err(Halt);
+        }
+        self.operations = charged;
+        Ok(())
     }
 }
 
@@ -374,7 +381,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
         time_limit: u64,
         operations_limit: u64,
         private: P,
-    ) -> (Self, &'a mut Frame, &'a mut Cycle) {
+    ) -> (Self, &'a mut Frame, &'a mut Cycle, &'a mut u64) {
         let base = cpu.frame.locals_base as usize;
         let work_share_percent = cpu.work_share_percent;
         let Cpu {
@@ -392,12 +399,12 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             now: *now,
             work_share_percent,
             time_limit,
-            operations,
+            operations: *operations,
             operations_limit,
             private,
             superinstructions: 0,
         };
-        (machine, frame, now)
+        (machine, frame, now, operations)
     }
 
     /// Runs the plain operations of `ops` from the program counter until
@@ -538,9 +545,10 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
         Err(halt)
     }
 
-    /// The program counter and clock where the machine stopped.
-    pub(in crate::engine) fn position(&self) -> (u32, Cycle) {
-        (self.pc, self.now)
+    /// The program counter, clock and operations charged where the
+    /// machine stopped.
+    pub(in crate::engine) fn position(&self) -> (u32, Cycle, u64) {
+        (self.pc, self.now, self.operations)
     }
 
     /// The invariant check that failed where the machine stopped.
@@ -816,10 +824,10 @@ impl Simulation<'_> {
     fn run_ahead_registers(&mut self, i: usize) {
         let cpu = &mut self.cpus[i];
         let ops = self.code_ops[cpu.frame.code as usize];
-        let (mut machine, frame, now) =
+        let (mut machine, frame, now, operations) =
             Ahead::new(cpu, self.time_limit, self.config.max_operations, NoPrivate);
         let Halt = machine.run_plain(ops);
-        (frame.pc, *now) = machine.position();
+        (frame.pc, *now, *operations) = machine.position();
     }
 
     /// `run_ahead` with the [`Summed`] policy; `FUSED` when the code has a
@@ -865,13 +873,14 @@ impl Simulation<'_> {
             accesses: 0,
             failed: None,
         };
-        let (mut machine, frame, now) = Ahead::new(cpu, *time_limit, config.max_operations, policy);
+        let (mut machine, frame, now, operations) =
+            Ahead::new(cpu, *time_limit, config.max_operations, policy);
         let Halt = if FUSED {
             machine.run_fused(code_ops[code], &fused_code[code])
         } else {
             machine.run_plain(code_ops[code])
         };
-        (frame.pc, *now) = machine.position();
+        (frame.pc, *now, *operations) = machine.position();
         let (accesses, _superinstructions) =
             (machine.private.accesses, machine.superinstructions());
         #[cfg(feature = "shortcut-counts")]
