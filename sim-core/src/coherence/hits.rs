@@ -19,9 +19,11 @@ impl Coherence {
         need: Need,
         hold_cycles: u64,
     ) -> Option<AccessReport> {
+        #[cfg(any(test, feature = "planted-bugs"))]
+        if let Some(bug) = planted::active_at(planted::Hook::Hit) {
+            return planted::try_hit(self, bug, topology, now, cpu, unit, need, hold_cycles);
+        }
         let queued = !self.units[unit].waiting.is_empty();
-        #[cfg(test)]
-        let queued = queued && !planted!(HitBypassesQueue);
         if queued {
             // A request is queued for the line: its snoop arrives before this
             // core may use the line again, so this access queues too. (Checked
@@ -66,11 +68,6 @@ impl Coherence {
             holder.last_writer_thread = thread;
             u.version += 1;
             holder.version = u.version;
-            #[cfg(test)]
-            if planted!(WriteHitKeepsVersion) {
-                u.version -= 1;
-                holder.version = u.version;
-            }
         } else if sibling_wrote {
             holder.last_writer_thread = NO_THREAD;
         }

@@ -42,7 +42,9 @@
 //! requests at a line's home, their state changes and costs, and the
 //! prefetch; `invariants` the checks made after each transaction;
 //! `abstract_state` what the exhaustive checker reads and encodes (none of
-//! it used by the engine).
+//! it used by the engine); `planted`, only in this crate's unit tests and
+//! with the `planted-bugs` feature, the deliberately broken transitions the
+//! checker must catch.
 
 use crate::error::SimError;
 use crate::memory::MemoryLayout;
@@ -52,29 +54,11 @@ use crate::topology::{
 };
 use std::fmt;
 
-/// `planted!(Bug)`: whether that deliberately broken transition is switched
-/// on. Only unit tests of this crate can switch one on (see [`planted`]); in
-/// every other build the macro is the literal `false`, and each planted
-/// bug's code is behind `#[cfg(test)]`, so the simulator compiled for users
-/// contains none of it.
-#[cfg(test)]
-macro_rules! planted {
-    ($bug:ident) => {
-        crate::coherence::planted::active(crate::coherence::planted::Bug::$bug)
-    };
-}
-#[cfg(not(test))]
-#[allow(unused_macros)]
-macro_rules! planted {
-    ($bug:ident) => {
-        false
-    };
-}
-
-// After the `planted!` macro, which the transaction code uses.
 mod abstract_state;
 mod hits;
 mod invariants;
+#[cfg(any(test, feature = "planted-bugs"))]
+pub mod planted;
 mod transaction;
 
 /// The state of a line in one private cache.
@@ -166,7 +150,7 @@ impl CoreSet {
     fn contains(&self, core: u32) -> bool {
         self.words[(core / 64) as usize] & (1 << (core % 64)) != 0
     }
-    #[cfg(test)]
+    #[cfg(any(test, feature = "planted-bugs"))]
     fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
     }
@@ -433,110 +417,6 @@ pub(crate) struct Renaming<'a> {
     pub cpus: &'a [u32],
     pub tags: &'a dyn Fn(u32) -> u32,
     pub units: &'a [usize],
-}
-
-/// Deliberately broken transitions, compiled only into this crate's unit
-/// tests: the exhaustive checker must catch every one (see the tests of
-/// [`crate::checker`]). One bug at a time is switched on, per test thread.
-#[cfg(test)]
-pub(crate) mod planted {
-    use super::{Holder, LineState};
-    use std::cell::Cell;
-
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    pub(crate) enum Bug {
-        /// A write miss that finds several other copies leaves the last one valid.
-        WriteSparesOneSharer,
-        /// An upgrade (the writer already has the data) leaves the other
-        /// Shared copies valid.
-        UpgradeKeepsSharers,
-        /// MOESI: a read of a Modified line leaves it Shared instead of
-        /// Owned, without a writeback: the dirty data has no owner.
-        MoesiModifiedToShared,
-        /// MESIF: the old forwarder stays F when a new reader becomes F.
-        MesifKeepsForward,
-        /// A read is granted Exclusive while other Shared copies exist.
-        ExclusiveDespiteSharers,
-        /// MOESI: an Owned copy is not asked for the data; memory answers.
-        OwnedNotSupplier,
-        /// A write hit does not advance the line's write count.
-        WriteHitKeepsVersion,
-        /// The directory does not add a requester that had no copy.
-        DirectoryMissesRequester,
-        /// The directory keeps the old owner when no cache answers any more.
-        DirectoryKeepsOwner,
-        /// The home serves a waiter while the line's transaction is in flight.
-        ServeWhileBusy,
-        /// A core hits in its cache while another core's request waits.
-        HitBypassesQueue,
-        /// When only holders' re-accesses wait, the home serves none of them.
-        HoldersNeverServed,
-        /// The home takes a waiting read off the queue and never answers it.
-        ServeDropsRead,
-        /// An adjacent-line prefetch read of a Modified line grants the
-        /// prefetcher a Shared copy but leaves the owner Modified.
-        PrefetchKeepsOwnerModified,
-    }
-
-    impl Bug {
-        pub(crate) const ALL: [Bug; 14] = [
-            Bug::WriteSparesOneSharer,
-            Bug::UpgradeKeepsSharers,
-            Bug::MoesiModifiedToShared,
-            Bug::MesifKeepsForward,
-            Bug::ExclusiveDespiteSharers,
-            Bug::OwnedNotSupplier,
-            Bug::WriteHitKeepsVersion,
-            Bug::DirectoryMissesRequester,
-            Bug::DirectoryKeepsOwner,
-            Bug::ServeWhileBusy,
-            Bug::HitBypassesQueue,
-            Bug::HoldersNeverServed,
-            Bug::ServeDropsRead,
-            Bug::PrefetchKeepsOwnerModified,
-        ];
-    }
-
-    thread_local! {
-        static ACTIVE: Cell<Option<Bug>> = const { Cell::new(None) };
-    }
-
-    pub(crate) fn active(bug: Bug) -> bool {
-        ACTIVE.with(|a| a.get() == Some(bug))
-    }
-
-    /// Some planted bug is switched on in this thread.
-    pub(crate) fn any_active() -> bool {
-        ACTIVE.with(|a| a.get().is_some())
-    }
-
-    /// Runs `f` with `bug` switched on in this thread.
-    pub(crate) fn with<R>(bug: Bug, f: impl FnOnce() -> R) -> R {
-        struct Off;
-        impl Drop for Off {
-            fn drop(&mut self) {
-                ACTIVE.with(|a| a.set(None));
-            }
-        }
-        ACTIVE.with(|a| a.set(Some(bug)));
-        let _off = Off;
-        f()
-    }
-
-    /// The other copies a broken write leaves valid.
-    pub(super) fn spared_on_write(holders: &[Holder], core: u32, have_data: bool) -> Vec<Holder> {
-        let others: Vec<Holder> = holders.iter().filter(|h| h.core != core).copied().collect();
-        if active(Bug::WriteSparesOneSharer) && !have_data && others.len() >= 2 {
-            others.last().copied().into_iter().collect()
-        } else if active(Bug::UpgradeKeepsSharers) && have_data {
-            others
-                .into_iter()
-                .filter(|h| h.state == LineState::Shared)
-                .collect()
-        } else {
-            Vec::new()
-        }
-    }
 }
 
 #[cfg(test)]

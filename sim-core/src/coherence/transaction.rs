@@ -191,32 +191,13 @@ impl Coherence {
         }
         let requested =
             self.request_after_miss(topology, now, cpu, unit, Need::Read, 0, tag | PREFETCH_TAG)?;
-        #[cfg(test)]
-        if let Requested::Done(report) = &requested {
-            self.plant_prefetch_bug(unit, report);
-            if self.check_invariants {
-                self.check_unit(unit, report.started)?;
-            }
+        #[cfg(any(test, feature = "planted-bugs"))]
+        if let (Some(_), Requested::Done(report)) =
+            (planted::active_at(planted::Hook::Prefetch), &requested)
+        {
+            planted::after_prefetch(self, unit, report)?;
         }
         Ok(Some(requested))
-    }
-
-    /// The planted `PrefetchKeepsOwnerModified`: the owner a prefetch read
-    /// downgraded stays Modified beside the new Shared copy.
-    #[cfg(test)]
-    pub(super) fn plant_prefetch_bug(&mut self, unit: usize, report: &AccessReport) {
-        if !planted!(PrefetchKeepsOwnerModified) {
-            return;
-        }
-        let u = &mut self.units[unit];
-        for change in &report.others {
-            if change.before == LineState::Modified {
-                if let Ok(i) = u.holders.binary_search_by_key(&change.core, |h| h.core) {
-                    u.holders[i].state = LineState::Modified;
-                    u.dir_owner = Some(change.core);
-                }
-            }
-        }
     }
 
     /// The line is due to be free at `now`: serves one waiting request,
@@ -233,10 +214,12 @@ impl Coherence {
         unit: usize,
         pick: &mut dyn FnMut(usize) -> usize,
     ) -> Result<Option<(Waiter, AccessReport)>, SimError> {
+        #[cfg(any(test, feature = "planted-bugs"))]
+        if let Some(bug) = planted::active_at(planted::Hook::Serve) {
+            return planted::serve_next(self, bug, topology, now, unit, pick);
+        }
         let u = &mut self.units[unit];
         let busy = u.busy_until > now;
-        #[cfg(test)]
-        let busy = busy && !planted!(ServeWhileBusy);
         if u.waiting.is_empty() || busy {
             return Ok(None);
         }
@@ -273,18 +256,10 @@ impl Coherence {
                     .min_by_key(|&k| distance(&u.waiting[k]));
             }
         }
-        #[cfg(test)]
-        if chosen.is_none() && planted!(HoldersNeverServed) {
-            return Ok(None);
-        }
         // Only a core that holds the line can complete as a hit: the drawn
         // waiter when every waiter holds it.
         let holder = chosen.is_none();
         let waiter = u.waiting.swap_remove(chosen.unwrap_or(drawn));
-        #[cfg(test)]
-        if waiter.need == Need::Read && planted!(ServeDropsRead) {
-            return Ok(None);
-        }
         let hit = if holder {
             self.try_hit_for_waiter(topology, now, &waiter, unit)
         } else {
@@ -302,10 +277,6 @@ impl Coherence {
                 waiter.hold_cycles,
             ),
         };
-        #[cfg(test)]
-        if waiter.tag & PREFETCH_TAG != 0 {
-            self.plant_prefetch_bug(unit, &report);
-        }
         if self.check_invariants {
             self.check_unit(unit, report.started)?;
         }
@@ -330,6 +301,20 @@ impl Coherence {
         need: Need,
         hold_cycles: u64,
     ) -> AccessReport {
+        #[cfg(any(test, feature = "planted-bugs"))]
+        if let Some(bug) = planted::active_at(planted::Hook::Transaction) {
+            return planted::transaction(
+                self,
+                bug,
+                topology,
+                issued,
+                now,
+                cpu,
+                unit_index,
+                need,
+                hold_cycles,
+            );
+        }
         if need == Need::Write {
             if let [only] = self.units[unit_index].holders.as_slice() {
                 // A broadcast directory invalidates more than the one copy.
@@ -337,9 +322,6 @@ impl Coherence {
                     && matches!(only.state, LineState::Shared | LineState::Owned);
                 let taking =
                     self.special_transactions && only.core != topology.core_of(cpu) && !broadcast;
-                // A planted bug's code is in the general walk only.
-                #[cfg(test)]
-                let taking = taking && !planted::any_active();
                 if taking {
                     #[cfg(feature = "shortcut-counts")]
                     {
@@ -504,14 +486,6 @@ impl Coherence {
             Lookup::Home => home,
             Lookup::Local => requester.node,
         };
-        #[cfg(test)]
-        let previous_owner = u.dir_owner;
-        #[cfg(test)]
-        let previous_holders = if planted::any_active() {
-            u.holders.clone()
-        } else {
-            Vec::new()
-        };
 
         // One pass over the holders finds the requester's copy and the
         // supplier (the first other cache in a supplying state). A write's
@@ -562,11 +536,6 @@ impl Coherence {
                 u.dir_sharers.remove(h.core);
             }
         }
-        #[cfg(test)]
-        let supplier = match supplier {
-            Some((_, LineState::Owned)) if planted!(OwnedNotSupplier) => None,
-            other => other,
-        };
         let have_data = requester_before != LineState::Invalid;
         let needs_data = !have_data;
         // A read of a clean line: other caches hold it, none of them
@@ -677,11 +646,6 @@ impl Coherence {
                 // (if any) is replaced below.
                 invalidations = others.len() as u32;
                 u.holders.clear();
-                #[cfg(test)]
-                for h in planted::spared_on_write(&previous_holders, core, have_data) {
-                    let at = u.holders.partition_point(|k| k.core < h.core);
-                    u.holders.insert(at, h);
-                }
                 u.version += 1;
                 requester_after = LineState::Modified;
             }
@@ -702,18 +666,6 @@ impl Coherence {
                             // for the line: M writes back and both share.
                             _ => LineState::Shared,
                         };
-                        #[cfg(test)]
-                        let after = match (protocol, before) {
-                            (Protocol::Moesi, LineState::Modified)
-                                if planted!(MoesiModifiedToShared) =>
-                            {
-                                LineState::Shared
-                            }
-                            (_, LineState::Forward) if planted!(MesifKeepsForward) => {
-                                LineState::Forward
-                            }
-                            _ => after,
-                        };
                         owned |= after == LineState::Owned;
                         if after != before {
                             h.state = after;
@@ -728,14 +680,6 @@ impl Coherence {
                         // The newest sharer becomes the forwarder.
                         new_state = LineState::Forward;
                     }
-                }
-                #[cfg(test)]
-                if planted!(ExclusiveDespiteSharers)
-                    && u.holders
-                        .iter()
-                        .all(|h| h.core == core || h.state == LineState::Shared)
-                {
-                    new_state = LineState::Exclusive;
                 }
                 requester_after = new_state;
             }
@@ -767,25 +711,6 @@ impl Coherence {
             .rev()
             .find(|h| h.state.supplies_data())
             .map(|h| h.core);
-        #[cfg(test)]
-        {
-            if planted::any_active() {
-                // A planted bug may leave copies the update above does not
-                // know of: the directory is rebuilt from the caches.
-                u.dir_sharers.clear();
-                for h in &u.holders {
-                    u.dir_sharers.insert(h.core);
-                }
-            }
-            if planted!(DirectoryKeepsOwner) && u.dir_owner.is_none() {
-                u.dir_owner = previous_owner;
-            }
-            if planted!(DirectoryMissesRequester) && requester_before == LineState::Invalid {
-                let kept: Vec<u32> = u.dir_sharers.iter().filter(|&c| c != core).collect();
-                u.dir_sharers.clear();
-                kept.into_iter().for_each(|c| u.dir_sharers.insert(c));
-            }
-        }
         u.busy_until = start + busy_cycles;
         if hold_cycles > 0 {
             u.locked_until = done + hold_cycles;
