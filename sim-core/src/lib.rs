@@ -27,6 +27,7 @@ pub mod error;
 pub mod limits;
 pub mod memory;
 pub mod probe;
+pub mod protocol_table;
 mod queue;
 pub mod script;
 pub mod stats;

@@ -61,6 +61,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     counting(root, &mut out)?;
     read_mostly(root, &mut out)?;
     hot_line(root, &mut out)?;
+    protocol(&mut out)?;
     cases(root, &mut out)?;
     tutorial(root, &mut out)?;
     tutorial_pahole(root, &mut out)?;
@@ -1155,5 +1156,130 @@ fn tutorial(root: &Path, out: &mut Files) -> Result<(), String> {
             "lines-stats-split.svg",
         ],
     )?;
+    Ok(())
+}
+
+/// The protocols of the table-and-proof chapter, as `bounce check-protocol
+/// --protocol` names them.
+pub const PROTOCOLS: [sim_core::topology::Protocol; 3] = [
+    sim_core::topology::Protocol::Mesi,
+    sim_core::topology::Protocol::Mesif,
+    sim_core::topology::Protocol::Moesi,
+];
+
+/// The configurations of the chapter's state-count table: (caches, lines,
+/// values, store-buffer entries). Small enough for the staleness test, a
+/// debug build.
+pub const CHECK_CONFIGURATIONS: [(u32, u32, u32, u32); 4] =
+    [(2, 1, 2, 1), (2, 1, 2, 2), (2, 2, 2, 1), (3, 1, 2, 1)];
+
+/// The planted bug the chapter's lab shows caught, and the configuration
+/// it is checked in (MOESI, 3 caches, 1 line, 2 values, buffers of 1).
+pub const LAB_BUG: sim_core::coherence::planted::Bug =
+    sim_core::coherence::planted::Bug::MoesiModifiedToShared;
+
+/// The exhaustive checker's configuration for `bounce check-protocol
+/// --protocol P --caches C --lines L --values V --buffer B`.
+pub fn check_config(
+    protocol: sim_core::topology::Protocol,
+    (caches, lines, values, buffer): (u32, u32, u32, u32),
+) -> sim_core::checker::CheckConfig {
+    sim_core::checker::CheckConfig {
+        caches,
+        lines,
+        values,
+        buffer_depth: buffer,
+        ..sim_core::checker::CheckConfig::new(protocol)
+    }
+}
+
+/// The first line `bounce check-protocol` prints for a report, without the
+/// host time it took (which no two runs share).
+pub fn check_summary(report: &sim_core::checker::CheckReport) -> String {
+    let c = &report.config;
+    format!(
+        "{}: {} caches x {} lines x {} values, store buffers of {}{}: {} states, {} transitions, \
+         depth {}, {} quiescent states",
+        c.protocol.name().to_uppercase(),
+        c.caches,
+        c.lines,
+        c.values,
+        c.buffer_depth,
+        if c.prefetch { ", prefetch reads" } else { "" },
+        report.states,
+        report.transitions,
+        report.depth,
+        report.quiescent_states,
+    )
+}
+
+/// The protocol chapter: each protocol's stable-state transition table, as
+/// the coherence code computes it (`sim_core::protocol_table`); the state
+/// counts `bounce check-protocol` reports on small configurations; and what
+/// it prints when a planted bug breaks an invariant.
+fn protocol(out: &mut Files) -> Result<(), String> {
+    use sim_core::protocol_table::{transition_table, Event};
+    for protocol in PROTOCOLS {
+        let transitions = transition_table(protocol)?;
+        let mut rows = Vec::new();
+        for chunk in transitions.chunks(Event::ALL.len()) {
+            let mut row = vec![format!("**{}**", chunk[0].before)];
+            for t in chunk {
+                row.push(format!("**{}** &mdash; {}", t.after, t.messages()));
+            }
+            rows.push(row);
+        }
+        let mut header = vec!["local/remote"];
+        header.extend(Event::ALL.iter().map(|e| e.name()));
+        out.add_markdown(
+            &format!("protocol/{}.md", protocol.name()),
+            &table(&header, &rows).replace("|---:|---:|---:|---:|", "|---|---|---|---|"),
+        );
+    }
+    let mut rows = Vec::new();
+    for configuration in CHECK_CONFIGURATIONS {
+        for protocol in PROTOCOLS {
+            let report = sim_core::checker::check(&check_config(protocol, configuration))?;
+            if !report.complete || report.violation.is_some() {
+                return Err(format!(
+                    "check-protocol {} {configuration:?}: not a clean, complete exploration",
+                    protocol.name()
+                ));
+            }
+            let (caches, lines, values, buffer) = configuration;
+            rows.push(vec![
+                protocol.name().to_uppercase(),
+                format!("{caches} x {lines} x {values}, buffers of {buffer}"),
+                report.states.to_string(),
+                report.transitions.to_string(),
+                report.depth.to_string(),
+                report.quiescent_states.to_string(),
+            ]);
+        }
+    }
+    out.add_markdown(
+        "protocol/check-counts.md",
+        &table(
+            &[
+                "protocol",
+                "caches x lines x values",
+                "states",
+                "transitions",
+                "depth",
+                "quiescent states",
+            ],
+            &rows,
+        ),
+    );
+    let config = check_config(sim_core::topology::Protocol::Moesi, (3, 1, 2, 1));
+    let report = sim_core::coherence::planted::with(LAB_BUG, || sim_core::checker::check(&config))?;
+    let violation = report
+        .violation
+        .as_ref()
+        .ok_or_else(|| format!("the planted {LAB_BUG:?} was not caught"))?;
+    out.add(
+        "protocol/planted-moesi.txt",
+        format!("{}\n{violation}", check_summary(&report)),
+    );
     Ok(())
 }
