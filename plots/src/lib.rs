@@ -1,6 +1,6 @@
-//! SVG charts of plain data: scaling lines, comparison bars, per-field
-//! attribution bars, cache-line maps of a struct, and a machine's topology
-//! as nested boxes.
+//! SVG charts of plain data: scaling lines, comparison bars, plain bars,
+//! per-field attribution bars, cache-line maps of a struct, and a machine's
+//! topology as nested boxes.
 //!
 //! This crate knows nothing of the simulator: it takes the structs below and
 //! returns SVG documents as strings. It uses plotters' SVG backend without any
@@ -15,8 +15,10 @@
 
 use std::fmt;
 
+mod bars;
 mod timeline;
 mod validation;
+pub use bars::{bars, BarChart};
 pub use timeline::{timeline, Message, MessageKind, TimelineChart, Transaction};
 pub use validation::{validation_bars, validation_scatter, ValidationChart, ValidationPoint};
 mod topology;

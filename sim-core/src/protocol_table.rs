@@ -157,7 +157,10 @@ impl Transition {
             )),
         }
         if self.invalidations > 0 {
-            parts.push(format!("invalidates the other copy ({})", self.invalidations));
+            parts.push(format!(
+                "invalidates the other copy ({})",
+                self.invalidations
+            ));
         }
         if self.writeback {
             parts.push("M data written back to memory".to_string());
@@ -304,17 +307,35 @@ mod tests {
         assert_eq!((t.request, t.after.local), (Request::Hit, Modified));
         // A remote read of M: both Shared, the data written back, a HITM.
         let t = find(&mesi, Modified, Invalid, Event::RemoteRead);
-        assert_eq!(t.after, Pair { local: Shared, remote: Shared });
+        assert_eq!(
+            t.after,
+            Pair {
+                local: Shared,
+                remote: Shared
+            }
+        );
         assert!(t.writeback && t.hitm);
         // MOESI keeps the dirty data in an Owned copy instead.
         let moesi = transition_table(Protocol::Moesi).unwrap();
         let t = find(&moesi, Modified, Invalid, Event::RemoteRead);
-        assert_eq!(t.after, Pair { local: Owned, remote: Shared });
+        assert_eq!(
+            t.after,
+            Pair {
+                local: Owned,
+                remote: Shared
+            }
+        );
         assert!(!t.writeback && t.hitm);
         // MESIF: the newest reader is the forwarder.
         let mesif = transition_table(Protocol::Mesif).unwrap();
         let t = find(&mesif, Exclusive, Invalid, Event::RemoteRead);
-        assert_eq!(t.after, Pair { local: Shared, remote: Forward });
+        assert_eq!(
+            t.after,
+            Pair {
+                local: Shared,
+                remote: Forward
+            }
+        );
         // An upgrade sends no data, only the invalidation.
         let t = find(&mesi, Shared, Shared, Event::LocalStore);
         assert_eq!(

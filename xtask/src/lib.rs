@@ -914,6 +914,10 @@ fn litmus(root: &Path, out: &mut Files) -> Result<(), String> {
         let name = path
             .trim_start_matches("book/scenarios/")
             .trim_end_matches(".toml");
+        out.add(
+            format!("litmus/{name}.svg"),
+            litmus_chart(name, &histograms)?,
+        );
         out.add_markdown(
             &format!("litmus/{name}.md"),
             &table(
@@ -932,6 +936,38 @@ fn litmus(root: &Path, out: &mut Files) -> Result<(), String> {
     Ok(())
 }
 
+/// A litmus test's outcome histogram as bars: per variant, the rounds that
+/// ended with each (r1, r2).
+fn litmus_chart(name: &str, histograms: &[(String, [u64; 4])]) -> Result<String, String> {
+    let test = match name {
+        "litmus-sb" => "Store buffering (SB)",
+        _ => "Message passing (MP, r1 = flag, r2 = data)",
+    };
+    let series = [
+        "r1 = 0, r2 = 0",
+        "r1 = 0, r2 = 1",
+        "r1 = 1, r2 = 0",
+        "r1 = 1, r2 = 1",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(k, label)| {
+        (
+            label.to_string(),
+            histograms.iter().map(|(_, c)| c[k] as f64).collect(),
+        )
+    })
+    .collect();
+    plots::bars(&plots::BarChart {
+        title: format!("{test}: outcomes per variant"),
+        value_label: "rounds".into(),
+        category_label: "variant".into(),
+        categories: histograms.iter().map(|(v, _)| v.clone()).collect(),
+        series,
+    })
+    .map_err(|e| format!("{name}: cannot draw the histogram: {e}"))
+}
+
 /// The counting chapter: per variant, what an add costs the adders and
 /// what a read costs the reader, from each CPU's mean iteration less the
 /// scenario's `work` (300 cycles after an add, `read_gap` after a read),
@@ -944,6 +980,8 @@ fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
     const ADDERS: f64 = 8.0;
     const BATCH: f64 = 32.0;
     let run = run(root, PATH)?;
+    // (variant, cycles per add, cycles per read), for the chart.
+    let mut costs: Vec<(String, f64, f64)> = Vec::new();
     let mean_cycles = |shares: &[&scenarios::run::results::CpuShare]| -> f64 {
         let iterations: u64 = shares.iter().map(|c| c.iterations).sum();
         let cycles: u64 = shares.iter().map(|c| c.iteration_cycles_total).sum();
@@ -961,6 +999,11 @@ fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
         }
         let adds: u64 = adders.iter().map(|c| c.iterations).sum();
         let reads: u64 = reader.iter().map(|c| c.iterations).sum();
+        costs.push((
+            r.name.clone(),
+            mean_cycles(&adders) - ADD_WORK_CYCLES,
+            mean_cycles(&reader) - READ_GAP_CYCLES,
+        ));
         let shortfall = if r.name == "percpu-read" {
             format!("{}", ((BATCH - 1.0) * ADDERS) as u64)
         } else {
@@ -989,6 +1032,18 @@ fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
             &rows,
         ),
     );
+    let chart = plots::bars(&plots::BarChart {
+        title: "Counting: cycles per operation (8 adders, 1 reader)".into(),
+        value_label: "cycles per operation (less the work between them)".into(),
+        category_label: "variant".into(),
+        categories: costs.iter().map(|c| c.0.clone()).collect(),
+        series: vec![
+            ("add".into(), costs.iter().map(|c| c.1).collect()),
+            ("read".into(), costs.iter().map(|c| c.2).collect()),
+        ],
+    })
+    .map_err(|e| format!("{PATH}: cannot draw the costs: {e}"))?;
+    out.add("counting/costs.svg", chart);
     out.add("counting/report.txt", run.report());
     Ok(())
 }
@@ -1002,6 +1057,8 @@ fn read_mostly(root: &Path, out: &mut Files) -> Result<(), String> {
     const READ_WORK_CYCLES: f64 = 500.0;
     let run = run(root, PATH)?;
     let mut rows = Vec::new();
+    // Per machine, (variant, cycles per read), for the chart.
+    let mut per_machine: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     for r in run.variant_results() {
         let readers: Vec<_> = r.per_cpu.iter().filter(|c| c.cpu != WRITER_CPU).collect();
         let writer: Vec<_> = r.per_cpu.iter().filter(|c| c.cpu == WRITER_CPU).collect();
@@ -1014,12 +1071,17 @@ fn read_mostly(root: &Path, out: &mut Files) -> Result<(), String> {
         let reads: u64 = readers.iter().map(|c| c.iterations).sum();
         let writes: u64 = writer.iter().map(|c| c.iterations).sum();
         let read_cycles: u64 = readers.iter().map(|c| c.iteration_cycles_total).sum();
+        let per_read = read_cycles as f64 / reads.max(1) as f64 - READ_WORK_CYCLES;
+        match per_machine.iter_mut().find(|(m, _)| *m == r.machine) {
+            Some((_, values)) => values.push((r.name.clone(), per_read)),
+            None => per_machine.push((r.machine.clone(), vec![(r.name.clone(), per_read)])),
+        }
         let iterations = r.measured_iterations().max(1) as f64;
         rows.push(vec![
             format!("`{}`", r.machine),
             format!("`{}`", r.name),
             reads.to_string(),
-            num(read_cycles as f64 / reads.max(1) as f64 - READ_WORK_CYCLES),
+            num(per_read),
             writes.to_string(),
             num(r.total.misses as f64 / iterations),
         ]);
@@ -1038,6 +1100,29 @@ fn read_mostly(root: &Path, out: &mut Files) -> Result<(), String> {
             &rows,
         ),
     );
+    let variants: Vec<String> = per_machine
+        .first()
+        .map(|(_, v)| v.iter().map(|(name, _)| name.clone()).collect())
+        .unwrap_or_default();
+    let mut series = Vec::new();
+    for (machine, values) in &per_machine {
+        let names: Vec<&String> = values.iter().map(|(name, _)| name).collect();
+        if names != variants.iter().collect::<Vec<_>>() {
+            return Err(format!(
+                "{PATH}: `{machine}` ran other variants than the first machine"
+            ));
+        }
+        series.push((machine.clone(), values.iter().map(|(_, c)| *c).collect()));
+    }
+    let chart = plots::bars(&plots::BarChart {
+        title: "Read-mostly: cycles per read (8 readers, 1 writer)".into(),
+        value_label: "cycles per read (less the readers' work)".into(),
+        category_label: "variant".into(),
+        categories: variants,
+        series,
+    })
+    .map_err(|e| format!("{PATH}: cannot draw the costs: {e}"))?;
+    out.add("read-mostly/costs.svg", chart);
     Ok(())
 }
 

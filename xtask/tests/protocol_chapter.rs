@@ -129,9 +129,7 @@ fn exercise_3_stable_configurations() {
 
 #[test]
 fn exercise_4_a_third_value_adds_transitions_not_states() {
-    let run = |values| {
-        check(&xtask::check_config(Protocol::Mesi, (2, 1, values, 1))).unwrap()
-    };
+    let run = |values| check(&xtask::check_config(Protocol::Mesi, (2, 1, values, 1))).unwrap();
     let (two, three) = (run(2), run(3));
     assert!(two.complete && three.complete);
     assert_eq!(two.states, three.states);

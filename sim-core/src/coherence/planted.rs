@@ -15,9 +15,7 @@
 //!
 //! One bug at a time is switched on, per thread, with [`with`].
 
-use super::{
-    AccessReport, Coherence, Holder, LineState, Need, Route, Unit, Waiter, PREFETCH_TAG,
-};
+use super::{AccessReport, Coherence, Holder, LineState, Need, Route, Unit, Waiter, PREFETCH_TAG};
 use crate::error::SimError;
 use crate::time::Cycle;
 use crate::topology::{Protocol, Topology};
@@ -225,8 +223,7 @@ pub(super) fn transaction(
         }
         Bug::ExclusiveDespiteSharers
             if need == Need::Read
-                && u
-                    .holders
+                && u.holders
                     .iter()
                     .all(|h| h.core == core || h.state == LineState::Shared) =>
         {
