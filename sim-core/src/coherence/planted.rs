@@ -2,20 +2,25 @@
 //! (its unit tests, and the book's lab on `bounce check-protocol`).
 //!
 //! Compiled only into this crate's unit tests and with the `planted-bugs`
-//! feature (which `xtask` turns on to print a caught bug in the book); a
-//! build of `bounce` has none of this module. The protocol code itself holds
-//! no bug: each bug is made here, around the real transition, by changing
-//! what it did (the line's entry and the report) or what it was asked (a
-//! request the home takes and drops, a queue a hit ignores). The
+//! feature, which `xtask` turns on to print a caught bug in the book; the
+//! `bounce` package never does, so `bounce` built on its own (`cargo build
+//! -p bounce`, `cargo install`) has none of this module. (A build of the
+//! whole workspace unifies features, so its `bounce` has the module, with
+//! no bug switched on and no way to switch one on.) The protocol code
+//! holds no bug: each bug is made here, around the real transition, by
+//! changing what it did (the line's entry and the report) or what it was
+//! asked (a request the home takes and drops, a queue a hit ignores). The
 //! transaction code only hands over to this module, at four entry points,
-//! when a bug is switched on: [`Coherence::transaction`]-level bugs get the
-//! general walk's result to break; serve-, hit- and prefetch-level bugs
-//! wrap [`Coherence::serve_next`], [`Coherence::try_hit`] and
-//! [`Coherence::prefetch`].
+//! when a bug is switched on: transaction-level bugs
+//! (`Coherence::transaction`) get the general walk's result to break;
+//! serve-, hit- and prefetch-level bugs wrap [`Coherence::serve_next`],
+//! [`Coherence::try_hit`] and [`Coherence::prefetch`].
 //!
 //! One bug at a time is switched on, per thread, with [`with`].
 
-use super::{AccessReport, Coherence, Holder, LineState, Need, Route, Unit, Waiter, PREFETCH_TAG};
+use super::{
+    AccessReport, Coherence, Holder, LineState, Need, Requested, Route, Unit, Waiter, PREFETCH_TAG,
+};
 use crate::error::SimError;
 use crate::time::Cycle;
 use crate::topology::{Protocol, Topology};
@@ -296,7 +301,7 @@ pub(super) fn serve_next(
             let served = real(|| coherence.serve_next(topology, now, unit, pick))?;
             if let Some((waiter, report)) = &served {
                 if waiter.tag & PREFETCH_TAG != 0 {
-                    after_prefetch(coherence, unit, report)?;
+                    keep_owner_modified(coherence, unit, report)?;
                 }
             }
             Ok(served)
@@ -306,6 +311,7 @@ pub(super) fn serve_next(
 }
 
 /// [`Coherence::try_hit`] with `bug` planted.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn try_hit(
     coherence: &mut Coherence,
     bug: Bug,
@@ -333,17 +339,27 @@ pub(super) fn try_hit(
     Some(report)
 }
 
-/// After a prefetch read, the planted `PrefetchKeepsOwnerModified`: the
-/// owner it downgraded stays Modified beside the new Shared copy. (Then the
-/// line is checked again, as the transaction was.)
+/// After a prefetch read served at once, the planted
+/// `PrefetchKeepsOwnerModified`, if it is switched on.
 pub(super) fn after_prefetch(
+    coherence: &mut Coherence,
+    unit: usize,
+    requested: &Requested,
+) -> Result<(), SimError> {
+    match (active_at(Hook::Prefetch), requested) {
+        (Some(_), Requested::Done(report)) => keep_owner_modified(coherence, unit, report),
+        _ => Ok(()),
+    }
+}
+
+/// The planted `PrefetchKeepsOwnerModified`: the owner a prefetch read
+/// downgraded stays Modified beside the new Shared copy. (Then the line is
+/// checked again, as the transaction was.)
+fn keep_owner_modified(
     coherence: &mut Coherence,
     unit: usize,
     report: &AccessReport,
 ) -> Result<(), SimError> {
-    if ACTIVE.with(|a| a.get()) != Some(Bug::PrefetchKeepsOwnerModified) {
-        return Ok(());
-    }
     let u = &mut coherence.units[unit];
     for change in &report.others {
         if change.before == LineState::Modified {
@@ -357,4 +373,30 @@ pub(super) fn after_prefetch(
         coherence.check_unit(unit, report.started)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The protocol code names no bug: its only mentions of this module are
+    /// the hand-overs, one per entry point, each compiled only where this
+    /// module is.
+    #[test]
+    fn the_protocol_code_holds_no_bug_only_hand_overs() {
+        const GATE: &str = "#[cfg(any(test, feature = \"planted-bugs\"))]";
+        for (file, text, hand_overs) in [
+            ("transaction.rs", include_str!("transaction.rs"), 3),
+            ("hits.rs", include_str!("hits.rs"), 1),
+        ] {
+            assert!(!text.contains("Bug::"), "{file} names a bug");
+            assert!(!text.contains("cfg(test)"), "{file} has test-only code");
+            assert_eq!(text.matches(GATE).count(), hand_overs, "{file}");
+            let lines: Vec<&str> = text.lines().collect();
+            for (n, line) in lines.iter().enumerate() {
+                if line.contains("planted::") {
+                    let gated = lines[..n].iter().rev().take(2).any(|l| l.trim() == GATE);
+                    assert!(gated, "{file}:{}: `{}` is not gated", n + 1, line.trim());
+                }
+            }
+        }
+    }
 }

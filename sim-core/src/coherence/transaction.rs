@@ -192,11 +192,7 @@ impl Coherence {
         let requested =
             self.request_after_miss(topology, now, cpu, unit, Need::Read, 0, tag | PREFETCH_TAG)?;
         #[cfg(any(test, feature = "planted-bugs"))]
-        if let (Some(_), Requested::Done(report)) =
-            (planted::active_at(planted::Hook::Prefetch), &requested)
-        {
-            planted::after_prefetch(self, unit, report)?;
-        }
+        planted::after_prefetch(self, unit, &requested)?;
         Ok(Some(requested))
     }
 
