@@ -533,6 +533,7 @@ fn machine(
         l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
         directory: sim_core::topology::DirectoryPrecision::Exact,
         smt_share_percent: 100,
+        outstanding_misses: 1,
         arbitration_near_owner_percent: 0,
         latency: LatencySpec {
             l1_hit_cycles: 4,

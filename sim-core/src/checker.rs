@@ -174,6 +174,7 @@ impl CheckConfig {
             l3_shared_lines: crate::topology::L3SharedLines::NotKept,
             directory: crate::topology::DirectoryPrecision::Exact,
             smt_share_percent: 100,
+            outstanding_misses: 1,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -55,8 +55,14 @@ pub struct AccessEvent<'a> {
     pub new_value: Option<i64>,
     /// None for a load forwarded from the store buffer.
     pub report: Option<&'a AccessReport>,
-    /// Cycles the CPU itself waited for this access (0 for drains).
+    /// Cycles the CPU itself waited for this access (0 for drains, and for
+    /// a load it did not wait for: see `Probe::on_load_wait`).
     pub stall_cycles: u64,
+    /// For a load the CPU did not wait for (a miss, or a load sharing a
+    /// fetch already under way): the CPU's misses then in flight, each
+    /// holding one of the core's miss buffers, at least 1. 0 for an access
+    /// the CPU waited for.
+    pub misses_in_flight: u32,
 }
 
 /// Plain hits summed since the last report: on one of a CPU's private
@@ -123,6 +129,20 @@ pub trait Probe {
         _field_id: u32,
     ) {
     }
+    /// A CPU waited for loads in flight, from `from` until `until`: an
+    /// operation needed a value still on its way (the load of `address`,
+    /// field `field_id`, the last to arrive), or an atomic, fence or
+    /// iteration end waited for every miss, or every miss buffer was taken
+    /// (`field_id` is `u32::MAX` where no one value was waited for).
+    fn on_load_wait(
+        &mut self,
+        _cpu: u32,
+        _from: Cycle,
+        _until: Cycle,
+        _address: u64,
+        _field_id: u32,
+    ) {
+    }
 }
 
 /// A probe that observes nothing.
@@ -166,6 +186,11 @@ impl Probe for Probes<'_> {
     ) {
         for p in &mut self.0 {
             p.on_store_buffer_wait(cpu, from, until, address, field_id);
+        }
+    }
+    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, field_id: u32) {
+        for p in &mut self.0 {
+            p.on_load_wait(cpu, from, until, address, field_id);
         }
     }
 }

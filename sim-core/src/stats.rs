@@ -406,6 +406,20 @@ impl Probe for Stats {
             u.stall_cycles += waited;
         }
     }
+
+    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, field_id: u32) {
+        // A miss the CPU went on past costs the cycles a use waited for it.
+        if field_id == u32::MAX || !self.measuring(cpu) {
+            return;
+        }
+        let waited = until - from;
+        if let Some(f) = self.per_field.get_mut(field_id as usize) {
+            f.stall_cycles += waited;
+        }
+        if let Some(u) = self.per_unit.get_mut((address >> self.unit_shift) as usize) {
+            u.stall_cycles += waited;
+        }
+    }
 }
 #[cfg(test)]
 mod tests {

@@ -187,6 +187,12 @@ pub struct MachineSpec {
     /// current owner (same core, then L3 domain, node, socket); otherwise,
     /// and when no core owns the line, a uniform draw. 0 is uniform.
     pub arbitration_near_owner_percent: u32,
+    /// Misses a core keeps in flight at once (its L1D fill buffers, or miss
+    /// address buffers): a load that misses holds one until its line
+    /// arrives, and the CPU goes on until an operation needs the value.
+    /// Loads to a line already arriving share its buffer. 1 is one miss at
+    /// a time.
+    pub outstanding_misses: u32,
     pub latency: LatencySpec,
 }
 
@@ -356,6 +362,12 @@ impl Topology {
             return Err(SpecError {
                 key: "smt_share_percent",
                 message: format!("{} is out of range 1..=100", spec.smt_share_percent),
+            });
+        }
+        if spec.outstanding_misses == 0 || spec.outstanding_misses > 256 {
+            return Err(SpecError {
+                key: "outstanding_misses",
+                message: format!("{} is out of range 1..=256", spec.outstanding_misses),
             });
         }
         if spec.arbitration_near_owner_percent > 100 {
@@ -716,6 +728,7 @@ mod tests {
             l3_shared_lines: L3SharedLines::NotKept,
             directory: DirectoryPrecision::Exact,
             smt_share_percent: 100,
+            outstanding_misses: 1,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -985,3 +985,139 @@ fn a_spin_wait_with_no_writer_is_reported_at_once_not_at_the_cycle_budget() {
         "stepped: {stepped}"
     );
 }
+
+/// CPU 0's one iteration of `script` over `a`, `b` and `c`, three lines
+/// homed on node 3 that no cache holds (each read is a miss to memory),
+/// with `buffers` misses in flight: the iteration's cycles, and the log.
+fn misses(buffers: u32, script: &str) -> (u64, testkit::Recorder) {
+    let machine = sim_core::topology::MachineSpec {
+        outstanding_misses: buffers,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    };
+    let (_, rec) = Setup::new(machine)
+        .structs(vec![line_struct(), value_struct()])
+        .instances(vec![
+            global("a", "line", 3),
+            global("b", "line", 3),
+            global("c", "line", 3),
+            global("s", "vals", 3),
+        ])
+        .script("r", script)
+        .threads([0], "r")
+        .stop(StopRule::Iterations(1))
+        .run();
+    let length = rec
+        .log
+        .iter()
+        .find_map(|seen| match seen {
+            Seen::Iteration(0, 0, start, end) => Some(end - start),
+            _ => None,
+        })
+        .expect("one iteration");
+    (length, rec)
+}
+
+/// The latency of one read of a line no cache holds, from node 3.
+fn one_miss() -> u64 {
+    let (_, rec) = misses(1, "let x = a.v");
+    let load = rec.of_cpu(0)[0];
+    let report = load.report.as_ref().expect("a miss");
+    report.done.get() - report.issued.get()
+}
+
+#[test]
+fn independent_misses_overlap_up_to_the_miss_buffers() {
+    let miss = one_miss();
+    assert!(miss > 100, "a read from memory: {miss}");
+    // The three loads are issued before the additions use their values.
+    let script = "let x = a.v + (b.v + c.v)";
+    let (one, rec_one) = misses(1, script);
+    let (two, _) = misses(2, script);
+    let (three, rec_three) = misses(3, script);
+    // One buffer: each miss waits for the one before (and a cycle to issue).
+    assert!(one >= 3 * miss, "{one} vs 3 x {miss}");
+    // Two: the third waits for the first; three: all at once.
+    assert!(
+        two >= 2 * miss && two < 2 * miss + 10,
+        "{two} vs 2 x {miss}"
+    );
+    assert!(three >= miss && three < miss + 10, "{three} vs {miss}");
+    // The trace shows them in flight together, and the waits.
+    let in_flight: Vec<u32> = rec_three
+        .of_cpu(0)
+        .iter()
+        .map(|a| a.misses_in_flight)
+        .collect();
+    assert_eq!(in_flight, [1, 2, 3]);
+    assert!(rec_three
+        .log
+        .iter()
+        .any(|s| matches!(s, Seen::LoadWait(0, ..))));
+    // The same values either way.
+    let values =
+        |rec: &testkit::Recorder| -> Vec<i64> { rec.of_cpu(0).iter().map(|a| a.value).collect() };
+    assert_eq!(values(&rec_one), values(&rec_three));
+}
+
+#[test]
+fn a_value_needed_at_once_costs_what_a_blocking_load_did() {
+    // A branch on each value: nothing overlaps, however many buffers.
+    let script = "let x = 0\nif a.v == 0 { x = b.v }\nif x == 0 { x = c.v }";
+    let (one, _) = misses(1, script);
+    let (many, _) = misses(12, script);
+    assert_eq!(one, many);
+    assert!(one >= 3 * one_miss());
+}
+
+#[test]
+fn work_goes_on_while_a_miss_is_in_flight() {
+    let miss = one_miss();
+    let (length, _) = misses(4, "let x = a.v\nwork 50\nlet y = x + 1");
+    // The work hides under the miss: one miss, not a miss and the work.
+    assert!(length >= miss && length < miss + 10, "{length} vs {miss}");
+    let (longer, _) = misses(
+        4,
+        &format!("let x = a.v\nwork {}\nlet y = x + 1", miss + 100),
+    );
+    assert!(longer >= miss + 100 && longer < miss + 110, "{longer}");
+}
+
+#[test]
+fn loads_to_a_line_being_fetched_share_the_fetch() {
+    let miss = one_miss();
+    // s.q and s.w share a line: one transaction, the second load waits for it.
+    let (length, rec) = misses(4, "let x = s.q + s.w");
+    let loads = rec.of_cpu(0);
+    assert_eq!(loads.len(), 2);
+    let routes: Vec<bool> = loads
+        .iter()
+        .map(|a| a.report.as_ref().is_some_and(|r| r.is_hit()))
+        .collect();
+    // The first misses, the second is answered by the line on its way.
+    assert_eq!(routes, [false, true]);
+    assert!(length >= miss && length < miss + 10, "{length} vs {miss}");
+    // The shared fetch takes no buffer of its own: with one buffer, a third
+    // load to another line still waits only for the first.
+    let (one, _) = misses(1, "let x = s.q + (s.w + a.v)");
+    assert!(
+        one >= 2 * miss && one < 2 * miss + 10,
+        "{one} vs 2 x {miss}"
+    );
+}
+
+#[test]
+fn an_atomic_waits_for_every_miss_in_flight() {
+    // x86: a locked instruction orders every earlier load.
+    let (_, rec) = misses(
+        4,
+        "let x = a.v\nlet y = b.v\nfetch_add(c.v, 1)\nlet z = x + y",
+    );
+    let accesses = rec.of_cpu(0);
+    let done_of = |k: usize| accesses[k].report.as_ref().unwrap().done;
+    let atomic = accesses[2].report.as_ref().unwrap();
+    assert!(matches!(accesses[2].kind, AccessKind::Atomic(_)));
+    assert!(atomic.issued >= done_of(0).max(done_of(1)));
+    // So does the iteration's end: its cycles are its loads' too.
+    let (length, _) = misses(4, "let x = a.v");
+    assert!(length >= one_miss());
+}

@@ -48,14 +48,17 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
     let private_field = ["a", "b", "c"][gen.below(3) as usize];
     let shared_field = format!("f{}", gen.below(6));
     // 14 and 15 nest (not below depth 2); 16 and 17, a lock's critical
-    // section and bitfields, are drawn as often as one plain statement.
-    let pick = match gen.below(if depth < 2 { 18 } else { 16 }) {
+    // section and bitfields, and 18, loads whose values are used later
+    // (misses in flight), are drawn as often as one plain statement.
+    let pick = match gen.below(if depth < 2 { 19 } else { 17 }) {
         14 if depth >= 2 => 16,
         15 if depth >= 2 => 17,
+        16 if depth >= 2 => 18,
         pick => pick,
     };
     let pick = match pick {
         7..=10 | 12 | 16 | 17 if only_mine => pick % 7,
+        18 if only_mine => 19,
         _ => pick,
     };
     match pick {
@@ -79,6 +82,27 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
         },
         12 => "peer[cpu()].x = peer[cpu()].x + 1\n".to_string(),
         13 => "v = v + mine.a * 3 + random(5)\n".to_string(),
+        // Loads in flight: independent loads issued back to back, a value
+        // kept in a local across work, a private line's miss shared.
+        18 => match gen.below(4) {
+            0 => format!(
+                "v = g.{shared_field} + (peer[random(ncpus())].x + g.f{})\n",
+                gen.below(6)
+            ),
+            1 => format!("w = g.{shared_field}\nwork {}\nv = v + w\n", gen.below(300)),
+            2 => format!("w = peer[random(ncpus())].x\ng.{shared_field} = v\nv = v + w\n"),
+            // A call whose procedure starts with an atomic, a miss in flight.
+            _ => format!("w = g.{shared_field}\nswap(v)\nv = v + w\n"),
+        },
+        // A private line's miss, then (its value dropped) another load of
+        // the line while it is still arriving, which runs ahead no further.
+        19 => match gen.below(2) {
+            0 => format!(
+                "w = mine.{private_field}\nv = mine.arr[random(4)]\nwork {}\nv = v + w\n",
+                gen.below(80)
+            ),
+            _ => format!("w = mine.{private_field}\nw = 0\nv = v + mine.a + mine.c\n"),
+        },
         16 => format!(
             "ttas_lock(&lk.w)\ng.{shared_field} = g.{shared_field} + 1\nttas_unlock(&lk.w)\n"
         ),
@@ -103,7 +127,7 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
 }
 
 fn random_script(gen: &mut Gen, only_mine: bool) -> String {
-    let mut body = String::from("let v = 0\n");
+    let mut body = String::from("let v = 0\nlet w = 0\n");
     for _ in 0..4 + gen.below(16) {
         body.push_str(&random_statement(gen, 0, only_mine));
     }
@@ -124,16 +148,19 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
             // SMT siblings that both run share the core (`work`
             // stretched); Ice Lake's preset has its own share.
             smt_share_percent: 60,
+            outstanding_misses: 2,
             ..small_machine(Protocol::Moesi, Lookup::Home)
         },
         2 => small_machine(Protocol::Mesi, Lookup::Home),
         3 => sim_core::topology::MachineSpec {
             adjacent_line_prefetch: true,
+            outstanding_misses: 4,
             ..small_machine(Protocol::Mesi, Lookup::Home)
         },
         // A home that prefers requesters near the owner.
         _ => sim_core::topology::MachineSpec {
             arbitration_near_owner_percent: 60,
+            outstanding_misses: 12,
             ..small_machine(Protocol::Mesif, Lookup::Local)
         },
     }
@@ -370,6 +397,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         Seen::StorePosted(c, ..)
         | Seen::Iteration(c, ..)
         | Seen::BufferWait(c, ..)
+        | Seen::LoadWait(c, ..)
         | Seen::PrivateHits(c, _) => *c,
     };
     let is_drain = |s: &Seen| matches!(s, Seen::Access(a) if a.kind == AccessKind::StoreDrain);

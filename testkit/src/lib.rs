@@ -56,6 +56,7 @@ pub fn small_machine(protocol: Protocol, lookup: Lookup) -> MachineSpec {
         l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
         directory: sim_core::topology::DirectoryPrecision::Exact,
         smt_share_percent: 100,
+        outstanding_misses: 1,
         arbitration_near_owner_percent: 0,
         latency: LatencySpec {
             l1_hit_cycles: 4,
@@ -316,6 +317,7 @@ pub struct Access {
     pub new_value: Option<i64>,
     pub report: Option<AccessReport>,
     pub stall_cycles: u64,
+    pub misses_in_flight: u32,
 }
 
 /// Everything a probe sees, in the order it sees it.
@@ -328,6 +330,8 @@ pub enum Seen {
     Iteration(u32, u64, u64, u64),
     /// (cpu, from, until, address)
     BufferWait(u32, u64, u64, u64),
+    /// A wait for loads in flight: (cpu, from, until, address)
+    LoadWait(u32, u64, u64, u64),
     /// Plain hits on one private place, summed (only for a recorder that
     /// `accepts_summed_hits`).
     PrivateHits(u32, PrivateHits),
@@ -395,6 +399,7 @@ impl Probe for Recorder {
             new_value: e.new_value,
             report: e.report.cloned(),
             stall_cycles: e.stall_cycles,
+            misses_in_flight: e.misses_in_flight,
         }));
     }
     fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, _field: u32, value: i64) {
@@ -415,5 +420,9 @@ impl Probe for Recorder {
     ) {
         self.log
             .push(Seen::BufferWait(cpu, from.get(), until.get(), address));
+    }
+    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, _field: u32) {
+        self.log
+            .push(Seen::LoadWait(cpu, from.get(), until.get(), address));
     }
 }

@@ -268,6 +268,7 @@ fn epyc_naples_2s() -> Vec<Param> {
             "only its fullness matters, for stores that miss back to back",
         ),
         amd_smt_share(),
+        amd_miss_buffers(ZEN1_MISS_BUFFERS),
         default_arbitration(),
         // Documented: 4-cycle L1 [S23, S24, S30] (calibration.md §9b).
         int(
@@ -579,6 +580,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
         ),
         amd_smt_share(),
+        amd_miss_buffers(ZEN3_MISS_BUFFERS),
         default_arbitration(),
         // Documented: 4-cycle integer load-to-use (AMD SOG 19h); calibration.md n/r.
         int(
@@ -964,6 +966,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
             "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
         ),
         amd_smt_share(),
+        amd_miss_buffers(ZEN4_MISS_BUFFERS),
         default_arbitration(),
         int(
             "latency.l1_hit_cycles",
@@ -1316,6 +1319,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
             "Zen 4c keeps the Zen 4 core [S40]: 64-entry store queue",
         ),
         amd_smt_share(),
+        amd_miss_buffers(ZEN4_MISS_BUFFERS),
         default_arbitration(),
         int(
             "latency.l1_hit_cycles",
@@ -1462,6 +1466,28 @@ fn bergamo(name: &'static str) -> Vec<Param> {
     ));
     amd_common(&mut params);
     params
+}
+
+/// L1D miss address buffers of a Zen 1 core (EPYC 7001, Naples).
+const ZEN1_MISS_BUFFERS: u64 = 22;
+/// Of a Zen 3 core (EPYC 7003, Milan).
+const ZEN3_MISS_BUFFERS: u64 = 24;
+/// Of a Zen 4 / Zen 4c core (EPYC 9004, Genoa and Bergamo).
+const ZEN4_MISS_BUFFERS: u64 = 24;
+
+/// The misses a core keeps in flight: its L1D miss address buffers (MABs).
+fn amd_miss_buffers(entries: u64) -> Param {
+    // Assumed, from the vendor's figures as quoted: the Software
+    // Optimization Guides give 22 outstanding L1D misses for Family 17h
+    // and 24 for Family 19h; their text was not retrieved here.
+    int(
+        "outstanding_misses",
+        entries,
+        "misses",
+        Assumed,
+        "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (not retrieved here); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers, PMCx05F counts those allocated)",
+        "a load that misses the L1D holds a buffer until its line arrives; loads to a line already being fetched share it. The core's reorder window is not modelled: the CPU goes on until an operation needs a loaded value",
+    )
 }
 
 /// Each of two busy SMT siblings' share of a full core.

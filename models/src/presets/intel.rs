@@ -207,6 +207,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             "only its fullness matters, for stores that miss back to back",
         ),
         intel_smt_share(),
+        intel_fill_buffers(SUNNY_COVE_FILL_BUFFERS),
         default_arbitration(),
         // Assumed: 5 cycles, the Sunny Cove L1d load-to-use (ICX figure n/r, §9b).
         int(
@@ -651,6 +652,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "Cascade Lake keeps the Skylake-SP core",
         ),
         intel_smt_share(),
+        intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
         default_arbitration(),
         // Documented: Skylake-SP core L1d 4-cycle [S15].
         int(
@@ -970,6 +972,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "the Skylake-SP core, as Cascade Lake-SP",
         ),
         intel_smt_share(),
+        intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
         default_arbitration(),
         int(
             "latency.l1_hit_cycles",
@@ -1124,6 +1127,27 @@ fn cascadelake_ap_2s() -> Vec<Param> {
     ));
     intel_wiring(&mut params);
     params
+}
+
+/// L1D fill buffers of a Sunny Cove core (Ice Lake-SP).
+const SUNNY_COVE_FILL_BUFFERS: u64 = 12;
+/// L1D fill buffers of a Skylake(-SP) core (Cascade Lake-SP and -AP).
+const SKYLAKE_FILL_BUFFERS: u64 = 10;
+
+/// The misses a core keeps in flight: its L1D fill buffers.
+fn intel_fill_buffers(entries: u64) -> Param {
+    // Assumed, from the vendor's figure as quoted: the Optimization
+    // Reference Manual gives the Sunny Cove L1D 12 fill buffers against
+    // Skylake's 10; the manual's text was not retrieved here, so the
+    // figure is not marked documented.
+    int(
+        "outstanding_misses",
+        entries,
+        "misses",
+        Assumed,
+        "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (not retrieved here; perf's L1D_PEND_MISS.FB_FULL counts demand requests waiting for a fill buffer on both cores)",
+        "a load that misses the L1D holds a fill buffer until its line arrives; loads to a line already being fetched share it. The core's reorder window (hundreds of micro-ops) is not modelled: the CPU goes on until an operation needs a loaded value",
+    )
 }
 
 /// Each of two busy Hyper-Threading siblings' share of a full core.

@@ -216,6 +216,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "directory",
     "smt_share_percent",
     "arbitration_near_owner_percent",
+    "outstanding_misses",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -551,6 +552,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         directory,
         smt_share_percent: int32("smt_share_percent")?,
         arbitration_near_owner_percent: int32("arbitration_near_owner_percent")?,
+        outstanding_misses: int32("outstanding_misses")?,
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,

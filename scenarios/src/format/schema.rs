@@ -251,6 +251,9 @@ pub struct InlineMachine {
     /// Percent of a contended line's handovers in which the home serves a
     /// waiter nearest the owner (default: the preset's, or 0, uniform).
     pub arbitration_near_owner_percent: Option<Spanned<u32>>,
+    /// Misses a core keeps in flight at once (default: the preset's, or 1
+    /// for a machine given whole).
+    pub outstanding_misses: Option<Spanned<u32>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

@@ -181,6 +181,13 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     .map(|v| *v.get_ref())
                     .or(base.as_ref().map(|b| b.arbitration_near_owner_percent))
                     .unwrap_or(0),
+                // Optional: one miss at a time, as before the key existed.
+                outstanding_misses: m
+                    .outstanding_misses
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.outstanding_misses))
+                    .unwrap_or(1),
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,
@@ -311,6 +318,7 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             "arbitration_near_owner_percent",
             span32(&m.arbitration_near_owner_percent),
         ),
+        ("outstanding_misses", span32(&m.outstanding_misses)),
         ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
         ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
         (

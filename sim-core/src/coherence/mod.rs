@@ -396,6 +396,14 @@ impl Coherence {
         }
     }
 
+    /// When `core`'s copy of `unit` arrives (the end of the fetch that
+    /// brought it), if the core holds one.
+    pub fn copy_ready_at(&self, core: u32, unit: usize) -> Option<Cycle> {
+        let u = &self.units[unit];
+        let i = u.holders.binary_search_by_key(&core, |h| h.core).ok()?;
+        Some(u.holders[i].ready_at)
+    }
+
     /// Requests queued on a line.
     pub fn waiting_count(&self, unit: usize) -> usize {
         self.units[unit].waiting.len()
@@ -442,6 +450,7 @@ mod tests {
             l3_shared_lines: crate::topology::L3SharedLines::NotKept,
             directory: crate::topology::DirectoryPrecision::Exact,
             smt_share_percent: 100,
+            outstanding_misses: 1,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

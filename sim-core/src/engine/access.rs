@@ -67,6 +67,11 @@ impl Simulation<'_> {
                 break;
             }
         }
+        if forwarded.is_none() && self.await_miss_buffer(i, self.memory.unit_of(address), probe) {
+            // Every miss buffer taken: retried whole once one frees.
+            return Ok(());
+        }
+        let place = &self.program.places[place_id as usize];
         self.drop_indices(i, place);
         let cpu_id = self.cpus[i].spec.cpu;
         count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
@@ -87,6 +92,7 @@ impl Simulation<'_> {
                 new_value: None,
                 report: None,
                 stall_cycles: 0,
+                misses_in_flight: 0,
             });
             self.push(i, value)?;
             self.advance_pc(i);
@@ -152,6 +158,7 @@ impl Simulation<'_> {
                     new_value: None,
                     report: Some(&report),
                     stall_cycles: 0,
+                    misses_in_flight: 0,
                 });
                 self.advance_pc(i);
                 return Ok(());
@@ -233,6 +240,13 @@ impl Simulation<'_> {
         let unit = self.memory.unit_of(pending.address);
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
+        // A load to a line the core is still fetching shares that fetch
+        // (`in_flight`).
+        let arriving = pending.op.is_none()
+            && self
+                .coherence
+                .copy_ready_at(self.cpus[i].core, unit)
+                .is_some_and(|ready| ready > now);
         // A hit first, straight from the cache (what `request` tries first
         // too; a failed try changes nothing), without the queueing result.
         if let Some(report) = self
@@ -244,6 +258,9 @@ impl Simulation<'_> {
             }
             if need == Need::Write {
                 self.poll_line_reached(unit, probe);
+            }
+            if arriving {
+                return self.load_in_flight(i, &pending, &report, true, probe);
             }
             self.complete_access(i, &pending, &report, probe)?;
             if pending.op.is_none() {
@@ -267,7 +284,12 @@ impl Simulation<'_> {
             // Matched in place, as in `line_free`.
             Err(error) => return Err(error),
             Ok(Requested::Done(report)) => {
-                let completed = self.complete_access(i, &pending, &report, probe);
+                // A load's miss does not hold the CPU (`in_flight`).
+                let completed = if pending.op.is_none() {
+                    self.load_in_flight(i, &pending, &report, false, probe)
+                } else {
+                    self.complete_access(i, &pending, &report, probe)
+                };
                 self.coherence.recycle(report);
                 completed?;
             }
@@ -337,6 +359,7 @@ impl Simulation<'_> {
             report: Some(report),
             // Cycles beyond an L1 hit that the CPU waited for the line.
             stall_cycles: (report.done - report.issued).saturating_sub(l1),
+            misses_in_flight: 0,
         });
         self.push(i, old)?;
         self.advance_pc(i);
@@ -524,6 +547,7 @@ impl Simulation<'_> {
             new_value: None,
             report: Some(report),
             stall_cycles: 0,
+            misses_in_flight: 0,
         });
     }
 

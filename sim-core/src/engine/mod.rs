@@ -45,11 +45,13 @@ use rand_core::{Rng, SeedableRng};
 use std::collections::VecDeque;
 
 mod access;
+mod in_flight;
 mod rules;
 mod shortcuts;
 mod store_buffer;
 
 use access::*;
+use in_flight::*;
 use rules::*;
 use shortcuts::run_ahead::*;
 use shortcuts::spin;
@@ -127,7 +129,9 @@ pub fn estimate_run_bytes(config: &SimConfig) -> u64 {
     let per_cpu = (std::mem::size_of::<Cpu>()
         + 64 * 8
         + crate::limits::SCRIPT_LOCALS * 8
-        + config.topology.spec.store_buffer_entries as usize * std::mem::size_of::<BufferedStore>())
+        + config.topology.spec.store_buffer_entries as usize * std::mem::size_of::<BufferedStore>()
+        + config.topology.spec.outstanding_misses as usize
+            * (std::mem::size_of::<Cycle>() + std::mem::size_of::<LateValue>()))
         as u64;
     config.memory.total_bytes
         + lines * per_line
@@ -241,6 +245,11 @@ struct Cpu {
     store_buffer: VecDeque<BufferedStore>,
     draining: bool,
     pending: Option<PendingAccess>,
+    /// Loaded values whose lines have not arrived (`in_flight`).
+    late: Vec<LateValue>,
+    /// When each miss holding one of the core's miss buffers arrives
+    /// (`MachineSpec::outstanding_misses`); entries in the past are free.
+    in_flight: Vec<Cycle>,
     rng: ChaCha8Rng,
     /// Script operations charged to the CPU (`limits.operations`): the
     /// length of every code it entered and of every loop body it went
@@ -434,6 +443,8 @@ struct Simulation<'c> {
     stop_cycle: Option<u64>,
     measure_start: u64,
     store_buffer_entries: usize,
+    /// Misses a CPU keeps in flight (`MachineSpec::outstanding_misses`).
+    outstanding_misses: usize,
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
     /// Seeds the order of the events of one cycle ([`event_key`]).
@@ -746,6 +757,8 @@ impl<'c> Simulation<'c> {
                     store_buffer: VecDeque::new(),
                     draining: false,
                     pending: None,
+                    late: Vec::new(),
+                    in_flight: Vec::new(),
                     rng,
                     operations: 0,
                     still_steps: 0,
@@ -788,6 +801,7 @@ impl<'c> Simulation<'c> {
                 .max()
                 .unwrap_or(0),
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
+            outstanding_misses: config.topology.spec.outstanding_misses.max(1) as usize,
             private: PrivatePlaces {
                 place: private_places(
                     &config.program,

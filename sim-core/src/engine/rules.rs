@@ -632,8 +632,21 @@ impl Simulation<'_> {
     /// Executes one operation of CPU `i` ([`execute`] on [`Ordered`]).
     #[inline(always)]
     pub(super) fn step(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let cpu = &self.cpus[i];
+        let waits = !cpu.late.is_empty()
+            || (!cpu.in_flight.is_empty()
+                && matches!(op, Op::Atomic(..) | Op::Fence | Op::EndIteration));
+        if waits && self.await_operands(i, op, probe) {
+            // The CPU waited for a value or a miss: the operation is stepped
+            // again at the new cycle (an access takes its turn there).
+            return Ok(());
+        }
         let registers = CpuRegisters { sim: self, i };
-        execute(&mut Ordered { registers, probe }, op)
+        let done = execute(&mut Ordered { registers, probe }, op);
+        if !self.cpus[i].late.is_empty() {
+            self.forget_dropped(i);
+        }
+        done
     }
 
     /// `Op::Call`: a frame for procedure `proc_index`, its parameters

@@ -65,6 +65,7 @@ impl Simulation<'_> {
             new_value: None,
             report: Some(report),
             stall_cycles: 0,
+            misses_in_flight: 0,
         });
         self.schedule(report.done, EventKind::DrainDone, i);
     }

@@ -146,6 +146,10 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
         if (TAKES_TURNS && self.turn.must_yield(now.0)) || !self.allows(slot, LINE_READ) {
             return Err(Halt);
         }
+        if self.lines[slot].floor > now {
+            // The line is still arriving: left to `step` (`in_flight`).
+            return Err(Halt);
+        }
         let done = self.hit(slot, now)?;
         let state = &mut self.lines[slot];
         state.loads += 1;

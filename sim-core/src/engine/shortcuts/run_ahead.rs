@@ -173,6 +173,11 @@ impl Summed<'_> {
                     return Err(Halt);
                 }
             };
+        if need == Need::Read && done > now + l1 {
+            // The line is still arriving: the load is left to `step`, which
+            // goes on past it (`in_flight`).
+            return Err(Halt);
+        }
         let hits = &mut self.places.hits[slot];
         match need {
             Need::Read => {
@@ -743,6 +748,9 @@ impl Simulation<'_> {
         if now >= self.time_limit
             || cpu.stack.len() >= MAX_STACK
             || !cpu.store_buffer.is_empty()
+            // An atomic waits for the misses in flight (`in_flight`).
+            || !cpu.late.is_empty()
+            || cpu.in_flight.iter().any(|ready| ready.0 > now)
             || (!self.private.only[i] && self.must_yield(now, i))
         {
             return Ok(false);
@@ -797,7 +805,8 @@ impl Simulation<'_> {
             Some(&op) => reaches_beyond(op),
             None => true,
         };
-        if stops_at_once {
+        // A late value is the plain path's (`in_flight`).
+        if stops_at_once || !cpu.late.is_empty() {
             return Ok(());
         }
         // The code cannot change here: calls are left to `step`.
