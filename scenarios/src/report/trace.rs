@@ -20,6 +20,10 @@ pub struct TraceProbe<'a> {
     kept: BinaryHeap<(u64, u64, String)>,
     arrivals: u64,
     pub omitted: u64,
+    /// Per CPU, the last load it went on past: (address, the cycle after
+    /// its issue). A wait for it from that cycle is a load waited for at
+    /// once, as a blocking load was, and is not shown on its own line.
+    went_on: std::collections::BTreeMap<u32, (u64, u64)>,
 }
 
 impl<'a> TraceProbe<'a> {
@@ -31,6 +35,7 @@ impl<'a> TraceProbe<'a> {
             kept: BinaryHeap::new(),
             arrivals: 0,
             omitted: 0,
+            went_on: Default::default(),
         }
     }
 
@@ -185,6 +190,16 @@ impl Probe for TraceProbe<'_> {
                 s
             }
         };
+        if e.misses_in_flight > 0 {
+            self.went_on.insert(e.cpu, (e.address, e.issued.get() + 1));
+        }
+        if e.misses_in_flight > 1 {
+            // Overlapping misses: the CPU went on past the earlier ones.
+            detail.push_str(&format!(
+                "; {} of its misses in flight at once",
+                e.misses_in_flight
+            ));
+        }
         if !r.others.is_empty() {
             let changes: Vec<String> = r
                 .others
@@ -204,6 +219,24 @@ impl Probe for TraceProbe<'_> {
             ));
         }
         self.keep(cycle, format!("{head}\n{:>23} {detail}", ""));
+    }
+
+    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, field: u32) {
+        if self.went_on.get(&cpu) == Some(&(address, from.get())) || self.full(from.get()) {
+            return;
+        }
+        let what = if field == u32::MAX {
+            "for its misses in flight".to_string()
+        } else {
+            format!("for the load of {} to arrive", self.where_(address))
+        };
+        let text = format!(
+            "[cycle {:>8}] CPU {:<3} waits {} cycles {what}",
+            from.get(),
+            cpu,
+            until - from
+        );
+        self.keep(from.get(), text);
     }
 
     fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, _field: u32, value: i64) {
