@@ -233,7 +233,19 @@ fn memcg_stock_lock_table_sets_cycles_per_call_beside_the_thread() {
         assert_eq!(c.metric, "cycles-per-iteration");
         assert_eq!(c.unit, "cycles");
         assert_eq!(c.threads.as_deref(), Some("caller"));
-        assert_eq!(c.tolerance, None, "no target is set for {}", c.label);
+        // The targets: 25 % of the measured figure, 35 % for the
+        // 128-vs-1-CPU drain difference.
+        let share = if c.label == "drain_all_stock, 128 - 1 CPUs" {
+            0.35
+        } else {
+            0.25
+        };
+        let tolerance = c.tolerance.expect("every row has a target");
+        assert!(
+            (tolerance - share * c.measured).abs() <= 0.01 * c.measured,
+            "{}: {tolerance}",
+            c.label
+        );
         assert!(c.source.starts_with("memcg-stock-remote-draining.txt:1"));
         let sim = c.simulated.unwrap();
         assert_eq!(c.difference, Some(sim - c.measured));
@@ -245,7 +257,8 @@ fn memcg_stock_lock_table_sets_cycles_per_call_beside_the_thread() {
         text.contains("cycles/iteration of caller minus consume-local_lock's"),
         "{text}"
     );
-    assert!(!text.contains("target(s) met"), "{text}");
+    // Every row has a target, so the table counts them.
+    assert!(text.contains(" of 11 target(s) met"), "{text}");
 }
 
 #[test]
