@@ -669,6 +669,8 @@ pub fn timeline_chart(
             }
         }
         Endpoint::Node(node) => format!("{} node {node}", probe.directory_name()),
+        Endpoint::HomeAgent(node) => format!("home agent node {node}"),
+        Endpoint::Memory(node) => format!("memory node {node}"),
         Endpoint::L3(l3) => format!("L3 {l3}"),
     };
     let lanes: Vec<String> = endpoints.iter().map(lane_name).collect();
@@ -676,10 +678,15 @@ pub fn timeline_chart(
     let chart = plots::TimelineChart {
         title: title.to_string(),
         subtitle: format!(
-            "the first {} of {} coherence transactions (hits send no message); \
+            "the first {} of {} coherence transactions (hits send no message{}); \
              cycles of simulated time, {} MHz; time goes down",
             transactions.len(),
             probe.seen,
+            if probe.prefetches_left_out > 0 {
+                "; adjacent-line prefetches left out"
+            } else {
+                ""
+            },
             topology.spec.clock_mhz
         ),
         lanes,

@@ -231,6 +231,11 @@ enum Command {
         #[arg(long, default_value_t = 12, value_name = "N", requires = "svg",
               value_parser = clap::value_parser!(u32).range(1..=200))]
         svg_steps: u32,
+        /// Leave the adjacent-line prefetcher's reads out of the SVG (each
+        /// demand miss brings one on machines with it on); the text trace
+        /// keeps them.
+        #[arg(long, requires = "svg")]
+        svg_no_prefetch: bool,
     },
     /// Search one struct's field order, cache-line alignments and padding for
     /// the layout with the fewest cycles per iteration over the scenario's sweep.
@@ -456,12 +461,14 @@ fn main() -> ExitCode {
             limit,
             svg,
             svg_steps,
+            svg_no_prefetch,
         } => trace(
             &file,
             inputs,
             variant.as_deref(),
             limit,
-            svg.as_deref().map(|p| (p, svg_steps as usize)),
+            svg.as_deref()
+                .map(|p| (p, svg_steps as usize, !svg_no_prefetch)),
         ),
         Command::Layout {
             file,
@@ -1256,9 +1263,9 @@ fn trace(
     inputs: &Inputs,
     variant: Option<&str>,
     limit: usize,
-    svg: Option<(&Path, usize)>,
+    svg: Option<(&Path, usize, bool)>,
 ) -> ExitCode {
-    if let Some(Err(code)) = svg.map(|(path, _)| refuse_existing(path)) {
+    if let Some(Err(code)) = svg.map(|(path, _, _)| refuse_existing(path)) {
         return code;
     }
     let (loaded, built, chosen) = match load_variant(file, inputs, variant) {
@@ -1281,6 +1288,9 @@ fn trace(
         &config.memory,
         svg.map_or(0, |s| s.1),
     );
+    if svg.is_some_and(|s| !s.2) {
+        timeline = timeline.without_prefetches();
+    }
     let result = {
         let mut probes = sim_core::probe::Probes(vec![&mut probe, &mut timeline]);
         sim_core::engine::run(config, &mut probes)
@@ -1298,7 +1308,7 @@ fn trace(
         eprintln!("error: the run has no result: {e}");
         return ExitCode::from(EXIT_RUN_FAILED);
     }
-    if let Some((path, steps)) = svg {
+    if let Some((path, steps, _)) = svg {
         let title = format!(
             "{}: coherence messages, variant {} on {}",
             loaded.base.doc.name, chosen.name, config.topology.spec.name
@@ -1322,8 +1332,12 @@ fn trace(
         } else {
             String::new()
         };
+        let left_out = match timeline.prefetches_left_out {
+            0 => String::new(),
+            n => format!(" ({n} adjacent-line prefetch(es) left out)"),
+        };
         println!(
-            "timeline: the first {drawn} of {} coherence transaction(s) drawn to {}{more}",
+            "timeline: the first {drawn} of {} coherence transaction(s) drawn to {}{more}{left_out}",
             timeline.seen,
             path.display()
         );

@@ -291,6 +291,58 @@ fn trace_svg_draws_the_first_transactions_and_says_how_many_are_left_out() {
     }
 }
 
+#[test]
+fn trace_svg_can_leave_out_the_adjacent_line_prefetches() {
+    let dir = TempDir::new("timeline-no-prefetch");
+    let svg = dir.join("timeline.svg");
+    let o = bounce(&[
+        "trace",
+        "book/scenarios/mesi-three-cpus.toml",
+        "--variant",
+        "mesif",
+        "--limit",
+        "1",
+        "--svg",
+        &svg,
+        "--svg-no-prefetch",
+    ]);
+    assert_ok(&o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let last = out.lines().last().unwrap();
+    assert_eq!(
+        last,
+        format!(
+            "timeline: the first 4 of 4 coherence transaction(s) drawn to {svg} \
+             (3 adjacent-line prefetch(es) left out)"
+        )
+    );
+    let text = std::fs::read_to_string(&svg).expect("the SVG");
+    assert!(!text.contains("prefetch (adjacent line)"));
+    assert!(text.contains("adjacent-line prefetches left out"));
+    // The cross-socket read goes through the home agent; DRAM data comes
+    // from memory; the legend names only the kinds drawn.
+    for expected in [
+        "snoop filter node 1",
+        "home agent node 0",
+        "memory node 0",
+        "GetS (snoop filter miss)",
+        "Read (DRAM)",
+    ] {
+        assert!(text.contains(expected), "timeline lacks {expected}");
+    }
+    // Without the flag the prefetches are drawn; the flag needs --svg.
+    assert_eq!(
+        bounce(&[
+            "trace",
+            "book/scenarios/mesi-three-cpus.toml",
+            "--svg-no-prefetch"
+        ])
+        .status
+        .code(),
+        Some(2)
+    );
+}
+
 /// On an AMD preset a line read by a core of another CCX is Shared in both;
 /// a third core, in the first reader's CCX, gets it from that CCX's L3,
 /// which keeps lines several cores read: the trace says so, and the

@@ -121,13 +121,26 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
         )
         .fold(150.0, f64::max) as i32
         + 30;
-    let lanes_w = lane_w * chart.lanes.len() as i32;
+    // A lane's cell is `lane_w` wide, the lifeline in its middle; one more
+    // half cell right of the last lane holds the labels of messages a last
+    // lane sends itself.
+    let lanes_w = lane_w * chart.lanes.len() as i32 + lane_w / 2;
     let captions_w = chart
         .transactions
         .iter()
         .map(|t| text_width(&t.caption, 12.0))
         .fold(0.0, f64::max) as i32;
-    let legend_w = 5 * 150;
+    // The legend shows the kinds drawn, no others.
+    let kinds: Vec<MessageKind> = MessageKind::ALL
+        .into_iter()
+        .filter(|k| {
+            chart
+                .transactions
+                .iter()
+                .any(|t| t.messages.iter().any(|m| m.kind == *k))
+        })
+        .collect();
+    let legend_w = kinds.len() as i32 * 150;
     let width = (gutter + lanes_w + 20)
         .max(captions_w + 40)
         .max(legend_w + 40)
@@ -162,7 +175,7 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
             text(14, HPos::Center, BLACK),
         )))?;
         // Legend: one arrow per kind of message.
-        for (k, kind) in MessageKind::ALL.iter().enumerate() {
+        for (k, kind) in kinds.iter().enumerate() {
             let x = 20 + 150 * k as i32;
             let y = 74;
             draw_arrow(root, x, x + 30, y, kind.color())?;
@@ -235,10 +248,10 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
                 } else {
                     draw_arrow(root, x0, x1, arrow_y, m.kind.color())?;
                 }
-                // The label above the arrow, centred on it, kept right of
-                // the gutter.
-                let half = text_width(&m.label, 12.0) as i32 / 2;
-                let cx = ((x0 + x1) / 2).max(gutter + half + 4);
+                // The label above the arrow, in the gap between the
+                // sender's lifeline and the next one towards the receiver,
+                // which is wider than any label: it never crosses a lifeline.
+                let cx = label_centre_x(gutter, lane_w, m.from, m.to);
                 d(root.draw(&Text::new(
                     m.label.as_str(),
                     (cx, mid - 4),
@@ -250,6 +263,16 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
         }
         Ok(())
     })
+}
+
+/// The x of a label's centre: the middle of the gap between the sender's
+/// lane and its neighbour towards the receiver (the right one for a message
+/// to the sender itself). Lifelines stand at `gutter + lane_w * (i + 1/2)`,
+/// so the gap's middle is `gutter + lane_w * (i + 1)`, `lane_w / 2` from
+/// either lifeline, and `lane_w` is at least a label's width plus 30.
+fn label_centre_x(gutter: i32, lane_w: i32, from: usize, to: usize) -> i32 {
+    let gap = if to < from { from - 1 } else { from };
+    gutter + lane_w * (gap as i32 + 1)
 }
 
 fn draw_arrow(
@@ -269,4 +292,74 @@ fn draw_arrow(
         vec![(x1, y), (x1 + dir * 9, y - 5), (x1 + dir * 9, y + 5)],
         color.filled(),
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_sits_between_two_lifelines_whatever_the_message() {
+        let (gutter, lane_w) = (150, 200);
+        let half_label = (lane_w - 30) / 2;
+        let lifeline = |i: usize| gutter + lane_w * i as i32 + lane_w / 2;
+        let lanes = 5;
+        for from in 0..lanes {
+            for to in 0..lanes {
+                let cx = label_centre_x(gutter, lane_w, from, to);
+                let (left, right) = (cx - half_label, cx + half_label);
+                for i in 0..lanes {
+                    let x = lifeline(i);
+                    assert!(
+                        x < left || x > right,
+                        "message {from}->{to}: label {left}..{right} crosses lifeline {i} at {x}"
+                    );
+                }
+                // Next to the sender, on the receiver's side.
+                let sender = lifeline(from);
+                assert_eq!((cx - sender).abs(), lane_w / 2);
+                if to < from {
+                    assert!(cx < sender);
+                } else {
+                    assert!(cx > sender);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_legend_names_only_the_kinds_drawn() {
+        let chart = TimelineChart {
+            title: "t".into(),
+            subtitle: "s".into(),
+            lanes: vec!["CPU 0".into(), "memory node 0".into()],
+            transactions: vec![Transaction {
+                caption: "c".into(),
+                messages: vec![
+                    Message {
+                        from: 0,
+                        to: 1,
+                        send_cycle: 0,
+                        arrive_cycle: 10,
+                        kind: MessageKind::Request,
+                        label: "GetS".into(),
+                    },
+                    Message {
+                        from: 1,
+                        to: 0,
+                        send_cycle: 10,
+                        arrive_cycle: 20,
+                        kind: MessageKind::Data,
+                        label: "Data (DRAM)".into(),
+                    },
+                ],
+            }],
+        };
+        let svg = timeline(&chart).unwrap();
+        assert!(svg.contains("\nrequest\n"), "{svg}");
+        assert!(svg.contains("\ndata\n"));
+        for absent in ["\nforward\n", "\ninvalidate\n", "\nacknowledgement\n"] {
+            assert!(!svg.contains(absent), "{absent} in the legend");
+        }
+    }
 }

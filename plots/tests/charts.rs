@@ -385,10 +385,14 @@ fn the_timeline_draws_lanes_messages_and_cycles() {
         "Fwd-GetM M-&gt;I",
         "125 → 250",
         "request",
-        "invalidate",
-        "acknowledgement",
+        "forward",
+        "data",
     ] {
         assert!(svg.contains(text), "timeline lacks {text}");
+    }
+    // The legend has only the kinds drawn.
+    for absent in ["invalidate", "acknowledgement"] {
+        assert!(!svg.contains(absent), "the legend shows {absent}");
     }
     assert_eq!(svg, timeline(&t).unwrap());
 

@@ -359,9 +359,17 @@ fn local_lookup_cost_does_not_depend_on_the_home() {
             assert_eq!(r.route, Route::Directory { node: 2 }, "home {home}");
             assert_eq!(r.latency_cycles(), 3 * l.hop_in_node_cycles, "home {home}");
             assert!(!r.cross_socket);
-            // Cross-socket pair: leg to the own node's filter, then across twice.
+            // Cross-socket pair: the own node's filter misses, the request
+            // goes on to the line's home agent; the cost is the leg to the
+            // own node's filter, then across twice, whatever the home.
             let r = transfer(protocol, Lookup::Local, home, 8, 0);
-            assert_eq!(r.route, Route::Directory { node: 0 });
+            assert_eq!(
+                r.route,
+                Route::HomeAgent {
+                    snoop_filter: 0,
+                    home
+                }
+            );
             assert_eq!(
                 r.latency_cycles(),
                 l.hop_in_node_cycles + 2 * l.hop_between_sockets_cycles,
@@ -488,12 +496,12 @@ fn reads_of_a_resolved_line_are_pipelined_and_the_rest_hold_the_home() {
         t = c.busy_until(0).get();
     }
     // The same clean line read from the other socket goes through the
-    // directory to the forwarding copy: a resolved line, so the home takes
+    // home agent to the forwarding copy: a resolved line, so the home takes
     // the next request one occupancy later, while the data crosses sockets.
     let occupancy = topology.spec.latency.home_occupancy_cycles;
     let remote = served(&mut c, t, 40, Need::Read);
     assert!(
-        matches!(remote.route, Route::Directory { .. }),
+        matches!(remote.route, Route::HomeAgent { .. }),
         "{remote:?}"
     );
     assert_eq!(c.busy_until(0).get(), at(&remote) + occupancy);

@@ -12,9 +12,10 @@
 //! when the simulator says the access completed. Hits send no message and
 //! are not collected.
 
+use sim_core::coherence::AccessReport;
 use sim_core::coherence::{Need, Route};
 use sim_core::memory::MemoryLayout;
-use sim_core::probe::{AccessEvent, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::topology::{Lookup, Topology};
 
 /// Where a message starts or ends.
@@ -22,10 +23,16 @@ use sim_core::topology::{Lookup, Topology};
 pub enum Endpoint {
     /// A core's private cache.
     Core(u32),
-    /// The directory (and memory) of a node.
-    Node(u32),
     /// An L3 domain's cache, answering for a line it keeps.
     L3(u32),
+    /// The directory of a node: the home directory (AMD) or the snoop
+    /// filter of the requester's node (Intel).
+    Node(u32),
+    /// Intel: the home agent of a line's home node, which a request its
+    /// socket's snoop filter cannot resolve reaches over UPI.
+    HomeAgent(u32),
+    /// The memory (DRAM behind the memory controller) of a node.
+    Memory(u32),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,8 +74,13 @@ pub struct TimelineProbe<'a> {
     kept: Vec<(u64, u64, Transaction)>,
     /// The latest ordering cycle kept.
     latest_order: u64,
-    /// Transactions seen, kept or not.
+    /// Transactions seen, kept or not (adjacent-line prefetches only when
+    /// they are drawn).
     pub seen: u64,
+    /// Whether adjacent-line prefetch reads are drawn.
+    prefetches: bool,
+    /// Prefetch transactions left out ([`TimelineProbe::without_prefetches`]).
+    pub prefetches_left_out: u64,
 }
 
 impl<'a> TimelineProbe<'a> {
@@ -81,7 +93,18 @@ impl<'a> TimelineProbe<'a> {
             kept: Vec::new(),
             latest_order: 0,
             seen: 0,
+            prefetches: true,
+            prefetches_left_out: 0,
         }
+    }
+
+    /// Leaves the adjacent-line prefetcher's reads out of the timeline
+    /// (they are counted in [`TimelineProbe::prefetches_left_out`]): on a
+    /// machine with the prefetcher on, every demand miss brings one, which
+    /// doubles the rows without changing what the demand accesses wait for.
+    pub fn without_prefetches(mut self) -> Self {
+        self.prefetches = false;
+        self
     }
 
     /// The kept transactions, in the order their homes served them.
@@ -96,6 +119,165 @@ impl<'a> TimelineProbe<'a> {
         match self.topology.spec.lookup {
             Lookup::Home => "home directory",
             Lookup::Local => "snoop filter",
+        }
+    }
+
+    /// The messages of a transaction through a directory (or a home agent)
+    /// or served by memory. The legs are the ones the model charges (see
+    /// `sim_core::coherence`): leg(requester, directory), then per target
+    /// leg(directory, target) + leg(target, requester); memory: leg + DRAM
+    /// + leg. On Intel (`Lookup::Local`) a request for a copy on another
+    /// socket, or for memory of another socket, misses in the requester's
+    /// snoop filter and goes on over UPI to the home agent of the line's
+    /// home node: the same total, split as the model documents (the socket
+    /// leg to the agent less the leg inside its node, which the agent's
+    /// snoop of a core of its own socket then takes).
+    #[allow(clippy::too_many_arguments)]
+    fn directory_messages(
+        &self,
+        r: &AccessReport,
+        core: u32,
+        start: u64,
+        done: u64,
+        request: &str,
+        request_label: String,
+        targets: &[(u32, char, char)],
+        supplier: Option<u32>,
+        messages: &mut Vec<Message>,
+    ) {
+        let t = self.topology;
+        let requester = Endpoint::Core(core);
+        let requester_socket = t.socket_of_core(core);
+        let in_node = t.spec.latency.hop_in_node_cycles;
+        let local = t.spec.lookup == Lookup::Local;
+        let (first_node, home) = match r.route {
+            Route::Directory { node } => (node, None),
+            Route::HomeAgent { snoop_filter, home } => (snoop_filter, Some(home)),
+            Route::Memory { node } => {
+                let remote = t.socket_of_node(node) != requester_socket;
+                if local && remote {
+                    (t.node_of_core(core), Some(node))
+                } else {
+                    (node, Some(node))
+                }
+            }
+            _ => return,
+        };
+        let dir = Endpoint::Node(first_node);
+        let at_dir = start + t.hop_core_to_node(core, first_node);
+        messages.push(Message {
+            from: requester,
+            to: dir,
+            send_cycle: start,
+            arrive_cycle: at_dir.min(done),
+            kind: MessageKind::Request,
+            label: request_label,
+        });
+        // Intel, across sockets: on from the snoop filter to the home agent.
+        let through_agent = |home: &u32| match r.route {
+            Route::HomeAgent { .. } => true,
+            Route::Memory { .. } => local && *home != first_node,
+            _ => false,
+        };
+        let agent = match home.filter(through_agent) {
+            Some(home) => {
+                let leg = if t.socket_of_node(home) == requester_socket {
+                    0
+                } else {
+                    t.socket_leg_cycles(requester_socket, t.socket_of_node(home))
+                        .saturating_sub(in_node)
+                };
+                let at_agent = at_dir + leg;
+                messages.push(Message {
+                    from: dir,
+                    to: Endpoint::HomeAgent(home),
+                    send_cycle: at_dir.min(done),
+                    arrive_cycle: at_agent.min(done),
+                    kind: MessageKind::Request,
+                    label: format!("{request} (snoop filter miss)"),
+                });
+                Some((Endpoint::HomeAgent(home), at_agent, leg))
+            }
+            _ => None,
+        };
+        for &(c, before, after) in targets {
+            // Who snoops the target, when it sends, and when the snoop
+            // arrives: the total is leg(directory, target) either way.
+            let total = t.hop_core_to_node(c, first_node);
+            let (from, sent, arrives) = match agent {
+                Some((endpoint, at_agent, leg)) if t.socket_of_core(c) != requester_socket => {
+                    (endpoint, at_agent, at_agent + total.saturating_sub(leg))
+                }
+                _ => (dir, at_dir, at_dir + total),
+            };
+            let back = arrives + t.hop_core_to_core(c, core);
+            let supplies = Some(c) == supplier;
+            messages.push(Message {
+                from,
+                to: Endpoint::Core(c),
+                send_cycle: sent.min(done),
+                arrive_cycle: arrives.min(done),
+                kind: if supplies {
+                    MessageKind::Forward
+                } else {
+                    MessageKind::Invalidate
+                },
+                label: format!(
+                    "{} {before}->{after}",
+                    if supplies {
+                        format!("Fwd-{request}")
+                    } else {
+                        "Inv".to_string()
+                    }
+                ),
+            });
+            messages.push(snoop_reply(
+                c,
+                requester,
+                arrives.min(done),
+                back.min(done),
+                supplies,
+                before,
+            ));
+        }
+        if let Route::Memory { node } = r.route {
+            // The home reads the line from its memory, which sends the data.
+            let (reader, at_reader) = match agent {
+                Some((endpoint, at_agent, _)) => (endpoint, at_agent),
+                None => (dir, at_dir),
+            };
+            let read = at_reader + t.spec.latency.dram_cycles;
+            messages.push(Message {
+                from: reader,
+                to: Endpoint::Memory(node),
+                send_cycle: at_reader.min(done),
+                arrive_cycle: read.min(done),
+                kind: MessageKind::Request,
+                label: "Read (DRAM)".into(),
+            });
+            messages.push(Message {
+                from: Endpoint::Memory(node),
+                to: requester,
+                send_cycle: read.min(done),
+                arrive_cycle: done,
+                kind: MessageKind::Data,
+                label: "Data (DRAM)".into(),
+            });
+        } else if supplier.is_none() {
+            // Permission only (an upgrade): the directory (the home agent,
+            // when the request went on to it) grants it.
+            let (granter, at_granter) = match agent {
+                Some((endpoint, at_agent, _)) => (endpoint, at_agent),
+                None => (dir, at_dir),
+            };
+            messages.push(Message {
+                from: granter,
+                to: requester,
+                send_cycle: at_granter.min(done),
+                arrive_cycle: done,
+                kind: MessageKind::Ack,
+                label: "Grant".into(),
+            });
         }
     }
 }
@@ -143,6 +325,10 @@ impl Probe for TimelineProbe<'_> {
             return;
         };
         if r.is_hit() {
+            return;
+        }
+        if !self.prefetches && e.kind == AccessKind::Prefetch {
+            self.prefetches_left_out += 1;
             return;
         }
         self.seen += 1;
@@ -193,69 +379,18 @@ impl Probe for TimelineProbe<'_> {
             }
         }
         match r.route {
-            Route::Directory { node } | Route::Memory { node } => {
-                let dir = Endpoint::Node(node);
-                let at_dir = start + t.hop_core_to_node(core, node);
-                messages.push(Message {
-                    from: requester,
-                    to: dir,
-                    send_cycle: start,
-                    arrive_cycle: at_dir.min(done),
-                    kind: MessageKind::Request,
-                    label: request_label,
-                });
-                for &(c, before, after) in &targets {
-                    let at_target = at_dir + t.hop_core_to_node(c, node);
-                    let back = at_target + t.hop_core_to_core(c, core);
-                    let supplies = Some(c) == supplier;
-                    messages.push(Message {
-                        from: dir,
-                        to: Endpoint::Core(c),
-                        send_cycle: at_dir.min(done),
-                        arrive_cycle: at_target.min(done),
-                        kind: if supplies {
-                            MessageKind::Forward
-                        } else {
-                            MessageKind::Invalidate
-                        },
-                        label: format!(
-                            "{} {before}->{after}",
-                            if supplies {
-                                format!("Fwd-{request}")
-                            } else {
-                                "Inv".to_string()
-                            }
-                        ),
-                    });
-                    messages.push(snoop_reply(
-                        c,
-                        requester,
-                        at_target.min(done),
-                        back.min(done),
-                        supplies,
-                        before,
-                    ));
-                }
-                if matches!(r.route, Route::Memory { .. }) {
-                    messages.push(Message {
-                        from: dir,
-                        to: requester,
-                        send_cycle: at_dir.min(done),
-                        arrive_cycle: done,
-                        kind: MessageKind::Data,
-                        label: "Data (DRAM)".into(),
-                    });
-                } else if supplier.is_none() {
-                    // Permission only (an upgrade): the directory grants it.
-                    messages.push(Message {
-                        from: dir,
-                        to: requester,
-                        send_cycle: at_dir.min(done),
-                        arrive_cycle: done,
-                        kind: MessageKind::Ack,
-                        label: "Grant".into(),
-                    });
-                }
+            Route::Directory { .. } | Route::HomeAgent { .. } | Route::Memory { .. } => {
+                self.directory_messages(
+                    r,
+                    core,
+                    start,
+                    done,
+                    request,
+                    request_label,
+                    &targets,
+                    supplier,
+                    &mut messages,
+                );
             }
             Route::L3 { l3 } => {
                 // The requester's L3 answers: a request and the data back.

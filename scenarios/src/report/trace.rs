@@ -159,14 +159,30 @@ impl Probe for TraceProbe<'_> {
                         Lookup::Local => format!("looked up in the snoop filter of node {node}"),
                         Lookup::Home => format!("looked up in the home directory at node {node}"),
                     },
-                    Route::Memory { node } => format!(
-                        "data from memory at node {node} ({})",
-                        if self.topology.node_of(e.cpu) == node {
-                            "local"
-                        } else {
-                            "remote"
-                        }
+                    Route::HomeAgent { snoop_filter, home } => format!(
+                        "missed in the snoop filter of node {snoop_filter}; went on to the home \
+                         agent at node {home}, which snooped the other socket"
                     ),
+                    Route::Memory { node } => {
+                        let t = self.topology;
+                        let remote_socket = t.socket_of_node(node) != t.socket_of(e.cpu);
+                        if t.spec.lookup == Lookup::Local && remote_socket {
+                            format!(
+                                "missed in the snoop filter of node {}; went on to the home \
+                                 agent at node {node}; data from its memory (remote)",
+                                t.node_of(e.cpu)
+                            )
+                        } else {
+                            format!(
+                                "data from memory at node {node} ({})",
+                                if t.node_of(e.cpu) == node {
+                                    "local"
+                                } else {
+                                    "remote"
+                                }
+                            )
+                        }
+                    }
                     _ => String::new(),
                 };
                 let mut s = format!(

@@ -36,6 +36,23 @@
 //!   cache supplies comes from memory at the home: leg + DRAM + leg. With a
 //!   `broadcast-shared` directory a write to a line with Shared or Owned
 //!   copies sends its invalidation to every L3 domain of the machine.
+//! - Intel across sockets (`Lookup::Local`, a target on another socket):
+//!   the requester's socket's snoop filter resolves only the copies of its
+//!   own socket, so the request goes on over UPI to the home agent of the
+//!   line's home node (directory-based home snoop, with the HitME cache
+//!   since Skylake-SP), which snoops the other socket; the snooped cache
+//!   answers the requester directly. Reported as [`Route::HomeAgent`]. Its
+//!   cost is the directory path's, leg(requester, snoop filter) + 2 socket
+//!   legs, which the presets fit to the measured cross-socket latency; the
+//!   trace and timeline split it into the steps: to the snoop filter (a
+//!   leg inside the node), on to the home agent (the socket leg less one
+//!   leg inside the node, when the home is on another socket: a socket leg
+//!   includes the mesh hop to the agent at its far end), the home agent's
+//!   snoop inside its socket (one leg inside the node), and the answer back
+//!   (a socket leg). When the home is on the requester's own socket its
+//!   agent is reached in the first leg and snoops across the link. (With
+//!   three or more sockets and the home on a third one, the model still
+//!   charges the requester-target pair's legs, not the detour.)
 //!
 //! The files: this one holds the states, the per-line entries and the
 //! reports; `hits` the accesses a cache answers itself; `transaction` the
@@ -225,6 +242,16 @@ pub enum Route {
     L3 { l3: u32 },
     /// Through the directory at `node`, from or invalidating other caches.
     Directory { node: u32 },
+    /// Intel (`Lookup::Local`) across sockets: the requester's socket's
+    /// snoop filter (at node `snoop_filter`) cannot resolve the line, so
+    /// the request crosses the socket link to the home agent of the line's
+    /// home node `home` (directory bits in memory and the HitME cache since
+    /// Skylake-SP, [S19]), which snoops the caches on other sockets; the
+    /// snooped cache sends its data (or acknowledgement) straight back. The
+    /// cost is the same total as the directory path (the presets' measured
+    /// cross-socket latencies), split into these steps as the module's
+    /// documentation says.
+    HomeAgent { snoop_filter: u32, home: u32 },
     /// From memory at the home node (no cache could supply it).
     Memory { node: u32 },
 }

@@ -93,6 +93,24 @@ fn answer_leg(topology: &Topology, target: CorePlace, requester: CorePlace) -> u
     }
 }
 
+/// The route of a transaction through the directory: on Intel
+/// (`Lookup::Local`) one that reaches a cache on another socket goes on from
+/// the requester's snoop filter to the line's home agent (same cost; see the
+/// module's documentation).
+#[inline]
+fn directory_route(lookup: Lookup, directory_node: u32, home: u32, cross_socket: bool) -> Route {
+    if lookup == Lookup::Local && cross_socket {
+        Route::HomeAgent {
+            snoop_filter: directory_node,
+            home,
+        }
+    } else {
+        Route::Directory {
+            node: directory_node,
+        }
+    }
+}
+
 impl Coherence {
     /// Performs an access: a hit when possible; otherwise a transaction at
     /// once if the line is free at its home, or a place in the line's queue.
@@ -391,9 +409,7 @@ impl Coherence {
         } else {
             cross_socket =
                 topology.socket_of_node(directory_node) != requester.socket || target_cross_socket;
-            route = Route::Directory {
-                node: directory_node,
-            };
+            route = directory_route(lookup, directory_node, home, target_cross_socket);
             cost = directory_path();
         }
         let start = now;
@@ -584,9 +600,7 @@ impl Coherence {
         } else {
             cross_socket |= topology.socket_of_node(directory_node) != requester_socket;
             cross_socket |= reach.cross_socket;
-            route = Route::Directory {
-                node: directory_node,
-            };
+            route = directory_route(lookup, directory_node, home, reach.cross_socket);
             cost = if no_targets {
                 // Permission only (an upgrade with no other copy): ask and be answered.
                 topology.hop_place_to_node(requester, directory_node) * 2
