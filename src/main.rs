@@ -301,9 +301,24 @@ enum Command {
         /// Distinct values a store or atomic may write.
         #[arg(long, default_value_t = 2, value_name = "V")]
         values: u32,
-        /// Store-buffer entries per CPU.
-        #[arg(long, default_value_t = 2, value_name = "N")]
+        /// Store-buffer entries per CPU (1 by default: with the shared L3 the
+        /// states triple, and MOESI at 2 needs more than 2 GiB).
+        #[arg(long, default_value_t = 1, value_name = "N")]
         buffer: u32,
+        /// Caches per L3 domain (caches 0 and 1 share the first with the
+        /// default 2; with 1 every transfer goes through the directory).
+        #[arg(long, default_value_t = 2, value_name = "N")]
+        cores_per_l3: u32,
+        /// Whether an L3 keeps the clean lines its cores read and answers
+        /// reads of them (default: inclusive for MESI and MESIF,
+        /// victim-with-sharing for MOESI).
+        #[arg(long, value_name = "KIND",
+              value_parser = ["not-kept", "inclusive", "victim-with-sharing"])]
+        l3_shared_lines: Option<String>,
+        /// How the directory tracks a shared line's sharers.
+        #[arg(long, default_value = "broadcast-shared", value_name = "KIND",
+              value_parser = ["exact", "broadcast-shared"])]
+        directory: String,
         /// Stop, without a verdict, after this many distinct states.
         #[arg(long, default_value_t = sim_core::checker::DEFAULT_MAX_STATES, value_name = "N")]
         max_states: u64,
@@ -510,12 +525,20 @@ fn main() -> ExitCode {
             lines,
             values,
             buffer,
+            cores_per_l3,
+            l3_shared_lines,
+            directory,
             max_states,
             prefetch,
             write_scenario,
         } => check_protocol(
             protocol.as_deref(),
             [caches, lines, values, buffer],
+            CheckMachine {
+                cores_per_l3,
+                l3_shared_lines,
+                directory,
+            },
             max_states,
             inputs.limits.host_memory_bytes,
             prefetch,
@@ -1528,9 +1551,18 @@ fn layout(
 /// `check-protocol`: runs the exhaustive checker for one protocol or all
 /// three, prints what it explored and how long it took (host time, measured
 /// here), and any violation with its path; writes the replay scenario.
+/// The checker's machine as `check-protocol`'s options give it.
+struct CheckMachine {
+    cores_per_l3: u32,
+    /// None: the checker's default for the protocol.
+    l3_shared_lines: Option<String>,
+    directory: String,
+}
+
 fn check_protocol(
     protocol: Option<&str>,
     [caches, lines, values, buffer]: [u32; 4],
+    machine: CheckMachine,
     max_states: u64,
     max_bytes: u64,
     prefetch: bool,
@@ -1540,7 +1572,7 @@ fn check_protocol(
     if let Some(Err(code)) = write_scenario.map(refuse_existing) {
         return code;
     }
-    use sim_core::topology::Protocol;
+    use sim_core::topology::{DirectoryPrecision, L3SharedLines, Protocol};
     let protocols = match protocol {
         Some("mesi") => vec![Protocol::Mesi],
         Some("mesif") => vec![Protocol::Mesif],
@@ -1556,7 +1588,21 @@ fn check_protocol(
             max_states,
             max_bytes,
             prefetch,
+            cores_per_l3: machine.cores_per_l3,
+            directory: match machine.directory.as_str() {
+                "exact" => DirectoryPrecision::Exact,
+                _ => DirectoryPrecision::BroadcastShared,
+            },
             ..CheckConfig::new(protocol)
+        };
+        let config = CheckConfig {
+            l3_shared_lines: match machine.l3_shared_lines.as_deref() {
+                Some("not-kept") => L3SharedLines::NotKept,
+                Some("inclusive") => L3SharedLines::Inclusive,
+                Some("victim-with-sharing") => L3SharedLines::VictimWithSharing,
+                _ => config.l3_shared_lines,
+            },
+            ..config
         };
         let start = std::time::Instant::now();
         let report = match check(&config) {
@@ -1577,6 +1623,13 @@ fn check_protocol(
             report.depth,
             report.quiescent_states,
         );
+        println!(
+            "  machine: {} cache(s) per L3 domain, L3 {}, {} directory; steps' accesses: {}",
+            config.cores_per_l3,
+            config.l3_shared_lines.name(),
+            config.directory.name(),
+            report.routes
+        );
         if let Some(v) = &report.violation {
             print!("{v}");
             let Some(path) = write_scenario else {
@@ -1590,7 +1643,11 @@ fn check_protocol(
             let mut text = format!(
                 "# Replays the shortest path to a protocol violation found by\n\
                  # `bounce check-protocol --protocol {name} --caches {caches} --lines {lines} \
-                 --values {values} --buffer {buffer}`.\n#\n"
+                 --values {values} --buffer {buffer} --cores-per-l3 {} --l3-shared-lines {} \
+                 --directory {}`.\n#\n",
+                config.cores_per_l3,
+                config.l3_shared_lines.name(),
+                config.directory.name()
             );
             for line in v.to_string().lines() {
                 text.push_str(&format!("# {line}\n"));
@@ -1604,11 +1661,12 @@ fn check_protocol(
                  [machine]\nname = \"{}\"\nclock_mhz = {}\nsockets = {}\n\
                  nodes_per_socket = {}\nl3_per_node = {}\ncores_per_l3 = {}\n\
                  threads_per_core = {}\nline_size_bytes = {}\nprotocol = \"{name}\"\n\
-                 lookup = \"{}\"\nadjacent_line_prefetch = {}\nstore_buffer_entries = {}\n\n\
+                 lookup = \"{}\"\nadjacent_line_prefetch = {}\nstore_buffer_entries = {}\n\
+                 l3_shared_lines = \"{}\"\ndirectory = \"{}\"\n\n\
                  [machine.latency]\nl1_hit_cycles = {}\nlocked_op_cycles = {}\n\
                  smt_transfer_cycles = {}\nl3_transfer_cycles = {}\nhop_in_node_cycles = {}\n\
                  hop_between_nodes_cycles = {}\nhop_between_sockets_cycles = {}\n\
-                 dram_cycles = {}\nhome_occupancy_cycles = {}\n\n\
+                 dram_cycles = {}\nl3_hit_cycles = {}\nhome_occupancy_cycles = {}\n\n\
                  [run]\niterations = 1\n\n\
                  [structs.line]\nalign = 64\nfields = [\n  {{ name = \"v\", type = \"unsigned long\" }},\n]\n\n\
                  [instances.lines]\nstruct = \"line\"\nkind = \"global\"\ncount = {lines}\nnode = 0\n\n\
@@ -1626,6 +1684,8 @@ fn check_protocol(
                 m.lookup.name(),
                 m.adjacent_line_prefetch,
                 m.store_buffer_entries,
+                m.l3_shared_lines.name(),
+                m.directory.name(),
                 l.l1_hit_cycles,
                 l.locked_op_cycles,
                 l.smt_transfer_cycles,
@@ -1634,6 +1694,7 @@ fn check_protocol(
                 l.hop_between_nodes_cycles,
                 l.hop_between_sockets_cycles,
                 l.dram_cycles,
+                l.l3_hit_cycles,
                 l.home_occupancy_cycles,
             ));
             let scripts = v.replay_scripts();

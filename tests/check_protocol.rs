@@ -72,7 +72,15 @@ fn one_protocol_can_be_chosen() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.starts_with("MOESI: 2 caches x 1 lines x 2 values, store buffers of 2: "),
+        out.starts_with("MOESI: 2 caches x 1 lines x 2 values, store buffers of 1: "),
+        "{out}"
+    );
+    // The machine and the routes its steps took: caches 0 and 1 share an L3.
+    assert!(
+        out.lines().nth(1).is_some_and(|l| l.starts_with(
+            "  machine: 2 cache(s) per L3 domain, L3 victim-with-sharing, \
+             broadcast-shared directory; steps' accesses: "
+        ) && l.contains(" L3 hits, ")),
         "{out}"
     );
     assert!(!out.contains("MESI:"), "{out}");
@@ -107,7 +115,7 @@ fn a_memory_limit_too_small_gives_no_verdict_and_says_so() {
     assert_eq!(o.status.code(), Some(1));
     let out = text(&o.stdout);
     assert!(
-        out.starts_with("MOESI: 4 caches x 2 lines x 2 values, store buffers of 2: "),
+        out.starts_with("MOESI: 4 caches x 2 lines x 2 values, store buffers of 1: "),
         "{out}"
     );
     let err = text(&o.stderr);

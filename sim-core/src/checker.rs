@@ -74,7 +74,10 @@ use crate::coherence::{
 };
 use crate::memory::MemoryLayout;
 use crate::time::Cycle;
-use crate::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use crate::topology::{
+    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
+};
+use std::cell::Cell;
 use std::fmt;
 
 /// Largest configurations accepted (the state space grows exponentially).
@@ -110,6 +113,16 @@ pub struct CheckConfig {
     /// Caches may also issue adjacent-line prefetch reads (a step of their
     /// own, on any line, not only the buddy of a miss).
     pub prefetch: bool,
+    /// Caches (cores) per L3 domain: caches `0..k` share the first domain,
+    /// and so on. Above 1, reads inside a domain take the L3's routes (a
+    /// transfer resolved by its tags, or an L3 hit) and the rest go through
+    /// the directory.
+    pub cores_per_l3: u32,
+    /// Whether each L3 keeps the clean lines its cores read (and answers
+    /// reads of them itself).
+    pub l3_shared_lines: L3SharedLines,
+    /// How precisely the directory tracks a shared line's sharers.
+    pub directory: DirectoryPrecision,
 }
 
 impl CheckConfig {
@@ -124,6 +137,16 @@ impl CheckConfig {
             max_states: DEFAULT_MAX_STATES,
             max_bytes: crate::limits::Limits::default().host_memory_bytes,
             prefetch: false,
+            // Two caches share an L3 that keeps shared lines, the third has
+            // one of its own, and the directory broadcasts writes to shared
+            // lines: every route of the model is taken (the L3 hit, a
+            // transfer inside an L3, the directory, memory, a broadcast).
+            cores_per_l3: 2,
+            l3_shared_lines: match protocol {
+                Protocol::Moesi => L3SharedLines::VictimWithSharing,
+                Protocol::Mesi | Protocol::Mesif => L3SharedLines::Inclusive,
+            },
+            directory: DirectoryPrecision::BroadcastShared,
         }
     }
 
@@ -134,6 +157,7 @@ impl CheckConfig {
             ("lines", self.lines, MAX_LINES),
             ("values", self.values, MAX_VALUES),
             ("store-buffer depth", self.buffer_depth, MAX_BUFFER_DEPTH),
+            ("cores per L3", self.cores_per_l3, MAX_CACHES),
         ] {
             if !(1..=high).contains(&value) {
                 return Err(format!(
@@ -153,17 +177,20 @@ impl CheckConfig {
     }
 
     /// The machine the checker runs the protocol on: one socket, one node,
-    /// each cache (core, one thread) its own L3 domain, so transfers go
-    /// through the directory at the lines' home. Only the protocol decides
-    /// states; the latencies only decide times, which the checker forgets.
+    /// each cache a core (one thread), `cores_per_l3` of them to an L3
+    /// domain, so transfers between domains go through the directory at the
+    /// lines' home. (The last domain may have cores beyond the caches
+    /// checked; they stay idle.) Only the protocol decides states; the
+    /// latencies only decide times, which the checker forgets.
     pub fn machine(&self) -> MachineSpec {
+        let cores_per_l3 = self.cores_per_l3.max(1);
         MachineSpec {
             name: format!("check-{}-{}", self.protocol.name(), self.caches),
             clock_mhz: 2000,
             sockets: 1,
             nodes_per_socket: 1,
-            l3_per_node: self.caches,
-            cores_per_l3: 1,
+            l3_per_node: self.caches.div_ceil(cores_per_l3).max(1),
+            cores_per_l3,
             threads_per_core: 1,
             line_size_bytes: 64,
             protocol: self.protocol,
@@ -171,8 +198,8 @@ impl CheckConfig {
             adjacent_line_prefetch: false,
             store_buffer_entries: self.buffer_depth,
             socket_hops: Vec::new(),
-            l3_shared_lines: crate::topology::L3SharedLines::NotKept,
-            directory: crate::topology::DirectoryPrecision::Exact,
+            l3_shared_lines: self.l3_shared_lines,
+            directory: self.directory,
             smt_share_percent: 100,
             outstanding_misses: 1,
             arbitration_near_owner_percent: 0,
@@ -542,6 +569,39 @@ pub struct CheckReport {
     pub bytes: u64,
     /// Why it stopped without a verdict, when it did.
     pub stopped_by: Option<CheckBudget>,
+    /// The accesses the exploration's steps made, by the route the model
+    /// gave them (every step counted, including those reaching a state
+    /// already seen): which parts of the transition code were exercised.
+    pub routes: RouteCounts,
+}
+
+/// Accesses by route, over all the steps of an exploration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouteCounts {
+    /// Answered by the requester's own cache.
+    pub hits: u64,
+    /// Served by the requester's L3, which keeps the clean line.
+    pub l3_hits: u64,
+    /// Resolved inside the requester's L3 domain by its tags.
+    pub same_l3: u64,
+    /// Through the directory (or a home agent).
+    pub directory: u64,
+    /// Data from memory.
+    pub memory: u64,
+    /// Writes to a Shared or Owned line that the directory broadcast to
+    /// every L3 domain (`broadcast-shared` directories).
+    pub broadcasts: u64,
+}
+
+impl fmt::Display for RouteCounts {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} hits, {} L3 hits, {} same-L3 transfers, {} through the directory, \
+             {} from memory, {} broadcast invalidations",
+            self.hits, self.l3_hits, self.same_l3, self.directory, self.memory, self.broadcasts
+        )
+    }
 }
 
 /// The bound an exploration hit.
@@ -783,6 +843,10 @@ struct Explorer<'c> {
     topology: Topology,
     initial: State,
     symmetries: Vec<Symmetry>,
+    /// Per cache, its L3 domain.
+    cache_l3: Vec<u32>,
+    /// The accesses made so far, by route.
+    routes: Cell<RouteCounts>,
 }
 
 /// The result of one step (taken into a state given to it): what happened,
@@ -818,8 +882,21 @@ impl<'c> Explorer<'c> {
                 copies: [None; MAX_CACHES as usize],
             }; MAX_LINES as usize],
         };
+        // Renumbering caches is a symmetry only when it keeps caches that
+        // share an L3 domain together (and apart those that do not).
+        let cache_l3: Vec<u32> = (0..caches as u32).map(|c| topology.l3_of(c)).collect();
+        let keeps_domains = |perm: &[usize]| {
+            (0..caches).all(|a| {
+                (0..caches).all(|b| {
+                    (cache_l3[a] == cache_l3[b]) == (cache_l3[perm[a]] == cache_l3[perm[b]])
+                })
+            })
+        };
         let mut symmetries = Vec::new();
         for cache_perm in permutations(caches) {
+            if !keeps_domains(&cache_perm) {
+                continue;
+            }
             let cache_at = invert(&cache_perm);
             for line_at in permutations(config.lines as usize) {
                 symmetries.push(Symmetry {
@@ -835,13 +912,42 @@ impl<'c> Explorer<'c> {
             topology,
             initial,
             symmetries,
+            cache_l3,
+            routes: Cell::new(RouteCounts::default()),
         })
+    }
+
+    /// The exploration, with the routes its steps took.
+    fn run(&self) -> CheckReport {
+        let mut report = self.search();
+        report.routes = self.routes.get();
+        report
+    }
+
+    /// Counts an access by its route.
+    fn count_route(&self, report: &AccessReport) {
+        let mut routes = self.routes.get();
+        match report.route {
+            Route::Hit | Route::SmtSibling => routes.hits += 1,
+            Route::L3 { .. } => routes.l3_hits += 1,
+            Route::SameL3 => routes.same_l3 += 1,
+            Route::Directory { .. } | Route::HomeAgent { .. } => routes.directory += 1,
+            Route::Memory { .. } => routes.memory += 1,
+        }
+        let shared = |s: LineState| matches!(s, LineState::Shared | LineState::Owned);
+        if self.config.directory == DirectoryPrecision::BroadcastShared
+            && report.need == Need::Write
+            && report.others.iter().any(|o| shared(o.before))
+        {
+            routes.broadcasts += 1;
+        }
+        self.routes.set(routes);
     }
 
     /// The breadth-first search over states, with its symmetry reduction,
     /// the limits and the report. (Long because the search's bookkeeping,
     /// parents, seen set and frontier, is shared by every part of it.)
-    fn run(&self) -> CheckReport {
+    fn search(&self) -> CheckReport {
         let mut report = CheckReport {
             config: self.config.clone(),
             states: 0,
@@ -852,6 +958,7 @@ impl<'c> Explorer<'c> {
             violation: None,
             bytes: 0,
             stopped_by: None,
+            routes: RouteCounts::default(),
         };
         // A state in a frontier: the struct, and on the heap each line's
         // entry with its holders and waiters (a small vector each, with the
@@ -1369,9 +1476,20 @@ impl<'c> Explorer<'c> {
         report: &AccessReport,
         write: Option<u8>,
     ) -> Result<u8, Found> {
+        self.count_route(report);
         let old = &before.data[l];
         let (value, source) = if report.is_hit() {
             (old.copies[c], "its own copy".to_string())
+        } else if let Route::L3 { l3 } = report.route {
+            // The L3 keeps the line its cores read: it has the data of a
+            // copy in one of them (every valid copy holds the same value,
+            // which the invariant below checks).
+            let kept = (0..self.config.caches as usize)
+                .find(|&k| k != c && self.cache_l3[k] == l3 && old.copies[k].is_some());
+            (
+                kept.and_then(|k| old.copies[k]),
+                format!("its L3 (domain {l3})"),
+            )
         } else if let Some((s, s_state, _)) = report.supplier {
             (old.copies[s as usize], format!("cache {s} (in {s_state})"))
         } else if matches!(report.route, Route::Memory { .. }) {
@@ -1635,7 +1753,12 @@ impl<'c> Explorer<'c> {
         }
         let mut first = true;
         'symmetries: for symmetry in &self.symmetries {
+            // Sorted by signature inside each L3 domain (the renamings
+            // keep domains together, so some renaming sorts each).
             for i in 1..caches {
+                if self.cache_l3[i - 1] != self.cache_l3[i] {
+                    continue;
+                }
                 let (a, b) = (symmetry.cache_at[i - 1], symmetry.cache_at[i]);
                 if cache_sig[a as usize] > cache_sig[b as usize] {
                     continue 'symmetries;
@@ -1868,13 +1991,72 @@ mod tests {
         assert!(plain.bytes > 0 && plain.bytes < plain.config.max_bytes);
     }
 
-    /// 3 caches x 2 lines x 2 values; store buffers of 2 in optimised
-    /// builds, of 1 in debug builds (the same exploration, some eight
-    /// times slower unoptimised, and seven times as many states at depth 2).
+    /// 3 caches x 2 lines x 2 values, each cache its own L3 domain (every
+    /// transfer through the directory, whose renamings of caches are all
+    /// symmetries); store buffers of 2 in optimised builds, of 1 in debug
+    /// builds (the same exploration, some eight times slower unoptimised,
+    /// and seven times as many states at depth 2). The shared-L3 machine
+    /// is checked by `the_shared_l3_machine_takes_every_route_and_holds`.
     fn standard(protocol: Protocol) -> CheckConfig {
         CheckConfig {
             buffer_depth: if cfg!(debug_assertions) { 1 } else { 2 },
+            cores_per_l3: 1,
+            l3_shared_lines: L3SharedLines::NotKept,
+            directory: DirectoryPrecision::Exact,
             ..CheckConfig::new(protocol)
+        }
+    }
+
+    /// The default machine: caches 0 and 1 share an L3 that keeps shared
+    /// lines, cache 2 has its own, the directory broadcasts writes to
+    /// shared lines. Every route is taken and every invariant holds. 3
+    /// caches x 2 lines x 2 values, store buffers of 1 in optimised builds
+    /// (MESI 144 199, MESIF 346 149, MOESI 1 353 593 states); 1 line in
+    /// debug builds (1 072, 1 638 and 3 276 states). Floors: those less
+    /// about a tenth.
+    #[test]
+    fn the_shared_l3_machine_takes_every_route_and_holds() {
+        for (protocol, floors) in [
+            (Protocol::Mesi, (960, 130_000)),
+            (Protocol::Mesif, (1_470, 310_000)),
+            (Protocol::Moesi, (2_940, 1_200_000)),
+        ] {
+            let (lines, floor) = if cfg!(debug_assertions) {
+                (1, floors.0)
+            } else {
+                (2, floors.1)
+            };
+            let config = CheckConfig {
+                lines,
+                buffer_depth: 1,
+                ..CheckConfig::new(protocol)
+            };
+            assert_eq!(config.cores_per_l3, 2);
+            assert_eq!(config.directory, DirectoryPrecision::BroadcastShared);
+            assert!(config.l3_shared_lines.supplies());
+            let label = format!("{} on the shared-L3 machine", protocol.name());
+            let report = explores_without_violation(&config, &label, floor);
+            let r = report.routes;
+            println!("{label}: {r}");
+            for (route, count) in [
+                ("L3 hits", r.l3_hits),
+                ("same-L3 transfers", r.same_l3),
+                ("directory", r.directory),
+                ("memory", r.memory),
+                ("broadcasts", r.broadcasts),
+                ("hits", r.hits),
+            ] {
+                assert!(count > 0, "{label}: no {route}: {r}");
+            }
+            // The same exploration with one cache per L3 takes neither L3
+            // route.
+            let apart = check(&CheckConfig {
+                cores_per_l3: 1,
+                ..config.clone()
+            })
+            .unwrap();
+            assert_eq!((apart.routes.l3_hits, apart.routes.same_l3), (0, 0));
+            assert!(apart.violation.is_none() && apart.complete);
         }
     }
 
@@ -1932,9 +2114,12 @@ mod tests {
     /// minutes, see the ignored test below). `floor`: the states found when
     /// this was written, less about a tenth.
     fn holds_with_prefetch(protocol: Protocol, caches: u32, floor: u64) {
+        // One cache per L3 domain, so that the two caches' transfers go
+        // through the directory (the default machine's two would share an L3).
         let plain = CheckConfig {
             caches,
             buffer_depth: 1,
+            cores_per_l3: 1,
             ..CheckConfig::new(protocol)
         };
         let config = CheckConfig {
