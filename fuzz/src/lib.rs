@@ -286,6 +286,7 @@ pub fn small_machine() -> MachineSpec {
         adjacent_line_prefetch: true,
         store_buffer_entries: 4,
         socket_hops: Vec::new(),
+        node_distances: Default::default(),
         l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
         directory: sim_core::topology::DirectoryPrecision::Exact,
         smt_share_percent: 100,

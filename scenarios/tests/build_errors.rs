@@ -350,3 +350,56 @@ error: row 0, column 1 is 1 but row 1, column 0 is 2; links are the same both wa
 "#,
     );
 }
+
+/// `node_distances` as `numactl --hardware` prints them: a malformed matrix
+/// is an error at the key, naming the cell, the file and line, and what
+/// would be valid.
+#[test]
+fn a_malformed_node_distance_matrix_names_the_cells() {
+    let machine = |distances: &str| {
+        BASE.replace(
+            "machine = \"icelake-sp-2s\"",
+            &format!("[machine]\npreset = \"icelake-sp-2s\"\nnode_distances = {distances}"),
+        )
+    };
+    check(
+        &machine("[[10, 21], [20, 10]]"),
+        r#"
+error: row 0, column 1 is 21 but row 1, column 0 is 20; the model needs the same distance both ways (in `machine.node_distances`)
+ --> scenarios/test.toml:4:18
+  |
+4 | node_distances = [[10, 21], [20, 10]]
+  |                  ^^^^^^^^^^^^^^^^^^^^
+"#,
+    );
+    check(
+        &machine("[[0, 21], [21, 0]]"),
+        r#"
+error: row 0, column 0: a node's distance to itself is 10 (as numactl shows it), not 0 (in `machine.node_distances`)
+ --> scenarios/test.toml:4:18
+  |
+4 | node_distances = [[0, 21], [21, 0]]
+  |                  ^^^^^^^^^^^^^^^^^^
+"#,
+    );
+    check(
+        &machine("[[10, 21, 21], [21, 10, 21], [21, 21, 10]]"),
+        r#"
+error: has 3 rows; the machine has 2 NUMA nodes (sockets x nodes_per_socket), so it needs 2 rows of 2 distances (in `machine.node_distances`)
+ --> scenarios/test.toml:4:18
+  |
+4 | node_distances = [[10, 21, 21], [21, 10, 21], [21, 21, 10]]
+  |                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+"#,
+    );
+    check(
+        &machine("[[10, 21], [21]]"),
+        r#"
+error: row 1 has 1 entries; the machine has 2 NUMA nodes (sockets x nodes_per_socket), so it needs 2 rows of 2 distances (in `machine.node_distances`)
+ --> scenarios/test.toml:4:18
+  |
+4 | node_distances = [[10, 21], [21]]
+  |                  ^^^^^^^^^^^^^^^^
+"#,
+    );
+}

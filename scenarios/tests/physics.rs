@@ -521,3 +521,41 @@ fn a_two_link_socket_pair_pays_both_links() {
         );
     }
 }
+
+/// `node_distances` (numactl's SLIT table) sets the legs between nodes: the
+/// shipped example bounces a line between two nodes of one socket and
+/// across sockets, and each round trip's two transfers cost two legs more
+/// than the preset's by four times the difference of the legs.
+#[test]
+fn node_distances_set_what_a_pair_of_nodes_costs() {
+    let built = build_file("node-distances.toml");
+    let results = run_built(&built);
+    let cycles = |name: &str| by_name(&results, name).iteration_cycles.mean();
+    let topology = |name: &str| {
+        &built
+            .iter()
+            .find(|b| b.name == name)
+            .expect("the variant")
+            .config
+            .topology
+    };
+    let (tree, slit) = (topology("cross-node"), topology("cross-node-slit"));
+    assert!(tree.spec.node_distances.slit.is_empty());
+    assert_eq!(slit.spec.node_distances.slit[0][1], 11);
+    let l = &slit.spec.latency;
+    // One distance unit: the local memory latency over 10.
+    let unit = (2 * l.hop_in_node_cycles + l.dram_cycles) / 10;
+    assert_eq!(slit.distance_unit_cycles(), unit);
+    for (pair, other_node, distance) in [("cross-node", 1, 11), ("cross-socket", 2, 20)] {
+        let slit_leg = l.hop_in_node_cycles + (distance - 10) * unit / 2;
+        assert_eq!(slit.node_leg_cycles(0, other_node), slit_leg);
+        let tree_leg = tree.node_leg_cycles(0, other_node);
+        let difference = cycles(&format!("{pair}-slit")) - cycles(pair);
+        assert_eq!(
+            difference,
+            4.0 * (slit_leg as f64 - tree_leg as f64),
+            "{pair}"
+        );
+    }
+    assert!(cycles("cross-socket-slit") > cycles("cross-node-slit"));
+}

@@ -530,6 +530,7 @@ fn machine(
         adjacent_line_prefetch: false,
         store_buffer_entries: 16,
         socket_hops: Vec::new(),
+        node_distances: Default::default(),
         l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
         directory: sim_core::topology::DirectoryPrecision::Exact,
         smt_share_percent: 100,

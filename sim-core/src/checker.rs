@@ -198,6 +198,7 @@ impl CheckConfig {
             adjacent_line_prefetch: false,
             store_buffer_entries: self.buffer_depth,
             socket_hops: Vec::new(),
+            node_distances: Default::default(),
             l3_shared_lines: self.l3_shared_lines,
             directory: self.directory,
             smt_share_percent: 100,

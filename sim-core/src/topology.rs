@@ -112,6 +112,38 @@ impl DirectoryPrecision {
 /// machine routes a coherence message through more sockets.
 pub const MAX_SOCKET_HOPS: u32 = 8;
 
+/// A node's distance to itself in ACPI's System Locality Information Table
+/// (SLIT), as `numactl --hardware` prints it: the unit the other distances
+/// are relative to (ACPI 6.5, §5.2.17: "the distance from a locality to
+/// itself is normalized to 10"; 0-9 are reserved, 255 means unreachable).
+pub const SLIT_LOCAL_DISTANCE: u32 = 10;
+/// The largest distance between two reachable nodes (255 is unreachable).
+pub const SLIT_MAX_DISTANCE: u32 = 254;
+
+/// Distances between the machine's NUMA nodes, in the form Linux shows
+/// them (`numactl --hardware`, `/sys/devices/system/node/nodeN/distance`,
+/// from the firmware's SLIT): the legs between nodes inside a socket (SNC
+/// and NPS modes) and between sockets follow them instead of the tree's
+/// `hop_between_nodes_cycles` and socket legs.
+///
+/// The rule (ACPI 6.5 §5.2.17: a distance is the relative memory latency,
+/// 10 for a node's own memory, so 21 is 2.1 times the local latency):
+/// memory on node `b` seen from node `a` takes `d(a, b) / 10` times the
+/// local memory latency `2 x hop_in_node_cycles + dram_cycles` (a leg to
+/// the memory controller, the DRAM, a leg back), so one leg between the
+/// nodes is `hop_in_node_cycles + (d(a, b) - 10) x unit / 2` cycles, where
+/// `unit`, the round-trip cycles per distance unit, is the local latency
+/// divided by 10 unless the machine gives `distance_unit_cycles`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct NodeDistances {
+    /// `slit[a][b]`, one row per node in Linux's order (socket by socket);
+    /// empty: the tree's legs.
+    pub slit: Vec<Vec<u32>>,
+    /// Round-trip cycles per distance unit; `None`: the local memory
+    /// latency over 10 (the rule above).
+    pub distance_unit_cycles: Option<u64>,
+}
+
 /// Latencies of the machine, in core cycles at its clock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct LatencySpec {
@@ -173,6 +205,8 @@ pub struct MachineSpec {
     /// as `numactl --hardware` shows them in its node distances. Empty:
     /// every pair of sockets is one link apart (fully connected).
     pub socket_hops: Vec<Vec<u32>>,
+    /// Distances between NUMA nodes (SLIT), when the machine gives them.
+    pub node_distances: NodeDistances,
     /// Whether the L3 answers reads of clean lines its cores hold.
     pub l3_shared_lines: L3SharedLines,
     /// Whether the directory tracks a shared line's sharers exactly.
@@ -259,6 +293,9 @@ pub struct Topology {
     /// Per pair of sockets (`a * sockets + b`): one leg between them, the
     /// links of `socket_hops` times `hop_between_sockets_cycles`.
     socket_leg_cycles: Vec<u64>,
+    /// Per pair of nodes (`a * nodes + b`), when the machine gives node
+    /// distances: one leg between them ([`NodeDistances`]); empty otherwise.
+    node_leg_cycles: Vec<u64>,
 }
 
 /// Where a core sits: its L3 domain, node and socket.
@@ -407,6 +444,7 @@ impl Topology {
             }
         }
         check_socket_hops(&spec)?;
+        check_node_distances(&spec)?;
         if l.l1_hit_cycles == 0 {
             return Err(SpecError {
                 key: "latency.l1_hit_cycles",
@@ -434,6 +472,7 @@ impl Topology {
             core_place: Vec::new(),
             node_socket: Vec::new(),
             socket_leg_cycles: Vec::new(),
+            node_leg_cycles: Vec::new(),
         };
         let sockets = topology.spec.sockets;
         topology.socket_leg_cycles = (0..sockets * sockets)
@@ -448,7 +487,52 @@ impl Topology {
         topology.core_place = (0..physical_cores)
             .map(|core| topology.place_by_division(core))
             .collect();
+        if !topology.spec.node_distances.slit.is_empty() {
+            let nodes = topology.node_count();
+            topology.node_leg_cycles = (0..nodes * nodes)
+                .map(|pair| topology.slit_leg_cycles(pair / nodes, pair % nodes))
+                .collect();
+        }
         Ok(topology)
+    }
+
+    /// The round-trip cycles one SLIT distance unit stands for
+    /// ([`NodeDistances`]): the machine's own, or its local memory latency
+    /// over 10.
+    pub fn distance_unit_cycles(&self) -> u64 {
+        let l = &self.spec.latency;
+        self.spec
+            .node_distances
+            .distance_unit_cycles
+            .unwrap_or((2 * l.hop_in_node_cycles + l.dram_cycles) / SLIT_LOCAL_DISTANCE as u64)
+    }
+
+    /// One leg between nodes `a` and `b` by the SLIT rule ([`NodeDistances`]).
+    fn slit_leg_cycles(&self, a: u32, b: u32) -> u64 {
+        let distance = self.spec.node_distances.slit[a as usize][b as usize];
+        let beyond_local = distance.saturating_sub(SLIT_LOCAL_DISTANCE) as u64;
+        self.spec.latency.hop_in_node_cycles + beyond_local * self.distance_unit_cycles() / 2
+    }
+
+    /// One leg between two different nodes: from the node distances when
+    /// the machine gives them, else a leg between nodes of one socket or
+    /// the sockets' leg.
+    #[inline]
+    pub fn node_leg_cycles(&self, a: u32, b: u32) -> u64 {
+        if !self.node_leg_cycles.is_empty() {
+            if let Some(&cycles) = self
+                .node_leg_cycles
+                .get((a * self.node_count() + b) as usize)
+            {
+                return cycles;
+            }
+        }
+        let (socket_a, socket_b) = (self.socket_of_node(a), self.socket_of_node(b));
+        if socket_a == socket_b {
+            self.spec.latency.hop_between_nodes_cycles
+        } else {
+            self.socket_leg_cycles(socket_a, socket_b)
+        }
     }
 
     /// Links between sockets `a` and `b` (0 for one socket).
@@ -626,6 +710,8 @@ impl Topology {
             0
         } else if a.node == b.node {
             l.hop_in_node_cycles
+        } else if !self.node_leg_cycles.is_empty() {
+            self.node_leg_cycles(a.node, b.node)
         } else if a.socket == b.socket {
             l.hop_between_nodes_cycles
         } else {
@@ -646,6 +732,8 @@ impl Topology {
         let node_socket = self.socket_of_node(node);
         if place.node == node {
             l.hop_in_node_cycles
+        } else if !self.node_leg_cycles.is_empty() {
+            self.node_leg_cycles(place.node, node)
         } else if place.socket == node_socket {
             l.hop_between_nodes_cycles
         } else {
@@ -706,6 +794,82 @@ fn check_socket_hops(spec: &MachineSpec) -> Result<(), SpecError> {
     Ok(())
 }
 
+/// The node distances are a square matrix over the machine's nodes, 10 on
+/// the diagonal, 11..=254 off it, symmetric; a machine gives them or a
+/// socket hop matrix, not both.
+fn check_node_distances(spec: &MachineSpec) -> Result<(), SpecError> {
+    let slit = &spec.node_distances.slit;
+    if slit.is_empty() {
+        if spec.node_distances.distance_unit_cycles.is_some() {
+            return Err(SpecError {
+                key: "distance_unit_cycles",
+                message: "needs `node_distances`, the distances it converts to cycles".into(),
+            });
+        }
+        return Ok(());
+    }
+    let error = |message: String| SpecError {
+        key: "node_distances",
+        message,
+    };
+    if !spec.socket_hops.is_empty() {
+        return Err(error(
+            "and `socket_hops` both describe the distances between sockets: give one \
+             (node_distances covers every pair of nodes)"
+                .into(),
+        ));
+    }
+    let n = (spec.sockets * spec.nodes_per_socket) as usize;
+    let shape = format!(
+        "the machine has {n} NUMA nodes (sockets x nodes_per_socket), so it needs {n} rows of {n} distances"
+    );
+    if slit.len() != n {
+        return Err(error(format!("has {} rows; {shape}", slit.len())));
+    }
+    for (a, row) in slit.iter().enumerate() {
+        if row.len() != n {
+            return Err(error(format!("row {a} has {} entries; {shape}", row.len())));
+        }
+        for (b, &d) in row.iter().enumerate() {
+            if a == b && d != SLIT_LOCAL_DISTANCE {
+                return Err(error(format!(
+                    "row {a}, column {b}: a node's distance to itself is {SLIT_LOCAL_DISTANCE} \
+                     (as numactl shows it), not {d}"
+                )));
+            }
+            if a != b && !(SLIT_LOCAL_DISTANCE + 1..=SLIT_MAX_DISTANCE).contains(&d) {
+                return Err(error(format!(
+                    "row {a}, column {b}: {d} is out of range {}..={SLIT_MAX_DISTANCE} for two \
+                     different nodes (10 is a node's own distance, 255 unreachable)",
+                    SLIT_LOCAL_DISTANCE + 1
+                )));
+            }
+            if slit[b][a] != d {
+                return Err(error(format!(
+                    "row {a}, column {b} is {d} but row {b}, column {a} is {}; the model needs \
+                     the same distance both ways",
+                    slit[b][a]
+                )));
+            }
+        }
+    }
+    if spec.node_distances.distance_unit_cycles == Some(0) {
+        return Err(SpecError {
+            key: "distance_unit_cycles",
+            message: "0 is out of range 1..=1000000".into(),
+        });
+    }
+    if let Some(unit) = spec.node_distances.distance_unit_cycles {
+        if unit > 1_000_000 {
+            return Err(SpecError {
+                key: "distance_unit_cycles",
+                message: format!("{unit} is out of range 1..=1000000"),
+            });
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -725,6 +889,7 @@ mod tests {
             adjacent_line_prefetch: false,
             store_buffer_entries: 16,
             socket_hops: Vec::new(),
+            node_distances: NodeDistances::default(),
             l3_shared_lines: L3SharedLines::NotKept,
             directory: DirectoryPrecision::Exact,
             smt_share_percent: 100,
@@ -824,6 +989,103 @@ mod tests {
         assert_eq!(
             Topology::new(spec).unwrap_err().message,
             "row 0, column 0: a socket is 0 hops from itself, not 1"
+        );
+    }
+
+    /// An SNC2-like machine: 2 sockets of 2 nodes, SLIT 10 / 11 inside a
+    /// socket and 21 between sockets (the figures `numactl --hardware`
+    /// shows on a 2-socket Xeon in SNC2 mode).
+    fn snc2_distances() -> Vec<Vec<u32>> {
+        vec![
+            vec![10, 11, 21, 21],
+            vec![11, 10, 21, 21],
+            vec![21, 21, 10, 11],
+            vec![21, 21, 11, 10],
+        ]
+    }
+
+    #[test]
+    fn node_distances_set_the_legs_by_the_slit_rule() {
+        let mut spec = two_socket_spec();
+        spec.node_distances.slit = snc2_distances();
+        let t = Topology::new(spec).unwrap();
+        // Local memory latency 2 x 30 + 150 = 210 cycles; a unit is 21
+        // round-trip cycles. Inside the socket: 30 + 1 x 21 / 2 = 40; across
+        // sockets: 30 + 11 x 21 / 2 = 145 (integer cycles).
+        assert_eq!(t.distance_unit_cycles(), 21);
+        assert_eq!(t.hop_core_to_core(0, 1), 0);
+        assert_eq!(t.hop_core_to_core(0, 4), 30);
+        assert_eq!(t.hop_core_to_core(0, 8), 40);
+        assert_eq!(t.hop_core_to_core(0, 16), 145);
+        assert_eq!(t.hop_core_to_node(0, 1), 40);
+        assert_eq!(t.hop_core_to_node(0, 3), 145);
+        // Remote memory then costs 2.1 times local, to the cycle's rounding:
+        // 2 x 145 + 150 = 440 against 2.1 x 210 = 441.
+        let remote = 2 * t.hop_core_to_node(0, 3) + 150;
+        assert_eq!(remote, 440);
+        // The user may give the cycles per unit instead.
+        let mut spec = two_socket_spec();
+        spec.node_distances.slit = snc2_distances();
+        spec.node_distances.distance_unit_cycles = Some(40);
+        let t = Topology::new(spec).unwrap();
+        assert_eq!(t.hop_core_to_core(0, 8), 30 + 20);
+        assert_eq!(t.hop_core_to_core(0, 16), 30 + 11 * 20);
+    }
+
+    #[test]
+    fn a_malformed_distance_matrix_is_an_error_naming_the_cell() {
+        let message = |edit: &dyn Fn(&mut MachineSpec)| {
+            let mut spec = two_socket_spec();
+            spec.node_distances.slit = snc2_distances();
+            edit(&mut spec);
+            let e = Topology::new(spec).unwrap_err();
+            format!("{}: {}", e.key, e.message)
+        };
+        assert_eq!(
+            message(&|s| {
+                s.node_distances.slit.pop();
+            }),
+            "node_distances: has 3 rows; the machine has 4 NUMA nodes (sockets x \
+             nodes_per_socket), so it needs 4 rows of 4 distances"
+        );
+        assert_eq!(
+            message(&|s| s.node_distances.slit[2].truncate(2)),
+            "node_distances: row 2 has 2 entries; the machine has 4 NUMA nodes (sockets x \
+             nodes_per_socket), so it needs 4 rows of 4 distances"
+        );
+        assert_eq!(
+            message(&|s| s.node_distances.slit[1][1] = 0),
+            "node_distances: row 1, column 1: a node's distance to itself is 10 (as numactl \
+             shows it), not 0"
+        );
+        assert_eq!(
+            message(&|s| s.node_distances.slit[0][2] = 31),
+            "node_distances: row 0, column 2 is 31 but row 2, column 0 is 21; the model needs \
+             the same distance both ways"
+        );
+        assert_eq!(
+            message(&|s| {
+                s.node_distances.slit[0][1] = 255;
+                s.node_distances.slit[1][0] = 255;
+            }),
+            "node_distances: row 0, column 1: 255 is out of range 11..=254 for two different \
+             nodes (10 is a node's own distance, 255 unreachable)"
+        );
+        assert_eq!(
+            message(&|s| s.socket_hops = vec![vec![0, 1], vec![1, 0]]),
+            "node_distances: and `socket_hops` both describe the distances between sockets: \
+             give one (node_distances covers every pair of nodes)"
+        );
+        assert_eq!(
+            message(&|s| s.node_distances.distance_unit_cycles = Some(0)),
+            "distance_unit_cycles: 0 is out of range 1..=1000000"
+        );
+        assert_eq!(
+            message(&|s| {
+                s.node_distances.slit.clear();
+                s.node_distances.distance_unit_cycles = Some(5);
+            }),
+            "distance_unit_cycles: needs `node_distances`, the distances it converts to cycles"
         );
     }
 

@@ -53,6 +53,7 @@ pub fn small_machine(protocol: Protocol, lookup: Lookup) -> MachineSpec {
         adjacent_line_prefetch: false,
         store_buffer_entries: 8,
         socket_hops: Vec::new(),
+        node_distances: Default::default(),
         l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
         directory: sim_core::topology::DirectoryPrecision::Exact,
         smt_share_percent: 100,

@@ -548,6 +548,8 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         adjacent_line_prefetch,
         store_buffer_entries: int32("store_buffer_entries")?,
         socket_hops,
+        // No preset gives node distances: their legs are measured.
+        node_distances: Default::default(),
         l3_shared_lines,
         directory,
         smt_share_percent: int32("smt_share_percent")?,

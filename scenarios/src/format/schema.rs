@@ -241,6 +241,14 @@ pub struct InlineMachine {
     /// Links between each pair of sockets, a square matrix (`[[0, 1], [1,
     /// 0]]`); without it every pair is one link apart.
     pub socket_hops: Option<Spanned<Vec<Vec<u32>>>>,
+    /// Distances between NUMA nodes as `numactl --hardware` prints them
+    /// (ACPI SLIT: 10 on the diagonal, `[[10, 11, 21, 21], ...]`), one row
+    /// per node of the machine; the legs between nodes, inside a socket and
+    /// across sockets, follow them (`sim_core::topology::NodeDistances`).
+    pub node_distances: Option<Spanned<Vec<Vec<u32>>>>,
+    /// Round-trip cycles per SLIT distance unit (default: the local memory
+    /// latency over 10).
+    pub distance_unit_cycles: Option<Spanned<u64>>,
     /// Whether the L3 answers reads of clean lines its cores hold.
     pub l3_shared_lines: Option<Spanned<L3SharedLines>>,
     /// Whether the directory tracks a shared line's sharers exactly.

@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use models::presets::{self, ResolveError};
 use sim_core::topology::{
-    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, SpecError,
-    Topology,
+    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, NodeDistances, Protocol,
+    SpecError, Topology,
 };
 use toml::Spanned;
 
@@ -154,6 +154,22 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     (Some(v), _) => v.get_ref().clone(),
                     (None, Some(b)) => b.socket_hops.clone(),
                     (None, None) => Vec::new(),
+                },
+                node_distances: match (&m.node_distances, &m.distance_unit_cycles, &base) {
+                    (None, None, Some(b)) => b.node_distances.clone(),
+                    (slit, unit, base) => NodeDistances {
+                        slit: slit
+                            .as_ref()
+                            .map(|v| v.get_ref().clone())
+                            .unwrap_or_else(|| {
+                                base.as_ref()
+                                    .map(|b| b.node_distances.slit.clone())
+                                    .unwrap_or_default()
+                            }),
+                        distance_unit_cycles: unit.as_ref().map(|u| *u.get_ref()).or(base
+                            .as_ref()
+                            .and_then(|b| b.node_distances.distance_unit_cycles)),
+                    },
                 },
                 l3_shared_lines,
                 directory: match (&m.directory, &base) {
@@ -342,6 +358,11 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             span64(&l.home_occupancy_cycles),
         ),
         ("socket_hops", m.socket_hops.as_ref().map(|s| s.span())),
+        (
+            "node_distances",
+            m.node_distances.as_ref().map(|s| s.span()),
+        ),
+        ("distance_unit_cycles", span64(&m.distance_unit_cycles)),
     ]
 }
 

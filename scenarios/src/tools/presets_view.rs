@@ -362,6 +362,8 @@ fn describe(r: &Resolved, t: &Topology) -> String {
     let _ = writeln!(out);
     socket_distances(&mut out, t);
     let _ = writeln!(out);
+    node_distances(&mut out, t);
+    let _ = writeln!(out);
     let _ = writeln!(
         out,
         "parameters (value, unit, provenance, source; then the note):"
@@ -413,6 +415,79 @@ fn socket_distances(out: &mut String, t: &Topology) {
             let _ = write!(row, " {:>3}", t.socket_hops(a, b));
         }
         let _ = writeln!(out, "{row}");
+    }
+}
+
+/// Machines with more nodes than this print no node matrices (too wide).
+const MAX_NODES_SHOWN: u32 = 32;
+
+/// The legs between NUMA nodes (inside a socket and across sockets) as the
+/// model charges them, and the same as `numactl --hardware` would print
+/// them by the SLIT rule of `sim_core::topology::NodeDistances` (memory
+/// latency relative to the local one, x 10), so a user can set the two
+/// side by side.
+fn node_distances(out: &mut String, t: &Topology) {
+    let nodes = t.node_count();
+    if nodes > MAX_NODES_SHOWN {
+        let _ = writeln!(
+            out,
+            "node distances: {nodes} nodes, more than the {MAX_NODES_SHOWN} shown"
+        );
+        return;
+    }
+    let l = &t.spec.latency;
+    let leg = |a: u32, b: u32| {
+        if a == b {
+            l.hop_in_node_cycles
+        } else {
+            t.node_leg_cycles(a, b)
+        }
+    };
+    let given = !t.spec.node_distances.slit.is_empty();
+    let _ = writeln!(
+        out,
+        "node legs (cycles of one leg from a core to a node's agent; {}):",
+        if given {
+            format!(
+                "from the machine's node_distances at {} round-trip cycles per distance unit",
+                t.distance_unit_cycles()
+            )
+        } else {
+            "hop_in_node_cycles on the diagonal, hop_between_nodes_cycles inside a socket, \
+             the socket legs across"
+                .to_string()
+        }
+    );
+    let matrix = |out: &mut String, width: usize, cell: &dyn Fn(u32, u32) -> u64| {
+        let mut header = String::from("    node");
+        for b in 0..nodes {
+            let _ = write!(header, " {b:>width$}");
+        }
+        let _ = writeln!(out, "{header}");
+        for a in 0..nodes {
+            let mut row = format!("  {a:>6}:");
+            for b in 0..nodes {
+                let _ = write!(row, " {:>width$}", cell(a, b));
+            }
+            let _ = writeln!(out, "{row}");
+        }
+    };
+    matrix(out, 5, &leg);
+    let local = 2 * l.hop_in_node_cycles + l.dram_cycles;
+    if given {
+        let _ = writeln!(out, "node distances (as given, numactl's form):");
+        let slit = &t.spec.node_distances.slit;
+        matrix(out, 5, &|a, b| slit[a as usize][b as usize] as u64);
+    } else if local > 0 {
+        let _ = writeln!(
+            out,
+            "node distances as numactl would show them by the SLIT rule (10 x memory latency \
+             over the local {local} cycles; a measured SLIT may differ):"
+        );
+        matrix(out, 5, &|a, b| {
+            let memory = 2 * leg(a, b) + l.dram_cycles;
+            (10 * memory + local / 2) / local
+        });
     }
 }
 
@@ -586,6 +661,30 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("[S1] nviennot"), "{text}");
+        // The node legs: 8 nodes, 4 per socket.
+        assert!(
+            text.contains("node legs (cycles of one leg from a core to a node's agent;"),
+            "{text}"
+        );
+        assert!(text.contains("    node     0     1     2     3     4     5     6     7\n"));
+    }
+
+    #[test]
+    fn show_prints_the_node_legs_and_their_numactl_form() {
+        let text = show("icelake-sp-2s", false).unwrap();
+        // 51 cycles to the own node's agent, 148 per socket leg; local
+        // memory 2 x 51 + DRAM, remote 2 x 148 + DRAM.
+        let t = Topology::new(presets::resolve_preset("icelake-sp-2s").unwrap().spec).unwrap();
+        let dram = t.spec.latency.dram_cycles;
+        let remote = (10 * (2 * 148 + dram) + (102 + dram) / 2) / (102 + dram);
+        let expected = format!(
+            "    node     0     1\n       0:    51   148\n       1:   148    51\n\
+             node distances as numactl would show them by the SLIT rule (10 x memory latency \
+             over the local {} cycles; a measured SLIT may differ):\n    node     0     1\n\
+             \x20      0:    10 {remote:>5}\n       1: {remote:>5}    10\n",
+            102 + dram
+        );
+        assert!(text.contains(&expected), "{expected}\n{text}");
     }
 
     #[test]

@@ -474,6 +474,7 @@ mod tests {
             adjacent_line_prefetch: false,
             store_buffer_entries: 8,
             socket_hops: Vec::new(),
+            node_distances: Default::default(),
             l3_shared_lines: crate::topology::L3SharedLines::NotKept,
             directory: crate::topology::DirectoryPrecision::Exact,
             smt_share_percent: 100,
