@@ -125,8 +125,8 @@ impl<'a> TimelineProbe<'a> {
     /// The messages of a transaction through a directory (or a home agent)
     /// or served by memory. The legs are the ones the model charges (see
     /// `sim_core::coherence`): leg(requester, directory), then per target
-    /// leg(directory, target) + leg(target, requester); memory: leg + DRAM
-    /// + leg. On Intel (`Lookup::Local`) a request for a copy on another
+    /// leg(directory, target) + leg(target, requester); memory: a leg, the
+    /// DRAM and a leg. On Intel (`Lookup::Local`) a request for a copy on another
     /// socket, or for memory of another socket, misses in the requester's
     /// snoop filter and goes on over UPI to the home agent of the line's
     /// home node: the same total, split as the model documents (the socket
