@@ -246,7 +246,7 @@ pub enum Route {
     /// snoop filter (at node `snoop_filter`) cannot resolve the line, so
     /// the request crosses the socket link to the home agent of the line's
     /// home node `home` (directory bits in memory and the HitME cache since
-    /// Skylake-SP, [S19]), which snoops the caches on other sockets; the
+    /// Skylake-SP, source \[S19\]), which snoops the caches on other sockets; the
     /// snooped cache sends its data (or acknowledgement) straight back. The
     /// cost is the same total as the directory path (the presets' measured
     /// cross-socket latencies), split into these steps as the module's
