@@ -243,6 +243,7 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
         seed: 1,
         start_spread_cycles: 0,
         check_invariants: true,
+        scheduler: Default::default(),
     };
     run_briefly(config)?;
     Ok(Outcome::Ran)

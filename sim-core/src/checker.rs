@@ -2281,6 +2281,7 @@ mod tests {
             seed: 1,
             start_spread_cycles: 0,
             check_invariants: true,
+            scheduler: Default::default(),
         };
         run(&sim, &mut NoProbe).map(|_| ())
     }

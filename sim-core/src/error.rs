@@ -36,6 +36,10 @@ pub enum Stall {
     /// running will write (found at once by the spin-wait fast-forward,
     /// instead of at the cycle budget).
     SpinsForever,
+    /// Every unfinished thread sleeps in `futex_wait` (or waits for a CPU
+    /// whose threads all sleep) and no event is queued that could wake
+    /// one: a lost wake-up.
+    LostWakeup,
     /// One CPU made `limit` calls and iteration ends without its clock moving.
     ZeroTimeSteps,
     /// The run processed `limit` events at one cycle.
@@ -185,6 +189,13 @@ impl fmt::Display for SimError {
                          never released, a flag never set), so the run could only end at its \
                          cycle budget; no result is reported. Give the wait a writer, or stop \
                          the run by time (`run.cycles`)."
+                    )?,
+                    Stall::LostWakeup => write!(
+                        f,
+                        "lost wake-up at cycle {cycle}: every unfinished thread sleeps in \
+                         `futex_wait` and nothing still running will call `futex_wake` on its \
+                         place; no result is reported. Wake each sleeper (a `futex_wake` after \
+                         every change a waiter waits for), or stop the run by time (`run.cycles`)."
                     )?,
                     Stall::ZeroTimeSteps => write!(
                         f,

@@ -138,6 +138,10 @@ pub struct Setup<'a> {
     pub max_cycles: u64,
     pub seed: u64,
     pub start_spread_cycles: u64,
+    /// The scheduler's parameters; the hooks are named procedures.
+    pub scheduler: sim_core::engine::SchedulerParams,
+    pub switch_out: Option<&'a str>,
+    pub switch_in: Option<&'a str>,
 }
 
 impl<'a> Setup<'a> {
@@ -153,7 +157,24 @@ impl<'a> Setup<'a> {
             max_cycles: 10_000_000,
             seed: 1,
             start_spread_cycles: 0,
+            scheduler: Default::default(),
+            switch_out: None,
+            switch_in: None,
         }
+    }
+    /// The scheduler's slice, switch cost and wake-up latency, in cycles.
+    pub fn scheduler(mut self, slice: u64, switch: u64, wakeup: u64) -> Self {
+        self.scheduler.time_slice_cycles = slice;
+        self.scheduler.context_switch_cycles = switch;
+        self.scheduler.wakeup_latency_cycles = wakeup;
+        self
+    }
+    /// Procedures run at each context switch by the outgoing and the
+    /// incoming thread.
+    pub fn switch_hooks(mut self, out: Option<&'a str>, r#in: Option<&'a str>) -> Self {
+        self.switch_out = out;
+        self.switch_in = r#in;
+        self
     }
     pub fn structs(mut self, structs: Vec<StructSpec>) -> Self {
         self.structs = structs;
@@ -227,10 +248,17 @@ impl<'a> Setup<'a> {
             })
             .collect();
         let program = compile(&memory, &[], &procedures, &scripts)?;
+        let proc_index = |name: &str| {
+            self.procedures
+                .iter()
+                .position(|(n, _, _)| *n == name)
+                .unwrap_or_else(|| panic!("no procedure {name}")) as u32
+        };
         let threads = self
             .threads
             .iter()
-            .map(|&(cpu, script)| {
+            .enumerate()
+            .map(|(k, &(cpu, script))| {
                 let index = self
                     .scripts
                     .iter()
@@ -242,10 +270,16 @@ impl<'a> Setup<'a> {
                     .filter(|(_, s)| *s == script)
                     .map(|(c, _)| *c)
                     .collect();
+                // Threads of the script before this one (several may share
+                // a CPU).
+                let tid = self.threads[..k]
+                    .iter()
+                    .filter(|(_, s)| *s == script)
+                    .count();
                 ThreadSpec {
                     cpu,
                     script: index as u32,
-                    tid: group.iter().position(|&c| c == cpu).unwrap() as u32,
+                    tid: tid as u32,
                     group_size: group.len() as u32,
                 }
             })
@@ -264,6 +298,11 @@ impl<'a> Setup<'a> {
             seed: self.seed,
             start_spread_cycles: self.start_spread_cycles,
             check_invariants: true,
+            scheduler: sim_core::engine::SchedulerParams {
+                switch_out: self.switch_out.map(|name| proc_index(name)),
+                switch_in: self.switch_in.map(|name| proc_index(name)),
+                ..self.scheduler.clone()
+            },
         })
     }
 

@@ -350,6 +350,7 @@ pub fn build_config(
         seed: doc.seed,
         start_spread_cycles: doc.run.start_spread_cycles,
         check_invariants: options.check_invariants,
+        scheduler: Default::default(),
     };
     // Refused before the run allocates it: a run must fit beside the
     // documents, since the limit is the whole process's.

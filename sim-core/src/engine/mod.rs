@@ -47,16 +47,21 @@ use std::collections::VecDeque;
 mod access;
 mod in_flight;
 mod rules;
+mod sched;
 mod shortcuts;
 mod store_buffer;
+
+pub use sched::{SchedulerParams, SchedulingCounts};
 
 use access::*;
 use in_flight::*;
 use rules::*;
+use sched::*;
 use shortcuts::run_ahead::*;
 use shortcuts::spin;
 
-/// One CPU's assignment: which script it runs, and its place in its group.
+/// One thread: the CPU it runs on, which script it runs, and its place in
+/// its group. Several threads may share a CPU (`engine::sched`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadSpec {
     pub cpu: u32,
@@ -100,6 +105,8 @@ pub struct SimConfig {
     /// 0 starts them all at cycle 0.
     pub start_spread_cycles: u64,
     pub check_invariants: bool,
+    /// The scheduler's parameters and switch hooks (`engine::sched`).
+    pub scheduler: SchedulerParams,
 }
 
 /// The default of [`SimConfig::start_spread_cycles`] (`run.start_spread_cycles`).
@@ -156,7 +163,11 @@ pub struct RunOutcome {
     pub events: u64,
     /// Memory operations executed (loads, stores, atomics), all CPUs.
     pub memory_ops: u64,
+    /// One per thread, in `SimConfig::threads` order.
     pub cpus: Vec<CpuOutcome>,
+    /// What the scheduler did (all zero for a run of one thread per CPU
+    /// without scheduling operations).
+    pub scheduling: SchedulingCounts,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -186,6 +197,14 @@ enum Wait {
     Line,
     /// Asleep in a spin-wait until another CPU reaches its line (`spin`).
     Spin,
+    /// Runnable, in its CPU's run queue (`sched`).
+    Queued,
+    /// Asleep in `futex_wait` until a `futex_wake` on its place.
+    Futex,
+    /// Asleep in `sleep` until its timer fires (its resume is queued).
+    Asleep,
+    /// Woken: on its way to its CPU (its resume is queued).
+    Waking,
 }
 
 /// A load or atomic waiting at a line's home, to finish when served.
@@ -264,6 +283,12 @@ struct Cpu {
     /// period makes exactly one.
     accesses: u64,
     spin: spin::SpinWatch,
+    /// Running a switch hook: the depth of callers below its frame, and
+    /// which hook (`sched`).
+    hook: Option<(u32, Hook)>,
+    /// The `switch_out` hook has run for the scheduling operation about to
+    /// run again.
+    hook_done: bool,
 }
 
 /// How the engine goes about a run: one switch per shortcut, none of which
@@ -490,6 +515,8 @@ struct Simulation<'c> {
     /// global instance, no run-time operand), resolved once; the contended
     /// accesses go to such places.
     global_targets: Vec<Option<Target>>,
+    /// Which thread runs on which CPU, the run queues, the futex sleepers.
+    sched: Sched,
 }
 
 /// The places whose every line belongs to the running CPU alone, and what
@@ -713,16 +740,30 @@ impl<'c> Simulation<'c> {
     fn new(config: &'c SimConfig) -> Self {
         let mut coherence = Coherence::new(&config.topology, &config.memory);
         coherence.check_invariants = config.check_invariants;
-        // Threads of the run per core: siblings that both run share the core.
+        // CPUs of the run per core: siblings that both run share the core.
         let mut threads_on_core = vec![0u32; config.topology.core_count() as usize];
+        let mut threads_on_cpu = vec![0u32; config.topology.cpu_count() as usize];
         for t in &config.threads {
-            threads_on_core[config.topology.core_of(t.cpu) as usize] += 1;
+            if threads_on_cpu[t.cpu as usize] == 0 {
+                threads_on_core[config.topology.core_of(t.cpu) as usize] += 1;
+            }
+            threads_on_cpu[t.cpu as usize] += 1;
         }
-        let cpus = config
+        let (sched, queued) = Sched::new(
+            &config.threads,
+            config.topology.cpu_count(),
+            &config.program,
+            &config.scheduler,
+        );
+        threads_on_cpu.iter_mut().for_each(|n| *n = 0);
+        let mut cpus: Vec<Cpu> = config
             .threads
             .iter()
             .map(|t| {
-                let rng = cpu_stream(config.seed, t.cpu);
+                // The kth thread of its CPU: its own random stream.
+                let k = threads_on_cpu[t.cpu as usize];
+                threads_on_cpu[t.cpu as usize] += 1;
+                let rng = thread_stream(config.seed, t.cpu, k);
                 let start = Cycle(start_offset(
                     config.seed,
                     t.cpu,
@@ -765,11 +806,16 @@ impl<'c> Simulation<'c> {
                     still_at: start,
                     accesses: 0,
                     spin: spin::SpinWatch::default(),
+                    hook: None,
+                    hook_done: false,
                 };
                 start_iteration(&mut cpu, &config.program);
                 cpu
             })
             .collect();
+        for i in queued {
+            cpus[i].wait = Wait::Queued;
+        }
         Simulation {
             config,
             topology: &config.topology,
@@ -835,6 +881,7 @@ impl<'c> Simulation<'c> {
                 StopRule::Cycles(c) => c,
                 StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
             },
+            sched,
         }
     }
 
@@ -891,7 +938,10 @@ impl<'c> Simulation<'c> {
     /// would need the loop's position and limits passed in and out.)
     fn run_events(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
         for i in 0..self.cpus.len() {
-            self.schedule(self.cpus[i].now, EventKind::Resume, i);
+            // Threads queued behind another on their CPU wait for it.
+            if self.cpus[i].wait == Wait::None {
+                self.schedule(self.cpus[i].now, EventKind::Resume, i);
+            }
         }
         let max_events = self.config.max_events;
         let max_in_flight = events_in_flight_bound(self.config);
@@ -945,6 +995,8 @@ impl<'c> Simulation<'c> {
                 (still_at, still_events) = (cycle, 1);
             }
             match kind {
+                // A woken thread's resume is its arrival at its CPU.
+                EventKind::Resume if self.cpus[target].wait == Wait::Waking => self.arrive(target),
                 EventKind::Resume => self.run_cpu(target, probe)?,
                 EventKind::DrainDone => self.drain_done(target, Cycle(cycle), probe)?,
                 EventKind::LineFree => {
@@ -979,9 +1031,15 @@ impl<'c> Simulation<'c> {
                 .max()
                 .unwrap_or_default();
             // Spinners with nothing left to write their lines wait for
-            // ever: the scenario's doing, not the simulator's.
+            // ever, and so do threads asleep that nothing will wake: the
+            // scenario's doing, not the simulator's.
             let stall = if waiting.iter().any(|&i| self.cpus[i].wait == Wait::Spin) {
                 Stall::SpinsForever
+            } else if waiting
+                .iter()
+                .all(|&i| matches!(self.cpus[i].wait, Wait::Futex | Wait::Queued))
+            {
+                Stall::LostWakeup
             } else {
                 Stall::Deadlock
             };
@@ -1006,6 +1064,7 @@ impl<'c> Simulation<'c> {
                     finish_cycle: c.now.0.min(end),
                 })
                 .collect(),
+            scheduling: self.sched.counts,
         })
     }
 
@@ -1063,7 +1122,8 @@ impl<'c> Simulation<'c> {
                     )
                 };
                 let waiting_for = match cpu.wait {
-                    Wait::None => None,
+                    Wait::None | Wait::Asleep | Wait::Waking => None,
+                    Wait::Futex | Wait::Queued => self.sleep_description(i),
                     Wait::Spin => self.spin_wait_description(cpu),
                     Wait::Line => cpu.pending.map(|p| line(p.address)),
                     Wait::BufferEmpty | Wait::BufferSlot => Some(format!(
@@ -1086,7 +1146,7 @@ impl<'c> Simulation<'c> {
         SimError::NoProgress {
             stall,
             limit: match stall {
-                Stall::Deadlock | Stall::SpinsForever => 0,
+                Stall::Deadlock | Stall::SpinsForever | Stall::LostWakeup => 0,
                 _ => self.config.max_steps_without_time,
             },
             cycle,
@@ -1196,6 +1256,20 @@ impl<'c> Simulation<'c> {
                         cpu.still_at = cpu.now;
                         cpu.still_steps = 1;
                     }
+                    // An iteration's end may preempt: it reads the run
+                    // queue, so it takes its turn (`sched`).
+                    if op == Op::EndIteration && self.sched.active && self.must_yield(now, i) {
+                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        return Ok(());
+                    }
+                }
+                // The scheduling operations read and change which thread
+                // runs where: each takes its turn, as an access does.
+                Op::Builtin(b) if b.schedules() => {
+                    if self.must_yield(now, i) {
+                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        return Ok(());
+                    }
                 }
                 // An access waits for its turn, a private one too, unless
                 // the CPU makes private accesses only and its store buffer
@@ -1239,6 +1313,7 @@ impl<'c> Simulation<'c> {
         if !self.cpus[i].finished {
             self.cpus[i].finished = true;
             self.finished_cpus += 1;
+            self.finished_thread(i);
         }
     }
 }
@@ -1319,6 +1394,7 @@ mod tests {
             seed: 1,
             start_spread_cycles: 0,
             check_invariants: true,
+            scheduler: SchedulerParams::default(),
         }
     }
 

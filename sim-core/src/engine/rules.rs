@@ -610,11 +610,17 @@ impl Machine for Ordered<'_, '_, '_> {
                 let v = pop(self)?;
                 let cpu = &mut self.registers.sim.cpus[i];
                 cpu.locals.truncate(cpu.frame.locals_base as usize);
+                let callers = cpu.callers.len();
                 if let Some(caller) = cpu.callers.pop() {
                     cpu.frame = caller;
                 }
-                push(self, v)?;
+                // A switch hook's value goes nowhere (`sched`).
+                if cpu.hook.is_none() || !self.registers.sim.hook_returned(i, callers) {
+                    push(self, v)?;
+                }
             }
+            Op::Builtin(b) if b.schedules() => sim.scheduling(i, b)?,
+            Op::EndIteration if sim.sched.active => sim.end_iteration_scheduled(i, self.probe)?,
             Op::Builtin(b) => {
                 let v = sim.builtin(i, b)?;
                 push(self, v)?;
@@ -689,6 +695,7 @@ impl Simulation<'_> {
             Builtin::Socket => self.topology.socket_of(cpu_id) as i64,
             Builtin::Tid => self.cpus[i].spec.tid as i64,
             Builtin::Nthreads => self.cpus[i].spec.group_size as i64,
+            Builtin::Task => i as i64 + 1,
             Builtin::Ncpus => self.topology.cpu_count() as i64,
             Builtin::Nnodes => self.topology.node_count() as i64,
             Builtin::Iteration => self.cpus[i].iteration as i64,
@@ -765,6 +772,17 @@ impl Simulation<'_> {
                     size_bytes: size as u32,
                     field_id: whole.field_id,
                 })
+            }
+            // `Ordered::beyond` gives them to `scheduling`.
+            Builtin::TaskRunning
+            | Builtin::NeedResched
+            | Builtin::Yield
+            | Builtin::Sleep
+            | Builtin::FutexWait
+            | Builtin::FutexWake => {
+                return Err(
+                    self.script_error(i, format!("internal: `{builtin:?}` evaluated as a value"))
+                )
             }
         })
     }

@@ -82,7 +82,13 @@ impl Simulation<'_> {
         let resume = match cpu.wait {
             Wait::BufferEmpty => cpu.store_buffer.is_empty(),
             Wait::BufferSlot => true,
-            Wait::None | Wait::Line | Wait::Spin => false,
+            Wait::None
+            | Wait::Line
+            | Wait::Spin
+            | Wait::Queued
+            | Wait::Futex
+            | Wait::Asleep
+            | Wait::Waking => false,
         };
         if !cpu.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;

@@ -94,6 +94,56 @@ pub enum Builtin {
     /// the field `p` points to (a byte or a half of a lock word, as a C union
     /// gives it), attributed to the same field.
     Part,
+    /// The running thread's number in the run, from 1 (0 is never a
+    /// thread, so a lock word can hold an owner): `task()`.
+    Task,
+    /// `task_running(t)`: 1 while thread `t` is on a CPU (the kernel's
+    /// `owner->on_cpu`, which a mutex's optimistic spinning watches).
+    TaskRunning,
+    /// `need_resched()`: 1 when the running thread's time slice is over
+    /// and another thread waits for its CPU.
+    NeedResched,
+    /// `yield()`: the thread goes to the back of its CPU's run queue
+    /// when another waits there (`sched_yield`).
+    Yield,
+    /// `sleep(cycles)`: the thread leaves its CPU for that long
+    /// (`usleep`, an hrtimer), then wakes with the wake-up latency.
+    Sleep,
+    /// `futex_wait(p, expected)`: sleeps on the place `p` points to while
+    /// it holds `expected` until a `futex_wake` on it; 0 once woken, 1 when
+    /// the value differed and it did not sleep.
+    FutexWait,
+    /// `futex_wake(p, n)`: wakes up to `n` threads sleeping on `p`'s place,
+    /// the longest asleep first; the number woken.
+    FutexWake,
+}
+
+impl Builtin {
+    /// The scheduling operations: they read or change which thread runs
+    /// where, so they take their turn in the global order as accesses do,
+    /// and every shortcut stops at them (the run-ahead loop, as at every
+    /// builtin; the spin-wait fast-forward forgets its period).
+    pub fn schedules(self) -> bool {
+        matches!(
+            self,
+            Builtin::TaskRunning
+                | Builtin::NeedResched
+                | Builtin::Yield
+                | Builtin::Sleep
+                | Builtin::FutexWait
+                | Builtin::FutexWake
+        )
+    }
+
+    /// Whether argument `k` is a pointer made by `&place` (`part`'s and
+    /// the futex operations' first).
+    pub fn takes_pointer(self, k: usize) -> bool {
+        k == 0
+            && matches!(
+                self,
+                Builtin::Part | Builtin::FutexWait | Builtin::FutexWake
+            )
+    }
 }
 
 /// `cost(NAME)`: not in [`Builtin::ALL`], since its argument is a name
@@ -101,7 +151,7 @@ pub enum Builtin {
 pub const COST_BUILTIN: &str = "cost";
 
 impl Builtin {
-    pub const ALL: [(&'static str, Builtin, usize); 17] = [
+    pub const ALL: [(&'static str, Builtin, usize); 24] = [
         ("cpu", Builtin::Cpu, 0),
         ("core", Builtin::Core, 0),
         ("node", Builtin::Node, 0),
@@ -119,6 +169,13 @@ impl Builtin {
         ("max", Builtin::Max, 2),
         ("abs", Builtin::Abs, 1),
         ("part", Builtin::Part, 3),
+        ("task", Builtin::Task, 0),
+        ("task_running", Builtin::TaskRunning, 1),
+        ("need_resched", Builtin::NeedResched, 0),
+        ("yield", Builtin::Yield, 0),
+        ("sleep", Builtin::Sleep, 1),
+        ("futex_wait", Builtin::FutexWait, 2),
+        ("futex_wake", Builtin::FutexWake, 2),
     ];
 }
 
@@ -798,12 +855,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                         ));
                     }
                     for (k, a) in args.iter().enumerate() {
-                        if builtin == Builtin::Part && k == 0 {
+                        if builtin.takes_pointer(k) {
                             if self.kind(a).only_integers() {
                                 let mut e = self.error(
                                     a.pos,
-                                    "`part` takes a pointer first, and this value is always an integer"
-                                        .into(),
+                                    format!("`{name}` takes a pointer first, and this value is always an integer"),
                                 );
                                 e.valid = Some(MADE_BY.into());
                                 return Err(e);

@@ -147,6 +147,7 @@ impl PingPong {
                 // wait for each other before the first round trip.
                 start_spread_cycles: 0,
                 check_invariants: cfg!(debug_assertions),
+                scheduler: Default::default(),
             });
         }
         Ok(PingPong {

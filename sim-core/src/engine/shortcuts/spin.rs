@@ -164,6 +164,17 @@ pub(in crate::engine) struct Sleep {
     field_id: u32,
 }
 
+impl SpinWatch {
+    /// Forgets the period being watched: a scheduling operation in it reads
+    /// what other threads do (`task_running`, `need_resched`), so no two
+    /// periods around it are known to be alike.
+    pub(in crate::engine) fn forget(&mut self) {
+        self.last_start = None;
+        self.current_taken = false;
+        self.previous_load = None;
+    }
+}
+
 impl Simulation<'_> {
     /// Whether CPU `i`'s load of `place_id` may start or continue a poll.
     #[inline]

@@ -1,0 +1,527 @@
+//! The scheduler: threads that outnumber the CPUs, run queues, blocking
+//! and waking.
+//!
+//! A run's threads (`SimConfig::threads`) are the engine's `Cpu`s; several
+//! may name the same CPU. Each CPU runs one of its threads at a time; the
+//! others wait in the CPU's run queue. The rule for which thread runs next,
+//! deterministic and the same on every path:
+//!
+//! - Threads never migrate: a thread runs on the CPU its `ThreadSpec`
+//!   names. At the start the first thread of each CPU (in `threads` order)
+//!   runs and the rest queue in that order.
+//! - A CPU's run queue is first in, first out. A thread joins its tail when
+//!   it is preempted, when it yields while another waits, and when it
+//!   arrives after a wake-up while its CPU runs another thread; a woken
+//!   thread that finds its CPU idle runs at once.
+//! - A CPU whose thread leaves it (blocks in `futex_wait`, `sleep`s,
+//!   yields, is preempted, finishes) switches to the head of its queue,
+//!   which starts `context_switch_cycles` later; with an empty queue it
+//!   idles until a thread arrives.
+//! - Preemption points are the end of an iteration (the return to user
+//!   space, where the kernel looks at `TIF_NEED_RESCHED`) and the
+//!   scheduling operations; between them a thread runs on, as kernel code
+//!   does under `CONFIG_PREEMPT_NONE` (and any kernel with preemption off:
+//!   spinlock holders and spinners are never preempted). At an iteration's
+//!   end, a thread that has run `time_slice_cycles` since it was switched
+//!   in while another waits for its CPU is preempted; `need_resched()`
+//!   asks the same question, for loops that mean to stop (a mutex's
+//!   optimistic spinning).
+//! - A woken thread (`futex_wake`, or the end of its `sleep`) arrives at
+//!   its CPU `wakeup_latency_cycles` after the wake.
+//!
+//! A thread leaves its CPU only with an empty store buffer (a context
+//! switch is a full barrier: it takes the runqueue lock), and the futex
+//! operations wait for it too (they take the futex hash bucket's lock, an
+//! atomic). A blocked thread has no event queued and costs nothing while it
+//! waits. Every scheduling operation (`Builtin::schedules`) takes its turn
+//! in the global (cycle, key) order, as an access does, and so does an
+//! iteration's end while the scheduler is on; the run-ahead loop stops at
+//! them as at every builtin, and the spin-wait fast-forward forgets the
+//! period it was watching, so that `task_running` and `need_resched` are
+//! read afresh by every poll.
+//!
+//! Switch hooks (`SchedulerParams::switch_out`, `switch_in`) are procedures
+//! without parameters: the outgoing thread runs `switch_out` before it
+//! leaves (its scheduling operation then runs again, and goes through),
+//! the incoming one runs `switch_in` once it is switched in, before its
+//! own code; their accesses are the thread's, on its CPU. A hook cannot
+//! block, sleep or yield.
+
+use super::*;
+
+/// What the scheduler is told: its parameters, in cycles of the machine's
+/// clock (the scenarios crate converts the presets' nanoseconds), and the
+/// switch hooks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedulerParams {
+    /// The time a thread runs before it may be preempted by one waiting
+    /// for its CPU.
+    pub time_slice_cycles: u64,
+    /// From a thread leaving its CPU to the next one running there.
+    pub context_switch_cycles: u64,
+    /// From a wake-up (`futex_wake`, a `sleep`'s timer) to the woken thread
+    /// arriving at its CPU.
+    pub wakeup_latency_cycles: u64,
+    /// Procedure run by the outgoing thread at a context switch.
+    pub switch_out: Option<u32>,
+    /// Procedure run by the incoming thread at a context switch.
+    pub switch_in: Option<u32>,
+}
+
+impl Default for SchedulerParams {
+    /// The presets' values (`models::presets`, with their sources) at a
+    /// 3 GHz clock: a 2.8 ms slice, a 1.1 µs switch, a 4 µs wake-up.
+    fn default() -> Self {
+        SchedulerParams {
+            time_slice_cycles: 8_400_000,
+            context_switch_cycles: 3_300,
+            wakeup_latency_cycles: 12_000,
+            switch_out: None,
+            switch_in: None,
+        }
+    }
+}
+
+/// What a run's scheduling did (`RunOutcome::scheduling`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedulingCounts {
+    /// Threads switched in (the first thread of each CPU not counted).
+    pub context_switches: u64,
+    /// Of them, switches at a preemption (a slice used up).
+    pub preemptions: u64,
+    /// `futex_wait`s that slept.
+    pub futex_sleeps: u64,
+    /// Threads woken by `futex_wake`.
+    pub futex_wakeups: u64,
+}
+
+/// Which switch hook a thread is running.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Hook {
+    Out,
+    In,
+}
+
+/// The scheduler's state.
+#[derive(Default)]
+pub(super) struct Sched {
+    /// Some CPU runs more than one thread, or the program has scheduling
+    /// operations or hooks: iteration ends take their turn and may preempt.
+    pub(super) active: bool,
+    /// Per CPU (Linux number): the thread on it.
+    running: Vec<Option<u32>>,
+    /// Per CPU: the threads waiting for it, first to run first.
+    queues: Vec<VecDeque<u32>>,
+    /// Per CPU: when its thread started running.
+    slice_start: Vec<u64>,
+    /// Threads asleep in `futex_wait`: (address, thread), longest asleep first.
+    futex: Vec<(u64, u32)>,
+    pub(super) counts: SchedulingCounts,
+}
+
+impl Sched {
+    /// The scheduler of `threads` on a machine of `cpu_count` CPUs: the
+    /// first thread of each CPU runs, the others queue. Returns it with
+    /// the threads that start queued.
+    pub(super) fn new(
+        threads: &[ThreadSpec],
+        cpu_count: u32,
+        program: &Program,
+        params: &SchedulerParams,
+    ) -> (Sched, Vec<usize>) {
+        let n = cpu_count as usize;
+        let mut sched = Sched {
+            running: vec![None; n],
+            queues: vec![VecDeque::new(); n],
+            slice_start: vec![0; n],
+            ..Sched::default()
+        };
+        let mut queued = Vec::new();
+        for (i, t) in threads.iter().enumerate() {
+            let c = t.cpu as usize;
+            if sched.running[c].is_none() {
+                sched.running[c] = Some(i as u32);
+            } else {
+                sched.queues[c].push_back(i as u32);
+                queued.push(i);
+            }
+        }
+        let schedules = program
+            .scripts
+            .iter()
+            .chain(&program.procedures)
+            .any(|code| {
+                code.ops
+                    .iter()
+                    .any(|op| matches!(op, Op::Builtin(b) if b.schedules()))
+            });
+        sched.active = !queued.is_empty()
+            || schedules
+            || params.switch_in.is_some()
+            || params.switch_out.is_some();
+        (sched, queued)
+    }
+}
+
+/// A thread's own random stream: its CPU's for the first thread of a CPU
+/// (so a run without more threads than CPUs draws what it always drew),
+/// and a stream of its own, beside its CPU's, for the `k`th after it.
+pub(super) fn thread_stream(seed: u64, cpu: u32, k: u32) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(cpu as u64 | (k as u64) << 32);
+    rng
+}
+
+impl Simulation<'_> {
+    /// Whether thread `i`'s slice is over while another waits for its CPU.
+    fn preempt_due(&self, i: usize) -> bool {
+        let cpu = &self.cpus[i];
+        let c = cpu.spec.cpu as usize;
+        !self.sched.queues[c].is_empty()
+            && cpu.now.0.saturating_sub(self.sched.slice_start[c])
+                >= self.config.scheduler.time_slice_cycles
+    }
+
+    /// `Op::EndIteration` while the scheduler is on: the iteration ends,
+    /// and a thread whose slice is over leaves for the next in its queue
+    /// (its store buffer drained and its `switch_out` hook run first).
+    pub(super) fn end_iteration_scheduled(
+        &mut self,
+        i: usize,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if !self.preempt_due(i) {
+            self.cpus[i].hook_done = false;
+            self.end_iteration(i, probe);
+            return Ok(());
+        }
+        if !self.ready_to_leave(i)? {
+            return Ok(());
+        }
+        self.end_iteration(i, probe);
+        if !self.cpus[i].finished {
+            let c = self.cpus[i].spec.cpu as usize;
+            self.sched.queues[c].push_back(i as u32);
+            self.sched.counts.preemptions += 1;
+            self.leave_cpu(i, Wait::Queued);
+        }
+        Ok(())
+    }
+
+    /// Before thread `i` leaves its CPU: its store buffer must be empty,
+    /// and its `switch_out` hook must have run. False when it waits for
+    /// either (the operation runs again afterwards).
+    fn ready_to_leave(&mut self, i: usize) -> Result<bool, SimError> {
+        if !self.cpus[i].store_buffer.is_empty() {
+            self.block_on(i, Wait::BufferEmpty);
+            return Ok(false);
+        }
+        if let Some(hook) = self.config.scheduler.switch_out {
+            if !self.cpus[i].hook_done {
+                self.call_hook(i, hook, Hook::Out)?;
+                return Ok(false);
+            }
+        }
+        self.cpus[i].hook_done = false;
+        Ok(true)
+    }
+
+    /// A frame for hook procedure `proc_index` on thread `i`, whose code
+    /// goes on where it stands once the hook returns (its value dropped).
+    fn call_hook(&mut self, i: usize, proc_index: u32, hook: Hook) -> Result<(), SimError> {
+        if self.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
+            return Err(self.script_error(
+                i,
+                format!("calls nested deeper than {MAX_CALL_DEPTH} (unbounded recursion?)"),
+            ));
+        }
+        let locals = self.program.procedures[proc_index as usize].local_count as usize;
+        let code = (self.program.scripts.len() + proc_index as usize) as u32;
+        let cpu = &mut self.cpus[i];
+        let base = cpu.locals.len();
+        cpu.locals.resize(base + locals, 0);
+        let callee = Frame {
+            code,
+            pc: 0,
+            locals_base: base as u32,
+        };
+        let caller = std::mem::replace(&mut cpu.frame, callee);
+        cpu.callers.push(caller);
+        cpu.hook = Some((cpu.callers.len() as u32, hook));
+        Ok(())
+    }
+
+    /// `Op::Return` has just left a frame of thread `i`, with `callers`
+    /// frames below the one it was: whether that frame was a switch hook's
+    /// (whose value is dropped); a `switch_out` hook's lets the scheduling
+    /// operation it stopped go through.
+    pub(super) fn hook_returned(&mut self, i: usize, callers: usize) -> bool {
+        let cpu = &mut self.cpus[i];
+        match cpu.hook {
+            Some((depth, hook)) if depth as usize == callers => {
+                cpu.hook = None;
+                cpu.hook_done = hook == Hook::Out;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Thread `i` leaves its CPU, to wait as `wait` says; the CPU takes the
+    /// next thread of its queue.
+    fn leave_cpu(&mut self, i: usize, wait: Wait) {
+        let cpu = &mut self.cpus[i];
+        let c = cpu.spec.cpu as usize;
+        let at = cpu.now;
+        cpu.wait = wait;
+        cpu.wait_since = at;
+        if self.sched.running[c] == Some(i as u32) {
+            self.sched.running[c] = None;
+            self.dispatch(c, at);
+        }
+    }
+
+    /// CPU `c`, free at `at`, switches to the head of its queue.
+    fn dispatch(&mut self, c: usize, at: Cycle) {
+        if let Some(j) = self.sched.queues[c].pop_front() {
+            self.switch_in(j as usize, c, at);
+        }
+    }
+
+    /// Thread `j` is switched in on CPU `c` at `at`: it runs once the
+    /// switch has cost its cycles, its `switch_in` hook first.
+    fn switch_in(&mut self, j: usize, c: usize, at: Cycle) {
+        let start = at.max(self.cpus[j].now) + self.config.scheduler.context_switch_cycles;
+        self.sched.running[c] = Some(j as u32);
+        self.sched.slice_start[c] = start.0;
+        self.sched.counts.context_switches += 1;
+        let cpu = &mut self.cpus[j];
+        cpu.now = start;
+        cpu.wait = Wait::None;
+        cpu.spin.forget();
+        if let Some(hook) = self.config.scheduler.switch_in {
+            // Bounded as calls are: a thread switches out at a scheduling
+            // operation or an iteration's end, never inside a hook.
+            let _ = self.call_hook(j, hook, Hook::In);
+        }
+        self.schedule(start, EventKind::Resume, j);
+    }
+
+    /// Thread `i` is finished: its CPU takes the next thread.
+    pub(super) fn finished_thread(&mut self, i: usize) {
+        let c = self.cpus[i].spec.cpu as usize;
+        if self.sched.running.get(c) == Some(&Some(i as u32)) {
+            self.sched.running[c] = None;
+            let at = self.cpus[i].now;
+            self.dispatch(c, at);
+        }
+    }
+
+    /// The resume of thread `i` woken (`Wait::Waking`) at its CPU: it runs
+    /// if the CPU is idle, and queues otherwise.
+    pub(super) fn arrive(&mut self, i: usize) {
+        let c = self.cpus[i].spec.cpu as usize;
+        let at = self.cpus[i].now;
+        if self.sched.running[c].is_none() {
+            self.switch_in(i, c, at);
+        } else {
+            self.sched.queues[c].push_back(i as u32);
+            let cpu = &mut self.cpus[i];
+            cpu.wait = Wait::Queued;
+            cpu.wait_since = at;
+        }
+    }
+
+    /// Thread `i` is woken at `at`: it arrives at its CPU after the
+    /// wake-up latency.
+    fn wake_thread(&mut self, i: usize, at: Cycle) {
+        let arrival = at + self.config.scheduler.wakeup_latency_cycles;
+        let cpu = &mut self.cpus[i];
+        cpu.now = arrival;
+        cpu.wait = Wait::Waking;
+        self.schedule(arrival, EventKind::Resume, i);
+    }
+
+    /// The scheduling operations (`Builtin::schedules`), at thread `i`'s
+    /// turn: each pushes its value and moves on, or leaves the CPU (the
+    /// value pushed for when it runs again), or waits for its store buffer
+    /// or its `switch_out` hook and runs again after.
+    pub(super) fn scheduling(&mut self, i: usize, builtin: Builtin) -> Result<(), SimError> {
+        self.cpus[i].spin.forget();
+        let blocks = matches!(
+            builtin,
+            Builtin::Yield | Builtin::Sleep | Builtin::FutexWait
+        );
+        if blocks && self.cpus[i].hook.is_some() {
+            return Err(self.script_error(
+                i,
+                format!(
+                    "`{}` in a switch hook: a hook runs inside a context switch and cannot block, sleep or yield",
+                    builtin_name(builtin)
+                ),
+            ));
+        }
+        let now = self.cpus[i].now;
+        let c = self.cpus[i].spec.cpu as usize;
+        match builtin {
+            Builtin::TaskRunning => {
+                let t = self.pop(i)?;
+                let threads = self.cpus.len() as i64;
+                if !(1..=threads).contains(&t) {
+                    return Err(self.script_error(
+                        i,
+                        format!("task_running({t}): no such thread; valid 1..={threads} (`task()` of a thread)"),
+                    ));
+                }
+                let other = &self.cpus[t as usize - 1];
+                let on_cpu = self.sched.running[other.spec.cpu as usize] == Some(t as u32 - 1);
+                self.push(i, on_cpu as i64)?;
+                self.advance_pc(i);
+            }
+            Builtin::NeedResched => {
+                let due = self.preempt_due(i);
+                self.push(i, due as i64)?;
+                self.advance_pc(i);
+            }
+            Builtin::Yield => {
+                if self.sched.queues[c].is_empty() {
+                    self.cpus[i].hook_done = false;
+                    self.push(i, 0)?;
+                    self.advance_pc(i);
+                } else if self.ready_to_leave(i)? {
+                    self.push(i, 1)?;
+                    self.advance_pc(i);
+                    self.sched.queues[c].push_back(i as u32);
+                    self.leave_cpu(i, Wait::Queued);
+                }
+            }
+            Builtin::Sleep => {
+                let cycles = self.top_operand(i, 0)?;
+                if cycles < 0 {
+                    return Err(
+                        self.script_error(i, format!("sleep({cycles}): cycles must be >= 0"))
+                    );
+                }
+                if self.ready_to_leave(i)? {
+                    self.pop(i)?;
+                    self.push(i, 0)?;
+                    self.advance_pc(i);
+                    self.leave_cpu(i, Wait::Asleep);
+                    self.wake_thread(i, now + cycles as u64);
+                }
+            }
+            Builtin::FutexWait | Builtin::FutexWake => {
+                if !self.cpus[i].store_buffer.is_empty() {
+                    self.block_on(i, Wait::BufferEmpty);
+                    return Ok(());
+                }
+                let pointer = self.top_operand(i, 1)?;
+                let operand = self.top_operand(i, 0)?;
+                let name = builtin_name(builtin);
+                let Some(target) = decode_pointer(pointer, self.memory.total_bytes) else {
+                    return Err(self.script_error(
+                        i,
+                        format!(
+                            "`{name}` of {pointer}, which is not a pointer made by `&inst.field`"
+                        ),
+                    ));
+                };
+                if builtin == Builtin::FutexWake {
+                    if operand < 0 {
+                        return Err(self.script_error(
+                            i,
+                            format!("futex_wake(p, {operand}): the number to wake must be >= 0"),
+                        ));
+                    }
+                    self.pop(i)?;
+                    self.pop(i)?;
+                    let mut woken = 0;
+                    let mut k = 0;
+                    while k < self.sched.futex.len() && woken < operand {
+                        let (address, t) = self.sched.futex[k];
+                        if address == target.address {
+                            self.sched.futex.remove(k);
+                            self.wake_thread(t as usize, now);
+                            woken += 1;
+                        } else {
+                            k += 1;
+                        }
+                    }
+                    self.sched.counts.futex_wakeups += woken as u64;
+                    self.push(i, woken)?;
+                    self.advance_pc(i);
+                    return Ok(());
+                }
+                let value = self.read_value(target.address, target.size_bytes);
+                if value != operand {
+                    self.cpus[i].hook_done = false;
+                    self.pop(i)?;
+                    self.pop(i)?;
+                    self.push(i, 1)?;
+                    self.advance_pc(i);
+                } else if self.ready_to_leave(i)? {
+                    self.pop(i)?;
+                    self.pop(i)?;
+                    self.push(i, 0)?;
+                    self.advance_pc(i);
+                    self.sched.futex.push((target.address, i as u32));
+                    self.sched.counts.futex_sleeps += 1;
+                    self.leave_cpu(i, Wait::Futex);
+                }
+            }
+            _ => {
+                return Err(self.script_error(
+                    i,
+                    format!("internal: `{builtin:?}` is not a scheduling operation"),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The operand `depth` places below the top of thread `i`'s stack,
+    /// left there.
+    fn top_operand(&self, i: usize, depth: usize) -> Result<i64, SimError> {
+        let stack = &self.cpus[i].stack;
+        stack
+            .len()
+            .checked_sub(depth + 1)
+            .map(|k| stack[k])
+            .ok_or_else(|| self.script_error(i, "internal: operand stack empty".into()))
+    }
+
+    /// What a thread that cannot run waits for, for a deadlock's report.
+    pub(super) fn sleep_description(&self, i: usize) -> Option<String> {
+        let cpu = &self.cpus[i];
+        match cpu.wait {
+            Wait::Futex => {
+                let address = self
+                    .sched
+                    .futex
+                    .iter()
+                    .find(|&&(_, t)| t as usize == i)
+                    .map(|&(a, _)| a)?;
+                Some(format!(
+                    "a futex_wake on address {address:#x} (thread {} asleep in futex_wait since cycle {})",
+                    i + 1,
+                    cpu.wait_since
+                ))
+            }
+            Wait::Queued => Some(format!(
+                "CPU {} to run it (thread {}, queued since cycle {})",
+                cpu.spec.cpu,
+                i + 1,
+                cpu.wait_since
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// A builtin's name in scripts.
+fn builtin_name(builtin: Builtin) -> &'static str {
+    Builtin::ALL
+        .iter()
+        .find(|(_, b, _)| *b == builtin)
+        .map_or("?", |(name, _, _)| name)
+}
