@@ -240,6 +240,10 @@ pub struct FixedLimit {
 
 /// CPUs of a machine: per-CPU instances, hop tables and CPU lists grow with it.
 pub const MACHINE_CPUS: u64 = 4096;
+/// Threads one CPU runs (`[[threads]] count`): each is a CPU's worth of
+/// registers, stack and store buffer, and a run queue this long already
+/// waits 64 time slices for its last thread.
+pub const THREADS_PER_CPU: u32 = 64;
 /// Sockets of a machine.
 pub const MACHINE_SOCKETS: u32 = 64;
 /// NUMA nodes of a machine (sockets x nodes per socket): per-node
@@ -275,6 +279,12 @@ pub const FIXED: &[FixedLimit] = &[
         value: MACHINE_CPUS,
         unit: "CPUs",
         why: "per-CPU instances, hop tables and CPU lists grow with it",
+    },
+    FixedLimit {
+        name: "threads per CPU",
+        value: THREADS_PER_CPU as u64,
+        unit: "threads",
+        why: "each thread holds a CPU's registers, stack and store buffer; the run queue waits a slice per thread",
     },
     FixedLimit {
         name: "machine sockets",

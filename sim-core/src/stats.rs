@@ -237,7 +237,7 @@ impl Stats {
     /// The statistics of a run of `config`: its fields, lines, running CPUs
     /// and warm-up.
     pub fn for_run(config: &crate::engine::SimConfig) -> Stats {
-        let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+        let cpus = Stats::cpu_slots(config);
         Stats::new(
             config.program.field_names.len(),
             config.memory.unit_count(),
@@ -245,6 +245,22 @@ impl Stats {
             &cpus,
             config.warmup_iterations,
         )
+    }
+
+    /// The CPUs of a run's threads, each once, in the threads' order: the
+    /// slots of the per-CPU figures ([`Stats::for_run`]). Threads sharing a
+    /// CPU share its slot.
+    pub fn cpu_slots(config: &crate::engine::SimConfig) -> Vec<u32> {
+        let mut seen = vec![false; config.topology.cpu_count() as usize];
+        let mut cpus: Vec<u32> = Vec::with_capacity(config.threads.len());
+        for t in &config.threads {
+            if let Some(seen) = seen.get_mut(t.cpu as usize) {
+                if !std::mem::replace(seen, true) {
+                    cpus.push(t.cpu);
+                }
+            }
+        }
+        cpus
     }
 
     /// `cpus`: the CPUs that run scripts; `warmup` iterations are not measured.

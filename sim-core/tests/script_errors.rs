@@ -83,7 +83,8 @@ fn unknown_names_suggest_the_closest() {
         e.to_string(),
         "scripts.s line 1, column 9: unknown procedure or builtin `rnadom`; did you mean \
          `random`? (valid: cpu, core, node, socket, tid, nthreads, ncpus, nnodes, random, \
-         uniform, exp, iteration, now, min, max, abs, part, cost, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
+         uniform, exp, iteration, now, min, max, abs, part, task, task_running, need_resched, \
+         yield, sleep, futex_wait, futex_wake, cost, helper, fetch_add, fetch_sub, fetch_or, fetch_and, \
          xchg, cmpxchg)"
     );
     // Nothing close: no suggestion.

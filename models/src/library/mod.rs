@@ -97,6 +97,27 @@ pub const MODULES: &[Module] = &[
         text: include_str!("locks/percpu_spinlock.toml"),
     },
     Module {
+        name: "locks/mutex",
+        summary: "a sleeping mutex with the kernel's optimistic spinning on a running owner (futex wait and wake on the owner word): `mutex_lock(p)`, `mutex_unlock(p)`",
+        requires: &["locks/cpu_relax"],
+        needs: "",
+        text: include_str!("locks/mutex.toml"),
+    },
+    Module {
+        name: "locks/rwsem",
+        summary: "a reader-writer semaphore whose waiters sleep (readers in units of 256, writer bit, waiters bit): `rwsem_down_read(p)`, `rwsem_up_read(p)`, `rwsem_down_write(p)`, `rwsem_up_write(p)`",
+        requires: &[],
+        needs: "",
+        text: include_str!("locks/rwsem.toml"),
+    },
+    Module {
+        name: "locks/percpu_rwsem",
+        summary: "the per-CPU reader-writer semaphore, one per scenario (`percpu_rwsem`, per-CPU `percpu_rwsem_readers`): `percpu_down_read()`, `percpu_up_read()`, `percpu_down_write()`, `percpu_up_write()`",
+        requires: &["locks/mutex"],
+        needs: "parameter `rcu_grace_cycles` (the writer's grace period)",
+        text: include_str!("locks/percpu_rwsem.toml"),
+    },
+    Module {
         name: "counters/atomic",
         summary: "plain atomics on a pointer: `atomic_add(p, n)`, `atomic_sub`, `atomic_inc(p)`, `atomic_dec`, `atomic_add_return`, `atomic_sub_return`, `atomic_read(p)`, `atomic_set(p, v)`, `atomic_xchg`, `atomic_cmpxchg(p, old, new)`",
         requires: &[],

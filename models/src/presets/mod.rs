@@ -35,7 +35,10 @@
 
 mod amd;
 mod intel;
+mod scheduler;
 mod sources;
+
+pub use scheduler::{scheduler_params, SCHED_KEYS, SCHED_PREFIX};
 
 use sim_core::topology::{
     DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
@@ -127,7 +130,9 @@ impl Param {
     /// Not a `MachineSpec` field nor an instruction cost: shown and
     /// printed, not simulated.
     pub fn is_informational(&self) -> bool {
-        !SPEC_KEYS.contains(&self.key) && !self.key.starts_with(COST_PREFIX)
+        !SPEC_KEYS.contains(&self.key)
+            && !self.key.starts_with(COST_PREFIX)
+            && !self.key.starts_with(SCHED_PREFIX)
     }
 }
 
@@ -445,8 +450,12 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
     for mode in &chosen {
         (mode.apply)(&mut params);
     }
-    // The instruction classes the preset gives no figure of its own.
-    for cost in default_instruction_costs() {
+    // The instruction classes the preset gives no figure of its own, and
+    // the scheduler's parameters.
+    for cost in default_instruction_costs()
+        .into_iter()
+        .chain(scheduler_params(preset.name))
+    {
         if !params.iter().any(|p| p.key == cost.key) {
             params.push(cost);
         }

@@ -283,8 +283,8 @@ pub fn build_config(
 
     let mut threads = Vec::new();
     let mut groups = Vec::new();
-    let mut taken = vec![false; topology.cpu_count() as usize];
-    for (g, group) in doc.threads.iter().enumerate() {
+    let mut threads_on_cpu = vec![0u32; topology.cpu_count() as usize];
+    for group in &doc.threads {
         let cpus: Vec<u32> = match group.cpus.get_ref() {
             CpuSet::All => (0..topology.cpu_count()).collect(),
             CpuSet::List(list) => list.clone(),
@@ -299,15 +299,51 @@ pub fn build_config(
                     )
                     .with_valid(format!("CPUs 0-{}", topology.cpu_count() - 1)));
             }
-            if std::mem::replace(&mut taken[cpu as usize], true) {
-                return Err(loaded.error_at(
-                    group.cpus.span(),
-                    &format!("threads.{}.cpus", group.name()),
-                    format!(
-                        "CPU {cpu} already runs another thread group (thread group {})",
-                        g + 1
-                    ),
-                ));
+        }
+        // `count` threads, thread k on the (k mod n)th CPU.
+        let count = match &group.count {
+            None => cpus.len() as u32,
+            Some(count) => {
+                let key = format!("threads.{}.count", group.name());
+                let most = cpus.len() as u64 * sim_core::limits::THREADS_PER_CPU as u64;
+                let n = *count.get_ref();
+                if (n as usize) < cpus.len() || n as u64 > most {
+                    return Err(loaded
+                        .error_at(
+                            count.span(),
+                            &key,
+                            format!(
+                                "{n} threads for the {} CPU(s) of `threads.{}.cpus`",
+                                cpus.len(),
+                                group.name()
+                            ),
+                        )
+                        .with_valid(format!(
+                            "{}..={most}: at least one thread per CPU, at most {} per CPU (limits: threads per CPU)",
+                            cpus.len(),
+                            sim_core::limits::THREADS_PER_CPU
+                        )));
+                }
+                n
+            }
+        };
+        let placed: Vec<u32> = (0..count as usize).map(|k| cpus[k % cpus.len()]).collect();
+        for &cpu in &placed {
+            threads_on_cpu[cpu as usize] += 1;
+            if threads_on_cpu[cpu as usize] > sim_core::limits::THREADS_PER_CPU {
+                return Err(loaded
+                    .error_at(
+                        group.cpus.span(),
+                        &format!("threads.{}.cpus", group.name()),
+                        format!(
+                            "CPU {cpu} runs more than {} threads with this group's",
+                            sim_core::limits::THREADS_PER_CPU
+                        ),
+                    )
+                    .with_valid(format!(
+                        "at most {} threads per CPU over every group (limits: threads per CPU)",
+                        sim_core::limits::THREADS_PER_CPU
+                    )));
             }
         }
         let script = script_names
@@ -320,17 +356,20 @@ pub fn build_config(
                     format!("unknown script `{}`", group.script.get_ref()),
                 )
             })?;
-        for (tid, &cpu) in cpus.iter().enumerate() {
+        for (tid, &cpu) in placed.iter().enumerate() {
             threads.push(ThreadSpec {
                 cpu,
                 script: script as u32,
                 tid: tid as u32,
-                group_size: cpus.len() as u32,
+                group_size: count,
             });
         }
         groups.push((group.name().to_string(), cpus));
     }
+    // By CPU, then group and tid (a stable sort): the first thread of each
+    // CPU runs first, the others queue in this order.
     threads.sort_by_key(|t| t.cpu);
+    let scheduler = scheduler_params(loaded, doc, &topology, &procedures)?;
 
     let stop = match doc.run.length() {
         RunLength::Iterations(n) => StopRule::Iterations(n),
@@ -350,7 +389,7 @@ pub fn build_config(
         seed: doc.seed,
         start_spread_cycles: doc.run.start_spread_cycles,
         check_invariants: options.check_invariants,
-        scheduler: Default::default(),
+        scheduler,
     };
     // Refused before the run allocates it: a run must fit beside the
     // documents, since the limit is the whole process's.
@@ -389,5 +428,76 @@ pub fn build_config(
         config_bytes: config_bytes(&config),
         config,
         groups,
+    })
+}
+
+/// The scheduler's parameters: the machine's preset's (`sched.*`, or the
+/// assumed figures for a machine without a preset), `[scheduler]` on top,
+/// in cycles at the machine's clock; the hooks resolved to procedures.
+fn scheduler_params(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    topology: &sim_core::topology::Topology,
+    procedures: &[ProcedureSource],
+) -> Result<sim_core::engine::SchedulerParams, InputError> {
+    let preset = match &doc.machine {
+        schema::MachineRef::Preset(name) => Some(name.get_ref().as_str()),
+        schema::MachineRef::Inline(m) => m.preset.as_ref().map(|p| p.get_ref().as_str()),
+    };
+    let preset_name = preset
+        .map(|p| p.split(':').next().unwrap_or(p))
+        .unwrap_or("");
+    let table = models::presets::scheduler_params(preset_name);
+    let figure = |key: &str| {
+        table
+            .iter()
+            .find(|p| p.key == key)
+            .and_then(|p| match p.value {
+                models::presets::ParamValue::Int(v) => Some(v),
+                _ => None,
+            })
+            .unwrap_or(0)
+    };
+    let section = &doc.scheduler;
+    let ns = |given: &Option<schema::Spanned<u64>>, key: &str| {
+        given.as_ref().map_or(figure(key), |v| *v.get_ref())
+    };
+    let clock_mhz = topology.spec.clock_mhz as u64;
+    let cycles = |ns: u64| ns.saturating_mul(clock_mhz) / 1000;
+    let hook =
+        |given: &Option<schema::Spanned<String>>, key: &str| -> Result<Option<u32>, InputError> {
+            let Some(name) = given else { return Ok(None) };
+            let key = format!("scheduler.{key}");
+            match procedures.iter().position(|p| p.name == *name.get_ref()) {
+                Some(index) if procedures[index].params.is_empty() => Ok(Some(index as u32)),
+                Some(index) => Err(loaded
+                    .error_at(
+                        name.span(),
+                        &key,
+                        format!(
+                        "procedure `{}` takes {} parameter(s): a switch hook is called with none",
+                        name.get_ref(),
+                        procedures[index].params.len()
+                    ),
+                    )
+                    .with_valid("a procedure with `params = []`")),
+                None => {
+                    let names: Vec<&str> = procedures.iter().map(|p| p.name.as_str()).collect();
+                    Err(loaded
+                        .error_at(
+                            name.span(),
+                            &key,
+                            format!("unknown procedure `{}`", name.get_ref()),
+                        )
+                        .with_choices(name.get_ref(), &names))
+                }
+            }
+        };
+    Ok(sim_core::engine::SchedulerParams {
+        time_slice_cycles: cycles(ns(&section.time_slice_ns, "sched.time_slice_ns")),
+        context_switch_cycles: cycles(ns(&section.context_switch_ns, "sched.context_switch_ns")),
+        wakeup_latency_cycles: cycles(ns(&section.wakeup_latency_ns, "sched.wakeup_latency_ns")),
+        switch_out: hook(&section.switch_out, "switch_out")?,
+        switch_in: hook(&section.switch_in, "switch_in")?,
     })
 }

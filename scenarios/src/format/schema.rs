@@ -72,8 +72,13 @@ pub struct ScenarioDoc {
     /// Script texts, by name.
     #[serde(default)]
     pub scripts: IndexMap<String, Spanned<String>>,
-    /// Non-empty; names unique; CPU sets pairwise disjoint.
+    /// Non-empty; names unique. Groups may share CPUs: a CPU runs its
+    /// threads in turn (`[scheduler]`).
     pub threads: Vec<ThreadGroup>,
+    /// `[scheduler]`: the run queues' parameters, over the machine's
+    /// (`sched.*` of its preset), and the context switch's hooks.
+    #[serde(default)]
+    pub scheduler: SchedulerSection,
     /// `[[measured]]`: figures measured on real machines, each printed beside
     /// the simulated figure of a variant (see [`crate::run::measured`]). Variant,
     /// thread group and field names are checked once all variants are known
@@ -541,6 +546,29 @@ pub struct ThreadGroup {
     pub cpus: Spanned<CpuSet>,
     /// Names a key of `[scripts]`.
     pub script: Spanned<String>,
+    /// Threads of the group (default: one per CPU of `cpus`): thread k runs
+    /// on the (k mod n)th of the n CPUs, so more threads than CPUs share
+    /// them in turn. At least the number of CPUs; at most
+    /// `limits::THREADS_PER_CPU` per CPU.
+    pub count: Option<Spanned<u32>>,
+}
+
+/// `[scheduler]`: each key overrides the machine's figure (nanoseconds,
+/// converted to cycles at its clock); the hooks name procedures without
+/// parameters.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSection {
+    /// The slice a thread runs before one waiting for its CPU may preempt it.
+    pub time_slice_ns: Option<Spanned<u64>>,
+    /// From a thread leaving its CPU to the next running there.
+    pub context_switch_ns: Option<Spanned<u64>>,
+    /// From a wake-up to the woken thread arriving at its CPU.
+    pub wakeup_latency_ns: Option<Spanned<u64>>,
+    /// Procedure run by the outgoing thread at every context switch.
+    pub switch_out: Option<Spanned<String>>,
+    /// Procedure run by the incoming thread at every context switch.
+    pub switch_in: Option<Spanned<String>>,
 }
 
 impl ThreadGroup {

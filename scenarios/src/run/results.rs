@@ -108,7 +108,10 @@ pub struct VariantFailure {
 /// Runs one built variant with the statistics probe.
 pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure> {
     let config: &SimConfig = &built.config;
-    let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+    // The CPUs that run threads, each once (several threads may share one).
+    let mut cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
     let mut stats = Stats::for_run(config);
     let outcome = run(config, &mut stats).map_err(|error| VariantFailure {
         name: built.name.clone(),
@@ -171,25 +174,31 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             traffic: t.clone(),
         })
         .collect();
-    let per_cpu = outcome
-        .cpus
+    // Per CPU: its threads' iterations together (`Stats` keeps one slot per
+    // CPU, in the order of `Stats::for_run`).
+    let slots = Stats::cpu_slots(config);
+    let per_cpu = cpus
         .iter()
-        .map(|c| CpuShare {
-            cpu: c.cpu,
-            node: config.topology.node_of(c.cpu),
-            iterations: c.measured_iterations,
-            longest_iteration_cycles: cpus
-                .iter()
-                .position(|&x| x == c.cpu)
-                .and_then(|slot| stats.longest_iteration.get(slot))
-                .copied()
-                .unwrap_or(0),
-            iteration_cycles_total: cpus
-                .iter()
-                .position(|&x| x == c.cpu)
-                .and_then(|slot| stats.iteration_cycles_per_cpu.get(slot))
-                .copied()
-                .unwrap_or(0),
+        .map(|&cpu| {
+            let slot = slots.iter().position(|&x| x == cpu);
+            CpuShare {
+                cpu,
+                node: config.topology.node_of(cpu),
+                iterations: outcome
+                    .cpus
+                    .iter()
+                    .filter(|c| c.cpu == cpu)
+                    .map(|c| c.measured_iterations)
+                    .sum(),
+                longest_iteration_cycles: slot
+                    .and_then(|slot| stats.longest_iteration.get(slot))
+                    .copied()
+                    .unwrap_or(0),
+                iteration_cycles_total: slot
+                    .and_then(|slot| stats.iteration_cycles_per_cpu.get(slot))
+                    .copied()
+                    .unwrap_or(0),
+            }
         })
         .collect();
     Ok(VariantResult {

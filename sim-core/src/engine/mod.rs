@@ -1018,6 +1018,11 @@ impl<'c> Simulation<'c> {
             if self.settle_sleepers(stop, probe) > 0 {
                 stopped = true;
             }
+            // A thread ran to the stop while the others slept (in a futex
+            // wait, or queued behind it): the run reached its end.
+            if self.cpus.iter().any(|c| c.finished && c.now.0 >= stop) {
+                stopped = true;
+            }
         }
         if !stopped && self.finished_cpus < self.cpus.len() {
             // Nothing is queued, yet some CPU has not finished: it waits

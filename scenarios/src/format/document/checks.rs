@@ -10,8 +10,8 @@ use super::tree::{join_path, lookup};
 use super::{check_name, NameRule};
 use crate::format::error::{InputError, SourceFile};
 use crate::format::schema::{
-    format_cpulist, CpuSet, FieldDef, InlineMachine, InstanceKind, MachineRef, RunSection,
-    ScenarioDoc, StructDef, ThreadGroup, SCHEMA_VERSION,
+    FieldDef, InlineMachine, InstanceKind, MachineRef, RunSection, ScenarioDoc, StructDef,
+    ThreadGroup, SCHEMA_VERSION,
 };
 use sim_core::limits::{Limits, INSTANCE_ELEMENTS, STRUCT_BYTES};
 
@@ -719,23 +719,6 @@ impl Checker<'_, '_> {
                 };
                 return Err(err.with_valid("a thread group name not used by another group"));
             }
-            for other in earlier {
-                if let Some(shared) = overlap(other.cpus.get_ref(), t.cpus.get_ref()) {
-                    let other_name = other.name();
-                    return Err(self
-                        .err(
-                            t.cpus.span(),
-                            &key("cpus"),
-                            format!(
-                                "`{}` overlaps `{}` ({}): both contain {shared}",
-                                key("cpus"),
-                                join_path(&["threads", other_name, "cpus"]),
-                                self.where_(other.cpus.span())
-                            ),
-                        )
-                        .with_valid("disjoint CPU sets for different thread groups"));
-                }
-            }
         }
         Ok(())
     }
@@ -759,27 +742,4 @@ fn element_span(c: &Checker<'_, '_>, path: &[&str], index: usize) -> Range<usize
                 .map(|e| e.span())
         })
         .unwrap_or(0..0)
-}
-
-/// A description of the CPUs two sets share, if any.
-fn overlap(a: &CpuSet, b: &CpuSet) -> Option<String> {
-    match (a, b) {
-        (CpuSet::All, CpuSet::All) => Some("all CPUs".to_string()),
-        (CpuSet::All, CpuSet::List(l)) | (CpuSet::List(l), CpuSet::All) => Some(match l.len() {
-            1 => format!("CPU {}", l[0]),
-            _ => format!("CPUs {}", format_cpulist(l)),
-        }),
-        (CpuSet::List(x), CpuSet::List(y)) => {
-            let shared: Vec<u32> = x
-                .iter()
-                .copied()
-                .filter(|c| y.binary_search(c).is_ok())
-                .collect();
-            match shared.len() {
-                0 => None,
-                1 => Some(format!("CPU {}", shared[0])),
-                _ => Some(format!("CPUs {}", format_cpulist(&shared))),
-            }
-        }
-    }
 }
