@@ -212,22 +212,6 @@ error: invalid cpulist "0-3,7-5" for `threads.inc.cpus`: the range `7-5` ends be
 }
 
 #[test]
-fn overlapping_thread_groups() {
-    let input = format!("{BASE}[[threads]]\nname = \"more\"\ncpus = \"3,8\"\nscript = \"inc\"\n");
-    check(
-        &input,
-        r#"
-error: `threads.more.cpus` overlaps `threads.inc.cpus` (on line 13): both contain CPU 3
-  --> scenarios/test.toml:17:8
-   |
-17 | cpus = "3,8"
-   |        ^^^^^
-   = valid: disjoint CPU sets for different thread groups
-"#,
-    );
-}
-
-#[test]
 fn duplicate_thread_names() {
     let input = format!(
         "{}[[threads]]\nname = \"workers\"\ncpus = \"8\"\nscript = \"inc\"\n",
@@ -317,7 +301,7 @@ error: unknown top-level key `sede`
   |
 2 | sede = 3
   | ^^^^
-  = valid: schema, name, description, base_name, seed, machine, use, run, params, structs, instances, procedures, scripts, threads, measured, variants, sweep
+  = valid: schema, name, description, base_name, seed, machine, use, run, params, structs, instances, procedures, scripts, threads, scheduler, measured, variants, sweep
   = help: did you mean `seed`?
 "#,
     );
@@ -516,24 +500,6 @@ error: in variant `padded`: expected an integer for `structs.counter.fields.valu
    |
 18 | "structs.counter.fields.value.align" = "64"
    |                                        ^^^^
-"#,
-    );
-}
-
-#[test]
-fn patch_causing_overlap_points_at_variant() {
-    let input = format!(
-        "{BASE}[[threads]]\nname = \"more\"\ncpus = \"8\"\nscript = \"inc\"\n{VARIANT}threads.more.cpus = \"0-1\"\n"
-    );
-    check(
-        &input,
-        r#"
-error: in variant `padded`: `threads.more.cpus` overlaps `threads.inc.cpus` (on line 13): both contain CPUs 0-1
-  --> scenarios/test.toml:22:21
-   |
-22 | threads.more.cpus = "0-1"
-   |                     ^^^^^
-   = valid: disjoint CPU sets for different thread groups
 "#,
     );
 }

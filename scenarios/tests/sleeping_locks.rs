@@ -259,6 +259,21 @@ fn a_count_below_the_cpus_or_past_the_limit_names_the_key_and_the_range() {
 }
 
 #[test]
+fn a_variant_giving_too_few_threads_is_refused_at_its_count() {
+    let text = guarded(
+        "locks/mutex",
+        "mutex_lock(&g.lock)",
+        "mutex_unlock(&g.lock)",
+        "\n[[variants]]\nname = \"few\"\nset = { \"threads.s.count\" = 2 }\n",
+    );
+    assert_eq!(
+        error_of(&text),
+        "error: in variant `few`: 2 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:37:29\n   |\n37 | set = { \"threads.s.count\" = 2 }\n   |                             ^\n   \
+         = valid: 4..=256: at least one thread per CPU, at most 64 per CPU (limits: threads per CPU)"
+    );
+}
+
+#[test]
 fn a_switch_hook_must_name_a_procedure_without_parameters() {
     let text = guarded(
         "locks/mutex",
