@@ -32,6 +32,16 @@ const CAPPED: &[(&str, &str, &str)] = &[
         "iterations = 200",
         "iterations = 20",
     ),
+    (
+        "scenarios/shipped/hackbench.toml",
+        "cycles = 20_000_000",
+        "cycles = 300_000",
+    ),
+    (
+        "scenarios/shipped/mutex-vs-spinlock-sweep.toml",
+        "cycles = 60_000_000",
+        "cycles = 400_000",
+    ),
 ];
 
 /// FNV-1a, 64 bits: the hash of the golden file (stable across Rust

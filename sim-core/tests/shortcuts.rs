@@ -126,6 +126,23 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
     }
 }
 
+/// The scheduling operations, at the end of a script (no lock held): a
+/// yield, a sleep, a futex wait whose value never matches (it returns at
+/// once) and a wake, the run state of a thread, and need_resched.
+fn scheduling_statements(gen: &mut Gen, threads: u64) -> String {
+    let mut text = String::new();
+    for _ in 0..1 + gen.below(3) {
+        text.push_str(&match gen.below(5) {
+            0 => "v = v + yield()\n".to_string(),
+            1 => format!("sleep({})\n", gen.below(400)),
+            2 => "v = v + futex_wait(&g.f2, 123456789)\nv = v + futex_wake(&g.f2, 2)\n".to_string(),
+            3 => format!("v = v + task_running({})\n", 1 + gen.below(threads)),
+            _ => "v = v + need_resched()\n".to_string(),
+        });
+    }
+    text
+}
+
 fn random_script(gen: &mut Gen, only_mine: bool) -> String {
     let mut body = String::from("let v = 0\nlet w = 0\n");
     for _ in 0..4 + gen.below(16) {
@@ -175,6 +192,12 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
 /// random draws, and so the rest of each program, stay the same.
 fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig {
     let mut gen = Gen(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    // A third of the seeds schedule: a second thread on some CPUs, the
+    // scheduling operations at the end of every script (where no lock is
+    // held), and switch hooks. Drawn from a stream of its own, so that the
+    // other seeds' programs stay what they were.
+    let mut sched_gen = Gen(seed.wrapping_mul(0xa076_1d64_78bd_642f) | 1);
+    let scheduled = sched_gen.below(3) == 0;
     let spec = machine(&mut gen);
     let cpu_count = spec.sockets
         * spec.nodes_per_socket
@@ -192,6 +215,8 @@ fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig
     }
     cpus.sort_unstable();
     let names: Vec<String> = cpus.iter().map(|c| format!("cpu{c}")).collect();
+    // Threads 1..=cpus.len() exist whatever the extra threads drawn.
+    let threads = cpus.len() as u64;
     // Some CPUs touch only `mine`: with `private_mine`, nothing they do can
     // meet another CPU, and they run ahead of the queue all the way.
     let bodies: Vec<String> = cpus
@@ -200,8 +225,13 @@ fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig
         .map(|(n, _)| {
             let only_mine = gen.below(3) == 0;
             let body = random_script(&mut gen, only_mine);
-            if atomic_heads {
+            let body = if atomic_heads {
                 format!("fetch_add(g.f{}, 1)\n{body}swap(v)\n", n % 6)
+            } else {
+                body
+            };
+            if scheduled {
+                format!("{body}{}", scheduling_statements(&mut sched_gen, threads))
             } else {
                 body
             }
@@ -272,6 +302,29 @@ fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig
         .seed(seed);
     for ((cpu, name), body) in cpus.iter().zip(&names).zip(&bodies) {
         setup = setup.script(name, body).thread(*cpu, name);
+        // A second thread on the CPU, running the same script.
+        if scheduled && sched_gen.below(2) == 0 {
+            setup = setup.thread(*cpu, name);
+        }
+    }
+    if scheduled {
+        setup = setup
+            .procedure(
+                "hook_out",
+                vec![],
+                "fetch_add(g.f4, 1)\nmine.b = mine.b + 1",
+            )
+            .procedure("hook_in", vec![], "mine.c = mine.c + g.f3")
+            .scheduler(
+                300 + sched_gen.below(3_000),
+                sched_gen.below(200),
+                sched_gen.below(500),
+            );
+        setup = match sched_gen.below(3) {
+            0 => setup.switch_hooks(Some("hook_out"), Some("hook_in")),
+            1 => setup.switch_hooks(None, Some("hook_in")),
+            _ => setup,
+        };
     }
     let mut config = setup.build();
     config.warmup_iterations = gen.below(3);
@@ -293,7 +346,12 @@ enum Entry {
 /// inside `mine` (the CPU's own per-CPU element) and every summed report
 /// folded into one `Entry::Hits` before each iteration's end and at the
 /// end.
-fn fold_private_hits(log: Vec<Seen>, mine: Range<u64>) -> Vec<Entry> {
+///
+/// With `per_iteration` false (threads sharing the CPU: one thread's summed
+/// hits are reported at its own iteration ends, which the other thread's
+/// iterations on the CPU interleave), every hit is folded into one sum at
+/// the end.
+fn fold_private_hits(log: Vec<Seen>, mine: Range<u64>, per_iteration: bool) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut window: BTreeMap<(u32, u64), (u64, u64, u64)> = BTreeMap::new();
     let flush = |entries: &mut Vec<Entry>, window: &mut BTreeMap<(u32, u64), (u64, u64, u64)>| {
@@ -326,7 +384,7 @@ fn fold_private_hits(log: Vec<Seen>, mine: Range<u64>) -> Vec<Entry> {
                 sums.1 += h.stores;
                 sums.2 += h.stall_cycles;
             }
-            Seen::Iteration(..) => {
+            Seen::Iteration(..) if per_iteration => {
                 flush(&mut entries, &mut window);
                 entries.push(Entry::Seen(seen));
             }
@@ -423,7 +481,10 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         stalled_on_store_buffer_cycles: stats.stalled_on_store_buffer_cycles,
         program_order: cpus
             .iter()
-            .map(|&c| fold_private_hits(stream(c, false), mine_of(config, c)))
+            .map(|&c| {
+                let shared = cpus.iter().filter(|&&x| x == c).count() > 1;
+                fold_private_hits(stream(c, false), mine_of(config, c), !shared)
+            })
             .collect(),
         drains: cpus.iter().map(|&c| stream(c, true)).collect(),
         entries,

@@ -57,6 +57,7 @@ pub fn generate(root: &Path) -> Result<Vec<Generated>, String> {
     validation(root, &mut out)?;
     batching(root, &mut out)?;
     locks(root, &mut out)?;
+    sleeping_locks(root, &mut out)?;
     litmus(root, &mut out)?;
     counting(root, &mut out)?;
     read_mostly(root, &mut out)?;
@@ -849,6 +850,87 @@ fn locks(root: &Path, out: &mut Files) -> Result<(), String> {
                 "misses per critical section",
                 "HITM per critical section",
                 "cross-socket misses per critical section",
+            ],
+            &rows,
+        ),
+    );
+    Ok(())
+}
+
+/// The lock chapter's sleeping locks: the mutex-vs-spinlock crossover (the
+/// shipped sweep), and the message-passing scenario on both machines.
+fn sleeping_locks(root: &Path, out: &mut Files) -> Result<(), String> {
+    let sweep = run(root, "scenarios/shipped/mutex-vs-spinlock-sweep.toml")?;
+    let mut rows = Vec::new();
+    for spin in sweep.records_of("spinlock") {
+        let axis = |r: &Record, name: &str| r.axes.get(name).and_then(|v| v.as_u64());
+        let (Some(cs), Some(count)) = (
+            axis(spin, "params.cs_cycles"),
+            axis(spin, "threads.contenders.count"),
+        ) else {
+            return Err("mutex-vs-spinlock-sweep.toml: a record without its axes".into());
+        };
+        let mutex = sweep
+            .records_of("mutex")
+            .into_iter()
+            .find(|r| r.case_index == spin.case_index)
+            .ok_or("mutex-vs-spinlock-sweep.toml: a case without `mutex`")?;
+        let (a, b) = (
+            spin.throughput_iterations_per_second,
+            mutex.throughput_iterations_per_second,
+        );
+        rows.push(vec![
+            format!(
+                "{:.0}",
+                cs as f64 * 1000.0 / f64::from(spin.clock_mhz as u32)
+            ),
+            count.to_string(),
+            num(a),
+            num(b),
+            format!("{:+.1} %", (b - a) / a * 100.0),
+        ]);
+    }
+    out.add_markdown(
+        "sleeping-locks/crossover.md",
+        &table(
+            &[
+                "critical section (ns)",
+                "contenders (8 CPUs, 8 workers)",
+                "`spinlock` iterations/s",
+                "`mutex` iterations/s",
+                "mutex against spinlock",
+            ],
+            &rows,
+        ),
+    );
+    let hackbench = run(root, "scenarios/shipped/hackbench.toml")?;
+    let mut rows = Vec::new();
+    for case in &hackbench.results {
+        for r in case.results.iter().filter_map(|r| r.as_ref().ok()) {
+            let iterations = r.measured_iterations().max(1) as f64;
+            let s = r.outcome.scheduling;
+            rows.push(vec![
+                format!("`{}`", r.machine),
+                format!("`{}`", r.name),
+                num(r.throughput_total()),
+                num(s.context_switches as f64 / iterations),
+                num(s.futex_sleeps as f64 / iterations),
+                num(r.total.hitm as f64 / iterations),
+                num(r.per_iteration(r.total.stall_cycles)),
+            ]);
+        }
+    }
+    out.add_markdown(
+        "sleeping-locks/hackbench.md",
+        &table(
+            &[
+                "machine",
+                "variant",
+                "messages sent and received per second",
+                "context switches per message",
+                "futex sleeps per message",
+                "HITM per message",
+                "stall cycles per message",
             ],
             &rows,
         ),

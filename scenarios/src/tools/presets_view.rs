@@ -576,7 +576,7 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
     let (latency, machine): (Vec<&Param>, Vec<&Param>) = r
         .params
         .iter()
-        .filter(|p| !p.is_informational())
+        .filter(|p| !p.is_informational() && !p.key.starts_with(presets::SCHED_PREFIX))
         .partition(|p| p.key.starts_with("latency."));
     for p in machine {
         param_comment(&mut out, p);
@@ -592,6 +592,20 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
     for p in latency {
         param_comment(&mut out, p);
         let key = p.key.trim_start_matches("latency.");
+        let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
+    }
+    out.push_str("\n[scheduler]\n");
+    comment(
+        &mut out,
+        "the run queues' parameters: a scenario's own [scheduler] table, nanoseconds",
+    );
+    for p in r
+        .params
+        .iter()
+        .filter(|p| p.key.starts_with(presets::SCHED_PREFIX))
+    {
+        param_comment(&mut out, p);
+        let key = p.key.trim_start_matches(presets::SCHED_PREFIX);
         let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
     }
     out.push('\n');

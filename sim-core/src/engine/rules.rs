@@ -619,7 +619,7 @@ impl Machine for Ordered<'_, '_, '_> {
                     push(self, v)?;
                 }
             }
-            Op::Builtin(b) if b.schedules() => sim.scheduling(i, b)?,
+            Op::Builtin(b) if b.schedules() => sim.scheduling(i, b, self.probe)?,
             Op::EndIteration if sim.sched.active => sim.end_iteration_scheduled(i, self.probe)?,
             Op::Builtin(b) => {
                 let v = sim.builtin(i, b)?;

@@ -203,7 +203,7 @@ impl Simulation<'_> {
             let c = self.cpus[i].spec.cpu as usize;
             self.sched.queues[c].push_back(i as u32);
             self.sched.counts.preemptions += 1;
-            self.leave_cpu(i, Wait::Queued);
+            self.leave_cpu(i, Wait::Queued, probe);
         }
         Ok(())
     }
@@ -269,7 +269,13 @@ impl Simulation<'_> {
 
     /// Thread `i` leaves its CPU, to wait as `wait` says; the CPU takes the
     /// next thread of its queue.
-    fn leave_cpu(&mut self, i: usize, wait: Wait) {
+    fn leave_cpu(&mut self, i: usize, wait: Wait, probe: &mut dyn Probe) {
+        // Its summed private hits are reported as it leaves, so that only
+        // the running thread of a CPU ever holds some back (another
+        // thread's iteration end may start the CPU's measured window).
+        if self.private.summed && self.private.slots > 0 {
+            self.report_private_hits(i, probe);
+        }
         let cpu = &mut self.cpus[i];
         let c = cpu.spec.cpu as usize;
         let at = cpu.now;
@@ -346,7 +352,12 @@ impl Simulation<'_> {
     /// turn: each pushes its value and moves on, or leaves the CPU (the
     /// value pushed for when it runs again), or waits for its store buffer
     /// or its `switch_out` hook and runs again after.
-    pub(super) fn scheduling(&mut self, i: usize, builtin: Builtin) -> Result<(), SimError> {
+    pub(super) fn scheduling(
+        &mut self,
+        i: usize,
+        builtin: Builtin,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
         self.cpus[i].spin.forget();
         let blocks = matches!(
             builtin,
@@ -392,7 +403,7 @@ impl Simulation<'_> {
                     self.push(i, 1)?;
                     self.advance_pc(i);
                     self.sched.queues[c].push_back(i as u32);
-                    self.leave_cpu(i, Wait::Queued);
+                    self.leave_cpu(i, Wait::Queued, probe);
                 }
             }
             Builtin::Sleep => {
@@ -406,7 +417,7 @@ impl Simulation<'_> {
                     self.pop(i)?;
                     self.push(i, 0)?;
                     self.advance_pc(i);
-                    self.leave_cpu(i, Wait::Asleep);
+                    self.leave_cpu(i, Wait::Asleep, probe);
                     self.wake_thread(i, now + cycles as u64);
                 }
             }
@@ -466,7 +477,7 @@ impl Simulation<'_> {
                     self.advance_pc(i);
                     self.sched.futex.push((target.address, i as u32));
                     self.sched.counts.futex_sleeps += 1;
-                    self.leave_cpu(i, Wait::Futex);
+                    self.leave_cpu(i, Wait::Futex, probe);
                 }
             }
             _ => {

@@ -593,7 +593,10 @@ impl Simulation<'_> {
             .map(|cpu| {
                 let script = &self.program.scripts[cpu.spec.script as usize];
                 let calls = script.ops.iter().any(|op| matches!(op, Op::Call(_)));
-                private_code(script) && (procedures_private || !calls)
+                // A switch hook is a call the script does not make.
+                let hooks = self.config.scheduler.switch_in.is_some()
+                    || self.config.scheduler.switch_out.is_some();
+                private_code(script) && (procedures_private || (!calls && !hooks))
             })
             .collect();
         let places = &self.program.places;
