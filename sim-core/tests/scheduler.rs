@@ -30,7 +30,10 @@ fn run_everywhere(config: &SimConfig) -> RunOutcome {
         let mut stats = Stats::for_run(config);
         let outcome = run_with(config, &mut stats, options).unwrap_or_else(|e| panic!("{e}"));
         // The shortcuts take fewer events; everything else is the same.
-        let outcome = RunOutcome { events: 0, ..outcome };
+        let outcome = RunOutcome {
+            events: 0,
+            ..outcome
+        };
         (outcome, stats.per_field, stats.iteration_cycles)
     };
     let reference = run(EngineOptions::REFERENCE);

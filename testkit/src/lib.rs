@@ -299,8 +299,8 @@ impl<'a> Setup<'a> {
             start_spread_cycles: self.start_spread_cycles,
             check_invariants: true,
             scheduler: sim_core::engine::SchedulerParams {
-                switch_out: self.switch_out.map(|name| proc_index(name)),
-                switch_in: self.switch_in.map(|name| proc_index(name)),
+                switch_out: self.switch_out.map(&proc_index),
+                switch_in: self.switch_in.map(proc_index),
                 ..self.scheduler.clone()
             },
         })

@@ -462,7 +462,7 @@ fn scheduler_params(
     let ns = |given: &Option<schema::Spanned<u64>>, key: &str| {
         given.as_ref().map_or(figure(key), |v| *v.get_ref())
     };
-    let clock_mhz = topology.spec.clock_mhz as u64;
+    let clock_mhz = topology.spec.clock_mhz;
     let cycles = |ns: u64| ns.saturating_mul(clock_mhz) / 1000;
     let hook =
         |given: &Option<schema::Spanned<String>>, key: &str| -> Result<Option<u32>, InputError> {

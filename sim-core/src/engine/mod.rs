@@ -1270,6 +1270,8 @@ impl<'c> Simulation<'c> {
                 }
                 // The scheduling operations read and change which thread
                 // runs where: each takes its turn, as an access does.
+                // Not a guard: `cpu` is borrowed in the other arms.
+                #[allow(clippy::collapsible_match)]
                 Op::Builtin(b) if b.schedules() => {
                     if self.must_yield(now, i) {
                         self.schedule(Cycle(now), EventKind::Resume, i);
