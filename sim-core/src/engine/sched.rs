@@ -235,9 +235,12 @@ impl Simulation<'_> {
                 format!("calls nested deeper than {MAX_CALL_DEPTH} (unbounded recursion?)"),
             ));
         }
-        let locals = self.program.procedures[proc_index as usize].local_count as usize;
+        let procedure = &self.program.procedures[proc_index as usize];
+        let (locals, length) = (procedure.local_count as usize, procedure.ops.len() as u64);
         let code = (self.program.scripts.len() + proc_index as usize) as u32;
         let cpu = &mut self.cpus[i];
+        // Charged as any call is (`limits.operations`).
+        cpu.operations += length;
         let base = cpu.locals.len();
         cpu.locals.resize(base + locals, 0);
         let callee = Frame {
@@ -429,7 +432,8 @@ impl Simulation<'_> {
                 let pointer = self.top_operand(i, 1)?;
                 let operand = self.top_operand(i, 0)?;
                 let name = builtin_name(builtin);
-                let Some(target) = decode_pointer(pointer, self.memory.total_bytes) else {
+                let Some(target) = decode_pointer(pointer, self.memory, &self.program.field_names)
+                else {
                     return Err(self.script_error(
                         i,
                         format!(
