@@ -40,7 +40,7 @@ const CAPPED: &[(&str, &str, &str)] = &[
     (
         "scenarios/shipped/mutex-vs-spinlock-sweep.toml",
         "cycles = 60_000_000",
-        "cycles = 400_000",
+        "cycles = 2_000_000",
     ),
 ];
 
