@@ -208,6 +208,26 @@ fn params_of(r: &str) -> Vec<Param> {
 }
 
 #[test]
+fn every_preset_has_each_scheduler_parameter_once_with_a_source() {
+    for r in all_references() {
+        let params = params_of(&r);
+        for key in models::presets::SCHED_KEYS {
+            let found: Vec<&Param> = params.iter().filter(|p| p.key == key).collect();
+            assert_eq!(
+                found.len(),
+                1,
+                "{r}: `{key}` must have exactly one parameter"
+            );
+            assert!(
+                !found[0].source.trim().is_empty(),
+                "{r}: `{key}` has no source"
+            );
+            assert_eq!(found[0].unit, "ns", "{r}: `{key}`");
+        }
+    }
+}
+
+#[test]
 fn every_machine_field_has_a_sourced_parameter() {
     for r in all_references() {
         let params = params_of(&r);
@@ -227,8 +247,9 @@ fn every_machine_field_has_a_sourced_parameter() {
             assert!(
                 SPEC_KEYS.contains(&p.key)
                     || p.key.starts_with("info.")
-                    || p.key.starts_with("cost."),
-                "{r}: `{}` is neither a machine field, an instruction cost nor informational",
+                    || p.key.starts_with("cost.")
+                    || models::presets::SCHED_KEYS.contains(&p.key),
+                "{r}: `{}` is neither a machine field, an instruction cost, a scheduler parameter nor informational",
                 p.key
             );
             assert!(
