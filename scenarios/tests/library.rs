@@ -20,7 +20,14 @@ count = 3
 /// A scenario using `uses` (with what the memcg modules need when it names
 /// one), with `extra` tables and one script run by CPUs 0 and 1.
 fn scenario(uses: &str, extra: &str, script: &str) -> String {
-    let needs = if uses.contains("memcg/") { NEEDS } else { "" };
+    let needs = if uses.contains("memcg/") {
+        NEEDS.replace("[params]\n", "[params]\nrcu_grace_cycles = 1000\n")
+    } else if uses.contains("locks/percpu_rwsem") {
+        // What `locks/percpu_rwsem` needs: the writer's grace period.
+        "[params]\nrcu_grace_cycles = 1000\n".to_string()
+    } else {
+        String::new()
+    };
     format!(
         r#"schema = 1
 machine = "icelake-sp-2s"
