@@ -109,6 +109,9 @@ impl Simulation<'_> {
             }
             // Builtins take at most three arguments, and seldom follow a
             // load: all of the stack, to be brief.
+            // The scheduling operations are full barriers (the runqueue's
+            // and the futex bucket's locks): every miss, as an atomic.
+            Op::Builtin(b) if b.schedules() => Reads::Everything,
             Op::Builtin(_) => Reads::Top(depth as usize),
             Op::Atomic(..) | Op::Fence | Op::EndIteration => Reads::Everything,
         };
