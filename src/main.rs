@@ -547,6 +547,15 @@ fn main() -> ExitCode {
     }
 }
 
+/// Whether reports to standard error get colours: only on a terminal, and
+/// never when `NO_COLOR` is set to anything but the empty string
+/// (<https://no-color.org>).
+fn stderr_in_colour() -> bool {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && std::io::stderr().is_terminal()
+}
+
 /// What every command that loads a scenario needs besides its path: the
 /// bounds, and where its imports may be read from.
 struct Inputs {
@@ -563,7 +572,7 @@ impl Inputs {
 }
 
 fn input_error(e: &InputError) -> ExitCode {
-    eprintln!("{e}");
+    eprintln!("{}", e.render(stderr_in_colour()));
     ExitCode::from(EXIT_BAD_INPUT)
 }
 

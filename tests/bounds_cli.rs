@@ -29,8 +29,8 @@ fn an_endless_scenario_file_is_refused_at_the_limit() {
         assert_eq!(
             stderr(&o),
             format!(
-                "error: `{path}` is larger than the limit of 1048576 bytes for a scenario file\n \
-                 --> {path}\n  = valid: a smaller file, or raise the limit with \
+                "error: `{path}` is larger than the limit of 1048576 bytes for a scenario file\n\
+                 --> {path}\n = valid: a smaller file, or raise the limit with \
                  `--set-limit scenario_bytes=2097152`\n"
             )
         );
@@ -115,7 +115,7 @@ fn a_cycle_budget_at_the_top_of_the_clock_is_refused_and_the_highest_allowed_one
         format!(
             "error: `run.max_cycles` is 18446744073709551615, more than the limit of \
              1000000000000\n --> {path}:8:14\n  |\n8 | max_cycles = 18446744073709551615\n  \
-             |              ^^^^^^^^^^^^^^^^^^^^\n  = valid: at most 1000000000000 cycles; the \
+             |              ^^^^^^^^^^^^^^^^^^^^\n  |\n  = valid: at most 1000000000000 cycles; the \
              limit can be raised to 4611686018427387904 at most\n"
         )
     );
@@ -219,7 +219,7 @@ fn imports_stay_inside_the_scenario_directory() {
                 "error: the pahole listing `{shown}` is outside the scenario's directory `{}` \
                  ({how}); a scenario's imports stay inside its own directory tree (in \
                  `structs.flagged.pahole.file`)\n  --> {path}:26:19\n   |\n26 | pahole = {{ file \
-                 = \"{file}\" }}\n   |                   {}\n   = valid: a path relative to the \
+                 = \"{file}\" }}\n   |                   {}\n   |\n   = valid: a path relative to the \
                  scenario file that stays below its directory; or `--allow-imports-outside` to \
                  read it from there, if you trust the scenario\n",
                 sub.display(),
@@ -238,7 +238,7 @@ fn imports_stay_inside_the_scenario_directory() {
         stderr(&o),
         format!(
             "error: expected `struct NAME {{` or `union NAME {{` (a pahole listing), found \
-             `root:x:0:0:root:/root...` (in `structs.flagged.pahole`)\n --> {secret}:1:1\n"
+             `root:x:0:0:root:/root...` (in `structs.flagged.pahole`)\n--> {secret}:1:1\n"
         )
     );
     assert_eq!(stdout(&o), "");
@@ -257,7 +257,7 @@ fn check_refuses_the_sweeps_run_refuses() {
             "error: in sweep case `machine=no-such-machine`, variant `base`: unknown machine \
              preset `no-such-machine` (in `machine`)\n  --> PATH:26:29\n   |\n26 | machine = \
              [\"icelake-sp-2s\", \"no-such-machine\"]\n   |                             \
-             ^^^^^^^^^^^^^^^^^\n   = valid: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, \
+             ^^^^^^^^^^^^^^^^^\n   |\n   = valid: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, \
              cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, \
              bergamo-1s, bergamo-2s\n",
         ),

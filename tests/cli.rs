@@ -147,6 +147,47 @@ fn check_reports_a_wrong_key_with_its_place() {
     assert!(err.contains("did you mean `iterations`?"), "{err}");
 }
 
+/// Runs `bounce check FILE` with standard error on a terminal (a pseudo
+/// terminal from util-linux's `script`), with `NO_COLOR` set or not; what
+/// the terminal received.
+fn check_on_a_terminal(file: &str, no_color: Option<&str>) -> String {
+    let command = format!("{} check {file}", env!("CARGO_BIN_EXE_bounce"));
+    let mut script = Command::new("script");
+    script
+        .args(["--quiet", "--return", "--command", &command, "/dev/null"])
+        .current_dir(root())
+        .env_remove("NO_COLOR");
+    if let Some(value) = no_color {
+        script.env("NO_COLOR", value);
+    }
+    let o = script.output().expect("util-linux `script` runs");
+    assert_exit(&o, 2);
+    stdout(&o)
+}
+
+#[test]
+fn errors_are_coloured_on_a_terminal_unless_no_color_is_set() {
+    let file = TempScenario::new(
+        "colour",
+        &SMALL.replace("iterations = 10", "iteratons = 10"),
+    );
+    let on_terminal = check_on_a_terminal(file.path(), None);
+    assert!(on_terminal.contains("\u{1b}["), "{on_terminal:?}");
+    assert!(on_terminal.contains("iteratons"), "{on_terminal:?}");
+    let no_color = check_on_a_terminal(file.path(), Some("1"));
+    assert!(!no_color.contains('\u{1b}'), "{no_color:?}");
+    assert!(
+        no_color.contains("error: unknown key `iteratons` in `run`"),
+        "{no_color:?}"
+    );
+    // An empty NO_COLOR does not count (no-color.org).
+    let empty = check_on_a_terminal(file.path(), Some(""));
+    assert!(empty.contains("\u{1b}["), "{empty:?}");
+    // Piped: no colours.
+    let piped = bounce(&["check", file.path()]);
+    assert!(!stderr(&piped).contains('\u{1b}'), "{}", stderr(&piped));
+}
+
 #[test]
 fn check_reports_a_build_error() {
     let file = TempScenario::new("no-cpu", &SMALL.replace("0-1", "0-999"));

@@ -216,6 +216,7 @@ fn unknown_modes_in_scenarios_say_what_is_valid() {
   |
 2 | machine = "epyc-milan-2s:nps3"
   |           ^^^^^^^^^^^^^^^^^^^^
+  |
   = valid: nps1, nps2, nps4, smt-off
   = help: did you mean `nps1`?"#
     );

@@ -57,6 +57,7 @@ fn sizes_offsets_and_alignments_are_checked_before_any_narrowing() {
    |
 10 | fields = [{ name = "huge", size = 1099511627776 }, { name = "a", type = "unsigned long" }]
    |                                   ^^^^^^^^^^^^^
+   |
    = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
     );
     assert_eq!(
@@ -71,6 +72,7 @@ fn sizes_offsets_and_alignments_are_checked_before_any_narrowing() {
    |
 10 | fields = [{ name = "huge", size = 4294967297 }]
    |                                   ^^^^^^^^^^
+   |
    = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
     );
     assert_eq!(
@@ -85,6 +87,7 @@ fn sizes_offsets_and_alignments_are_checked_before_any_narrowing() {
    |
 10 | align = 1099511627776
    |         ^^^^^^^^^^^^^
+   |
    = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
     );
     assert_eq!(
@@ -99,6 +102,7 @@ fn sizes_offsets_and_alignments_are_checked_before_any_narrowing() {
    |
 10 | fields = [{ name = "a", type = "unsigned long", align = 1099511627776 }]
    |                                                         ^^^^^^^^^^^^^
+   |
    = valid: at most 1048576 (`bounce limits` lists the fixed bounds)"#
     );
     assert_eq!(
@@ -113,6 +117,7 @@ fn sizes_offsets_and_alignments_are_checked_before_any_narrowing() {
    |
 10 | fields = [{ name = "a", type = "unsigned long", count = 4294967297 }]
    |                                                         ^^^^^^^^^^
+   |
    = valid: at most 65536 (`bounce limits` lists the fixed bounds)"#
     );
 }
@@ -244,7 +249,7 @@ fn a_listed_bitfield_wider_than_its_storage_unit_is_refused() {
         e,
         format!(
             "error: the listing cannot be laid out: wide.a: `bits`: the bitfield's bits 0..40 do \
-             not fit its storage unit `unsigned int` of 32 bits (in `structs.wide.pahole`)\n --> \
+             not fit its storage unit `unsigned int` of 32 bits (in `structs.wide.pahole`)\n--> \
              {}:1:1",
             listing.display()
         )
@@ -287,6 +292,7 @@ fn an_access_across_two_lines_is_refused() {
    |
 18 | fetch_add(g.a, 1)
    |           ^
+   |
    = valid: an `offset` or `align` of `a` in `structs.s` that keeps it inside one line"#
     );
     assert_eq!(
@@ -301,6 +307,7 @@ fn an_access_across_two_lines_is_refused() {
    |
 19 | g.a = x
    | ^
+   |
    = valid: an `offset` or `align` of `a` in `structs.s` that keeps it inside one line"#
     );
     // An array of 6-byte raw fields (aligned to 2, as a member of that size
@@ -318,6 +325,7 @@ fn an_access_across_two_lines_is_refused() {
    |
 19 | g.v[i] = 1
    | ^
+   |
    = valid: an `offset` or `align` of `v` in `structs.s` that keeps it inside one line"#
     );
     // Inside one line, the same field is fine.
@@ -345,7 +353,7 @@ fn errors_name_the_place_at_fault() {
         format!(
             "error: invalid TOML: the key `a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a....` has 85 \
              dotted parts, more than the parser takes (79)\n --> t.toml:5:1\n  |\n5 | {header}\n  \
-             | {}\n  = valid: keys of at most 79 parts",
+             | {}\n  |\n  = valid: keys of at most 79 parts",
             "^".repeat(header.len())
         )
     );

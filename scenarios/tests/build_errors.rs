@@ -69,6 +69,7 @@ error: unknown machine preset `icelake-sp2s` (in `machine`)
   |
 2 | machine = "icelake-sp2s"
   |           ^^^^^^^^^^^^^^
+  |
   = valid: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, bergamo-1s, bergamo-2s
   = help: did you mean `icelake-sp-2s`?
 "#,
@@ -152,6 +153,7 @@ error: struct `counter` (of instance `ctr`) has no field `valeu` (in `scripts.in
    |
 13 | let v = ctr.valeu
    |             ^^^^^
+   |
    = valid: value
    = help: did you mean `value`?
 "#,
@@ -168,6 +170,7 @@ error: unknown instance `cnt` (in `scripts.inc`)
    |
 14 | cnt.value = v + 1
    | ^^^
+   |
    = valid: ctr
    = help: did you mean `ctr`?
 "#,
@@ -188,6 +191,7 @@ error: struct `counter` (of instance `ctr`) has no field `vlaue` (in `procedures
    |
 14 | return ctr.vlaue
    |            ^^^^^
+   |
    = valid: value
    = help: did you mean `value`?
 "#,
@@ -204,6 +208,7 @@ error: unknown C type `unsigned lnog`; give `size` (and `align`) in bytes instea
   |
 6 | fields = [{ name = "value", type = "unsigned lnog" }]
   |                                    ^^^^^^^^^^^^^^^
+  |
   = valid: char, unsigned char, u8, s8, i8, bool, short, unsigned short, u16, s16, i16, int, unsigned int, u32, s32, i32, atomic_t, spinlock_t, raw_spinlock_t, refcount_t, long, unsigned long, long long, u64, s64, i64, size_t, ssize_t, atomic_long_t, atomic64_t, pointer, T *, local_lock_t, struct list_head, struct rcu_head, struct counter
   = help: did you mean `unsigned long`?
 "#,
@@ -220,6 +225,7 @@ error: CPU 160 does not exist on icelake-sp-2s (in `threads.inc.cpus`)
    |
 17 | cpus = "0-200"
    |        ^^^^^^^
+   |
    = valid: CPUs 0-159
 "#,
     );
@@ -238,6 +244,7 @@ error: in variant `wide`: CPU 160 does not exist on icelake-sp-2s (in `threads.i
    |
 21 | set = { "threads.inc.cpus" = "0-159,160" }
    |                              ^^^^^^^^^^^
+   |
    = valid: CPUs 0-159
 "#,
     );
@@ -262,6 +269,7 @@ error: the machine is incomplete: missing `line_size_bytes`, `protocol`, `lookup
    |
 15 | [machine]
    | ^^^^^^^^^
+   |
    = valid: give every key, or start from a preset with `preset = "NAME"` (presets: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, bergamo-1s, bergamo-2s)
 "#,
     );

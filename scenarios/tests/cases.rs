@@ -349,7 +349,7 @@ fn a_measured_figure_must_name_a_variant() {
     assert_eq!(
         error_of(&text),
         "error: `measured.0.variant` is `paded`, which is not a variant\n  \
-         --> case.toml:21:11\n   |\n21 | variant = \"paded\"\n   |           ^^^^^^^\n   \
+         --> case.toml:21:11\n   |\n21 | variant = \"paded\"\n   |           ^^^^^^^\n   |\n   \
          = valid: base, padded\n   = help: did you mean `padded`?"
     );
 }

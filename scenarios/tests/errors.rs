@@ -45,6 +45,7 @@ error: unknown key `alig` in `structs.counter.fields.b`
   |
 9 |     { name = "b", type = "u64", alig = 64 },
   |                                 ^^^^
+  |
   = valid: name, type, size, align, offset, count, anonymous, fields, union, bits, bit_offset, label
   = help: did you mean `align`?
 "#,
@@ -139,6 +140,7 @@ error: unknown value `per_cpu` for `instances.pc.kind`
   |
 9 | kind = "per_cpu"
   |        ^^^^^^^^^
+  |
   = valid: global, per-cpu, per-node
   = help: did you mean `per-cpu`?
 "#,
@@ -158,6 +160,7 @@ error: unknown value `mosi` for `machine.protocol`
   |
 4 | protocol = "mosi"
   |            ^^^^^^
+  |
   = valid: mesi, mesif, moesi
   = help: did you mean `moesi`?
 "#,
@@ -174,6 +177,7 @@ error: unknown struct `conter` in `instances.pc.struct`
   |
 8 | struct = "conter"
   |          ^^^^^^^^
+  |
   = valid: counter
   = help: did you mean `counter`?
 "#,
@@ -190,6 +194,7 @@ error: unknown script `incr` in `threads.incr.script`
    |
 14 | script = "incr"
    |          ^^^^^^
+   |
    = valid: inc
    = help: did you mean `inc`?
 "#,
@@ -206,6 +211,7 @@ error: invalid cpulist "0-3,7-5" for `threads.inc.cpus`: the range `7-5` ends be
    |
 13 | cpus = "0-3,7-5"
    |        ^^^^^^^^^
+   |
    = valid: a Linux cpulist such as "0-15,40-55" or "3", or "all"
 "#,
     );
@@ -225,6 +231,7 @@ error: duplicate thread group name: `threads.workers` is already defined on line
    |
 17 | name = "workers"
    |        ^^^^^^^^^
+   |
    = valid: a thread group name not used by another group
 "#,
     );
@@ -241,6 +248,7 @@ error: duplicate thread group name: `threads.inc` is already defined on line 14;
    |
 17 | script = "inc"
    |          ^^^^^
+   |
    = valid: a thread group name not used by another group
 "#,
     );
@@ -256,6 +264,7 @@ error: `run` sets both `iterations` and `cycles`; set exactly one of them
   |
 5 | cycles = 5000
   | ^^^^^^
+  |
   = valid: iterations (per CPU) or cycles (simulated), not both
 "#,
     );
@@ -271,6 +280,7 @@ error: `run` sets neither `iterations` nor `cycles`; set exactly one of them
   |
 3 | [run]
   | ^^^^^
+  |
   = valid: iterations (per CPU) or cycles (simulated)
 "#,
     );
@@ -286,6 +296,7 @@ error: unsupported `schema` version 2
   |
 1 | schema = 2
   |          ^
+  |
   = valid: 1
 "#,
     );
@@ -301,6 +312,7 @@ error: unknown top-level key `sede`
   |
 2 | sede = 3
   | ^^^^
+  |
   = valid: schema, name, description, base_name, seed, machine, use, run, params, structs, instances, procedures, scripts, threads, scheduler, measured, variants, sweep
   = help: did you mean `seed`?
 "#,
@@ -317,6 +329,7 @@ error: field `structs.counter.fields.value` has both `type` and `size`
   |
 6 | fields = [{ name = "value", type = "u64", size = 8 }]
   |                                                  ^
+  |
   = valid: exactly one of `type` (a C type name), `size` (bytes) and `fields` (members written out)
 "#,
     );
@@ -332,6 +345,7 @@ error: `structs.counter.fields.value.align` must be a power of two, found 24
   |
 6 | fields = [{ name = "value", type = "u64", align = 24 }]
   |                                                   ^^
+  |
   = valid: a power of two such as 1, 2, 4, 8, 16, 32 or 64
 "#,
     );
@@ -406,6 +420,7 @@ error: in variant `padded`: cannot set `structs.countr.fields.value.align`: `str
    |
 18 | "structs.countr.fields.value.align" = 64
    |          ^^^^^^
+   |
    = valid: counter
    = help: did you mean `counter`?
 "#,
@@ -423,6 +438,7 @@ error: in variant `padded`: cannot set `structs.counter.fields.valeu.align`: `st
    |
 18 | "structs.counter.fields.valeu.align" = 64
    |                         ^^^^^
+   |
    = valid: value
    = help: did you mean `value`?
 "#,
@@ -461,6 +477,7 @@ error: in variant `padded`: cannot reorder `structs.counter.fields`: it has no e
    |
 18 | "structs.counter.fields" = ["b", "vlaue"]
    |                                  ^^^^^^^
+   |
    = valid: value, b
    = help: did you mean `value`?
 "#,
@@ -484,6 +501,7 @@ error: in variant `padded`: cannot reorder `structs.counter.fields`: the new ord
    |
 18 | "structs.counter.fields" = ["b"]
    |                            ^^^^^
+   |
    = valid: a permutation of value, b
 "#,
     );
@@ -519,6 +537,7 @@ error: `variants.padded.name` is `padded`, which is the base's name (`base_name`
    |
 17 | name = "padded"
    |        ^^^^^^^^
+   |
    = valid: a variant name different from `base_name` and from the other variants
 "#,
     );
@@ -535,6 +554,7 @@ error: unknown key `sets` in `variants.padded`
    |
 17 | sets = { seed = 2 }
    | ^^^^
+   |
    = valid: name, description, set
    = help: did you mean `set`?
 "#,
@@ -550,7 +570,7 @@ fn unreadable_file() {
         text.starts_with("error: cannot read `no/such/dir/scenario.toml`: "),
         "{text}"
     );
-    assert!(text.ends_with("\n --> no/such/dir/scenario.toml"), "{text}");
+    assert!(text.ends_with("\n--> no/such/dir/scenario.toml"), "{text}");
 }
 
 #[test]
@@ -566,6 +586,7 @@ error: unknown key `dram` in `machine.latency`
   |
 5 | dram = 300
   | ^^^^
+  |
   = valid: l1_hit_cycles, locked_op_cycles, smt_transfer_cycles, l3_transfer_cycles, hop_in_node_cycles, hop_between_nodes_cycles, hop_between_sockets_cycles, dram_cycles, l3_hit_cycles, home_occupancy_cycles
 "#,
     );
@@ -602,6 +623,7 @@ error: in variant `padded`: cannot reorder `structs.counter.fields`: `b` is list
    |
 18 | "structs.counter.fields" = ["b", "b"]
    |                                  ^^^
+   |
    = valid: a permutation of value, b
 "#,
     );
@@ -665,6 +687,7 @@ fn error_at_for_later_stages() {
   |
 2 | machine = "icelake-sp-2s"
   |           ^^^^^^^^^^^^^^^
+  |
   = valid: icelake-sp-1s, icelake-sp-4s, zen4-2s
   = help: did you mean `icelake-sp-1s`?"#
     );
@@ -695,6 +718,7 @@ error: unknown value `broadcast` for `machine.directory`
   |
 4 | directory = "broadcast"
   |             ^^^^^^^^^^^
+  |
   = valid: exact, broadcast-shared
 "#,
     );

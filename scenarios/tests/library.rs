@@ -138,6 +138,7 @@ error: unknown library module `locks/tiket` in `use`
   |
 3 | use = ["locks/tiket"]
   |        ^^^^^^^^^^^^^
+  |
   = valid: locks/tas, locks/ttas, locks/cpu_relax, locks/ticket, locks/mcs, locks/qspinlock, locks/local_lock, locks/percpu_spinlock, locks/mutex, locks/rwsem, locks/percpu_rwsem, counters/atomic, counters/percpu_counter, memcg/page_counter, memcg/stock
   = help: did you mean `locks/ticket`?
 "#,
@@ -154,6 +155,7 @@ error: expected an array of library module names for `use`, found a string
   |
 3 | use = "locks/tas"
   |       ^^^^^^^^^^^
+  |
   = valid: an array of library module names, such as ["locks/ticket", "memcg/stock"]
 "#,
     );
@@ -165,6 +167,7 @@ error: expected a library module name in `use`, found an integer
   |
 3 | use = ["locks/tas", 3]
   |                     ^
+  |
   = valid: an array of library module names, such as ["locks/ticket", "memcg/stock"]
 "#,
     );
@@ -243,6 +246,7 @@ error: in variant `other`: `use` cannot be changed by a variant or a sweep: the 
    |
 30 | set = { "use" = ["locks/ttas"] }
    |          ^^^
+   |
    = valid: list every module the variants need in the file's `use`, and patch their entries (`procedures.NAME.body`, `structs.NAME.fields...`)
 "#,
     );
@@ -273,6 +277,7 @@ error: in procedure `memcg_parent` of library module `memcg/page_counter` (line 
   |
 3 | use = ["memcg/page_counter"]
   |        ^^^^^^^^^^^^^^^^^^^^
+  |
   = valid: none
 "#,
     );

@@ -300,7 +300,7 @@ fn limit_errors_read_whole() {
     assert_eq!(
         message,
         "error: `run.iterations` is 20, more than the limit of 19\n \
-         --> limits.toml:7:14\n  |\n7 | iterations = 20\n  |              ^^\n  \
+         --> limits.toml:7:14\n  |\n7 | iterations = 20\n  |              ^^\n  |\n  \
          = valid: at most 19 iterations; raise the limit with `--set-limit iterations=20`"
     );
     let limits = limits_with("scenario_bytes", 100);
@@ -311,7 +311,7 @@ fn limit_errors_read_whole() {
         message,
         format!(
             "error: `limits.toml` is {} bytes, more than the limit of 100 bytes for a scenario \
-             file\n --> limits.toml\n  = valid: a smaller file, or raise the limit with \
+             file\n--> limits.toml\n = valid: a smaller file, or raise the limit with \
              `--set-limit scenario_bytes={}`",
             BASE.len(),
             BASE.len()

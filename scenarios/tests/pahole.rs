@@ -133,7 +133,7 @@ fn an_error_inside_the_listing_names_its_line_and_quotes_no_more_of_it() {
             "error: pahole lists `cached` at offset 12, but the C layout puts it at 8 (`nr_pages` ends at 8): \
              the listing does not match its types (a type of another size or alignment, or an attribute \
              pahole did not print) (in `structs.stock.pahole`)
- --> {}:7:2",
+--> {}:7:2",
             listing_path.display(),
         )
     );

@@ -328,6 +328,7 @@ error: the sweep sets `params.bacth`, but the scenario has no parameter `bacth` 
    |
 40 | params.bacth = [1, 2]
    |        ^^^^^
+   |
    = valid: batch
    = help: did you mean `batch`?
 "#,
@@ -344,6 +345,7 @@ error: in sweep case `structs.countr.fields.value.align=8`, variant `base`: cann
    |
 39 | "structs.countr.fields.value.align" = [8, 64]
    |          ^^^^^^
+   |
    = valid: counter
    = help: did you mean `counter`?
 "#,
@@ -360,6 +362,7 @@ error: `sweep.cpus` is an empty list: a sweep axis needs at least one value
    |
 39 | cpus = []
    |        ^^
+   |
    = valid: a list such as [1, 2, 4], or an integer range such as { from = 1, to = 160, step = "double" } (step: a positive integer, or "double")
 "#,
     );
@@ -375,6 +378,7 @@ error: in sweep case `cpus=161`, variant `base`: 161 CPUs for thread group `work
    |
 39 | cpus = [1, 2, 161]
    |               ^^^
+   |
    = valid: a count from 1 to 160
 "#,
     );
@@ -386,6 +390,7 @@ error: in sweep case `cpus=200`, variant `base`: 200 CPUs for thread group `work
    |
 39 | cpus = { from = 100, to = 200, step = 50 }
    |        ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+   |
    = valid: a count from 1 to 160
 "#,
     );
@@ -401,6 +406,7 @@ error: the scenario has no variant `padde` (in `sweep.variants`)
    |
 39 | variants = ["padde"]
    |             ^^^^^^^
+   |
    = valid: base, padded
    = help: did you mean `padded`?
 "#,
@@ -413,6 +419,7 @@ error: the scenario has no thread group `writers` (in `sweep.group`)
    |
 40 | group = "writers"
    |         ^^^^^^^^^
+   |
    = valid: workers
 "#,
     );
@@ -424,6 +431,7 @@ error: `sweep.placement` says how the `cpus` axis chooses CPUs, but the sweep ha
    |
 39 | placement = "spread"
    |             ^^^^^^^^
+   |
    = valid: add `cpus = [...]` to `[sweep]`, or remove this key
 "#,
     );
@@ -445,6 +453,7 @@ error: expected a list of values or a range for the sweep axis `sweep.params.bat
    |
 39 | params.batch = 4
    |                ^
+   |
    = valid: a list such as [1, 2, 4], or an integer range such as { from = 1, to = 160, step = "double" } (step: a positive integer, or "double")
 "#,
     );
@@ -456,6 +465,7 @@ error: invalid placement "sprad": it is neither `compact` nor `spread`, nor a li
    |
 40 | placement = "sprad"
    |             ^^^^^^^
+   |
    = valid: "compact" (lowest CPU numbers first: the cores of socket 0, then of socket 1, SMT siblings last), "spread" (alternate sockets), or the CPUs in the order to take them, such as "0,40,1,41"
    = help: did you mean `spread`?
 "#,

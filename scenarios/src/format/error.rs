@@ -6,6 +6,8 @@
 //! "did you mean" suggestion. Its [`Display`](fmt::Display) is rustc-like.
 
 use std::fmt;
+
+use annotate_snippets::{AnnotationKind, Element, Level, Origin, Renderer, Snippet};
 use std::ops::Range;
 
 /// The text of one scenario file, with the path as the user typed it.
@@ -183,43 +185,67 @@ fn split_last_segment(key: &str) -> Option<(&str, &str)> {
     }
 }
 
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "error: {}", self.message)?;
-        if !self.message_names_key() {
-            write!(f, " (in `{}`)", self.key)?;
-        }
-        let line_no = self.line.to_string();
-        let pad = " ".repeat(line_no.len());
-        if self.line == 0 {
-            write!(f, "\n{pad}--> {}", self.file)?;
+impl InputError {
+    /// The report as text, rustc-like, laid out by `annotate-snippets`:
+    /// `styled` adds ANSI colours (for a terminal; the binary decides, from
+    /// `NO_COLOR` and whether standard error is a terminal), plain is what
+    /// `Display` gives and what tests compare.
+    pub fn render(&self, styled: bool) -> String {
+        let title = if self.message_names_key() {
+            self.message.clone()
         } else {
-            write!(f, "\n{pad}--> {}:{}:{}", self.file, self.line, self.column)?;
-            if let Some(src) = &self.source_line {
-                write!(f, "\n{pad} |")?;
-                if src.is_empty() {
-                    write!(f, "\n{line_no} |")?;
-                } else {
-                    write!(f, "\n{line_no} | {src}")?;
-                }
-                // Copy tabs so the carets line up in a terminal.
-                let lead: String = src
-                    .chars()
-                    .chain(std::iter::repeat(' '))
-                    .take(self.column.saturating_sub(1))
-                    .map(|c| if c == '\t' { '\t' } else { ' ' })
-                    .collect();
-                let carets = "^".repeat(self.span_len.max(1));
-                write!(f, "\n{pad} | {lead}{carets}")?;
+            format!("{} (in `{}`)", self.message, self.key)
+        };
+        let mut group = Level::ERROR
+            .primary_title(title.as_str())
+            .elements(None::<Element>);
+        match &self.source_line {
+            Some(src) if self.line > 0 => {
+                let start = char_to_byte(src, self.column.saturating_sub(1));
+                let end = char_to_byte(src, self.column.saturating_sub(1) + self.span_len.max(1));
+                group = group.element(
+                    Snippet::source(src.as_str())
+                        .line_start(self.line)
+                        .path(self.file.as_str())
+                        .annotation(AnnotationKind::Primary.span(start..end.max(start))),
+                );
             }
+            _ if self.line > 0 => {
+                group = group.element(
+                    Origin::path(self.file.as_str())
+                        .line(self.line)
+                        .char_column(self.column),
+                );
+            }
+            _ => group = group.element(Origin::path(self.file.as_str())),
         }
         if let Some(valid) = &self.valid {
-            write!(f, "\n{pad} = valid: {valid}")?;
+            group = group.element(Level::NOTE.with_name(Some("valid")).message(valid.as_str()));
         }
+        let help;
         if let Some(suggestion) = &self.suggestion {
-            write!(f, "\n{pad} = help: did you mean `{suggestion}`?")?;
+            help = format!("did you mean `{suggestion}`?");
+            group = group.element(Level::HELP.message(help.as_str()));
         }
-        Ok(())
+        let renderer = if styled {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
+        renderer.render(&[group])
+    }
+}
+
+/// The byte offset of the `chars`-th char of `text` (its length past the end).
+fn char_to_byte(text: &str, chars: usize) -> usize {
+    text.char_indices()
+        .nth(chars)
+        .map_or(text.len(), |(i, _)| i)
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(false))
     }
 }
 
@@ -312,6 +338,7 @@ error: unknown key `alig` in `structs.counter.fields.b`
   |
 3 |     { name = \"b\", type = \"u64\", alig = 64 },
   |                                 ^^^^
+  |
   = valid: name, type, size, align, offset, count
   = help: did you mean `align`?"
         );
@@ -330,8 +357,32 @@ error: unknown machine preset `icelake` (in `machine`)
   |
 1 | machine = \"icelake\"
   |           ^^^^^^^^^
+  |
   = valid: icelake-sp-2s, zen4-1s"
         );
+    }
+
+    #[test]
+    fn styled_report_is_the_plain_one_with_colours() {
+        let src = SourceFile::new("m.toml", "machine = \"icelake\"\n");
+        let err = InputError::at(&src, 10..19, "machine", "unknown machine preset `icelake`")
+            .with_choices("icelake", &["icelake-sp-2s", "zen4-1s"]);
+        let styled = err.render(true);
+        let plain = err.render(false);
+        assert!(styled.contains("\u{1b}["), "{styled:?}");
+        assert!(!plain.contains('\u{1b}'), "{plain:?}");
+        // Taking the escape sequences out leaves the plain text.
+        let mut stripped = String::new();
+        let mut rest = styled.as_str();
+        while let Some(i) = rest.find('\u{1b}') {
+            stripped.push_str(&rest[..i]);
+            let after = &rest[i..];
+            let end = after.find('m').expect("an SGR sequence ends in `m`");
+            rest = &after[end + 1..];
+        }
+        stripped.push_str(rest);
+        assert_eq!(stripped, plain);
+        assert_eq!(err.to_string(), plain);
     }
 
     #[test]
@@ -339,7 +390,7 @@ error: unknown machine preset `icelake` (in `machine`)
         let err = InputError::whole_file("x.toml", "cannot read `x.toml`: gone");
         assert_eq!(
             err.to_string(),
-            "error: cannot read `x.toml`: gone\n --> x.toml"
+            "error: cannot read `x.toml`: gone\n--> x.toml"
         );
     }
 

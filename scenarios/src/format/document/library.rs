@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(
             error,
             "error: library modules `x/a` and `y/b` both define `procedures.shared` (in `use`)\n \
-             --> t.toml:1:15\n  |\n1 | use = [\"x/a\", \"y/b\"]\n  |               ^^^^^\n  \
+             --> t.toml:1:15\n  |\n1 | use = [\"x/a\", \"y/b\"]\n  |               ^^^^^\n  |\n  \
              = valid: use only one of them, or define `procedures.shared` in the scenario, which then wins over both"
         );
     }
