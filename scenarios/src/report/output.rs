@@ -475,35 +475,27 @@ fn record(
     }
 }
 
-/// One CSV field, quoted when it must be (RFC 4180).
 /// A CSV table (a heading row, then `rows`) written by the `csv` crate:
 /// fields quoted only where they must be, `\n` line ends.
 pub fn csv_table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut records: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
+    records.extend(rows.iter().cloned());
+    csv_records(&records)
+}
+
+/// Records written by the `csv` crate, as [`csv_table`] writes them; the
+/// first is the heading.
+pub fn csv_records(records: &[Vec<String>]) -> String {
     let mut w = csv::WriterBuilder::new()
         .terminator(csv::Terminator::Any(b'\n'))
+        .flexible(true)
         .from_writer(Vec::new());
-    // Writing into memory cannot fail but for rows of another length,
-    // which the callers never make; such a row is left out.
-    let _ = w.write_record(header);
-    for row in rows {
-        let _ = w.write_record(row);
+    // Writing into memory cannot fail.
+    for record in records {
+        let _ = w.write_record(record);
     }
     let bytes = w.into_inner().unwrap_or_default();
     String::from_utf8(bytes).unwrap_or_default()
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn csv_line(out: &mut String, fields: &[String]) {
-    let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-    out.push_str(&line.join(","));
-    out.push('\n');
 }
 
 /// A JSON value as a CSV cell: strings bare, the rest as JSON.
@@ -552,11 +544,11 @@ pub const RESULTS_COLUMNS: &[&str] = &[
 /// `results.csv`: `case_index, case_id, variant`, one `axis.NAME` column per
 /// axis, then [`RESULTS_COLUMNS`].
 pub fn results_csv(file: &ResultsFile) -> String {
-    let mut out = String::new();
+    let mut out: Vec<Vec<String>> = Vec::new();
     let mut head: Vec<String> = vec!["case_index".into(), "case_id".into(), "variant".into()];
     head.extend(file.axes.iter().map(|a| format!("axis.{}", a.name)));
     head.extend(RESULTS_COLUMNS.iter().map(|c| c.to_string()));
-    csv_line(&mut out, &head);
+    out.push(head);
     for r in &file.records {
         let mut row: Vec<String> = vec![
             r.case_index.to_string(),
@@ -601,9 +593,9 @@ pub fn results_csv(file: &ResultsFile) -> String {
             r.stall_cycles_per_iteration.to_string(),
             r.store_buffer_stall_cycles.to_string(),
         ]);
-        csv_line(&mut out, &row);
+        out.push(row);
     }
-    out
+    csv_records(&out)
 }
 
 /// Columns of `fields.csv`.
@@ -655,9 +647,9 @@ fn traffic_cells(t: &TrafficRecord) -> [String; 12] {
 /// lines it occupies, space-separated) then a row per line with traffic
 /// (`kind` = `line`).
 pub fn fields_csv(file: &ResultsFile) -> String {
-    let mut out = String::new();
+    let mut out: Vec<Vec<String>> = Vec::new();
     let head: Vec<String> = FIELDS_COLUMNS.iter().map(|c| c.to_string()).collect();
-    csv_line(&mut out, &head);
+    out.push(head);
     for r in &file.records {
         let ids = [
             r.case_index.to_string(),
@@ -679,7 +671,7 @@ pub fn fields_csv(file: &ResultsFile) -> String {
                 String::new(),
             ]);
             row.extend(traffic_cells(&f.traffic));
-            csv_line(&mut out, &row);
+            out.push(row);
         }
         for l in &r.lines {
             let mut row: Vec<String> = ids.to_vec();
@@ -695,10 +687,10 @@ pub fn fields_csv(file: &ResultsFile) -> String {
                 l.fields.join(" "),
             ]);
             row.extend(traffic_cells(&l.traffic));
-            csv_line(&mut out, &row);
+            out.push(row);
         }
     }
-    out
+    csv_records(&out)
 }
 
 /// `results.json`, pretty-printed, with a final newline.

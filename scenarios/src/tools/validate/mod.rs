@@ -146,13 +146,22 @@ fn fmt_pct(pct: f64) -> String {
     format!("{pct:+.1} %")
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
+/// The columns of `validation.csv`.
+pub const VALIDATION_COLUMNS: &[&str] = &[
+    "file",
+    "measured_sku",
+    "preset",
+    "adjustment",
+    "class",
+    "pairs",
+    "measured_median_ns",
+    "simulated_median_ns",
+    "error_pct",
+    "median_abs_error_pct",
+    "within_bound",
+    "status",
+    "note",
+];
 
 impl ValidationReport {
     pub fn render(&self) -> String {
@@ -298,15 +307,16 @@ impl ValidationReport {
     }
 
     pub fn to_csv(&self) -> String {
-        let mut out = String::from(
-            "file,measured_sku,preset,adjustment,class,pairs,measured_median_ns,\
-             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note\n",
-        );
+        let mut records: Vec<Vec<String>> =
+            vec![VALIDATION_COLUMNS.iter().map(|c| c.to_string()).collect()];
         for r in &self.machines {
             let m = r.machine;
-            let head = [m.file, m.sku, m.preset, &r.adjustment]
-                .map(csv_field)
-                .join(",");
+            let head = [m.file, m.sku, m.preset, &r.adjustment].map(str::to_string);
+            let row = |rest: Vec<String>| {
+                let mut row = head.to_vec();
+                row.extend(rest);
+                row
+            };
             match &r.outcome {
                 Outcome::Validated {
                     classes,
@@ -315,40 +325,43 @@ impl ValidationReport {
                     ..
                 } => {
                     for c in classes {
-                        let _ = writeln!(
-                            out,
-                            "{head},{},{},{:.3},{:.3},{:.2},{:.2},{},validated,{}",
-                            csv_field(&c.label),
-                            c.pairs,
-                            c.measured_median_ns,
-                            c.simulated_median_ns,
-                            c.error_pct,
-                            c.median_abs_error_pct,
-                            if c.within_bound() { "yes" } else { "no" },
+                        records.push(row(vec![
+                            c.label.clone(),
+                            c.pairs.to_string(),
+                            format!("{:.3}", c.measured_median_ns),
+                            format!("{:.3}", c.simulated_median_ns),
+                            format!("{:.2}", c.error_pct),
+                            format!("{:.2}", c.median_abs_error_pct),
+                            if c.within_bound() { "yes" } else { "no" }.to_string(),
+                            "validated".to_string(),
                             match (c.within_bound(), c.known_miss) {
-                                (false, Some(why)) => csv_field(&format!("known miss: {why}")),
+                                (false, Some(why)) => format!("known miss: {why}"),
                                 _ => String::new(),
-                            }
-                        );
+                            },
+                        ]));
                     }
-                    let _ = writeln!(
-                        out,
-                        "{head},all pairs,{pairs},,,,{median_abs_error_pct:.2},,validated,"
-                    );
+                    let mut all = vec![String::new(); 9];
+                    all[0] = "all pairs".to_string();
+                    all[1] = pairs.to_string();
+                    all[5] = format!("{median_abs_error_pct:.2}");
+                    all[7] = "validated".to_string();
+                    records.push(row(all));
                 }
                 Outcome::PresetMissing(why) => {
-                    let _ = writeln!(
-                        out,
-                        "{head},,,,,,,,preset not available yet,{}",
-                        csv_field(why)
-                    );
+                    let mut rest = vec![String::new(); 9];
+                    rest[7] = "preset not available yet".to_string();
+                    rest[8] = why.to_string();
+                    records.push(row(rest));
                 }
                 Outcome::Failed(why) => {
-                    let _ = writeln!(out, "{head},,,,,,,,failed,{}", csv_field(why));
+                    let mut rest = vec![String::new(); 9];
+                    rest[7] = "failed".to_string();
+                    rest[8] = why.to_string();
+                    records.push(row(rest));
                 }
             }
         }
-        out
+        crate::report::output::csv_records(&records)
     }
 
     /// The rows of `validation.csv` as JSON: `{"rows": [...]}`, one object
