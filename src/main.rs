@@ -85,6 +85,9 @@ macro_rules! println {
     }};
 }
 
+/// The `--help` heading of the options every subcommand takes.
+const GLOBAL_OPTIONS: &str = "Global options";
+
 #[derive(Parser)]
 #[command(
     name = "bounce",
@@ -94,22 +97,23 @@ macro_rules! println {
 )]
 struct Cli {
     /// Host threads for running variants in parallel, 1 to 256 (results do
-    /// not depend on it; runs in parallel share the memory limit).
-    #[arg(long, global = true, value_name = "N")]
+    /// not depend on it; runs in parallel share the memory limit). Default:
+    /// the number of logical CPUs of the host, or `RAYON_NUM_THREADS` when set.
+    #[arg(long, global = true, value_name = "N", help_heading = GLOBAL_OPTIONS)]
     jobs: Option<usize>,
     /// Raise (or lower) one of the bounds on input size and run length, such
     /// as `--set-limit iterations=2000000000000`; repeatable. `bounce limits`
     /// lists them.
-    #[arg(long, global = true, value_name = "NAME=VALUE")]
+    #[arg(long, global = true, value_name = "NAME=VALUE", help_heading = GLOBAL_OPTIONS)]
     set_limit: Vec<String>,
     /// Let the scenario's pahole imports name files outside its own
     /// directory tree (absolute paths, `..`, symbolic links out of it).
     /// Off by default: a shared scenario is data, not a key to your files.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_OPTIONS)]
     allow_imports_outside: bool,
     /// Overwrite the files named by --svg, --write-variant, --write-scenario
     /// and --csv (without it, an existing file is an error).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_OPTIONS)]
     force: bool,
     #[command(subcommand)]
     command: Command,
@@ -331,6 +335,24 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         write_scenario: Option<PathBuf>,
     },
+    /// Print a shell completion script for bounce.
+    ///
+    /// For example `bounce completions bash >
+    /// ~/.local/share/bash-completion/completions/bounce`, or for zsh a file
+    /// `_bounce` in a directory of `$fpath`.
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
+    /// Print bounce's manual page (roff).
+    ///
+    /// For example `bounce man > bounce.1; man ./bounce.1`; with --dir, write
+    /// bounce.1 and a page per subcommand (bounce-run.1, ...) there.
+    Man {
+        /// Write the pages into this directory (created if missing) instead of printing bounce.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -443,6 +465,14 @@ fn main() -> ExitCode {
             },
         ),
         Command::Limits => show_limits(&inputs.limits),
+        Command::Completions { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "bounce", &mut script);
+            emit(format_args!("{}", String::from_utf8_lossy(&script)));
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => man_pages(dir.as_deref()),
         Command::Import {
             source:
                 ImportSource::Btf {
@@ -569,6 +599,34 @@ impl Inputs {
     fn load(&self, file: &Path) -> Result<LoadedScenario, InputError> {
         load_file_in(file, &self.limits, self.imports)
     }
+}
+
+/// `bounce man`: the manual page of bounce on stdout, or with `dir` the
+/// pages of bounce and of each subcommand written there.
+fn man_pages(dir: Option<&Path>) -> ExitCode {
+    let command = <Cli as clap::CommandFactory>::command();
+    let Some(dir) = dir else {
+        let mut page = Vec::new();
+        if let Err(e) = clap_mangen::Man::new(command).render(&mut page) {
+            eprintln!("error: cannot render the manual page: {e}");
+            return ExitCode::from(EXIT_RUN_FAILED);
+        }
+        emit(format_args!("{}", String::from_utf8_lossy(&page)));
+        return ExitCode::SUCCESS;
+    };
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        eprintln!("error: cannot create `{}`: {e}", dir.display());
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    // Pages name subcommands `bounce-run` etc., as git's do.
+    if let Err(e) = clap_mangen::generate_to(command, dir) {
+        eprintln!(
+            "error: cannot write the manual pages to `{}`: {e}",
+            dir.display()
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    ExitCode::SUCCESS
 }
 
 fn input_error(e: &InputError) -> ExitCode {

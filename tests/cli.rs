@@ -473,3 +473,77 @@ fn limits_are_listed_and_set_by_name() {
         stderr(&o)
     );
 }
+
+#[test]
+fn global_options_have_their_own_heading_and_jobs_states_its_default() {
+    let o = bounce(&["--help"]);
+    assert_exit(&o, 0);
+    let help = stdout(&o);
+    let (commands_part, global_part) = help
+        .split_once("\nGlobal options:\n")
+        .unwrap_or_else(|| panic!("no `Global options:` heading in:\n{help}"));
+    for option in [
+        "--jobs <N>",
+        "--set-limit",
+        "--allow-imports-outside",
+        "--force",
+    ] {
+        assert!(
+            global_part.contains(option),
+            "{option} not under the heading:\n{help}"
+        );
+        assert!(
+            !commands_part.contains(option),
+            "{option} also above it:\n{help}"
+        );
+    }
+    assert!(
+        global_part.contains(
+            "Default: the number of logical CPUs of the host, or `RAYON_NUM_THREADS` when set"
+        ),
+        "{help}"
+    );
+    // A subcommand's help lists them under the same heading.
+    let run_help = stdout(&bounce(&["run", "--help"]));
+    assert!(run_help.contains("\nGlobal options:\n"), "{run_help}");
+}
+
+#[test]
+fn completions_are_printed_for_each_shell_clap_knows() {
+    let bash = bounce(&["completions", "bash"]);
+    assert_exit(&bash, 0);
+    let script = stdout(&bash);
+    assert!(script.contains("complete -F _bounce"), "{script}");
+    for word in ["check-protocol", "--set-limit", "--svg-steps"] {
+        assert!(script.contains(word), "{word} missing from the bash script");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = bounce(&["completions", shell]);
+        assert_exit(&o, 0);
+        assert!(stdout(&o).contains("check-protocol"), "{shell}");
+    }
+    let o = bounce(&["completions", "tcsh"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("[possible values: bash, elvish, fish, powershell, zsh]"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn man_prints_the_page_and_writes_one_per_subcommand() {
+    let o = bounce(&["man"]);
+    assert_exit(&o, 0);
+    let page = stdout(&o);
+    assert!(page.contains(".TH bounce 1"), "{page}");
+    assert!(page.contains(".SH \"GLOBAL OPTIONS\""), "{page}");
+    assert!(page.contains("check\\-protocol"), "{page}");
+    let dir = common::TempDir::new("man");
+    let o = bounce(&["man", "--dir", dir.0.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let run_page = std::fs::read_to_string(dir.0.join("bounce-run.1")).expect("bounce-run.1");
+    assert!(run_page.contains(".TH bounce-run 1"), "{run_page}");
+    assert!(run_page.contains("\\-\\-compact"), "{run_page}");
+    assert!(dir.0.join("bounce.1").exists());
+}
