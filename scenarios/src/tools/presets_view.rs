@@ -368,6 +368,10 @@ fn describe(r: &Resolved, t: &Topology) -> String {
         out,
         "parameters (value, unit, provenance, source; then the note):"
     );
+    let _ = writeln!(
+        out,
+        "  (sources: each tag [Sn] and each `calibration.md §N` is listed in docs/sources.md)"
+    );
     let width = r.params.iter().map(|p| p.key.len()).max().unwrap_or(10);
     let model: Vec<&Param> = r.params.iter().filter(|p| !p.is_informational()).collect();
     let info: Vec<&Param> = r.params.iter().filter(|p| p.is_informational()).collect();
