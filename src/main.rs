@@ -215,6 +215,11 @@ enum Command {
         /// class outside its bound that the calibration does not expect fails.
         #[arg(long)]
         strict: bool,
+        /// Print no progress (by default: a progress bar counting the
+        /// measured machines on a terminal, otherwise a line every few
+        /// seconds, always on stderr).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -240,6 +245,10 @@ enum Command {
         /// keeps them.
         #[arg(long, requires = "svg")]
         svg_no_prefetch: bool,
+        /// With --svg, print no progress (by default: a spinner with the
+        /// elapsed time on a terminal, otherwise a line every few seconds).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Search one struct's field order, cache-line alignments and padding for
     /// the layout with the fewest cycles per iteration over the scenario's sweep.
@@ -267,6 +276,10 @@ enum Command {
         /// Start from this variant instead of the base.
         #[arg(long, value_name = "NAME")]
         variant: Option<String>,
+        /// Print no progress (by default: a spinner counting the simulations
+        /// on a terminal, otherwise a line every few seconds, on stderr).
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Print a struct's layout as pahole does (offsets, sizes, holes,
     /// cache-line boundaries, padding); with --run, each member's loads,
@@ -491,6 +504,7 @@ fn main() -> ExitCode {
             out,
             format,
             strict,
+            quiet,
         } => validate(
             machine,
             data,
@@ -498,6 +512,7 @@ fn main() -> ExitCode {
             out.as_deref(),
             format,
             strict,
+            quiet,
             &inputs.limits,
         ),
         Command::Trace {
@@ -507,6 +522,7 @@ fn main() -> ExitCode {
             svg,
             svg_steps,
             svg_no_prefetch,
+            quiet,
         } => trace(
             &file,
             inputs,
@@ -514,6 +530,7 @@ fn main() -> ExitCode {
             limit,
             svg.as_deref()
                 .map(|p| (p, svg_steps as usize, !svg_no_prefetch)),
+            quiet,
         ),
         Command::Layout {
             file,
@@ -536,6 +553,7 @@ fn main() -> ExitCode {
             max_evaluations,
             write_variant,
             variant,
+            quiet,
         } => optimize(
             &file,
             inputs,
@@ -548,6 +566,7 @@ fn main() -> ExitCode {
                 variant,
             },
             write_variant.as_deref(),
+            quiet,
         ),
         Command::CheckProtocol {
             protocol,
@@ -782,14 +801,17 @@ fn run(
         }
         results
     } else {
-        let progress = progress::Progress::new(cases.len(), quiet);
+        let runs: usize = cases.iter().map(|c| c.variants.len()).sum();
+        let progress = progress::Progress::new(runs, "runs", quiet);
         // Each finished case is kept in --out as it finishes, so that a run
         // cut short can be resumed.
         let keep_failed = std::sync::atomic::AtomicBool::new(false);
         let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
-        let results =
-            scenarios::run::cases::run_cases_reporting(&cases, budget, &|built, result| {
-                progress.case_done();
+        let results = scenarios::run::cases::run_cases_observed(
+            &cases,
+            budget,
+            &|| progress.done_one(),
+            &|built, result| {
                 let Some(dir) = out else { return };
                 let measured = scenarios::run::measured::compare_cases(
                     &loaded,
@@ -809,7 +831,8 @@ fn run(
                     }
                     Err(_) => {}
                 }
-            });
+            },
+        );
         progress.finish();
         results
     };
@@ -1090,6 +1113,7 @@ fn validate(
     out: Option<&Path>,
     format: Format,
     strict: bool,
+    quiet: bool,
     limits: &scenarios::Limits,
 ) -> ExitCode {
     if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
@@ -1100,7 +1124,24 @@ fn validate(
         data_dir: data,
         limits: *limits,
     };
-    let report = match scenarios::tools::validate::validate(&options) {
+    // The progress starts once the matrices are read (a bad one is an
+    // error before any simulation).
+    let progress: std::sync::OnceLock<progress::Progress> = std::sync::OnceLock::new();
+    let report = scenarios::tools::validate::validate_observed(
+        &options,
+        &|machines| {
+            let _ = progress.set(progress::Progress::new(machines, "machines", quiet));
+        },
+        &|| {
+            if let Some(p) = progress.get() {
+                p.done_one();
+            }
+        },
+    );
+    if let Some(p) = progress.into_inner() {
+        p.finish();
+    }
+    let report = match report {
         Ok(r) => r,
         Err(message) => {
             eprintln!("error: {message}");
@@ -1354,6 +1395,7 @@ fn trace(
     variant: Option<&str>,
     limit: usize,
     svg: Option<(&Path, usize, bool)>,
+    quiet: bool,
 ) -> ExitCode {
     if let Some(Err(code)) = svg.map(|(path, _, _)| refuse_existing(path)) {
         return code;
@@ -1381,10 +1423,14 @@ fn trace(
     if svg.is_some_and(|s| !s.2) {
         timeline = timeline.without_prefetches();
     }
+    // A long run drawn as a timeline shows that it is still going.
+    let progress = progress::Progress::open_ended("runs", quiet || svg.is_none());
     let result = {
         let mut probes = sim_core::probe::Probes(vec![&mut probe, &mut timeline]);
         sim_core::engine::run(config, &mut probes)
     };
+    progress.done_one();
+    progress.finish();
     for line in probe.lines() {
         println!("{line}");
     }
@@ -1442,6 +1488,7 @@ fn optimize(
     inputs: &Inputs,
     options: scenarios::tools::optimize::OptimizeOptions,
     write_variant: Option<&Path>,
+    quiet: bool,
 ) -> ExitCode {
     if let Some(Err(code)) = write_variant.map(refuse_existing) {
         return code;
@@ -1450,7 +1497,11 @@ fn optimize(
         Ok(l) => l,
         Err(e) => return input_error(&e),
     };
-    let report = match scenarios::tools::optimize::optimize(&loaded, &options) {
+    let progress = progress::Progress::open_ended("runs", quiet);
+    let report =
+        scenarios::tools::optimize::optimize_observed(&loaded, &options, &|| progress.done_one());
+    progress.finish();
+    let report = match report {
         Ok(r) => r,
         Err(message) => {
             eprintln!("error: {message}");

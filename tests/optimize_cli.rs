@@ -84,3 +84,28 @@ fn bad_input_is_exit_2_with_the_valid_names() {
     let o = bounce(&["optimize", MIXED, "--struct", "conn", "--top", "0"]);
     assert_exit(&o, 2);
 }
+
+#[test]
+fn a_struct_with_no_traffic_is_said_to_have_none_instead_of_searched() {
+    let mixed = std::fs::read_to_string(root().join(MIXED)).unwrap();
+    let dir = TempDir::new("idle");
+    let file = dir.0.join("idle.toml");
+    // A struct with an instance that no script touches.
+    let text_with_idle = format!(
+        "{mixed}\n[structs.idle]\nfields = [{{ name = \"a\", type = \"u64\" }}, {{ name = \"b\", type = \"u64\" }}]\n\n[instances.spare]\nstruct = \"idle\"\nkind = \"global\"\n"
+    );
+    std::fs::write(&file, text_with_idle).unwrap();
+    let path = file.to_str().unwrap();
+    let o = bounce(&["optimize", path, "--struct", "idle", "--quiet"]);
+    assert_exit(&o, 2);
+    assert_eq!(text(&o.stdout), "");
+    assert_eq!(
+        text(&o.stderr),
+        format!(
+            "error: struct `idle` has no traffic in the base of `{path}`: no thread loads, \
+             stores or updates any of its fields in any case, so every layout costs the same; \
+             nothing to optimize (choose a struct the scripts use: `bounce layout {path} --run` \
+             shows each member's traffic)\n"
+        )
+    );
+}

@@ -602,3 +602,35 @@ fn progress_never_goes_to_stdout() {
     // Not a terminal, and quicker than the interval between progress lines.
     assert_eq!(stderr(&chatty), "");
 }
+
+/// Off a terminal, progress is a line on stderr at a fixed interval that
+/// counts runs (variants x cases), whether or not a run ended meanwhile;
+/// stdout is the same bytes as with `--quiet`.
+#[test]
+fn progress_off_a_terminal_is_a_line_at_a_fixed_interval_counting_runs() {
+    let file = "scenarios/shipped/contended-counter-sweep.toml";
+    let with_lines = std::process::Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(["run", file])
+        .current_dir(common::root())
+        .env("BOUNCE_PROGRESS_INTERVAL_MS", "100")
+        .output()
+        .expect("run bounce");
+    common::assert_exit(&with_lines, 0);
+    let quiet = common::bounce(&["run", "--quiet", file]);
+    common::assert_exit(&quiet, 0);
+    assert_eq!(
+        with_lines.stdout, quiet.stdout,
+        "progress changed the results"
+    );
+    assert_eq!(common::stderr(&quiet), "");
+    let err = common::stderr(&with_lines);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines.len() >= 2, "{err}");
+    for line in &lines {
+        assert!(line.starts_with("bounce: "), "{line}");
+        assert!(line.contains("/130 runs done"), "{line}");
+        assert!(!line.contains("0.0 runs/s"), "{line}");
+    }
+    // The first line can come before any run ends; later ones estimate.
+    assert!(err.contains("left"), "{err}");
+}

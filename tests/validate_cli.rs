@@ -39,7 +39,7 @@ impl Drop for TempPath {
 
 #[test]
 fn validate_icelake_prints_the_table_and_succeeds() {
-    let o = bounce(&["validate", "--machine", "icelake-sp-2s"]);
+    let o = bounce(&["validate", "--quiet", "--machine", "icelake-sp-2s"]);
     assert_exit(&o, 0);
     let out = stdout(&o);
     for needle in [
@@ -185,4 +185,21 @@ fn validate_out_writes_the_table_and_the_charts() {
             "{name} differs between runs"
         );
     }
+}
+
+#[test]
+fn validate_shows_progress_counting_machines_off_a_terminal() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_bounce"))
+        .args(["validate", "--machine", "icelake-sp-2s"])
+        .current_dir(common::root())
+        .env("BOUNCE_PROGRESS_INTERVAL_MS", "20")
+        .output()
+        .expect("run bounce");
+    assert_exit(&o, 0);
+    let err = stderr(&o);
+    assert!(err.starts_with("bounce: "), "{err}");
+    assert!(err.lines().all(|l| l.contains("/2 machines done")), "{err}");
+    let quiet = bounce(&["validate", "--quiet", "--machine", "icelake-sp-2s"]);
+    assert_eq!(o.stdout, quiet.stdout);
+    assert_eq!(stderr(&quiet), "");
 }

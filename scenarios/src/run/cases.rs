@@ -163,6 +163,18 @@ pub fn run_cases_reporting(
     budget_bytes: u64,
     case_done: &(dyn Fn(&BuiltCase, &CaseResult) + Sync),
 ) -> Vec<CaseResult> {
+    run_cases_observed(cases, budget_bytes, &|| {}, case_done)
+}
+
+/// [`run_cases_reporting`], also calling `run_done` (from any thread) each
+/// time one run (a variant of a case) finishes, before its case's
+/// `case_done`: what a progress display counts.
+pub fn run_cases_observed(
+    cases: &[BuiltCase],
+    budget_bytes: u64,
+    run_done: &(dyn Fn() + Sync),
+    case_done: &(dyn Fn(&BuiltCase, &CaseResult) + Sync),
+) -> Vec<CaseResult> {
     type Slot = Mutex<Option<Result<VariantResult, VariantFailure>>>;
     let budget = MemoryBudget::new(budget_bytes);
     let remaining: Vec<AtomicUsize> = cases
@@ -212,6 +224,7 @@ pub fn run_cases_reporting(
         *slots[k]
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(r);
+        run_done();
         if remaining[i].fetch_sub(1, Ordering::AcqRel) == 1 {
             case_done(&cases[i], &case_result(i, false));
         }

@@ -43,7 +43,7 @@ use crate::format::error::closest;
 use crate::format::schema::{FieldDef, FieldShape, ScenarioDoc, StructDef};
 use crate::format::LoadedScenario;
 use crate::run::budget::MemoryBudget;
-use crate::run::cases::{build_cases, run_budget_bytes, run_cases};
+use crate::run::cases::{build_cases, run_budget_bytes, run_cases_observed};
 use crate::run::results::run_variant;
 
 /// What to optimise and within which limits.
@@ -274,6 +274,8 @@ struct Search<'a> {
     candidates: usize,
     over_budget: usize,
     failed: usize,
+    /// Called as each simulation of a candidate finishes (from any thread).
+    run_done: &'a (dyn Fn() + Sync),
 }
 
 impl Search<'_> {
@@ -356,10 +358,12 @@ impl Search<'_> {
             .par_iter()
             .map(|(_, b)| {
                 let _memory = budget.admit(b.run_bytes);
-                run_variant(b)
+                let cycles = run_variant(b)
                     .ok()
                     .map(|r| r.iteration_cycles.mean())
-                    .filter(|c| *c > 0.0)
+                    .filter(|c| *c > 0.0);
+                (self.run_done)();
+                cycles
             })
             .collect();
         let mut at = 0;
@@ -463,6 +467,16 @@ pub fn optimize(
     loaded: &LoadedScenario,
     options: &OptimizeOptions,
 ) -> Result<OptimizeReport, String> {
+    optimize_observed(loaded, options, &|| {})
+}
+
+/// [`optimize`], calling `run_done` (from any thread) as each simulation
+/// finishes, the base's and the candidates': what a progress display counts.
+pub fn optimize_observed(
+    loaded: &LoadedScenario,
+    options: &OptimizeOptions,
+    run_done: &(dyn Fn() + Sync),
+) -> Result<OptimizeReport, String> {
     let path = &loaded.source.path;
     let start = match &options.variant {
         None => 0,
@@ -549,7 +563,12 @@ pub fn optimize(
         .first()
         .and_then(|c| c.variants.first())
         .map_or(64, |b| b.config.memory.line_size_bytes);
-    let results = run_cases(&cases, run_budget_bytes(loaded, &cases), &|| {});
+    let results = run_cases_observed(
+        &cases,
+        run_budget_bytes(loaded, &cases),
+        run_done,
+        &|_, _| {},
+    );
     let mut traffic = vec![0.0; names.len()];
     let mut access = vec![(0u64, 0u64, 0u64); names.len()];
     let mut base_cycles = Vec::new();
@@ -604,6 +623,21 @@ pub fn optimize(
             traffic_per_iteration: traffic[k],
         })
         .collect();
+    // No layout can change the cost of a struct nothing touches: say so
+    // rather than simulate hundreds of layouts that all tie with the base.
+    if fields.iter().all(|f| f.class == TrafficClass::Untouched) {
+        let variant = match &options.variant {
+            Some(v) => format!("variant `{v}`"),
+            None => "the base".to_string(),
+        };
+        return Err(format!(
+            "struct `{}` has no traffic in {variant} of `{path}`: no thread loads, stores or \
+             updates any of its fields in any case, so every layout costs the same; nothing \
+             to optimize (choose a struct the scripts use: `bounce layout {path} --run` shows \
+             each member's traffic)",
+            options.struct_name
+        ));
+    }
     let size_in = |b: &BuiltVariant| {
         b.config
             .memory
@@ -661,6 +695,7 @@ pub fn optimize(
         candidates: 0,
         over_budget: 0,
         failed: 0,
+        run_done,
     };
     let base_size = size_in(&cases[0].variants[start]);
     let base = Evaluated {

@@ -736,6 +736,18 @@ pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> Machine
 /// Runs the validation; an error is bad input (unknown machine, unreadable
 /// data) and says what would be valid.
 pub fn validate(options: &ValidateOptions) -> Result<ValidationReport, String> {
+    validate_observed(options, &|_| {}, &|| {})
+}
+
+/// [`validate`], telling `machines` how many measured machines will be
+/// simulated once their matrices are read, and calling `machine_done` (from
+/// any thread) as each one's simulations finish: what a progress display
+/// counts.
+pub fn validate_observed(
+    options: &ValidateOptions,
+    machines: &(dyn Fn(usize) + Sync),
+    machine_done: &(dyn Fn() + Sync),
+) -> Result<ValidationReport, String> {
     let selected = select(options.machine.as_deref())?;
     let data_dir = find_data_dir(options.data_dir.as_deref())?;
     // Read (and check) every matrix first: a bad file is bad input, whatever
@@ -745,10 +757,18 @@ pub fn validate(options: &ValidateOptions) -> Result<ValidationReport, String> {
         .map(|m| read_matrix(&data_dir, m, options.limits.data_file_bytes))
         .collect();
     let matrices = read.into_iter().collect::<Result<Vec<Matrix>, String>>()?;
-    let machines = selected
+    machines(selected.len());
+    let reports = selected
         .par_iter()
         .zip(matrices.par_iter())
-        .map(|(m, matrix)| validate_machine(m, matrix))
+        .map(|(m, matrix)| {
+            let report = validate_machine(m, matrix);
+            machine_done();
+            report
+        })
         .collect();
-    Ok(ValidationReport { data_dir, machines })
+    Ok(ValidationReport {
+        data_dir,
+        machines: reports,
+    })
 }
