@@ -249,6 +249,10 @@ enum Command {
         /// elapsed time on a terminal, otherwise a line every few seconds).
         #[arg(long, short)]
         quiet: bool,
+        /// For a sweep: trace this case (its id as `bounce check` prints it,
+        /// e.g. `cpus=8`, or its index); without it, the scenario as written.
+        #[arg(long, value_name = "ID")]
+        case: Option<String>,
     },
     /// Search one struct's field order, cache-line alignments and padding for
     /// the layout with the fewest cycles per iteration over the scenario's sweep.
@@ -280,6 +284,10 @@ enum Command {
         /// on a terminal, otherwise a line every few seconds, on stderr).
         #[arg(long, short)]
         quiet: bool,
+        /// For a sweep: optimize for this case alone (its id, e.g. `cpus=8`,
+        /// or its index); without it, over every case.
+        #[arg(long, value_name = "ID")]
+        case: Option<String>,
     },
     /// Print a struct's layout as pahole does (offsets, sizes, holes,
     /// cache-line boundaries, padding); with --run, each member's loads,
@@ -296,6 +304,10 @@ enum Command {
         /// Run the variant and show each member's traffic.
         #[arg(long)]
         run: bool,
+        /// For a sweep: this case (its id, e.g. `cpus=8`, or its index);
+        /// without it, the scenario as written.
+        #[arg(long, value_name = "ID")]
+        case: Option<String>,
     },
     /// Print a struct as a scenario's `[structs.NAME]` table, read from where
     /// the kernel describes it.
@@ -523,6 +535,7 @@ fn main() -> ExitCode {
             svg_steps,
             svg_no_prefetch,
             quiet,
+            case,
         } => trace(
             &file,
             inputs,
@@ -531,18 +544,21 @@ fn main() -> ExitCode {
             svg.as_deref()
                 .map(|p| (p, svg_steps as usize, !svg_no_prefetch)),
             quiet,
+            case.as_deref(),
         ),
         Command::Layout {
             file,
             struct_name,
             variant,
             run,
+            case,
         } => layout(
             &file,
             inputs,
             struct_name.as_deref(),
             variant.as_deref(),
             run,
+            case.as_deref(),
         ),
         Command::Optimize {
             file,
@@ -554,6 +570,7 @@ fn main() -> ExitCode {
             write_variant,
             variant,
             quiet,
+            case,
         } => optimize(
             &file,
             inputs,
@@ -567,6 +584,7 @@ fn main() -> ExitCode {
             },
             write_variant.as_deref(),
             quiet,
+            case.as_deref(),
         ),
         Command::CheckProtocol {
             protocol,
@@ -1245,62 +1263,152 @@ operations, and at most events / 10^6 s more. Lower `operations` (and
 `events`) for untrusted scenarios.
 ";
 
+/// What `check` reports of one built variant: its row of `--format csv`.
+fn check_row(b: &BuiltVariant) -> [serde_json::Value; 5] {
+    let c = &b.config;
+    [
+        b.name.clone().into(),
+        c.topology.spec.name.clone().into(),
+        c.topology.cpu_count().into(),
+        c.threads.len().into(),
+        c.memory.unit_count().into(),
+    ]
+}
+
+const CHECK_COLUMNS: [&str; 5] = [
+    "variant",
+    "machine",
+    "machine_cpus",
+    "running_cpus",
+    "memory_lines",
+];
+
+/// A JSON value as a CSV cell: strings bare, numbers as JSON writes them,
+/// null empty.
+fn json_cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
+    // The file's own documents first, so that an error of the file is
+    // reported as such rather than as the first case's.
     let (loaded, built) = match load_and_build(file, inputs, BuildOptions::default()) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let columns = [
-        "variant",
-        "machine",
-        "machine_cpus",
-        "running_cpus",
-        "memory_lines",
-    ];
-    let rows: Vec<[serde_json::Value; 5]> = built
+    let as_written: Vec<[serde_json::Value; 5]> = built.iter().map(check_row).collect();
+    let names: Vec<String> = built.iter().map(|b| b.name.clone()).collect();
+    // The variants built above go before the cases are built: the cases
+    // hold their own, and both at once would double what the build checked
+    // against the memory bound.
+    drop(built);
+    // Every case is built, so each case's machine and CPUs are checked.
+    let cases = match scenarios::run::cases::build_cases(&loaded, BuildOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return input_error(&e),
+    };
+    let case_rows: Vec<(usize, String, Vec<[serde_json::Value; 5]>)> = cases
         .iter()
-        .map(|b| {
-            let c = &b.config;
-            [
-                b.name.clone().into(),
-                c.topology.spec.name.clone().into(),
-                c.topology.cpu_count().into(),
-                c.threads.len().into(),
-                c.memory.unit_count().into(),
-            ]
+        .map(|c| {
+            (
+                c.index,
+                c.id.clone(),
+                c.variants.iter().map(check_row).collect(),
+            )
         })
         .collect();
+    let mut machines: Vec<(String, u32, usize)> = Vec::new();
+    for c in &cases {
+        if let Some(b) = c.variants.first() {
+            let name = &b.config.topology.spec.name;
+            match machines.iter_mut().find(|m| &m.0 == name) {
+                Some(m) => m.2 += 1,
+                None => machines.push((name.clone(), b.config.topology.cpu_count(), 1)),
+            }
+        }
+    }
+    let variants_per_case = cases.first().map_or(0, |c| c.variants.len());
+    let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
+    let estimates = scenarios::run::estimate::estimate_cases(&cases, budget);
+    let case_count = cases.len();
+    drop(cases);
+    let axes: Vec<(String, Vec<String>)> = loaded.sweep.as_ref().map_or_else(Vec::new, |s| {
+        s.axes
+            .iter()
+            .map(|a| {
+                (
+                    a.name.clone(),
+                    a.values.iter().map(|v| v.to_string()).collect(),
+                )
+            })
+            .collect()
+    });
+    let estimate_of = |index: usize| estimates.iter().find(|e| e.index == index);
     match format {
         Format::Text => {}
         Format::Csv => {
-            let cells: Vec<Vec<String>> = rows
-                .iter()
-                .map(|r| {
-                    r.iter()
-                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                        .collect()
-                })
-                .collect();
+            let mut columns = vec!["case_index", "case_id"];
+            columns.extend(CHECK_COLUMNS);
+            columns.extend(["case_events_estimate", "case_memory_ops_estimate"]);
+            let mut cells: Vec<Vec<String>> = Vec::new();
+            for (index, id, rows) in &case_rows {
+                let e = estimate_of(*index);
+                for r in rows {
+                    let mut row = vec![index.to_string(), id.clone()];
+                    row.extend(r.iter().map(json_cell));
+                    row.push(
+                        e.and_then(|e| e.events)
+                            .map_or(String::new(), |n| n.to_string()),
+                    );
+                    row.push(
+                        e.and_then(|e| e.memory_ops)
+                            .map_or(String::new(), |n| n.to_string()),
+                    );
+                    cells.push(row);
+                }
+            }
             print!("{}", scenarios::report::output::csv_table(&columns, &cells));
             return ExitCode::SUCCESS;
         }
         Format::Json => {
-            let variants: Vec<serde_json::Value> = rows
+            let object = |r: &[serde_json::Value; 5]| {
+                serde_json::Value::Object(
+                    CHECK_COLUMNS
+                        .iter()
+                        .zip(r)
+                        .map(|(k, v)| (k.to_string(), v.clone()))
+                        .collect(),
+                )
+            };
+            let cases_json: Vec<serde_json::Value> = case_rows
                 .iter()
-                .map(|r| {
-                    serde_json::Value::Object(
-                        columns
-                            .iter()
-                            .zip(r)
-                            .map(|(k, v)| (k.to_string(), v.clone()))
-                            .collect(),
-                    )
+                .map(|(index, id, rows)| {
+                    let e = estimate_of(*index);
+                    serde_json::json!({
+                        "case_index": index,
+                        "case_id": id,
+                        "variants": rows.iter().map(object).collect::<Vec<_>>(),
+                        "events_estimate": e.and_then(|e| e.events),
+                        "memory_ops_estimate": e.and_then(|e| e.memory_ops),
+                        "estimate_failure": e.and_then(|e| e.failure.clone()),
+                    })
                 })
                 .collect();
             let doc = serde_json::json!({
                 "file": file.display().to_string(),
                 "scenario": loaded.base.doc.name,
-                "variants": variants,
+                "variants": as_written.iter().map(object).collect::<Vec<_>>(),
+                "axes": axes
+                    .iter()
+                    .map(|(name, values)| serde_json::json!({"name": name, "values": values}))
+                    .collect::<Vec<_>>(),
+                "runs": case_count * variants_per_case,
+                "estimate_probe_cycles": scenarios::run::estimate::PROBE_CYCLES,
+                "cases": cases_json,
             });
             println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
             return ExitCode::SUCCESS;
@@ -1310,41 +1418,55 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
         "{}: ok: scenario `{}`, {} variant(s): {}",
         file.display(),
         loaded.base.doc.name,
-        built.len(),
-        built
-            .iter()
-            .map(|b| b.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
+        names.len(),
+        names.join(", ")
     );
-    for b in &built {
-        let c = &b.config;
-        let running = c.threads.len();
+    for r in &as_written {
+        let running = r[3].as_u64().unwrap_or(0);
         println!(
             "  {}: {} ({} CPUs), {running} running CPU{}, {} lines of memory",
-            b.name,
-            c.topology.spec.name,
-            c.topology.cpu_count(),
+            json_cell(&r[0]),
+            json_cell(&r[1]),
+            r[2],
             if running == 1 { "" } else { "s" },
-            c.memory.unit_count()
+            r[4]
         );
     }
-    // What a run costs, to size a job array with. The variants built above
-    // go first: the cases hold their own, and both at once would double
-    // what the build checked against the memory bound.
-    drop(built);
-    let cases = match scenarios::run::cases::build_cases(&loaded, BuildOptions::default()) {
-        Ok(c) => c,
-        Err(e) => return input_error(&e),
-    };
-    let variants = cases.first().map_or(0, |c| c.variants.len());
+    if !axes.is_empty() {
+        // Long axes show their ends; `--format csv` lists every case.
+        let shown = |values: &[String]| {
+            if values.len() <= 6 {
+                values.join(", ")
+            } else {
+                format!(
+                    "{}, ..., {}",
+                    values[..3].join(", "),
+                    values[values.len() - 2..].join(", ")
+                )
+            }
+        };
+        println!(
+            "  sweep: {case_count} case(s) over {} ax{}: {}",
+            axes.len(),
+            if axes.len() == 1 { "is" } else { "es" },
+            axes.iter()
+                .map(|(name, values)| format!("{name} ({}: {})", values.len(), shown(values)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        println!(
+            "  machines: {} (each case built and checked on its machine)",
+            machines
+                .iter()
+                .map(|(name, cpus, n)| format!("{name} ({cpus} CPUs) in {n} case(s)"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     println!(
-        "  runs: {} case(s) x {variants} variant(s) = {} run(s)",
-        cases.len(),
-        cases.len() * variants
+        "  runs: {case_count} case(s) x {variants_per_case} variant(s) = {} run(s)",
+        case_count * variants_per_case
     );
-    let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
-    let estimates = scenarios::run::estimate::estimate_cases(&cases, budget);
     let counted: Vec<(u64, u64, &str)> = estimates
         .iter()
         .filter_map(|e| Some((e.events?, e.memory_ops?, e.id.as_str())))
@@ -1359,7 +1481,7 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
             "estimated from the first {} simulated cycles of each run",
             si(scenarios::run::estimate::PROBE_CYCLES as f64)
         );
-        if cases.len() == 1 {
+        if case_count == 1 {
             println!(
                 "  cost: about {} events and {} memory operations ({how})",
                 si(events as f64),
@@ -1396,11 +1518,12 @@ fn trace(
     limit: usize,
     svg: Option<(&Path, usize, bool)>,
     quiet: bool,
+    case: Option<&str>,
 ) -> ExitCode {
     if let Some(Err(code)) = svg.map(|(path, _, _)| refuse_existing(path)) {
         return code;
     }
-    let (loaded, built, chosen) = match load_variant(file, inputs, variant) {
+    let (loaded, built, chosen) = match load_variant(file, inputs, variant, case) {
         Ok(x) => x,
         Err(code) => return code,
     };
@@ -1489,6 +1612,7 @@ fn optimize(
     options: scenarios::tools::optimize::OptimizeOptions,
     write_variant: Option<&Path>,
     quiet: bool,
+    case: Option<&str>,
 ) -> ExitCode {
     if let Some(Err(code)) = write_variant.map(refuse_existing) {
         return code;
@@ -1496,6 +1620,11 @@ fn optimize(
     let loaded = match inputs.load(file) {
         Ok(l) => l,
         Err(e) => return input_error(&e),
+    };
+    // Without --case the search is over every case of the sweep.
+    let loaded = match select_case(loaded, case, false) {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     let progress = progress::Progress::open_ended("runs", quiet);
     let report =
@@ -1518,6 +1647,76 @@ fn optimize(
     ExitCode::SUCCESS
 }
 
+/// `--case ID`: the scenario narrowed to one case of its sweep (named by its
+/// id, as `bounce check` and results.csv print it, or by its index), its
+/// documents then being the base and the variants as that case runs them.
+/// Without `--case`, a sweep is left whole; `note` then says on stderr that
+/// the command shows the scenario as written, without its sweep.
+fn select_case(
+    mut loaded: LoadedScenario,
+    case: Option<&str>,
+    note: bool,
+) -> Result<LoadedScenario, ExitCode> {
+    let path = loaded.source.path.clone();
+    let Some(wanted) = case else {
+        if note && loaded.sweep.is_some() {
+            eprintln!(
+                "note: `{path}` sweeps {} case(s); this is the scenario as written, without its \
+                 sweep (--case ID picks one, e.g. --case '{}')",
+                loaded.cases.len(),
+                loaded.cases.first().map_or("", |c| c.id.as_str())
+            );
+        }
+        return Ok(loaded);
+    };
+    if loaded.sweep.is_none() {
+        eprintln!(
+            "error: --case {wanted}: `{path}` has no [sweep]; --case picks one of a sweep's cases"
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    let found = loaded
+        .cases
+        .iter()
+        .position(|c| c.id == wanted)
+        .or_else(|| {
+            let index: usize = wanted.parse().ok()?;
+            loaded.cases.iter().position(|c| c.index == index)
+        });
+    let Some(found) = found else {
+        let ids: Vec<&str> = loaded.cases.iter().map(|c| c.id.as_str()).collect();
+        let hint = scenarios::format::error::closest(wanted, &ids)
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        const SHOWN: usize = 8;
+        let mut listed = ids
+            .iter()
+            .take(SHOWN)
+            .map(|id| format!("`{id}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if ids.len() > SHOWN {
+            listed.push_str(&format!(
+                ", ... ({} in all; `bounce check {path} --format csv` lists them)",
+                ids.len()
+            ));
+        }
+        eprintln!(
+            "error: --case {wanted}: `{path}` has no such case{hint}; its cases (by id, or by index 0 to {}): {listed}",
+            ids.len() - 1
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    };
+    let case = loaded.cases.swap_remove(found);
+    let mut documents = case.variants.clone().into_iter();
+    if let Some(first) = documents.next() {
+        loaded.base = first;
+        loaded.variants = documents.collect();
+    }
+    loaded.cases = vec![case];
+    Ok(loaded)
+}
+
 /// Loads and builds the scenario, and picks the variant named `variant`
 /// (the base when `None`): the scenario, its built variants and the
 /// chosen one's index, or an error naming the variants there are.
@@ -1525,8 +1724,11 @@ fn load_variant(
     file: &Path,
     inputs: &Inputs,
     variant: Option<&str>,
+    case: Option<&str>,
 ) -> Result<(LoadedScenario, Vec<BuiltVariant>, usize), ExitCode> {
-    let (loaded, built) = load_and_build(file, inputs, BuildOptions::default())?;
+    let loaded = inputs.load(file).map_err(|e| input_error(&e))?;
+    let loaded = select_case(loaded, case, true)?;
+    let built = build_all(&loaded, BuildOptions::default()).map_err(|e| input_error(&e))?;
     let Some(name) = variant else {
         return Ok((loaded, built, 0));
     };
@@ -1553,9 +1755,10 @@ fn layout(
     struct_name: Option<&str>,
     variant: Option<&str>,
     run: bool,
+    case: Option<&str>,
 ) -> ExitCode {
     use scenarios::tools::layout_view::{laid_out_structs, render_struct, struct_traffic};
-    let (loaded, built, chosen) = match load_variant(file, inputs, variant) {
+    let (loaded, built, chosen) = match load_variant(file, inputs, variant, case) {
         Ok(x) => x,
         Err(code) => return code,
     };

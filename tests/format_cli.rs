@@ -95,10 +95,11 @@ fn check_as_csv_and_json() {
     assert_exit(&o, 0);
     assert_eq!(
         stdout(&o),
-        "variant,machine,machine_cpus,running_cpus,memory_lines\n\
-         smt-siblings,icelake-sp-2s,160,2,2\n\
-         same-socket,icelake-sp-2s,160,2,2\n\
-         cross-socket,icelake-sp-2s,160,2,2\n"
+        "case_index,case_id,variant,machine,machine_cpus,running_cpus,memory_lines,\
+         case_events_estimate,case_memory_ops_estimate\n\
+         0,,smt-siblings,icelake-sp-2s,160,2,2,10211,6141\n\
+         0,,same-socket,icelake-sp-2s,160,2,2,10211,6141\n\
+         0,,cross-socket,icelake-sp-2s,160,2,2,10211,6141\n"
     );
     let o = bounce(&["check", file, "--format", "json"]);
     assert_exit(&o, 0);
@@ -170,4 +171,53 @@ fn validate_as_csv_and_json() {
     assert_eq!(miss["within_bound"], false);
     assert!(miss["note"].as_str().unwrap().starts_with("known miss: "));
     assert!(miss["error_pct"].as_f64().unwrap() < -30.0);
+}
+
+#[test]
+fn check_on_a_sweep_reports_its_axes_cases_machines_and_cost() {
+    let file = "scenarios/shipped/contended-counter-sweep.toml";
+    let o = bounce(&["check", file]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "\n  sweep: 130 case(s) over 2 axes: machine (10: icelake-sp-2s, cascadelake-sp-2s, \
+             cascadelake-sp-4s, ..., bergamo-1s, bergamo-2s); cpus (13: 1, 2, 4, ..., 112, all)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  machines: icelake-sp-2s (160 CPUs) in 13 case(s), cascadelake-sp-2s (112 CPUs) in 13 case(s),"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  runs: 130 case(s) x 1 variant(s) = 130 run(s)\n"),
+        "{text}"
+    );
+    // CSV: a row per case and variant, each with the case's estimate.
+    let o = bounce(&["check", file, "--format", "csv"]);
+    assert_exit(&o, 0);
+    let csv = stdout(&o);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 130, "{csv}");
+    assert!(
+        rows[129].starts_with("129,\"machine=bergamo-2s,cpus=all\",base,bergamo-2s,512,512,1,"),
+        "{}",
+        rows[129]
+    );
+    assert!(
+        rows.iter().all(|r| !r.ends_with(",,")),
+        "every case has an estimate"
+    );
+    // JSON: the axes, the cases with their variants and estimates.
+    let o = bounce(&["check", file, "--format", "json"]);
+    assert_exit(&o, 0);
+    let doc = json(&o);
+    assert_eq!(doc["axes"][1]["name"], "cpus");
+    assert_eq!(doc["axes"][1]["values"][12], "all");
+    assert_eq!(doc["runs"], 130);
+    assert_eq!(doc["cases"].as_array().unwrap().len(), 130);
+    assert_eq!(doc["cases"][129]["case_id"], "machine=bergamo-2s,cpus=all");
+    assert_eq!(doc["cases"][129]["variants"][0]["running_cpus"], 512);
+    assert!(doc["cases"][129]["events_estimate"].as_u64().unwrap() > 0);
 }

@@ -634,3 +634,89 @@ fn progress_off_a_terminal_is_a_line_at_a_fixed_interval_counting_runs() {
     // The first line can come before any run ends; later ones estimate.
     assert!(err.contains("left"), "{err}");
 }
+
+/// `--case ID` makes trace, layout --run and optimize look at one case of a
+/// sweep (by id or index); without it they say they show the scenario as
+/// written; a wrong id is exit 2 with the nearest and the cases.
+#[test]
+fn case_picks_one_case_of_a_sweep_for_trace_layout_and_optimize() {
+    let file = "scenarios/shipped/contended-counter-sweep.toml";
+    let o = bounce(&[
+        "trace",
+        file,
+        "--limit",
+        "1",
+        "--case",
+        "machine=bergamo-2s,cpus=8",
+    ]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o)
+            .starts_with("trace of `contended-counter-sweep` variant `base` on bergamo-2s (MOESI"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(stderr(&o), "");
+    let unswept = bounce(&["trace", file, "--limit", "1"]);
+    assert_exit(&unswept, 0);
+    assert!(
+        stdout(&unswept).contains("on icelake-sp-2s"),
+        "{}",
+        stdout(&unswept)
+    );
+    assert_eq!(
+        stderr(&unswept),
+        "note: `scenarios/shipped/contended-counter-sweep.toml` sweeps 130 case(s); this is the \
+         scenario as written, without its sweep (--case ID picks one, e.g. --case \
+         'machine=icelake-sp-2s,cpus=1')\n"
+    );
+    // By index: case 5 is icelake-sp-2s with 28 CPUs.
+    let o = bounce(&["layout", file, "--run", "--case", "5"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("on 28 CPUs"), "{}", stdout(&o));
+    let o = bounce(&[
+        "layout",
+        file,
+        "--run",
+        "--case",
+        "machine=icelake-sp-2s,cpus=28",
+    ]);
+    assert!(stdout(&o).contains("on 28 CPUs"), "{}", stdout(&o));
+    // optimize for one case: its base is that case's.
+    let o = bounce(&[
+        "optimize",
+        file,
+        "--struct",
+        "counter",
+        "--case",
+        "machine=epyc-milan-2s,cpus=4",
+        "--quiet",
+        "--max-evaluations",
+        "4",
+    ]);
+    assert_exit(&o, 0);
+    // Wrong ids.
+    let o = bounce(&["trace", file, "--case", "machine=bergamo-2s,cpus=9"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(
+            "error: --case machine=bergamo-2s,cpus=9: `scenarios/shipped/contended-counter-sweep.toml` \
+             has no such case (did you mean `machine=bergamo-2s,cpus=96`?); its cases (by id, or by \
+             index 0 to 129): `machine=icelake-sp-2s,cpus=1`, "
+        ),
+        "{err}"
+    );
+    assert!(err.ends_with(", ... (130 in all; `bounce check scenarios/shipped/contended-counter-sweep.toml --format csv` lists them)\n"), "{err}");
+    let o = bounce(&[
+        "layout",
+        "scenarios/shipped/false-sharing.toml",
+        "--case",
+        "0",
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: --case 0: `scenarios/shipped/false-sharing.toml` has no [sweep]; --case picks one of a sweep's cases\n"
+    );
+}
