@@ -720,3 +720,56 @@ fn case_picks_one_case_of_a_sweep_for_trace_layout_and_optimize() {
         "error: --case 0: `scenarios/shipped/false-sharing.toml` has no [sweep]; --case picks one of a sweep's cases\n"
     );
 }
+
+/// Inline machine tables on a sweep's `machine` axis get readable case
+/// labels: the machine's `name`, or its preset and what the table sets.
+#[test]
+fn inline_machine_tables_get_readable_case_labels() {
+    let dir = TempDir::new("inline-labels");
+    let file = dir.0.join("inline.toml");
+    std::fs::write(
+        &file,
+        r#"schema = 1
+name = "inline"
+machine = "icelake-sp-2s"
+[run]
+iterations = 10
+[structs.c]
+fields = [{ name = "v", type = "u64" }]
+[instances.g]
+struct = "c"
+kind = "global"
+[scripts]
+s = "fetch_add(g.v, 1)"
+[[threads]]
+cpus = "0-1"
+script = "s"
+[sweep]
+machine = [
+  { preset = "icelake-sp-2s", sockets = 1 },
+  { preset = "icelake-sp-2s", clock_mhz = 2300, protocol = "mesi" },
+  { preset = "bergamo-2s", name = "my-bergamo" },
+  "bergamo-2s",
+  { preset = "bergamo-2s", latency = { l1_hit_cycles = 5 } },
+]
+"#,
+    )
+    .unwrap();
+    let o = bounce(&["check", file.to_str().unwrap(), "--format", "csv"]);
+    assert_exit(&o, 0);
+    let ids: Vec<String> = stdout(&o)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "machine=icelake-sp-2s+sockets:1",
+            "machine=icelake-sp-2s+clock_mhz:2300+protocol:mesi",
+            "machine=my-bergamo",
+            "machine=bergamo-2s",
+            "machine=bergamo-2s+latency",
+        ]
+    );
+}

@@ -166,8 +166,8 @@ fn any_patch_path_is_an_axis_including_the_machine() {
         [
             "machine=icelake-sp-2s,structs.counter.fields.value.align=8,cpus=60",
             "machine=icelake-sp-2s,structs.counter.fields.value.align=64,cpus=60",
-            "machine=\"{ preset = \\\"icelake-sp-2s\\\", sockets = 1 }\",structs.counter.fields.value.align=8,cpus=60",
-            "machine=\"{ preset = \\\"icelake-sp-2s\\\", sockets = 1 }\",structs.counter.fields.value.align=64,cpus=60",
+            "machine=icelake-sp-2s+sockets:1,structs.counter.fields.value.align=8,cpus=60",
+            "machine=icelake-sp-2s+sockets:1,structs.counter.fields.value.align=64,cpus=60",
         ]
     );
     // Two sockets of 40 cores: 60 compact CPUs are cores; one socket: SMT

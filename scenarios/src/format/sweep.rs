@@ -621,6 +621,52 @@ fn shown(source: &SourceFile, value: &Spanned<DeValue<'_>>) -> AxisValue {
     }
 }
 
+/// A readable label for a table value of an axis (an inline machine): its
+/// `name`, else its `preset` followed by each key it sets as `+key:value`
+/// (`icelake-sp-2s+clock_mhz:2300`); a nested table shows its key alone.
+/// `None` for other values, or a table with neither key. Only characters a
+/// case id shows bare are used, so the label needs no quotes.
+fn table_label(value: &DeValue<'_>) -> Option<String> {
+    let DeValue::Table(table) = value else {
+        return None;
+    };
+    let text = |v: &DeValue<'_>| match v {
+        DeValue::String(s) => Some(s.to_string()),
+        DeValue::Integer(i) => Some(i.as_str().to_string()),
+        DeValue::Float(f) => Some(f.as_str().to_string()),
+        DeValue::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let bare = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.:+/".contains(c))
+    };
+    let get = |key: &str| {
+        table
+            .iter()
+            .find(|(k, _)| k.get_ref() == key)
+            .and_then(|(_, v)| text(v.get_ref()))
+    };
+    let label = if let Some(name) = get("name") {
+        name
+    } else {
+        let mut label = get("preset")?;
+        for (k, v) in table.iter() {
+            let key = k.get_ref();
+            if key == "preset" {
+                continue;
+            }
+            match text(v.get_ref()) {
+                Some(value) => label.push_str(&format!("+{key}:{value}")),
+                None => label.push_str(&format!("+{key}")),
+            }
+        }
+        label
+    };
+    bare(&label).then_some(label)
+}
+
 /// The text at `span`, with runs of white space made one space.
 fn written(source: &SourceFile, span: Range<usize>) -> String {
     source
@@ -688,7 +734,22 @@ pub(super) fn expand(
     for a in raw.axes {
         let (values, shown_values): (Vec<Spanned<DeValue<'_>>>, Vec<AxisValue>) = match a.values {
             RawValues::List(items) => {
-                let shown_values = items.iter().map(|v| shown(source, v)).collect();
+                let mut shown_values: Vec<AxisValue> =
+                    items.iter().map(|v| shown(source, v)).collect();
+                // Tables get a readable label (a machine's name, or its
+                // preset and what it changes); where two would read the
+                // same, both keep the table as written.
+                for (k, item) in items.iter().enumerate() {
+                    let Some(label) = table_label(item.get_ref()) else {
+                        continue;
+                    };
+                    let clash = items.iter().enumerate().any(|(j, other)| {
+                        j != k && table_label(other.get_ref()).as_deref() == Some(label.as_str())
+                    }) || shown_values.iter().any(|v| v.to_string() == label);
+                    if !clash {
+                        shown_values[k] = AxisValue::Other(label);
+                    }
+                }
                 (items, shown_values)
             }
             RawValues::Range { values, span } => {
