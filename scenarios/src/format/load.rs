@@ -38,6 +38,15 @@ pub fn load(
     if text.len() as u64 > limits.scenario_bytes {
         return Err(too_large(path, Some(text.len() as u64), limits));
     }
+    // Machines kept in files of their own are written in first, on the
+    // lines that name them.
+    let expanded_text = crate::format::machine_file::expand(
+        &SourceFile::new(path, text),
+        limits,
+        scope,
+        machine_of,
+    )?;
+    let text = expanded_text.as_deref().unwrap_or(text);
     let source = Arc::new(SourceFile::new(path, text));
     // Each listing is read and parsed once, for the base, the variants and
     // the sweep's cases alike.

@@ -560,7 +560,8 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
         &format!(
             "{} x {} x {} x {} x {} = {} CPUs. Every key of \
              the schema is given, each with its provenance and source; edit what differs and use it \
-             as a scenario's [machine].",
+             as a scenario's [machine], or save it as a file that scenarios name with \
+             `machine = {{ file = \"NAME.toml\" }}`.",
             plural(t.spec.sockets, "socket"),
             plural(t.spec.nodes_per_socket, "node"),
             plural(t.spec.l3_per_node, "L3 domain"),

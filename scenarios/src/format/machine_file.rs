@@ -1,0 +1,275 @@
+//! `machine = { file = "rome-7742.toml" }`: a machine kept in a file of its
+//! own and shared by several scenarios. The file holds one `[machine]`
+//! table, as `bounce presets show NAME --toml` prints it. It may stand for
+//! the scenario's `machine` and for values of a sweep's `machine` axis.
+//!
+//! The loader reads each such file before anything else looks at the
+//! scenario, checks the machine there (so that an error names the machine
+//! file's own line and key), and writes the table into the scenario's text
+//! as an inline table in place of `{ file = ... }`, on the same line: the
+//! other lines of the scenario keep their numbers.
+
+// `InputError` is returned by value by design (it is the public error type).
+#![allow(clippy::result_large_err)]
+
+use std::ops::Range;
+use std::path::Path;
+
+use sim_core::limits::Limits;
+use toml::de::{DeTable, DeValue};
+use toml::Spanned;
+
+use crate::format::document::import::ImportScope;
+use crate::format::error::{InputError, SourceFile};
+use crate::format::read::{read_bounded_text, ReadError};
+use crate::format::sweep::MachineOf;
+
+/// How a machine file is named.
+const EXAMPLE: &str = "machine = { file = \"NAME.toml\" } (a file holding one [machine] table, as `bounce presets show NAME --toml` prints it)";
+
+/// A scenario around a machine file's text, to check its `[machine]` table
+/// with the scenario's own rules; its lines come before the file's.
+const CHECK_PREFIX: &str = "schema = 1\n\
+[run]\n\
+iterations = 1\n\
+[structs.s]\n\
+fields = [{ name = \"v\", type = \"u64\" }]\n\
+[instances.i]\n\
+struct = \"s\"\n\
+kind = \"global\"\n\
+[scripts]\n\
+x = \"work 1\"\n\
+[[threads]]\n\
+cpus = \"0\"\n\
+script = \"x\"\n";
+
+/// The scenario's text with every `{ file = ... }` of `machine` (and of
+/// the sweep's `machine` axis) replaced by the machine it names; `None`
+/// when there is none (or the text is not valid TOML: the loader reports
+/// that next).
+pub(crate) fn expand(
+    source: &SourceFile,
+    limits: &Limits,
+    scope: ImportScope,
+    machine_of: MachineOf,
+) -> Result<Option<String>, InputError> {
+    let Ok(parsed) = DeTable::parse(&source.text) else {
+        return Ok(None);
+    };
+    let root = parsed.into_inner();
+    let mut references: Vec<(String, &Spanned<DeValue<'_>>)> = Vec::new();
+    if let Some(machine) = root.get("machine") {
+        if is_reference(machine) {
+            references.push(("machine".to_string(), machine));
+        }
+    }
+    if let Some(DeValue::Table(sweep)) = root.get("sweep").map(Spanned::get_ref) {
+        if let Some(DeValue::Array(values)) = sweep.get("machine").map(Spanned::get_ref) {
+            for (k, value) in values.iter().enumerate() {
+                if is_reference(value) {
+                    references.push((format!("sweep.machine.{k}"), value));
+                }
+            }
+        }
+    }
+    if references.is_empty() {
+        return Ok(None);
+    }
+    let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
+    for (key, value) in references {
+        let inline = read_machine(source, &key, value, limits, scope, machine_of)?;
+        replacements.push((value.span(), inline));
+    }
+    // From the end, so that the earlier spans stay where they are.
+    replacements.sort_by_key(|(span, _)| std::cmp::Reverse(span.start));
+    let mut text = source.text.clone();
+    for (span, inline) in replacements {
+        text.replace_range(span, &inline);
+    }
+    Ok(Some(text))
+}
+
+/// Whether `value` is an inline table with a `file` key: a machine file.
+fn is_reference(value: &Spanned<DeValue<'_>>) -> bool {
+    matches!(value.get_ref(), DeValue::Table(t) if t.contains_key("file"))
+}
+
+/// Reads, checks and inlines the machine file `value` names.
+fn read_machine(
+    source: &SourceFile,
+    key: &str,
+    value: &Spanned<DeValue<'_>>,
+    limits: &Limits,
+    scope: ImportScope,
+    machine_of: MachineOf,
+) -> Result<String, InputError> {
+    let DeValue::Table(table) = value.get_ref() else {
+        unreachable!("is_reference checked it is a table");
+    };
+    if let Some((other, _)) = table.iter().find(|(k, _)| k.get_ref() != "file") {
+        return Err(InputError::at(
+            source,
+            other.span(),
+            &format!("{key}.{}", other.get_ref()),
+            format!(
+                "`{key}.{0}` cannot stand beside `file`: `{key} = {{ file }}` takes the whole \
+                 machine from the file, so `{0}` belongs in it",
+                other.get_ref()
+            ),
+        )
+        .with_valid(EXAMPLE));
+    }
+    let file = table.get("file").expect("is_reference checked `file`");
+    let at_file =
+        |message: String| InputError::at(source, file.span(), &format!("{key}.file"), message);
+    let DeValue::String(given) = file.get_ref() else {
+        return Err(at_file(format!(
+            "`{key}.file` must be a string, the machine file's path"
+        ))
+        .with_valid(EXAMPLE));
+    };
+    let (shown, path) = resolve(source, given, scope).map_err(|m| {
+        let error = at_file(m.0);
+        match m.1 {
+            Some(valid) => error.with_valid(valid),
+            None => error,
+        }
+    })?;
+    let text = match read_bounded_text(&path, limits.scenario_bytes) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => return Err(at_file(format!("the machine file `{shown}` is not valid UTF-8"))),
+        Err(ReadError::TooLarge { limit_bytes }) => {
+            return Err(at_file(format!(
+                "the machine file `{shown}` is larger than the limit of {limit_bytes} bytes for a scenario file"
+            )))
+        }
+        Err(ReadError::Io(e)) => return Err(at_file(format!("cannot read the machine file `{shown}`: {e}"))),
+    };
+    let machine_source = SourceFile::new(shown.clone(), text);
+    let machine_table = machine_table(&machine_source)?;
+    check_machine(&machine_source, limits, scope, machine_of)?;
+    Ok(toml::Value::Table(machine_table).to_string())
+}
+
+/// The `[machine]` table of a machine file, which must hold nothing else.
+fn machine_table(file: &SourceFile) -> Result<toml::Table, InputError> {
+    let mut document: toml::Table = toml::from_str(&file.text).map_err(|e| {
+        let span = e.span().unwrap_or(0..0);
+        InputError::at(file, span, "", format!("invalid TOML: {}", e.message()))
+    })?;
+    let parsed = DeTable::parse(&file.text).ok().map(Spanned::into_inner);
+    let span_of = |key: &str| {
+        parsed
+            .as_ref()
+            .and_then(|t| {
+                t.iter()
+                    .find(|(k, _)| k.get_ref() == key)
+                    .map(|(k, _)| k.span())
+            })
+            .unwrap_or(0..0)
+    };
+    if let Some(other) = document.keys().find(|k| *k != "machine") {
+        return Err(InputError::at(
+            file,
+            span_of(other),
+            other,
+            format!("a machine file holds only a `[machine]` table, not `{other}`"),
+        )
+        .with_valid("[machine] and its keys (`bounce presets show NAME --toml` prints one)"));
+    }
+    match document.remove("machine") {
+        Some(toml::Value::Table(machine)) => {
+            if machine.contains_key("file") {
+                return Err(InputError::at(
+                    file,
+                    span_of("machine"),
+                    "machine.file",
+                    "a machine file's `[machine]` cannot name another machine file",
+                )
+                .with_valid("the machine's keys"));
+            }
+            Ok(machine)
+        }
+        _ => Err(InputError::whole_file(
+            &file.path,
+            format!("`{}` has no `[machine]` table", file.path),
+        )
+        .with_valid("a [machine] table, as `bounce presets show NAME --toml` prints it")),
+    }
+}
+
+/// Checks the machine of a machine file as a scenario's would be checked;
+/// errors name the machine file's own lines.
+fn check_machine(
+    file: &SourceFile,
+    limits: &Limits,
+    scope: ImportScope,
+    machine_of: MachineOf,
+) -> Result<(), InputError> {
+    let prefix_lines = CHECK_PREFIX.matches('\n').count();
+    let text = format!("{CHECK_PREFIX}{}", file.text);
+    let in_file = |mut e: InputError| {
+        if e.file == file.path && e.line > prefix_lines {
+            e.line -= prefix_lines;
+        }
+        e
+    };
+    let loaded =
+        crate::format::load::load(&file.path, &text, limits, scope, machine_of).map_err(in_file)?;
+    machine_of(&loaded.source, &loaded.base.doc)
+        .map(|_| ())
+        .map_err(in_file)
+}
+
+/// The machine file's path, relative to the scenario's directory and
+/// inside it unless `scope` says otherwise: `(as shown, path)`, or the
+/// message and what would be valid.
+fn resolve(
+    source: &SourceFile,
+    given: &str,
+    scope: ImportScope,
+) -> Result<(String, std::path::PathBuf), (String, Option<String>)> {
+    let parent = Path::new(&source.path).parent().unwrap_or(Path::new(""));
+    let dir = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let given_path = Path::new(given);
+    let path = parent.join(given_path);
+    let shown = path.display().to_string();
+    let outside = |how: &str| {
+        (
+            format!(
+                "the machine file `{shown}` is outside the scenario's directory `{}` ({how}); a \
+                 scenario's imports stay inside its own directory tree",
+                dir.display()
+            ),
+            Some(
+                "a path relative to the scenario file that stays below its directory; or \
+                 `--allow-imports-outside` to read it from there, if you trust the scenario"
+                    .to_string(),
+            ),
+        )
+    };
+    if scope == ImportScope::ScenarioDirectory && given_path.is_absolute() {
+        return Err(outside("an absolute path"));
+    }
+    let canonical = std::fs::canonicalize(&path)
+        .map_err(|e| (format!("cannot read the machine file `{shown}`: {e}"), None))?;
+    if scope == ImportScope::ScenarioDirectory {
+        let root = std::fs::canonicalize(dir).map_err(|e| {
+            (
+                format!(
+                    "cannot resolve the scenario's directory `{}`: {e}",
+                    dir.display()
+                ),
+                None,
+            )
+        })?;
+        if !canonical.starts_with(&root) {
+            return Err(outside("through `..` or a symbolic link"));
+        }
+    }
+    Ok((shown, canonical))
+}

@@ -1,0 +1,192 @@
+//! `machine = { file = "NAME.toml" }`: a machine in a file of its own (as
+//! `bounce presets show NAME --toml` prints it), shared by scenarios and
+//! usable on a sweep's `machine` axis.
+
+mod common;
+use common::{assert_exit, bounce, stderr, stdout, TempDir};
+
+const SCENARIO: &str = r#"schema = 1
+name = "machine-file"
+MACHINE
+[run]
+iterations = 50
+[structs.c]
+fields = [{ name = "v", type = "u64" }]
+[instances.g]
+struct = "c"
+kind = "global"
+[scripts]
+s = "fetch_add(g.v, 1)"
+[[threads]]
+cpus = "0-3"
+script = "s"
+"#;
+
+/// A directory with `NAME.toml` = `presets show PRESET --toml` for each pair.
+fn with_machine_files(tag: &str, machines: &[(&str, &str)]) -> TempDir {
+    let dir = TempDir::new(tag);
+    for (file, preset) in machines {
+        let o = bounce(&["presets", "show", preset, "--toml"]);
+        assert_exit(&o, 0);
+        std::fs::write(dir.0.join(file), stdout(&o)).unwrap();
+    }
+    dir
+}
+
+fn scenario(dir: &TempDir, name: &str, machine_line: &str) -> String {
+    let path = dir.0.join(name);
+    std::fs::write(&path, SCENARIO.replace("MACHINE", machine_line)).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_machine_file_printed_by_presets_show_runs_as_the_preset_does() {
+    let dir = with_machine_files("machine-file", &[("milan.toml", "epyc-milan-2s")]);
+    let from_file = scenario(&dir, "file.toml", "machine = { file = \"milan.toml\" }");
+    let from_preset = scenario(&dir, "preset.toml", "machine = \"epyc-milan-2s\"");
+    let a = bounce(&["run", "--quiet", "--format", "csv", &from_file]);
+    assert_exit(&a, 0);
+    let b = bounce(&["run", "--quiet", "--format", "csv", &from_preset]);
+    assert_exit(&b, 0);
+    // Every number the same; only the scenario's hash differs (other text).
+    let numbers = |csv: &str| -> Vec<String> {
+        let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let skip = header.iter().position(|c| *c == "scenario_sha256").unwrap();
+        csv.lines()
+            .map(|l| {
+                l.split(',')
+                    .enumerate()
+                    .filter(|(i, _)| *i != skip)
+                    .map(|(_, c)| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect()
+    };
+    assert_eq!(numbers(&stdout(&a)), numbers(&stdout(&b)));
+    // An edit in the file is what the scenario runs.
+    let milan = std::fs::read_to_string(dir.0.join("milan.toml")).unwrap();
+    let edited = milan
+        .lines()
+        .map(|l| {
+            if l.starts_with("clock_mhz = ") {
+                "clock_mhz = 2450"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(dir.0.join("milan.toml"), edited).unwrap();
+    let o = bounce(&["run", "--quiet", &from_file]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains("on epyc-milan-2s (2450 MHz)"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn machine_files_on_a_sweep_axis() {
+    let dir = with_machine_files(
+        "machine-file-sweep",
+        &[
+            ("icelake.toml", "icelake-sp-2s"),
+            ("genoa.toml", "epyc-genoa-1s"),
+        ],
+    );
+    let file = scenario(
+        &dir,
+        "sweep.toml",
+        "machine = \"icelake-sp-2s\"\n[sweep]\nmachine = [{ file = \"icelake.toml\" }, { file = \"genoa.toml\" }]",
+    );
+    let o = bounce(&["check", &file, "--format", "csv"]);
+    assert_exit(&o, 0);
+    let ids: Vec<String> = stdout(&o)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "0,machine=icelake-sp-2s,base,icelake-sp-2s",
+            "1,machine=epyc-genoa-1s,base,epyc-genoa-1s"
+        ]
+    );
+}
+
+#[test]
+fn an_error_in_a_machine_file_names_its_own_line_and_key() {
+    let dir = with_machine_files("machine-file-error", &[("milan.toml", "epyc-milan-2s")]);
+    let milan = std::fs::read_to_string(dir.0.join("milan.toml")).unwrap();
+    let line = milan
+        .lines()
+        .position(|l| l.starts_with("clock_mhz = "))
+        .unwrap()
+        + 1;
+    let broken = milan.replacen("\nclock_mhz = 3500\n", "\nclock_mhz = \"fast\"\n", 1);
+    assert_ne!(broken, milan, "the preset's clock is 3500 MHz");
+    std::fs::write(dir.0.join("milan.toml"), broken).unwrap();
+    let file = scenario(&dir, "s.toml", "machine = { file = \"milan.toml\" }");
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    let shown = dir.0.join("milan.toml").display().to_string();
+    let pad = " ".repeat(line.to_string().len());
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: expected an integer for `machine.clock_mhz`, found a string\n\
+             {pad}--> {shown}:{line}:13\n\
+             {pad} |\n\
+             {line} | clock_mhz = \"fast\"\n\
+             {pad} |             ^^^^^^\n"
+        )
+    );
+    assert_eq!(stdout(&o), "");
+}
+
+#[test]
+fn a_machine_file_reference_takes_only_the_file_and_stays_inside_the_directory() {
+    let dir = with_machine_files("machine-file-keys", &[("milan.toml", "epyc-milan-2s")]);
+    let file = scenario(
+        &dir,
+        "s.toml",
+        "machine = { file = \"milan.toml\", clock_mhz = 2000 }",
+    );
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: `machine.clock_mhz` cannot stand beside `file`: `machine = {{ file }}` takes \
+             the whole machine from the file, so `clock_mhz` belongs in it\n \
+             --> {file}:3:34\n  |\n3 | machine = {{ file = \"milan.toml\", clock_mhz = 2000 }}\n  \
+             |                                  ^^^^^^^^^\n  |\n  = valid: machine = {{ file = \
+             \"NAME.toml\" }} (a file holding one [machine] table, as `bounce presets show NAME \
+             --toml` prints it)\n"
+        )
+    );
+    std::fs::create_dir(dir.0.join("sub")).unwrap();
+    let file = scenario(
+        &dir,
+        "sub/up.toml",
+        "machine = { file = \"../milan.toml\" }",
+    );
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("is outside the scenario's directory"),
+        "{}",
+        stderr(&o)
+    );
+    let file = scenario(&dir, "none.toml", "machine = { file = \"nothere.toml\" }");
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("cannot read the machine file"),
+        "{}",
+        stderr(&o)
+    );
+}
