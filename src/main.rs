@@ -194,8 +194,9 @@ enum Command {
     },
     /// Compare the presets with measured core-to-core latency matrices.
     Validate {
-        /// Only the measured machines this preset stands for.
-        #[arg(long, value_name = "PRESET")]
+        /// Only the measured machines this preset stands for; with
+        /// --matrix, the machine file the matrix was measured on.
+        #[arg(long, value_name = "PRESET|FILE")]
         machine: Option<String>,
         /// A directory of measured matrices (default: the copies shipped in data/c2c).
         #[arg(long, value_name = "DIR")]
@@ -220,6 +221,11 @@ enum Command {
         /// seconds, always on stderr).
         #[arg(long, short)]
         quiet: bool,
+        /// Your own measured matrix (CSV in the format of data/c2c/README.md),
+        /// against the machine file given as --machine FILE (a [machine]
+        /// table, as `bounce presets show NAME --toml` prints it).
+        #[arg(long, value_name = "CSV", conflicts_with = "data")]
+        matrix: Option<PathBuf>,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -517,6 +523,7 @@ fn main() -> ExitCode {
             format,
             strict,
             quiet,
+            matrix,
         } => validate(
             machine,
             data,
@@ -525,6 +532,7 @@ fn main() -> ExitCode {
             format,
             strict,
             quiet,
+            matrix,
             &inputs.limits,
         ),
         Command::Trace {
@@ -1124,19 +1132,13 @@ fn presets(action: Option<PresetsAction>, format: Format) -> ExitCode {
     }
 }
 
-fn validate(
+/// `validate` over the shipped matrices (or those of `--data`).
+fn validate_shipped(
     machine: Option<String>,
     data: Option<PathBuf>,
-    csv: Option<PathBuf>,
-    out: Option<&Path>,
-    format: Format,
-    strict: bool,
     quiet: bool,
     limits: &scenarios::Limits,
-) -> ExitCode {
-    if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
-        return code;
-    }
+) -> Result<scenarios::tools::validate::ValidationReport, ExitCode> {
     let options = scenarios::tools::validate::ValidateOptions {
         machine,
         data_dir: data,
@@ -1159,12 +1161,72 @@ fn validate(
     if let Some(p) = progress.into_inner() {
         p.finish();
     }
+    report.map_err(|message| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
+}
+
+/// `validate --machine FILE --matrix CSV`: a user's machine file against a
+/// user's matrix.
+fn validate_user(
+    machine: Option<&str>,
+    matrix: &Path,
+    limits: &scenarios::Limits,
+) -> Result<scenarios::tools::validate::ValidationReport, ExitCode> {
+    let Some(machine) = machine else {
+        eprintln!(
+            "error: --matrix {} needs --machine FILE: the machine file (a [machine] table, as \
+             `bounce presets show NAME --toml` prints it) the matrix was measured on",
+            matrix.display()
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    };
+    if !Path::new(machine).exists() && models::presets::resolve(machine).is_ok() {
+        eprintln!(
+            "error: --matrix takes the machine as a file, and `{machine}` is a preset: \
+             `bounce presets show {machine} --toml > {machine}.toml`, edit it to the measured \
+             machine, then `--machine {machine}.toml`"
+        );
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    let machine = Path::new(machine);
+    let topology = scenarios::format::machine_file::machine_from_file(machine, limits)
+        .map_err(|e| input_error(&e))?;
+    let measured = scenarios::tools::validate::matrix::read(matrix, limits.data_file_bytes)
+        .map_err(|message| {
+            eprintln!("error: {message}");
+            ExitCode::from(EXIT_BAD_INPUT)
+        })?;
+    Ok(scenarios::tools::validate::validate_user(
+        machine,
+        topology.spec.clone(),
+        matrix,
+        &measured,
+    ))
+}
+
+fn validate(
+    machine: Option<String>,
+    data: Option<PathBuf>,
+    csv: Option<PathBuf>,
+    out: Option<&Path>,
+    format: Format,
+    strict: bool,
+    quiet: bool,
+    matrix: Option<PathBuf>,
+    limits: &scenarios::Limits,
+) -> ExitCode {
+    if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
+        return code;
+    }
+    let report = match matrix {
+        Some(matrix) => validate_user(machine.as_deref(), &matrix, limits),
+        None => validate_shipped(machine, data, quiet, limits),
+    };
     let report = match report {
         Ok(r) => r,
-        Err(message) => {
-            eprintln!("error: {message}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
+        Err(code) => return code,
     };
     print!(
         "{}",

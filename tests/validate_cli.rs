@@ -203,3 +203,93 @@ fn validate_shows_progress_counting_machines_off_a_terminal() {
     assert_eq!(o.stdout, quiet.stdout);
     assert_eq!(stderr(&quiet), "");
 }
+
+/// `--machine FILE --matrix CSV`: a user's machine file (here the Ice Lake
+/// preset edited to the measured 36-core 8360Y) against a user's matrix.
+#[test]
+fn validate_a_users_machine_file_against_a_users_matrix() {
+    let dir = common::TempDir::new("user-matrix");
+    let shown = bounce(&["presets", "show", "icelake-sp-2s", "--toml"]);
+    assert_exit(&shown, 0);
+    let machine: String = stdout(&shown)
+        .lines()
+        .map(|l| match l {
+            "cores_per_l3 = 40" => "cores_per_l3 = 36".to_string(),
+            "clock_mhz = 3400" => "clock_mhz = 3500".to_string(),
+            "name = \"icelake-sp-2s\"" => "name = \"my-8360y\"".to_string(),
+            other => other.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let machine_file = dir.0.join("my-8360y.toml");
+    std::fs::write(&machine_file, machine).unwrap();
+    let matrix = dir.0.join("mine.csv");
+    std::fs::copy(
+        common::root().join("data/c2c/icelake-sp-8360y-2s.csv"),
+        &matrix,
+    )
+    .unwrap();
+    let o = bounce(&[
+        "validate",
+        "--quiet",
+        "--machine",
+        machine_file.to_str().unwrap(),
+        "--matrix",
+        matrix.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert_exit(&o, 0);
+    let csv = stdout(&o);
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 5, "{csv}");
+    for (row, class) in
+        rows[1..4]
+            .iter()
+            .zip(["SMT siblings", "same socket (one L3)", "cross-socket"])
+    {
+        assert!(row.contains(&format!(",my-8360y,")), "{row}");
+        assert!(row.contains(&format!(",{class},")), "{row}");
+        assert!(row.contains(",yes,validated,"), "{row}");
+    }
+    // The matrix says 128 CPUs; the machine file must hold them.
+    let small = dir.0.join("small.toml");
+    std::fs::write(
+        &small,
+        std::fs::read_to_string(&machine_file)
+            .unwrap()
+            .replace("cores_per_l3 = 36", "cores_per_l3 = 20"),
+    )
+    .unwrap();
+    let o = bounce(&[
+        "validate",
+        "--quiet",
+        "--machine",
+        small.to_str().unwrap(),
+        "--matrix",
+        matrix.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 1);
+    assert!(
+        stdout(&o).contains("FAILED: the matrix has 128 CPUs"),
+        "{}",
+        stdout(&o)
+    );
+    // A preset name is not a machine file.
+    let o = bounce(&[
+        "validate",
+        "--machine",
+        "icelake-sp-2s",
+        "--matrix",
+        matrix.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: --matrix takes the machine as a file, and `icelake-sp-2s` is a preset: `bounce \
+         presets show icelake-sp-2s --toml > icelake-sp-2s.toml`, edit it to the measured \
+         machine, then `--machine icelake-sp-2s.toml`\n"
+    );
+    let o = bounce(&["validate", "--matrix", matrix.to_str().unwrap()]);
+    assert_exit(&o, 2);
+}

@@ -205,7 +205,7 @@ fn check_machine(
     limits: &Limits,
     scope: ImportScope,
     machine_of: MachineOf,
-) -> Result<(), InputError> {
+) -> Result<sim_core::topology::Topology, InputError> {
     let prefix_lines = CHECK_PREFIX.matches('\n').count();
     let text = format!("{CHECK_PREFIX}{}", file.text);
     let in_file = |mut e: InputError| {
@@ -216,9 +216,49 @@ fn check_machine(
     };
     let loaded =
         crate::format::load::load(&file.path, &text, limits, scope, machine_of).map_err(in_file)?;
-    machine_of(&loaded.source, &loaded.base.doc)
-        .map(|_| ())
-        .map_err(in_file)
+    machine_of(&loaded.source, &loaded.base.doc).map_err(in_file)
+}
+
+/// The machine of a machine file (a `[machine]` table, as `bounce presets
+/// show NAME --toml` prints it) given on the command line, checked as a
+/// scenario's: `bounce validate --machine FILE --matrix CSV`.
+pub fn machine_from_file(
+    path: &Path,
+    limits: &Limits,
+) -> Result<sim_core::topology::Topology, InputError> {
+    let shown = path.display().to_string();
+    let text = match read_bounded_text(path, limits.scenario_bytes) {
+        Ok(Ok(text)) => text,
+        Ok(Err(_)) => {
+            return Err(InputError::whole_file(
+                &shown,
+                format!("the machine file `{shown}` is not valid UTF-8"),
+            ))
+        }
+        Err(ReadError::TooLarge { limit_bytes }) => {
+            return Err(InputError::whole_file(
+                &shown,
+                format!(
+                    "the machine file `{shown}` is larger than the limit of {limit_bytes} bytes \
+                     for a scenario file"
+                ),
+            ))
+        }
+        Err(ReadError::Io(e)) => {
+            return Err(InputError::whole_file(
+                &shown,
+                format!("cannot read the machine file `{shown}`: {e}"),
+            ))
+        }
+    };
+    let file = SourceFile::new(shown, text);
+    machine_table(&file)?;
+    check_machine(
+        &file,
+        limits,
+        ImportScope::ScenarioDirectory,
+        crate::machine::build_machine,
+    )
 }
 
 /// The machine file's path, relative to the scenario's directory and

@@ -27,7 +27,7 @@
 pub mod document;
 pub mod error;
 mod load;
-mod machine_file;
+pub mod machine_file;
 pub mod measured;
 pub mod read;
 mod scenario;

@@ -677,11 +677,28 @@ pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> Machine
         }
     };
     let adjustment = describe_adjustment(m, &adjusted);
-    let home = match m.home.on(&adjusted.spec) {
+    validate_spec(m, adjusted.spec, adjustment, matrix)
+}
+
+/// Validates the machine `spec` (the preset adjusted to `m`, or a user's
+/// machine) against `m`'s matrix; `adjustment` says what `spec` is.
+fn validate_spec(
+    m: &'static MeasuredMachine,
+    spec: sim_core::topology::MachineSpec,
+    adjustment: String,
+    matrix: &Matrix,
+) -> MachineReport {
+    let report = |adjustment: String, outcome: Outcome| MachineReport {
+        machine: m,
+        adjustment,
+        home: None,
+        outcome,
+    };
+    let home = match m.home.on(&spec) {
         Ok(h) => h,
         Err(e) => return report(adjustment, Outcome::Failed(e)),
     };
-    let pp = match PingPong::new(adjusted.spec, home) {
+    let pp = match PingPong::new(spec, home) {
         Ok(pp) => pp,
         Err(e) => return report(adjustment, Outcome::Failed(e)),
     };
@@ -730,6 +747,66 @@ pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> Machine
                 simulations: pp.distinct_keys(&pairs),
             },
         )
+    }
+}
+
+/// Validates a user's machine (from a machine file) against a user's
+/// measured matrix (`bounce validate --machine FILE --matrix CSV`, the
+/// format of data/c2c/README.md). The line is homed on node 0, as the
+/// benchmark's main thread usually puts it; classes are named for the
+/// machine's coherence protocol (MESIF: Intel's, else AMD's, with one L3
+/// domain per die). No class is a known miss.
+pub fn validate_user(
+    machine_file: &Path,
+    spec: sim_core::topology::MachineSpec,
+    matrix_file: &Path,
+    matrix: &Matrix,
+) -> ValidationReport {
+    // The report borrows the shipped table's `'static` entries; a user's
+    // machine gets one such entry for the life of the process (one per
+    // command), so it is leaked once rather than the report made generic.
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let vendor = if spec.protocol == sim_core::topology::Protocol::Mesif {
+        calibration::Vendor::Intel
+    } else {
+        calibration::Vendor::Amd
+    };
+    let cores_per_socket = spec.nodes_per_socket * spec.l3_per_node * spec.cores_per_l3;
+    let entry: &'static MeasuredMachine = Box::leak(Box::new(MeasuredMachine {
+        file: leak(matrix_file.display().to_string()),
+        sku: leak(spec.name.clone()),
+        source: leak(format!(
+            "the user's matrix `{}`, the machine of `{}`",
+            matrix_file.display(),
+            machine_file.display()
+        )),
+        vendor,
+        preset: leak(machine_file.display().to_string()),
+        sockets: spec.sockets,
+        cores_per_socket,
+        threads_per_core: spec.threads_per_core,
+        cores_per_l3: Some(spec.cores_per_l3),
+        ccx_per_ccd: 1,
+        ccd_name: "die",
+        cpus_measured: matrix.cpus(),
+        coverage: "the CPUs of the matrix, Linux numbering",
+        clock_mhz: spec.clock_mhz,
+        clock_basis: calibration::ClockBasis::AssumedMaxBoost,
+        clock_source: "the machine file's clock_mhz",
+        home: calibration::Home::Node {
+            socket: 0,
+            node_in_socket: 0,
+        },
+        home_evidence: "assumed for a user's matrix (the benchmark's main thread usually first touches the line on node 0)",
+        known_misses: &[],
+    }));
+    let adjustment = format!("`{}` as the machine file gives it", machine_file.display());
+    let report = validate_spec(entry, spec, adjustment, matrix);
+    ValidationReport {
+        data_dir: matrix_file
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        machines: vec![report],
     }
 }
 
