@@ -866,17 +866,23 @@ fn run(
     let measured = scenarios::run::measured::compare_cases(&loaded, &cases, &results);
     if format == Format::Text {
         match (&loaded.sweep, results.first()) {
-            (Some(sweep), _) => print!(
-                "{}",
-                scenarios::report::text::sweep_report_with(
-                    name,
-                    sweep,
-                    &results,
-                    loaded.cases.len(),
-                    shard,
-                    &scenarios::report::text::SweepView { metric, compact },
-                )
-            ),
+            (Some(sweep), _) => {
+                print!(
+                    "{}",
+                    scenarios::report::text::sweep_report_with(
+                        name,
+                        sweep,
+                        &results,
+                        loaded.cases.len(),
+                        shard,
+                        &scenarios::report::text::SweepView { metric, compact },
+                    )
+                );
+                let table = scenarios::report::measured::table(&measured);
+                if !table.is_empty() {
+                    print!("\n{table}");
+                }
+            }
             (None, Some(case)) => {
                 print!(
                     "{}",
@@ -1191,8 +1197,7 @@ fn validate_user(
         return Err(ExitCode::from(EXIT_BAD_INPUT));
     }
     let machine = Path::new(machine);
-    let topology = scenarios::format::machine_file::machine_from_file(machine, limits)
-        .map_err(|e| input_error(&e))?;
+    let topology = scenarios::machine_from_file(machine, limits).map_err(|e| input_error(&e))?;
     let measured = scenarios::tools::validate::matrix::read(matrix, limits.data_file_bytes)
         .map_err(|message| {
             eprintln!("error: {message}");

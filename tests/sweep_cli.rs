@@ -773,3 +773,85 @@ machine = [
         ]
     );
 }
+
+/// `[[measured]]` in a sweep: each figure names its case; `one-way-latency`
+/// is half an iteration of a ping-pong in ns.
+#[test]
+fn measured_figures_per_case_of_a_sweep_with_one_way_latency() {
+    let file = "tests/fixtures/ping-pong-measured-sweep.toml";
+    let o = bounce(&["run", "--quiet", file]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    let row = |label: &str| {
+        lines
+            .iter()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no `{label}` row in:\n{out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(
+        row("[1] same socket"),
+        "[1] same socket (threads.pair.cpus=\"0,1\") base one-way latency (ns) 51.3 ns 51.2 ns -0.12 ns ok (±5.00)"
+    );
+    assert_eq!(
+        row("[2] cross socket"),
+        "[2] cross socket (threads.pair.cpus=\"0,40\") base one-way latency (ns) 107.8 ns 107.9 ns +0.14 ns"
+    );
+    // results.json carries each comparison with its case.
+    let o = bounce(&["run", "--quiet", "--format", "json", file]);
+    assert_exit(&o, 0);
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let measured = doc["measured"]
+        .as_array()
+        .expect("measured in results.json");
+    assert_eq!(measured.len(), 2);
+    assert_eq!(measured[1]["case"], "threads.pair.cpus=\"0,40\"");
+    assert_eq!(measured[1]["unit"], "ns");
+}
+
+#[test]
+fn a_measured_figure_in_a_sweep_names_a_case_of_it() {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/ping-pong-measured-sweep.toml"))
+        .unwrap();
+    let dir = TempDir::new("measured-case");
+    let write = |name: &str, text: &str| {
+        let path = dir.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let missing = write(
+        "missing.toml",
+        &text.replacen("case = 'threads.pair.cpus=\"0,1\"'\n", "", 1),
+    );
+    let o = bounce(&["check", &missing]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).starts_with(
+            "error: `measured.0.case` is missing: in a scenario with `[sweep]`, each measured figure names the case it was measured as\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("= valid: case = \"ID\", one of the sweep's case ids, such as `threads.pair.cpus=\"0,1\"`"), "{}", stderr(&o));
+    let wrong = write(
+        "wrong.toml",
+        &text.replacen("cpus=\"0,40\"'", "cpus=\"0,41\"'", 1),
+    );
+    let o = bounce(&["check", &wrong]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).starts_with(
+            "error: `measured.1.case` is `threads.pair.cpus=\"0,41\"`, which is not a case of the sweep\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("= valid: threads.pair.cpus=\"0,1\", threads.pair.cpus=\"0,40\"\n"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -80,6 +80,16 @@ pub fn load_str_in(
     format::load(path, text, limits, scope, machine::build_machine)
 }
 
+/// The machine of a machine file (one `[machine]` table, as `bounce presets
+/// show NAME --toml` prints it), checked as a scenario's machine is; errors
+/// name the file's own line and key.
+pub fn machine_from_file(
+    path: &Path,
+    limits: &Limits,
+) -> Result<sim_core::topology::Topology, InputError> {
+    format::machine_file::machine_from_file(path, limits, machine::build_machine)
+}
+
 /// Loads a scenario file under the default [`Limits`]. An unreadable file
 /// is an error with line 0.
 pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {

@@ -225,6 +225,7 @@ fn check_machine(
 pub fn machine_from_file(
     path: &Path,
     limits: &Limits,
+    machine_of: MachineOf,
 ) -> Result<sim_core::topology::Topology, InputError> {
     let shown = path.display().to_string();
     let text = match read_bounded_text(path, limits.scenario_bytes) {
@@ -253,12 +254,7 @@ pub fn machine_from_file(
     };
     let file = SourceFile::new(shown, text);
     machine_table(&file)?;
-    check_machine(
-        &file,
-        limits,
-        ImportScope::ScenarioDirectory,
-        crate::machine::build_machine,
-    )
+    check_machine(&file, limits, ImportScope::ScenarioDirectory, machine_of)
 }
 
 /// The machine file's path, relative to the scenario's directory and

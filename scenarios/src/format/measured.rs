@@ -3,8 +3,8 @@
 //! thread group and fields the scenario has, with usable figures.
 //!
 //! The list is read from the base document: a variant's patches do not
-//! change what is compared. A scenario with a `[sweep]` cannot have one
-//! (a measured figure belongs to one configuration, not to every case).
+//! change what is compared. In a scenario with a `[sweep]`, each entry
+//! names its case (a measured figure belongs to one configuration).
 //! Computing the simulated figures is [`crate::run::measured`]'s, printing
 //! them [`crate::report::measured`]'s.
 
@@ -32,17 +32,63 @@ pub fn check_measured_entries(loaded: &LoadedScenario) -> Result<(), InputError>
         }
     }
     let field_refs: Vec<&str> = field_names.iter().map(String::as_str).collect();
-    if loaded.sweep.is_some() {
-        return Err(loaded
-            .error_at(
-                doc.measured[0].label.span(),
-                "measured.0.label",
-                "`[[measured]]` cannot be used with `[sweep]`: a measured figure belongs to one configuration, not to every case",
-            )
-            .with_valid("a scenario without `[sweep]`, with one variant per measured configuration"));
-    }
+    let case_ids: Vec<&str> = loaded.cases.iter().map(|c| c.id.as_str()).collect();
     for (i, m) in doc.measured.iter().enumerate() {
         let key = |k: &str| format!("measured.{i}.{k}");
+        // A figure belongs to one configuration: in a sweep, one case.
+        match (&m.case, loaded.sweep.is_some()) {
+            (None, true) => {
+                return Err(loaded
+                    .error_at(
+                        m.label.span(),
+                        &key("case"),
+                        format!(
+                            "`{}` is missing: in a scenario with `[sweep]`, each measured figure \
+                             names the case it was measured as",
+                            key("case")
+                        ),
+                    )
+                    .with_valid(format!(
+                        "case = \"ID\", one of the sweep's case ids, such as `{}`",
+                        case_ids.first().copied().unwrap_or_default()
+                    )));
+            }
+            (Some(case), false) => {
+                return Err(loaded
+                    .error_at(
+                        case.span(),
+                        &key("case"),
+                        format!(
+                            "`{}` names a case, and the scenario has no `[sweep]`",
+                            key("case")
+                        ),
+                    )
+                    .with_valid("remove `case`, or add a `[sweep]`"));
+            }
+            (Some(case), true) if !case_ids.contains(&case.get_ref().as_str()) => {
+                let shown: Vec<&str> = case_ids.iter().take(12).copied().collect();
+                let mut error = loaded
+                    .error_at(
+                        case.span(),
+                        &key("case"),
+                        format!(
+                            "`{}` is `{}`, which is not a case of the sweep",
+                            key("case"),
+                            case.get_ref()
+                        ),
+                    )
+                    .with_choices(case.get_ref(), &case_ids);
+                if case_ids.len() > shown.len() {
+                    error.valid = Some(format!(
+                        "{}, ... ({} cases; `bounce check FILE --format csv` lists them)",
+                        shown.join(", "),
+                        case_ids.len()
+                    ));
+                }
+                return Err(error);
+            }
+            _ => {}
+        }
         let name_in = |v: &Spanned<String>, k: &str| -> Result<(), InputError> {
             if variants.contains(&v.get_ref().as_str()) {
                 Ok(())
@@ -79,6 +125,18 @@ pub fn check_measured_entries(loaded: &LoadedScenario) -> Result<(), InputError>
                 Ok(())
             }
         };
+        if m.relative_to.is_some() && metric == MeasuredMetric::OneWayLatency {
+            return Err(loaded
+                .error_at(
+                    m.metric.span(),
+                    &key("relative_to"),
+                    format!(
+                        "`{}` is not used with metric `one-way-latency`",
+                        key("relative_to")
+                    ),
+                )
+                .with_valid("remove `relative_to`"));
+        }
         if m.relative_to.is_some() && metric == MeasuredMetric::FieldCyclesShare {
             return Err(loaded
                 .error_at(
@@ -91,11 +149,13 @@ pub fn check_measured_entries(loaded: &LoadedScenario) -> Result<(), InputError>
                 )
                 .with_valid("remove `relative_to`, or use metric `throughput-change` or `cycles-per-iteration`"));
         }
-        only_for(
-            m.threads.is_some(),
-            "threads",
-            MeasuredMetric::CyclesPerIteration,
-        )?;
+        if metric != MeasuredMetric::OneWayLatency {
+            only_for(
+                m.threads.is_some(),
+                "threads",
+                MeasuredMetric::CyclesPerIteration,
+            )?;
+        }
         only_for(
             !m.fields.is_empty(),
             "fields",

@@ -114,6 +114,10 @@ pub struct MeasuredDef {
     /// The largest difference, in the metric's unit, that counts as a match;
     /// without it the table shows the difference and no verdict.
     pub tolerance: Option<Spanned<f64>>,
+    /// With a `[sweep]`: the case (its id, as `bounce check FILE --format
+    /// csv` lists them) whose run the figure was measured as; required there
+    /// and refused without a sweep.
+    pub case: Option<Spanned<String>>,
 }
 
 /// What a `[[measured]]` figure is compared with.
@@ -129,6 +133,10 @@ pub enum MeasuredMetric {
     /// Percent of the running CPUs' measured cycles spent in accesses to
     /// `fields` (the L1 hit, the wait for the line, the locked operation).
     FieldCyclesShare,
+    /// One-way latency in ns of a ping-pong: half the mean cycles of an
+    /// iteration (one round trip: the line goes to the other CPU and
+    /// back), at the machine's clock; of `threads` when given.
+    OneWayLatency,
 }
 
 impl MeasuredMetric {
@@ -136,6 +144,7 @@ impl MeasuredMetric {
         "throughput-change",
         "cycles-per-iteration",
         "field-cycles-share",
+        "one-way-latency",
     ];
 
     pub fn name(self) -> &'static str {
@@ -143,6 +152,7 @@ impl MeasuredMetric {
             MeasuredMetric::ThroughputChange => "throughput-change",
             MeasuredMetric::CyclesPerIteration => "cycles-per-iteration",
             MeasuredMetric::FieldCyclesShare => "field-cycles-share",
+            MeasuredMetric::OneWayLatency => "one-way-latency",
         }
     }
 
@@ -152,6 +162,7 @@ impl MeasuredMetric {
             MeasuredMetric::ThroughputChange => "%",
             MeasuredMetric::CyclesPerIteration => "cycles",
             MeasuredMetric::FieldCyclesShare => "% of cycles",
+            MeasuredMetric::OneWayLatency => "ns",
         }
     }
 }

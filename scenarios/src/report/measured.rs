@@ -39,6 +39,10 @@ pub fn table(comparisons: &[Comparison]) -> String {
                 None => of,
             }
         }
+        "one-way-latency" => match &c.threads {
+            Some(t) => format!("one-way latency of {t} (ns)"),
+            None => "one-way latency (ns)".to_string(),
+        },
         _ => match c.fields.as_slice() {
             [one] => format!("share of cycles in {one}"),
             [first, rest @ ..] => {
@@ -51,10 +55,17 @@ pub fn table(comparisons: &[Comparison]) -> String {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let unit = if c.unit == "cycles" { "" } else { "%" };
+            let unit = match c.unit.as_str() {
+                "cycles" => "",
+                "ns" => " ns",
+                _ => "%",
+            };
             let with_unit = |v: f64| format!("{}{unit}", figure(v));
             [
-                format!("[{}] {}", i + 1, c.label),
+                match &c.case {
+                    Some(case) => format!("[{}] {} ({case})", i + 1, c.label),
+                    None => format!("[{}] {}", i + 1, c.label),
+                },
                 c.variant.clone(),
                 what(c),
                 with_unit(c.measured),
@@ -64,7 +75,11 @@ pub fn table(comparisons: &[Comparison]) -> String {
                     format!(
                         "{sign}{}{}",
                         figure(d),
-                        if unit.is_empty() { "" } else { " pt" }
+                        match unit {
+                            "" => "",
+                            " ns" => " ns",
+                            _ => " pt",
+                        }
                     )
                 }),
                 match (c.within_tolerance, c.tolerance) {

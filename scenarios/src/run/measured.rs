@@ -40,6 +40,9 @@ pub struct Comparison {
     /// Whether `|difference| <= tolerance`; None without a tolerance or a result.
     pub within_tolerance: Option<bool>,
     pub source: String,
+    /// With a `[sweep]`: the case the figure was measured as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub case: Option<String>,
 }
 
 /// The simulated figure of one entry, or None when a run it needs failed.
@@ -66,6 +69,11 @@ fn simulate(
             let (_, base) = find(against)?;
             let base_tput = base.throughput_total();
             (base_tput > 0.0).then(|| (r.throughput_total() / base_tput - 1.0) * 100.0)
+        }
+        MeasuredMetric::OneWayLatency => {
+            let cycles = group_cycles(m, b, r)?;
+            let clock_mhz = b.config.topology.spec.clock_mhz as f64;
+            (clock_mhz > 0.0).then(|| cycles / 2.0 / clock_mhz * 1000.0)
         }
         MeasuredMetric::CyclesPerIteration => {
             let cycles = |b: &BuiltVariant, r: &VariantResult| match &m.threads {
@@ -113,10 +121,39 @@ fn simulate(
     }
 }
 
+/// Mean cycles of an iteration of `m.threads`' CPUs (every CPU's without).
+fn group_cycles(m: &MeasuredDef, b: &BuiltVariant, r: &VariantResult) -> Option<f64> {
+    match &m.threads {
+        None => Some(r.iteration_cycles.mean()),
+        Some(group) => {
+            let cpus = &b.groups.iter().find(|(g, _)| g == group.get_ref())?.1;
+            let (cycles, iterations) = r
+                .per_cpu
+                .iter()
+                .filter(|c| cpus.contains(&c.cpu))
+                .fold((0u64, 0u64), |(c, n), s| {
+                    (c + s.iteration_cycles_total, n + s.iterations)
+                });
+            (iterations > 0).then(|| cycles as f64 / iterations as f64)
+        }
+    }
+}
+
 /// Every `[[measured]]` entry of the scenario beside its simulated figure,
 /// in file order. `built` and `results` are one case's, in the same order.
 pub fn compare(
     loaded: &LoadedScenario,
+    built: &[BuiltVariant],
+    results: &[Result<VariantResult, VariantFailure>],
+) -> Vec<Comparison> {
+    compare_case(loaded, "", built, results)
+}
+
+/// [`compare`] for the case `case_id` of a sweep: its entries (those whose
+/// `case` is that id); without a sweep (`case_id` empty), every entry.
+pub fn compare_case(
+    loaded: &LoadedScenario,
+    case_id: &str,
     built: &[BuiltVariant],
     results: &[Result<VariantResult, VariantFailure>],
 ) -> Vec<Comparison> {
@@ -125,6 +162,7 @@ pub fn compare(
         .doc
         .measured
         .iter()
+        .filter(|m| m.case.as_ref().map_or("", |c| c.get_ref().as_str()) == case_id)
         .map(|m| {
             let metric = *m.metric.get_ref();
             let measured = *m.value.get_ref();
@@ -152,21 +190,23 @@ pub fn compare(
                 tolerance,
                 within_tolerance: tolerance.zip(difference).map(|(t, d)| d.abs() <= t),
                 source: m.source.get_ref().clone(),
+                case: m.case.as_ref().map(|c| c.get_ref().clone()),
             }
         })
         .collect()
 }
 
-/// The comparisons of a whole run (the single case of a scenario without a
-/// sweep; none with a sweep, which cannot have `[[measured]]`), as
-/// `bounce run` prints them and `results.json` holds them.
+/// The comparisons of a whole run (or of the cases given: a shard's, a
+/// finished case's), each case's entries in file order, cases in the order
+/// given, as `bounce run` prints them and `results.json` holds them.
 pub fn compare_cases(
     loaded: &LoadedScenario,
     cases: &[BuiltCase],
     results: &[CaseResult],
 ) -> Vec<Comparison> {
-    match (&loaded.sweep, cases.first(), results.first()) {
-        (None, Some(built), Some(case)) => compare(loaded, &built.variants, &case.results),
-        _ => Vec::new(),
-    }
+    cases
+        .iter()
+        .zip(results)
+        .flat_map(|(built, case)| compare_case(loaded, &built.id, &built.variants, &case.results))
+        .collect()
 }
