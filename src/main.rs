@@ -525,14 +525,16 @@ fn main() -> ExitCode {
             quiet,
             matrix,
         } => validate(
-            machine,
-            data,
+            ValidateInputs {
+                machine,
+                data,
+                matrix,
+            },
             csv,
             out.as_deref(),
             format,
             strict,
             quiet,
-            matrix,
             &inputs.limits,
         ),
         Command::Trace {
@@ -1211,17 +1213,29 @@ fn validate_user(
     ))
 }
 
-fn validate(
+/// What `validate` compares: the shipped matrices (or `--data`'s), those of
+/// one preset (`--machine PRESET`), or a user's machine file and matrix
+/// (`--machine FILE --matrix CSV`).
+struct ValidateInputs {
     machine: Option<String>,
     data: Option<PathBuf>,
+    matrix: Option<PathBuf>,
+}
+
+fn validate(
+    inputs: ValidateInputs,
     csv: Option<PathBuf>,
     out: Option<&Path>,
     format: Format,
     strict: bool,
     quiet: bool,
-    matrix: Option<PathBuf>,
     limits: &scenarios::Limits,
 ) -> ExitCode {
+    let ValidateInputs {
+        machine,
+        data,
+        matrix,
+    } = inputs;
     if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
         return code;
     }
