@@ -248,12 +248,12 @@ fn a_count_below_the_cpus_or_past_the_limit_names_the_key_and_the_range() {
     );
     assert_eq!(
         error_of(&text.replace("count = 8", "count = 3")),
-        "error: 3 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:32:9\n   |\n32 | count = 3\n   |         ^\n   \
+        "error: 3 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:32:9\n   |\n32 | count = 3\n   |         ^\n   |\n   \
          = valid: 4..=256: at least one thread per CPU, at most 64 per CPU (limits: threads per CPU)"
     );
     assert_eq!(
         error_of(&text.replace("count = 8", "count = 257")),
-        "error: 257 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:32:9\n   |\n32 | count = 257\n   |         ^^^\n   \
+        "error: 257 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:32:9\n   |\n32 | count = 257\n   |         ^^^\n   |\n   \
          = valid: 4..=256: at least one thread per CPU, at most 64 per CPU (limits: threads per CPU)"
     );
 }
@@ -268,7 +268,7 @@ fn a_variant_giving_too_few_threads_is_refused_at_its_count() {
     );
     assert_eq!(
         error_of(&text),
-        "error: in variant `few`: 2 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:37:29\n   |\n37 | set = { \"threads.s.count\" = 2 }\n   |                             ^\n   \
+        "error: in variant `few`: 2 threads for the 4 CPU(s) of `threads.s.cpus` (in `threads.s.count`)\n  --> t.toml:37:29\n   |\n37 | set = { \"threads.s.count\" = 2 }\n   |                             ^\n   |\n   \
          = valid: 4..=256: at least one thread per CPU, at most 64 per CPU (limits: threads per CPU)"
     );
 }
@@ -284,17 +284,17 @@ fn a_switch_hook_must_name_a_procedure_without_parameters() {
     let with = |section: &str| text.replace("[params]", &format!("{section}\n\n[params]"));
     assert_eq!(
         error_of(&with("[scheduler]\nswitch_in = \"mutex_lok\"")),
-        "error: unknown procedure `mutex_lok` (in `scheduler.switch_in`)\n --> t.toml:9:13\n  |\n9 | switch_in = \"mutex_lok\"\n  |             ^^^^^^^^^^^\n  \
+        "error: unknown procedure `mutex_lok` (in `scheduler.switch_in`)\n --> t.toml:9:13\n  |\n9 | switch_in = \"mutex_lok\"\n  |             ^^^^^^^^^^^\n  |\n  \
          = valid: cpu_relax, mutex_lock, mutex_unlock\n  = help: did you mean `mutex_lock`?"
     );
     assert_eq!(
         error_of(&with("[scheduler]\nswitch_out = \"mutex_lock\"")),
-        "error: procedure `mutex_lock` takes 1 parameter(s): a switch hook is called with none (in `scheduler.switch_out`)\n --> t.toml:9:14\n  |\n9 | switch_out = \"mutex_lock\"\n  |              ^^^^^^^^^^^^\n  \
+        "error: procedure `mutex_lock` takes 1 parameter(s): a switch hook is called with none (in `scheduler.switch_out`)\n --> t.toml:9:14\n  |\n9 | switch_out = \"mutex_lock\"\n  |              ^^^^^^^^^^^^\n  |\n  \
          = valid: a procedure with `params = []`"
     );
     assert_eq!(
         error_of(&with("[scheduler]\ntime_slice = 5")),
-        "error: unknown key `time_slice` in `scheduler`\n --> t.toml:9:1\n  |\n9 | time_slice = 5\n  | ^^^^^^^^^^\n  \
+        "error: unknown key `time_slice` in `scheduler`\n --> t.toml:9:1\n  |\n9 | time_slice = 5\n  | ^^^^^^^^^^\n  |\n  \
          = valid: time_slice_ns, context_switch_ns, wakeup_latency_ns, switch_out, switch_in\n  \
          = help: did you mean `time_slice_ns`?"
     );

@@ -599,11 +599,17 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
         let key = p.key.trim_start_matches("latency.");
         let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
     }
-    out.push_str("\n[scheduler]\n");
+    // The run queues' figures belong to a scenario's `[scheduler]` table,
+    // not to `[machine]`: written as comments, so that this output stays a
+    // machine file (`machine = { file = ... }` takes `[machine]` alone).
+    out.push('\n');
     comment(
         &mut out,
-        "the run queues' parameters: a scenario's own [scheduler] table, nanoseconds",
+        "The run queues' parameters (nanoseconds). A [machine] table or machine file \
+         runs with the scheduler's defaults; to use this preset's figures, copy these \
+         lines, uncommented, into the scenario's own [scheduler] table:",
     );
+    out.push_str("# [scheduler]\n");
     for p in r
         .params
         .iter()
@@ -611,7 +617,7 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
     {
         param_comment(&mut out, p);
         let key = p.key.trim_start_matches(presets::SCHED_PREFIX);
-        let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
+        let _ = writeln!(out, "# {key} = {}", toml_value(&p.value));
     }
     out.push('\n');
     comment(
