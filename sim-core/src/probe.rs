@@ -79,6 +79,10 @@ pub struct PrivateHits {
     pub stores: u64,
     /// Cycles beyond an L1 hit the loads waited (for a line still arriving).
     pub stall_cycles: u64,
+    /// For a fast-forwarded spin-wait's polls: the cycle its last summed
+    /// load was made (`None` for hits on private places), so that the
+    /// cycles spent polling are accounted as stepping would.
+    pub spin_last_load: Option<u64>,
 }
 
 pub trait Probe {

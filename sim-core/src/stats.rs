@@ -4,6 +4,7 @@
 
 use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::time::Cycle;
+use crate::topology::PairClass;
 
 /// Counters for one field or one line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -16,12 +17,24 @@ pub struct Traffic {
     pub misses: u64,
     /// Misses served from a Modified or Owned copy in another core.
     pub hitm: u64,
+    /// Those of them served from a core on another NUMA node (`perf c2c`'s
+    /// remote HITM; the rest are local).
+    pub hitm_remote: u64,
     /// Copies invalidated in other caches by these accesses.
     pub invalidations: u64,
     /// Misses with a leg crossing sockets.
     pub cross_socket: u64,
     /// Cycles CPUs waited for these accesses (not counting store drains).
     pub stall_cycles: u64,
+    /// Cycles CPUs spent polling: from a load to the same CPU's next load
+    /// of the same bytes that returned the same value, with no access of
+    /// its own between (a spin-wait's period, `while lock != 0`). Private
+    /// per-CPU fields are left out: no other CPU can end such a wait.
+    pub spin_cycles: u64,
+    /// Cycles these accesses' requests waited at the line's home behind
+    /// other requests for the line before the home took them (a lock's
+    /// queue of atomics, readers queued at a released line).
+    pub queue_wait_cycles: u64,
     /// Adjacent-line prefetches: buddy-line reads that a miss on this
     /// field issued (per field), or that read this line (per line), apart
     /// from the accesses above; the CPU waits for none of them.
@@ -40,9 +53,12 @@ impl std::ops::AddAssign<&Traffic> for Traffic {
         self.hits += t.hits;
         self.misses += t.misses;
         self.hitm += t.hitm;
+        self.hitm_remote += t.hitm_remote;
         self.invalidations += t.invalidations;
         self.cross_socket += t.cross_socket;
         self.stall_cycles += t.stall_cycles;
+        self.spin_cycles += t.spin_cycles;
+        self.queue_wait_cycles += t.queue_wait_cycles;
         self.prefetches += t.prefetches;
         self.prefetch_hitm += t.prefetch_hitm;
     }
@@ -51,6 +67,17 @@ impl std::ops::AddAssign<&Traffic> for Traffic {
 impl Traffic {
     pub fn accesses(&self) -> u64 {
         self.loads + self.stores + self.atomics
+    }
+
+    /// HITM served from a core on the same NUMA node.
+    pub fn hitm_local(&self) -> u64 {
+        self.hitm - self.hitm_remote
+    }
+
+    /// Every cycle CPUs waited on this field or line: stalled on an
+    /// access, polling it, or queued for it at its home.
+    pub fn wait_cycles(&self) -> u64 {
+        self.stall_cycles + self.spin_cycles + self.queue_wait_cycles
     }
 
     /// What one access adds to the counts of its field and of its line
@@ -85,7 +112,15 @@ impl Traffic {
                 } else {
                     t.misses = 1;
                     t.hitm = r.hitm as u64;
+                    t.hitm_remote = (r.hitm
+                        && r.supplier.is_some_and(|(_, _, class)| {
+                            matches!(class, PairClass::SameSocket | PairClass::CrossSocket)
+                        })) as u64;
                     t.cross_socket = r.cross_socket as u64;
+                    // A drain's wait is the store buffer's, not the CPU's.
+                    if event.kind != AccessKind::StoreDrain {
+                        t.queue_wait_cycles = r.started - r.issued;
+                    }
                 }
                 t.invalidations = r.invalidations as u64;
             }
@@ -204,11 +239,78 @@ impl Histogram {
     }
 }
 
+/// What the accesses at one offset of a line did (`perf c2c`'s per-offset
+/// rows).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OffsetTraffic {
+    /// Byte offset inside the line.
+    pub offset_bytes: u32,
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    pub hitm_local: u64,
+    pub hitm_remote: u64,
+}
+
+/// Who touched one line and where: per offset, and the set of CPUs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LineDetail {
+    /// Sorted by offset; only offsets that were accessed.
+    pub offsets: Vec<OffsetTraffic>,
+    /// Bit `c` set: CPU `c` made a measured access to the line.
+    pub cpus: Vec<u64>,
+}
+
+impl LineDetail {
+    fn offset(&mut self, offset_bytes: u32) -> &mut OffsetTraffic {
+        let k = match self
+            .offsets
+            .binary_search_by_key(&offset_bytes, |o| o.offset_bytes)
+        {
+            Ok(k) => k,
+            Err(k) => {
+                self.offsets.insert(
+                    k,
+                    OffsetTraffic {
+                        offset_bytes,
+                        ..OffsetTraffic::default()
+                    },
+                );
+                k
+            }
+        };
+        &mut self.offsets[k]
+    }
+
+    fn touched_by(&mut self, cpu: u32) {
+        let word = cpu as usize / 64;
+        if self.cpus.len() <= word {
+            self.cpus.resize(word + 1, 0);
+        }
+        self.cpus[word] |= 1 << (cpu % 64);
+    }
+
+    /// The CPUs that touched the line, ascending.
+    pub fn cpu_list(&self) -> Vec<u32> {
+        let mut out = Vec::new();
+        for (w, &bits) in self.cpus.iter().enumerate() {
+            for b in 0..64 {
+                if bits & (1 << b) != 0 {
+                    out.push((w * 64 + b) as u32);
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Collects traffic per field and per line, and cycles per iteration.
 #[derive(Clone, Debug)]
 pub struct Stats {
     pub per_field: Vec<Traffic>,
     pub per_unit: Vec<Traffic>,
+    /// Per line: accesses per offset and the CPUs that made them.
+    pub per_unit_detail: Vec<LineDetail>,
     pub iteration_cycles: Histogram,
     /// Cycles of each CPU's longest measured iteration, in the order of the
     /// `cpus` given to [`Stats::new`] (for fairness: the longest wait).
@@ -219,6 +321,9 @@ pub struct Stats {
     pub stalled_on_store_buffer_cycles: u64,
     /// log2 of the coherence unit's size.
     unit_shift: u32,
+    /// Per field id: only reached through private places (left out of
+    /// spin attribution; see [`Traffic::spin_cycles`]).
+    private_fields: Vec<bool>,
     /// Iterations per CPU before its accesses are counted.
     warmup: u64,
     /// Per CPU number: its slot in `cpus` (`u32::MAX` for a CPU that runs no
@@ -231,6 +336,17 @@ pub struct Stats {
 struct CpuState {
     slot: u32,
     measuring: bool,
+    /// The CPU's last access, when it was a load of a shared field: a
+    /// next load of the same bytes giving the same value polls.
+    last_load: Option<LastLoad>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LastLoad {
+    address: u64,
+    size_bytes: u32,
+    value: i64,
+    issued: u64,
 }
 
 impl Stats {
@@ -238,13 +354,15 @@ impl Stats {
     /// and warm-up.
     pub fn for_run(config: &crate::engine::SimConfig) -> Stats {
         let cpus = Stats::cpu_slots(config);
-        Stats::new(
+        let mut stats = Stats::new(
             config.program.field_names.len(),
             config.memory.unit_count(),
             config.memory.unit_bytes,
             &cpus,
             config.warmup_iterations,
-        )
+        );
+        stats.private_fields = crate::engine::private_fields(config);
+        stats
     }
 
     /// The CPUs of a run's threads, each once, in the threads' order: the
@@ -281,6 +399,7 @@ impl Stats {
             CpuState {
                 slot: u32::MAX,
                 measuring: false,
+                last_load: None,
             };
             max_cpu
         ];
@@ -288,16 +407,19 @@ impl Stats {
             by_cpu[cpu as usize] = CpuState {
                 slot: slot as u32,
                 measuring: warmup == 0,
+                last_load: None,
             };
         }
         Stats {
             per_field: vec![Traffic::default(); field_count],
             per_unit: vec![Traffic::default(); unit_count],
+            per_unit_detail: vec![LineDetail::default(); unit_count],
             iteration_cycles: Histogram::default(),
             longest_iteration: vec![0; cpus.len()],
             iteration_cycles_per_cpu: vec![0; cpus.len()],
             stalled_on_store_buffer_cycles: 0,
             unit_shift: unit_bytes.trailing_zeros(),
+            private_fields: vec![false; field_count],
             warmup,
             by_cpu,
         }
@@ -308,6 +430,57 @@ impl Stats {
         self.by_cpu
             .get(cpu as usize)
             .is_some_and(|state| state.measuring)
+    }
+
+    fn is_private(&self, field_id: u32) -> bool {
+        self.private_fields
+            .get(field_id as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Cycles CPU `cpu` polled if its load of `load`'s bytes repeats its
+    /// last access (see [`Traffic::spin_cycles`]); keeps the load as the
+    /// last access.
+    fn poll(&mut self, cpu: u32, load: LastLoad) -> u64 {
+        let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
+            return 0;
+        };
+        let spun = match state.last_load {
+            Some(last)
+                if (last.address, last.size_bytes, last.value)
+                    == (load.address, load.size_bytes, load.value) =>
+            {
+                load.issued - last.issued
+            }
+            _ => 0,
+        };
+        state.last_load = Some(load);
+        spun
+    }
+
+    /// CPU `cpu` made an access that is not a poll.
+    fn not_a_poll(&mut self, cpu: u32) {
+        if let Some(state) = self.by_cpu.get_mut(cpu as usize) {
+            state.last_load = None;
+        }
+    }
+
+    /// Adds one access's counts at `address` (of `cpu`) to the line's detail.
+    fn add_detail(&mut self, cpu: u32, address: u64, counts: &Traffic) {
+        let unit = (address >> self.unit_shift) as usize;
+        let offset_bytes = (address & ((1 << self.unit_shift) - 1)) as u32;
+        if let Some(d) = self.per_unit_detail.get_mut(unit) {
+            let o = d.offset(offset_bytes);
+            o.loads += counts.loads;
+            o.stores += counts.stores;
+            o.atomics += counts.atomics;
+            o.hitm_local += counts.hitm - counts.hitm_remote;
+            o.hitm_remote += counts.hitm_remote;
+            if counts.accesses() > 0 {
+                d.touched_by(cpu);
+            }
+        }
     }
 
     pub fn total(&self) -> Traffic {
@@ -321,10 +494,33 @@ impl Stats {
 
 impl Probe for Stats {
     fn on_access(&mut self, event: &AccessEvent<'_>) {
+        let mut spun = 0;
+        if !self.is_private(event.field_id) {
+            match event.kind {
+                // Neither is the CPU's own program access.
+                AccessKind::StoreDrain | AccessKind::Prefetch => {}
+                AccessKind::Load => {
+                    spun = self.poll(
+                        event.cpu,
+                        LastLoad {
+                            address: event.address,
+                            size_bytes: event.size_bytes,
+                            value: event.value,
+                            issued: event.issued.get(),
+                        },
+                    )
+                }
+                _ => self.not_a_poll(event.cpu),
+            }
+        }
         if !self.measuring(event.cpu) {
             return;
         }
-        let counts = Traffic::of_access(event);
+        let mut counts = Traffic::of_access(event);
+        counts.spin_cycles = spun;
+        if event.kind != AccessKind::Prefetch {
+            self.add_detail(event.cpu, event.address, &counts);
+        }
         if let Some(f) = self.per_field.get_mut(event.field_id as usize) {
             *f += &counts;
         }
@@ -340,6 +536,20 @@ impl Probe for Stats {
     }
 
     fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
+        let mut spun = 0;
+        if let (Some(last_issued), false) = (hits.spin_last_load, self.is_private(hits.field_id)) {
+            // The polls stepping would have made one by one: the same
+            // load each time, so only the last one's cycle matters.
+            if let Some(last) = self.by_cpu.get(cpu as usize).and_then(|s| s.last_load) {
+                spun = self.poll(
+                    cpu,
+                    LastLoad {
+                        issued: last_issued,
+                        ..last
+                    },
+                );
+            }
+        }
         if !self.measuring(cpu) {
             return;
         }
@@ -348,7 +558,17 @@ impl Probe for Stats {
             t.stores += hits.stores;
             t.hits += hits.loads + hits.stores;
             t.stall_cycles += hits.stall_cycles;
+            t.spin_cycles += spun;
         };
+        self.add_detail(
+            cpu,
+            hits.address,
+            &Traffic {
+                loads: hits.loads,
+                stores: hits.stores,
+                ..Traffic::default()
+            },
+        );
         if let Some(f) = self.per_field.get_mut(hits.field_id as usize) {
             add(f);
         }
@@ -361,6 +581,8 @@ impl Probe for Stats {
     }
 
     fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, measured: bool) {
+        // A wait belongs to its iteration.
+        self.not_a_poll(cpu);
         let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
             if measured {
                 self.iteration_cycles.record(end - start);
@@ -390,12 +612,23 @@ impl Probe for Stats {
         field_id: u32,
         _value: i64,
     ) {
+        if !self.is_private(field_id) {
+            self.not_a_poll(cpu);
+        }
         if !self.measuring(cpu) {
             return;
         }
         if let Some(f) = self.per_field.get_mut(field_id as usize) {
             f.stores += 1;
         }
+        self.add_detail(
+            cpu,
+            address,
+            &Traffic {
+                stores: 1,
+                ..Traffic::default()
+            },
+        );
         if let Some(u) = self.per_unit.get_mut((address >> self.unit_shift) as usize) {
             u.stores += 1;
         }

@@ -406,6 +406,7 @@ struct Observed {
     events: u64,
     per_field: Vec<sim_core::stats::Traffic>,
     per_unit: Vec<sim_core::stats::Traffic>,
+    per_unit_detail: Vec<sim_core::stats::LineDetail>,
     iteration_cycles: sim_core::stats::Histogram,
     longest_iteration: Vec<u64>,
     stalled_on_store_buffer_cycles: u64,
@@ -419,6 +420,7 @@ impl PartialEq for Observed {
         self.outcome == other.outcome
             && self.per_field == other.per_field
             && self.per_unit == other.per_unit
+            && self.per_unit_detail == other.per_unit_detail
             && self.iteration_cycles == other.iteration_cycles
             && self.longest_iteration == other.longest_iteration
             && self.stalled_on_store_buffer_cycles == other.stalled_on_store_buffer_cycles
@@ -476,6 +478,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         events,
         per_field: stats.per_field,
         per_unit: stats.per_unit,
+        per_unit_detail: stats.per_unit_detail,
         iteration_cycles: stats.iteration_cycles,
         longest_iteration: stats.longest_iteration,
         stalled_on_store_buffer_cycles: stats.stalled_on_store_buffer_cycles,
@@ -723,4 +726,62 @@ fn a_sleeper_is_truncated_at_the_budget_as_stepping_truncates_it() {
         assert_eq!(with, plain, "work {work}, budget {budget}");
         assert!(with.contains("cycle budget"), "{with}");
     }
+}
+
+/// Lock waiting is attributed exactly with the spin-wait fast-forwarded:
+/// waiters of a test-and-test-and-set lock poll it (spin cycles, the
+/// polls the shortcut skipped counted as stepping counts them) and queue
+/// their exchanges at its home (queue-wait cycles), and the statistics,
+/// per line and per offset, are the reference's.
+#[test]
+fn lock_waiting_is_accounted_as_stepping_accounts_it() {
+    let config = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![
+            strukt("lock", vec![field("w", "int")]),
+            strukt("shared", vec![field("n", "u64")]),
+            strukt("local", vec![field("a", "u64")]),
+        ])
+        .instances(vec![
+            global("lk", "lock", 0),
+            global("g", "shared", 0),
+            per_cpu("mine", "local"),
+        ])
+        .procedure(
+            "ttas_lock",
+            vec!["p"],
+            "while 1 {\n  if *p == 0 {\n    if xchg(*p, 1) == 0 { return 0 }\n  }\n}",
+        )
+        .procedure("ttas_unlock", vec!["p"], "*p = 0")
+        .script(
+            "s",
+            "ttas_lock(&lk.w)\ng.n = g.n + 1\nwork 400\nttas_unlock(&lk.w)\nwork 50",
+        )
+        .threads(0..8, "s")
+        .stop(StopRule::Iterations(40))
+        .build();
+    let with = observe(&config, EngineOptions::ALL).unwrap();
+    let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+    assert_eq!(with, plain);
+    assert!(
+        with.entries[8] > 0,
+        "no spin-wait slept: {:?}",
+        with.entries
+    );
+    let lock_line = &with.per_unit[config
+        .memory
+        .unit_of(config.memory.instances[0].element_addresses[0])];
+    // Seven waiters polling through most of each 400-cycle hold.
+    assert!(
+        lock_line.spin_cycles > 40 * 400,
+        "spin cycles {}",
+        lock_line.spin_cycles
+    );
+    assert!(lock_line.queue_wait_cycles > 0, "{lock_line:?}");
+    assert!(lock_line.hitm > 0 && lock_line.hitm_remote <= lock_line.hitm);
+    let detail = &with.per_unit_detail[config
+        .memory
+        .unit_of(config.memory.instances[0].element_addresses[0])];
+    assert_eq!(detail.cpu_list(), (0..8).collect::<Vec<u32>>());
+    assert_eq!(detail.offsets.len(), 1);
+    assert_eq!(detail.offsets[0].loads, lock_line.loads);
 }

@@ -128,6 +128,12 @@ pub struct Record {
     pub cross_socket_misses_per_iteration: f64,
     pub stall_cycles_per_iteration: f64,
     pub store_buffer_stall_cycles: u64,
+    /// Cycles CPUs spent polling (spin-waits) and queued at lines' homes,
+    /// per iteration; 0 in files written before they were recorded.
+    #[serde(default)]
+    pub spin_cycles_per_iteration: f64,
+    #[serde(default)]
+    pub queue_wait_cycles_per_iteration: f64,
     pub fields: Vec<FieldRecord>,
     pub lines: Vec<LineRecord>,
     /// SHA-256 of the record's content ([`record_hash`]): the scenario's
@@ -159,6 +165,16 @@ pub struct TrafficRecord {
     /// Those of them served from a Modified or Owned copy in another core.
     #[serde(default)]
     pub prefetch_hitm: u64,
+    /// HITM served from a core on another NUMA node (the rest of `hitm`
+    /// is local); 0 in files written before it was recorded.
+    #[serde(default)]
+    pub hitm_remote: u64,
+    /// Cycles CPUs spent polling (spin-waits), and requests waited queued
+    /// at the line's home behind others; 0 in files written before.
+    #[serde(default)]
+    pub spin_cycles: u64,
+    #[serde(default)]
+    pub queue_wait_cycles: u64,
 }
 
 impl From<&Traffic> for TrafficRecord {
@@ -176,6 +192,9 @@ impl From<&Traffic> for TrafficRecord {
             stall_cycles: t.stall_cycles,
             prefetches: t.prefetches,
             prefetch_hitm: t.prefetch_hitm,
+            hitm_remote: t.hitm_remote,
+            spin_cycles: t.spin_cycles,
+            queue_wait_cycles: t.queue_wait_cycles,
         }
     }
 }
@@ -441,6 +460,8 @@ fn record(
         cross_socket_misses_per_iteration: r.per_iteration(r.total.cross_socket),
         stall_cycles_per_iteration: r.per_iteration(r.total.stall_cycles),
         store_buffer_stall_cycles: r.store_buffer_stall_cycles,
+        spin_cycles_per_iteration: r.per_iteration(r.total.spin_cycles),
+        queue_wait_cycles_per_iteration: r.per_iteration(r.total.queue_wait_cycles),
         fields: r
             .fields
             .iter()
@@ -539,6 +560,8 @@ pub const RESULTS_COLUMNS: &[&str] = &[
     "cross_socket_misses_per_iteration",
     "stall_cycles_per_iteration",
     "store_buffer_stall_cycles",
+    "spin_cycles_per_iteration",
+    "queue_wait_cycles_per_iteration",
 ];
 
 /// `results.csv`: `case_index, case_id, variant`, one `axis.NAME` column per
@@ -592,6 +615,8 @@ pub fn results_csv(file: &ResultsFile) -> String {
             r.cross_socket_misses_per_iteration.to_string(),
             r.stall_cycles_per_iteration.to_string(),
             r.store_buffer_stall_cycles.to_string(),
+            r.spin_cycles_per_iteration.to_string(),
+            r.queue_wait_cycles_per_iteration.to_string(),
         ]);
         out.push(row);
     }
@@ -624,9 +649,12 @@ pub const FIELDS_COLUMNS: &[&str] = &[
     "stall_cycles",
     "prefetches",
     "prefetch_hitm",
+    "hitm_remote",
+    "spin_cycles",
+    "queue_wait_cycles",
 ];
 
-fn traffic_cells(t: &TrafficRecord) -> [String; 12] {
+fn traffic_cells(t: &TrafficRecord) -> [String; 15] {
     [
         t.loads.to_string(),
         t.stores.to_string(),
@@ -640,6 +668,9 @@ fn traffic_cells(t: &TrafficRecord) -> [String; 12] {
         t.stall_cycles.to_string(),
         t.prefetches.to_string(),
         t.prefetch_hitm.to_string(),
+        t.hitm_remote.to_string(),
+        t.spin_cycles.to_string(),
+        t.queue_wait_cycles.to_string(),
     ]
 }
 

@@ -150,6 +150,18 @@ pub const METRICS: &[Metric] = &[
         heading: "stall cyc/iter",
         value: |r| r.per_iteration(r.total.stall_cycles),
     },
+    Metric {
+        name: "spin_cycles_per_iteration",
+        key: "spin_cycles_per_iteration",
+        heading: "spin cyc/iter",
+        value: |r| r.per_iteration(r.total.spin_cycles),
+    },
+    Metric {
+        name: "queue_wait_cycles_per_iteration",
+        key: "queue_wait_cycles_per_iteration",
+        heading: "queue cyc/iter",
+        value: |r| r.per_iteration(r.total.queue_wait_cycles),
+    },
 ];
 
 /// Adjacent-line prefetches: a row of the comparison table only when some
@@ -219,19 +231,21 @@ fn truncate(s: &str, n: usize) -> String {
 
 fn traffic_columns(t: &Traffic) -> String {
     format!(
-        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13}",
+        "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13} {:>13} {:>13}",
         t.accesses(),
         t.hits,
         t.misses,
         t.hitm,
         t.invalidations,
         t.cross_socket,
-        t.stall_cycles
+        t.stall_cycles,
+        t.spin_cycles,
+        t.queue_wait_cycles
     )
 }
 
 const TRAFFIC_HEADER: &str =
-    "  accesses       hits    misses      HITM     inval  x-socket  stall-cycles";
+    "  accesses       hits    misses      HITM     inval  x-socket  stall-cycles   spin-cycles  queue-cycles";
 
 /// Lines of the detail shown per variant before eliding the rest.
 pub const MAX_LINES_SHOWN: usize = 16;
@@ -258,7 +272,8 @@ pub fn attribution(result: &VariantResult) -> String {
         .iter()
         .filter(|f| f.traffic.accesses() > 0)
         .collect();
-    fields.sort_by_key(|f| std::cmp::Reverse(f.traffic.stall_cycles));
+    // Most waited on first: stalled, polling or queued.
+    fields.sort_by_key(|f| std::cmp::Reverse(f.traffic.wait_cycles()));
     for f in fields {
         let lines = match f.units.as_slice() {
             [] => "-".to_string(),
@@ -284,8 +299,8 @@ pub fn attribution(result: &VariantResult) -> String {
     let mut lines: Vec<_> = result.lines.iter().collect();
     lines.sort_by(|a, b| {
         b.traffic
-            .stall_cycles
-            .cmp(&a.traffic.stall_cycles)
+            .wait_cycles()
+            .cmp(&a.traffic.wait_cycles())
             .then(a.unit.cmp(&b.unit))
     });
     for l in lines.iter().take(MAX_LINES_SHOWN) {
@@ -310,8 +325,101 @@ pub fn attribution(result: &VariantResult) -> String {
             lines.len() - MAX_LINES_SHOWN
         );
     }
+    out.push_str(&shared_lines(result));
     out.push_str(&fairness(result));
     out
+}
+
+/// Hot lines shown in the per-line view.
+pub const MAX_SHARED_LINES_SHOWN: usize = 4;
+
+/// The per-line view in the style of `perf c2c`'s "Shared Data Cache Line
+/// Table" and its per-offset detail: for each line with HITM (most first),
+/// local and remote HITM, then per offset in the line the loads, stores,
+/// atomics and HITM there, and which CPUs and nodes touched it. Empty when
+/// no line had HITM.
+pub fn shared_lines(result: &VariantResult) -> String {
+    let mut out = String::new();
+    let mut hot: Vec<_> = result.lines.iter().filter(|l| l.traffic.hitm > 0).collect();
+    if hot.is_empty() {
+        return out;
+    }
+    hot.sort_by(|a, b| {
+        b.traffic
+            .hitm
+            .cmp(&a.traffic.hitm)
+            .then(a.unit.cmp(&b.unit))
+    });
+    let total_hitm: u64 = hot.iter().map(|l| l.traffic.hitm).sum();
+    let node_of = |cpu: u32| result.per_cpu.iter().find(|c| c.cpu == cpu).map(|c| c.node);
+    let _ = writeln!(
+        out,
+        "\n  shared lines (perf c2c style): {} with HITM, the {} hottest",
+        hot.len(),
+        hot.len().min(MAX_SHARED_LINES_SHOWN)
+    );
+    for l in hot.iter().take(MAX_SHARED_LINES_SHOWN) {
+        let t = &l.traffic;
+        let cpus = l.detail.cpu_list();
+        let mut nodes: Vec<u32> = cpus.iter().filter_map(|&c| node_of(c)).collect();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let _ = writeln!(
+            out,
+            "\n  line {} at {:#x} (home node {}): {:.1}% of HITM; HITM local {} remote {}; loads {} stores {} atomics {}",
+            l.unit,
+            l.address,
+            l.home_node,
+            t.hitm as f64 * 100.0 / total_hitm as f64,
+            t.hitm_local(),
+            t.hitm_remote,
+            t.loads,
+            t.stores,
+            t.atomics
+        );
+        let _ = writeln!(
+            out,
+            "    touched by {} CPU{} ({}) on node{} {}",
+            cpus.len(),
+            if cpus.len() == 1 { "" } else { "s" },
+            crate::format::schema::format_cpulist(&cpus),
+            if nodes.len() == 1 { "" } else { "s" },
+            nodes
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let _ = writeln!(
+            out,
+            "    {:>6}  {:>10} {:>10} {:>10} {:>10} {:>10}  field",
+            "offset", "loads", "stores", "atomics", "HITM-local", "HITM-rem"
+        );
+        for o in &l.detail.offsets {
+            let field = field_at(l, o.offset_bytes);
+            let _ = writeln!(
+                out,
+                "    {:>#6x}  {:>10} {:>10} {:>10} {:>10} {:>10}  {}",
+                o.offset_bytes, o.loads, o.stores, o.atomics, o.hitm_local, o.hitm_remote, field
+            );
+        }
+    }
+    out
+}
+
+/// The name of the field of line `l` at `offset_bytes` (`inst[e].field`),
+/// or `?` when the line's fields do not say.
+fn field_at(l: &crate::run::results::LineResult, offset_bytes: u32) -> String {
+    let address = l.address + offset_bytes as u64;
+    l.fields
+        .iter()
+        .zip(&l.field_ranges)
+        .find(|(_, ranges)| {
+            ranges
+                .iter()
+                .any(|&(from, to)| from <= address && address < to)
+        })
+        .map_or_else(|| "?".to_string(), |(name, _)| name.clone())
 }
 
 /// How evenly the CPUs shared the run: measured iterations per CPU (lock

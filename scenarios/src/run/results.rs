@@ -4,7 +4,7 @@
 use crate::build::BuiltVariant;
 use rayon::prelude::*;
 use sim_core::engine::{run, RunOutcome, SimConfig};
-use sim_core::stats::{Histogram, Stats, Traffic};
+use sim_core::stats::{Histogram, LineDetail, Stats, Traffic};
 use sim_core::SimError;
 
 /// Traffic of one field of one instance, over all its elements.
@@ -25,7 +25,12 @@ pub struct LineResult {
     pub home_node: u32,
     /// Fields on the line, as `inst[e].field`.
     pub fields: Vec<String>,
+    /// Each field's byte ranges (absolute addresses, end exclusive), in
+    /// the order of `fields`.
+    pub field_ranges: Vec<Vec<(u64, u64)>>,
     pub traffic: Traffic,
+    /// Accesses per offset in the line and the CPUs that made them.
+    pub detail: LineDetail,
 }
 
 /// What one CPU did, for fairness: how many iterations (lock acquisitions,
@@ -166,12 +171,17 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         .iter()
         .enumerate()
         .filter(|(_, t)| t.accesses() > 0 || t.misses > 0)
-        .map(|(unit, t)| LineResult {
-            unit,
-            address: unit as u64 * memory.unit_bytes as u64,
-            home_node: memory.unit_homes[unit],
-            fields: on_units.names(unit),
-            traffic: t.clone(),
+        .map(|(unit, t)| {
+            let (fields, field_ranges) = on_units.named_ranges(unit).into_iter().unzip();
+            LineResult {
+                unit,
+                address: unit as u64 * memory.unit_bytes as u64,
+                home_node: memory.unit_homes[unit],
+                fields,
+                field_ranges,
+                traffic: t.clone(),
+                detail: stats.per_unit_detail[unit].clone(),
+            }
         })
         .collect();
     // Per CPU: its threads' iterations together (`Stats` keeps one slot per
@@ -280,6 +290,15 @@ impl<'a> FieldsOnUnits<'a> {
 
     /// The names, in instance order, then element order, then field order.
     fn names(&self, unit: usize) -> Vec<String> {
+        self.named_ranges(unit)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect()
+    }
+
+    /// The fields overlapping a unit, each with its byte ranges (absolute
+    /// addresses, end exclusive).
+    fn named_ranges(&self, unit: usize) -> Vec<(String, Vec<(u64, u64)>)> {
         let memory = self.memory;
         let start = unit as u64 * memory.unit_bytes as u64;
         let end = start + memory.unit_bytes as u64;
@@ -306,22 +325,32 @@ impl<'a> FieldsOnUnits<'a> {
                 // Ranges relative to the element that overlap [start, end).
                 let (from, to) = (start.saturating_sub(base), end - base);
                 let upto = spans.partition_point(|&(a, _, _)| (a as u64) < to);
-                let mut found: Vec<usize> = spans[..upto]
+                let mut found: Vec<(usize, u64, u64)> = spans[..upto]
                     .iter()
                     .rev()
                     .take_while(|&&(a, _, _)| a as u64 + *longest as u64 >= from)
                     .filter(|&&(_, b, _)| base + b as u64 > start)
-                    .map(|&(_, _, i)| i)
+                    .map(|&(a, b, i)| (i, base + a as u64, base + b.max(a + 1) as u64))
                     .collect();
                 found.sort_unstable();
-                found.dedup();
-                for i in found {
+                let mut k = 0;
+                while k < found.len() {
+                    let i = found[k].0;
+                    let ranges: Vec<(u64, u64)> = found[k..]
+                        .iter()
+                        .take_while(|f| f.0 == i)
+                        .map(|&(_, a, b)| (a, b))
+                        .collect();
+                    k += ranges.len();
                     let f = &def.fields[i];
-                    names.push(if many {
-                        format!("{}[{}].{}", inst.name, e, f.name)
-                    } else {
-                        format!("{}.{}", inst.name, f.name)
-                    });
+                    names.push((
+                        if many {
+                            format!("{}[{}].{}", inst.name, e, f.name)
+                        } else {
+                            format!("{}.{}", inst.name, f.name)
+                        },
+                        ranges,
+                    ));
                 }
             }
         }

@@ -416,6 +416,33 @@ pub(crate) use count_shortcut;
 pub type ShortcutEntries = [u64; 9];
 
 /// Runs a configuration to its end.
+/// Per field id (`PlaceRef::field_id`): whether the field is only ever
+/// reached through private places (a per-CPU element no other CPU can
+/// reach; see `shortcuts::run_ahead::private_places`). The statistics
+/// leave such fields out of spin-wait attribution: nobody else can end a
+/// wait on them, and their hits may reach the probe summed.
+pub(crate) fn private_fields(config: &SimConfig) -> Vec<bool> {
+    let places = shortcuts::run_ahead::private_places(
+        &config.program,
+        &config.memory,
+        config.topology.spec.adjacent_line_prefetch,
+    );
+    let mut private = vec![true; config.program.field_names.len()];
+    let mut reached = vec![false; private.len()];
+    for (place, is_private) in config.program.places.iter().zip(places) {
+        // A pointer's place names no field (its field id is unused); what
+        // it points to is shared (its address was taken).
+        if place.pointer {
+            continue;
+        }
+        if let Some(p) = private.get_mut(place.field_id as usize) {
+            *p &= is_private;
+            reached[place.field_id as usize] = true;
+        }
+    }
+    private.iter().zip(reached).map(|(&p, r)| p && r).collect()
+}
+
 pub fn run(config: &SimConfig, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
     run_with(config, probe, EngineOptions::default())
 }

@@ -326,6 +326,7 @@ impl Simulation<'_> {
                     loads: made,
                     stores: 0,
                     stall_cycles: 0,
+                    spin_last_load: Some(sleep.next_load + (made - 1) * sleep.period),
                 },
             );
         }
