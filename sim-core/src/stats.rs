@@ -28,12 +28,15 @@ pub struct Traffic {
     pub stall_cycles: u64,
     /// Cycles CPUs spent polling: from a load to the same CPU's next load
     /// of the same bytes that returned the same value, with no access of
-    /// its own between (a spin-wait's period, `while lock != 0`). Private
-    /// per-CPU fields are left out: no other CPU can end such a wait.
+    /// its own between (a spin-wait's period, `while lock != 0`), less the
+    /// first load's own stall (counted in `stall_cycles`), so the two never
+    /// overlap. Private per-CPU fields are left out: no other CPU can end
+    /// such a wait.
     pub spin_cycles: u64,
     /// Cycles these accesses' requests waited at the line's home behind
     /// other requests for the line before the home took them (a lock's
-    /// queue of atomics, readers queued at a released line).
+    /// queue of atomics, readers queued at a released line): the part of
+    /// `stall_cycles` spent queued.
     pub queue_wait_cycles: u64,
     /// Adjacent-line prefetches: buddy-line reads that a miss on this
     /// field issued (per field), or that read this line (per line), apart
@@ -75,9 +78,9 @@ impl Traffic {
     }
 
     /// Every cycle CPUs waited on this field or line: stalled on an
-    /// access, polling it, or queued for it at its home.
+    /// access (queued at its home included) or polling it.
     pub fn wait_cycles(&self) -> u64 {
-        self.stall_cycles + self.spin_cycles + self.queue_wait_cycles
+        self.stall_cycles + self.spin_cycles
     }
 
     /// What one access adds to the counts of its field and of its line
@@ -347,6 +350,8 @@ struct LastLoad {
     size_bytes: u32,
     value: i64,
     issued: u64,
+    /// The load's own stall (its miss), not counted again as polling.
+    stall_cycles: u64,
 }
 
 impl Stats {
@@ -451,7 +456,7 @@ impl Stats {
                 if (last.address, last.size_bytes, last.value)
                     == (load.address, load.size_bytes, load.value) =>
             {
-                load.issued - last.issued
+                (load.issued - last.issued).saturating_sub(last.stall_cycles)
             }
             _ => 0,
         };
@@ -507,6 +512,7 @@ impl Probe for Stats {
                             size_bytes: event.size_bytes,
                             value: event.value,
                             issued: event.issued.get(),
+                            stall_cycles: event.stall_cycles,
                         },
                     )
                 }
@@ -545,6 +551,8 @@ impl Probe for Stats {
                     cpu,
                     LastLoad {
                         issued: last_issued,
+                        // The summed polls are plain hits.
+                        stall_cycles: hits.stall_cycles,
                         ..last
                     },
                 );

@@ -770,13 +770,13 @@ fn lock_waiting_is_accounted_as_stepping_accounts_it() {
     let lock_line = &with.per_unit[config
         .memory
         .unit_of(config.memory.instances[0].element_addresses[0])];
-    // Seven waiters polling through most of each 400-cycle hold.
+    // Waiters poll between handovers and queue at the home at each one;
+    // the queueing is part of the stall.
+    assert!(lock_line.spin_cycles > 0, "{lock_line:?}");
     assert!(
-        lock_line.spin_cycles > 40 * 400,
-        "spin cycles {}",
-        lock_line.spin_cycles
+        lock_line.queue_wait_cycles > 0 && lock_line.queue_wait_cycles <= lock_line.stall_cycles,
+        "{lock_line:?}"
     );
-    assert!(lock_line.queue_wait_cycles > 0, "{lock_line:?}");
     assert!(lock_line.hitm > 0 && lock_line.hitm_remote <= lock_line.hitm);
     let detail = &with.per_unit_detail[config
         .memory

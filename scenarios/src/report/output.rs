@@ -128,7 +128,8 @@ pub struct Record {
     pub cross_socket_misses_per_iteration: f64,
     pub stall_cycles_per_iteration: f64,
     pub store_buffer_stall_cycles: u64,
-    /// Cycles CPUs spent polling (spin-waits) and queued at lines' homes,
+    /// Cycles CPUs spent polling (spin-waits, apart from stalls), and
+    /// the part of the stall cycles requests spent queued at lines' homes,
     /// per iteration; 0 in files written before they were recorded.
     #[serde(default)]
     pub spin_cycles_per_iteration: f64,
@@ -169,8 +170,9 @@ pub struct TrafficRecord {
     /// is local); 0 in files written before it was recorded.
     #[serde(default)]
     pub hitm_remote: u64,
-    /// Cycles CPUs spent polling (spin-waits), and requests waited queued
-    /// at the line's home behind others; 0 in files written before.
+    /// Cycles CPUs spent polling (spin-waits, apart from stalls), and the
+    /// part of `stall_cycles` requests spent queued at the line's home
+    /// behind others; 0 in files written before.
     #[serde(default)]
     pub spin_cycles: u64,
     #[serde(default)]
