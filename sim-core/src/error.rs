@@ -76,6 +76,9 @@ pub enum SimError {
         cycle: Cycle,
         origin: String,
         pos: SourcePos,
+        /// The calls it was inside, innermost first: each caller's origin
+        /// and the position of its call.
+        called_from: Vec<(String, SourcePos)>,
         message: String,
     },
     /// The run hit a budget before every CPU finished: no result.
@@ -124,12 +127,30 @@ impl fmt::Display for SimError {
                 cycle,
                 origin,
                 pos,
+                called_from,
                 message,
-            } => write!(
-                f,
-                "script failed on CPU {cpu} at cycle {cycle}, {origin} line {}, column {}: {message}",
-                pos.line, pos.column
-            ),
+            } => {
+                write!(
+                    f,
+                    "script failed on CPU {cpu} at cycle {cycle}, {origin} line {}, column {}",
+                    pos.line, pos.column
+                )?;
+                // The outermost call is the user's own line: with more
+                // calls than `SHOWN`, the innermost ones and the outermost
+                // are named, the ones between counted.
+                const SHOWN: usize = 4;
+                let n = called_from.len();
+                for (k, (o, p)) in called_from.iter().enumerate() {
+                    if n > SHOWN && k == SHOWN - 1 {
+                        write!(f, ", ({} more calls)", n - SHOWN)?;
+                    }
+                    if n > SHOWN && k >= SHOWN - 1 && k + 1 < n {
+                        continue;
+                    }
+                    write!(f, ", called from {o} line {}, column {}", p.line, p.column)?;
+                }
+                write!(f, ": {message}")
+            }
             SimError::Truncated {
                 budget,
                 limit,

@@ -299,6 +299,7 @@ fn script_error(err: &SimError) -> (u32, Cycle, &str, SourcePos, &str) {
             origin,
             pos,
             message,
+            ..
         } => (*cpu, *cycle, origin, *pos, message),
         other => panic!("expected a script error, got {other}"),
     }
@@ -327,6 +328,33 @@ fn division_by_zero_is_an_error() {
             pos(2, 12),
             "division by zero"
         )
+    );
+}
+
+/// An error inside a (library) procedure also names the lines that called
+/// it, down to the user's script.
+#[test]
+fn an_error_in_a_procedure_names_its_callers() {
+    let err = setup("work 3\nlet q = outer(0)")
+        .procedure("outer", vec!["d"], "work 1\nreturn half(d)")
+        .procedure("half", vec!["d"], "let one = 1\nreturn one % d")
+        .run_err();
+    assert_eq!(
+        err.to_string(),
+        "script failed on CPU 6 at cycle 4, procedures.half line 2, column 12, called from \
+         procedures.outer line 2, column 8, called from scripts.s line 2, column 9: division by zero"
+    );
+    // Recursion too deep: the innermost calls and the user's line, the
+    // ones between counted.
+    let err = setup("work 1\nlet q = down(5)")
+        .procedure("down", vec!["n"], "return down(n + 1)")
+        .run_err();
+    assert_eq!(
+        err.to_string(),
+        "script failed on CPU 6 at cycle 1, procedures.down line 1, column 8, called from \
+         procedures.down line 1, column 8, called from procedures.down line 1, column 8, called \
+         from procedures.down line 1, column 8, (251 more calls), called from scripts.s line 2, \
+         column 9: calls nested deeper than 256 (unbounded recursion?)"
     );
 }
 

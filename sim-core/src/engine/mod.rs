@@ -1216,8 +1216,33 @@ impl<'c> Simulation<'c> {
             cycle: cpu.now,
             origin,
             pos,
+            called_from: self.called_from(cpu),
             message,
         }
+    }
+
+    /// The calls CPU `cpu` is inside, innermost first: each caller's
+    /// origin and the position of its call (a library procedure's error
+    /// then names the line of the user's script that called it).
+    pub(super) fn called_from(&self, cpu: &Cpu) -> Vec<(String, SourcePos)> {
+        let scripts = self.program.scripts.len();
+        cpu.callers
+            .iter()
+            .rev()
+            .map(|f| {
+                let code = if (f.code as usize) < scripts {
+                    &self.program.scripts[f.code as usize]
+                } else {
+                    &self.program.procedures[f.code as usize - scripts]
+                };
+                // A caller's pc is past its call.
+                let pc = (f.pc as usize).saturating_sub(1);
+                (
+                    self.program.origins[code.origin as usize].clone(),
+                    code.op_positions.get(pc).copied().unwrap_or_default(),
+                )
+            })
+            .collect()
     }
 
     /// Runs CPU `i` until it blocks, finishes, or reaches the next event.

@@ -486,6 +486,7 @@ impl Registers for CpuRegisters<'_, '_> {
                 cycle: cpu.now,
                 origin: self.sim.program.origins[origin as usize].clone(),
                 pos,
+                called_from: self.sim.called_from(cpu),
                 message: failure.message(),
             };
         }
