@@ -519,3 +519,66 @@ fn a_spinning_cpu_truncates_the_run() {
         "{text}"
     );
 }
+
+/// A `let` is scoped to its block: used after the block's `}` it is an
+/// error saying so; two blocks may each declare the same name, and a name
+/// may be declared again after its block ended.
+#[test]
+fn let_is_scoped_to_its_block() {
+    assert_eq!(
+        compile_error("if 1 {\n  let x = 1\n}\nlet y = x + 1"),
+        "scripts.s line 4, column 9: `x` is out of scope here: its `let` (line 2) is inside a \
+         block that has ended; a `let` is scoped to its block, so declare `x` before the block \
+         (`let x = 0`) and assign it inside"
+    );
+    assert_eq!(
+        compile_error("while 0 { let n = 2 }\nn = 3"),
+        "scripts.s line 2, column 1: `n` is out of scope here: its `let` (line 1) is inside a \
+         block that has ended; a `let` is scoped to its block, so declare `n` before the block \
+         (`let n = 0`) and assign it inside"
+    );
+    // No shadowing: an outer local is still declared inside the block.
+    assert_eq!(
+        compile_error("let a = 1\nif 1 { let a = 2 }"),
+        "scripts.s line 2, column 8: `a` is already declared here; assign it with `a = ...`"
+    );
+    let (outcome, _) = setup(
+        "let t = 0\nif 1 { let a = 5\n t = t + a }\nif 1 { let a = 7\n t = t + a }\n\
+         repeat 3 { let sq = t * 2\n t = sq - t }\nlet a = 100\nlet sq = a\nassert t + sq == 112",
+    )
+    .stop(StopRule::Iterations(1))
+    .run();
+    assert_eq!(outcome.cpus[0].measured_iterations, 1);
+}
+
+/// `;` ends a statement as a line break does (a C habit is harmless); a
+/// `;` with no statement before it is an error, and so is one between an
+/// `if` block and its `else`.
+#[test]
+fn a_semicolon_ends_a_statement_and_a_stray_one_is_an_error() {
+    let (outcome, _) =
+        setup("let a = 1; a = a + 1;\nif a == 2 { work 5; } else { work 3 };\nassert a == 2;")
+            .stop(StopRule::Iterations(1))
+            .run();
+    assert_eq!(outcome.cpus[0].measured_iterations, 1);
+    let stray = "stray `;`: a `;` ends the statement before it (as a line break does), and \
+                 there is none here; remove it";
+    let parse_error = |script: &str| parse_block(script).unwrap_err().to_string();
+    assert_eq!(
+        parse_error("work 5;;"),
+        format!("line 1, column 8: {stray}")
+    );
+    assert_eq!(
+        parse_error("work 1\n; work 5"),
+        format!("line 2, column 1: {stray}")
+    );
+    assert_eq!(
+        parse_error("if 1 { ; }"),
+        format!("line 1, column 8: {stray}")
+    );
+    assert_eq!(
+        parse_error("if 1 { work 5 };\nelse { work 3 }"),
+        "line 2, column 1: `else` must follow the `}` of an `if` block; a `;` ends \
+         the `if` statement before it, so remove that `;`"
+    );
+}

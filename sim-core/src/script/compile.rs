@@ -394,6 +394,12 @@ struct FunctionCompiler<'a, 'p> {
     positions: Vec<SourcePos>,
     loops: Vec<LoopLabels>,
     hidden: usize,
+    /// The `let`s of the blocks being compiled: the name, its slot and
+    /// where it was declared. A block's go out of scope at its `}`.
+    declared: Vec<(String, u16, SourcePos)>,
+    /// Names whose block ended, with where they were declared (for the
+    /// message when one is used after).
+    out_of_scope: Vec<(String, SourcePos)>,
     current: SourcePos,
     /// This function's number in `Context::kinds`.
     function: usize,
@@ -418,6 +424,8 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             positions: Vec::new(),
             loops: Vec::new(),
             hidden: 0,
+            declared: Vec::new(),
+            out_of_scope: Vec::new(),
             current: SourcePos { line: 1, column: 1 },
             function: 0,
         };
@@ -549,11 +557,34 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         })
     }
 
+    /// A block's statements. A `let` is scoped to its block: at the end
+    /// its name goes out of scope (its slot stays, unused), so a later
+    /// `let` of the same name, in another block or after this one, is a
+    /// new local.
     fn block(&mut self, block: &Block) -> Result<(), CompileError> {
+        let outer = self.declared.len();
         for stmt in block {
             self.stmt(stmt)?;
         }
+        for (name, slot, pos) in self.declared.drain(outer..) {
+            self.locals[slot as usize] = format!(" out of scope {name}");
+            self.out_of_scope.push((name, pos));
+        }
         Ok(())
+    }
+
+    /// The message for `name` used where it is not declared: when a
+    /// block's `let` declared it, says so.
+    fn undeclared(&self, name: &str, otherwise: String) -> String {
+        match self.out_of_scope.iter().rev().find(|(n, _)| n == name) {
+            Some((_, pos)) => format!(
+                "`{name}` is out of scope here: its `let` (line {}) is inside a block that has \
+                 ended; a `let` is scoped to its block, so declare `{name}` before the block \
+                 (`let {name} = 0`) and assign it inside",
+                pos.line
+            ),
+            None => otherwise,
+        }
     }
 
     fn local_slot(&self, name: &str) -> Option<u16> {
@@ -592,6 +623,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.expr(value)?;
                 self.locals.push(name.clone());
                 let slot = (self.locals.len() - 1) as u16;
+                self.declared.push((name.clone(), slot, stmt.pos));
                 self.emit(Op::SetLocal(slot));
             }
             StmtKind::Assign { name, value } => {
@@ -602,10 +634,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                             format!("`{name}` is a scenario parameter and cannot be assigned"),
                         ));
                     }
-                    let mut e = self.error(
-                        stmt.pos,
+                    let message = self.undeclared(
+                        name,
                         format!("`{name}` is not declared; declare it with `let {name} = ...`"),
                     );
+                    let mut e = self.error(stmt.pos, message);
                     e.suggestion = self.suggest(name);
                     return Err(e);
                 };
@@ -774,10 +807,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                             format!("`{name}` is an instance: name a field, as `{name}.field`"),
                         ));
                     }
-                    let mut e = self.error(
-                        expr.pos,
+                    let message = self.undeclared(
+                        name,
                         format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter"),
                     );
+                    let mut e = self.error(expr.pos, message);
                     e.suggestion = self.suggest(name);
                     return Err(e);
                 }

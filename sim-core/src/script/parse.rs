@@ -817,13 +817,17 @@ impl Parser {
     fn parse_stmts(&mut self, open: Option<SourcePos>) -> Result<Block, ParseError> {
         let mut stmts = Vec::new();
         loop {
-            while self.idx < self.last()
-                && matches!(
-                    self.tokens[self.idx].tok,
-                    Tok::Newline | Tok::Sym(Sym::Semi)
-                )
-            {
+            while self.idx < self.last() && matches!(self.tokens[self.idx].tok, Tok::Newline) {
                 self.idx += 1;
+            }
+            // `;` ends a statement, as a line break does; one with no
+            // statement before it is a mistake, not an empty statement.
+            if matches!(self.peek_tok(), Tok::Sym(Sym::Semi)) {
+                return Err(error(
+                    self.peek_pos(),
+                    "stray `;`: a `;` ends the statement before it (as a line break does), and \
+                     there is none here; remove it",
+                ));
             }
             match (self.peek_tok(), open) {
                 (Tok::Sym(Sym::RBrace), Some(_)) | (Tok::Eof, None) => return Ok(stmts),
@@ -838,6 +842,9 @@ impl Parser {
             ) {
                 return Err(self.statement_end_error(open.is_some()));
             }
+            if matches!(self.peek_tok(), Tok::Sym(Sym::Semi)) {
+                self.advance();
+            }
         }
     }
 
@@ -845,7 +852,21 @@ impl Parser {
         let pos = self.peek_pos();
         let parse: StmtParser = match self.peek_tok() {
             Tok::Kw(Keyword::Else) => {
-                return Err(error(pos, "`else` must follow the `}` of an `if` block"))
+                let after_semi = self.idx > 0
+                    && self.tokens[..self.idx]
+                        .iter()
+                        .rev()
+                        .find(|t| !matches!(t.tok, Tok::Newline))
+                        .is_some_and(|t| matches!(t.tok, Tok::Sym(Sym::Semi)));
+                return Err(error(
+                    pos,
+                    if after_semi {
+                        "`else` must follow the `}` of an `if` block; a `;` ends the `if` \
+                         statement before it, so remove that `;`"
+                    } else {
+                        "`else` must follow the `}` of an `if` block"
+                    },
+                ));
             }
             Tok::Kw(kw) => {
                 let parse = keyword_parser(*kw);
