@@ -582,3 +582,51 @@ fn a_semicolon_ends_a_statement_and_a_stray_one_is_an_error() {
          the `if` statement before it, so remove that `;`"
     );
 }
+
+/// A field's value passed where the procedure takes `*` of its parameter
+/// (a missing `&`) is an error when the scenario is built; so is an
+/// integer. A field that may hold a pointer (one is stored in it) passes.
+#[test]
+fn a_missing_ampersand_is_caught_before_the_run() {
+    let lock = |script: &str| {
+        setup(script)
+            .procedure("lock", vec!["p"], "let v = cmpxchg(*p, 0, 1)\nreturn v")
+            .procedure("outer", vec!["q"], "work 1\nreturn lock(q)")
+            .try_build()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        lock("work 1\nlet v = lock(counter.value)"),
+        Err(
+            "scripts.s line 2, column 14: procedure `lock` uses its parameter `p` as a pointer \
+             (`*p`), but argument 1 is the value of `counter.value`, a field that never holds a \
+             pointer; pass its address: `&counter.value`"
+                .to_string()
+        )
+    );
+    // Through another procedure that passes its parameter on.
+    assert_eq!(
+        lock("let v = outer(stats[2].value)"),
+        Err(
+            "scripts.s line 1, column 15: procedure `outer` uses its parameter `q` as a pointer \
+             (`*q`), but argument 1 is the value of `stats[..].value`, a field that never holds \
+             a pointer; pass its address: `&stats[..].value`"
+                .to_string()
+        )
+    );
+    assert_eq!(
+        lock("let n = 3\nlet v = lock(n + 1)"),
+        Err(
+            "scripts.s line 2, column 16: procedure `lock` uses its parameter `p` as a pointer \
+             (`*p`), but argument 1 is an integer, not a pointer made by `&inst.field`"
+                .to_string()
+        )
+    );
+    assert_eq!(lock("let v = lock(&counter.value)"), Ok(()));
+    // `counter.slots` holds pointers: its value may be one.
+    assert_eq!(
+        lock("counter.slots[0] = &stats.value\nlet v = lock(counter.slots[0])"),
+        Ok(())
+    );
+}

@@ -22,7 +22,7 @@ pub struct Stmt {
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum StmtKind {
-    /// `let name = expr` declares a local (function-scoped).
+    /// `let name = expr` declares a local, in scope to the end of its block.
     Let {
         name: String,
         value: Expr,

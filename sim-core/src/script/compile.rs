@@ -6,7 +6,7 @@
 //! every naming mistake be reported before any simulated cycle passes.
 
 use super::ast::*;
-use super::kinds::{Kind, Kinds};
+use super::kinds::{Kind, Kinds, PointerUse};
 use crate::memory::{InstanceKind, MemoryLayout};
 
 /// A procedure as the scenario gives it.
@@ -322,13 +322,15 @@ pub fn compile_with_costs(
         positions: Vec::new(),
         field_names,
     };
+    let kinds = Kinds::of(params, procedures, scripts);
     let context = Context {
         memory,
         params,
         instruction_costs,
         procedures,
         field_base,
-        kinds: Kinds::of(params, procedures, scripts),
+        pointer_use: PointerUse::of(procedures, scripts),
+        kinds,
         field_indices: memory
             .structs
             .iter()
@@ -373,6 +375,8 @@ struct Context<'a> {
     field_base: Vec<u32>,
     /// Which values are pointers (see [`super::kinds`]).
     kinds: Kinds,
+    /// Which parameters are used as pointers and which fields may hold one.
+    pointer_use: PointerUse,
     /// Per struct, its fields' names with their indices, sorted: a place
     /// is resolved by a binary search, not a scan of a struct's fields.
     field_indices: Vec<Vec<(&'a str, u32)>>,
@@ -918,7 +922,8 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                             ),
                         ));
                     }
-                    for a in args {
+                    for (k, a) in args.iter().enumerate() {
+                        self.refuse_value_for_pointer(index, k, a)?;
                         self.expr(a)?;
                     }
                     self.current = expr.pos;
@@ -949,6 +954,54 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             }
         }
         Ok(())
+    }
+
+    /// Argument `k` of a call of procedure `procedure`, when the procedure
+    /// uses that parameter as a pointer: refuses a value that cannot be one
+    /// (a field that never holds a pointer, most often a missing `&`, or
+    /// an integer made in the script), which `*` would refuse at run time.
+    fn refuse_value_for_pointer(
+        &self,
+        procedure: usize,
+        k: usize,
+        arg: &Expr,
+    ) -> Result<(), CompileError> {
+        let uses = &self.context.pointer_use;
+        if !uses.param_is_pointer(procedure, k) {
+            return Ok(());
+        }
+        let callee = &self.context.procedures[procedure];
+        let param = &callee.params[k];
+        let what = match &arg.kind {
+            ExprKind::Load(place)
+                if place.pointer.is_none()
+                    && !uses.may_hold_pointer(&place.instance, &place.field) =>
+            {
+                let shape = super::parse::place_shape(place);
+                format!(
+                    "the value of `{shape}`, a field that never holds a pointer; pass its \
+                     address: `&{shape}`"
+                )
+            }
+            _ if self
+                .context
+                .kinds
+                .of_expr(self.function, self.context.params, arg)
+                .only_integers() =>
+            {
+                "an integer, not a pointer made by `&inst.field`".to_string()
+            }
+            _ => return Ok(()),
+        };
+        Err(self.error(
+            arg.pos,
+            format!(
+                "procedure `{}` uses its parameter `{param}` as a pointer (`*{param}`), but \
+                 argument {} is {what}",
+                callee.name,
+                k + 1
+            ),
+        ))
     }
 
     /// A bitfield has no address of its own and no atomic instruction

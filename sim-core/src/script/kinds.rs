@@ -245,3 +245,283 @@ impl Walk<'_> {
         }
     }
 }
+
+/// Which procedure parameters are used as pointers, and which fields may
+/// ever hold one, so that a call passing a field's value where its address
+/// was meant (`spin_lock(stock.lock)` for `spin_lock(&stock.lock)`) is an
+/// error when the scenario is built rather than a failed `*` at run time.
+///
+/// A parameter is used as a pointer when its procedure takes `*` of it (or
+/// of a `part` of it), or passes it on to a parameter that is. Which values
+/// may be pointers is followed through the whole program to a fixed point:
+/// `&` and `part` make them; a local, a parameter or a procedure's return
+/// may hold one when a value assigned, passed or returned may; a field may
+/// hold one when a value stored in it (or an atomic's operand) may, and a
+/// load or an atomic gives what its field may hold. A write through a
+/// pointer may reach any field whose address is taken (a pointer is opaque,
+/// and `part` of one stays inside its field), and a load through one may
+/// read any of them. Memory starts holding integers. Elements and indices
+/// are not told apart (conservative).
+pub struct PointerUse {
+    /// Per procedure, per parameter: used as a pointer.
+    params: Vec<Vec<bool>>,
+    /// Per function (procedures, then scripts): locals (parameters
+    /// included) that may hold a pointer.
+    locals: Vec<Vec<String>>,
+    /// Per procedure: may return a pointer.
+    returns: Vec<bool>,
+    /// `(instance, field path)` written with a value that may be a pointer.
+    fields: Vec<(String, String)>,
+    /// `(instance, field path)` whose address is taken.
+    addressed: Vec<(String, String)>,
+    /// A value that may be a pointer was written through a pointer.
+    pointer_written_through_pointer: bool,
+}
+
+impl PointerUse {
+    pub fn of(procedures: &[ProcedureSource], scripts: &[ScriptSource]) -> PointerUse {
+        let bodies: Vec<&Block> = procedures
+            .iter()
+            .map(|p| &p.body)
+            .chain(scripts.iter().map(|s| &s.body))
+            .collect();
+        let mut facts = PointerUse {
+            params: procedures
+                .iter()
+                .map(|p| vec![false; p.params.len()])
+                .collect(),
+            locals: vec![Vec::new(); bodies.len()],
+            returns: vec![false; procedures.len()],
+            fields: Vec::new(),
+            addressed: Vec::new(),
+            pointer_written_through_pointer: false,
+        };
+        // Each round can only add facts, so this ends.
+        loop {
+            let mut scan = Scan {
+                procedures,
+                function: 0,
+                facts: &mut facts,
+                changed: false,
+            };
+            for (f, body) in bodies.iter().enumerate() {
+                scan.function = f;
+                scan.block(body);
+            }
+            if !scan.changed {
+                break;
+            }
+        }
+        facts
+    }
+
+    /// Whether parameter `param` of procedure `procedure` is used as a pointer.
+    pub fn param_is_pointer(&self, procedure: usize, param: usize) -> bool {
+        self.params
+            .get(procedure)
+            .and_then(|p| p.get(param))
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Whether field `field` of instance `instance` may ever hold a pointer.
+    pub fn may_hold_pointer(&self, instance: &str, field: &str) -> bool {
+        let is = |(i, f): &(String, String)| i == instance && f == field;
+        self.fields.iter().any(is)
+            || (self.pointer_written_through_pointer && self.addressed.iter().any(is))
+    }
+
+    /// Whether a load through a pointer may read a pointer.
+    fn pointee_may_hold_pointer(&self) -> bool {
+        self.addressed
+            .iter()
+            .any(|(i, f)| self.may_hold_pointer(i, f))
+    }
+}
+
+/// One round of [`PointerUse::of`] over every body.
+struct Scan<'a> {
+    procedures: &'a [ProcedureSource],
+    function: usize,
+    facts: &'a mut PointerUse,
+    changed: bool,
+}
+
+fn add<T: PartialEq>(set: &mut Vec<T>, item: T) -> bool {
+    if set.contains(&item) {
+        false
+    } else {
+        set.push(item);
+        true
+    }
+}
+
+impl Scan<'_> {
+    /// The parameter of the current function that `e` is, or is a `part`
+    /// of (`p`, `part(p, ..)`, `&*p`).
+    fn param_root(&self, e: &Expr) -> Option<usize> {
+        let procedure = self.procedures.get(self.function)?;
+        match &e.kind {
+            ExprKind::Var(name) => procedure.params.iter().position(|p| p == name),
+            ExprKind::Call(name, args) if name == "part" => {
+                args.first().and_then(|a| self.param_root(a))
+            }
+            ExprKind::AddressOf(place) => place.pointer.as_ref().and_then(|p| self.param_root(p)),
+            _ => None,
+        }
+    }
+
+    fn mark(&mut self, e: &Expr) {
+        if let Some(k) = self.param_root(e) {
+            let flag = &mut self.facts.params[self.function][k];
+            self.changed |= !*flag;
+            *flag = true;
+        }
+    }
+
+    /// Whether `e`'s value may be a pointer, as far as this round knows.
+    fn may_be_pointer(&self, e: &Expr) -> bool {
+        match &e.kind {
+            ExprKind::Int(_) | ExprKind::Unary(..) | ExprKind::Binary(..) => false,
+            ExprKind::Var(name) => self.facts.locals[self.function].contains(name),
+            ExprKind::Load(place) | ExprKind::Atomic(_, place, _) => match &place.pointer {
+                None => self.facts.may_hold_pointer(&place.instance, &place.field),
+                Some(_) => self.facts.pointee_may_hold_pointer(),
+            },
+            ExprKind::AddressOf(place) => match &place.pointer {
+                None => true,
+                Some(p) => self.may_be_pointer(p),
+            },
+            ExprKind::Call(name, _) => match self.procedures.iter().position(|p| &p.name == name) {
+                Some(callee) => self.facts.returns[callee],
+                None => Builtin::ALL
+                    .iter()
+                    .any(|(n, b, _)| n == name && *b == Builtin::Part),
+            },
+        }
+    }
+
+    /// A write of `value` to `place`.
+    fn write(&mut self, place: &Place, value: &Expr) {
+        if !self.may_be_pointer(value) {
+            return;
+        }
+        if place.pointer.is_some() {
+            self.changed |= !self.facts.pointer_written_through_pointer;
+            self.facts.pointer_written_through_pointer = true;
+        } else {
+            let key = (place.instance.clone(), place.field.clone());
+            self.changed |= add(&mut self.facts.fields, key);
+        }
+    }
+
+    fn assign(&mut self, name: &str, value: &Expr) {
+        if self.may_be_pointer(value) {
+            let name = name.to_string();
+            self.changed |= add(&mut self.facts.locals[self.function], name);
+        }
+    }
+
+    fn block(&mut self, block: &Block) {
+        for stmt in block {
+            match &stmt.kind {
+                StmtKind::Let { name, value } | StmtKind::Assign { name, value } => {
+                    self.expr(value);
+                    self.assign(name, value);
+                }
+                StmtKind::Work(value) | StmtKind::Assert(value) | StmtKind::Expr(value) => {
+                    self.expr(value)
+                }
+                StmtKind::Return(Some(value)) => {
+                    self.expr(value);
+                    if self.function < self.procedures.len() && self.may_be_pointer(value) {
+                        let flag = &mut self.facts.returns[self.function];
+                        self.changed |= !*flag;
+                        *flag = true;
+                    }
+                }
+                StmtKind::Store { place, value } => {
+                    self.place(place, true);
+                    self.expr(value);
+                    self.write(place, value);
+                }
+                StmtKind::If {
+                    cond,
+                    then_block,
+                    else_block,
+                } => {
+                    self.expr(cond);
+                    self.block(then_block);
+                    if let Some(b) = else_block {
+                        self.block(b);
+                    }
+                }
+                StmtKind::While { cond: e, body } | StmtKind::Repeat { count: e, body } => {
+                    self.expr(e);
+                    self.block(body);
+                }
+                StmtKind::Return(None) | StmtKind::Break | StmtKind::Continue | StmtKind::Fence => {
+                }
+            }
+        }
+    }
+
+    /// A place accessed (`deref`: its pointer is taken `*` of).
+    fn place(&mut self, place: &Place, deref: bool) {
+        if let Some(p) = &place.pointer {
+            if deref {
+                self.mark(p);
+            }
+        }
+        for e in [&place.pointer, &place.element, &place.field_index]
+            .into_iter()
+            .flatten()
+        {
+            self.expr(e);
+        }
+    }
+
+    fn expr(&mut self, expr: &Expr) {
+        match &expr.kind {
+            ExprKind::Int(_) | ExprKind::Var(_) => {}
+            ExprKind::Unary(_, e) => self.expr(e),
+            ExprKind::Binary(_, a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
+            ExprKind::Load(place) => self.place(place, true),
+            ExprKind::AddressOf(place) => {
+                if place.pointer.is_none() {
+                    let key = (place.instance.clone(), place.field.clone());
+                    self.changed |= add(&mut self.facts.addressed, key);
+                }
+                self.place(place, false);
+            }
+            ExprKind::Atomic(_, place, operands) => {
+                self.place(place, true);
+                for o in operands {
+                    self.expr(o);
+                    self.write(place, o);
+                }
+            }
+            ExprKind::Call(name, args) => {
+                for a in args {
+                    self.expr(a);
+                }
+                if let Some(callee) = self.procedures.iter().position(|p| &p.name == name) {
+                    for (k, a) in args.iter().enumerate() {
+                        if self.facts.param_is_pointer(callee, k) {
+                            self.mark(a);
+                        }
+                        if let Some(param) = self.procedures[callee].params.get(k) {
+                            if self.may_be_pointer(a) {
+                                let param = param.clone();
+                                self.changed |= add(&mut self.facts.locals[callee], param);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

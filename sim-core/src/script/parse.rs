@@ -254,7 +254,7 @@ fn describe_expr(expr: &Expr) -> String {
 
 /// `inst.field`, `inst[..].field`, `inst.field[..]` or `inst[..].field[..]`,
 /// the field being a path (`inst.items[..].next`).
-fn place_shape(place: &Place) -> String {
+pub(crate) fn place_shape(place: &Place) -> String {
     if place.pointer.is_some() {
         return "*..".to_string();
     }
