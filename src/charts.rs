@@ -609,6 +609,7 @@ pub fn validation_charts(
                     class: c.label.clone(),
                     measured: c.measured_median_ns,
                     simulated: c.simulated_median_ns,
+                    known_miss: c.known_miss.is_some(),
                 });
             }
         }
@@ -625,8 +626,8 @@ pub fn validation_charts(
     };
     let scatter = plots::validation_scatter(&chart)?;
     let bars = plots::validation_bars(&plots::ValidationChart {
-        title: "bounce validate: measured and simulated one-way latency per class".into(),
-        x_label: "one-way latency, median per class (ns)".into(),
+        title: "bounce validate: simulated against measured one-way latency, per class".into(),
+        x_label: "simulated median against measured, per class (%)".into(),
         ..chart
     })?;
     Ok(vec![

@@ -257,6 +257,7 @@ fn validation_chart() -> ValidationChart {
         class: class.into(),
         measured,
         simulated,
+        known_miss: false,
     };
     ValidationChart {
         title: "Simulated against measured".into(),
