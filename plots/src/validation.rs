@@ -2,8 +2,7 @@
 //! CPU pairs, per machine.
 
 use super::{
-    check_finite, color, draw_err, render, short_number, text_width,
-    title_width, PlotError, FONT,
+    check_finite, color, draw_err, render, short_number, text_width, title_width, PlotError, FONT,
 };
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -223,7 +222,11 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
             let (px, py) = c.backend_coord(&(p.measured, p.simulated));
             let base = plot.get_base_pixel();
             let centre = label_style.pos(Pos::new(HPos::Center, VPos::Top));
-            let first_y = if p.simulated < p.measured { py + 14 } else { py - 44 };
+            let first_y = if p.simulated < p.measured {
+                py + 14
+            } else {
+                py - 44
+            };
             for (k, text) in lines.into_iter().enumerate() {
                 let y = first_y + 15 * k as i32;
                 plot.draw(&Text::new(text, (px - base.0, y - base.1), centre.clone()))
@@ -366,7 +369,10 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
                 let (x1, y1) = c.backend_coord(&(e, row + 1));
                 let (ya, yb) = (y1.min(y0) + 4, y1.max(y0) - 4);
                 d(panel.draw(&Rectangle::new(
-                    [(x0.min(x1) - base.0, ya - base.1), (x0.max(x1) - base.0, yb - base.1)],
+                    [
+                        (x0.min(x1) - base.0, ya - base.1),
+                        (x0.max(x1) - base.0, yb - base.1),
+                    ],
                     col.filled(),
                 )))?;
                 let (lx, _) = c.backend_coord(&(-reach, row));
@@ -386,19 +392,46 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
                 )))?;
             }
         }
-        // The key, once for every panel.
-        let entries: [(String, RGBColor); 4] = [
-            (format!("within ±{} %", short_number(chart.band_pct)), WITHIN),
-            (format!("outside ±{} %", short_number(chart.band_pct)), MISS),
-            ("outside, a documented known miss".into(), KNOWN_MISS),
+        // The key, once for every panel, with only the kinds of bar drawn.
+        let outside = |known: bool| {
+            chart
+                .points
+                .iter()
+                .any(|p| p.error_pct().abs() > chart.band_pct && p.known_miss == known)
+        };
+        let within = chart
+            .points
+            .iter()
+            .any(|p| p.error_pct().abs() <= chart.band_pct);
+        let entries: Vec<(String, RGBColor)> = [
             (
+                within,
+                format!("within ±{} %", short_number(chart.band_pct)),
+                WITHIN,
+            ),
+            (
+                outside(false),
+                format!("outside ±{} %", short_number(chart.band_pct)),
+                MISS,
+            ),
+            (
+                outside(true),
+                "outside, a documented known miss".into(),
+                KNOWN_MISS,
+            ),
+            (
+                true,
                 format!(
                     "±{} % band; figures: error, simulated / measured median (ns)",
                     short_number(chart.band_pct)
                 ),
                 RGBColor(200, 225, 200),
             ),
-        ];
+        ]
+        .into_iter()
+        .filter(|(drawn, _, _)| *drawn)
+        .map(|(_, text, col)| (text, col))
+        .collect();
         let key = TextStyle::from((FONT, 13).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));

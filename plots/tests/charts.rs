@@ -288,26 +288,54 @@ fn validation_charts_name_machines_classes_and_the_band() {
     ] {
         assert!(svg.contains(text), "scatter lacks {text}");
     }
-    // One point per class, in its machine's colour.
+    // One point per class, in its machine's colour; the point outside the
+    // band (milan, -35.2 %) ringed and labelled, one ring in the legend.
     assert_eq!(
         svg.matches("<circle").count(),
-        3 + 2,
-        "3 points, 2 in the legend"
+        3 + 2 + 1 + 1,
+        "3 points, 2 machines in the legend, a ring and its swatch"
     );
+    assert!(svg.contains("milan: cross-socket"), "no label for the miss");
+    assert!(svg.contains("-35.2 %"), "no error for the miss");
+    assert!(svg.contains("outside ±10 %"), "no legend for the ring");
+    assert!(!svg.contains("known miss"), "no known miss was drawn");
     assert_eq!(svg, validation_scatter(&v).unwrap());
 
+    // A panel per machine: a bar per class, red outside the band, amber
+    // for a known miss, the figures with one decimal.
     let svg = validation_bars(&v).unwrap();
     dump("validation-classes.svg", &svg);
     for text in [
-        "icelake: SMT siblings",
-        "milan: cross-socket",
-        "measured",
-        "simulated",
-        "304",
-        "197",
+        "icelake",
+        "milan",
+        "SMT siblings",
+        "cross-socket",
+        "-3.7 %  7.7 / 8.0 ns",
+        "-35.2 %  197.0 / 304.0 ns",
+        "outside ±10 %",
     ] {
         assert!(svg.contains(text), "bars lack {text}");
     }
+    assert!(!svg.contains("known miss"), "a key entry for nothing drawn");
+    assert!(svg.contains("fill=\"#C81E1E\""), "the miss is not red");
+    let mut known = validation_chart();
+    known.points[2].known_miss = true;
+    let svg = validation_bars(&known).unwrap();
+    assert!(
+        svg.contains("fill=\"#E68C00\""),
+        "the known miss is not amber"
+    );
+    assert!(svg.contains("outside, a documented known miss"));
+    assert!(!svg.contains("fill=\"#C81E1E\""), "a known miss drawn red");
+    // Two machines side by side: wider than tall.
+    let size = |svg: &str, key: &str| -> u32 {
+        let at = svg.find(&format!("{key}=\"")).unwrap() + key.len() + 2;
+        svg[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    assert!(
+        size(&svg, "width") > size(&svg, "height"),
+        "not a slide's shape"
+    );
 
     let mut empty = validation_chart();
     empty.points.clear();
