@@ -416,7 +416,11 @@ fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
                 stall_cycles: vec![0.0; k],
             });
             row.hitm[j] += per_iteration(f.traffic.hitm, r);
-            row.stall_cycles[j] += per_iteration(f.traffic.stall_cycles, r);
+            // Waiting, whether stalled on an access (queued at the home
+            // included) or polling in a spin-wait: a spinlock's waiters
+            // spend most of their time in the second.
+            row.stall_cycles[j] +=
+                per_iteration(f.traffic.stall_cycles + f.traffic.spin_cycles, r);
         }
     }
     let mut rows: Vec<(usize, FieldRow)> = rows
@@ -435,7 +439,7 @@ fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
         variants: case.iter().map(|r| r.variant.clone()).collect(),
         rows: rows.into_iter().map(|r| r.1).collect(),
         hitm_label: "HITM per iteration (count)".into(),
-        stall_label: "stall cycles per iteration (cycles)".into(),
+        stall_label: "cycles waited per iteration, stalled or spinning (cycles)".into(),
     }
 }
 

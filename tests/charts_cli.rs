@@ -131,7 +131,7 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     let attribution = text("attribution-cpus_44.svg");
     assert!(attribution.contains("per-field attribution (cpus=44)"));
     assert!(attribution.contains("HITM per iteration (count)"));
-    assert!(attribution.contains("stall cycles per iteration (cycles)"));
+    assert!(attribution.contains("cycles waited per iteration, stalled or spinning (cycles)"));
     assert!(attribution.contains("ctr.value"));
     let lines = text("lines-counter-padded.svg");
     assert!(lines.contains("struct counter, variant padded"));
