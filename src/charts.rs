@@ -419,8 +419,7 @@ fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
             // Waiting, whether stalled on an access (queued at the home
             // included) or polling in a spin-wait: a spinlock's waiters
             // spend most of their time in the second.
-            row.stall_cycles[j] +=
-                per_iteration(f.traffic.stall_cycles + f.traffic.spin_cycles, r);
+            row.stall_cycles[j] += per_iteration(f.traffic.stall_cycles + f.traffic.spin_cycles, r);
         }
     }
     let mut rows: Vec<(usize, FieldRow)> = rows

@@ -857,7 +857,7 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
         )?;
         hbars(
             &lower,
-            "Stall cycles waiting for the field's accesses",
+            "Cycles waited on the field's accesses, stalled or spinning",
             &chart.stall_label,
             "field",
             &names,

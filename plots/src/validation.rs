@@ -335,10 +335,17 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
             c.configure_mesh()
                 .disable_y_mesh()
                 .y_label_formatter(&|_| String::new())
-                .x_labels(3)
+                .x_labels(5)
                 .light_line_style(WHITE.mix(0.0))
                 .bold_line_style(RGBColor(235, 235, 235))
-                .x_label_formatter(&|v| format!("{v:+.0} %"))
+                // The middle and the ends only: a panel is narrow.
+                .x_label_formatter(&|v| {
+                    if v.abs() < 1e-9 || v.abs() >= reach / 1.15 * 0.8 {
+                        format!("{v:+.0} %")
+                    } else {
+                        String::new()
+                    }
+                })
                 .label_style((FONT, 11))
                 .draw()
                 .map_err(draw_err)?;
