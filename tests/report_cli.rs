@@ -169,7 +169,8 @@ fn metric_chooses_the_column_of_the_sweep_table() {
          cycles_per_iteration_mean, cycles_per_iteration_p50, cycles_per_iteration_p99, \
          ns_per_iteration_mean, misses_per_iteration, hitm_per_iteration, \
          invalidations_per_iteration, cross_socket_misses_per_iteration, \
-         stall_cycles_per_iteration\n"
+         stall_cycles_per_iteration, spin_cycles_per_iteration, \
+         queue_wait_cycles_per_iteration\n"
     );
 }
 
