@@ -153,7 +153,15 @@ fn validate_out_writes_the_table_and_the_charts() {
         assert!(scatter.contains(text), "scatter lacks {text}");
     }
     let bars = std::fs::read_to_string(dir.0.join("validation-classes.svg")).expect("the bars");
-    assert!(bars.contains("icelake-sp-8375c-2s: cross-socket"), "{bars}");
+    // A panel per machine, a bar per class with its figures.
+    for text in [
+        "icelake-sp-8375c-2s",
+        "icelake-sp-8360y-2s",
+        "cross-socket",
+        " ns",
+    ] {
+        assert!(bars.contains(text), "bars lack {text}");
+    }
     // Nothing else, and no temporary file left.
     let mut names: Vec<String> = std::fs::read_dir(&dir.0)
         .unwrap()
