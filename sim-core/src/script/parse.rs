@@ -1471,7 +1471,11 @@ mod tests {
     fn empty_and_blank_scripts() {
         assert_eq!(parse_block(""), Ok(vec![]));
         assert_eq!(parse_block("\n\n  \t\n"), Ok(vec![]));
-        assert_eq!(parse_block(";;;\n;"), Ok(vec![]));
+        // A `;` ends a statement; alone it is a stray one.
+        assert_eq!(
+            parse_block(";;;\n;").map_err(|e| e.message),
+            Err("stray `;`: a `;` ends the statement before it (as a line break does), and there is none here; remove it".to_string())
+        );
         assert_eq!(parse_block("# only a comment"), Ok(vec![]));
         assert_eq!(parse_block("// comment\n# another\n"), Ok(vec![]));
     }
@@ -1550,12 +1554,13 @@ mod tests {
     #[test]
     fn separators() {
         assert_eq!(p("x = 1; y = 2"), "(set x 1) (set y 2)");
-        assert_eq!(p("x = 1;;; y = 2;"), "(set x 1) (set y 2)");
+        assert_eq!(p("x = 1; y = 2;"), "(set x 1) (set y 2)");
+        assert_eq!(p("x = 1;\n y = 2;\n"), "(set x 1) (set y 2)");
         assert_eq!(p("\n\nx = 1\n\n\ny = 2\n\n"), "(set x 1) (set y 2)");
         assert_eq!(p("if a { x = 1; y = 2 }"), "(if a {(set x 1) (set y 2)})");
         assert_eq!(p("if a {\n\n x = 1\n\n}\n"), "(if a {(set x 1)})");
         assert_eq!(p("if a {}"), "(if a {})");
-        assert_eq!(p("if a {;}"), "(if a {})");
+        assert_eq!(p("if a { x = 1; }"), "(if a {(set x 1)})");
         assert_eq!(
             p("while a { if b { break } }"),
             "(while a {(if b {break})})"
@@ -1982,7 +1987,8 @@ mod tests {
         );
         check_err(
             "if a { } ; else { }",
-            "`else` must follow the `}` of an `if` block",
+            "`else` must follow the `}` of an `if` block; a `;` ends the `if` statement \
+             before it, so remove that `;`",
             1,
             12,
         );
