@@ -1226,7 +1226,11 @@ impl<'c> Simulation<'c> {
     /// then names the line of the user's script that called it).
     pub(super) fn called_from(&self, cpu: &Cpu) -> Vec<(String, SourcePos)> {
         let scripts = self.program.scripts.len();
-        cpu.callers
+        // A switch hook is run by the scheduler, not called by the thread's
+        // code: its chain starts at the hook (the frames below it are the
+        // thread's, stopped wherever the switch found it).
+        let first = cpu.hook.map_or(0, |(depth, _)| depth as usize);
+        cpu.callers[first.min(cpu.callers.len())..]
             .iter()
             .rev()
             .map(|f| {
