@@ -2,7 +2,7 @@
 //! of each bar as a short number (counts, cycles), where the comparison
 //! charts write percentages against a base.
 
-use super::{check_finite, hbars, label_area_for, render, short_number, title_width, PlotError};
+use super::{grouped_bars_frame, hbars, render, short_number, PlotError};
 
 /// Per group (a category), one bar per series, a colour per series: a
 /// histogram of outcomes per variant, or a cost per variant and machine.
@@ -21,26 +21,8 @@ pub struct BarChart {
 
 /// The bar chart as an SVG document.
 pub fn bars(chart: &BarChart) -> Result<String, PlotError> {
-    if chart.categories.is_empty() {
-        return Err(PlotError::Empty("the list of groups".into()));
-    }
-    if chart.series.is_empty() {
-        return Err(PlotError::Empty("the list of series".into()));
-    }
-    for (name, values) in &chart.series {
-        if values.len() != chart.categories.len() {
-            return Err(PlotError::Invalid(format!(
-                "series `{name}` has not one value per group"
-            )));
-        }
-        for &v in values {
-            check_finite(&format!("a value of `{name}`"), v)?;
-        }
-    }
-    let label_area = label_area_for(&chart.categories);
-    let k = chart.series.len() as u32;
-    let height = 150 + (2 * k + 2) * 11 * chart.categories.len() as u32;
-    let width = (label_area + 760).max(860).max(title_width(&chart.title));
+    let (label_area, width, height) =
+        grouped_bars_frame(&chart.title, &chart.categories, &chart.series)?;
     let fmt = |v: f64| short_number(v);
     render(width, height, |root| {
         hbars(

@@ -747,16 +747,22 @@ pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
     })
 }
 
-/// The grouped comparison chart as an SVG document.
-pub fn grouped_comparison(chart: &GroupedComparisonChart) -> Result<String, PlotError> {
-    if chart.categories.is_empty() {
+/// The checks and the frame (label area, width, height) of horizontal bars
+/// grouped by category, one bar per series in each group: the comparison
+/// chart's and the book's bar charts'.
+pub(crate) fn grouped_bars_frame(
+    title: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+) -> Result<(u32, u32, u32), PlotError> {
+    if categories.is_empty() {
         return Err(PlotError::Empty("the list of groups".into()));
     }
-    if chart.series.is_empty() {
+    if series.is_empty() {
         return Err(PlotError::Empty("the list of series".into()));
     }
-    for (name, values) in &chart.series {
-        if values.len() != chart.categories.len() {
+    for (name, values) in series {
+        if values.len() != categories.len() {
             return Err(PlotError::Invalid(format!(
                 "series `{name}` has not one value per group"
             )));
@@ -765,10 +771,17 @@ pub fn grouped_comparison(chart: &GroupedComparisonChart) -> Result<String, Plot
             check_finite(&format!("a value of `{name}`"), v)?;
         }
     }
-    let label_area = label_area_for(&chart.categories);
-    let k = chart.series.len() as u32;
-    let height = 150 + (2 * k + 2) * 11 * chart.categories.len() as u32;
-    let width = (label_area + 760).max(860).max(title_width(&chart.title));
+    let label_area = label_area_for(categories);
+    let k = series.len() as u32;
+    let height = 150 + (2 * k + 2) * 11 * categories.len() as u32;
+    let width = (label_area + 760).max(860).max(title_width(title));
+    Ok((label_area, width, height))
+}
+
+/// The grouped comparison chart as an SVG document.
+pub fn grouped_comparison(chart: &GroupedComparisonChart) -> Result<String, PlotError> {
+    let (label_area, width, height) =
+        grouped_bars_frame(&chart.title, &chart.categories, &chart.series)?;
     let fmt = |v: f64| format!("{}%", signed_percent(v));
     render(width, height, |root| {
         hbars(

@@ -76,26 +76,12 @@ fn simulate(
             (clock_mhz > 0.0).then(|| cycles / 2.0 / clock_mhz * 1000.0)
         }
         MeasuredMetric::CyclesPerIteration => {
-            let cycles = |b: &BuiltVariant, r: &VariantResult| match &m.threads {
-                None => Some(r.iteration_cycles.mean()),
-                Some(group) => {
-                    let cpus = &b.groups.iter().find(|(g, _)| g == group.get_ref())?.1;
-                    let (cycles, iterations) = r
-                        .per_cpu
-                        .iter()
-                        .filter(|c| cpus.contains(&c.cpu))
-                        .fold((0u64, 0u64), |(c, n), s| {
-                            (c + s.iteration_cycles_total, n + s.iterations)
-                        });
-                    (iterations > 0).then(|| cycles as f64 / iterations as f64)
-                }
-            };
-            let own = cycles(b, r)?;
+            let own = group_cycles(m, b, r)?;
             match &m.relative_to {
                 None => Some(own),
                 Some(against) => {
                     let (b0, r0) = find(against.get_ref())?;
-                    Some(own - cycles(b0, r0)?)
+                    Some(own - group_cycles(m, b0, r0)?)
                 }
             }
         }
