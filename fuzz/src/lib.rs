@@ -27,6 +27,10 @@ pub const MAX_INPUT_BYTES: usize = 64 * 1024;
 pub const RUN_MAX_CYCLES: u64 = 200_000;
 pub const RUN_MAX_EVENTS: u64 = 20_000;
 pub const RUN_MAX_STEPS_WITHOUT_TIME: u64 = 20_000;
+/// Script operations per CPU: with the budgets above, this bounds a run's
+/// host work by a count, so no input can hang the harness and no test needs
+/// a clock to say so.
+pub const RUN_MAX_OPERATIONS: u64 = 2_000_000;
 
 /// How far an input went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -239,7 +243,7 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
         max_cycles: RUN_MAX_CYCLES,
         max_events: RUN_MAX_EVENTS,
         max_steps_without_time: sim_core::engine::DEFAULT_MAX_STEPS_WITHOUT_TIME,
-        max_operations: sim_core::engine::DEFAULT_MAX_OPERATIONS,
+        max_operations: RUN_MAX_OPERATIONS,
         seed: 1,
         start_spread_cycles: 0,
         check_invariants: true,
@@ -256,6 +260,7 @@ fn run_briefly(mut config: SimConfig) -> Result<(), Finding> {
     config.max_steps_without_time = config
         .max_steps_without_time
         .min(RUN_MAX_STEPS_WITHOUT_TIME);
+    config.max_operations = config.max_operations.min(RUN_MAX_OPERATIONS);
     if let StopRule::Cycles(c) = config.stop {
         config.stop = StopRule::Cycles(c.min(RUN_MAX_CYCLES));
     }

@@ -4,12 +4,13 @@
 //! mutations of them, script snippets) and every crash it ever found
 //! checked by `cargo test`.
 //!
-//! For each input: no panic, no protocol violation, done within a time
-//! bound, and at most [`MAX_LIVE_BYTES`] allocated at once.
+//! For each input: no panic, no protocol violation, and at most
+//! [`MAX_LIVE_BYTES`] allocated at once (runs are bounded by the harness's
+//! budgets; the slowest input's time is reported, not asserted).
 
 mod bounds;
 
-use bounds::{measure, MAX_LIVE_BYTES, MAX_TIME};
+use bounds::{measure, MAX_LIVE_BYTES};
 
 use bounce_fuzz as harness;
 use harness::{Finding, Outcome};
@@ -49,9 +50,6 @@ fn replay(
             Ok(Ok(outcome)) => *outcomes.entry(outcome).or_insert(0) += 1,
             Ok(Err(Finding(f))) => failures.push(format!("{target}/{name}: {f}")),
             Err(_) => failures.push(format!("{target}/{name}: panicked (see above)")),
-        }
-        if took > MAX_TIME {
-            failures.push(format!("{target}/{name}: took {took:?}"));
         }
         if live > MAX_LIVE_BYTES {
             failures.push(format!("{target}/{name}: {live} bytes live at once"));
