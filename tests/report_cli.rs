@@ -8,47 +8,9 @@ use std::path::Path;
 mod common;
 use common::{assert_exit, bounce, stderr, stdout, TempDir};
 
-/// Six cases of two variants, a few milliseconds each.
-const SWEEP: &str = r#"schema = 1
-name = "report-sweep"
-machine = "icelake-sp-2s"
-seed = 3
-
-[run]
-iterations = 20
-
-[params]
-step = 1
-
-[structs.counter]
-fields = [
-  { name = "value", type = "unsigned long" },
-  { name = "other", type = "unsigned long" },
-]
-
-[instances.ctr]
-struct = "counter"
-kind = "global"
-
-[scripts]
-inc = """
-fetch_add(ctr.value, step)
-ctr.other = ctr.other + 1
-"""
-
-[[threads]]
-name = "workers"
-cpus = "0"
-script = "inc"
-
-[[variants]]
-name = "padded"
-set = { "structs.counter.fields.other.align" = 64 }
-
-[sweep]
-cpus = [1, 2, 44]
-params.step = [1, 2]
-"#;
+/// Six cases of two variants, a few milliseconds each (shared with the
+/// other sweep tests of the binary).
+const SWEEP: &str = include_str!("fixtures/counter-sweep.toml");
 
 fn sweep_file(tmp: &TempDir) -> String {
     let file = tmp.join("sweep.toml");
@@ -73,7 +35,7 @@ fn a_sweep_compares_each_case_with_its_own_base() {
     // The table: a row per case, the axis values then each variant, the
     // padded one against the base of the same case.
     let mut expected = String::from(
-        "bounce: report-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n\n\
+        "bounce: counter-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n\n\
          machine icelake-sp-2s (3400 MHz): 6 case(s) x 2 variant(s)\n\n\
          throughput.total (iterations/s) per case; %change: against the same case's `base`\n",
     );

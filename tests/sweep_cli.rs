@@ -5,47 +5,9 @@ use std::path::Path;
 mod common;
 use common::{assert_exit, bounce, root, stderr, stdout, TempDir};
 
-/// Six cases of two variants, a few milliseconds each.
-const SWEEP: &str = r#"schema = 1
-name = "cli-sweep"
-machine = "icelake-sp-2s"
-seed = 3
-
-[run]
-iterations = 20
-
-[params]
-step = 1
-
-[structs.counter]
-fields = [
-  { name = "value", type = "unsigned long" },
-  { name = "other", type = "unsigned long" },
-]
-
-[instances.ctr]
-struct = "counter"
-kind = "global"
-
-[scripts]
-inc = """
-fetch_add(ctr.value, step)
-ctr.other = ctr.other + 1
-"""
-
-[[threads]]
-name = "workers"
-cpus = "0"
-script = "inc"
-
-[[variants]]
-name = "padded"
-set = { "structs.counter.fields.other.align" = 64 }
-
-[sweep]
-cpus = [1, 2, 44]
-params.step = [1, 2]
-"#;
+/// Six cases of two variants, a few milliseconds each (shared with the
+/// other sweep tests of the binary).
+const SWEEP: &str = include_str!("fixtures/counter-sweep.toml");
 
 const FILES: [&str; 3] = ["results.csv", "results.json", "fields.csv"];
 
@@ -70,7 +32,7 @@ fn merged_shards_are_byte_identical_to_an_unsharded_run() {
     let report = stdout(&o);
     assert!(
         report.starts_with(
-            "bounce: cli-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n"
+            "bounce: counter-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n"
         ),
         "{report}"
     );
@@ -98,7 +60,7 @@ fn merged_shards_are_byte_identical_to_an_unsharded_run() {
     let o = bounce(&["merge", &merged, &s1, &s0]);
     assert_exit(&o, 0);
     assert!(
-        stdout(&o).starts_with("bounce: merged 2 shard(s) of `cli-sweep`: 6 case(s), 12 run(s)")
+        stdout(&o).starts_with("bounce: merged 2 shard(s) of `counter-sweep`: 6 case(s), 12 run(s)")
     );
     for name in FILES {
         assert!(
@@ -232,7 +194,7 @@ fn merge_names_every_failed_shard_and_a_rerun_replaces_it() {
     let o = bounce(&args);
     assert_exit(&o, 0);
     assert!(
-        stdout(&o).starts_with("bounce: merged 5 shard(s) of `cli-sweep`: 6 case(s), 12 run(s)"),
+        stdout(&o).starts_with("bounce: merged 5 shard(s) of `counter-sweep`: 6 case(s), 12 run(s)"),
         "{}",
         stdout(&o)
     );
