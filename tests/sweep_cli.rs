@@ -59,9 +59,8 @@ fn merged_shards_are_byte_identical_to_an_unsharded_run() {
     // The shards in any order.
     let o = bounce(&["merge", &merged, &s1, &s0]);
     assert_exit(&o, 0);
-    assert!(
-        stdout(&o).starts_with("bounce: merged 2 shard(s) of `counter-sweep`: 6 case(s), 12 run(s)")
-    );
+    assert!(stdout(&o)
+        .starts_with("bounce: merged 2 shard(s) of `counter-sweep`: 6 case(s), 12 run(s)"));
     for name in FILES {
         assert!(
             read(&full, name) == read(&merged, name),
@@ -194,7 +193,8 @@ fn merge_names_every_failed_shard_and_a_rerun_replaces_it() {
     let o = bounce(&args);
     assert_exit(&o, 0);
     assert!(
-        stdout(&o).starts_with("bounce: merged 5 shard(s) of `counter-sweep`: 6 case(s), 12 run(s)"),
+        stdout(&o)
+            .starts_with("bounce: merged 5 shard(s) of `counter-sweep`: 6 case(s), 12 run(s)"),
         "{}",
         stdout(&o)
     );

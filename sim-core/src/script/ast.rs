@@ -192,3 +192,94 @@ pub struct Place {
     pub index_after_segments: u32,
     pub pos: SourcePos,
 }
+
+/// A read-only walk over a body, for the analyses that look at every
+/// statement and expression (`kinds.rs`): each hook's default visits the
+/// children in source order, so an analysis overrides only the nodes it
+/// learns from and calls the `walk_*` function to go on.
+pub(crate) trait Visit {
+    fn block(&mut self, block: &Block) {
+        for stmt in block {
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) {
+        walk_stmt(self, stmt);
+    }
+
+    /// A place accessed; `deref` is whether its pointer (if any) is taken
+    /// `*` of (a load, a store, an atomic), not only offset (`&`).
+    fn place(&mut self, place: &Place, deref: bool) {
+        let _ = deref;
+        walk_place(self, place);
+    }
+
+    fn expr(&mut self, expr: &Expr) {
+        walk_expr(self, expr);
+    }
+}
+
+pub(crate) fn walk_stmt<V: Visit + ?Sized>(v: &mut V, stmt: &Stmt) {
+    match &stmt.kind {
+        StmtKind::Let { value, .. }
+        | StmtKind::Assign { value, .. }
+        | StmtKind::Work(value)
+        | StmtKind::Assert(value)
+        | StmtKind::Expr(value)
+        | StmtKind::Return(Some(value)) => v.expr(value),
+        StmtKind::Store { place, value } => {
+            v.place(place, true);
+            v.expr(value);
+        }
+        StmtKind::If {
+            cond,
+            then_block,
+            else_block,
+        } => {
+            v.expr(cond);
+            v.block(then_block);
+            if let Some(b) = else_block {
+                v.block(b);
+            }
+        }
+        StmtKind::While { cond: e, body } | StmtKind::Repeat { count: e, body } => {
+            v.expr(e);
+            v.block(body);
+        }
+        StmtKind::Return(None) | StmtKind::Break | StmtKind::Continue | StmtKind::Fence => {}
+    }
+}
+
+pub(crate) fn walk_place<V: Visit + ?Sized>(v: &mut V, place: &Place) {
+    for e in [&place.pointer, &place.element, &place.field_index]
+        .into_iter()
+        .flatten()
+    {
+        v.expr(e);
+    }
+}
+
+pub(crate) fn walk_expr<V: Visit + ?Sized>(v: &mut V, expr: &Expr) {
+    match &expr.kind {
+        ExprKind::Int(_) | ExprKind::Var(_) => {}
+        ExprKind::Unary(_, e) => v.expr(e),
+        ExprKind::Binary(_, a, b) => {
+            v.expr(a);
+            v.expr(b);
+        }
+        ExprKind::Load(place) => v.place(place, true),
+        ExprKind::AddressOf(place) => v.place(place, false),
+        ExprKind::Atomic(_, place, operands) => {
+            v.place(place, true);
+            for o in operands {
+                v.expr(o);
+            }
+        }
+        ExprKind::Call(_, args) => {
+            for a in args {
+                v.expr(a);
+            }
+        }
+    }
+}

@@ -160,86 +160,22 @@ struct Walk<'a> {
     changed: bool,
 }
 
-impl Walk<'_> {
-    fn block(&mut self, block: &Block) {
-        for stmt in block {
-            self.stmt(stmt);
-        }
-    }
-
-    fn assign(&mut self, name: &str, value: &Expr) {
-        self.expr(value);
-        let kind = self.kinds.of_expr(self.function, self.params, value);
-        self.changed |= self.kinds.raise(self.function, name, kind);
-    }
-
+impl Visit for Walk<'_> {
     fn stmt(&mut self, stmt: &Stmt) {
-        match &stmt.kind {
-            StmtKind::Let { name, value } | StmtKind::Assign { name, value } => {
-                self.assign(name, value)
-            }
-            StmtKind::Store { place, value } => {
-                self.place(place);
-                self.expr(value);
-            }
-            StmtKind::Work(e) | StmtKind::Assert(e) | StmtKind::Expr(e) => self.expr(e),
-            StmtKind::Return(e) => {
-                if let Some(e) = e {
-                    self.expr(e);
-                }
-            }
-            StmtKind::If {
-                cond,
-                then_block,
-                else_block,
-            } => {
-                self.expr(cond);
-                self.block(then_block);
-                if let Some(b) = else_block {
-                    self.block(b);
-                }
-            }
-            StmtKind::While { cond: e, body } | StmtKind::Repeat { count: e, body } => {
-                self.expr(e);
-                self.block(body);
-            }
-            StmtKind::Break | StmtKind::Continue | StmtKind::Fence => {}
-        }
-    }
-
-    fn place(&mut self, place: &Place) {
-        for e in [&place.pointer, &place.element, &place.field_index]
-            .into_iter()
-            .flatten()
-        {
-            self.expr(e);
+        walk_stmt(self, stmt);
+        if let StmtKind::Let { name, value } | StmtKind::Assign { name, value } = &stmt.kind {
+            let kind = self.kinds.of_expr(self.function, self.params, value);
+            self.changed |= self.kinds.raise(self.function, name, kind);
         }
     }
 
     fn expr(&mut self, expr: &Expr) {
-        match &expr.kind {
-            ExprKind::Int(_) | ExprKind::Var(_) => {}
-            ExprKind::Unary(_, e) => self.expr(e),
-            ExprKind::Binary(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            ExprKind::Load(place) | ExprKind::AddressOf(place) => self.place(place),
-            ExprKind::Atomic(_, place, operands) => {
-                self.place(place);
-                for o in operands {
-                    self.expr(o);
-                }
-            }
-            ExprKind::Call(name, args) => {
-                for a in args {
-                    self.expr(a);
-                }
-                if let Some(callee) = self.procedures.iter().position(|p| &p.name == name) {
-                    for (param, arg) in self.procedures[callee].params.iter().zip(args) {
-                        let kind = self.kinds.of_expr(self.function, self.params, arg);
-                        self.changed |= self.kinds.raise(callee, param, kind);
-                    }
+        walk_expr(self, expr);
+        if let ExprKind::Call(name, args) = &expr.kind {
+            if let Some(callee) = self.procedures.iter().position(|p| &p.name == name) {
+                for (param, arg) in self.procedures[callee].params.iter().zip(args) {
+                    let kind = self.kinds.of_expr(self.function, self.params, arg);
+                    self.changed |= self.kinds.raise(callee, param, kind);
                 }
             }
         }
@@ -421,93 +357,47 @@ impl Scan<'_> {
             self.changed |= add(&mut self.facts.locals[self.function], name);
         }
     }
+}
 
-    fn block(&mut self, block: &Block) {
-        for stmt in block {
-            match &stmt.kind {
-                StmtKind::Let { name, value } | StmtKind::Assign { name, value } => {
-                    self.expr(value);
-                    self.assign(name, value);
-                }
-                StmtKind::Work(value) | StmtKind::Assert(value) | StmtKind::Expr(value) => {
-                    self.expr(value)
-                }
-                StmtKind::Return(Some(value)) => {
-                    self.expr(value);
-                    if self.function < self.procedures.len() && self.may_be_pointer(value) {
-                        let flag = &mut self.facts.returns[self.function];
-                        self.changed |= !*flag;
-                        *flag = true;
-                    }
-                }
-                StmtKind::Store { place, value } => {
-                    self.place(place, true);
-                    self.expr(value);
-                    self.write(place, value);
-                }
-                StmtKind::If {
-                    cond,
-                    then_block,
-                    else_block,
-                } => {
-                    self.expr(cond);
-                    self.block(then_block);
-                    if let Some(b) = else_block {
-                        self.block(b);
-                    }
-                }
-                StmtKind::While { cond: e, body } | StmtKind::Repeat { count: e, body } => {
-                    self.expr(e);
-                    self.block(body);
-                }
-                StmtKind::Return(None) | StmtKind::Break | StmtKind::Continue | StmtKind::Fence => {
-                }
+impl Visit for Scan<'_> {
+    fn stmt(&mut self, stmt: &Stmt) {
+        walk_stmt(self, stmt);
+        match &stmt.kind {
+            StmtKind::Let { name, value } | StmtKind::Assign { name, value } => {
+                self.assign(name, value)
             }
+            StmtKind::Return(Some(value))
+                if self.function < self.procedures.len() && self.may_be_pointer(value) =>
+            {
+                let flag = &mut self.facts.returns[self.function];
+                self.changed |= !*flag;
+                *flag = true;
+            }
+            StmtKind::Store { place, value } => self.write(place, value),
+            _ => {}
         }
     }
 
-    /// A place accessed (`deref`: its pointer is taken `*` of).
     fn place(&mut self, place: &Place, deref: bool) {
-        if let Some(p) = &place.pointer {
-            if deref {
-                self.mark(p);
-            }
+        if let (Some(p), true) = (&place.pointer, deref) {
+            self.mark(p);
         }
-        for e in [&place.pointer, &place.element, &place.field_index]
-            .into_iter()
-            .flatten()
-        {
-            self.expr(e);
-        }
+        walk_place(self, place);
     }
 
     fn expr(&mut self, expr: &Expr) {
+        walk_expr(self, expr);
         match &expr.kind {
-            ExprKind::Int(_) | ExprKind::Var(_) => {}
-            ExprKind::Unary(_, e) => self.expr(e),
-            ExprKind::Binary(_, a, b) => {
-                self.expr(a);
-                self.expr(b);
-            }
-            ExprKind::Load(place) => self.place(place, true),
-            ExprKind::AddressOf(place) => {
-                if place.pointer.is_none() {
-                    let key = (place.instance.clone(), place.field.clone());
-                    self.changed |= add(&mut self.facts.addressed, key);
-                }
-                self.place(place, false);
+            ExprKind::AddressOf(place) if place.pointer.is_none() => {
+                let key = (place.instance.clone(), place.field.clone());
+                self.changed |= add(&mut self.facts.addressed, key);
             }
             ExprKind::Atomic(_, place, operands) => {
-                self.place(place, true);
                 for o in operands {
-                    self.expr(o);
                     self.write(place, o);
                 }
             }
             ExprKind::Call(name, args) => {
-                for a in args {
-                    self.expr(a);
-                }
                 if let Some(callee) = self.procedures.iter().position(|p| &p.name == name) {
                     for (k, a) in args.iter().enumerate() {
                         if self.facts.param_is_pointer(callee, k) {
@@ -522,6 +412,7 @@ impl Scan<'_> {
                     }
                 }
             }
+            _ => {}
         }
     }
 }
