@@ -822,7 +822,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             }
             ExprKind::Unary(op, inner) => {
                 if *op != UnaryOp::Not {
-                    self.refuse_pointer(inner, &format!("the operand of `{}`", unary_text(*op)))?;
+                    self.refuse_pointer(inner, &format!("the operand of `{}`", op.symbol()))?;
                 }
                 self.expr(inner)?;
                 self.current = expr.pos;
@@ -832,7 +832,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
             ExprKind::Binary(BinaryOp::Or, a, b) => self.short_circuit(a, b, true)?,
             ExprKind::Binary(op, a, b) => {
                 if !is_comparison(*op) {
-                    let text = binary_text(*op);
+                    let text = op.symbol();
                     self.refuse_pointer(a, &format!("the left operand of `{text}`"))?;
                     self.refuse_pointer(b, &format!("the right operand of `{text}`"))?;
                 }
@@ -1342,37 +1342,6 @@ fn is_comparison(op: BinaryOp) -> bool {
             | BinaryOp::And
             | BinaryOp::Or
     )
-}
-
-fn binary_text(op: BinaryOp) -> &'static str {
-    match op {
-        BinaryOp::Add => "+",
-        BinaryOp::Sub => "-",
-        BinaryOp::Mul => "*",
-        BinaryOp::Div => "/",
-        BinaryOp::Rem => "%",
-        BinaryOp::BitAnd => "&",
-        BinaryOp::BitOr => "|",
-        BinaryOp::BitXor => "^",
-        BinaryOp::Shl => "<<",
-        BinaryOp::Shr => ">>",
-        BinaryOp::Eq => "==",
-        BinaryOp::Ne => "!=",
-        BinaryOp::Lt => "<",
-        BinaryOp::Le => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::Ge => ">=",
-        BinaryOp::And => "&&",
-        BinaryOp::Or => "||",
-    }
-}
-
-fn unary_text(op: UnaryOp) -> &'static str {
-    match op {
-        UnaryOp::Neg => "-",
-        UnaryOp::Not => "!",
-        UnaryOp::BitNot => "~",
-    }
 }
 
 /// The closest candidate to `given`, when it is close enough to be a typo.

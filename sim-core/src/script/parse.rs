@@ -1331,29 +1331,6 @@ mod tests {
 
     // -- a compact rendering of trees, so expectations stay readable --------
 
-    fn op_text(op: BinaryOp) -> &'static str {
-        match op {
-            BinaryOp::Add => "+",
-            BinaryOp::Sub => "-",
-            BinaryOp::Mul => "*",
-            BinaryOp::Div => "/",
-            BinaryOp::Rem => "%",
-            BinaryOp::BitAnd => "&",
-            BinaryOp::BitOr => "|",
-            BinaryOp::BitXor => "^",
-            BinaryOp::Shl => "<<",
-            BinaryOp::Shr => ">>",
-            BinaryOp::Eq => "==",
-            BinaryOp::Ne => "!=",
-            BinaryOp::Lt => "<",
-            BinaryOp::Le => "<=",
-            BinaryOp::Gt => ">",
-            BinaryOp::Ge => ">=",
-            BinaryOp::And => "&&",
-            BinaryOp::Or => "||",
-        }
-    }
-
     fn place(p: &Place) -> String {
         let mut s = p.instance.clone();
         if let Some(e) = &p.element {
@@ -1387,7 +1364,7 @@ mod tests {
                 };
                 format!("({op} {})", expr(x))
             }
-            ExprKind::Binary(op, a, b) => format!("({} {} {})", op_text(*op), expr(a), expr(b)),
+            ExprKind::Binary(op, a, b) => format!("({} {} {})", op.symbol(), expr(a), expr(b)),
             ExprKind::Load(p) => place(p),
             ExprKind::Atomic(op, p, args) => format!("({} {}{})", op.name(), place(p), list(args)),
             ExprKind::AddressOf(p) => format!("(& {})", place(p)),
