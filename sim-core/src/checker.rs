@@ -73,7 +73,7 @@ use crate::coherence::{
     AccessReport, Coherence, LineState, Need, Renaming, Requested, Route, PREFETCH_TAG,
 };
 use crate::memory::MemoryLayout;
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 use crate::topology::{
     DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
 };
@@ -1251,7 +1251,8 @@ impl<'c> Explorer<'c> {
                 let (c, l) = (cache as usize, line as usize);
                 let had_waiters = !state.coherence.waiters(l).is_empty();
                 let hit = if next.cpus[c].buffered == 0 {
-                    next.coherence.try_hit(t, NOW, c as u32, l, Need::Write, 0)
+                    next.coherence
+                        .try_hit(t, NOW, c as u32, l, Need::Write, Cycles::ZERO)
                 } else {
                     None
                 };
@@ -1450,7 +1451,7 @@ impl<'c> Explorer<'c> {
         c: usize,
         l: usize,
         need: Need,
-        hold: u64,
+        hold_cycles: u64,
         drain: bool,
     ) -> Result<Requested, Found> {
         next.coherence
@@ -1460,7 +1461,7 @@ impl<'c> Explorer<'c> {
                 c as u32,
                 l,
                 need,
-                hold,
+                Cycles::new(hold_cycles),
                 request_tag(c, drain),
             )
             .map_err(|e| found(Invariant::OneOwner, e.to_string()))

@@ -35,4 +35,4 @@ pub mod time;
 pub mod topology;
 
 pub use error::SimError;
-pub use time::Cycle;
+pub use time::{Cycle, Cycles};

@@ -18,7 +18,7 @@
 use crate::checker::CheckConfig;
 use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, Route};
 use crate::memory::MemoryLayout;
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 use crate::topology::{Protocol, Topology};
 use std::fmt;
 
@@ -200,7 +200,7 @@ pub fn transition_table(protocol: Protocol) -> Result<Vec<Transition>, String> {
             let (cache, need) = event.access();
             let mut after = state.clone();
             let report = match after
-                .request(&topology, NOW, cache, 0, need, 0, cache << 1)
+                .request(&topology, NOW, cache, 0, need, Cycles::ZERO, cache << 1)
                 .map_err(|e| format!("{} {before}, {}: {e}", protocol.name(), event.name()))?
             {
                 Requested::Done(report) => report,

@@ -122,7 +122,7 @@ impl Traffic {
                     t.cross_socket = r.cross_socket as u64;
                     // A drain's wait is the store buffer's, not the CPU's.
                     if event.kind != AccessKind::StoreDrain {
-                        t.queue_wait_cycles = r.started - r.issued;
+                        t.queue_wait_cycles = (r.started - r.issued).get();
                     }
                 }
                 t.invalidations = r.invalidations as u64;
@@ -591,20 +591,22 @@ impl Probe for Stats {
     fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, measured: bool) {
         // A wait belongs to its iteration.
         self.not_a_poll(cpu);
+        // The statistics are serialized counts: plain cycles from here on.
+        let iteration_cycles = (end - start).get();
         let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
             if measured {
-                self.iteration_cycles.record(end - start);
+                self.iteration_cycles.record(iteration_cycles);
             }
             return;
         };
         if measured {
-            self.iteration_cycles.record(end - start);
+            self.iteration_cycles.record(iteration_cycles);
             let slot = state.slot as usize;
             if let Some(l) = self.longest_iteration.get_mut(slot) {
-                *l = (*l).max(end - start);
+                *l = (*l).max(iteration_cycles);
             }
             if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot) {
-                *t += end - start;
+                *t += iteration_cycles;
             }
         } else if state.slot != u32::MAX && index + 1 >= self.warmup {
             // The warm-up's last iteration ended: measure from here on.
@@ -653,7 +655,7 @@ impl Probe for Stats {
         if !self.measuring(cpu) {
             return;
         }
-        let waited = until - from;
+        let waited = (until - from).get();
         self.stalled_on_store_buffer_cycles += waited;
         // The wait is the cost of the store that had to drain first.
         if let Some(f) = self.per_field.get_mut(field_id as usize) {
@@ -669,7 +671,7 @@ impl Probe for Stats {
         if field_id == u32::MAX || !self.measuring(cpu) {
             return;
         }
-        let waited = until - from;
+        let waited = (until - from).get();
         if let Some(f) = self.per_field.get_mut(field_id as usize) {
             f.stall_cycles += waited;
         }

@@ -11,6 +11,7 @@
 //! `c + k * physical_cores` is its k-th SMT sibling (as lscpu shows on the
 //! reference machines, calibration.md §0.1).
 
+use crate::time::Cycles;
 use std::fmt;
 
 /// Which cache-coherence protocol the private caches follow.
@@ -699,13 +700,15 @@ impl Topology {
     #[inline]
     pub fn hop_core_to_core(&self, core_a: u32, core_b: u32) -> u64 {
         self.hop_between_places(self.place_of_core(core_a), self.place_of_core(core_b))
+            .get()
     }
 
-    /// [`Topology::hop_core_to_core`] for cores whose places are at hand.
+    /// [`Topology::hop_core_to_core`] for cores whose places are at hand,
+    /// as a duration (the coherence model's costs are `Cycles`).
     #[inline]
-    pub fn hop_between_places(&self, a: CorePlace, b: CorePlace) -> u64 {
+    pub fn hop_between_places(&self, a: CorePlace, b: CorePlace) -> Cycles {
         let l = &self.spec.latency;
-        if a.l3 == b.l3 {
+        Cycles::new(if a.l3 == b.l3 {
             // Inside one L3 domain the leg is part of the domain's own transfer.
             0
         } else if a.node == b.node {
@@ -716,21 +719,22 @@ impl Topology {
             l.hop_between_nodes_cycles
         } else {
             self.socket_leg_cycles(a.socket, b.socket)
-        }
+        })
     }
 
     /// One leg between a core and a node's agent (directory, memory controller).
     #[inline]
     pub fn hop_core_to_node(&self, core: u32, node: u32) -> u64 {
-        self.hop_place_to_node(self.place_of_core(core), node)
+        self.hop_place_to_node(self.place_of_core(core), node).get()
     }
 
-    /// [`Topology::hop_core_to_node`] for a core whose place is at hand.
+    /// [`Topology::hop_core_to_node`] for a core whose place is at hand, as
+    /// a duration.
     #[inline]
-    pub fn hop_place_to_node(&self, place: CorePlace, node: u32) -> u64 {
+    pub fn hop_place_to_node(&self, place: CorePlace, node: u32) -> Cycles {
         let l = &self.spec.latency;
         let node_socket = self.socket_of_node(node);
-        if place.node == node {
+        Cycles::new(if place.node == node {
             l.hop_in_node_cycles
         } else if !self.node_leg_cycles.is_empty() {
             self.node_leg_cycles(place.node, node)
@@ -738,7 +742,7 @@ impl Topology {
             l.hop_between_nodes_cycles
         } else {
             self.socket_leg_cycles(place.socket, node_socket)
-        }
+        })
     }
 
     /// Converts cycles to nanoseconds at the machine's clock (reports only).

@@ -9,7 +9,7 @@ use sim_core::error::Stall;
 use sim_core::probe::AccessKind;
 use sim_core::script::ast::AtomicOp;
 use sim_core::topology::{Lookup, Protocol};
-use sim_core::{Cycle, SimError};
+use sim_core::{Cycle, Cycles, SimError};
 use testkit::{address, field, global, per_cpu, small_machine, strukt, Access, Seen, Setup};
 
 fn counter_struct() -> StructSpec {
@@ -95,16 +95,16 @@ fn contended_fetch_add_is_served_one_at_a_time_at_the_home() {
         let p = prev.report.as_ref().unwrap();
         // Queued: ordered only once the previous holder's locked op is over...
         assert!(r.started > r.issued, "CPU {} waited", a.cpu);
-        assert_eq!(r.started, p.done + l.locked_op_cycles);
+        assert_eq!(r.started, p.done + Cycles::new(l.locked_op_cycles));
         // ... and the line comes from that holder's Modified copy.
         assert_eq!(
             r.supplier.map(|s| (s.0, s.1)),
             Some((prev.cpu, LineState::Modified))
         );
         assert!(r.hitm);
-        let transfer = r.done - r.started;
+        let transfer = (r.done - r.started).get();
         assert!(transfer >= l.l3_transfer_cycles.min(3 * l.hop_in_node_cycles));
-        assert!(r.done - p.done >= transfer + l.locked_op_cycles);
+        assert!((r.done - p.done).get() >= transfer + l.locked_op_cycles);
     }
     // Distinct completion times, and the final value counts every CPU.
     let last = ops.last().unwrap();
@@ -114,7 +114,7 @@ fn contended_fetch_add_is_served_one_at_a_time_at_the_home() {
     // The stall each CPU saw is its whole wait for the line.
     for a in &ops {
         let r = a.report.as_ref().unwrap();
-        assert_eq!(a.stall_cycles, r.done - r.issued - l.l1_hit_cycles);
+        assert_eq!(a.stall_cycles, (r.done - r.issued).get() - l.l1_hit_cycles);
     }
 }
 
@@ -398,7 +398,10 @@ fn a_load_after_a_posted_store_is_forwarded_from_the_buffer() {
     let drain = seen[0].report.as_ref().unwrap();
     assert_eq!(drain.route, Route::Memory { node: 0 });
     assert_eq!(drain.requester_after, LineState::Modified);
-    assert_eq!(drain.done, Cycle(2 * l.hop_in_node_cycles + l.dram_cycles));
+    assert_eq!(
+        drain.done,
+        Cycle::new(2 * l.hop_in_node_cycles + l.dram_cycles)
+    );
     // The load: answered by the buffer, no transaction.
     assert_eq!(seen[1].kind, AccessKind::LoadForwarded);
     assert_eq!(seen[1].value, 5);
@@ -407,7 +410,7 @@ fn a_load_after_a_posted_store_is_forwarded_from_the_buffer() {
     // long before its store reaches the cache.
     let finish = outcome.cpus[0].finish_cycle;
     assert_eq!(finish, 1 + l.l1_hit_cycles);
-    assert!(Cycle(finish) < drain.done);
+    assert!(Cycle::new(finish) < drain.done);
 }
 
 #[test]
@@ -842,7 +845,7 @@ fn a_cycles_run_ends_at_its_cycle() {
         assert!(cpu.finish_cycle <= 10_000, "{cpu:?}");
     }
     for a in rec.accesses() {
-        assert!(a.report.as_ref().unwrap().started < Cycle(10_000));
+        assert!(a.report.as_ref().unwrap().started < Cycle::new(10_000));
     }
     // Iterations counted by the outcome are the iterations the probe saw.
     let seen = rec
@@ -967,7 +970,7 @@ fn a_spin_wait_with_no_writer_is_reported_at_once_not_at_the_cycle_budget() {
         panic!("expected no progress, got {fast}");
     };
     assert_eq!(*stall, Stall::SpinsForever);
-    assert!(*cycle < Cycle(2_000), "found at cycle {cycle}");
+    assert!(*cycle < Cycle::new(2_000), "found at cycle {cycle}");
     assert_eq!(cpus.len(), 2);
     assert!(
         fast.to_string()

@@ -9,7 +9,7 @@ use sim_core::memory::MemoryLayout;
 use sim_core::topology::{
     DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
 };
-use sim_core::Cycle;
+use sim_core::{Cycle, Cycles};
 use testkit::small_machine;
 
 use LineState::{
@@ -52,7 +52,7 @@ impl Bench {
         let at = self.now.max(self.coherence.busy_until(unit));
         let report = match self
             .coherence
-            .request(&self.topology, at, cpu, unit, need, 0, 0)
+            .request(&self.topology, at, cpu, unit, need, Cycles::ZERO, 0)
             .expect("no protocol violation")
         {
             Requested::Done(r) => r,
@@ -421,7 +421,15 @@ fn a_busy_line_queues_the_next_request() {
     // Before the first transaction ends, another core's request waits.
     let queued = b
         .coherence
-        .request(&b.topology, Cycle(1), 4, 0, Need::Write, 0, 7)
+        .request(
+            &b.topology,
+            Cycle::new(1),
+            4,
+            0,
+            Need::Write,
+            Cycles::ZERO,
+            7,
+        )
         .unwrap();
     assert_eq!(
         queued,
@@ -435,7 +443,7 @@ fn a_busy_line_queues_the_next_request() {
     let mut pick = |_n: usize| 0;
     let early = b
         .coherence
-        .serve_next(&b.topology, Cycle(2), 0, &mut pick)
+        .serve_next(&b.topology, Cycle::new(2), 0, &mut pick)
         .unwrap();
     assert!(early.is_none());
     let (waiter, r) = b
@@ -443,8 +451,11 @@ fn a_busy_line_queues_the_next_request() {
         .serve_next(&b.topology, first.done, 0, &mut pick)
         .unwrap()
         .expect("served once free");
-    assert_eq!((waiter.cpu, waiter.tag, waiter.issued), (4, 7, Cycle(1)));
-    assert_eq!(r.issued, Cycle(1));
+    assert_eq!(
+        (waiter.cpu, waiter.tag, waiter.issued),
+        (4, 7, Cycle::new(1))
+    );
+    assert_eq!(r.issued, Cycle::new(1));
     assert_eq!(r.started, first.done);
     assert_eq!(r.others, vec![change(0, E, I)]);
     assert_eq!(b.coherence.waiting_count(0), 0);
@@ -468,7 +479,7 @@ fn reads_of_a_resolved_line_are_pipelined_and_the_rest_hold_the_home() {
     c.check_invariants = true;
     let served = |c: &mut Coherence, at: u64, cpu: u32, need: Need| -> AccessReport {
         match c
-            .request(&topology, Cycle(at), cpu, 0, need, 0, 0)
+            .request(&topology, Cycle::new(at), cpu, 0, need, Cycles::ZERO, 0)
             .expect("no protocol violation")
         {
             Requested::Done(r) => r,
@@ -607,7 +618,7 @@ fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
     for cpu in [8, 10, 12, 14] {
         match b
             .coherence
-            .request(&b.topology, t0, cpu, 0, Need::Read, 0, 0)
+            .request(&b.topology, t0, cpu, 0, Need::Read, Cycles::ZERO, 0)
             .unwrap()
         {
             Requested::Done(r) => started.push((r.started, r.done)),
@@ -628,9 +639,9 @@ fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
     };
     serve_all(&mut b, &mut started);
     for pair in started.windows(2) {
-        assert_eq!(pair[1].0 - pair[0].0, occupancy, "{started:?}");
+        assert_eq!((pair[1].0 - pair[0].0).get(), occupancy, "{started:?}");
         // Each read still takes its own transfer, longer than the occupancy.
-        assert!(pair[0].1 - pair[0].0 > occupancy);
+        assert!((pair[0].1 - pair[0].0).get() > occupancy);
     }
     // Two writes at once: the second waits for the whole first transaction.
     let t1 = started.iter().map(|s| s.1).max().unwrap();
@@ -638,7 +649,7 @@ fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
     for cpu in [4, 6] {
         if let Requested::Done(r) = b
             .coherence
-            .request(&b.topology, t1, cpu, 0, Need::Write, 0, 0)
+            .request(&b.topology, t1, cpu, 0, Need::Write, Cycles::ZERO, 0)
             .unwrap()
         {
             writes.push((r.started, r.done));

@@ -310,7 +310,13 @@ fn division_by_zero_is_an_error() {
     let err = setup("work 3\nlet z = 0\nlet q = 5 / z").run_err();
     assert_eq!(
         script_error(&err),
-        (6, Cycle(3), "scripts.s", pos(3, 11), "division by zero")
+        (
+            6,
+            Cycle::new(3),
+            "scripts.s",
+            pos(3, 11),
+            "division by zero"
+        )
     );
     assert_eq!(
         err.to_string(),
@@ -323,7 +329,7 @@ fn division_by_zero_is_an_error() {
         script_error(&err),
         (
             6,
-            Cycle(0),
+            Cycle::new(0),
             "procedures.half",
             pos(2, 12),
             "division by zero"
@@ -393,7 +399,7 @@ fn an_element_out_of_range_is_an_error() {
         script_error(&err),
         (
             3,
-            Cycle(0),
+            Cycle::new(0),
             "scripts.s",
             pos(1, 9),
             "CPU 999 out of range for `stats`: valid 0..=159"
@@ -410,7 +416,7 @@ fn an_element_out_of_range_is_an_error() {
         script_error(&err),
         (
             159,
-            Cycle(0),
+            Cycle::new(0),
             "scripts.s",
             pos(2, 1),
             "CPU -1 out of range for `stats`: valid 0..=159"
@@ -426,7 +432,7 @@ fn an_element_out_of_range_is_an_error() {
         script_error(&err),
         (
             0,
-            Cycle(0),
+            Cycle::new(0),
             "scripts.s",
             pos(2, 1),
             "index 4 out of range for field `counter.slots[..]` of 4 elements"
@@ -439,7 +445,7 @@ fn a_failed_assert_is_an_error() {
     let err = setup("work 5\nassert 0").run_err();
     assert_eq!(
         script_error(&err),
-        (6, Cycle(5), "scripts.s", pos(2, 1), "assertion failed")
+        (6, Cycle::new(5), "scripts.s", pos(2, 1), "assertion failed")
     );
     // Only the failing CPU is named, at the iteration that fails.
     let err = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
@@ -451,7 +457,13 @@ fn a_failed_assert_is_an_error() {
         .run_err();
     assert_eq!(
         script_error(&err),
-        (9, Cycle(40), "scripts.s", pos(2, 3), "assertion failed")
+        (
+            9,
+            Cycle::new(40),
+            "scripts.s",
+            pos(2, 3),
+            "assertion failed"
+        )
     );
 }
 
@@ -466,7 +478,7 @@ fn unbounded_recursion_is_an_error() {
         (
             6,
             // The script's frame and 255 of the procedure's.
-            Cycle(MAX_CALL_DEPTH as u64 - 1),
+            Cycle::new(MAX_CALL_DEPTH as u64 - 1),
             "procedures.rec",
             pos(2, 8),
             "calls nested deeper than 256 (unbounded recursion?)"
@@ -496,7 +508,7 @@ fn a_spinning_cpu_truncates_the_run() {
         panic!("expected a truncated run, got {err}");
     };
     assert_eq!((*budget, *limit), (Budget::Cycles, 1_000));
-    assert!(*cycle > Cycle(1_000));
+    assert!(*cycle > Cycle::new(1_000));
     assert_eq!(
         unfinished,
         &vec![CpuWhere {

@@ -198,7 +198,7 @@ impl Probe for TraceProbe<'_> {
                 if r.cross_socket {
                     s.push_str("; crosses sockets");
                 }
-                let queued = r.started - r.issued;
+                let queued = (r.started - r.issued).get();
                 if queued > 0 {
                     s.push_str(&format!("; waited {queued} cycles behind earlier requests"));
                 }

@@ -128,7 +128,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         return Err(VariantFailure {
             name: built.name.clone(),
             error: SimError::NoIteration {
-                cycle: sim_core::time::Cycle(match config.stop {
+                cycle: sim_core::time::Cycle::new(match config.stop {
                     sim_core::engine::StopRule::Cycles(c) => c,
                     sim_core::engine::StopRule::Iterations(_) => outcome.elapsed_cycles,
                 }),

@@ -44,7 +44,11 @@ impl Coherence {
     /// decides what the protocol can do next.
     pub(crate) fn abstract_time(&mut self, now: Cycle, one_thread_per_core: bool) {
         for u in &mut self.units {
-            u.busy_until = if u.busy_until > now { now + 1 } else { now };
+            u.busy_until = if u.busy_until > now {
+                now + Cycles::new(1)
+            } else {
+                now
+            };
             // The lock only delays hits (times); the line stays busy for it.
             u.locked_until = now;
             let base = u.version;
@@ -103,8 +107,8 @@ impl Coherence {
         let key = |w: &Waiter| (renaming.cpus[w.cpu as usize], (renaming.tags)(w.tag));
         for &unit in renaming.units {
             let u = &self.units[unit];
-            put_varint(out, u.busy_until.0);
-            put_varint(out, u.locked_until.0);
+            put_varint(out, u.busy_until.get());
+            put_varint(out, u.locked_until.get());
             put_varint(out, u.version);
             put_varint(out, u.dir_owner.map_or(0, |c| core(c) as u64 + 1));
             // Sharers and holders in the new core order.
@@ -117,7 +121,7 @@ impl Coherence {
                     let h = &u.holders[i];
                     put_varint(out, core(h.core) as u64);
                     out.push(h.state as u8);
-                    put_varint(out, h.ready_at.0);
+                    put_varint(out, h.ready_at.get());
                     put_varint(out, h.version);
                     out.push(h.last_writer_thread);
                 }
@@ -143,8 +147,8 @@ impl Coherence {
                     put_varint(out, cpu as u64);
                     put_varint(out, core(w.core) as u64);
                     out.push(w.need as u8);
-                    put_varint(out, w.hold_cycles);
-                    put_varint(out, w.issued.0);
+                    put_varint(out, w.hold_cycles.get());
+                    put_varint(out, w.issued.get());
                     put_varint(out, tag as u64);
                     emitted += 1;
                 }

@@ -17,7 +17,7 @@ impl Coherence {
         cpu: u32,
         unit: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
     ) -> Option<AccessReport> {
         #[cfg(any(test, feature = "planted-bugs"))]
         if let Some(bug) = planted::active_at(planted::Hook::Hit) {
@@ -42,7 +42,7 @@ impl Coherence {
         cpu: u32,
         unit: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
     ) -> Option<AccessReport> {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
@@ -57,11 +57,11 @@ impl Coherence {
         let start = now.max(holder.ready_at).max(u.locked_until);
         let sibling_wrote =
             holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread;
-        let access_cycles = if sibling_wrote {
+        let access_cycles = Cycles::new(if sibling_wrote {
             l.l1_hit_cycles + l.smt_transfer_cycles
         } else {
             l.l1_hit_cycles
-        };
+        });
         let done = start + access_cycles;
         if need == Need::Write {
             holder.state = LineState::Modified;
@@ -71,7 +71,7 @@ impl Coherence {
         } else if sibling_wrote {
             holder.last_writer_thread = NO_THREAD;
         }
-        if hold_cycles > 0 {
+        if hold_cycles > Cycles::ZERO {
             u.locked_until = done + hold_cycles;
             u.busy_until = u.busy_until.max(u.locked_until);
         }
@@ -111,7 +111,7 @@ impl Coherence {
         thread: u8,
         unit: usize,
         need: Need,
-        l1_hit_cycles: u64,
+        l1_hit_cycles: Cycles,
     ) -> Result<Option<Cycle>, SimError> {
         let Some(done) = self.plain_hit_unchecked(now, core, thread, unit, need, l1_hit_cycles)
         else {
@@ -131,7 +131,7 @@ impl Coherence {
         thread: u8,
         unit: usize,
         need: Need,
-        l1_hit_cycles: u64,
+        l1_hit_cycles: Cycles,
     ) -> Option<Cycle> {
         let u = &mut self.units[unit];
         if !u.waiting.is_empty() {

@@ -65,7 +65,7 @@
 
 use crate::error::SimError;
 use crate::memory::MemoryLayout;
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 use crate::topology::{
     CorePlace, DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
 };
@@ -207,7 +207,7 @@ pub struct Waiter {
     /// The CPU's core (whose cache the request fills).
     pub core: u32,
     pub need: Need,
-    pub hold_cycles: u64,
+    pub hold_cycles: Cycles,
     pub issued: Cycle,
     /// The engine's own tag (which access this is).
     pub tag: u32,
@@ -308,7 +308,7 @@ impl AccessReport {
     }
     /// Cycles between the request and the data.
     pub fn latency_cycles(&self) -> u64 {
-        self.done - self.issued
+        (self.done - self.issued).get()
     }
 }
 
@@ -513,7 +513,10 @@ mod tests {
     /// A read by `cpu` once the line is free; returns when it is done.
     fn read(c: &mut Coherence, t: &Topology, at: Cycle, cpu: u32, unit: usize) -> Cycle {
         let at = at.max(c.busy_until(unit));
-        match c.request(t, at, cpu, unit, Need::Read, 0, 0).unwrap() {
+        match c
+            .request(t, at, cpu, unit, Need::Read, Cycles::ZERO, 0)
+            .unwrap()
+        {
             Requested::Done(r) => r.done,
             Requested::Queued { .. } => panic!("line busy"),
         }
@@ -577,12 +580,12 @@ mod tests {
                     } else {
                         Need::Write
                     };
-                    let hold = if need == Need::Write && next(2) == 0 {
+                    let hold = Cycles::new(if need == Need::Write && next(2) == 0 {
                         20
                     } else {
                         0
-                    };
-                    at = at.max(fast.busy_until(unit)) + next(5);
+                    });
+                    at = at.max(fast.busy_until(unit)) + Cycles::new(next(5));
                     let before = fast.units[unit].holders.clone();
                     let special = need == Need::Write
                         && before.len() == 1
@@ -616,9 +619,9 @@ mod tests {
         let mut c = coherence(&t, &[0, 1]);
         let done = read(&mut c, &t, Cycle::ZERO, 0, 1);
         read(&mut c, &t, done, 4, 1);
-        assert_eq!(c.check_unit(1, Cycle(500)), Ok(()));
+        assert_eq!(c.check_unit(1, Cycle::new(500)), Ok(()));
         c.corrupt_version_for_test(1);
-        let err = c.check_unit(1, Cycle(1234)).unwrap_err();
+        let err = c.check_unit(1, Cycle::new(1234)).unwrap_err();
         let SimError::ProtocolViolation {
             cycle,
             unit,
@@ -629,7 +632,7 @@ mod tests {
         else {
             panic!("expected a protocol violation, got {err:?}");
         };
-        assert_eq!((*cycle, *unit, *address), (Cycle(1234), 1, 0x40));
+        assert_eq!((*cycle, *unit, *address), (Cycle::new(1234), 1, 0x40));
         assert_eq!(
             message,
             "data value: core 0 holds write #7 but the last write is #0"
@@ -646,7 +649,7 @@ mod tests {
              home node 1; write #0"
         );
         // The other line is untouched.
-        assert_eq!(c.check_unit(0, Cycle(1234)), Ok(()));
+        assert_eq!(c.check_unit(0, Cycle::new(1234)), Ok(()));
     }
 
     #[test]
@@ -656,7 +659,9 @@ mod tests {
         let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
         c.corrupt_version_for_test(0);
         let at = done.max(c.busy_until(0));
-        let err = c.request(&t, at, 12, 0, Need::Read, 0, 0).unwrap_err();
+        let err = c
+            .request(&t, at, 12, 0, Need::Read, Cycles::ZERO, 0)
+            .unwrap_err();
         match err {
             SimError::ProtocolViolation {
                 cycle,

@@ -22,7 +22,7 @@ use super::{
     AccessReport, Coherence, Holder, LineState, Need, Requested, Route, Unit, Waiter, PREFETCH_TAG,
 };
 use crate::error::SimError;
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 use crate::topology::{Protocol, Topology};
 use std::cell::Cell;
 
@@ -174,7 +174,7 @@ pub(super) fn transaction(
     cpu: u32,
     unit: usize,
     need: Need,
-    hold_cycles: u64,
+    hold_cycles: Cycles,
 ) -> AccessReport {
     let core = topology.core_of(cpu);
     let before = coherence.units[unit].clone();
@@ -320,7 +320,7 @@ pub(super) fn try_hit(
     cpu: u32,
     unit: usize,
     need: Need,
-    hold_cycles: u64,
+    hold_cycles: Cycles,
 ) -> Option<AccessReport> {
     if bug == Bug::HitBypassesQueue {
         // The waiting requests are not looked at.

@@ -17,7 +17,7 @@ pub(super) struct TargetReach {
     /// Some target is on another socket than the requester.
     cross_socket: bool,
     /// max over targets of [leg(directory, target) + leg(target, requester)].
-    slowest: u64,
+    slowest: Cycles,
     /// max over targets of [the target's data arrival + its leg back to the
     /// requester]: a cache answers no earlier than its own copy arrived (a
     /// pipelined read's copy may still be on its way), and its answer then
@@ -33,7 +33,7 @@ impl TargetReach {
             any: false,
             all_in_l3: true,
             cross_socket: false,
-            slowest: 0,
+            slowest: Cycles::ZERO,
             answered_floor: Cycle::ZERO,
         }
     }
@@ -76,7 +76,7 @@ impl TargetReach {
     /// leg(requester, directory) + max over targets of [leg(directory,
     /// target) + leg(target, requester)] (the first leg alone without targets).
     #[inline]
-    pub(super) fn directory_path(&self, topology: &Topology, directory_node: u32) -> u64 {
+    pub(super) fn directory_path(&self, topology: &Topology, directory_node: u32) -> Cycles {
         topology.hop_place_to_node(self.requester, directory_node) + self.slowest
     }
 }
@@ -85,9 +85,9 @@ impl TargetReach {
 /// domains the topology's leg; inside one, a third of an L3 transfer (its
 /// three legs taken as equal, as for the home's occupancy).
 #[inline]
-fn answer_leg(topology: &Topology, target: CorePlace, requester: CorePlace) -> u64 {
+fn answer_leg(topology: &Topology, target: CorePlace, requester: CorePlace) -> Cycles {
     if target.l3 == requester.l3 {
-        topology.spec.latency.l3_transfer_cycles / 3
+        Cycles::new(topology.spec.latency.l3_transfer_cycles / 3)
     } else {
         topology.hop_between_places(target, requester)
     }
@@ -122,7 +122,7 @@ impl Coherence {
         cpu: u32,
         unit: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
         tag: u32,
     ) -> Result<Requested, SimError> {
         if let Some(report) = self.try_hit(topology, now, cpu, unit, need, hold_cycles) {
@@ -146,7 +146,7 @@ impl Coherence {
         cpu: u32,
         unit: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
         tag: u32,
     ) -> Result<Requested, SimError> {
         let u = &mut self.units[unit];
@@ -177,7 +177,7 @@ impl Coherence {
         cpu: u32,
         unit: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
     ) -> Result<Requested, SimError> {
         let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles);
         if self.check_invariants {
@@ -207,8 +207,15 @@ impl Coherence {
         if held || u.waiting.iter().any(|w| w.core == core) {
             return Ok(None);
         }
-        let requested =
-            self.request_after_miss(topology, now, cpu, unit, Need::Read, 0, tag | PREFETCH_TAG)?;
+        let requested = self.request_after_miss(
+            topology,
+            now,
+            cpu,
+            unit,
+            Need::Read,
+            Cycles::ZERO,
+            tag | PREFETCH_TAG,
+        )?;
         #[cfg(any(test, feature = "planted-bugs"))]
         planted::after_prefetch(self, unit, &requested)?;
         Ok(Some(requested))
@@ -313,7 +320,7 @@ impl Coherence {
         cpu: u32,
         unit_index: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
     ) -> AccessReport {
         #[cfg(any(test, feature = "planted-bugs"))]
         if let Some(bug) = planted::active_at(planted::Hook::Transaction) {
@@ -368,7 +375,7 @@ impl Coherence {
         now: Cycle,
         cpu: u32,
         unit_index: usize,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
     ) -> AccessReport {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
@@ -399,10 +406,11 @@ impl Coherence {
         let cross_socket;
         if data_from_cache && target.l3 == requester.l3 {
             route = Route::SameL3;
-            cost = l.l3_transfer_cycles;
+            cost = Cycles::new(l.l3_transfer_cycles);
             cross_socket = false;
         } else if !data_from_cache {
-            let memory_path = topology.hop_place_to_node(requester, home) * 2 + l.dram_cycles;
+            let memory_path =
+                topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
             cross_socket = topology.socket_of_node(home) != requester.socket || target_cross_socket;
             route = Route::Memory { node: home };
             cost = memory_path.max(directory_path());
@@ -449,7 +457,7 @@ impl Coherence {
         u.dir_owner = Some(core);
         // A write holds the line for its whole cost, and an atomic on.
         u.busy_until = done;
-        if hold_cycles > 0 {
+        if hold_cycles > Cycles::ZERO {
             u.locked_until = done + hold_cycles;
             u.busy_until = u.locked_until;
         }
@@ -481,7 +489,7 @@ impl Coherence {
         cpu: u32,
         unit_index: usize,
         need: Need,
-        hold_cycles: u64,
+        hold_cycles: Cycles,
     ) -> AccessReport {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
@@ -516,7 +524,9 @@ impl Coherence {
         let mut shared_copy = false;
         // When the earliest copy in the requester's L3 arrived (a pipelined
         // read's may still be on its way): the L3 has the line from then.
-        let mut earliest_l3_copy_ready = Cycle(u64::MAX);
+        // (`Cycle::MAX` is `min`'s identity, not a value: it is read only
+        // when `copy_in_requester_l3`, which a copy sets with it.)
+        let mut earliest_l3_copy_ready = Cycle::MAX;
         let mut reach = TargetReach::new(requester);
         if need == Need::Write {
             // One allocation at most, not one per doubling.
@@ -580,17 +590,18 @@ impl Coherence {
         let cost;
         if from_own_l3 {
             route = Route::L3 { l3: requester.l3 };
-            cost = l.l3_hit_cycles;
+            cost = Cycles::new(l.l3_hit_cycles);
         } else if (data_from_cache || !needs_data) && reach.all_in_l3 && !no_targets {
             route = Route::SameL3;
-            cost = l.l3_transfer_cycles;
+            cost = Cycles::new(l.l3_transfer_cycles);
         } else if needs_data && !data_from_cache {
             // Memory at the home supplies the data; invalidations (if any)
             // proceed in parallel through the directory.
-            let memory_path = topology.hop_place_to_node(requester, home) * 2 + l.dram_cycles;
+            let memory_path =
+                topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
             cross_socket |= topology.socket_of_node(home) != requester_socket;
             let invalidate_path = if no_targets {
-                0
+                Cycles::ZERO
             } else {
                 reach.directory_path(topology, directory_node)
             };
@@ -632,7 +643,7 @@ impl Coherence {
         // (the presets' is assumed: one leg of an L3 transfer).
         let resolved_read = clean_read && (data_from_cache || from_own_l3);
         let busy_cycles = if resolved_read {
-            l.home_occupancy_cycles.min(done - start)
+            Cycles::new(l.home_occupancy_cycles).min(done - start)
         } else {
             done - start
         };
@@ -722,7 +733,7 @@ impl Coherence {
             .find(|h| h.state.supplies_data())
             .map(|h| h.core);
         u.busy_until = start + busy_cycles;
-        if hold_cycles > 0 {
+        if hold_cycles > Cycles::ZERO {
             u.locked_until = done + hold_cycles;
             u.busy_until = u.locked_until;
         }

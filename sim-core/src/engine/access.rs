@@ -78,12 +78,12 @@ impl Simulation<'_> {
         if let Some(value) = forwarded {
             let cpu = &mut self.cpus[i];
             let issued = cpu.now;
-            let l1 = self.topology.spec.latency.l1_hit_cycles;
+            let l1 = Cycles::new(self.topology.spec.latency.l1_hit_cycles);
             cpu.now += l1;
             probe.on_access(&AccessEvent {
                 cpu: cpu_id,
                 issued,
-                latency_cycles: l1,
+                latency_cycles: l1.get(),
                 kind: AccessKind::LoadForwarded,
                 address,
                 size_bytes: size,
@@ -107,7 +107,7 @@ impl Simulation<'_> {
             operand: 0,
             expected: 0,
         };
-        self.issue(i, pending, Need::Read, 0, probe)
+        self.issue(i, pending, Need::Read, Cycles::ZERO, probe)
     }
 
     pub(super) fn store(
@@ -137,7 +137,7 @@ impl Simulation<'_> {
             // An empty buffer drains at once into a line the core owns.
             if let Some(report) =
                 self.coherence
-                    .try_hit(self.topology, now, cpu_id, unit, Need::Write, 0)
+                    .try_hit(self.topology, now, cpu_id, unit, Need::Write, Cycles::ZERO)
             {
                 self.poll_line_reached(unit, probe);
                 if self.coherence.check_invariants {
@@ -175,7 +175,7 @@ impl Simulation<'_> {
         });
         probe.on_store_posted(cpu_id, now, address, field_id, value);
         // Posting a store takes one cycle of the core.
-        cpu.now += 1;
+        cpu.now += Cycles::new(1);
         let start_now = !cpu.draining;
         self.advance_pc(i);
         if start_now {
@@ -223,7 +223,7 @@ impl Simulation<'_> {
             operand,
             expected,
         };
-        let hold = self.topology.spec.latency.locked_op_cycles;
+        let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
         self.issue(i, pending, Need::Write, hold, probe)
     }
 
@@ -234,7 +234,7 @@ impl Simulation<'_> {
         i: usize,
         pending: PendingAccess,
         need: Need,
-        hold: u64,
+        hold: Cycles,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let unit = self.memory.unit_of(pending.address);
@@ -340,11 +340,11 @@ impl Simulation<'_> {
                 )
             }
         };
-        let l1 = self.topology.spec.latency.l1_hit_cycles;
+        let l1 = Cycles::new(self.topology.spec.latency.l1_hit_cycles);
         let cpu = &mut self.cpus[i];
         cpu.now = cpu.now.max(report.done);
         if p.op.is_some() {
-            cpu.now += self.topology.spec.latency.locked_op_cycles;
+            cpu.now += Cycles::new(self.topology.spec.latency.locked_op_cycles);
         }
         probe.on_access(&AccessEvent {
             cpu: cpu.spec.cpu,
@@ -358,7 +358,7 @@ impl Simulation<'_> {
             new_value: written,
             report: Some(report),
             // Cycles beyond an L1 hit that the CPU waited for the line.
-            stall_cycles: (report.done - report.issued).saturating_sub(l1),
+            stall_cycles: ((report.done - report.issued) - l1).get(),
             misses_in_flight: 0,
         });
         self.push(i, old)?;
@@ -441,14 +441,14 @@ impl Simulation<'_> {
                 return false;
             }
             // The turn rule, against the queue and the line's next free.
-            !self.must_yield(now.0, i)
+            !self.must_yield(now, i)
                 && line_free_at.is_none_or(|free| {
                     now < free
                         || (now == free
-                            && resume_position(self.tie_seed, now.0, i)
+                            && resume_position(self.tie_seed, now, i)
                                 < (
-                                    free.0,
-                                    event_key(self.tie_seed, EventKind::LineFree, free.0, unit),
+                                    free,
+                                    event_key(self.tie_seed, EventKind::LineFree, free, unit),
                                 ))
                 })
         });

@@ -231,7 +231,7 @@ impl Simulation<'_> {
             misses_in_flight: cpu.in_flight.len().max(1) as u32,
         });
         // Issuing the load takes a cycle of the core, as posting a store does.
-        cpu.now += 1;
+        cpu.now += Cycles::new(1);
         let slot = Slot::Stack(cpu.stack.len() as u32);
         self.push(i, value)?;
         let cpu = &mut self.cpus[i];

@@ -37,7 +37,7 @@ use crate::script::compile::{Builtin, Code, Op, PlaceRef, Program};
 use crate::script::fuse::{
     self, Destination, Fused, FusedAtomic, Operand, BINARY_OPS, REPEAT_HEAD_OPS,
 };
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 use crate::topology::Topology;
 use rand::distr::{Distribution, Uniform};
 use rand_chacha::ChaCha8Rng;
@@ -492,8 +492,8 @@ struct Simulation<'c> {
     finished_cpus: usize,
     events: u64,
     memory_ops: u64,
-    stop_cycle: Option<u64>,
-    measure_start: u64,
+    stop_cycle: Option<Cycle>,
+    measure_start: Cycle,
     store_buffer_entries: usize,
     /// Misses a CPU keeps in flight (`MachineSpec::outstanding_misses`).
     outstanding_misses: usize,
@@ -531,7 +531,7 @@ struct Simulation<'c> {
     watchers: Vec<Vec<u32>>,
     /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
     /// the run's end (the stop cycle, or one past the cycle budget).
-    time_limit: u64,
+    time_limit: Cycle,
     /// The machine's adjacent-line prefetcher is on: a demand miss also
     /// reads the line's buddy ([`Simulation::prefetch_buddy`]).
     prefetch_buddies: bool,
@@ -637,12 +637,13 @@ pub fn start_offset(seed: u64, cpu: u32, cpu_count: u32, spread_cycles: u64) -> 
 /// stretched (a sibling waiting on memory leaves the core's issue slots to
 /// the other; the measured SMT gain is an average over both).
 #[inline(always)]
-pub(super) fn stretched_work(cycles: u64, share_percent: u32) -> u64 {
+pub(super) fn stretched_work(cycles: u64, share_percent: u32) -> Cycles {
     if share_percent >= 100 {
-        return cycles;
+        return Cycles::new(cycles);
     }
     let stretched = (cycles as u128 * 100).div_ceil(share_percent.max(1) as u128);
-    stretched.min(u64::MAX as u128) as u64
+    // Saturating: a real bound (a clock past `u64::MAX` stays there).
+    Cycles::new(stretched.min(u64::MAX as u128) as u64)
 }
 
 /// The homes' arbitration among waiting requests: its own stream, apart
@@ -695,13 +696,13 @@ fn event_class(kind: EventKind) -> u64 {
 /// that runs ahead of the queue, or is resumed without it, compares its own
 /// key with the queue's and lands exactly where stepping would have put it.
 #[inline]
-fn event_key(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
+fn event_key(tie_seed: u64, kind: EventKind, cycle: Cycle, target: usize) -> u64 {
     // The high bits of two odd-constant products: per cycle, the targets'
     // fixed scramble XORed with a mask drawn from the cycle and the seed,
     // so each target comes first at about one cycle in as many as there
     // are targets. The tie need only be free of a systematic order, and it
     // is computed for every event.
-    let z = (cycle ^ tie_seed).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+    let z = (cycle.get() ^ tie_seed).wrapping_mul(0x9E37_79B9_7F4A_7C15)
         ^ (target as u64).wrapping_mul(0xD1B5_4A32_D192_ED03);
     debug_assert!(
         target <= u32::MAX as usize,
@@ -717,7 +718,7 @@ fn event_key(tie_seed: u64, kind: EventKind, cycle: u64, target: usize) -> u64 {
 /// computed only when `now` reaches the event's cycle.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Turn {
-    next_cycle: u64,
+    next_cycle: Cycle,
     next_key: u64,
     tie_seed: u64,
     cpu: usize,
@@ -726,14 +727,14 @@ pub(super) struct Turn {
 impl Turn {
     /// A turn that never comes (a CPU whose accesses need not wait).
     pub(super) const NEVER: Turn = Turn {
-        next_cycle: u64::MAX,
+        next_cycle: Cycle::MAX,
         next_key: u64::MAX,
         tie_seed: 0,
         cpu: 0,
     };
 
     #[inline(always)]
-    pub(super) fn must_yield(&self, now: u64) -> bool {
+    pub(super) fn must_yield(&self, now: Cycle) -> bool {
         now > self.next_cycle
             || (now == self.next_cycle
                 && (self.next_cycle, self.next_key) < resume_position(self.tie_seed, now, self.cpu))
@@ -744,7 +745,7 @@ impl Turn {
 /// the place of its accesses at that cycle, which every turn and every
 /// waking spinner compares against.
 #[inline]
-fn resume_position(tie_seed: u64, cycle: u64, cpu: usize) -> (u64, u64) {
+fn resume_position(tie_seed: u64, cycle: Cycle, cpu: usize) -> (Cycle, u64) {
     (cycle, event_key(tie_seed, EventKind::Resume, cycle, cpu))
 }
 
@@ -791,7 +792,7 @@ impl<'c> Simulation<'c> {
                 let k = threads_on_cpu[t.cpu as usize];
                 threads_on_cpu[t.cpu as usize] += 1;
                 let rng = thread_stream(config.seed, t.cpu, k);
-                let start = Cycle(start_offset(
+                let start = Cycle::new(start_offset(
                     config.seed,
                     t.cpu,
                     config.topology.cpu_count(),
@@ -856,7 +857,7 @@ impl<'c> Simulation<'c> {
             events: 0,
             memory_ops: 0,
             stop_cycle: match config.stop {
-                StopRule::Cycles(c) => Some(c),
+                StopRule::Cycles(c) => Some(Cycle::new(c)),
                 StopRule::Iterations(_) => None,
             },
             // The measured window starts once every CPU has started.
@@ -872,7 +873,7 @@ impl<'c> Simulation<'c> {
                     )
                 })
                 .max()
-                .unwrap_or(0),
+                .map_or(Cycle::ZERO, Cycle::new),
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
             outstanding_misses: config.topology.spec.outstanding_misses.max(1) as usize,
             private: PrivatePlaces {
@@ -904,17 +905,17 @@ impl<'c> Simulation<'c> {
             arbitration: arbitration_stream(config.seed),
             tie_seed: tie_seed(config.seed),
             arbitration_zone: (0, 0),
-            time_limit: match config.stop {
+            time_limit: Cycle::new(match config.stop {
                 StopRule::Cycles(c) => c,
                 StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
-            },
+            }),
             sched,
         }
     }
 
     fn schedule(&mut self, cycle: Cycle, kind: EventKind, target: usize) {
-        let key = event_key(self.tie_seed, kind, cycle.0, target);
-        self.queue.push(cycle.0, key);
+        let key = event_key(self.tie_seed, kind, cycle, target);
+        self.queue.push(cycle.get(), key);
     }
 
     /// CPU `i`'s turn against the queue as it is ([`Turn`]).
@@ -922,7 +923,7 @@ impl<'c> Simulation<'c> {
     fn turn(&self, i: usize) -> Turn {
         let next = self.queue.next();
         Turn {
-            next_cycle: next.cycle,
+            next_cycle: Cycle::new(next.cycle),
             next_key: next.key,
             tie_seed: self.tie_seed,
             cpu: i,
@@ -944,7 +945,7 @@ impl<'c> Simulation<'c> {
     /// Whether CPU `i`, at `now`, must give way to the earliest queued
     /// event before an access ([`Turn::must_yield`]).
     #[inline]
-    fn must_yield(&self, now: u64, i: usize) -> bool {
+    fn must_yield(&self, now: Cycle, i: usize) -> bool {
         self.turn(i).must_yield(now)
     }
 
@@ -975,10 +976,10 @@ impl<'c> Simulation<'c> {
         let mut stopped = false;
         // Events processed at the current cycle: a run whose events never
         // move time would otherwise spin until the event budget.
-        let (mut still_at, mut still_events) = (0, 0u64);
+        let (mut still_at, mut still_events) = (Cycle::ZERO, 0u64);
         // A CPU's resume that `line_free` found to be the next event: it is
         // taken here directly instead of through the queue (see there).
-        let mut next_resume: Option<(u64, usize)> = None;
+        let mut next_resume: Option<(Cycle, usize)> = None;
         loop {
             let (cycle, (kind, target)) = match next_resume.take() {
                 Some((cycle, cpu)) => {
@@ -992,12 +993,12 @@ impl<'c> Simulation<'c> {
                     Some(event) => {
                         self.position = spin::Position {
                             event: spin::EventAt::Queued {
-                                cycle: event.cycle,
+                                cycle: Cycle::new(event.cycle),
                                 key: event.key,
                             },
                             access: None,
                         };
-                        (event.cycle, event_of_key(event.key))
+                        (Cycle::new(event.cycle), event_of_key(event.key))
                     }
                     None => break,
                 },
@@ -1010,13 +1011,13 @@ impl<'c> Simulation<'c> {
             }
             self.events += 1;
             if self.events > max_events {
-                return Err(self.truncated(Budget::Events, max_events, Cycle(cycle)));
+                return Err(self.truncated(Budget::Events, max_events, cycle));
             }
             if cycle == still_at {
                 still_events += 1;
                 if still_events > self.config.max_steps_without_time {
                     let all: Vec<usize> = (0..self.cpus.len()).collect();
-                    return Err(self.stalled(Stall::ZeroTimeEvents, Cycle(cycle), &all));
+                    return Err(self.stalled(Stall::ZeroTimeEvents, cycle, &all));
                 }
             } else {
                 (still_at, still_events) = (cycle, 1);
@@ -1025,16 +1026,14 @@ impl<'c> Simulation<'c> {
                 // A woken thread's resume is its arrival at its CPU.
                 EventKind::Resume if self.cpus[target].wait == Wait::Waking => self.arrive(target),
                 EventKind::Resume => self.run_cpu(target, probe)?,
-                EventKind::DrainDone => self.drain_done(target, Cycle(cycle), probe)?,
+                EventKind::DrainDone => self.drain_done(target, cycle, probe)?,
                 EventKind::LineFree => {
-                    next_resume = self
-                        .line_free(target, Cycle(cycle), probe)?
-                        .map(|(at, cpu)| (at.0, cpu));
+                    next_resume = self.line_free(target, cycle, probe)?;
                 }
             }
             let in_flight = self.queue.len() + next_resume.is_some() as usize;
             if in_flight as u64 > max_in_flight {
-                return Err(self.truncated(Budget::EventsInFlight, max_in_flight, Cycle(cycle)));
+                return Err(self.truncated(Budget::EventsInFlight, max_in_flight, cycle));
             }
             // Once every CPU has finished, the queue still drains their
             // store buffers, so every store takes its place.
@@ -1047,7 +1046,7 @@ impl<'c> Simulation<'c> {
             }
             // A thread ran to the stop while the others slept (in a futex
             // wait, or queued behind it): the run reached its end.
-            if self.cpus.iter().any(|c| c.finished && c.now.0 >= stop) {
+            if self.cpus.iter().any(|c| c.finished && c.now >= stop) {
                 stopped = true;
             }
         }
@@ -1079,12 +1078,12 @@ impl<'c> Simulation<'c> {
         }
         let end = match self.stop_cycle {
             Some(stop) => stop,
-            None => self.cpus.iter().map(|c| c.now.0).max().unwrap_or(0),
+            None => self.cpus.iter().map(|c| c.now).max().unwrap_or_default(),
         };
         let measure_start = self.measure_start.min(end);
         Ok(RunOutcome {
-            elapsed_cycles: end - measure_start,
-            measure_start_cycle: measure_start,
+            elapsed_cycles: (end - measure_start).get(),
+            measure_start_cycle: measure_start.get(),
             events: self.events,
             memory_ops: self.memory_ops,
             cpus: self
@@ -1093,7 +1092,7 @@ impl<'c> Simulation<'c> {
                 .map(|c| CpuOutcome {
                     cpu: c.spec.cpu,
                     measured_iterations: c.iteration.saturating_sub(self.config.warmup_iterations),
-                    finish_cycle: c.now.0.min(end),
+                    finish_cycle: c.now.min(end).get(),
                 })
                 .collect(),
             scheduling: self.sched.counts,
@@ -1266,36 +1265,36 @@ impl<'c> Simulation<'c> {
             // `time_limit` is the first cycle at which either the stop
             // cycle or the cycle budget acts: one comparison in the common
             // case.
-            if cpu.now.0 >= self.time_limit {
+            if cpu.now >= self.time_limit {
                 if let Some(stop) = self.stop_cycle {
-                    if cpu.now.0 >= stop {
+                    if cpu.now >= stop {
                         self.finish(i);
                         return Ok(());
                     }
-                } else if cpu.now.0 > self.config.max_cycles {
+                } else if cpu.now > Cycle::new(self.config.max_cycles) {
                     // Past the budget: the run stops there once every
                     // earlier event has been taken, so that the other
                     // CPUs are reported where they are at this cycle, not
                     // where this CPU's running ahead left them.
                     let now = cpu.now;
-                    if self.must_yield(now.0, i) {
+                    if self.must_yield(now, i) {
                         self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
-                    let stop = self.stop_at_budget(now.0, i, probe);
+                    let stop = self.stop_at_budget(now, i, probe);
                     return Err(self.truncated(Budget::Cycles, self.config.max_cycles, stop));
                 }
             }
             if self.run_local_ops {
                 self.run_ahead(i)?;
-                if self.cpus[i].now.0 >= self.time_limit {
+                if self.cpus[i].now >= self.time_limit {
                     // The run's end (or its cycle budget): see above.
                     continue;
                 }
             }
             // The run-ahead loop may have moved the clock.
             let cpu = &mut self.cpus[i];
-            let now = cpu.now.0;
+            let now = cpu.now;
             let op = self.code_ops[cpu.frame.code as usize][cpu.frame.pc as usize];
             match op {
                 Op::Call(_) | Op::EndIteration => {
@@ -1311,7 +1310,7 @@ impl<'c> Simulation<'c> {
                     if cpu.now == cpu.still_at {
                         cpu.still_steps += 1;
                         if cpu.still_steps > self.config.max_steps_without_time {
-                            return Err(self.stalled(Stall::ZeroTimeSteps, Cycle(now), &[i]));
+                            return Err(self.stalled(Stall::ZeroTimeSteps, now, &[i]));
                         }
                     } else {
                         cpu.still_at = cpu.now;
@@ -1320,7 +1319,7 @@ impl<'c> Simulation<'c> {
                     // An iteration's end may preempt: it reads the run
                     // queue, so it takes its turn (`sched`).
                     if op == Op::EndIteration && self.sched.active && self.must_yield(now, i) {
-                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
                 }
@@ -1330,7 +1329,7 @@ impl<'c> Simulation<'c> {
                 #[allow(clippy::collapsible_match)]
                 Op::Builtin(b) if b.schedules() => {
                     if self.must_yield(now, i) {
-                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
                 }
@@ -1349,7 +1348,7 @@ impl<'c> Simulation<'c> {
                         count_shortcut!(self.shortcut_entries, 1);
                     }
                     if ordered && self.must_yield(now, i) {
-                        self.schedule(Cycle(now), EventKind::Resume, i);
+                        self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
                     self.position = spin::Position {
@@ -1527,7 +1526,7 @@ mod tests {
             Err(SimError::NoProgress {
                 stall: Stall::ZeroTimeSteps,
                 limit: 1000,
-                cycle: Cycle(0),
+                cycle: Cycle::ZERO,
                 cpus,
             }) => {
                 assert_eq!(cpus.len(), 1);

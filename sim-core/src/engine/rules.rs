@@ -397,7 +397,7 @@ pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
         // time passing.
         Op::LoopBack(target) => {
             m.charge_operations(m.pc() + 1 - target)?;
-            m.set_now(m.now() + 1);
+            m.set_now(m.now() + Cycles::new(1));
             m.set_pc(target);
             return m.clock_moved();
         }
@@ -700,7 +700,7 @@ impl Simulation<'_> {
             Builtin::Ncpus => self.topology.cpu_count() as i64,
             Builtin::Nnodes => self.topology.node_count() as i64,
             Builtin::Iteration => self.cpus[i].iteration as i64,
-            Builtin::Now => self.cpus[i].now.0 as i64,
+            Builtin::Now => self.cpus[i].now.get() as i64,
             Builtin::Random => {
                 let n = self.pop(i)?;
                 if n <= 0 {
@@ -806,7 +806,7 @@ impl Simulation<'_> {
         );
         cpu.iteration += 1;
         if cpu.iteration == warmup {
-            self.measure_start = self.measure_start.max(cpu.now.0);
+            self.measure_start = self.measure_start.max(cpu.now);
         }
         if let StopRule::Iterations(n) = self.config.stop {
             if cpu.iteration >= warmup.saturating_add(n) {

@@ -113,7 +113,7 @@ pub(super) struct Sched {
     /// Per CPU: the threads waiting for it, first to run first.
     queues: Vec<VecDeque<u32>>,
     /// Per CPU: when its thread started running.
-    slice_start: Vec<u64>,
+    slice_start: Vec<Cycle>,
     /// Threads asleep in `futex_wait`: (address, thread), longest asleep first.
     futex: Vec<(u64, u32)>,
     pub(super) counts: SchedulingCounts,
@@ -133,7 +133,7 @@ impl Sched {
         let mut sched = Sched {
             running: vec![None; n],
             queues: vec![VecDeque::new(); n],
-            slice_start: vec![0; n],
+            slice_start: vec![Cycle::ZERO; n],
             ..Sched::default()
         };
         let mut queued = Vec::new();
@@ -178,8 +178,8 @@ impl Simulation<'_> {
         let cpu = &self.cpus[i];
         let c = cpu.spec.cpu as usize;
         !self.sched.queues[c].is_empty()
-            && cpu.now.0.saturating_sub(self.sched.slice_start[c])
-                >= self.config.scheduler.time_slice_cycles
+            && cpu.now - self.sched.slice_start[c]
+                >= Cycles::new(self.config.scheduler.time_slice_cycles)
     }
 
     /// `Op::EndIteration` while the scheduler is on: the iteration ends,
@@ -300,9 +300,10 @@ impl Simulation<'_> {
     /// Thread `j` is switched in on CPU `c` at `at`: it runs once the
     /// switch has cost its cycles, its `switch_in` hook first.
     fn switch_in(&mut self, j: usize, c: usize, at: Cycle) {
-        let start = at.max(self.cpus[j].now) + self.config.scheduler.context_switch_cycles;
+        let start =
+            at.max(self.cpus[j].now) + Cycles::new(self.config.scheduler.context_switch_cycles);
         self.sched.running[c] = Some(j as u32);
-        self.sched.slice_start[c] = start.0;
+        self.sched.slice_start[c] = start;
         self.sched.counts.context_switches += 1;
         let cpu = &mut self.cpus[j];
         cpu.now = start;
@@ -344,7 +345,7 @@ impl Simulation<'_> {
     /// Thread `i` is woken at `at`: it arrives at its CPU after the
     /// wake-up latency.
     fn wake_thread(&mut self, i: usize, at: Cycle) {
-        let arrival = at + self.config.scheduler.wakeup_latency_cycles;
+        let arrival = at + Cycles::new(self.config.scheduler.wakeup_latency_cycles);
         let cpu = &mut self.cpus[i];
         cpu.now = arrival;
         cpu.wait = Wait::Waking;
@@ -421,7 +422,7 @@ impl Simulation<'_> {
                     self.push(i, 0)?;
                     self.advance_pc(i);
                     self.leave_cpu(i, Wait::Asleep, probe);
-                    self.wake_thread(i, now + cycles as u64);
+                    self.wake_thread(i, now + Cycles::new(cycles as u64));
                 }
             }
             Builtin::FutexWait | Builtin::FutexWake => {

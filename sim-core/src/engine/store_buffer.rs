@@ -24,7 +24,7 @@ impl Simulation<'_> {
             cpu_id,
             entry.unit,
             Need::Write,
-            0,
+            Cycles::ZERO,
             request_tag(i, true),
         )?;
         match requested {

@@ -83,7 +83,7 @@ struct RoundTrips {
 impl Probe for RoundTrips {
     fn on_iteration(&mut self, _cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
         if measured {
-            self.cycles += end - start;
+            self.cycles += (end - start).get();
             self.count += 1;
         }
     }

@@ -13,7 +13,7 @@ use crate::engine::{
     count_accesses, read_value, write_value, PrivatePlaces, PrivateTarget, Simulation, Turn,
 };
 use crate::error::SimError;
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 
 /// What the hoisted policy knows of one private slot's line during one call.
 /// Plain hits change nothing `Coherence::private_line` looks at, so its
@@ -58,7 +58,7 @@ pub(in crate::engine) struct Hoisted<'a, const CHECK_INVARIANTS: bool, const TAK
     lines: &'a mut [SlotLine],
     core: u32,
     thread: u8,
-    l1_hit_cycles: u64,
+    l1_hit_cycles: Cycles,
     /// When an access must take its turn, when `TAKES_TURNS`.
     turn: Turn,
     /// The invariant check that failed after an access (the run stops
@@ -143,7 +143,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
     #[inline(always)]
     fn load(&mut self, slot: u32, now: Cycle) -> Result<(Cycle, i64), Halt> {
         let slot = slot as usize;
-        if (TAKES_TURNS && self.turn.must_yield(now.0)) || !self.allows(slot, LINE_READ) {
+        if (TAKES_TURNS && self.turn.must_yield(now)) || !self.allows(slot, LINE_READ) {
             return Err(Halt);
         }
         if self.lines[slot].floor > now {
@@ -156,7 +156,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
         // Cycles beyond an L1 hit that the CPU waited for the line:
         // `(done - now) - L1` (seldom any: the line came long ago).
         if state.floor > now {
-            state.stall_cycles += state.floor - now;
+            state.stall_cycles += (state.floor - now).get();
         }
         let (address, size_bytes) = (state.address, state.size_bytes);
         Ok((done, read_value(self.bytes, address, size_bytes)))
@@ -165,7 +165,7 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
     #[inline(always)]
     fn store(&mut self, slot: u32, now: Cycle, value: i64) -> Result<Cycle, Halt> {
         let slot = slot as usize;
-        if (TAKES_TURNS && self.turn.must_yield(now.0)) || !self.allows(slot, LINE_WRITE) {
+        if (TAKES_TURNS && self.turn.must_yield(now)) || !self.allows(slot, LINE_WRITE) {
             return Err(Halt);
         }
         if CHECK_INVARIANTS {
@@ -240,7 +240,7 @@ impl Simulation<'_> {
         let targets = &targets[i * slots..(i + 1) * slots];
         let lines = &mut slot_lines[..slots];
         let (core, thread) = (cpu.core, cpu.thread);
-        let l1_hit_cycles = topology.spec.latency.l1_hit_cycles;
+        let l1_hit_cycles = Cycles::new(topology.spec.latency.l1_hit_cycles);
         let check_invariants = coherence.check_invariants;
         // The loop for the CPU's case: the checks on or off, turns taken
         // or not.

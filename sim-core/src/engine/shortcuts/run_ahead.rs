@@ -136,7 +136,7 @@ pub(in crate::engine) struct Summed<'a> {
     first_slot: usize,
     core: u32,
     thread: u8,
-    l1_hit_cycles: u64,
+    l1_hit_cycles: Cycles,
     /// When an access must take its turn (`Turn::NEVER` for a CPU that
     /// makes private accesses only).
     turn: Turn,
@@ -153,7 +153,7 @@ pub(in crate::engine) struct Summed<'a> {
 impl Summed<'_> {
     #[inline(always)]
     fn hit(&mut self, slot: u32, now: Cycle, need: Need) -> Result<(Cycle, PrivateTarget), Halt> {
-        if self.turn.must_yield(now.0) {
+        if self.turn.must_yield(now) {
             return Err(Halt);
         }
         let slot = self.first_slot + slot as usize;
@@ -183,7 +183,7 @@ impl Summed<'_> {
             Need::Read => {
                 hits.loads += 1;
                 // Cycles beyond an L1 hit that the CPU waited for the line.
-                hits.stall_cycles += (done - now).saturating_sub(l1);
+                hits.stall_cycles += ((done - now) - l1).get();
             }
             Need::Write => hits.stores += 1,
         }
@@ -265,7 +265,7 @@ pub(in crate::engine) struct Ahead<'a, P> {
     /// The CPU's share of its core for `work`.
     work_share_percent: u32,
     /// Where `run_cpu` must look at the run's end.
-    time_limit: u64,
+    time_limit: Cycle,
     /// The CPU's operations charged, and past which `run_cpu` must stop
     /// the run (`limits.operations`).
     operations: u64,
@@ -321,7 +321,7 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
 
     #[inline(always)]
     fn clock_moved(&mut self) -> Result<(), Halt> {
-        if self.now.0 >= self.time_limit {
+        if self.now >= self.time_limit {
             return Err(Halt);
         }
         Ok(())
@@ -383,7 +383,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
     /// CPU `cpu` at its position, running ahead until `time_limit`.
     pub(in crate::engine) fn new(
         cpu: &'a mut Cpu,
-        time_limit: u64,
+        time_limit: Cycle,
         operations_limit: u64,
         private: P,
     ) -> (Self, &'a mut Frame, &'a mut Cycle, &'a mut u64) {
@@ -732,7 +732,7 @@ impl Simulation<'_> {
         if cpu.finished || cpu.wait != Wait::None {
             return Ok(false);
         }
-        let now = cpu.now.0;
+        let now = cpu.now;
         // Pushing a local checks its slot (as `step` does); the store
         // buffer is drained first (`atomic`); a CPU that makes only
         // private accesses but has this one cannot exist, but its turn is
@@ -753,7 +753,7 @@ impl Simulation<'_> {
             || !cpu.store_buffer.is_empty()
             // An atomic waits for the misses in flight (`in_flight`).
             || !cpu.late.is_empty()
-            || cpu.in_flight.iter().any(|ready| ready.0 > now)
+            || cpu.in_flight.iter().any(|&ready| ready > now)
             || (!self.private.only[i] && self.must_yield(now, i))
         {
             return Ok(false);
@@ -774,7 +774,7 @@ impl Simulation<'_> {
             operand,
             expected: 0,
         };
-        let hold = self.topology.spec.latency.locked_op_cycles;
+        let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
         self.issue(i, pending, Need::Write, hold, probe)?;
         count_shortcut!(self.shortcut_entries, 5);
         Ok(true)
@@ -878,7 +878,7 @@ impl Simulation<'_> {
             first_slot,
             core: cpu.core,
             thread: cpu.thread,
-            l1_hit_cycles: topology.spec.latency.l1_hit_cycles,
+            l1_hit_cycles: Cycles::new(topology.spec.latency.l1_hit_cycles),
             turn,
             loads,
             stores: loads && *store_buffer_entries != 0,

@@ -30,14 +30,14 @@
 
 use crate::engine::{resume_position, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
 use crate::probe::{PrivateHits, Probe};
-use crate::time::Cycle;
+use crate::time::{Cycle, Cycles};
 
 /// The event the engine is processing: a queued one, or a CPU's resume
 /// taken without the queue (its key is made only if a spinner needs it).
 #[derive(Clone, Copy, Debug)]
 pub(in crate::engine) enum EventAt {
-    Queued { cycle: u64, key: u64 },
-    Resume { cycle: u64, cpu: usize },
+    Queued { cycle: Cycle, key: u64 },
+    Resume { cycle: Cycle, cpu: usize },
 }
 
 /// Where in the global (cycle, key) order the engine is: the event being
@@ -49,17 +49,20 @@ pub(in crate::engine) struct Position {
     /// before the event (a CPU resumed inside another event, as
     /// `drain_done` does, acts at that event's place when it is at that
     /// event's cycle).
-    pub(in crate::engine) access: Option<(u64, usize)>,
+    pub(in crate::engine) access: Option<(Cycle, usize)>,
 }
 
 impl Position {
     pub(in crate::engine) const START: Position = Position {
-        event: EventAt::Queued { cycle: 0, key: 0 },
+        event: EventAt::Queued {
+            cycle: Cycle::ZERO,
+            key: 0,
+        },
         access: None,
     };
 
-    fn key(self, tie_seed: u64) -> (u64, u64) {
-        let resume = |cycle: u64, cpu: usize| resume_position(tie_seed, cycle, cpu);
+    fn key(self, tie_seed: u64) -> (Cycle, u64) {
+        let resume = |cycle: Cycle, cpu: usize| resume_position(tie_seed, cycle, cpu);
         let event = match self.event {
             EventAt::Queued { cycle, key } => (cycle, key),
             EventAt::Resume { cycle, cpu } => resume(cycle, cpu),
@@ -145,20 +148,20 @@ pub(in crate::engine) struct SpinWatch {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct PollLoad {
-    at: u64,
+    at: Cycle,
     address: u64,
     size_bytes: u32,
     field_id: u32,
     value: i64,
-    latency: u64,
+    latency: Cycles,
     accesses: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
 pub(in crate::engine) struct Sleep {
     /// The cycle of the first load not yet made.
-    next_load: u64,
-    period: u64,
+    next_load: Cycle,
+    period: Cycles,
     pub(in crate::engine) unit: usize,
     address: u64,
     field_id: u32,
@@ -220,7 +223,7 @@ impl Simulation<'_> {
         pending: &PendingAccess,
         issued: Cycle,
         value: i64,
-        latency: u64,
+        latency: Cycles,
     ) {
         let cpu = &mut self.cpus[i];
         if !cpu.spin.current_taken {
@@ -229,7 +232,7 @@ impl Simulation<'_> {
         }
         cpu.spin.current_taken = false;
         let load = PollLoad {
-            at: issued.get(),
+            at: issued,
             address: pending.address,
             size_bytes: pending.size_bytes,
             field_id: pending.field_id,
@@ -295,11 +298,11 @@ impl Simulation<'_> {
     /// Wakes sleeping CPU `s` where stepping would have it at the position
     /// `at`: its loads before `at` made (reported summed), the CPU at the
     /// first one not before it. Returns that load's cycle.
-    fn wake(&mut self, s: usize, at: (u64, u64), probe: &mut dyn Probe) -> Cycle {
+    fn wake(&mut self, s: usize, at: (Cycle, u64), probe: &mut dyn Probe) -> Cycle {
         let tie_seed = self.tie_seed;
         let cpu = &mut self.cpus[s];
         let sleep = cpu.spin.asleep.take().expect("a sleeping CPU");
-        let own = |cycle: u64| resume_position(tie_seed, cycle, s);
+        let own = |cycle: Cycle| resume_position(tie_seed, cycle, s);
         // Loads at cycles up to `at`'s, the one at its cycle only if it
         // comes first there.
         let mut made = if at.0 < sleep.next_load {
@@ -307,14 +310,14 @@ impl Simulation<'_> {
         } else {
             (at.0 - sleep.next_load) / sleep.period + 1
         };
-        if made > 0 && own(sleep.next_load + (made - 1) * sleep.period) >= at {
+        if made > 0 && own(sleep.next_load + sleep.period * (made - 1)) >= at {
             made -= 1;
         }
-        let resume = sleep.next_load + made * sleep.period;
+        let resume = sleep.next_load + sleep.period * made;
         let state = std::mem::take(&mut cpu.spin.previous);
         state.restore(cpu);
         cpu.spin.previous = state;
-        cpu.now = Cycle(resume);
+        cpu.now = resume;
         cpu.wait = Wait::None;
         crate::engine::count_accesses(&mut self.memory_ops, cpu, made);
         if made > 0 {
@@ -326,16 +329,20 @@ impl Simulation<'_> {
                     loads: made,
                     stores: 0,
                     stall_cycles: 0,
-                    spin_last_load: Some(sleep.next_load + (made - 1) * sleep.period),
+                    spin_last_load: Some((sleep.next_load + sleep.period * (made - 1)).get()),
                 },
             );
         }
-        Cycle(resume)
+        resume
     }
 
     /// The run stops at `stop`: each sleeping CPU's loads before it are
     /// made, and the CPU is finished there. Returns how many slept.
-    pub(in crate::engine) fn settle_sleepers(&mut self, stop: u64, probe: &mut dyn Probe) -> usize {
+    pub(in crate::engine) fn settle_sleepers(
+        &mut self,
+        stop: Cycle,
+        probe: &mut dyn Probe,
+    ) -> usize {
         let sleepers = self.wake_every_sleeper((stop, 0), probe);
         for &s in &sleepers {
             self.finish(s);
@@ -345,7 +352,7 @@ impl Simulation<'_> {
 
     /// Wakes every sleeping CPU where stepping would have it at `at`;
     /// returns them.
-    fn wake_every_sleeper(&mut self, at: (u64, u64), probe: &mut dyn Probe) -> Vec<usize> {
+    fn wake_every_sleeper(&mut self, at: (Cycle, u64), probe: &mut dyn Probe) -> Vec<usize> {
         let mut woken = Vec::new();
         for s in 0..self.cpus.len() {
             if let Some(sleep) = self.cpus[s].spin.asleep {
@@ -363,13 +370,13 @@ impl Simulation<'_> {
     /// returns the cycle the run stops at.
     pub(in crate::engine) fn stop_at_budget(
         &mut self,
-        now: u64,
+        now: Cycle,
         i: usize,
         probe: &mut dyn Probe,
     ) -> Cycle {
         let tie_seed = self.tie_seed;
-        let budget = self.config.max_cycles;
-        let own = |cycle: u64, s: usize| resume_position(tie_seed, cycle, s);
+        let budget = Cycle::new(self.config.max_cycles);
+        let own = |cycle: Cycle, s: usize| resume_position(tie_seed, cycle, s);
         let mut stop = own(now, i);
         for (s, cpu) in self.cpus.iter().enumerate() {
             if let Some(sleep) = cpu.spin.asleep {
@@ -377,13 +384,13 @@ impl Simulation<'_> {
                     sleep.next_load
                 } else {
                     let polls = (budget - sleep.next_load) / sleep.period + 1;
-                    sleep.next_load + polls * sleep.period
+                    sleep.next_load + sleep.period * polls
                 };
                 stop = stop.min(own(past, s));
             }
         }
         self.wake_every_sleeper(stop, probe);
-        Cycle(stop.0)
+        stop.0
     }
 
     /// A deadlock's description of what sleeping CPU `cpu` waits for.
