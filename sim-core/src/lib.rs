@@ -22,6 +22,7 @@
 
 pub mod checker;
 pub mod coherence;
+pub mod cpu;
 pub mod engine;
 pub mod error;
 pub mod limits;

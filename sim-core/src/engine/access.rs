@@ -279,7 +279,7 @@ impl Simulation<'_> {
             unit,
             need,
             hold,
-            request_tag(i, false),
+            request_tag(CpuIndex::new(i), false),
         ) {
             // Matched in place, as in `line_free`.
             Err(error) => return Err(error),
@@ -414,12 +414,13 @@ impl Simulation<'_> {
             Err(error) => return Err(error),
             Ok(None) => {}
             Ok(Some((waiter, report))) => {
-                let i = ((waiter.tag & !PREFETCH_TAG) >> 1) as usize;
+                let cpu = tag_cpu(waiter.tag);
+                let i = cpu.get();
                 if waiter.tag & PREFETCH_TAG != 0 {
                     let queued = self
                         .queued_prefetches
                         .iter()
-                        .position(|&(line, cpu, _)| line == unit && cpu == i);
+                        .position(|&(line, c, _)| line == unit && c == cpu);
                     if let Some(k) = queued {
                         let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
                         self.report_prefetch(i, field_id, &report, probe);
@@ -505,10 +506,13 @@ impl Simulation<'_> {
         }
         self.poll_line_reached(buddy, probe);
         let cpu_id = self.cpus[i].spec.cpu;
-        match self
-            .coherence
-            .prefetch(self.topology, at, cpu_id, buddy, request_tag(i, false))?
-        {
+        match self.coherence.prefetch(
+            self.topology,
+            at,
+            cpu_id,
+            buddy,
+            request_tag(CpuIndex::new(i), false),
+        )? {
             None => {}
             Some(Requested::Done(report)) => {
                 self.report_prefetch(i, field_id, &report, probe);
@@ -518,7 +522,8 @@ impl Simulation<'_> {
                 free_at,
                 first_waiter,
             }) => {
-                self.queued_prefetches.push((buddy, i, field_id));
+                self.queued_prefetches
+                    .push((buddy, CpuIndex::new(i), field_id));
                 if first_waiter {
                     self.schedule(free_at, EventKind::LineFree, buddy);
                 }

@@ -28,6 +28,7 @@
 //! [`EngineOptions`].
 
 use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, PREFETCH_TAG};
+use crate::cpu::{CpuIndex, LinuxCpu};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
 use crate::memory::{BitRange, InstanceKind, MemoryLayout};
 use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
@@ -291,6 +292,15 @@ struct Cpu {
     hook_done: bool,
 }
 
+impl Cpu {
+    /// The Linux CPU the thread runs on: the one place the engine goes from
+    /// its CPU index (this `Cpu`) to the number the topology maps.
+    #[inline]
+    fn linux_cpu(&self) -> LinuxCpu {
+        LinuxCpu::new(self.spec.cpu)
+    }
+}
+
 /// How the engine goes about a run: one switch per shortcut, none of which
 /// changes any result. All off is the reference, the plain event-by-event
 /// path: every operation goes through `step`, every access waits for its
@@ -528,7 +538,7 @@ struct Simulation<'c> {
     /// Where in the global order the engine is (for waking spinners).
     position: spin::Position,
     /// Per line: the CPUs asleep polling it (`spin`).
-    watchers: Vec<Vec<u32>>,
+    watchers: Vec<Vec<CpuIndex>>,
     /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
     /// the run's end (the stop cycle, or one past the cycle budget).
     time_limit: Cycle,
@@ -537,7 +547,7 @@ struct Simulation<'c> {
     prefetch_buddies: bool,
     /// Prefetches waiting at their line's home: (line, CPU index, the field
     /// whose miss issued it, for attribution).
-    queued_prefetches: Vec<(usize, usize, u32)>,
+    queued_prefetches: Vec<(usize, CpuIndex, u32)>,
     /// Per place: its target when every CPU resolves it alike (a field of a
     /// global instance, no run-time operand), resolved once; the contended
     /// accesses go to such places.
@@ -661,8 +671,14 @@ fn tie_seed(seed: u64) -> u64 {
 }
 
 /// Tags of queued requests: which CPU, and whether it is its store buffer.
-fn request_tag(cpu_index: usize, drain: bool) -> u32 {
-    (cpu_index as u32) << 1 | drain as u32
+fn request_tag(cpu: CpuIndex, drain: bool) -> u32 {
+    (cpu.get() as u32) << 1 | drain as u32
+}
+
+/// The CPU whose request (a load, an atomic, a drain or a prefetch) a tag
+/// of [`request_tag`] names.
+fn tag_cpu(tag: u32) -> CpuIndex {
+    CpuIndex::new(((tag & !PREFETCH_TAG) >> 1) as usize)
 }
 
 /// Counts `n` accesses by `cpu`: in the run's total and in the CPU's own

@@ -109,13 +109,13 @@ pub(super) struct Sched {
     /// operations or hooks: iteration ends take their turn and may preempt.
     pub(super) active: bool,
     /// Per CPU (Linux number): the thread on it.
-    running: Vec<Option<u32>>,
+    running: Vec<Option<CpuIndex>>,
     /// Per CPU: the threads waiting for it, first to run first.
-    queues: Vec<VecDeque<u32>>,
+    queues: Vec<VecDeque<CpuIndex>>,
     /// Per CPU: when its thread started running.
     slice_start: Vec<Cycle>,
     /// Threads asleep in `futex_wait`: (address, thread), longest asleep first.
-    futex: Vec<(u64, u32)>,
+    futex: Vec<(u64, CpuIndex)>,
     pub(super) counts: SchedulingCounts,
 }
 
@@ -138,11 +138,11 @@ impl Sched {
         };
         let mut queued = Vec::new();
         for (i, t) in threads.iter().enumerate() {
-            let c = t.cpu as usize;
+            let c = LinuxCpu::new(t.cpu).slot();
             if sched.running[c].is_none() {
-                sched.running[c] = Some(i as u32);
+                sched.running[c] = Some(CpuIndex::new(i));
             } else {
-                sched.queues[c].push_back(i as u32);
+                sched.queues[c].push_back(CpuIndex::new(i));
                 queued.push(i);
             }
         }
@@ -176,7 +176,7 @@ impl Simulation<'_> {
     /// Whether thread `i`'s slice is over while another waits for its CPU.
     fn preempt_due(&self, i: usize) -> bool {
         let cpu = &self.cpus[i];
-        let c = cpu.spec.cpu as usize;
+        let c = cpu.linux_cpu().slot();
         !self.sched.queues[c].is_empty()
             && cpu.now - self.sched.slice_start[c]
                 >= Cycles::new(self.config.scheduler.time_slice_cycles)
@@ -200,8 +200,8 @@ impl Simulation<'_> {
         }
         self.end_iteration(i, probe);
         if !self.cpus[i].finished {
-            let c = self.cpus[i].spec.cpu as usize;
-            self.sched.queues[c].push_back(i as u32);
+            let c = self.cpus[i].linux_cpu().slot();
+            self.sched.queues[c].push_back(CpuIndex::new(i));
             self.sched.counts.preemptions += 1;
             self.leave_cpu(i, Wait::Queued, probe);
         }
@@ -280,11 +280,11 @@ impl Simulation<'_> {
             self.report_private_hits(i, probe);
         }
         let cpu = &mut self.cpus[i];
-        let c = cpu.spec.cpu as usize;
+        let c = cpu.linux_cpu().slot();
         let at = cpu.now;
         cpu.wait = wait;
         cpu.wait_since = at;
-        if self.sched.running[c] == Some(i as u32) {
+        if self.sched.running[c] == Some(CpuIndex::new(i)) {
             self.sched.running[c] = None;
             self.dispatch(c, at);
         }
@@ -293,7 +293,7 @@ impl Simulation<'_> {
     /// CPU `c`, free at `at`, switches to the head of its queue.
     fn dispatch(&mut self, c: usize, at: Cycle) {
         if let Some(j) = self.sched.queues[c].pop_front() {
-            self.switch_in(j as usize, c, at);
+            self.switch_in(j.get(), c, at);
         }
     }
 
@@ -302,7 +302,7 @@ impl Simulation<'_> {
     fn switch_in(&mut self, j: usize, c: usize, at: Cycle) {
         let start =
             at.max(self.cpus[j].now) + Cycles::new(self.config.scheduler.context_switch_cycles);
-        self.sched.running[c] = Some(j as u32);
+        self.sched.running[c] = Some(CpuIndex::new(j));
         self.sched.slice_start[c] = start;
         self.sched.counts.context_switches += 1;
         let cpu = &mut self.cpus[j];
@@ -319,8 +319,8 @@ impl Simulation<'_> {
 
     /// Thread `i` is finished: its CPU takes the next thread.
     pub(super) fn finished_thread(&mut self, i: usize) {
-        let c = self.cpus[i].spec.cpu as usize;
-        if self.sched.running.get(c) == Some(&Some(i as u32)) {
+        let c = self.cpus[i].linux_cpu().slot();
+        if self.sched.running.get(c) == Some(&Some(CpuIndex::new(i))) {
             self.sched.running[c] = None;
             let at = self.cpus[i].now;
             self.dispatch(c, at);
@@ -330,12 +330,12 @@ impl Simulation<'_> {
     /// The resume of thread `i` woken (`Wait::Waking`) at its CPU: it runs
     /// if the CPU is idle, and queues otherwise.
     pub(super) fn arrive(&mut self, i: usize) {
-        let c = self.cpus[i].spec.cpu as usize;
+        let c = self.cpus[i].linux_cpu().slot();
         let at = self.cpus[i].now;
         if self.sched.running[c].is_none() {
             self.switch_in(i, c, at);
         } else {
-            self.sched.queues[c].push_back(i as u32);
+            self.sched.queues[c].push_back(CpuIndex::new(i));
             let cpu = &mut self.cpus[i];
             cpu.wait = Wait::Queued;
             cpu.wait_since = at;
@@ -355,7 +355,9 @@ impl Simulation<'_> {
     /// The scheduling operations (`Builtin::schedules`), at thread `i`'s
     /// turn: each pushes its value and moves on, or leaves the CPU (the
     /// value pushed for when it runs again), or waits for its store buffer
-    /// or its `switch_out` hook and runs again after.
+    /// or its `switch_out` hook and runs again after. (Long as a table is:
+    /// one arm per scheduling operation, each a few lines; split, each arm
+    /// would need the same waits and hook handling passed in.)
     pub(super) fn scheduling(
         &mut self,
         i: usize,
@@ -377,7 +379,7 @@ impl Simulation<'_> {
             ));
         }
         let now = self.cpus[i].now;
-        let c = self.cpus[i].spec.cpu as usize;
+        let c = self.cpus[i].linux_cpu().slot();
         match builtin {
             Builtin::TaskRunning => {
                 let t = self.pop(i)?;
@@ -389,7 +391,8 @@ impl Simulation<'_> {
                     ));
                 }
                 let other = &self.cpus[t as usize - 1];
-                let on_cpu = self.sched.running[other.spec.cpu as usize] == Some(t as u32 - 1);
+                let on_cpu = self.sched.running[other.linux_cpu().slot()]
+                    == Some(CpuIndex::new(t as usize - 1));
                 self.push(i, on_cpu as i64)?;
                 self.advance_pc(i);
             }
@@ -406,7 +409,7 @@ impl Simulation<'_> {
                 } else if self.ready_to_leave(i)? {
                     self.push(i, 1)?;
                     self.advance_pc(i);
-                    self.sched.queues[c].push_back(i as u32);
+                    self.sched.queues[c].push_back(CpuIndex::new(i));
                     self.leave_cpu(i, Wait::Queued, probe);
                 }
             }
@@ -457,7 +460,7 @@ impl Simulation<'_> {
                         let (address, t) = self.sched.futex[k];
                         if address == target.address {
                             self.sched.futex.remove(k);
-                            self.wake_thread(t as usize, now);
+                            self.wake_thread(t.get(), now);
                             woken += 1;
                         } else {
                             k += 1;
@@ -480,7 +483,7 @@ impl Simulation<'_> {
                     self.pop(i)?;
                     self.push(i, 0)?;
                     self.advance_pc(i);
-                    self.sched.futex.push((target.address, i as u32));
+                    self.sched.futex.push((target.address, CpuIndex::new(i)));
                     self.sched.counts.futex_sleeps += 1;
                     self.leave_cpu(i, Wait::Futex, probe);
                 }
@@ -515,7 +518,7 @@ impl Simulation<'_> {
                     .sched
                     .futex
                     .iter()
-                    .find(|&&(_, t)| t as usize == i)
+                    .find(|&&(_, t)| t.get() == i)
                     .map(|&(a, _)| a)?;
                 Some(format!(
                     "a futex_wake on address {address:#x} (thread {} asleep in futex_wait since cycle {})",

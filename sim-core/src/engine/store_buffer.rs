@@ -25,7 +25,7 @@ impl Simulation<'_> {
             entry.unit,
             Need::Write,
             Cycles::ZERO,
-            request_tag(i, true),
+            request_tag(CpuIndex::new(i), true),
         )?;
         match requested {
             Requested::Done(report) => {

@@ -28,6 +28,7 @@
 //! Only for a probe that takes summed hits (`Probe::needs_every_access`
 //! false): a trace sees every poll.
 
+use crate::cpu::CpuIndex;
 use crate::engine::{resume_position, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
 use crate::probe::{PrivateHits, Probe};
 use crate::time::{Cycle, Cycles};
@@ -268,7 +269,7 @@ impl Simulation<'_> {
         if self.watchers.len() <= unit {
             self.watchers.resize(unit + 1, Vec::new());
         }
-        self.watchers[unit].push(i as u32);
+        self.watchers[unit].push(CpuIndex::new(i));
     }
 
     /// An access reaches `unit` at the engine's current position (a
@@ -289,7 +290,7 @@ impl Simulation<'_> {
         let sleepers = std::mem::take(&mut self.watchers[unit]);
         let at = self.position.key(self.tie_seed);
         for &s in &sleepers {
-            let s = s as usize;
+            let s = s.get();
             let resume = self.wake(s, at, probe);
             self.schedule(resume, EventKind::Resume, s);
         }
@@ -356,7 +357,7 @@ impl Simulation<'_> {
         let mut woken = Vec::new();
         for s in 0..self.cpus.len() {
             if let Some(sleep) = self.cpus[s].spin.asleep {
-                self.watchers[sleep.unit].retain(|&w| w as usize != s);
+                self.watchers[sleep.unit].retain(|&w| w.get() != s);
                 self.wake(s, at, probe);
                 woken.push(s);
             }
