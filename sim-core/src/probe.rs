@@ -137,14 +137,15 @@ pub trait Probe {
     /// operation needed a value still on its way (the load of `address`,
     /// field `field_id`, the last to arrive), or an atomic, fence or
     /// iteration end waited for every miss, or every miss buffer was taken
-    /// (`field_id` is `u32::MAX` where no one value was waited for).
+    /// (`field_id` is `None`, and `address` 0, where no one value was
+    /// waited for).
     fn on_load_wait(
         &mut self,
         _cpu: u32,
         _from: Cycle,
         _until: Cycle,
         _address: u64,
-        _field_id: u32,
+        _field_id: Option<u32>,
     ) {
     }
 }
@@ -192,7 +193,14 @@ impl Probe for Probes<'_> {
             p.on_store_buffer_wait(cpu, from, until, address, field_id);
         }
     }
-    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, field_id: u32) {
+    fn on_load_wait(
+        &mut self,
+        cpu: u32,
+        from: Cycle,
+        until: Cycle,
+        address: u64,
+        field_id: Option<u32>,
+    ) {
         for p in &mut self.0 {
             p.on_load_wait(cpu, from, until, address, field_id);
         }

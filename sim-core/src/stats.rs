@@ -329,7 +329,7 @@ pub struct Stats {
     private_fields: Vec<bool>,
     /// Iterations per CPU before its accesses are counted.
     warmup: u64,
-    /// Per CPU number: its slot in `cpus` (`u32::MAX` for a CPU that runs no
+    /// Per CPU number: its slot in `cpus` (`None` for a CPU that runs no
     /// script) and whether its accesses are counted yet, side by side since
     /// every access and iteration end looks both up.
     by_cpu: Vec<CpuState>,
@@ -337,7 +337,7 @@ pub struct Stats {
 
 #[derive(Clone, Copy, Debug)]
 struct CpuState {
-    slot: u32,
+    slot: Option<u32>,
     measuring: bool,
     /// The CPU's last access, when it was a load of a shared field: a
     /// next load of the same bytes giving the same value polls.
@@ -402,7 +402,7 @@ impl Stats {
             .unwrap_or(0);
         let mut by_cpu = vec![
             CpuState {
-                slot: u32::MAX,
+                slot: None,
                 measuring: false,
                 last_load: None,
             };
@@ -410,7 +410,7 @@ impl Stats {
         ];
         for (slot, &cpu) in cpus.iter().enumerate() {
             by_cpu[cpu as usize] = CpuState {
-                slot: slot as u32,
+                slot: Some(slot as u32),
                 measuring: warmup == 0,
                 last_load: None,
             };
@@ -601,14 +601,15 @@ impl Probe for Stats {
         };
         if measured {
             self.iteration_cycles.record(iteration_cycles);
-            let slot = state.slot as usize;
-            if let Some(l) = self.longest_iteration.get_mut(slot) {
-                *l = (*l).max(iteration_cycles);
+            if let Some(slot) = state.slot.map(|s| s as usize) {
+                if let Some(l) = self.longest_iteration.get_mut(slot) {
+                    *l = (*l).max(iteration_cycles);
+                }
+                if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot) {
+                    *t += iteration_cycles;
+                }
             }
-            if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot) {
-                *t += iteration_cycles;
-            }
-        } else if state.slot != u32::MAX && index + 1 >= self.warmup {
+        } else if state.slot.is_some() && index + 1 >= self.warmup {
             // The warm-up's last iteration ended: measure from here on.
             state.measuring = true;
         }
@@ -666,9 +667,19 @@ impl Probe for Stats {
         }
     }
 
-    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, field_id: u32) {
+    fn on_load_wait(
+        &mut self,
+        cpu: u32,
+        from: Cycle,
+        until: Cycle,
+        address: u64,
+        field_id: Option<u32>,
+    ) {
         // A miss the CPU went on past costs the cycles a use waited for it.
-        if field_id == u32::MAX || !self.measuring(cpu) {
+        let Some(field_id) = field_id else {
+            return;
+        };
+        if !self.measuring(cpu) {
             return;
         }
         let waited = (until - from).get();

@@ -461,7 +461,14 @@ impl Probe for Recorder {
         self.log
             .push(Seen::BufferWait(cpu, from.get(), until.get(), address));
     }
-    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, _field: u32) {
+    fn on_load_wait(
+        &mut self,
+        cpu: u32,
+        from: Cycle,
+        until: Cycle,
+        address: u64,
+        _field: Option<u32>,
+    ) {
         self.log
             .push(Seen::LoadWait(cpu, from.get(), until.get(), address));
     }

@@ -237,11 +237,18 @@ impl Probe for TraceProbe<'_> {
         self.keep(cycle, format!("{head}\n{:>23} {detail}", ""));
     }
 
-    fn on_load_wait(&mut self, cpu: u32, from: Cycle, until: Cycle, address: u64, field: u32) {
+    fn on_load_wait(
+        &mut self,
+        cpu: u32,
+        from: Cycle,
+        until: Cycle,
+        address: u64,
+        field: Option<u32>,
+    ) {
         if self.went_on.get(&cpu) == Some(&(address, from.get())) || self.full(from.get()) {
             return;
         }
-        let what = if field == u32::MAX {
+        let what = if field.is_none() {
             "for its misses in flight".to_string()
         } else {
             format!("for the load of {} to arrive", self.where_(address))

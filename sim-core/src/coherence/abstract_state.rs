@@ -57,7 +57,7 @@ impl Coherence {
                 h.ready_at = now;
                 h.version = h.version.wrapping_sub(base);
                 if one_thread_per_core {
-                    h.last_writer_thread = NO_THREAD;
+                    h.last_writer_thread = None;
                 }
             }
             for w in &mut u.waiting {
@@ -123,7 +123,8 @@ impl Coherence {
                     out.push(h.state as u8);
                     put_varint(out, h.ready_at.get());
                     put_varint(out, h.version);
-                    out.push(h.last_writer_thread);
+                    // 255 for none: a byte, as before (threads are fewer).
+                    out.push(h.last_writer_thread.unwrap_or(u8::MAX));
                 }
             }
             // Waiters in (new CPU, new tag) order, picked one key at a time

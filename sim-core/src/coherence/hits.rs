@@ -55,8 +55,7 @@ impl Coherence {
         }
         let before = holder.state;
         let start = now.max(holder.ready_at).max(u.locked_until);
-        let sibling_wrote =
-            holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread;
+        let sibling_wrote = holder.last_writer_thread.is_some_and(|t| t != thread);
         let access_cycles = Cycles::new(if sibling_wrote {
             l.l1_hit_cycles + l.smt_transfer_cycles
         } else {
@@ -65,11 +64,11 @@ impl Coherence {
         let done = start + access_cycles;
         if need == Need::Write {
             holder.state = LineState::Modified;
-            holder.last_writer_thread = thread;
+            holder.last_writer_thread = Some(thread);
             u.version += 1;
             holder.version = u.version;
         } else if sibling_wrote {
-            holder.last_writer_thread = NO_THREAD;
+            holder.last_writer_thread = None;
         }
         if hold_cycles > Cycles::ZERO {
             u.locked_until = done + hold_cycles;
@@ -145,7 +144,7 @@ impl Coherence {
                 &mut holders[index]
             }
         };
-        if holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread {
+        if holder.last_writer_thread.is_some_and(|t| t != thread) {
             return None;
         }
         if need == Need::Write {
@@ -153,7 +152,7 @@ impl Coherence {
                 return None;
             }
             holder.state = LineState::Modified;
-            holder.last_writer_thread = thread;
+            holder.last_writer_thread = Some(thread);
             u.version += 1;
             holder.version = u.version;
         }
@@ -177,7 +176,7 @@ impl Coherence {
             holders => holders.binary_search_by_key(&core, |h| h.core).ok()?,
         };
         let holder = &u.holders[index];
-        if holder.last_writer_thread != NO_THREAD && holder.last_writer_thread != thread {
+        if holder.last_writer_thread.is_some_and(|t| t != thread) {
             return None;
         }
         Some(PrivateLine {
@@ -202,7 +201,7 @@ impl Coherence {
         let u = &mut self.units[unit];
         let holder = &mut u.holders[line.holder as usize];
         holder.state = LineState::Modified;
-        holder.last_writer_thread = thread;
+        holder.last_writer_thread = Some(thread);
         u.version += writes;
         holder.version = u.version;
     }

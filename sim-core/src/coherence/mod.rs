@@ -129,8 +129,6 @@ pub enum Need {
     Write,
 }
 
-const NO_THREAD: u8 = u8::MAX;
-
 /// One private cache holding a line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Holder {
@@ -142,8 +140,9 @@ struct Holder {
     /// The line's write count when this copy was last filled or written; the
     /// data-value invariant requires it to equal the line's.
     version: u64,
-    /// SMT thread of the core that last wrote the line, or NO_THREAD.
-    last_writer_thread: u8,
+    /// SMT thread of the core that last wrote the line, if one did since
+    /// the copy was filled (reads forget it once a sibling's write is seen).
+    last_writer_thread: Option<u8>,
 }
 
 /// A set of cores, as a bitmap.
@@ -526,6 +525,7 @@ mod tests {
     /// the same states and reports as the general walk: random requests on
     /// three lines by CPUs of a two-socket SMT machine, under every protocol
     /// and directory lookup, run twice, once with the general walk only.
+    /// (A test's setup, loop and comparison, read top to bottom.)
     #[test]
     fn special_transaction_shapes_match_the_general_walk() {
         let mut taken_specially = 0;

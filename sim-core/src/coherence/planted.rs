@@ -164,6 +164,7 @@ fn spare(u: &mut Unit, spared: impl IntoIterator<Item = Holder>) {
 }
 
 /// A transaction with `bug` planted: the general walk's result, broken.
+/// (One arm per planted bug, each a short edit of the result: a table.)
 #[allow(clippy::too_many_arguments)]
 pub(super) fn transaction(
     coherence: &mut Coherence,

@@ -366,7 +366,9 @@ impl Coherence {
     /// copy of a line that exactly one other cache holds: that copy is the
     /// only target (the supplier of the data when its state answers for the
     /// line, else memory supplies it) and is invalidated; the writer's copy
-    /// takes its place in the holder list and the directory.
+    /// takes its place in the holder list and the directory. (Long, and
+    /// kept whole: the commonest contended transaction, the route, the
+    /// cost, the states and the report in one pass, on the hot path.)
     #[inline]
     pub(super) fn write_taking_the_only_copy(
         &mut self,
@@ -450,7 +452,7 @@ impl Coherence {
             state: LineState::Modified,
             ready_at: done,
             version: u.version,
-            last_writer_thread: thread,
+            last_writer_thread: Some(thread),
         };
         u.dir_sharers.remove(previous.core);
         u.dir_sharers.insert(core);
@@ -478,7 +480,11 @@ impl Coherence {
         }
     }
 
-    /// Any transaction, by a walk over the line's holders.
+    /// Any transaction, by a walk over the line's holders. (Long, and not
+    /// split yet: the walk over the holders, the route and cost, the
+    /// home's occupancy, the new states and the report share a dozen
+    /// locals; it is on every miss, and a split must be shown by callgrind
+    /// to cost nothing: see the issue-15 note's "Not done".)
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     pub(super) fn transaction_general(
@@ -711,11 +717,7 @@ impl Coherence {
             state: requester_after,
             ready_at: done,
             version,
-            last_writer_thread: if need == Need::Write {
-                thread
-            } else {
-                NO_THREAD
-            },
+            last_writer_thread: (need == Need::Write).then_some(thread),
         };
         match u.holders.binary_search_by_key(&core, |h| h.core) {
             Ok(i) => u.holders[i] = holder,

@@ -55,7 +55,9 @@ impl Simulation<'_> {
     /// `op` needs a late value, or is an atomic, a fence or an iteration's
     /// end with misses in flight, waits for them: the clock moves to their
     /// arrival and the answer is true, and `op` is stepped again from the
-    /// new cycle (an access takes its turn there).
+    /// new cycle (an access takes its turn there). (One match over the
+    /// operation's stack effect, on every step with late values about:
+    /// kept whole so that it stays one dispatch.)
     pub(super) fn await_operands(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> bool {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
@@ -147,7 +149,7 @@ impl Simulation<'_> {
             return false;
         }
         cpu.now = ready;
-        let (address, field_id) = waited_for.map_or((0, u32::MAX), |v| (v.address, v.field_id));
+        let (address, field_id) = waited_for.map_or((0, None), |v| (v.address, Some(v.field_id)));
         probe.on_load_wait(cpu.spec.cpu, now, ready, address, field_id);
         true
     }
@@ -190,7 +192,7 @@ impl Simulation<'_> {
         let first = *cpu.in_flight.iter().min().expect("every buffer is taken");
         cpu.now = first;
         cpu.in_flight.retain(|&ready| ready > first);
-        probe.on_load_wait(cpu.spec.cpu, now, first, 0, u32::MAX);
+        probe.on_load_wait(cpu.spec.cpu, now, first, 0, None);
         true
     }
 
