@@ -687,6 +687,8 @@ impl Simulation<'_> {
         Ok(())
     }
 
+    /// The value of builtin `builtin` for CPU `i`. (Long as a table is: one
+    /// short arm per builtin.)
     pub(super) fn builtin(&mut self, i: usize, builtin: Builtin) -> Result<i64, SimError> {
         let cpu_id = self.cpus[i].spec.cpu;
         Ok(match builtin {

@@ -193,7 +193,9 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
 
 impl Simulation<'_> {
     /// `run_ahead` for a code with a fused table: the [`Hoisted`] policy
-    /// where it applies, else `Summed`.
+    /// where it applies, else `Summed`. (Long because the four
+    /// monomorphised loops, checks on or off and turns taken or not, are
+    /// spelled out by one macro here, with the borrows they share.)
     #[inline(never)]
     pub(in crate::engine) fn run_ahead_fused(&mut self, i: usize) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
