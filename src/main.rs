@@ -908,14 +908,12 @@ fn run(
     for case in &results {
         for f in case.failures() {
             failed = true;
-            if case.id.is_empty() {
-                eprintln!("error: variant `{}` has no result: {}", f.name, f.error);
+            let run = if case.id.is_empty() {
+                format!("variant `{}`", f.name)
             } else {
-                eprintln!(
-                    "error: case `{}`, variant `{}` has no result: {}",
-                    case.id, f.name, f.error
-                );
-            }
+                format!("case `{}`, variant `{}`", case.id, f.name)
+            };
+            eprintln!("{}", f.report(&run).render(stderr_in_colour()));
         }
     }
     if failed {
@@ -999,6 +997,9 @@ fn peak_resident_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+// A run's failure is returned by value, as `run_cases` does: failures are
+// rare and never on a hot path.
+#[allow(clippy::result_large_err)]
 fn run_timed(cases: &[scenarios::run::cases::BuiltCase]) -> Vec<scenarios::run::cases::CaseResult> {
     cases
         .iter()
@@ -1645,7 +1646,8 @@ fn trace(
         );
     }
     if let Err(e) = &result {
-        eprintln!("error: the run has no result: {e}");
+        let report = scenarios::run::results::failure_report("the run", e, &chosen.sources);
+        eprintln!("{}", report.render(stderr_in_colour()));
         return ExitCode::from(EXIT_RUN_FAILED);
     }
     if let Some((path, steps, _)) = svg {
@@ -1894,7 +1896,8 @@ fn layout(
         match scenarios::run::results::run_variant(chosen) {
             Ok(r) => Some(r),
             Err(f) => {
-                eprintln!("error: variant `{}` has no result: {}", f.name, f.error);
+                let report = f.report(&format!("variant `{}`", f.name));
+                eprintln!("{}", report.render(stderr_in_colour()));
                 return ExitCode::from(EXIT_RUN_FAILED);
             }
         }

@@ -641,6 +641,14 @@ fn a_body_of_zero_time_arithmetic_is_stopped_by_the_operation_budget() {
         .and_then(|c| c.parse().ok())
         .unwrap_or_else(|| panic!("{err}"));
     assert!(cycle < 10_000, "{err}");
+    // Where the CPU was: the loop in the file, quoted.
+    assert!(
+        err.ends_with(&format!(
+            " or look for a CPU that spins forever.\n  --> {path}:18:1\n   |\n18 | while 1 {{\n   \
+             | ^^^^^ CPU 0: 0 iteration(s) done\n   |\n   = note: 1 CPU(s) unfinished\n"
+        )),
+        "{err}"
+    );
     let o = bounce(&["limits"]);
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("operations"), "{}", stdout(&o));

@@ -547,3 +547,145 @@ fn man_prints_the_page_and_writes_one_per_subcommand() {
     assert!(run_page.contains("\\-\\-compact"), "{run_page}");
     assert!(dir.0.join("bounce.1").exists());
 }
+
+/// A scenario of one CPU on icelake-sp-2s whose scripts start at once
+/// (`start_spread_cycles = 0`), with `more` before `[scripts]` and `script`
+/// as its script `s`.
+fn one_cpu_scenario(header: &str, more: &str, script: &str) -> String {
+    format!(
+        r#"schema = 1
+name = "runtime-error"
+machine = "icelake-sp-2s"
+seed = 1
+{header}
+[run]
+iterations = 10
+start_spread_cycles = 0
+
+[structs.counter]
+fields = [
+  {{ name = "value", type = "unsigned long" }},
+]
+
+[instances.c]
+struct = "counter"
+kind = "global"
+{more}
+[scripts]
+s = """
+{script}
+"""
+
+[[threads]]
+name = "w"
+cpus = "0"
+script = "s"
+"#
+    )
+}
+
+/// A run-time error in a user's script points at the scenario file's line,
+/// quoted, and at each call it was inside, as a build error does; the run
+/// writes no results.
+#[test]
+fn a_run_time_error_names_the_scenario_files_lines_and_calls() {
+    let dir = common::TempDir::new("runtime-error");
+    let file = dir.join("div.toml");
+    let procedures = r#"
+[procedures.half]
+params = ["n"]
+body = """
+let d = n - n
+return n / d
+"""
+
+[procedures.outer]
+params = ["n"]
+body = "return half(n) + 1"
+"#;
+    std::fs::write(
+        &file,
+        one_cpu_scenario("", procedures, "let v = outer(tid() + 1)\nc.value = v"),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = bounce(&["run", &file, "--quiet", "--out", &out]);
+    assert_exit(&o, 1);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "\
+error: variant `base` has no result: script failed on CPU 0 at cycle 0: division by zero
+  --> {file}:23:10
+   |
+23 | return n / d
+   |          ^
+   |
+  ::: {file}:28:16
+   |
+28 | body = \"return half(n) + 1\"
+   |                ---- called from here
+   |
+  ::: {file}:32:9
+   |
+32 | let v = outer(tid() + 1)
+   |         ----- called from here
+error: nothing written to `{out}`: some runs have no result
+"
+        )
+    );
+    // No results, and no charts, in --out.
+    let written: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(written.is_empty(), "{written:?}");
+}
+
+/// A run-time error inside a library module's procedure quotes the
+/// module's own line (its file in the repository) and then the user's line
+/// that called it.
+#[test]
+fn a_run_time_error_in_a_library_procedure_names_the_module_and_the_callers_line() {
+    let dir = common::TempDir::new("runtime-error-library");
+    let file = dir.join("lib.toml");
+    std::fs::write(
+        &file,
+        one_cpu_scenario(
+            "use = [\"counters/atomic\"]\n",
+            "",
+            "let p = 0\nif iteration() > 1000 { p = &c.value }\natomic_inc(p)",
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = bounce(&["run", &file, "--quiet", "--out", &out]);
+    assert_exit(&o, 1);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "\
+error: variant `base` has no result: script failed on CPU 0 at cycle 0: `*` of 0, which is not a pointer made by `&inst.field`
+  --> models/src/library/counters/atomic.toml:23:9
+   |
+23 | body = \"fetch_add(*p, 1)\"
+   |         ^^^^^^^^^
+   |
+  ::: {file}:24:1
+   |
+24 | atomic_inc(p)
+   | ---------- called from here
+   |
+   = note: `atomic_inc` is a procedure of library module `counters/atomic`
+error: nothing written to `{out}`: some runs have no result
+"
+        )
+    );
+    let written: Vec<_> = std::fs::read_dir(&out)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(written.is_empty(), "{written:?}");
+    // The module's text is where the report says, in a clone.
+    let module =
+        std::fs::read_to_string(root().join("models/src/library/counters/atomic.toml")).unwrap();
+    assert_eq!(module.lines().nth(22), Some("body = \"fetch_add(*p, 1)\""));
+}

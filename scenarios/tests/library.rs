@@ -472,3 +472,17 @@ fn a_procedure_charges_its_own_cost_on_every_call() {
     // core (icelake-sp-2s) take 39.
     assert_eq!(ran(&with(25, 78, "0,80")), "ran");
 }
+
+/// Run-time errors inside a module's procedure point at the module's file
+/// in the repository (`library_module_path`): each is there, with the text
+/// the binary holds.
+#[test]
+fn every_module_is_at_the_path_errors_name() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for module in models::library::MODULES {
+        let path = scenarios::build::library_module_path(module);
+        let text =
+            std::fs::read_to_string(root.join(&path)).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(text, module.text, "{path}");
+    }
+}

@@ -2,7 +2,7 @@
 //! ([`build_config`]): the machine, the structs laid out and the instances
 //! placed, the scripts parsed and compiled, the CPUs assigned.
 
-use super::scripts::{file_positions_in_message, position_in_string};
+use super::scripts::{file_positions_in_message, position_in_string, ScriptSources};
 use super::structs::{layout_error, struct_specs};
 use crate::format::document::library_of_procedure;
 use crate::format::error::InputError;
@@ -16,6 +16,7 @@ use sim_core::script::ast::SourcePos;
 use sim_core::script::compile::{compile_with_costs, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// Options that are not part of the scenario.
 #[derive(Clone, Copy, Debug)]
@@ -46,6 +47,9 @@ pub struct BuiltVariant {
     /// Host memory the configuration itself takes ([`config_bytes`]), held
     /// from the build until the run.
     pub config_bytes: u64,
+    /// Where its scripts' and procedures' texts are, for the errors of its
+    /// run.
+    pub sources: Arc<ScriptSources>,
 }
 
 /// Host memory `config` itself takes while it waits to run (every case is
@@ -428,6 +432,7 @@ pub fn build_config(
         config_bytes: config_bytes(&config),
         config,
         groups,
+        sources: Arc::new(ScriptSources::of(loaded, doc)),
     })
 }
 

@@ -11,7 +11,9 @@
 //!   document) and [`build_all`] (the base and every variant);
 //! - `structs`: [`struct_specs`], a document's structs as the layout rules
 //!   take them, and layout errors at their keys;
-//! - `scripts`: [`position_in_string`], script positions as file positions.
+//! - `scripts`: [`position_in_string`], script positions as file positions;
+//!   [`ScriptSources`], which a [`BuiltVariant`] carries so that its run's
+//!   errors can point at the file's lines (or a library module's).
 
 // `InputError` is returned by value by design (it is the public error type);
 // errors are rare and never on a hot path.
@@ -24,6 +26,6 @@ mod structs;
 pub use config::{
     build_all, build_config, check_held_bytes, config_bytes, run_bytes, BuildOptions, BuiltVariant,
 };
-pub use scripts::position_in_string;
+pub use scripts::{library_module_path, position_in_string, ScriptSources};
 pub(crate) use structs::layout_error;
 pub use structs::struct_specs;

@@ -1,11 +1,104 @@
 //! Script errors at the file's own lines and columns: a position inside a
-//! script (a TOML string) mapped to the file.
+//! script (a TOML string) mapped to the file, at build time
+//! ([`position_in_string`]) and at run time ([`ScriptSources`], which a
+//! built configuration carries for the errors of its run).
 
 use std::ops::Range;
+use std::sync::Arc;
 
+use models::library::Module;
 use sim_core::script::ast::SourcePos;
+use toml::de::DeTable;
 
+use crate::format::document::library_of_procedure;
+use crate::format::error::{Place, SourceFile};
+use crate::format::schema::ScenarioDoc;
 use crate::format::LoadedScenario;
+
+/// Where the text of each script and procedure of a built configuration
+/// is, so that a run-time error (which names `scripts.NAME` or
+/// `procedures.NAME` and a position inside its text) can point at the
+/// scenario file's own line, or at the library module's for a procedure a
+/// module gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScriptSources {
+    file: Arc<SourceFile>,
+    /// `scripts.NAME` or `procedures.NAME`, and where its text is.
+    texts: Vec<(String, ScriptText)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum ScriptText {
+    /// A TOML string of the scenario file, at this byte span.
+    InFile(Range<usize>),
+    /// The body of a library module's procedure, as the module has it.
+    Library(&'static Module),
+}
+
+/// Where a library module's text is in a clone of the repository (the
+/// binary holds a copy).
+pub fn library_module_path(module: &Module) -> String {
+    format!("models/src/library/{}.toml", module.name)
+}
+
+impl ScriptSources {
+    /// The texts of `doc`'s scripts and procedures, in `loaded`'s file.
+    pub fn of(loaded: &LoadedScenario, doc: &ScenarioDoc) -> ScriptSources {
+        let mut texts = Vec::new();
+        for (name, p) in &doc.procedures {
+            let text = match library_of_procedure(doc, name) {
+                Some(module) => ScriptText::Library(module),
+                None => ScriptText::InFile(p.body.span()),
+            };
+            texts.push((format!("procedures.{name}"), text));
+        }
+        for (name, s) in &doc.scripts {
+            texts.push((format!("scripts.{name}"), ScriptText::InFile(s.span())));
+        }
+        ScriptSources {
+            file: loaded.source.clone(),
+            texts,
+        }
+    }
+
+    /// The place of position `pos` of `origin`'s text (`None` for an origin
+    /// it does not know).
+    pub fn place(&self, origin: &str, pos: SourcePos) -> Option<Place> {
+        let (_, text) = self.texts.iter().find(|(o, _)| o == origin)?;
+        match text {
+            ScriptText::InFile(span) => Some(Place::at(
+                &self.file,
+                position_in_string(&self.file.text, span.clone(), pos),
+            )),
+            ScriptText::Library(module) => {
+                let name = origin.strip_prefix("procedures.")?;
+                let root = DeTable::parse(module.text).ok()?.into_inner();
+                let body = root
+                    .get("procedures")?
+                    .get_ref()
+                    .as_table()?
+                    .get(name)?
+                    .get_ref()
+                    .as_table()?
+                    .get("body")?
+                    .span();
+                let source = SourceFile::new(library_module_path(module), module.text);
+                Some(Place::at(
+                    &source,
+                    position_in_string(&source.text, body, pos),
+                ))
+            }
+        }
+    }
+
+    /// The library module `origin` comes from, if a module gave it.
+    pub fn library_module(&self, origin: &str) -> Option<&'static Module> {
+        self.texts.iter().find_map(|(o, t)| match t {
+            ScriptText::Library(m) if o == origin => Some(*m),
+            _ => None,
+        })
+    }
+}
 
 /// Maps a position inside a TOML string value to a byte offset in the file.
 pub fn position_in_string(text: &str, span: Range<usize>, pos: SourcePos) -> Range<usize> {

@@ -93,24 +93,17 @@ impl InputError {
         key: &str,
         message: impl Into<String>,
     ) -> Self {
-        let start = floor_char_boundary(&source.text, span.start);
-        let end = floor_char_boundary(&source.text, span.end.max(start));
-        let (line, column) = source.line_col(start);
-        let line_end = source.text[start..]
-            .find('\n')
-            .map_or(source.text.len(), |i| start + i);
-        let underlined = &source.text[start..end.min(line_end)];
-        let span_len = underlined.trim_end_matches('\r').chars().count().max(1);
+        let place = Place::at(source, span);
         InputError {
-            file: source.path.clone(),
-            line,
-            column,
+            file: place.file,
+            line: place.line,
+            column: place.column,
             key: key.to_string(),
             message: message.into(),
             valid: None,
             suggestion: None,
-            source_line: Some(source.line_text(start).to_string()),
-            span_len,
+            source_line: Some(place.source_line),
+            span_len: place.span_len,
         }
     }
 
@@ -233,6 +226,108 @@ impl InputError {
             Renderer::plain()
         };
         renderer.render(&[group])
+    }
+}
+
+/// A place in a text that a report points at: the file as shown, the
+/// 1-based line and column (in chars), how many chars to underline, and the
+/// text of the line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// At least 1.
+    pub span_len: usize,
+    pub source_line: String,
+}
+
+impl Place {
+    /// The place of a byte span of `source`. The span is clamped to the
+    /// text; a span running over several lines is underlined to the end of
+    /// its first line.
+    pub fn at(source: &SourceFile, span: Range<usize>) -> Place {
+        let start = floor_char_boundary(&source.text, span.start);
+        let end = floor_char_boundary(&source.text, span.end.max(start));
+        let (line, column) = source.line_col(start);
+        let line_end = source.text[start..]
+            .find('\n')
+            .map_or(source.text.len(), |i| start + i);
+        let underlined = &source.text[start..end.min(line_end)];
+        Place {
+            file: source.path.clone(),
+            line,
+            column,
+            span_len: underlined.trim_end_matches('\r').chars().count().max(1),
+            source_line: source.line_text(start).to_string(),
+        }
+    }
+
+    /// `file:line:column`, as the report's `-->` line shows it.
+    pub fn location(&self) -> String {
+        format!("{}:{}:{}", self.file, self.line, self.column)
+    }
+
+    fn snippet<'a>(
+        &'a self,
+        kind: AnnotationKind,
+        label: Option<&'a str>,
+    ) -> Snippet<'a, annotate_snippets::Annotation<'a>> {
+        let start = char_to_byte(&self.source_line, self.column.saturating_sub(1));
+        let end = char_to_byte(
+            &self.source_line,
+            self.column.saturating_sub(1) + self.span_len.max(1),
+        );
+        Snippet::source(self.source_line.as_str())
+            .line_start(self.line)
+            .path(self.file.as_str())
+            .annotation(kind.span(start..end.max(start)).label(label))
+    }
+}
+
+/// An error that points at several places, laid out as [`InputError`]'s
+/// report is: a run-time error of a script, where it happened (the first
+/// place, underlined with `^`) and then the calls it was inside or the
+/// other CPUs' places (underlined with `-`), each place's line quoted,
+/// each with its label, and notes after them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub title: String,
+    /// The first is the primary place.
+    pub places: Vec<(Place, Option<String>)>,
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// The report as text, as [`InputError::render`] lays it out; `styled`
+    /// adds ANSI colours.
+    pub fn render(&self, styled: bool) -> String {
+        let mut group = Level::ERROR
+            .primary_title(self.title.as_str())
+            .elements(None::<Element>);
+        for (k, (place, label)) in self.places.iter().enumerate() {
+            let kind = if k == 0 {
+                AnnotationKind::Primary
+            } else {
+                AnnotationKind::Context
+            };
+            group = group.element(place.snippet(kind, label.as_deref()));
+        }
+        for note in &self.notes {
+            group = group.element(Level::NOTE.message(note.as_str()));
+        }
+        let renderer = if styled {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
+        renderer.render(&[group])
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(false))
     }
 }
 

@@ -1,9 +1,13 @@
 //! Running built variants (in parallel across variants, never inside one)
 //! and the result records they produce.
 
-use crate::build::BuiltVariant;
+use std::sync::Arc;
+
+use crate::build::{BuiltVariant, ScriptSources};
+use crate::format::error::{Place, Report};
 use rayon::prelude::*;
 use sim_core::engine::{run, RunOutcome, SimConfig};
+use sim_core::script::ast::SourcePos;
 use sim_core::stats::{Histogram, LineDetail, Stats, Traffic};
 use sim_core::SimError;
 
@@ -108,6 +112,179 @@ impl VariantResult {
 pub struct VariantFailure {
     pub name: String,
     pub error: SimError,
+    /// Where the variant's scripts are, for [`VariantFailure::report`].
+    pub sources: Arc<ScriptSources>,
+}
+
+impl VariantFailure {
+    /// The failure as a report that points at the scenario file's lines
+    /// (see [`failure_report`]); `run` names the run (`variant `x``, `case
+    /// `c`, variant `x``).
+    pub fn report(&self, run: &str) -> Report {
+        failure_report(run, &self.error, &self.sources)
+    }
+}
+
+/// A run's error as a report: the title `RUN has no result: ...`, then
+/// the places in the scenario file (or a library module) it names, each
+/// line quoted: for a script's run-time error, where it failed and the
+/// calls it was inside, outermost last (the user's own line); for a run
+/// that was truncated or made no progress, where its CPUs were. An error
+/// that names no place, or a place `sources` does not know, is the title
+/// alone, with the error's own text.
+pub fn failure_report(run: &str, error: &SimError, sources: &ScriptSources) -> Report {
+    let plain = || Report {
+        title: format!("{run} has no result: {error}"),
+        places: Vec::new(),
+        notes: Vec::new(),
+    };
+    match error {
+        SimError::Script {
+            cpu,
+            cycle,
+            origin,
+            pos,
+            called_from,
+            message,
+        } => {
+            let Some(at) = sources.place(origin, *pos) else {
+                return plain();
+            };
+            let mut places = vec![(at, None)];
+            let mut notes = Vec::new();
+            // The innermost calls and the outermost (the user's line), the
+            // ones between counted, as the error's own text does.
+            const SHOWN: usize = 4;
+            let n = called_from.len();
+            for (k, (o, p)) in called_from.iter().enumerate() {
+                if n > SHOWN && k >= SHOWN - 1 && k + 1 < n {
+                    continue;
+                }
+                let Some(place) = sources.place(o, *p) else {
+                    return plain();
+                };
+                places.push((place, Some("called from here".to_string())));
+            }
+            if n > SHOWN {
+                notes.push(format!(
+                    "{} more calls between the last two places shown",
+                    n - SHOWN
+                ));
+            }
+            if let Some(module) = sources.library_module(origin) {
+                notes.push(format!(
+                    "`{}` is a procedure of library module `{}`",
+                    origin.trim_start_matches("procedures."),
+                    module.name
+                ));
+            }
+            Report {
+                title: format!(
+                    "{run} has no result: script failed on CPU {cpu} at cycle {cycle}: {message}"
+                ),
+                places,
+                notes,
+            }
+        }
+        SimError::Truncated { unfinished, .. } => {
+            let cpus: Vec<(u32, &str, SourcePos, String)> = unfinished
+                .iter()
+                .map(|w| {
+                    (
+                        w.cpu,
+                        w.origin.as_str(),
+                        w.pos,
+                        format!("{} iteration(s) done", w.iterations_done),
+                    )
+                })
+                .collect();
+            cpu_places(run, error, &cpus, "unfinished", sources).unwrap_or_else(plain)
+        }
+        SimError::NoProgress { cpus, .. } => {
+            let cpus: Vec<(u32, &str, SourcePos, String)> = cpus
+                .iter()
+                .map(|c| {
+                    (
+                        c.cpu,
+                        c.origin.as_str(),
+                        c.pos,
+                        c.waiting_for
+                            .as_ref()
+                            .map_or(String::new(), |w| format!("waiting for {w}")),
+                    )
+                })
+                .collect();
+            cpu_places(run, error, &cpus, "involved", sources).unwrap_or_else(plain)
+        }
+        SimError::ProtocolViolation { .. } | SimError::NoIteration { .. } => plain(),
+    }
+}
+
+/// The report of an error that lists CPUs and where each was: the error's
+/// text up to its list as the title, then each place (of the first 8
+/// CPUs) with the CPUs there and what they did. `None` when a place is not
+/// known.
+fn cpu_places(
+    run: &str,
+    error: &SimError,
+    cpus: &[(u32, &str, SourcePos, String)],
+    what: &str,
+    sources: &ScriptSources,
+) -> Option<Report> {
+    const SHOWN: usize = 8;
+    let text = error.to_string();
+    let head = text.split("\n  ").next().unwrap_or(&text);
+    // Each place, with its CPUs grouped by what they did.
+    type Doing<'a> = Vec<(&'a str, Vec<u32>)>;
+    let mut places: Vec<(Place, Doing)> = Vec::new();
+    for (cpu, origin, pos, doing) in cpus.iter().take(SHOWN) {
+        let place = sources.place(origin, *pos)?;
+        let k = match places.iter().position(|(p, _)| *p == place) {
+            Some(k) => k,
+            None => {
+                places.push((place, Vec::new()));
+                places.len() - 1
+            }
+        };
+        match places[k].1.iter_mut().find(|(d, _)| d == doing) {
+            Some((_, list)) => list.push(*cpu),
+            None => places[k].1.push((doing.as_str(), vec![*cpu])),
+        }
+    }
+    let label = |doing: &Doing| -> String {
+        let parts: Vec<String> = doing
+            .iter()
+            .map(|(d, list)| {
+                let numbers: Vec<String> = list.iter().map(u32::to_string).collect();
+                let who = format!(
+                    "CPU{} {}",
+                    if list.len() > 1 { "s" } else { "" },
+                    numbers.join(", ")
+                );
+                if d.is_empty() {
+                    who
+                } else {
+                    format!("{who}: {d}")
+                }
+            })
+            .collect();
+        parts.join("; ")
+    };
+    let mut notes = vec![format!("{} CPU(s) {what}", cpus.len())];
+    if cpus.len() > SHOWN {
+        notes[0].push_str(&format!("; the first {SHOWN} shown"));
+    }
+    Some(Report {
+        title: format!("{run} has no result: {head}"),
+        places: places
+            .into_iter()
+            .map(|(p, doing)| {
+                let label = label(&doing);
+                (p, Some(label))
+            })
+            .collect(),
+        notes,
+    })
 }
 
 /// Runs one built variant with the statistics probe.
@@ -121,6 +298,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
     let outcome = run(config, &mut stats).map_err(|error| VariantFailure {
         name: built.name.clone(),
         error,
+        sources: built.sources.clone(),
     })?;
     // A run stopped by time may end before any measured iteration: it has
     // no figure per iteration to give.
@@ -134,6 +312,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
                 }),
                 warmup_iterations: config.warmup_iterations,
             },
+            sources: built.sources.clone(),
         });
     }
     let memory = &config.memory;

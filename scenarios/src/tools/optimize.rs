@@ -576,15 +576,18 @@ pub fn optimize_observed(
         let base = match &result.results[start] {
             Ok(r) => r,
             Err(f) => {
-                return Err(format!(
-                    "the base layout has no result{}: {}",
-                    if case.id.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" in case `{}`", case.id)
-                    },
-                    f.error
-                ))
+                // The report without its leading `error: `, which the
+                // caller prints before the message.
+                let run = if case.id.is_empty() {
+                    "the base layout".to_string()
+                } else {
+                    format!("the base layout in case `{}`", case.id)
+                };
+                let report = f.report(&run).to_string();
+                return Err(report
+                    .strip_prefix("error: ")
+                    .unwrap_or(&report)
+                    .to_string());
             }
         };
         base_cycles.push(base.iteration_cycles.mean().max(f64::MIN_POSITIVE));
