@@ -190,3 +190,105 @@ fn a_machine_file_reference_takes_only_the_file_and_stays_inside_the_directory()
         stderr(&o)
     );
 }
+
+/// A variant's `set = { machine = { file } }` takes its machine from the
+/// file, resolved beside the scenario, as the scenario's own `machine` does.
+#[test]
+fn a_variant_takes_its_machine_from_a_file() {
+    let dir = with_machine_files("machine-file-variant", &[("genoa.toml", "epyc-genoa-1s")]);
+    let variant = "machine = \"icelake-sp-2s\"\n[[variants]]\nname = \"genoa\"\nset = { machine = { file = \"genoa.toml\" } }\n[[variants]]\nname = \"genoa-preset\"\nset = { machine = \"epyc-genoa-1s\" }";
+    let file = scenario(&dir, "variant.toml", variant);
+    let o = bounce(&["check", &file, "--format", "csv"]);
+    assert_exit(&o, 0);
+    let machines: Vec<String> = stdout(&o)
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').skip(2).take(3).collect::<Vec<_>>().join(","))
+        .collect();
+    assert_eq!(
+        machines,
+        [
+            "base,icelake-sp-2s,160",
+            "genoa,epyc-genoa-1s,192",
+            "genoa-preset,epyc-genoa-1s,192"
+        ]
+    );
+    // The file's machine runs as the preset does.
+    let o = bounce(&["run", "--quiet", "--format", "csv", &file]);
+    assert_exit(&o, 0);
+    let csv = stdout(&o);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let cycles = header
+        .iter()
+        .position(|c| *c == "cycles_per_iteration_mean")
+        .unwrap();
+    let column: Vec<&str> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(cycles).unwrap())
+        .collect();
+    assert_eq!(column.len(), 3, "{csv}");
+    assert_eq!(column[1], column[2], "{csv}");
+    assert_ne!(column[0], column[1], "{csv}");
+    // A file that is not there is an error at the variant's line.
+    let missing = scenario(
+        &dir,
+        "missing.toml",
+        &variant.replace("\"genoa.toml\"", "\"nothere.toml\""),
+    );
+    let o = bounce(&["check", &missing]);
+    assert_exit(&o, 2);
+    let shown = dir.0.join("nothere.toml").display().to_string();
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "error: cannot read the machine file `{shown}`: No such file or directory (os error 2) \
+             (in `variants.genoa.set.machine.file`)\n --> {missing}:6:28\n  |\n6 | set = \
+             {{ machine = {{ file = \"nothere.toml\" }} }}\n  |                            \
+             ^^^^^^^^^^^^^^\n"
+        )
+    );
+}
+
+/// An error about a machine taken from a file that only a variant or a
+/// sweep case brings about (the file alone is fine) names the machine
+/// file's line, not the table written in on the scenario's line.
+#[test]
+fn an_error_about_a_machine_from_a_file_names_the_files_line() {
+    let dir = with_machine_files("machine-file-later", &[("icelake.toml", "icelake-sp-2s")]);
+    let icelake = std::fs::read_to_string(dir.0.join("icelake.toml")).unwrap();
+    let line = icelake
+        .lines()
+        .position(|l| l.starts_with("socket_hops = "))
+        .unwrap()
+        + 1;
+    let shown = dir.0.join("icelake.toml").display().to_string();
+    let expected = |what: &str| {
+        format!(
+            "error: {what}has 2 rows; the machine has 1 sockets, so it needs 1 rows of 1 hop \
+             counts (in `machine.socket_hops`)\n  --> {shown}:{line}:15\n   |\n{line} | \
+             socket_hops = [[0, 1], [1, 0]]\n   |               ^^^^^^^^^^^^^^^^\n"
+        )
+    };
+    // A sweep case of one socket on the file's two-socket machine.
+    let file = scenario(
+        &dir,
+        "sweep.toml",
+        "machine = { file = \"icelake.toml\" }\n[sweep]\n\"machine.sockets\" = [2, 1]",
+    );
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        expected("in sweep case `machine.sockets=1`, variant `base`: ")
+    );
+    // A variant's machine from the file, with one socket.
+    let file = scenario(
+        &dir,
+        "variant.toml",
+        "machine = \"icelake-sp-2s\"\n[[variants]]\nname = \"one\"\nset = { machine = { file = \"icelake.toml\" }, \"machine.sockets\" = 1 }",
+    );
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    assert_eq!(stderr(&o), expected("in variant `one`: "));
+}

@@ -15,6 +15,38 @@ use std::ops::Range;
 pub struct SourceFile {
     pub path: String,
     pub text: String,
+    /// Other files' text written into this one (a machine file's table in
+    /// place of `{ file = ... }`): a place inside one of them is shown in
+    /// that file ([`Place::at`]).
+    pub inlined: Vec<Inlined>,
+}
+
+/// Another file's text written into a [`SourceFile`]'s, as another text
+/// (a machine file's `[machine]` table as an inline table), with the
+/// pieces of the one that stand for pieces of the other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Inlined {
+    /// The file it came from.
+    pub file: std::sync::Arc<SourceFile>,
+    /// Where it is in the text it was written into.
+    pub region: Range<usize>,
+    /// Where the whole came from in `file` (the `[machine]` header).
+    pub whole: Range<usize>,
+    /// Each key and value written: its span in the text it was written
+    /// into, and the span in `file` it stands for.
+    pub pieces: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl Inlined {
+    /// The span of `file` that a byte offset of the region stands for: the
+    /// narrowest piece holding it, else the whole.
+    fn origin_of(&self, offset: usize) -> Range<usize> {
+        self.pieces
+            .iter()
+            .filter(|(at, _)| at.contains(&offset))
+            .min_by_key(|(at, _)| at.len())
+            .map_or(self.whole.clone(), |(_, from)| from.clone())
+    }
 }
 
 impl SourceFile {
@@ -22,6 +54,7 @@ impl SourceFile {
         SourceFile {
             path: path.into(),
             text: text.into(),
+            inlined: Vec::new(),
         }
     }
 
@@ -246,7 +279,16 @@ impl Place {
     /// The place of a byte span of `source`. The span is clamped to the
     /// text; a span running over several lines is underlined to the end of
     /// its first line.
+    /// A span inside text written in from another file is shown in that
+    /// file, at the piece it stands for.
     pub fn at(source: &SourceFile, span: Range<usize>) -> Place {
+        if let Some(inlined) = source
+            .inlined
+            .iter()
+            .find(|i| i.region.contains(&span.start))
+        {
+            return Place::at(&inlined.file, inlined.origin_of(span.start));
+        }
         let start = floor_char_boundary(&source.text, span.start);
         let end = floor_char_boundary(&source.text, span.end.max(start));
         let (line, column) = source.line_col(start);

@@ -46,8 +46,13 @@ pub fn load(
         scope,
         machine_of,
     )?;
-    let text = expanded_text.as_deref().unwrap_or(text);
-    let source = Arc::new(SourceFile::new(path, text));
+    let source = Arc::new(match expanded_text {
+        Some((text, inlined)) => SourceFile {
+            inlined,
+            ..SourceFile::new(path, text)
+        },
+        None => SourceFile::new(path, text),
+    });
     // Each listing is read and parsed once, for the base, the variants and
     // the sweep's cases alike.
     let imports = document::import::read_imports(&source, limits, scope)?;

@@ -1,26 +1,31 @@
 //! `machine = { file = "rome-7742.toml" }`: a machine kept in a file of its
 //! own and shared by several scenarios. The file holds one `[machine]`
 //! table, as `bounce presets show NAME --toml` prints it. It may stand for
-//! the scenario's `machine` and for values of a sweep's `machine` axis.
+//! the scenario's `machine`, a variant's (`set = { machine = { file = ...
+//! } }`) and values of a sweep's `machine` axis.
 //!
 //! The loader reads each such file before anything else looks at the
 //! scenario, checks the machine there (so that an error names the machine
 //! file's own line and key), and writes the table into the scenario's text
 //! as an inline table in place of `{ file = ... }`, on the same line: the
-//! other lines of the scenario keep their numbers.
+//! other lines of the scenario keep their numbers. The scenario's
+//! [`SourceFile`] keeps where each table came from ([`Inlined`]), so that
+//! a later error inside one (a variant or a sweep case whose other keys do
+//! not fit it) names the machine file's own line.
 
 // `InputError` is returned by value by design (it is the public error type).
 #![allow(clippy::result_large_err)]
 
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use sim_core::limits::Limits;
 use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use crate::format::document::import::ImportScope;
-use crate::format::error::{InputError, SourceFile};
+use crate::format::error::{Inlined, InputError, SourceFile};
 use crate::format::read::{read_bounded_text, ReadError};
 use crate::format::sweep::MachineOf;
 
@@ -43,16 +48,18 @@ x = \"work 1\"\n\
 cpus = \"0\"\n\
 script = \"x\"\n";
 
-/// The scenario's text with every `{ file = ... }` of `machine` (and of
-/// the sweep's `machine` axis) replaced by the machine it names; `None`
-/// when there is none (or the text is not valid TOML: the loader reports
-/// that next).
+/// The scenario's text with every `{ file = ... }` of `machine` (of the
+/// scenario, of a variant's `set`, and of the sweep's `machine` axis)
+/// replaced by the machine it names, and where each machine was written
+/// in ([`Inlined`], so that a later error inside one is shown in its
+/// file); `None` when there is none (or the text is not valid TOML: the
+/// loader reports that next).
 pub(crate) fn expand(
     source: &SourceFile,
     limits: &Limits,
     scope: ImportScope,
     machine_of: MachineOf,
-) -> Result<Option<String>, InputError> {
+) -> Result<Option<(String, Vec<Inlined>)>, InputError> {
     let Ok(parsed) = DeTable::parse(&source.text) else {
         return Ok(None);
     };
@@ -61,6 +68,32 @@ pub(crate) fn expand(
     if let Some(machine) = root.get("machine") {
         if is_reference(machine) {
             references.push(("machine".to_string(), machine));
+        }
+    }
+    if let Some(DeValue::Array(variants)) = root.get("variants").map(Spanned::get_ref) {
+        for (k, variant) in variants.iter().enumerate() {
+            let DeValue::Table(variant) = variant.get_ref() else {
+                continue;
+            };
+            let Some(DeValue::Table(set)) = variant.get("set").map(Spanned::get_ref) else {
+                continue;
+            };
+            let Some(machine) = set.get("machine") else {
+                continue;
+            };
+            // Only `{ file = ... }` written inline: a `[variants.set.machine]`
+            // header is a path of keys to set, as anywhere in `set`.
+            let inline = source
+                .text
+                .get(machine.span().start..)
+                .is_some_and(|t| t.starts_with('{'));
+            if inline && is_reference(machine) {
+                let name = match variant.get("name").map(Spanned::get_ref) {
+                    Some(DeValue::String(name)) => name.to_string(),
+                    _ => k.to_string(),
+                };
+                references.push((format!("variants.{name}.set.machine"), machine));
+            }
         }
     }
     if let Some(DeValue::Table(sweep)) = root.get("sweep").map(Spanned::get_ref) {
@@ -75,18 +108,105 @@ pub(crate) fn expand(
     if references.is_empty() {
         return Ok(None);
     }
-    let mut replacements: Vec<(Range<usize>, String)> = Vec::new();
+    let mut replacements: Vec<(Range<usize>, Inline)> = Vec::new();
     for (key, value) in references {
         let inline = read_machine(source, &key, value, limits, scope, machine_of)?;
         replacements.push((value.span(), inline));
     }
-    // From the end, so that the earlier spans stay where they are.
-    replacements.sort_by_key(|(span, _)| std::cmp::Reverse(span.start));
-    let mut text = source.text.clone();
+    // In the order of the text, each shifting what follows it.
+    replacements.sort_by_key(|(span, _)| span.start);
+    let mut text = String::with_capacity(source.text.len());
+    let mut inlined = Vec::new();
+    let mut copied = 0;
     for (span, inline) in replacements {
-        text.replace_range(span, &inline);
+        text.push_str(&source.text[copied..span.start]);
+        let start = text.len();
+        text.push_str(&inline.text);
+        inlined.push(Inlined {
+            file: inline.file,
+            region: start..text.len(),
+            whole: inline.whole,
+            pieces: inline
+                .pieces
+                .into_iter()
+                .map(|(at, from)| (start + at.start..start + at.end, from))
+                .collect(),
+        });
+        copied = span.end;
     }
-    Ok(Some(text))
+    text.push_str(&source.text[copied..]);
+    Ok(Some((text, inlined)))
+}
+
+/// A machine file's table written as an inline table: the text, the file,
+/// where its `[machine]` is there, and the pieces of the text (offsets
+/// from its start) with the spans of the file they stand for.
+struct Inline {
+    text: String,
+    file: Arc<SourceFile>,
+    whole: Range<usize>,
+    pieces: Vec<(Range<usize>, Range<usize>)>,
+}
+
+/// Writes `table` (of `file`'s text) as an inline table on one line,
+/// recording each key and value written with the span it came from.
+fn write_table(
+    file: &str,
+    table: &DeTable<'_>,
+    out: &mut String,
+    pieces: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    if table.is_empty() {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (k, (key, value)) in table.iter().enumerate() {
+        out.push_str(if k == 0 { " " } else { ", " });
+        let start = out.len();
+        let bare = !key.get_ref().is_empty()
+            && key
+                .get_ref()
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if bare {
+            out.push_str(key.get_ref());
+        } else {
+            out.push_str(&toml::Value::String(key.get_ref().to_string()).to_string());
+        }
+        pieces.push((start..out.len(), key.span()));
+        out.push_str(" = ");
+        write_value(file, value, out, pieces);
+    }
+    out.push_str(" }");
+}
+
+/// Writes one value of `file` on one line (see [`write_table`]).
+fn write_value(
+    file: &str,
+    value: &Spanned<DeValue<'_>>,
+    out: &mut String,
+    pieces: &mut Vec<(Range<usize>, Range<usize>)>,
+) {
+    let start = out.len();
+    match value.get_ref() {
+        DeValue::Table(table) => write_table(file, table, out, pieces),
+        DeValue::Array(items) => {
+            out.push('[');
+            for (k, item) in items.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                write_value(file, item, out, pieces);
+            }
+            out.push(']');
+        }
+        // Written again, escaped: a multi-line string would take lines.
+        DeValue::String(s) => out.push_str(&toml::Value::String(s.to_string()).to_string()),
+        // Numbers, booleans and dates as the file writes them (one line).
+        _ => out.push_str(file.get(value.span()).unwrap_or_default().trim()),
+    }
+    pieces.push((start..out.len(), value.span()));
 }
 
 /// Whether `value` is an inline table with a `file` key: a machine file.
@@ -102,7 +222,7 @@ fn read_machine(
     limits: &Limits,
     scope: ImportScope,
     machine_of: MachineOf,
-) -> Result<String, InputError> {
+) -> Result<Inline, InputError> {
     let DeValue::Table(table) = value.get_ref() else {
         unreachable!("is_reference checked it is a table");
     };
@@ -146,9 +266,28 @@ fn read_machine(
         Err(ReadError::Io(e)) => return Err(at_file(format!("cannot read the machine file `{shown}`: {e}"))),
     };
     let machine_source = SourceFile::new(shown.clone(), text);
-    let machine_table = machine_table(&machine_source)?;
+    machine_table(&machine_source)?;
     check_machine(&machine_source, limits, scope, machine_of)?;
-    Ok(toml::Value::Table(machine_table).to_string())
+    let parsed = DeTable::parse(&machine_source.text)
+        .map_err(|e| at_file(format!("the machine file `{shown}` is not valid TOML: {e}")))?
+        .into_inner();
+    let (header, table) = parsed
+        .iter()
+        .find(|(k, _)| k.get_ref() == "machine")
+        .and_then(|(k, v)| match v.get_ref() {
+            DeValue::Table(t) => Some((k.span(), t)),
+            _ => None,
+        })
+        .ok_or_else(|| at_file(format!("`{shown}` has no `[machine]` table")))?;
+    let mut text = String::new();
+    let mut pieces = Vec::new();
+    write_table(&machine_source.text, table, &mut text, &mut pieces);
+    Ok(Inline {
+        text,
+        whole: header,
+        pieces,
+        file: Arc::new(machine_source),
+    })
 }
 
 /// The `[machine]` table of a machine file, which must hold nothing else.

@@ -36,7 +36,7 @@ pub mod sweep;
 
 pub use document::import::ImportScope;
 pub use document::Variant;
-pub use error::{InputError, SourceFile};
+pub use error::{Inlined, InputError, SourceFile};
 pub use load::{load, read_file};
 pub use scenario::LoadedScenario;
 pub use schema::ScenarioDoc;
