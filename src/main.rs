@@ -226,6 +226,19 @@ enum Command {
         /// table, as `bounce presets show NAME --toml` prints it).
         #[arg(long, value_name = "CSV", conflicts_with = "data")]
         matrix: Option<PathBuf>,
+        /// With --matrix: the NUMA node the measured line was homed on, as
+        /// Linux numbers them (`numactl --hardware`), or `first-cpu` (the
+        /// node of each pair's first CPU); default: node 0, assumed.
+        #[arg(long, value_name = "N|first-cpu", requires = "matrix")]
+        home_node: Option<String>,
+        /// With --matrix: a class known to miss its bound, with why
+        /// (`cross-socket=the UPI link ran at a lower speed`); repeat it for
+        /// several. Such a miss fails only with --strict. A class is its key
+        /// (smt, same-l3, cross-l3-same-socket on Intel,
+        /// cross-ccd-home-socket and cross-ccd-other-socket on AMD,
+        /// cross-socket) or its name as the table prints it.
+        #[arg(long, value_name = "CLASS[=WHY]", requires = "matrix")]
+        known_miss: Vec<String>,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -524,11 +537,15 @@ fn main() -> ExitCode {
             strict,
             quiet,
             matrix,
+            home_node,
+            known_miss,
         } => validate(
             ValidateInputs {
                 machine,
                 data,
                 matrix,
+                home_node,
+                known_misses: known_miss,
             },
             csv,
             out.as_deref(),
@@ -1181,6 +1198,7 @@ fn validate_shipped(
 fn validate_user(
     machine: Option<&str>,
     matrix: &Path,
+    facts: &scenarios::tools::validate::UserMatrixFacts,
     limits: &scenarios::Limits,
 ) -> Result<scenarios::tools::validate::ValidationReport, ExitCode> {
     let Some(machine) = machine else {
@@ -1206,12 +1224,33 @@ fn validate_user(
             eprintln!("error: {message}");
             ExitCode::from(EXIT_BAD_INPUT)
         })?;
-    Ok(scenarios::tools::validate::validate_user(
+    scenarios::tools::validate::validate_user(
         machine,
         topology.spec.clone(),
         matrix,
         &measured,
-    ))
+        facts,
+    )
+    .map_err(|message| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_BAD_INPUT)
+    })
+}
+
+/// `--home-node` and `--known-miss`, read (the classes are resolved
+/// against the machine later); an error names the option.
+fn user_matrix_facts(
+    home_node: Option<&str>,
+    known_misses: &[String],
+) -> Result<scenarios::tools::validate::UserMatrixFacts, String> {
+    use scenarios::tools::validate::{parse_home_node, parse_known_miss};
+    Ok(scenarios::tools::validate::UserMatrixFacts {
+        home: home_node.map(parse_home_node).transpose()?,
+        known_misses: known_misses
+            .iter()
+            .map(|given| parse_known_miss(given))
+            .collect(),
+    })
 }
 
 /// What `validate` compares: the shipped matrices (or `--data`'s), those of
@@ -1221,6 +1260,10 @@ struct ValidateInputs {
     machine: Option<String>,
     data: Option<PathBuf>,
     matrix: Option<PathBuf>,
+    /// `--home-node`, with `--matrix`.
+    home_node: Option<String>,
+    /// `--known-miss`, with `--matrix`.
+    known_misses: Vec<String>,
 }
 
 fn validate(
@@ -1236,12 +1279,21 @@ fn validate(
         machine,
         data,
         matrix,
+        home_node,
+        known_misses,
     } = inputs;
     if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
         return code;
     }
+    let facts = match user_matrix_facts(home_node.as_deref(), &known_misses) {
+        Ok(f) => f,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_BAD_INPUT);
+        }
+    };
     let report = match matrix {
-        Some(matrix) => validate_user(machine.as_deref(), &matrix, limits),
+        Some(matrix) => validate_user(machine.as_deref(), &matrix, &facts, limits),
         None => validate_shipped(machine, data, quiet, limits),
     };
     let report = match report {

@@ -301,3 +301,171 @@ fn validate_a_users_machine_file_against_a_users_matrix() {
     let o = bounce(&["validate", "--matrix", matrix.to_str().unwrap()]);
     assert_exit(&o, 2);
 }
+
+/// `--matrix` with `--home-node` (where the measured line was homed) and
+/// `--known-miss CLASS[=WHY]`: the EPYC 7763 matrix against the Milan
+/// preset as a machine file. Homed on each pair's first CPU, as the shipped
+/// entry has it, only cross-socket misses; stated as a known miss it passes,
+/// and `--strict` fails on it.
+#[test]
+fn a_users_matrix_takes_its_home_node_and_known_misses() {
+    let dir = common::TempDir::new("user-matrix-facts");
+    let shown = bounce(&["presets", "show", "epyc-milan-2s", "--toml"]);
+    assert_exit(&shown, 0);
+    // The 7763's clock, as the shipped entry has it.
+    let machine = stdout(&shown).replace("\nclock_mhz = 3700\n", "\nclock_mhz = 3500\n");
+    let machine_file = dir.join("milan.toml");
+    std::fs::write(&machine_file, machine).unwrap();
+    let matrix = dir.join("7763.csv");
+    std::fs::copy(
+        common::root().join("data/c2c/epyc-milan-7763-2s.csv"),
+        &matrix,
+    )
+    .unwrap();
+    let validate = |more: &[&str]| {
+        let mut args = vec![
+            "validate",
+            "--quiet",
+            "--machine",
+            &machine_file,
+            "--matrix",
+            &matrix,
+        ];
+        args.extend_from_slice(more);
+        bounce(&args)
+    };
+    // Class and status of each row, from the JSON (labels hold commas).
+    let statuses = |o: &std::process::Output| -> Vec<String> {
+        let json: serde_json::Value = serde_json::from_str(&stdout(o)).unwrap();
+        json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                format!(
+                    "{}: {}: {}",
+                    r["class"].as_str().unwrap(),
+                    r["status"].as_str().unwrap(),
+                    r["within_bound"]
+                )
+            })
+            .collect()
+    };
+    // Assumed on node 0: both cross-die classes are told apart, and the
+    // other socket's misses.
+    let o = validate(&["--format", "json"]);
+    assert_exit(&o, 1);
+    assert_eq!(
+        statuses(&o),
+        [
+            "SMT siblings: validated: true",
+            "same CCX (L3): validated: true",
+            "cross-die, home socket: validated: true",
+            "cross-die, other socket: validated: false",
+            "cross-socket: validated: false",
+            "all pairs: validated: null"
+        ]
+    );
+    let facts = [
+        "--home-node",
+        "first-cpu",
+        "--known-miss",
+        "cross-socket=xGMI width not recorded",
+    ];
+    let o = validate(&facts);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("   home:     line homed on the node of each pair's first CPU: as stated with --home-node first-cpu\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("NO (known, below)\n   known miss, cross-socket: xGMI width not recorded\n"),
+        "{text}"
+    );
+    assert!(text.contains("(1 known miss(es))"), "{text}");
+    assert_eq!(stderr(&o), "");
+    let o = validate(&[&facts[..], &["--format", "json"]].concat());
+    assert_exit(&o, 0);
+    assert_eq!(
+        statuses(&o),
+        [
+            "SMT siblings: validated: true",
+            "same CCX (L3): validated: true",
+            "cross-die, home socket: validated: true",
+            "cross-socket: validated: false",
+            "all pairs: validated: null"
+        ]
+    );
+    let o = validate(&[&facts[..], &["--strict"]].concat());
+    assert_exit(&o, 1);
+    assert_eq!(
+        stderr(&o),
+        "error: --strict: some classes are outside their bound, as documented known misses (see the table)\n"
+    );
+    // A known miss that does not miss is said to; a class may be named as
+    // the table prints it.
+    let o = validate(&[
+        "--home-node",
+        "first-cpu",
+        "--known-miss",
+        "Cross-Socket",
+        "--known-miss",
+        "SMT siblings",
+    ]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains(
+            "   known miss, cross-socket: stated with --known-miss\n   known miss(es) that did not miss (within the bound, or no pairs): smt\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    // A node number: Linux's, over both sockets.
+    let o = validate(&["--home-node", "1"]);
+    assert!(
+        stdout(&o).contains("   home:     line homed on node 1 (node 0 of socket 1): as stated with --home-node 1\n"),
+        "{}",
+        stdout(&o)
+    );
+    // Bad values name the option and what would be valid.
+    for (args, message) in [
+        (
+            &["--home-node", "2"][..],
+            format!(
+                "error: --home-node 2: the machine of `{machine_file}` has 2 NUMA node(s), 0-1\n"
+            ),
+        ),
+        (
+            &["--home-node", "near"][..],
+            "error: --home-node near: expected the NUMA node the measured line was homed on, as \
+             Linux numbers them (0, 1, ...), or `first-cpu` (the node of each pair's first CPU)\n"
+                .to_string(),
+        ),
+        (
+            &["--known-miss", "cross-sockets=slow"][..],
+            "error: --known-miss cross-sockets: this machine has no class `cross-sockets` (did \
+             you mean `cross-socket`?); its classes: smt (SMT siblings), same-l3 (same CCX \
+             (L3)), cross-ccd-home-socket (cross-die, home socket), cross-ccd-other-socket \
+             (cross-die, other socket), cross-socket (cross-socket)\n"
+                .to_string(),
+        ),
+        (
+            &["--known-miss", "smt", "--known-miss", "SMT siblings=again"][..],
+            "error: --known-miss names `smt` twice\n".to_string(),
+        ),
+    ] {
+        let o = validate(args);
+        assert_exit(&o, 2);
+        assert_eq!(stderr(&o), message);
+        assert_eq!(stdout(&o), "");
+    }
+    // Both options are about a user's matrix.
+    let o = bounce(&["validate", "--known-miss", "smt"]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("the following required arguments were not provided"),
+        "{}",
+        stderr(&o)
+    );
+}

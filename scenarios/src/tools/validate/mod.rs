@@ -267,6 +267,14 @@ impl ValidationReport {
                         let _ = writeln!(out, "   known miss, {}: {why}", c.label);
                     }
                 }
+                let stale = r.stale_known_misses();
+                if !stale.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "   known miss(es) that did not miss (within the bound, or no pairs): {}",
+                        stale.join(", ")
+                    );
+                }
                 let _ = writeln!(
                     out,
                     "   median absolute error over all {pairs} pairs: {median_abs_error_pct:.1} % \
@@ -750,18 +758,109 @@ fn validate_spec(
     }
 }
 
+/// Where a user's matrix had its line homed (`--home-node`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UserHome {
+    /// A NUMA node, numbered as Linux numbers them (`numactl --hardware`).
+    Node(u32),
+    /// The node of each pair's first CPU (the page followed the threads).
+    FirstCpu,
+}
+
+/// What a user says about their own matrix: where its line was homed and
+/// which classes are known to miss their bound, and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UserMatrixFacts {
+    /// `None`: node 0, assumed.
+    pub home: Option<UserHome>,
+    /// Class keys ([`Class::key`]) and why each misses.
+    pub known_misses: Vec<(String, String)>,
+}
+
+/// `--home-node`'s value: a node number, or `first-cpu`.
+pub fn parse_home_node(text: &str) -> Result<UserHome, String> {
+    if text == "first-cpu" {
+        return Ok(UserHome::FirstCpu);
+    }
+    text.parse().map(UserHome::Node).map_err(|_| {
+        format!(
+            "--home-node {text}: expected the NUMA node the measured line was homed on, as \
+             Linux numbers them (0, 1, ...), or `first-cpu` (the node of each pair's first CPU)"
+        )
+    })
+}
+
+/// `--known-miss`'s value: `CLASS`, or `CLASS=WHY` (the class as given:
+/// [`validate_user`] resolves it against the machine's classes).
+pub fn parse_known_miss(text: &str) -> (String, String) {
+    let (class, why) = match text.split_once('=') {
+        Some((class, why)) => (class.trim(), why.trim()),
+        None => (text.trim(), ""),
+    };
+    let why = if why.is_empty() {
+        "stated with --known-miss".to_string()
+    } else {
+        why.to_string()
+    };
+    (class.to_string(), why)
+}
+
+/// The class a user names on `classifier`'s machine: its key
+/// ([`Class::key`]) or its label as the table prints it (any case). An
+/// unknown one is an error listing the machine's classes.
+fn user_class(
+    given: &str,
+    classifier: &Classifier,
+    vendor: calibration::Vendor,
+) -> Result<Class, String> {
+    // The classes a user's machine (one L3 domain per die) can have.
+    let classes: Vec<Class> = Class::ALL
+        .into_iter()
+        .filter(|c| match c {
+            Class::CrossCcxSameCcd => false,
+            Class::CrossL3SameSocket => vendor == calibration::Vendor::Intel,
+            Class::CrossCcdHomeSocket | Class::CrossCcdOtherSocket => {
+                vendor == calibration::Vendor::Amd
+            }
+            _ => true,
+        })
+        .collect();
+    if let Some(c) = classes.iter().find(|c| {
+        c.key().eq_ignore_ascii_case(given) || classifier.label(**c).eq_ignore_ascii_case(given)
+    }) {
+        return Ok(*c);
+    }
+    let labels: Vec<String> = classes.iter().map(|c| classifier.label(*c)).collect();
+    let mut names: Vec<&str> = classes.iter().map(|c| c.key()).collect();
+    names.extend(labels.iter().map(String::as_str));
+    let hint = closest(given, &names)
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    Err(format!(
+        "--known-miss {given}: this machine has no class `{given}`{hint}; its classes: {}",
+        classes
+            .iter()
+            .zip(&labels)
+            .map(|(c, l)| format!("{} ({l})", c.key()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Validates a user's machine (from a machine file) against a user's
 /// measured matrix (`bounce validate --machine FILE --matrix CSV`, the
-/// format of data/c2c/README.md). The line is homed on node 0, as the
-/// benchmark's main thread usually puts it; classes are named for the
-/// machine's coherence protocol (MESIF: Intel's, else AMD's, with one L3
-/// domain per die). No class is a known miss.
+/// format of data/c2c/README.md). The line is homed where `facts` says,
+/// else on node 0, as the benchmark's main thread usually puts it; classes
+/// are named for the machine's coherence protocol (MESIF: Intel's, else
+/// AMD's, with one L3 domain per die); the known misses are `facts`'. An
+/// error (a home node the machine does not have) is bad input.
 pub fn validate_user(
     machine_file: &Path,
     spec: sim_core::topology::MachineSpec,
     matrix_file: &Path,
     matrix: &Matrix,
-) -> ValidationReport {
+    facts: &UserMatrixFacts,
+) -> Result<ValidationReport, String> {
     // The report borrows the shipped table's `'static` entries; a user's
     // machine gets one such entry for the life of the process (one per
     // command), so it is leaked once rather than the report made generic.
@@ -771,6 +870,51 @@ pub fn validate_user(
     } else {
         calibration::Vendor::Amd
     };
+    let nodes = spec.sockets * spec.nodes_per_socket;
+    let (home, home_evidence) = match facts.home {
+        None => (
+            calibration::Home::Node {
+                socket: 0,
+                node_in_socket: 0,
+            },
+            "assumed for a user's matrix (the benchmark's main thread usually first touches \
+             the line on node 0; say where it was with --home-node)"
+                .to_string(),
+        ),
+        Some(UserHome::Node(node)) if node >= nodes => {
+            return Err(format!(
+                "--home-node {node}: the machine of `{}` has {nodes} NUMA node(s), 0-{}",
+                machine_file.display(),
+                nodes - 1
+            ))
+        }
+        Some(UserHome::Node(node)) => (
+            calibration::Home::Node {
+                socket: node / spec.nodes_per_socket,
+                node_in_socket: node % spec.nodes_per_socket,
+            },
+            format!("as stated with --home-node {node}"),
+        ),
+        Some(UserHome::FirstCpu) => (
+            calibration::Home::FirstCpu,
+            "as stated with --home-node first-cpu".to_string(),
+        ),
+    };
+    // The classes as the table names them on this machine.
+    let topology = sim_core::topology::Topology::new(spec.clone()).map_err(|e| e.message)?;
+    let line_home = home.on(&spec)?;
+    let classifier = Classifier::new(&topology, vendor, 1, "die", line_home);
+    let mut known_misses: Vec<calibration::KnownMiss> = Vec::new();
+    for (given, why) in &facts.known_misses {
+        let class = user_class(given, &classifier, vendor)?.key();
+        if known_misses.iter().any(|k| k.class == class) {
+            return Err(format!("--known-miss names `{class}` twice"));
+        }
+        known_misses.push(calibration::KnownMiss {
+            class,
+            reason: leak(why.clone()),
+        });
+    }
     let cores_per_socket = spec.nodes_per_socket * spec.l3_per_node * spec.cores_per_l3;
     let entry: &'static MeasuredMachine = Box::leak(Box::new(MeasuredMachine {
         file: leak(matrix_file.display().to_string()),
@@ -793,21 +937,19 @@ pub fn validate_user(
         clock_mhz: spec.clock_mhz,
         clock_basis: calibration::ClockBasis::AssumedMaxBoost,
         clock_source: "the machine file's clock_mhz",
-        home: calibration::Home::Node {
-            socket: 0,
-            node_in_socket: 0,
-        },
-        home_evidence: "assumed for a user's matrix (the benchmark's main thread usually first touches the line on node 0)",
-        known_misses: &[],
+        home,
+        home_evidence: leak(home_evidence),
+        known_misses: Box::leak(known_misses.into_boxed_slice()),
     }));
     let adjustment = format!("`{}` as the machine file gives it", machine_file.display());
     let report = validate_spec(entry, spec, adjustment, matrix);
-    ValidationReport {
+    Ok(ValidationReport {
         data_dir: matrix_file
             .parent()
+            .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         machines: vec![report],
-    }
+    })
 }
 
 /// Runs the validation; an error is bad input (unknown machine, unreadable
