@@ -639,6 +639,18 @@ error: nothing written to `{out}`: some runs have no result
         .map(|d| d.flatten().map(|e| e.file_name()).collect())
         .unwrap_or_default();
     assert!(written.is_empty(), "{written:?}");
+    // `check` builds it (its estimate's short run fails the same way, said
+    // on one line).
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).ends_with(&format!(
+            "  cost: no estimate: variant `base`: script failed on CPU 0 at cycle 0, at \
+             {file}:23:10, called from {file}:28:16, called from {file}:32:9: division by zero\n"
+        )),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// A run-time error inside a library module's procedure quotes the

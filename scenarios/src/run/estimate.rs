@@ -22,6 +22,8 @@ use sim_core::engine::{run, SimConfig, StopRule};
 use sim_core::probe::Probe;
 
 use super::cases::BuiltCase;
+use super::results::failure_line;
+use crate::build::ScriptSources;
 
 /// Simulated cycles of the first window.
 pub const PROBE_CYCLES: u64 = 100_000;
@@ -67,7 +69,7 @@ pub fn estimate_cases(cases: &[BuiltCase], budget_bytes: u64) -> Vec<CaseEstimat
 fn estimate_case(case: &BuiltCase) -> CaseEstimate {
     let (mut events, mut memory_ops) = (0u64, 0u64);
     for variant in &case.variants {
-        match estimate_run(&variant.config) {
+        match estimate_run(&variant.config, &variant.sources) {
             Ok((e, m)) => {
                 events = events.saturating_add(e);
                 memory_ops = memory_ops.saturating_add(m);
@@ -118,11 +120,11 @@ struct Prefix {
     iterations: u64,
 }
 
-fn run_prefix(whole: &SimConfig, cycles: u64) -> Result<Prefix, String> {
+fn run_prefix(whole: &SimConfig, sources: &ScriptSources, cycles: u64) -> Result<Prefix, String> {
     let mut prefix = whole.clone();
     prefix.warmup_iterations = 0;
     prefix.stop = StopRule::Cycles(cycles);
-    let outcome = run(&prefix, &mut Counts).map_err(|e| e.to_string())?;
+    let outcome = run(&prefix, &mut Counts).map_err(|e| failure_line(&e, sources))?;
     Ok(Prefix {
         events: outcome.events,
         memory_ops: outcome.memory_ops,
@@ -137,11 +139,11 @@ fn close(a: (u64, u64), b: (u64, u64)) -> bool {
 }
 
 /// The (events, memory operations) of a whole run of `whole`.
-fn estimate_run(whole: &SimConfig) -> Result<(u64, u64), String> {
+fn estimate_run(whole: &SimConfig, sources: &ScriptSources) -> Result<(u64, u64), String> {
     let n = match whole.stop {
         StopRule::Cycles(c) => {
             let window = c.clamp(1, PROBE_CYCLES);
-            let p = run_prefix(whole, window)?;
+            let p = run_prefix(whole, sources, window)?;
             return Ok((scale(p.events, c, window), scale(p.memory_ops, c, window)));
         }
         StopRule::Iterations(n) => n,
@@ -150,7 +152,7 @@ fn estimate_run(whole: &SimConfig) -> Result<(u64, u64), String> {
     // The first window with a finished iteration, and the estimate before.
     let mut earlier: Option<(Prefix, (u64, u64))> = None;
     loop {
-        let p = run_prefix(whole, window)?;
+        let p = run_prefix(whole, sources, window)?;
         let total = n
             .saturating_add(whole.warmup_iterations)
             .saturating_mul(whole.threads.len() as u64);

@@ -220,6 +220,48 @@ pub fn failure_report(run: &str, error: &SimError, sources: &ScriptSources) -> R
     }
 }
 
+/// A run's error on one line, its script positions written as the file's
+/// (`FILE:LINE:COLUMN`) where `sources` knows them: what `bounce check`
+/// prints when its estimate's short run fails.
+pub fn failure_line(error: &SimError, sources: &ScriptSources) -> String {
+    let SimError::Script {
+        cpu,
+        cycle,
+        origin,
+        pos,
+        called_from,
+        message,
+    } = error
+    else {
+        return error.to_string();
+    };
+    let places: Option<Vec<String>> = std::iter::once((origin, pos))
+        .chain(called_from.iter().map(|(o, p)| (o, p)))
+        .map(|(o, p)| sources.place(o, *p).map(|place| place.location()))
+        .collect();
+    let Some(mut places) = places else {
+        return error.to_string();
+    };
+    // As the error's own text: the innermost calls and the outermost.
+    const SHOWN: usize = 4;
+    let mut more = String::new();
+    if places.len() > SHOWN + 1 {
+        more = format!(", ({} more calls)", places.len() - 1 - SHOWN);
+        places.drain(SHOWN..places.len() - 1);
+    }
+    let mut text = format!(
+        "script failed on CPU {cpu} at cycle {cycle}, at {}",
+        places[0]
+    );
+    for (k, place) in places.iter().enumerate().skip(1) {
+        if k + 1 == places.len() {
+            text.push_str(&more);
+        }
+        text.push_str(&format!(", called from {place}"));
+    }
+    format!("{text}: {message}")
+}
+
 /// The report of an error that lists CPUs and where each was: the error's
 /// text up to its list as the title, then each place (of the first 8
 /// CPUs) with the CPUs there and what they did. `None` when a place is not
