@@ -221,3 +221,100 @@ fn check_on_a_sweep_reports_its_axes_cases_machines_and_cost() {
     assert_eq!(doc["cases"][129]["variants"][0]["running_cpus"], 512);
     assert!(doc["cases"][129]["events_estimate"].as_u64().unwrap() > 0);
 }
+
+/// The backticked names of the paragraph of docs/results-format.md that
+/// starts `Columns of `WHAT`:`, in order.
+fn documented_columns(what: &str) -> Vec<String> {
+    let doc = std::fs::read_to_string(common::root().join("docs/results-format.md")).unwrap();
+    let marker = format!("Columns of `{what}`:");
+    let start = doc
+        .find(&marker)
+        .unwrap_or_else(|| panic!("docs/results-format.md has no `{marker}`"))
+        + marker.len();
+    let paragraph = doc[start..].split("\n\n").next().unwrap();
+    paragraph
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The section of docs/results-format.md under `heading`, to its next heading.
+fn documented_section(heading: &str) -> String {
+    let doc = std::fs::read_to_string(common::root().join("docs/results-format.md")).unwrap();
+    let start = doc
+        .find(&format!("\n### {heading}\n"))
+        .unwrap_or_else(|| panic!("docs/results-format.md has no section {heading}"));
+    let rest = &doc[start + 1..];
+    let end = rest[4..].find("\n#").map_or(rest.len(), |i| i + 4);
+    rest[..end].to_string()
+}
+
+fn header(o: &std::process::Output) -> Vec<String> {
+    assert_exit(o, 0);
+    stdout(o)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(str::to_string)
+        .collect()
+}
+
+/// The columns docs/results-format.md lists for each `--format csv` table
+/// are the ones the commands print, in order; and every key of `check
+/// --format json` is named in its section.
+#[test]
+fn the_documented_columns_are_the_printed_ones() {
+    let check = bounce(&[
+        "check",
+        "tests/fixtures/counter-sweep.toml",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(
+        header(&check),
+        documented_columns("bounce check --format csv")
+    );
+    let o = bounce(&["presets", "--format", "csv"]);
+    assert_eq!(
+        header(&o),
+        documented_columns("bounce presets --format csv")
+    );
+    let o = bounce(&["presets", "show", "icelake-sp-2s", "--format", "csv"]);
+    assert_eq!(
+        header(&o),
+        documented_columns("bounce presets show NAME --format csv")
+    );
+    let o = bounce(&[
+        "validate",
+        "--quiet",
+        "--machine",
+        "icelake-sp-2s",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(header(&o), documented_columns("validation.csv"));
+
+    let section = documented_section("`bounce check --format csv|json`");
+    let o = bounce(&[
+        "check",
+        "tests/fixtures/counter-sweep.toml",
+        "--format",
+        "json",
+    ]);
+    let doc = json(&o);
+    let keys =
+        |v: &serde_json::Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+    let mut named = keys(&doc);
+    named.extend(keys(&doc["variants"][0]));
+    named.extend(keys(&doc["axes"][0]));
+    named.extend(keys(&doc["cases"][0]));
+    for key in named {
+        assert!(
+            section.contains(&format!("`{key}`")),
+            "`{key}` is not documented:\n{section}"
+        );
+    }
+}
