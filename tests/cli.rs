@@ -634,6 +634,15 @@ error: nothing written to `{out}`: some runs have no result
 "
         )
     );
+    // The report on stdout says it on one line.
+    assert!(
+        stdout(&o).contains(&format!(
+            "\nbase: FAILED: script failed on CPU 0 at cycle 0, at {file}:23:10, called from \
+             {file}:28:16, called from {file}:32:9: division by zero\n"
+        )),
+        "{}",
+        stdout(&o)
+    );
     // No results, and no charts, in --out.
     let written: Vec<_> = std::fs::read_dir(&out)
         .map(|d| d.flatten().map(|e| e.file_name()).collect())

@@ -7,7 +7,7 @@
 
 use crate::format::sweep::Sweep;
 use crate::run::cases::CaseResult;
-use crate::run::results::{VariantFailure, VariantResult};
+use crate::run::results::{failure_line, VariantFailure, VariantResult};
 use sim_core::stats::Traffic;
 use std::fmt::Write;
 
@@ -502,7 +502,12 @@ pub fn full_report(
         match r {
             Ok(r) => out.push_str(&attribution(r)),
             Err(f) => {
-                let _ = writeln!(out, "{}: FAILED: {}", f.name, f.error);
+                let _ = writeln!(
+                    out,
+                    "{}: FAILED: {}",
+                    f.name,
+                    failure_line(&f.error, &f.sources)
+                );
             }
         }
     }
@@ -799,7 +804,9 @@ pub fn sweep_report_with(
             let _ = writeln!(
                 out,
                 "case `{}`, variant `{}`: FAILED: {}",
-                case.id, f.name, f.error
+                case.id,
+                f.name,
+                failure_line(&f.error, &f.sources)
             );
         }
     }
