@@ -710,3 +710,43 @@ error: nothing written to `{out}`: some runs have no result
         std::fs::read_to_string(root().join("models/src/library/counters/atomic.toml")).unwrap();
     assert_eq!(module.lines().nth(22), Some("body = \"fetch_add(*p, 1)\""));
 }
+
+/// A recursion's calls from one line are quoted once, with their count.
+#[test]
+fn a_run_time_error_in_a_recursion_quotes_the_recursive_call_once() {
+    let dir = common::TempDir::new("runtime-error-recursion");
+    let file = dir.join("rec.toml");
+    let procedure = "
+[procedures.down]
+params = [\"n\"]
+body = \"\"\"
+if n == 0 { return 1 / n }
+return down(n - 1)
+\"\"\"
+";
+    std::fs::write(&file, one_cpu_scenario("", procedure, "c.value = down(8)")).unwrap();
+    let o = bounce(&["run", &file, "--quiet"]);
+    assert_exit(&o, 1);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "\
+error: variant `base` has no result: script failed on CPU 0 at cycle 0: division by zero
+  --> {file}:22:22
+   |
+22 | if n == 0 {{ return 1 / n }}
+   |                      ^
+   |
+  ::: {file}:23:8
+   |
+23 | return down(n - 1)
+   |        ---- called from here, 8 calls in a row
+   |
+  ::: {file}:28:11
+   |
+28 | c.value = down(8)
+   |           ---- called from here
+"
+        )
+    );
+}

@@ -150,27 +150,38 @@ pub fn failure_report(run: &str, error: &SimError, sources: &ScriptSources) -> R
             let Some(at) = sources.place(origin, *pos) else {
                 return plain();
             };
-            let mut places = vec![(at, None)];
-            let mut notes = Vec::new();
-            // The innermost calls and the outermost (the user's line), the
-            // ones between counted, as the error's own text does.
-            const SHOWN: usize = 4;
-            let n = called_from.len();
-            for (k, (o, p)) in called_from.iter().enumerate() {
-                if n > SHOWN && k >= SHOWN - 1 && k + 1 < n {
-                    continue;
-                }
+            // The calls, innermost first, a run of calls from one place
+            // (a recursion) as one place.
+            let mut calls: Vec<(Place, usize)> = Vec::new();
+            for ((o, p), n) in runs_of(called_from) {
                 let Some(place) = sources.place(o, *p) else {
                     return plain();
                 };
-                places.push((place, Some("called from here".to_string())));
+                calls.push((place, n));
             }
-            if n > SHOWN {
+            // The innermost places and the outermost (the user's line),
+            // the ones between counted.
+            const SHOWN: usize = 4;
+            let mut notes = Vec::new();
+            if calls.len() > SHOWN {
+                let between: usize = calls[SHOWN - 1..calls.len() - 1]
+                    .iter()
+                    .map(|(_, n)| n)
+                    .sum();
                 notes.push(format!(
-                    "{} more calls between the last two places shown",
-                    n - SHOWN
+                    "{between} more calls between the last two places shown"
                 ));
+                calls.drain(SHOWN - 1..calls.len() - 1);
             }
+            let mut places = vec![(at, None)];
+            places.extend(calls.into_iter().map(|(place, n)| {
+                let label = if n == 1 {
+                    "called from here".to_string()
+                } else {
+                    format!("called from here, {n} calls in a row")
+                };
+                (place, Some(label))
+            }));
             if let Some(module) = sources.library_module(origin) {
                 notes.push(format!(
                     "`{}` is a procedure of library module `{}`",
@@ -220,6 +231,18 @@ pub fn failure_report(run: &str, error: &SimError, sources: &ScriptSources) -> R
     }
 }
 
+/// Runs of equal calls (a recursion), each once with its count, in order.
+fn runs_of(calls: &[(String, SourcePos)]) -> Vec<(&(String, SourcePos), usize)> {
+    let mut runs: Vec<(&(String, SourcePos), usize)> = Vec::new();
+    for call in calls {
+        match runs.last_mut() {
+            Some((last, n)) if *last == call => *n += 1,
+            _ => runs.push((call, 1)),
+        }
+    }
+    runs
+}
+
 /// A run's error on one line, its script positions written as the file's
 /// (`FILE:LINE:COLUMN`) where `sources` knows them: what `bounce check`
 /// prints when its estimate's short run fails.
@@ -235,10 +258,22 @@ pub fn failure_line(error: &SimError, sources: &ScriptSources) -> String {
     else {
         return error.to_string();
     };
-    let places: Option<Vec<String>> = std::iter::once((origin, pos))
-        .chain(called_from.iter().map(|(o, p)| (o, p)))
-        .map(|(o, p)| sources.place(o, *p).map(|place| place.location()))
+    let Some(at) = sources.place(origin, *pos) else {
+        return error.to_string();
+    };
+    let calls: Option<Vec<String>> = runs_of(called_from)
+        .into_iter()
+        .map(|((o, p), n)| {
+            let place = sources.place(o, *p)?.location();
+            Some(if n == 1 {
+                place
+            } else {
+                format!("{place} ({n} calls in a row)")
+            })
+        })
         .collect();
+    let places: Option<Vec<String>> =
+        calls.map(|calls| std::iter::once(at.location()).chain(calls).collect());
     let Some(mut places) = places else {
         return error.to_string();
     };
