@@ -351,7 +351,15 @@ pub fn shared_lines(result: &VariantResult) -> String {
             .then(a.unit.cmp(&b.unit))
     });
     let total_hitm: u64 = hot.iter().map(|l| l.traffic.hitm).sum();
-    let node_of = |cpu: u32| result.per_cpu.iter().find(|c| c.cpu == cpu).map(|c| c.node);
+    // By CPU number: a search per CPU of each line is quadratic at 512 CPUs.
+    let mut node_by_cpu: Vec<Option<u32>> = Vec::new();
+    for c in &result.per_cpu {
+        if node_by_cpu.len() <= c.cpu as usize {
+            node_by_cpu.resize(c.cpu as usize + 1, None);
+        }
+        node_by_cpu[c.cpu as usize].get_or_insert(c.node);
+    }
+    let node_of = |cpu: u32| node_by_cpu.get(cpu as usize).copied().flatten();
     let _ = writeln!(
         out,
         "\n  shared lines (perf c2c style): {} with HITM, the {} hottest",

@@ -442,20 +442,30 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         .collect();
     // Per CPU: its threads' iterations together (`Stats` keeps one slot per
     // CPU, in the order of `Stats::for_run`).
+    // Indexed by CPU number rather than searched per CPU: a search is
+    // quadratic in the CPUs, a visible part of a short 512-CPU run.
     let slots = Stats::cpu_slots(config);
+    let cpu_limit = config.topology.cpu_count() as usize;
+    let mut slot_of_cpu: Vec<Option<usize>> = vec![None; cpu_limit];
+    for (slot, &cpu) in slots.iter().enumerate() {
+        if let Some(s) = slot_of_cpu.get_mut(cpu as usize) {
+            s.get_or_insert(slot);
+        }
+    }
+    let mut iterations_of_cpu = vec![0u64; cpu_limit];
+    for c in &outcome.cpus {
+        if let Some(n) = iterations_of_cpu.get_mut(c.cpu as usize) {
+            *n += c.measured_iterations;
+        }
+    }
     let per_cpu = cpus
         .iter()
         .map(|&cpu| {
-            let slot = slots.iter().position(|&x| x == cpu);
+            let slot = slot_of_cpu.get(cpu as usize).copied().flatten();
             CpuShare {
                 cpu,
                 node: config.topology.node_of(cpu),
-                iterations: outcome
-                    .cpus
-                    .iter()
-                    .filter(|c| c.cpu == cpu)
-                    .map(|c| c.measured_iterations)
-                    .sum(),
+                iterations: iterations_of_cpu.get(cpu as usize).copied().unwrap_or(0),
                 longest_iteration_cycles: slot
                     .and_then(|slot| stats.longest_iteration.get(slot))
                     .copied()

@@ -860,6 +860,8 @@ impl<'c> Simulation<'c> {
         for i in queued {
             cpus[i].wait = Wait::Queued;
         }
+        // The measured window starts once every CPU has started.
+        let measure_start = cpus.iter().map(|c| c.now).max().unwrap_or(Cycle::ZERO);
         Simulation {
             config,
             topology: &config.topology,
@@ -876,20 +878,7 @@ impl<'c> Simulation<'c> {
                 StopRule::Cycles(c) => Some(Cycle::new(c)),
                 StopRule::Iterations(_) => None,
             },
-            // The measured window starts once every CPU has started.
-            measure_start: config
-                .threads
-                .iter()
-                .map(|t| {
-                    start_offset(
-                        config.seed,
-                        t.cpu,
-                        config.topology.cpu_count(),
-                        config.start_spread_cycles,
-                    )
-                })
-                .max()
-                .map_or(Cycle::ZERO, Cycle::new),
+            measure_start,
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
             outstanding_misses: config.topology.spec.outstanding_misses.max(1) as usize,
             private: PrivatePlaces {
