@@ -600,25 +600,38 @@ impl Simulation<'_> {
             })
             .collect();
         let places = &self.program.places;
-        let mut slots = 0u32;
+        // One slot per distinct field, however often the code names it
+        // (`mine.a = mine.a + 1` names it twice): the places of a slot land
+        // on the same bytes for every CPU, and one slot is one look at the
+        // line per call and one report of summed hits per iteration.
+        // `slot_places`: each slot's first place, which stands for the rest.
+        let mut slot_places: Vec<usize> = Vec::new();
         self.private.slot = (0..places.len())
             .map(|p| {
                 let place = &places[p];
                 let fixed = !place.has_index && place.count > 0 && place.bits.is_none();
-                (self.private.place[p] && fixed).then(|| {
-                    slots += 1;
-                    slots - 1
-                })
+                if !(self.private.place[p] && fixed) {
+                    return None;
+                }
+                let bytes_of =
+                    |p: &PlaceRef| (p.instance, p.offset_bytes, p.size_bytes, p.field_id);
+                let same = |&q: &usize| bytes_of(&places[q]) == bytes_of(place);
+                let slot = match slot_places.iter().position(same) {
+                    Some(slot) => slot,
+                    None => {
+                        slot_places.push(p);
+                        slot_places.len() - 1
+                    }
+                };
+                Some(slot as u32)
             })
             .collect();
+        let slots = slot_places.len() as u32;
         self.private.slots = slots as usize;
         let mut targets = Vec::with_capacity(self.cpus.len() * slots as usize);
         let mut sums = Vec::with_capacity(targets.capacity());
         for cpu in &self.cpus {
-            for (p, slot) in self.private.slot.iter().enumerate() {
-                if slot.is_none() {
-                    continue;
-                }
+            for &p in &slot_places {
                 let place = &places[p];
                 let inst = &self.memory.instances[place.instance as usize];
                 // Private places are fields of per-CPU instances.
