@@ -705,7 +705,12 @@ impl Topology {
 
     /// [`Topology::hop_core_to_core`] for cores whose places are at hand,
     /// as a duration (the coherence model's costs are `Cycles`).
-    #[inline]
+    ///
+    /// Always inline, as is [`Topology::hop_place_to_node`]: a contended
+    /// transaction takes three or four legs, and as calls (which the
+    /// compiler chose for them inside the transaction) each cost about as
+    /// much again as its few comparisons.
+    #[inline(always)]
     pub fn hop_between_places(&self, a: CorePlace, b: CorePlace) -> Cycles {
         let l = &self.spec.latency;
         Cycles::new(if a.l3 == b.l3 {
@@ -730,18 +735,21 @@ impl Topology {
 
     /// [`Topology::hop_core_to_node`] for a core whose place is at hand, as
     /// a duration.
-    #[inline]
+    #[inline(always)]
     pub fn hop_place_to_node(&self, place: CorePlace, node: u32) -> Cycles {
         let l = &self.spec.latency;
-        let node_socket = self.socket_of_node(node);
         Cycles::new(if place.node == node {
             l.hop_in_node_cycles
         } else if !self.node_leg_cycles.is_empty() {
             self.node_leg_cycles(place.node, node)
-        } else if place.socket == node_socket {
-            l.hop_between_nodes_cycles
         } else {
-            self.socket_leg_cycles(place.socket, node_socket)
+            // The node's socket, looked up only where it decides.
+            let node_socket = self.socket_of_node(node);
+            if place.socket == node_socket {
+                l.hop_between_nodes_cycles
+            } else {
+                self.socket_leg_cycles(place.socket, node_socket)
+            }
         })
     }
 
