@@ -472,6 +472,9 @@ impl Stats {
     }
 
     /// Adds one access's counts at `address` (of `cpu`) to the line's detail.
+    /// Always inline: every counted access comes here, and as a call the
+    /// caller's dozen live counts were spilled around it.
+    #[inline(always)]
     fn add_detail(&mut self, cpu: u32, address: u64, counts: &Traffic) {
         let unit = (address >> self.unit_shift) as usize;
         let offset_bytes = (address & ((1 << self.unit_shift) - 1)) as u32;
