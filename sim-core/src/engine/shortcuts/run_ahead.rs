@@ -450,10 +450,12 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
     /// as the plain operations before it leave them.
     #[inline(always)]
     fn execute_fused(&mut self, entry: &Fused, ops: &[Op]) -> Result<(), Halt> {
-        match *entry {
-            Fused::Plain(op) => execute(self, op),
-            Fused::LoopBack { target } => execute(self, Op::LoopBack(target)),
-            Fused::RepeatHead { counter, exit } => {
+        // Fields bound by reference and read where used: bound by value,
+        // a superinstruction's every field was loaded and spilled on entry.
+        match entry {
+            Fused::Plain(op) => execute(self, *op),
+            Fused::LoopBack { target } => execute(self, Op::LoopBack(*target)),
+            &Fused::RepeatHead { counter, exit } => {
                 // The plain head reads the counter and pushes two operands
                 // at most: where either could fail, its operations run one
                 // by one. (`counter > 0`, `counter - 1`: the rules' values.)
@@ -484,13 +486,13 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                     return execute(self, ops[self.pc as usize]);
                 }
                 self.count_superinstruction();
-                let a = self.operand(left, &[])?;
-                let b = self.operand(right, &[a])?;
-                let value = match binary(self, op, a, b) {
+                let a = self.operand(*left, &[])?;
+                let b = self.operand(*right, &[a])?;
+                let value = match binary(self, *op, a, b) {
                     Ok(value) => value,
                     Err(halt) => return self.stop_after(&[a, b], 2, halt),
                 };
-                match destination {
+                match *destination {
                     Destination::Local(slot) => {
                         if let Err(halt) = set_local(self, slot, value) {
                             return self.stop_after(&[value], BINARY_OPS - 1, halt);
