@@ -535,6 +535,9 @@ fn machine(
         directory: sim_core::topology::DirectoryPrecision::Exact,
         smt_share_percent: 100,
         outstanding_misses: 1,
+        reorder_window_entries: 0,
+        dispatch_width: 1,
+        mispredict_penalty_cycles: 0,
         arbitration_near_owner_percent: 0,
         latency: LatencySpec {
             l1_hit_cycles: 4,

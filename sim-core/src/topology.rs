@@ -228,6 +228,20 @@ pub struct MachineSpec {
     /// Loads to a line already arriving share its buffer. 1 is one miss at
     /// a time.
     pub outstanding_misses: u32,
+    /// The core's reorder window, in entries (its reorder buffer): the CPU
+    /// goes on past the oldest load still in flight for at most this many
+    /// entries, and past a branch on a value still in flight when its
+    /// predictor guesses the direction right. One script operation takes
+    /// one entry, `work N` takes `N * dispatch_width`. 0 is no window: a
+    /// branch waits for its value, and so does arithmetic, as before the
+    /// key existed. Halved while both SMT siblings of the core run a
+    /// thread (the reorder buffer is partitioned between them).
+    pub reorder_window_entries: u32,
+    /// Entries the core dispatches into its reorder window per cycle (what
+    /// `work N` fills it with).
+    pub dispatch_width: u32,
+    /// Cycles a mispredicted branch costs once its value has arrived.
+    pub mispredict_penalty_cycles: u32,
     pub latency: LatencySpec,
 }
 
@@ -406,6 +420,27 @@ impl Topology {
             return Err(SpecError {
                 key: "outstanding_misses",
                 message: format!("{} is out of range 1..=256", spec.outstanding_misses),
+            });
+        }
+        if spec.reorder_window_entries > 4096 {
+            return Err(SpecError {
+                key: "reorder_window_entries",
+                message: format!("{} is out of range 0..=4096", spec.reorder_window_entries),
+            });
+        }
+        if spec.dispatch_width == 0 || spec.dispatch_width > 64 {
+            return Err(SpecError {
+                key: "dispatch_width",
+                message: format!("{} is out of range 1..=64", spec.dispatch_width),
+            });
+        }
+        if spec.mispredict_penalty_cycles > 1000 {
+            return Err(SpecError {
+                key: "mispredict_penalty_cycles",
+                message: format!(
+                    "{} is out of range 0..=1000",
+                    spec.mispredict_penalty_cycles
+                ),
             });
         }
         if spec.arbitration_near_owner_percent > 100 {
@@ -906,6 +941,9 @@ mod tests {
             directory: DirectoryPrecision::Exact,
             smt_share_percent: 100,
             outstanding_misses: 1,
+            reorder_window_entries: 0,
+            dispatch_width: 1,
+            mispredict_penalty_cycles: 0,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

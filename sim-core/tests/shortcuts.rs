@@ -84,7 +84,16 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
         13 => "v = v + mine.a * 3 + random(5)\n".to_string(),
         // Loads in flight: independent loads issued back to back, a value
         // kept in a local across work, a private line's miss shared.
-        18 => match gen.below(4) {
+        18 => match gen.below(6) {
+            // Branches on loads in flight (predicted, past the reorder
+            // window), with a store and work behind them.
+            4 => format!(
+                "w = 0\nwhile w < 3 {{\n  if peer[(cpu() + w) % ncpus()].x == 0 {{\n    g.{shared_field} = v\n  }}\n  w = w + 1\n}}\n"
+            ),
+            5 => format!(
+                "if g.{shared_field} % 2 == 0 {{\n  v = v + 1\n  work {}\n}}\nmine.{private_field} = v\n",
+                gen.below(40)
+            ),
             0 => format!(
                 "v = g.{shared_field} + (peer[random(ncpus())].x + g.f{})\n",
                 gen.below(6)
@@ -166,18 +175,29 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
             // stretched); Ice Lake's preset has its own share.
             smt_share_percent: 60,
             outstanding_misses: 2,
+            // A reorder window small enough to fill: speculation past
+            // predicted branches, stores held behind arriving loads.
+            reorder_window_entries: 16,
+            dispatch_width: 2,
+            mispredict_penalty_cycles: 5,
             ..small_machine(Protocol::Moesi, Lookup::Home)
         },
         2 => small_machine(Protocol::Mesi, Lookup::Home),
         3 => sim_core::topology::MachineSpec {
             adjacent_line_prefetch: true,
             outstanding_misses: 4,
+            reorder_window_entries: 64,
+            dispatch_width: 4,
+            mispredict_penalty_cycles: 13,
             ..small_machine(Protocol::Mesi, Lookup::Home)
         },
         // A home that prefers requesters near the owner.
         _ => sim_core::topology::MachineSpec {
             arbitration_near_owner_percent: 60,
             outstanding_misses: 12,
+            reorder_window_entries: 7,
+            dispatch_width: 1,
+            mispredict_penalty_cycles: 3,
             ..small_machine(Protocol::Mesif, Lookup::Local)
         },
     }

@@ -269,6 +269,9 @@ fn epyc_naples_2s() -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN1_MISS_BUFFERS),
+        amd_reorder_window(&ZEN1_WINDOW),
+        amd_dispatch_width(&ZEN1_WINDOW),
+        amd_mispredict_penalty(&ZEN1_WINDOW),
         default_arbitration(),
         // Documented: 4-cycle L1 [S23, S24, S30] (calibration.md §9b).
         int(
@@ -581,6 +584,9 @@ fn epyc_milan_2s() -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN3_MISS_BUFFERS),
+        amd_reorder_window(&ZEN3_WINDOW),
+        amd_dispatch_width(&ZEN3_WINDOW),
+        amd_mispredict_penalty(&ZEN3_WINDOW),
         default_arbitration(),
         // Documented: 4-cycle integer load-to-use (AMD SOG 19h); calibration.md n/r.
         int(
@@ -967,6 +973,9 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
+        amd_reorder_window(&ZEN4_WINDOW),
+        amd_dispatch_width(&ZEN4_WINDOW),
+        amd_mispredict_penalty(&ZEN4_WINDOW),
         default_arbitration(),
         int(
             "latency.l1_hit_cycles",
@@ -1320,6 +1329,9 @@ fn bergamo(name: &'static str) -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
+        amd_reorder_window(&ZEN4_WINDOW),
+        amd_dispatch_width(&ZEN4_WINDOW),
+        amd_mispredict_penalty(&ZEN4_WINDOW),
         default_arbitration(),
         int(
             "latency.l1_hit_cycles",
@@ -1486,7 +1498,7 @@ fn amd_miss_buffers(entries: u64) -> Param {
         "misses",
         Assumed,
         "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (not retrieved here); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers, PMCx05F counts those allocated)",
-        "a load that misses the L1D holds a buffer until its line arrives; loads to a line already being fetched share it. The core's reorder window is not modelled: the CPU goes on until an operation needs a loaded value",
+        "a load that misses the L1D holds a buffer until its line arrives; loads to a line already being fetched share it; how far the CPU goes on is the reorder window's (reorder_window_entries)",
     )
 }
 
@@ -1502,5 +1514,81 @@ fn amd_smt_share() -> Param {
         Measured,
         "looncraz, \"SMT Scaling\" (zen.looncraz.net/smt_ccx.php), Ryzen (Zen 1): average uplift of multi-threaded workloads with SMT on, 35.76 %",
         "(100 % + 35.76 %) / 2 = 68 % of a full core each while both siblings run; an average over a desktop Zen 1 suite, used for every Zen generation here (no server or later-Zen average was retrieved)",
+    )
+}
+
+/// A core's reorder window, dispatch width and misprediction penalty, and
+/// where each was read (LLVM's X86 scheduling models: `MicroOpBufferSize`,
+/// `IssueWidth`, `MispredictPenalty`).
+struct CoreWindow {
+    reorder_window_entries: u64,
+    dispatch_width: u64,
+    mispredict_penalty_cycles: u64,
+    reorder_source: &'static str,
+    dispatch_source: &'static str,
+    mispredict_source: &'static str,
+}
+
+/// Zen 1 (EPYC 7001, Naples).
+const ZEN1_WINDOW: CoreWindow = CoreWindow {
+    reorder_window_entries: 192,
+    dispatch_width: 4,
+    mispredict_penalty_cycles: 17,
+    reorder_source: "LLVM llvm/lib/Target/X86/X86ScheduleZnver1.td: MicroOpBufferSize = 192 (\"the unit can track up to 192 macro ops in-flight ... In SMT mode it is 96 entry per thread\", after AMD's Software Optimization Guide for Family 17h)",
+    dispatch_source: "LLVM X86ScheduleZnver1.td: IssueWidth = 4 (\"Zen can decode 4 instructions per cycle\")",
+    mispredict_source: "LLVM X86ScheduleZnver1.td: MispredictPenalty = 17",
+};
+
+/// Zen 3 (EPYC 7003, Milan).
+const ZEN3_WINDOW: CoreWindow = CoreWindow {
+    reorder_window_entries: 256,
+    dispatch_width: 6,
+    mispredict_penalty_cycles: 13,
+    reorder_source: "LLVM X86ScheduleZnver3.td: MicroOpBufferSize = 256, quoting AMD SOG Family 19h (56665) 2.10.3: the retire control unit tracks \"up to 256 macro ops in-flight in non-SMT mode or 128 per thread in SMT mode\"",
+    dispatch_source: "LLVM X86ScheduleZnver3.td: IssueWidth = 6, quoting AMD SOG 19h 2.9.6: \"may dispatch up to 6 macro ops per cycle\"",
+    mispredict_source: "LLVM X86ScheduleZnver3.td: MispredictPenalty = 13, quoting AMD SOG 19h 2.8: \"in the range from 11 to 18 cycles ... The common case penalty is 13 cycles\"",
+};
+
+/// Zen 4 and Zen 4c (EPYC 9004, Genoa and Bergamo).
+const ZEN4_WINDOW: CoreWindow = CoreWindow {
+    reorder_window_entries: 320,
+    dispatch_width: 6,
+    mispredict_penalty_cycles: 13,
+    reorder_source: "LLVM X86ScheduleZnver4.td: MicroOpBufferSize = 320, quoting AMD SOG Zen 4 (57647) 2.10.3: \"up to 320 macro ops in-flight in non-SMT mode or 160 per thread in SMT mode\"",
+    dispatch_source: "LLVM X86ScheduleZnver4.td: IssueWidth = 6, quoting AMD SOG Zen 4 2.9.8: \"may dispatch up to 6 macro ops per cycle\"",
+    mispredict_source: "LLVM X86ScheduleZnver4.td: MispredictPenalty = 13, quoting AMD SOG Zen 4 2.8: \"The common case penalty is 13 cycles\"",
+};
+
+/// How far the core goes on past its oldest unfinished load.
+fn amd_reorder_window(core: &CoreWindow) -> Param {
+    int(
+        "reorder_window_entries",
+        core.reorder_window_entries,
+        "entries",
+        Documented,
+        core.reorder_source,
+        REORDER_WINDOW_NOTE,
+    )
+}
+
+fn amd_dispatch_width(core: &CoreWindow) -> Param {
+    int(
+        "dispatch_width",
+        core.dispatch_width,
+        "entries per cycle",
+        Documented,
+        core.dispatch_source,
+        DISPATCH_WIDTH_NOTE,
+    )
+}
+
+fn amd_mispredict_penalty(core: &CoreWindow) -> Param {
+    int(
+        "mispredict_penalty_cycles",
+        core.mispredict_penalty_cycles,
+        "cycles",
+        Documented,
+        core.mispredict_source,
+        MISPREDICT_NOTE,
     )
 }

@@ -208,6 +208,9 @@ fn icelake_sp_2s() -> Vec<Param> {
         ),
         intel_smt_share(),
         intel_fill_buffers(SUNNY_COVE_FILL_BUFFERS),
+        intel_reorder_window(&SUNNY_COVE_WINDOW),
+        intel_dispatch_width(&SUNNY_COVE_WINDOW),
+        intel_mispredict_penalty(&SUNNY_COVE_WINDOW),
         default_arbitration(),
         // Assumed: 5 cycles, the Sunny Cove L1d load-to-use (ICX figure n/r, §9b).
         int(
@@ -653,6 +656,9 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
         ),
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
+        intel_reorder_window(&SKYLAKE_WINDOW),
+        intel_dispatch_width(&SKYLAKE_WINDOW),
+        intel_mispredict_penalty(&SKYLAKE_WINDOW),
         default_arbitration(),
         // Documented: Skylake-SP core L1d 4-cycle [S15].
         int(
@@ -973,6 +979,9 @@ fn cascadelake_ap_2s() -> Vec<Param> {
         ),
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
+        intel_reorder_window(&SKYLAKE_WINDOW),
+        intel_dispatch_width(&SKYLAKE_WINDOW),
+        intel_mispredict_penalty(&SKYLAKE_WINDOW),
         default_arbitration(),
         int(
             "latency.l1_hit_cycles",
@@ -1146,7 +1155,7 @@ fn intel_fill_buffers(entries: u64) -> Param {
         "misses",
         Assumed,
         "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (not retrieved here; perf's L1D_PEND_MISS.FB_FULL counts demand requests waiting for a fill buffer on both cores)",
-        "a load that misses the L1D holds a fill buffer until its line arrives; loads to a line already being fetched share it. The core's reorder window (hundreds of micro-ops) is not modelled: the CPU goes on until an operation needs a loaded value",
+        "a load that misses the L1D holds a fill buffer until its line arrives; loads to a line already being fetched share it; how far the CPU goes on is the reorder window's (reorder_window_entries)",
     )
 }
 
@@ -1163,5 +1172,65 @@ fn intel_smt_share() -> Param {
         Derived,
         "Marr et al., \"Hyper-Threading Technology Architecture and Microarchitecture\", Intel Technology Journal 6(1), Feb 2002: up to 30 % more performance on server-centric benchmarks",
         "(100 % + 30 %) / 2 = 65 % of a full core each while both siblings run; the vendor's \"up to\" figure, not an average, used for every Intel core generation here",
+    )
+}
+
+/// A core's reorder window, dispatch width and misprediction penalty, and
+/// where each was read (LLVM's X86 scheduling models: `MicroOpBufferSize`,
+/// `IssueWidth`, `MispredictPenalty`).
+struct CoreWindow {
+    reorder_window_entries: u64,
+    dispatch_width: u64,
+    mispredict_penalty_cycles: u64,
+    source: &'static str,
+}
+
+/// Sunny Cove (Ice Lake-SP).
+const SUNNY_COVE_WINDOW: CoreWindow = CoreWindow {
+    reorder_window_entries: 224,
+    dispatch_width: 6,
+    mispredict_penalty_cycles: 14,
+    source: "LLVM llvm/lib/Target/X86/X86SchedIceLake.td: MicroOpBufferSize = 224 (\"based on the reorder buffer\"), IssueWidth = 6, MispredictPenalty = 14 (the model is a copy of Skylake Server's, which the file says)",
+};
+
+/// Skylake-SP (Cascade Lake-SP and -AP).
+const SKYLAKE_WINDOW: CoreWindow = CoreWindow {
+    reorder_window_entries: 224,
+    dispatch_width: 6,
+    mispredict_penalty_cycles: 14,
+    source: "LLVM llvm/lib/Target/X86/X86SchedSkylakeServer.td: MicroOpBufferSize = 224 (\"based on the reorder buffer\"), IssueWidth = 6, MispredictPenalty = 14",
+};
+
+/// How far the core goes on past its oldest unfinished load.
+fn intel_reorder_window(core: &CoreWindow) -> Param {
+    int(
+        "reorder_window_entries",
+        core.reorder_window_entries,
+        "entries",
+        Documented,
+        core.source,
+        REORDER_WINDOW_NOTE,
+    )
+}
+
+fn intel_dispatch_width(core: &CoreWindow) -> Param {
+    int(
+        "dispatch_width",
+        core.dispatch_width,
+        "entries per cycle",
+        Documented,
+        core.source,
+        DISPATCH_WIDTH_NOTE,
+    )
+}
+
+fn intel_mispredict_penalty(core: &CoreWindow) -> Param {
+    int(
+        "mispredict_penalty_cycles",
+        core.mispredict_penalty_cycles,
+        "cycles",
+        Documented,
+        core.source,
+        MISPREDICT_NOTE,
     )
 }

@@ -40,3 +40,15 @@ pub const SOG_19H: &str =
     "AMD Software Optimization Guide for Family 19h (pub. 56665) §2.6.2 and §2.12, as quoted in LLVM llvm/lib/Target/X86/X86ScheduleZnver3.td";
 pub const SOG_ZEN4: &str =
     "AMD Software Optimization Guide for Zen 4 (pub. 57647) §2.6.2 and §2.12, as quoted in LLVM llvm/lib/Target/X86/X86ScheduleZnver4.td; Chips and Cheese, \"AMD's Zen 4, Part 2\" (64-entry store queue)";
+
+/// What `reorder_window_entries` does in the model, and the one rule for
+/// what a script takes of it (no source gives the scripts' instruction
+/// counts).
+pub const REORDER_WINDOW_NOTE: &str = "the CPU goes on past its oldest load still in flight for at most this many entries, and past a branch on a value still in flight when the branch predictor (2-bit counter per branch) guesses it right. Assumed, one rule for every script: one operation takes one entry, `work N` takes N x dispatch_width. Halved while both SMT siblings of the core run a thread (the reorder buffer is partitioned between them)";
+
+/// What `dispatch_width` does in the model.
+pub const DISPATCH_WIDTH_NOTE: &str =
+    "how fast `work N` fills the reorder window: N x this many entries";
+
+/// What `mispredict_penalty_cycles` does in the model.
+pub const MISPREDICT_NOTE: &str = "a branch on a value still in flight whose 2-bit counter guessed wrong waits for the value, then these cycles";

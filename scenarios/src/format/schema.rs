@@ -278,6 +278,13 @@ pub struct InlineMachine {
     /// Misses a core keeps in flight at once (default: the preset's, or 1
     /// for a machine given whole).
     pub outstanding_misses: Option<Spanned<u32>>,
+    /// The core's reorder window in entries (default: the preset's, or 0,
+    /// no window, for a machine given whole).
+    pub reorder_window_entries: Option<Spanned<u32>>,
+    /// Window entries dispatched per cycle (default: the preset's, or 1).
+    pub dispatch_width: Option<Spanned<u32>>,
+    /// Cycles of a mispredicted branch (default: the preset's, or 0).
+    pub mispredict_penalty_cycles: Option<Spanned<u32>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

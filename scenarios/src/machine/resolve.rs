@@ -204,6 +204,26 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     .map(|v| *v.get_ref())
                     .or(base.as_ref().map(|b| b.outstanding_misses))
                     .unwrap_or(1),
+                // Optional: no reorder window (branches and arithmetic wait
+                // for their values), as before the keys existed.
+                reorder_window_entries: m
+                    .reorder_window_entries
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.reorder_window_entries))
+                    .unwrap_or(0),
+                dispatch_width: m
+                    .dispatch_width
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.dispatch_width))
+                    .unwrap_or(1),
+                mispredict_penalty_cycles: m
+                    .mispredict_penalty_cycles
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.mispredict_penalty_cycles))
+                    .unwrap_or(0),
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,
@@ -335,6 +355,12 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             span32(&m.arbitration_near_owner_percent),
         ),
         ("outstanding_misses", span32(&m.outstanding_misses)),
+        ("reorder_window_entries", span32(&m.reorder_window_entries)),
+        ("dispatch_width", span32(&m.dispatch_width)),
+        (
+            "mispredict_penalty_cycles",
+            span32(&m.mispredict_penalty_cycles),
+        ),
         ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
         ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
         (

@@ -133,7 +133,15 @@ impl Simulation<'_> {
         let cpu_id = self.cpus[i].spec.cpu;
         let now = self.cpus[i].now;
         count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
-        if self.cpus[i].store_buffer.is_empty() {
+        // With a reorder window, the store waits in the buffer for the
+        // loads before it still arriving (`in_flight`).
+        let cpu = &self.cpus[i];
+        let not_before = if cpu.window_entries > 0 {
+            cpu.speculating_until.max(now)
+        } else {
+            now
+        };
+        if self.cpus[i].store_buffer.is_empty() && not_before == now {
             // An empty buffer drains at once into a line the core owns.
             if let Some(report) =
                 self.coherence
@@ -172,6 +180,7 @@ impl Simulation<'_> {
             bits,
             unit,
             field_id,
+            not_before,
         });
         probe.on_store_posted(cpu_id, now, address, field_id, value);
         // Posting a store takes one cycle of the core.

@@ -15,10 +15,37 @@
 //! fence orders every earlier load, and an iteration's cycles are its
 //! loads' too.
 //!
+//! The reorder window (`MachineSpec::reorder_window_entries`, when not 0):
+//! - arithmetic on a late value does not wait: its result is late until
+//!   the latest of its operands arrives;
+//! - a branch on a late value asks the CPU's predictor, a 2-bit saturating
+//!   counter per branch site (code and pc), starting weakly not taken. The
+//!   model knows the value (read where the home ordered the load), so it
+//!   compares: a right guess goes on at once; a wrong one waits for the
+//!   value and then `mispredict_penalty_cycles`. The counter moves towards
+//!   the outcome. Only branches that meet a late value consult or train it
+//!   (branches on values at hand cost nothing in the model, and the
+//!   shortcuts never meet a late value);
+//! - the CPU goes on past its oldest load still arriving for at most its
+//!   window's entries (`Cpu::window_entries`: halved while the SMT sibling
+//!   runs too), then waits for that load. The one rule for what a script
+//!   takes of the window (no source gives the scripts' instruction counts,
+//!   so it is an assumption): one entry per operation, `N x
+//!   dispatch_width` for `work N`, which fills the window at the core's
+//!   dispatch width and stops, partly done, when it is full;
+//! - a store posted while loads are arriving may enter the store buffer but
+//!   not drain before the last of them arrives (`BufferedStore::not_before`:
+//!   x86-TSO retires a store after every older instruction).
+//!
+//! Atomics, fences and scheduling operations wait for every load in flight
+//! as before. With no window (0), branches and arithmetic wait for their
+//! values, stores drain at once, and nothing is limited but the miss
+//! buffers, as before the window existed.
+//!
 //! Only `step` (the `Ordered` machine) meets late values: the run-ahead
-//! loop does not start while a CPU has one, and stops before a private load
-//! on a line still arriving, so the shortcuts leave every late value to the
-//! plain path.
+//! loop does not start while a CPU has one or is speculating, and stops
+//! before a private load on a line still arriving, so the shortcuts leave
+//! every late value to the plain path.
 
 use super::*;
 
@@ -40,6 +67,20 @@ pub(super) struct LateValue {
     pub(super) address: u64,
     pub(super) field_id: u32,
 }
+
+/// A load still arriving, in the CPU's reorder window.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WindowEntry {
+    /// Its position in the CPU's operations (`Cpu::dispatched`).
+    pub(super) seq: u64,
+    pub(super) ready: Cycle,
+    pub(super) address: u64,
+    pub(super) field_id: u32,
+}
+
+/// A branch predictor's counter for a site it has not met: weakly not
+/// taken (0 and 1 predict not taken, 2 and 3 taken).
+const COUNTER_START: u8 = 1;
 
 /// What an operation reads of the CPU's values before it runs.
 enum Reads {
@@ -95,6 +136,28 @@ impl Simulation<'_> {
                     .retain(|v| depth == 0 || v.slot != Slot::Stack(depth - 1));
                 return false;
             }
+            // With a reorder window, arithmetic does not wait: its result
+            // is late until its last operand arrives.
+            Op::Unary(_) if cpu.window_entries > 0 => return false,
+            Op::Binary(_) if cpu.window_entries > 0 => {
+                let (a, b) = (
+                    Slot::Stack(depth.wrapping_sub(2)),
+                    Slot::Stack(depth.wrapping_sub(1)),
+                );
+                let later = cpu.late.iter().find(|v| v.slot == b).copied();
+                cpu.late.retain(|v| v.slot != b);
+                if let Some(later) = later {
+                    match cpu.late.iter_mut().find(|v| v.slot == a) {
+                        Some(v) if v.ready >= later.ready => {}
+                        Some(v) => *v = LateValue { slot: a, ..later },
+                        None => cpu.late.push(LateValue { slot: a, ..later }),
+                    }
+                }
+                return false;
+            }
+            Op::JumpIfZero(_) | Op::JumpIfNonZero(_) if cpu.window_entries > 0 => {
+                return self.predict_branch(i, op, probe);
+            }
             Op::Unary(_)
             | Op::JumpIfZero(_)
             | Op::JumpIfNonZero(_)
@@ -143,6 +206,11 @@ impl Simulation<'_> {
                     ready = ready.max(last);
                 }
                 cpu.in_flight.clear();
+                // And every load in the window has arrived by then.
+                if cpu.window_entries > 0 {
+                    ready = ready.max(cpu.speculating_until);
+                    cpu.window.clear();
+                }
             }
         }
         if ready <= now {
@@ -152,6 +220,106 @@ impl Simulation<'_> {
         let (address, field_id) = waited_for.map_or((0, None), |v| (v.address, Some(v.field_id)));
         probe.on_load_wait(cpu.spec.cpu, now, ready, address, field_id);
         true
+    }
+
+    /// A branch `op` of CPU `i` (with a reorder window) whose operand may be
+    /// late: when it is, the site's counter guesses. Right, the CPU goes on
+    /// (false); wrong, it waits for the value and the misprediction penalty
+    /// (true: the branch is stepped again, its value at hand). The counter
+    /// moves towards the outcome either way.
+    fn predict_branch(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> bool {
+        let cpu = &mut self.cpus[i];
+        let depth = cpu.stack.len() as u32;
+        let top = Slot::Stack(depth.wrapping_sub(1));
+        let Some(k) = cpu.late.iter().position(|v| v.slot == top) else {
+            return false;
+        };
+        let late = cpu.late.swap_remove(k);
+        let value = cpu.stack.last().copied().unwrap_or_default();
+        let taken = (value == 0) == matches!(op, Op::JumpIfZero(_));
+        let site = (cpu.frame.code, cpu.frame.pc);
+        let counter = cpu.predictor.entry(site).or_insert(COUNTER_START);
+        let predicted = *counter >= 2;
+        *counter = if taken {
+            (*counter + 1).min(3)
+        } else {
+            counter.saturating_sub(1)
+        };
+        if predicted == taken {
+            return false;
+        }
+        let now = cpu.now;
+        probe.on_load_wait(
+            cpu.spec.cpu,
+            now,
+            late.ready,
+            late.address,
+            Some(late.field_id),
+        );
+        cpu.now = late.ready + self.mispredict_penalty_cycles;
+        true
+    }
+
+    /// Before CPU `i` takes `entries` of its reorder window for its next
+    /// operation: when they do not fit past its oldest load still
+    /// arriving, waits for that load (true: the operation is stepped again
+    /// from there).
+    pub(super) fn await_window(&mut self, i: usize, entries: u64, probe: &mut dyn Probe) -> bool {
+        let cpu = &mut self.cpus[i];
+        let now = cpu.now;
+        while cpu.window.front().is_some_and(|e| e.ready <= now) {
+            cpu.window.pop_front();
+        }
+        let Some(&oldest) = cpu.window.front() else {
+            return false;
+        };
+        if cpu.dispatched - oldest.seq + entries <= cpu.window_entries {
+            return false;
+        }
+        cpu.now = oldest.ready;
+        cpu.window.pop_front();
+        probe.on_load_wait(
+            cpu.spec.cpu,
+            now,
+            oldest.ready,
+            oldest.address,
+            Some(oldest.field_id),
+        );
+        true
+    }
+
+    /// The cycles `work` of `cycles` (before SMT stretching) by CPU `i`
+    /// stalls on its reorder window: it fills the window at
+    /// `dispatch_width` entries a cycle, and when the window is full it
+    /// waits for the oldest load still arriving, then goes on. Takes the
+    /// work's entries.
+    pub(super) fn work_window_stall(&mut self, i: usize, cycles: u64) -> u64 {
+        let width = self.dispatch_width;
+        let cpu = &mut self.cpus[i];
+        let start = cpu.now;
+        let mut left = cycles.saturating_mul(width);
+        let mut at = start;
+        loop {
+            while cpu.window.front().is_some_and(|e| e.ready <= at) {
+                cpu.window.pop_front();
+            }
+            let Some(&oldest) = cpu.window.front() else {
+                break;
+            };
+            let free = (cpu.window_entries + oldest.seq).saturating_sub(cpu.dispatched);
+            if left <= free {
+                break;
+            }
+            // The free entries take `free / width` cycles; then the window
+            // is full until the oldest load arrives.
+            cpu.dispatched += free;
+            left -= free;
+            at = (at + Cycles::new(free.div_ceil(width))).max(oldest.ready);
+            cpu.window.pop_front();
+        }
+        cpu.dispatched += left;
+        let end = at + Cycles::new(left.div_ceil(width));
+        (end - start).get().saturating_sub(cycles)
     }
 
     /// After CPU `i` stepped an operation with late values about: drops the
@@ -235,6 +403,15 @@ impl Simulation<'_> {
         // Issuing the load takes a cycle of the core, as posting a store does.
         cpu.now += Cycles::new(1);
         let slot = Slot::Stack(cpu.stack.len() as u32);
+        if cpu.window_entries > 0 {
+            cpu.window.push_back(WindowEntry {
+                seq: cpu.dispatched,
+                ready: report.done,
+                address: p.address,
+                field_id: p.field_id,
+            });
+        }
+        cpu.speculating_until = cpu.speculating_until.max(report.done);
         self.push(i, value)?;
         let cpu = &mut self.cpus[i];
         cpu.late.push(LateValue {

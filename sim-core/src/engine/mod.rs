@@ -43,7 +43,7 @@ use crate::topology::Topology;
 use rand::distr::{Distribution, Uniform};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 mod access;
 mod in_flight;
@@ -239,6 +239,11 @@ struct BufferedStore {
     bits: Option<BitRange>,
     unit: usize,
     field_id: u32,
+    /// The store may not drain before this cycle: the arrival of the last
+    /// load older than it still in flight when it was posted (x86-TSO: a
+    /// store leaves the core only after every older instruction has
+    /// completed; `in_flight`).
+    not_before: Cycle,
 }
 
 struct Cpu {
@@ -270,6 +275,24 @@ struct Cpu {
     /// When each miss holding one of the core's miss buffers arrives
     /// (`MachineSpec::outstanding_misses`); entries in the past are free.
     in_flight: Vec<Cycle>,
+    /// The loads still arriving, oldest first, in the reorder window
+    /// (`MachineSpec::reorder_window_entries`; entries in the past are
+    /// done).
+    window: VecDeque<WindowEntry>,
+    /// Window entries the CPU has taken (`step`): an operation's position.
+    dispatched: u64,
+    /// The latest arrival of a load in `window` (its speculation lasts
+    /// until then; the shortcuts stay out before it).
+    speculating_until: Cycle,
+    /// This CPU's reorder window in entries: the machine's, halved when its
+    /// SMT sibling runs a thread too; 0 is none (branches wait).
+    window_entries: u64,
+    /// 2-bit saturating counters of the branch sites that met a value
+    /// still in flight, by (code, pc) (`in_flight`).
+    predictor: BTreeMap<(u32, u32), u8>,
+    /// The store buffer's head waits for its `not_before`: the DrainDone
+    /// event due then starts it instead of ending a drain.
+    drain_deferred: bool,
     rng: ChaCha8Rng,
     /// Script operations charged to the CPU (`limits.operations`): the
     /// length of every code it entered and of every loop body it went
@@ -507,6 +530,9 @@ struct Simulation<'c> {
     store_buffer_entries: usize,
     /// Misses a CPU keeps in flight (`MachineSpec::outstanding_misses`).
     outstanding_misses: usize,
+    /// `MachineSpec::dispatch_width` and `mispredict_penalty_cycles`.
+    dispatch_width: u64,
+    mispredict_penalty_cycles: Cycles,
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
     /// Seeds the order of the events of one cycle ([`event_key`]).
@@ -844,6 +870,22 @@ impl<'c> Simulation<'c> {
                     pending: None,
                     late: Vec::new(),
                     in_flight: Vec::new(),
+                    window: VecDeque::new(),
+                    dispatched: 0,
+                    speculating_until: Cycle::ZERO,
+                    window_entries: match config.topology.spec.reorder_window_entries as u64 {
+                        0 => 0,
+                        // Partitioned between two running siblings (Zen 1's
+                        // 96 of 192 per thread: LLVM X86ScheduleZnver1.td;
+                        // Zen 3's 128 of 256: AMD SOG 19h as quoted in
+                        // X86ScheduleZnver3.td).
+                        entries if threads_on_core[config.topology.core_of(t.cpu) as usize] > 1 => {
+                            (entries / 2).max(1)
+                        }
+                        entries => entries,
+                    },
+                    predictor: BTreeMap::new(),
+                    drain_deferred: false,
                     rng,
                     operations: 0,
                     still_steps: 0,
@@ -881,6 +923,10 @@ impl<'c> Simulation<'c> {
             measure_start,
             store_buffer_entries: config.topology.spec.store_buffer_entries as usize,
             outstanding_misses: config.topology.spec.outstanding_misses.max(1) as usize,
+            dispatch_width: config.topology.spec.dispatch_width.max(1) as u64,
+            mispredict_penalty_cycles: Cycles::new(
+                config.topology.spec.mispredict_penalty_cycles as u64,
+            ),
             private: PrivatePlaces {
                 place: private_places(
                     &config.program,

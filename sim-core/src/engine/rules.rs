@@ -642,15 +642,38 @@ impl Simulation<'_> {
         let cpu = &self.cpus[i];
         let waits = !cpu.late.is_empty()
             || (!cpu.in_flight.is_empty()
-                && matches!(op, Op::Atomic(..) | Op::Fence | Op::EndIteration));
+                && matches!(op, Op::Atomic(..) | Op::Fence | Op::EndIteration))
+            || (cpu.speculating_until > cpu.now
+                && matches!(
+                    op,
+                    Op::Atomic(..) | Op::Fence | Op::EndIteration | Op::Builtin(_)
+                ));
         if waits && self.await_operands(i, op, probe) {
             // The CPU waited for a value or a miss: the operation is stepped
             // again at the new cycle (an access takes its turn there).
             return Ok(());
         }
+        // The reorder window: an operation takes one entry, `work N`
+        // N x the dispatch width (`in_flight`).
+        let cpu = &self.cpus[i];
+        let mut entries = 1;
+        if cpu.window_entries > 0 && !cpu.window.is_empty() {
+            if op == Op::Work {
+                // Its operand is at hand (`await_operands` waited for it).
+                if let Some(&cycles) = cpu.stack.last().filter(|&&c| c >= 0) {
+                    let stall = self.work_window_stall(i, cycles as u64);
+                    self.cpus[i].now += Cycles::new(stall);
+                    entries = 0;
+                }
+            } else if self.await_window(i, 1, probe) {
+                return Ok(());
+            }
+        }
         let registers = CpuRegisters { sim: self, i };
         let done = execute(&mut Ordered { registers, probe }, op);
-        if !self.cpus[i].late.is_empty() {
+        let cpu = &mut self.cpus[i];
+        cpu.dispatched += entries;
+        if !cpu.late.is_empty() {
             self.forget_dropped(i);
         }
         done

@@ -16,6 +16,13 @@ impl Simulation<'_> {
         };
         let cpu_id = self.cpus[i].spec.cpu;
         self.cpus[i].draining = true;
+        if entry.not_before > at {
+            // Older loads are still arriving: the drain starts when the last
+            // of them has (`in_flight`), at the DrainDone event due then.
+            self.cpus[i].drain_deferred = true;
+            self.schedule(entry.not_before, EventKind::DrainDone, i);
+            return Ok(());
+        }
         self.poll_line_reached(entry.unit, probe);
         let misses = self.demand_misses(cpu_id, entry.unit, Need::Write);
         let requested = self.coherence.request(
@@ -77,6 +84,10 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let cpu = &mut self.cpus[i];
+        if cpu.drain_deferred {
+            cpu.drain_deferred = false;
+            return self.start_drain(i, at, probe);
+        }
         let drained = cpu.store_buffer.pop_front();
         cpu.draining = false;
         let resume = match cpu.wait {

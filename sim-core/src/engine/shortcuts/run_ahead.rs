@@ -769,6 +769,7 @@ impl Simulation<'_> {
             // An atomic waits for the misses in flight (`in_flight`).
             || !cpu.late.is_empty()
             || cpu.in_flight.iter().any(|&ready| ready > now)
+            || cpu.speculating_until > now
             || (!self.private.only[i] && self.must_yield(now, i))
         {
             return Ok(false);
@@ -823,8 +824,10 @@ impl Simulation<'_> {
             Some(&op) => reaches_beyond(op),
             None => true,
         };
-        // A late value is the plain path's (`in_flight`).
-        if stops_at_once || !cpu.late.is_empty() {
+        // A late value is the plain path's, and so is every operation
+        // while loads are arriving: each takes its place in the reorder
+        // window (`in_flight`).
+        if stops_at_once || !cpu.late.is_empty() || cpu.speculating_until > cpu.now {
             return Ok(());
         }
         // The code cannot change here: calls are left to `step`.

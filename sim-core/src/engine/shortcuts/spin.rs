@@ -187,6 +187,9 @@ impl Simulation<'_> {
             && self.private.summed
             && !self.private.place[place_id as usize]
             && self.cpus[i].store_buffer.is_empty()
+            // Loads still arriving: every operation takes its place in the
+            // reorder window (`in_flight`).
+            && self.cpus[i].speculating_until <= self.cpus[i].now
     }
 
     /// Called as a load starts: keeps the CPU's state for the comparison
