@@ -1124,3 +1124,193 @@ fn an_atomic_waits_for_every_miss_in_flight() {
     let (length, _) = misses(4, "let x = a.v");
     assert!(length >= one_miss());
 }
+
+// ---------------------------------------------------------------------------
+// The reorder window: going on past predicted branches
+// ---------------------------------------------------------------------------
+
+/// A core with a reorder window of `window` entries (`dispatch_width` 2,
+/// `mispredict_penalty_cycles` `penalty`) and 12 miss buffers.
+fn windowed(window: u32, penalty: u32) -> sim_core::topology::MachineSpec {
+    sim_core::topology::MachineSpec {
+        outstanding_misses: 12,
+        reorder_window_entries: window,
+        dispatch_width: 2,
+        mispredict_penalty_cycles: penalty,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    }
+}
+
+/// CPU 0's one iteration of `script` on `machine`, over `a`, `b` and `c`
+/// (one line each) and `w[0..16]` (a line each), all homed on node 3 and
+/// in no cache: the iteration's cycles, and the log.
+fn walk(machine: sim_core::topology::MachineSpec, script: &str) -> (u64, testkit::Recorder) {
+    let (_, rec) = Setup::new(machine)
+        .structs(vec![line_struct()])
+        .instances(vec![
+            global("a", "line", 3),
+            global("b", "line", 3),
+            global("c", "line", 3),
+            models::layout::InstanceSpec {
+                count: 16,
+                ..global("w", "line", 3)
+            },
+        ])
+        .script("r", script)
+        .threads([0], "r")
+        .stop(StopRule::Iterations(1))
+        .run();
+    let length = rec
+        .log
+        .iter()
+        .find_map(|seen| match seen {
+            Seen::Iteration(0, 0, start, end) => Some(end - start),
+            _ => None,
+        })
+        .expect("one iteration");
+    (length, rec)
+}
+
+/// A walk over twelve lines, each loaded, compared and branched on at once
+/// (`drain_all_stock`'s shape). Every value is 0, so the branch skips the
+/// body every time: after its first meeting, the site's counter predicts
+/// it.
+const WALK: &str =
+    "let k = 0\nlet n = 0\nwhile k < 12 {\n  if w[k].v == 7 { n = n + 1 }\n  k = k + 1\n}";
+
+#[test]
+fn a_walk_of_branches_on_misses_overlaps_up_to_the_window() {
+    let (miss, _) = walk(windowed(0, 0), "let x = a.v");
+    assert!(miss > 100, "a read from memory: {miss}");
+    // No window: each branch waits for its load.
+    let (serial, _) = walk(windowed(0, 0), WALK);
+    assert!(serial >= 12 * miss, "{serial} vs 12 x {miss}");
+    // A window that holds the whole walk: the first branch is mispredicted
+    // (it waits for its load), the other eleven loads all overlap.
+    let (wide, rec) = walk(windowed(1000, 0), WALK);
+    assert!(
+        wide >= 2 * miss && wide < 2 * miss + 200,
+        "{wide} vs 2 x {miss}"
+    );
+    let most_in_flight = rec.of_cpu(0).iter().map(|a| a.misses_in_flight).max();
+    assert_eq!(most_in_flight, Some(11));
+    // A window of about two iterations of the walk (13 operations each):
+    // the CPU waits for the oldest load whenever the window is full, so
+    // about two loads overlap.
+    let (narrow, rec) = walk(windowed(28, 0), WALK);
+    assert!(
+        narrow < serial && narrow > wide,
+        "{narrow}: {wide}..{serial}"
+    );
+    assert!(narrow >= 5 * miss, "{narrow} vs 5 x {miss}");
+    let most_in_flight = rec.of_cpu(0).iter().map(|a| a.misses_in_flight).max();
+    assert!(most_in_flight <= Some(3), "{most_in_flight:?}");
+    // The same values, however far the CPU went on.
+    let loaded =
+        |rec: &testkit::Recorder| -> Vec<i64> { rec.of_cpu(0).iter().map(|a| a.value).collect() };
+    assert_eq!(loaded(&rec), loaded(&walk(windowed(0, 0), WALK).1));
+}
+
+#[test]
+fn a_mispredicted_branch_waits_for_its_value_and_pays_the_penalty() {
+    // `a.v == 7` is false: the branch skips the body, where a new site's
+    // counter (weakly not taken) guessed it would not.
+    let wrong = "let x = 0\nif a.v == 7 { x = 1 }\nwork 500";
+    let (free, _) = walk(windowed(1000, 0), wrong);
+    let (paid, rec) = walk(windowed(1000, 40), wrong);
+    assert_eq!(paid, free + 40);
+    // It waited for the load before the work began: the work did not hide
+    // under the miss.
+    let load = rec.of_cpu(0)[0].report.as_ref().unwrap().clone();
+    assert!(paid >= (load.done.get() - load.issued.get()) + 500 + 40);
+    // Guessed right (`a.v == 0` is true: the body runs), the CPU goes on
+    // into the work under the miss, and the penalty is not paid.
+    let right = "let x = 0\nif a.v == 0 { x = 1 }\nwork 500";
+    let (ahead, _) = walk(windowed(1000, 40), right);
+    assert!(ahead < free, "{ahead} vs {free}");
+}
+
+#[test]
+fn a_store_behind_a_pending_branch_drains_after_the_miss_arrives() {
+    let script = "if a.v == 0 { b.v = 5 }\nlet y = c.v";
+    let (_, rec) = walk(windowed(1000, 0), script);
+    let accesses = rec.of_cpu(0);
+    let load = accesses[0].report.as_ref().unwrap();
+    let drain = accesses
+        .iter()
+        .find(|a| a.kind == AccessKind::StoreDrain)
+        .expect("the store drains");
+    // Posted before the load's line arrived (the CPU went on past the
+    // branch), but drained only after it: x86-TSO.
+    let posted = rec
+        .log
+        .iter()
+        .find_map(|s| match s {
+            Seen::StorePosted(0, at, ..) => Some(*at),
+            _ => None,
+        })
+        .expect("posted to the store buffer");
+    assert!(
+        posted < load.done.get(),
+        "posted {posted}, load done {}",
+        load.done
+    );
+    assert!(
+        drain.report.as_ref().unwrap().issued >= load.done,
+        "drain {} before {}",
+        drain.report.as_ref().unwrap().issued,
+        load.done
+    );
+    // The load after the store went on too: it overlaps the first.
+    let last = accesses
+        .iter()
+        .rfind(|a| a.kind == AccessKind::Load)
+        .unwrap();
+    assert!(last.report.as_ref().unwrap().issued < load.done);
+    // Without a window, the branch waits and the store drains at once.
+    let (_, old) = walk(windowed(0, 0), script);
+    let old_load = old.of_cpu(0)[0].report.as_ref().unwrap().done;
+    let old_drain = old
+        .of_cpu(0)
+        .into_iter()
+        .find(|a| a.kind == AccessKind::StoreDrain)
+        .unwrap()
+        .report
+        .as_ref()
+        .unwrap()
+        .issued;
+    assert!(old_drain >= old_load);
+}
+
+#[test]
+fn a_store_after_a_load_in_flight_waits_for_it_in_the_buffer() {
+    let (_, rec) = walk(windowed(1000, 0), "let x = a.v\nb.v = 1\nlet y = x");
+    let accesses = rec.of_cpu(0);
+    let load = accesses[0].report.as_ref().unwrap();
+    let drain = accesses
+        .iter()
+        .find(|a| a.kind == AccessKind::StoreDrain)
+        .expect("the store drains");
+    assert!(drain.report.as_ref().unwrap().issued >= load.done);
+    // Without a window (the old model), it drains at once.
+    let (_, old) = walk(windowed(0, 0), "let x = a.v\nb.v = 1\nlet y = x");
+    let old = old.of_cpu(0);
+    let drain = old
+        .iter()
+        .find(|a| a.kind == AccessKind::StoreDrain)
+        .unwrap();
+    assert!(drain.report.as_ref().unwrap().issued < old[0].report.as_ref().unwrap().done);
+}
+
+#[test]
+fn work_fills_the_window_at_the_dispatch_width() {
+    let (miss, _) = walk(windowed(0, 0), "let x = a.v");
+    // 100 entries at 2 a cycle: 50 cycles of work fit under the miss,
+    // then the window is full until the line arrives.
+    let (length, _) = walk(windowed(100, 0), "let x = a.v\nwork 400\nlet y = x");
+    assert!(length >= miss + 400 - 50, "{length} vs {miss} + 350");
+    assert!(length < miss + 400 - 40, "{length} vs {miss} + 360");
+    // A window that holds the work: it hides under the miss.
+    let (hidden, _) = walk(windowed(4000, 0), "let x = a.v\nwork 100\nlet y = x");
+    assert!(hidden < miss + 10, "{hidden} vs {miss}");
+}
