@@ -514,15 +514,32 @@ fn qspinlock_stays_close_to_mcs() {
     // word, plus the pending byte for the first waiter: under contention it
     // pays a few more transfers of the lock word per hand-off than MCS (the
     // head's read and its store of the locked byte, the newcomer's trylock
-    // read), not a different shape. MCS gets at most a third more
-    // acquisitions from 4 to 32 CPUs of one socket (1.22x on the Ice Lake
-    // preset, whatever the seed).
+    // read), not a different shape: the ratio stays the same from 4 to 32
+    // CPUs of one socket. How large it is depends on how often the queue's
+    // head and the pending waiter re-read the lock word, which shares its
+    // line with the data: since the core goes on past the branches it
+    // predicts (issue 16), a waiter whose re-read misses and still finds the
+    // lock held goes on into its PAUSE at once, so it re-reads about once a
+    // PAUSE rather than once a miss and a PAUSE, and takes the line from the
+    // holder more often. MCS gets 1.70x the acquisitions on the Ice Lake
+    // preset (1.22x when waiters waited for every re-read): at most three
+    // quarters more, and the same at every count.
     let sets = ["0-3", "0-7", "0-15", "0-31"];
     let mcs = acquisitions_by_cpus("mcs", &sets);
     let q = acquisitions_by_cpus("qspinlock", &sets);
+    let ratio: Vec<f64> = (0..sets.len())
+        .map(|k| mcs[k] as f64 / q[k] as f64)
+        .collect();
+    let (low, high) = ratio
+        .iter()
+        .fold((f64::MAX, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
+    assert!(
+        high < 1.1 * low,
+        "mcs / qspinlock {ratio:?}: not the same shape"
+    );
     for k in 0..sets.len() {
         assert!(
-            (mcs[k] as f64) < 1.34 * q[k] as f64,
+            (mcs[k] as f64) < 1.75 * q[k] as f64,
             "at {}: mcs {mcs:?} vs qspinlock {q:?}",
             sets[k]
         );

@@ -1173,8 +1173,8 @@ fn walk(machine: sim_core::topology::MachineSpec, script: &str) -> (u64, testkit
 
 /// A walk over twelve lines, each loaded, compared and branched on at once
 /// (`drain_all_stock`'s shape). Every value is 0, so the branch skips the
-/// body every time: after its first meeting, the site's counter predicts
-/// it.
+/// body every time: after its first run, the predictor (the direction the
+/// branch took last time) has it right.
 const WALK: &str =
     "let k = 0\nlet n = 0\nwhile k < 12 {\n  if w[k].v == 7 { n = n + 1 }\n  k = k + 1\n}";
 
@@ -1213,8 +1213,8 @@ fn a_walk_of_branches_on_misses_overlaps_up_to_the_window() {
 
 #[test]
 fn a_mispredicted_branch_waits_for_its_value_and_pays_the_penalty() {
-    // `a.v == 7` is false: the branch skips the body, where a new site's
-    // counter (weakly not taken) guessed it would not.
+    // `a.v == 7` is false: the branch skips the body, where the predictor
+    // guessed a branch never run would not.
     let wrong = "let x = 0\nif a.v == 7 { x = 1 }\nwork 500";
     let (free, _) = walk(windowed(1000, 0), wrong);
     let (paid, rec) = walk(windowed(1000, 40), wrong);
@@ -1313,4 +1313,37 @@ fn work_fills_the_window_at_the_dispatch_width() {
     // A window that holds the work: it hides under the miss.
     let (hidden, _) = walk(windowed(4000, 0), "let x = a.v\nwork 100\nlet y = x");
     assert!(hidden < miss + 10, "{hidden} vs {miss}");
+}
+
+#[test]
+fn a_spin_waits_exit_is_mispredicted() {
+    // CPU 0 spins on `a.v`, a PAUSE-like `work` in its loop (hits while it
+    // waits: each goes round again);
+    // CPU 1 sets it after a while. The re-read that finds it set misses,
+    // and the loop's branch, which went round last time, is guessed wrong:
+    // the spinner waits for the line and pays the penalty, as a real
+    // spin-wait's exit does. (Its re-reads are 1300 cycles apart, so the one
+    // that finds the flag set comes after the writer's transaction: a read
+    // that queues behind it holds its CPU until served, value at hand.)
+    let spin = |penalty: u32| -> u64 {
+        let (_, rec) = Setup::new(windowed(1000, penalty))
+            .structs(vec![line_struct()])
+            .instances(vec![global("a", "line", 3)])
+            .script("spin", "while a.v == 0 {\n  work 1300\n}\n")
+            .script("set", "work 2000\na.v = 1\n")
+            .threads([0], "spin")
+            .threads([8], "set")
+            .stop(StopRule::Iterations(1))
+            .run();
+        rec.log
+            .iter()
+            .find_map(|seen| match seen {
+                Seen::Iteration(0, 0, start, end) => Some(end - start),
+                _ => None,
+            })
+            .expect("the spinner's iteration")
+    };
+    let (free, paid) = (spin(0), spin(40));
+    assert!(free > 2000, "{free}");
+    assert_eq!(paid, free + 40);
 }

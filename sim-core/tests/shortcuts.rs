@@ -84,7 +84,12 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
         13 => "v = v + mine.a * 3 + random(5)\n".to_string(),
         // Loads in flight: independent loads issued back to back, a value
         // kept in a local across work, a private line's miss shared.
-        18 => match gen.below(6) {
+        18 => match gen.below(7) {
+            // A `repeat` whose count is a load in flight: its head's branch
+            // is predicted from the runs the run-ahead loop made of it.
+            6 => format!(
+                "repeat g.{shared_field} % 3 + 1 {{\n  v = v + mine.{private_field}\n}}\n"
+            ),
             // Branches on loads in flight (predicted, past the reorder
             // window), with a store and work behind them.
             4 => format!(

@@ -44,11 +44,11 @@ pub const SOG_ZEN4: &str =
 /// What `reorder_window_entries` does in the model, and the one rule for
 /// what a script takes of it (no source gives the scripts' instruction
 /// counts).
-pub const REORDER_WINDOW_NOTE: &str = "the CPU goes on past its oldest load still in flight for at most this many entries, and past a branch on a value still in flight when the branch predictor (2-bit counter per branch) guesses it right. Assumed, one rule for every script: one operation takes one entry, `work N` takes N x dispatch_width. Halved while both SMT siblings of the core run a thread (the reorder buffer is partitioned between them)";
+pub const REORDER_WINDOW_NOTE: &str = "the CPU goes on past its oldest load still in flight for at most this many entries, and past a branch on a value still in flight when the branch predictor (the direction the branch took last time) guesses it right. Assumed, one rule for every script: one operation takes one entry, `work N` takes N x dispatch_width. Halved while both SMT siblings of the core run a thread (the reorder buffer is partitioned between them)";
 
 /// What `dispatch_width` does in the model.
 pub const DISPATCH_WIDTH_NOTE: &str =
     "how fast `work N` fills the reorder window: N x this many entries";
 
 /// What `mispredict_penalty_cycles` does in the model.
-pub const MISPREDICT_NOTE: &str = "a branch on a value still in flight whose 2-bit counter guessed wrong waits for the value, then these cycles";
+pub const MISPREDICT_NOTE: &str = "a branch on a value still in flight whose direction the predictor (the direction it took last time) guessed wrong waits for the value, then these cycles";

@@ -18,14 +18,18 @@
 //! The reorder window (`MachineSpec::reorder_window_entries`, when not 0):
 //! - arithmetic on a late value does not wait: its result is late until
 //!   the latest of its operands arrives;
-//! - a branch on a late value asks the CPU's predictor, a 2-bit saturating
-//!   counter per branch site (code and pc), starting weakly not taken. The
-//!   model knows the value (read where the home ordered the load), so it
-//!   compares: a right guess goes on at once; a wrong one waits for the
-//!   value and then `mispredict_penalty_cycles`. The counter moves towards
-//!   the outcome. Only branches that meet a late value consult or train it
-//!   (branches on values at hand cost nothing in the model, and the
-//!   shortcuts never meet a late value);
+//! - a branch on a late value asks the CPU's predictor, which guesses the
+//!   direction the branch took the last time it ran (a 1-bit predictor per
+//!   branch site, code and pc; a site never run is guessed not taken).
+//!   The model knows the value (read where the home ordered the load), so
+//!   it compares: a right guess goes on at once; a wrong one waits for the
+//!   value and then `mispredict_penalty_cycles`. Every conditional branch
+//!   records its direction, whichever machine runs it (`Registers::
+//!   branch_went`, the run-ahead loop's `repeat` head too); a spin-wait
+//!   asleep in the spin watch repeats one period, whose directions it has
+//!   already recorded, so the shortcuts leave the predictor as `step`
+//!   would. A spin-wait's exit is thus mispredicted, as on the hardware;
+//!   no wrong path is executed;
 //! - the CPU goes on past its oldest load still arriving for at most its
 //!   window's entries (`Cpu::window_entries`: halved while the SMT sibling
 //!   runs too), then waits for that load. The one rule for what a script
@@ -77,10 +81,6 @@ pub(super) struct WindowEntry {
     pub(super) address: u64,
     pub(super) field_id: u32,
 }
-
-/// A branch predictor's counter for a site it has not met: weakly not
-/// taken (0 and 1 predict not taken, 2 and 3 taken).
-const COUNTER_START: u8 = 1;
 
 /// What an operation reads of the CPU's values before it runs.
 enum Reads {
@@ -223,10 +223,11 @@ impl Simulation<'_> {
     }
 
     /// A branch `op` of CPU `i` (with a reorder window) whose operand may be
-    /// late: when it is, the site's counter guesses. Right, the CPU goes on
-    /// (false); wrong, it waits for the value and the misprediction penalty
-    /// (true: the branch is stepped again, its value at hand). The counter
-    /// moves towards the outcome either way.
+    /// late: when it is, the predictor guesses the direction the branch took
+    /// the last time it ran. Right, the CPU goes on (false); wrong, it waits
+    /// for the value and the misprediction penalty (true: the branch is
+    /// stepped again, its value at hand). `execute` records the direction
+    /// taken, whichever machine runs the branch.
     fn predict_branch(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> bool {
         let cpu = &mut self.cpus[i];
         let depth = cpu.stack.len() as u32;
@@ -237,14 +238,11 @@ impl Simulation<'_> {
         let late = cpu.late.swap_remove(k);
         let value = cpu.stack.last().copied().unwrap_or_default();
         let taken = (value == 0) == matches!(op, Op::JumpIfZero(_));
-        let site = (cpu.frame.code, cpu.frame.pc);
-        let counter = cpu.predictor.entry(site).or_insert(COUNTER_START);
-        let predicted = *counter >= 2;
-        *counter = if taken {
-            (*counter + 1).min(3)
-        } else {
-            counter.saturating_sub(1)
-        };
+        let predicted = cpu
+            .predictor
+            .get(cpu.frame.code as usize)
+            .and_then(|sites| sites.get(cpu.frame.pc as usize))
+            .is_some_and(|&last| last == 1);
         if predicted == taken {
             return false;
         }

@@ -43,7 +43,7 @@ use crate::topology::Topology;
 use rand::distr::{Distribution, Uniform};
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 mod access;
 mod in_flight;
@@ -287,9 +287,10 @@ struct Cpu {
     /// This CPU's reorder window in entries: the machine's, halved when its
     /// SMT sibling runs a thread too; 0 is none (branches wait).
     window_entries: u64,
-    /// 2-bit saturating counters of the branch sites that met a value
-    /// still in flight, by (code, pc) (`in_flight`).
-    predictor: BTreeMap<(u32, u32), u8>,
+    /// The branch predictor (`in_flight`): per code, per pc, the direction
+    /// each conditional branch took the last time it ran (1 taken, 0 not
+    /// taken or never run). Empty without a reorder window.
+    predictor: Vec<Vec<u8>>,
     /// The store buffer's head waits for its `not_before`: the DrainDone
     /// event due then starts it instead of ending a drain.
     drain_deferred: bool,
@@ -884,7 +885,17 @@ impl<'c> Simulation<'c> {
                         }
                         entries => entries,
                     },
-                    predictor: BTreeMap::new(),
+                    predictor: if config.topology.spec.reorder_window_entries > 0 {
+                        config
+                            .program
+                            .scripts
+                            .iter()
+                            .chain(&config.program.procedures)
+                            .map(|c| vec![0; c.ops.len()])
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                     drain_deferred: false,
                     rng,
                     operations: 0,

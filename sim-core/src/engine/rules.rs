@@ -232,6 +232,9 @@ pub(super) trait Registers {
     fn set_now(&mut self, now: Cycle);
     /// The CPU's share of its core for `work` ([`stretched_work`]).
     fn work_share_percent(&self) -> u32;
+    /// The conditional branch at the program counter goes the way `taken`
+    /// says: the branch predictor keeps it (`in_flight`).
+    fn branch_went(&mut self, taken: bool);
     /// The operation cannot happen as its rule states.
     fn fail(&mut self, failure: Failure) -> Self::Stop;
     /// The clock has moved (a loop back-edge, `work`, an access): go on,
@@ -388,7 +391,9 @@ pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
         }
         Op::JumpIfZero(target) | Op::JumpIfNonZero(target) => {
             let v = pop(m)?;
-            if (v == 0) == matches!(op, Op::JumpIfZero(_)) {
+            let taken = (v == 0) == matches!(op, Op::JumpIfZero(_));
+            m.branch_went(taken);
+            if taken {
                 m.set_pc(target);
                 return Ok(());
             }
@@ -475,6 +480,18 @@ impl Registers for CpuRegisters<'_, '_> {
         self.sim.cpus[self.i].work_share_percent
     }
 
+    #[inline(always)]
+    fn branch_went(&mut self, taken: bool) {
+        let cpu = &mut self.sim.cpus[self.i];
+        if let Some(last) = cpu
+            .predictor
+            .get_mut(cpu.frame.code as usize)
+            .and_then(|sites| sites.get_mut(cpu.frame.pc as usize))
+        {
+            *last = taken as u8;
+        }
+    }
+
     #[cold]
     fn fail(&mut self, failure: Failure) -> SimError {
         let i = self.i;
@@ -555,6 +572,11 @@ impl Registers for Ordered<'_, '_, '_> {
     #[inline(always)]
     fn work_share_percent(&self) -> u32 {
         self.registers.work_share_percent()
+    }
+
+    #[inline(always)]
+    fn branch_went(&mut self, taken: bool) {
+        self.registers.branch_went(taken)
     }
 
     #[cold]

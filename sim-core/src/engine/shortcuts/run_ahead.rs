@@ -273,6 +273,9 @@ pub(in crate::engine) struct Ahead<'a, P> {
     private: P,
     /// Superinstructions entered (`shortcut-counts`).
     superinstructions: u64,
+    /// The running code's branch directions (`Cpu::predictor`; empty
+    /// without a reorder window).
+    predictor: &'a mut [u8],
 }
 
 impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
@@ -311,6 +314,13 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
     #[inline(always)]
     fn work_share_percent(&self) -> u32 {
         self.work_share_percent
+    }
+
+    #[inline(always)]
+    fn branch_went(&mut self, taken: bool) {
+        if let Some(last) = self.predictor.get_mut(self.pc as usize) {
+            *last = taken as u8;
+        }
     }
 
     /// Left to `step`, which reports it.
@@ -395,8 +405,13 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             frame,
             now,
             operations,
+            predictor,
             ..
         } = cpu;
+        let predictor = match predictor.get_mut(frame.code as usize) {
+            Some(sites) => sites.as_mut_slice(),
+            None => &mut [],
+        };
         let machine = Ahead {
             stack,
             locals: &mut locals[base..],
@@ -408,6 +423,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
             operations_limit,
             private,
             superinstructions: 0,
+            predictor,
         };
         (machine, frame, now, operations)
     }
@@ -462,7 +478,12 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                 let room = self.stack.len() + 2 <= MAX_STACK;
                 match self.locals.get_mut(counter as usize) {
                     Some(left) if room => {
-                        if binary_value(BinaryOp::Gt, *left, 0) == Some(0) {
+                        let leaves = binary_value(BinaryOp::Gt, *left, 0) == Some(0);
+                        // The head's JumpIfZero, its fourth operation.
+                        if let Some(last) = self.predictor.get_mut(self.pc as usize + 3) {
+                            *last = leaves as u8;
+                        }
+                        if leaves {
                             self.pc = exit;
                         } else {
                             *left = left.wrapping_sub(1);
