@@ -480,11 +480,14 @@ impl Coherence {
         }
     }
 
-    /// Any transaction, by a walk over the line's holders. (Long, and not
-    /// split yet: the walk over the holders, the route and cost, the
-    /// home's occupancy, the new states and the report share a dozen
-    /// locals; it is on every miss, and a split must be shown by callgrind
-    /// to cost nothing: see the issue-15 note's "Not done".)
+    /// Any transaction, by a walk over the line's holders. The protocol's
+    /// steps in order: survey the holders (the requester's copy, the
+    /// supplier, a write's invalidations), choose where the data comes
+    /// from, the route and its cost, when the transaction is done and how
+    /// long the home stays busy, the other copies' new states, the
+    /// requester's copy and the directory, and the report. (Each step is
+    /// `#[inline(always)]`: this runs on every miss, and the split must cost
+    /// nothing; `bash benches/callgrind.sh` shows it does not.)
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     pub(super) fn transaction_general(
@@ -499,9 +502,10 @@ impl Coherence {
     ) -> AccessReport {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
-        let l = &topology.spec.latency;
         let protocol = self.protocol;
         let lookup = self.lookup;
+        let l3_supplies = self.l3_shared_lines.supplies();
+        let broadcast_shared = self.directory == DirectoryPrecision::BroadcastShared;
         let mut others = std::mem::take(&mut self.spare_changes.0);
         others.clear();
         let u = &mut self.units[unit_index];
@@ -513,177 +517,193 @@ impl Coherence {
             Lookup::Local => requester.node,
         };
 
-        // One pass over the holders finds the requester's copy and the
-        // supplier (the first other cache in a supplying state). A write's
-        // targets are every other copy (to invalidate): they are reached in
-        // the same pass, their invalidations listed (in core order) and
-        // their directory bits dropped, since every one of them goes.
-        let mut requester_before = LineState::Invalid;
-        let mut supplier: Option<(u32, LineState)> = None;
-        let mut supplier_ready = Cycle::ZERO;
-        let mut other_copies = false;
-        let mut writable_other = false;
-        // Another core of the requester's L3 domain holds a copy.
-        let mut copy_in_requester_l3 = false;
-        // Some other copy is Shared or Owned (a line the directory may know
-        // only as shared).
-        let mut shared_copy = false;
-        // When the earliest copy in the requester's L3 arrived (a pipelined
-        // read's may still be on its way): the L3 has the line from then.
-        // (`Cycle::MAX` is `min`'s identity, not a value: it is read only
-        // when `copy_in_requester_l3`, which a copy sets with it.)
-        let mut earliest_l3_copy_ready = Cycle::MAX;
-        let mut reach = TargetReach::new(requester);
+        let mut survey =
+            u.survey_holders(topology, core, requester, directory_node, need, &mut others);
+        let source = survey.choose_source(
+            topology,
+            directory_node,
+            need,
+            l3_supplies,
+            broadcast_shared,
+        );
+        let path = route_and_cost(
+            topology,
+            lookup,
+            home,
+            directory_node,
+            requester,
+            &source,
+            &survey.reach,
+        );
+        let (done, busy_cycles) = completion(topology, start, &path, &source, &survey);
+        let (supplier, hitm) = supplier_report(topology, cpu, &source, &survey);
+        let (requester_after, invalidations) =
+            u.change_other_copies(protocol, core, need, &survey, &mut others);
+        u.install_requester(
+            core,
+            requester_after,
+            need,
+            thread,
+            done,
+            start + busy_cycles,
+            hold_cycles,
+        );
+        AccessReport {
+            unit: unit_index,
+            need,
+            issued,
+            started: start,
+            done,
+            route: path.route,
+            supplier,
+            requester_before: survey.requester_before,
+            requester_after,
+            others,
+            invalidations,
+            hitm,
+            cross_socket: path.cross_socket,
+        }
+    }
+}
+
+/// What the general walk's one pass over a line's holders found.
+struct HolderSurvey {
+    /// The requester's own copy (`Invalid` without one).
+    requester_before: LineState,
+    /// The first other cache in a supplying state, and when its copy arrived.
+    supplier: Option<(u32, LineState)>,
+    supplier_ready: Cycle,
+    /// Another cache holds a copy.
+    other_copies: bool,
+    /// Some other copy is writable (M or E): it must answer before the line
+    /// changes hands.
+    writable_other: bool,
+    /// Another core of the requester's L3 domain holds a copy.
+    copy_in_requester_l3: bool,
+    /// Some other copy is Shared or Owned (a line the directory may know
+    /// only as shared).
+    shared_copy: bool,
+    /// When the earliest copy in the requester's L3 arrived (a pipelined
+    /// read's may still be on its way): the L3 has the line from then.
+    /// (`Cycle::MAX` is `min`'s identity, not a value: it is read only when
+    /// `copy_in_requester_l3`, which a copy sets with it.)
+    earliest_l3_copy_ready: Cycle,
+    /// The targets met so far (a write's every other copy).
+    reach: TargetReach,
+}
+
+/// Where a transaction's data comes from, as the survey decides it.
+struct Source {
+    /// The requester has no valid copy: data must come.
+    needs_data: bool,
+    /// A read of a line other caches hold, none of them writable: no
+    /// ownership moves and nobody must acknowledge.
+    clean_read: bool,
+    /// The requester's L3 keeps the clean line one of its cores holds and
+    /// answers; no other cache is asked.
+    from_own_l3: bool,
+    /// Another cache supplies the data (the survey's supplier).
+    data_from_cache: bool,
+}
+
+/// A transaction's route through the machine and what it costs.
+struct Path {
+    route: Route,
+    cost: Cycles,
+    cross_socket: bool,
+}
+
+impl Unit {
+    /// Step 1, survey the holders: one pass finds the requester's copy and
+    /// the supplier (the first other cache in a supplying state). A write's
+    /// targets are every other copy (to invalidate): they are reached in the
+    /// same pass, their invalidations listed in `others` (in core order) and
+    /// their directory bits dropped, since every one of them goes.
+    #[inline(always)]
+    fn survey_holders(
+        &mut self,
+        topology: &Topology,
+        core: u32,
+        requester: CorePlace,
+        directory_node: u32,
+        need: Need,
+        others: &mut Vec<StateChange>,
+    ) -> HolderSurvey {
+        let mut survey = HolderSurvey {
+            requester_before: LineState::Invalid,
+            supplier: None,
+            supplier_ready: Cycle::ZERO,
+            other_copies: false,
+            writable_other: false,
+            copy_in_requester_l3: false,
+            shared_copy: false,
+            earliest_l3_copy_ready: Cycle::MAX,
+            reach: TargetReach::new(requester),
+        };
         if need == Need::Write {
             // One allocation at most, not one per doubling.
-            others.reserve(u.holders.len());
+            others.reserve(self.holders.len());
         }
-        for h in &u.holders {
+        for h in &self.holders {
             if h.core == core {
-                requester_before = h.state;
+                survey.requester_before = h.state;
                 continue;
             }
-            other_copies = true;
-            writable_other |= h.state.is_writable();
-            shared_copy |= matches!(h.state, LineState::Shared | LineState::Owned);
+            survey.other_copies = true;
+            survey.writable_other |= h.state.is_writable();
+            survey.shared_copy |= matches!(h.state, LineState::Shared | LineState::Owned);
             if topology.place_of_core(h.core).l3 == requester.l3 {
-                copy_in_requester_l3 = true;
-                earliest_l3_copy_ready = earliest_l3_copy_ready.min(h.ready_at);
+                survey.copy_in_requester_l3 = true;
+                survey.earliest_l3_copy_ready = survey.earliest_l3_copy_ready.min(h.ready_at);
             }
-            if supplier.is_none() && h.state.supplies_data() {
-                supplier = Some((h.core, h.state));
-                supplier_ready = h.ready_at;
+            if survey.supplier.is_none() && h.state.supplies_data() {
+                survey.supplier = Some((h.core, h.state));
+                survey.supplier_ready = h.ready_at;
             }
             if need == Need::Write {
-                reach.add(topology, directory_node, h.core, h.ready_at);
+                survey
+                    .reach
+                    .add(topology, directory_node, h.core, h.ready_at);
                 others.push(StateChange {
                     core: h.core,
                     before: h.state,
                     after: LineState::Invalid,
                 });
-                u.dir_sharers.remove(h.core);
+                self.dir_sharers.remove(h.core);
             }
         }
-        let have_data = requester_before != LineState::Invalid;
-        let needs_data = !have_data;
-        // A read of a clean line: other caches hold it, none of them
-        // writable (no M or E copy that must answer before the line can
-        // change hands), so no ownership moves and nobody must acknowledge.
-        let clean_read = need == Need::Read && other_copies && !writable_other;
-        // The requester's L3 keeps the clean line one of its cores holds:
-        // the L3 answers, no other cache is asked.
-        let from_own_l3 =
-            clean_read && needs_data && copy_in_requester_l3 && self.l3_shared_lines.supplies();
-        if need == Need::Write
-            && shared_copy
-            && self.directory == DirectoryPrecision::BroadcastShared
-        {
-            // The directory knows the line only as shared: every L3 domain
-            // is asked to invalidate.
-            reach.add_every_l3(topology, directory_node);
-        }
-        let data_from_cache = needs_data && supplier.is_some() && !from_own_l3;
-        if need == Need::Read && data_from_cache {
-            // A read's only target is the supplier of the data.
-            if let Some((supplier_core, _)) = supplier {
-                reach.add(topology, directory_node, supplier_core, supplier_ready);
-            }
-        }
-        let no_targets = !reach.any;
-        let requester_socket = requester.socket;
-        let mut cross_socket = false;
-        let route;
-        let cost;
-        if from_own_l3 {
-            route = Route::L3 { l3: requester.l3 };
-            cost = Cycles::new(l.l3_hit_cycles);
-        } else if (data_from_cache || !needs_data) && reach.all_in_l3 && !no_targets {
-            route = Route::SameL3;
-            cost = Cycles::new(l.l3_transfer_cycles);
-        } else if needs_data && !data_from_cache {
-            // Memory at the home supplies the data; invalidations (if any)
-            // proceed in parallel through the directory.
-            let memory_path =
-                topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
-            cross_socket |= topology.socket_of_node(home) != requester_socket;
-            let invalidate_path = if no_targets {
-                Cycles::ZERO
-            } else {
-                reach.directory_path(topology, directory_node)
-            };
-            cross_socket |= reach.cross_socket;
-            route = Route::Memory { node: home };
-            cost = memory_path.max(invalidate_path);
-        } else {
-            cross_socket |= topology.socket_of_node(directory_node) != requester_socket;
-            cross_socket |= reach.cross_socket;
-            route = directory_route(lookup, directory_node, home, reach.cross_socket);
-            cost = if no_targets {
-                // Permission only (an upgrade with no other copy): ask and be answered.
-                topology.hop_place_to_node(requester, directory_node) * 2
-            } else {
-                reach.directory_path(topology, directory_node)
-            };
-        }
-        // A cache answers (supplies or acknowledges) no earlier than its own
-        // copy's data arrived: after pipelined reads, the next transaction
-        // may find a copy still on its way.
-        let answered_by = if from_own_l3 {
-            earliest_l3_copy_ready
-        } else {
-            reach.answered_floor
-        };
-        let done = (start + cost).max(answered_by);
-        // How long the line keeps the home from ordering the next request.
-        // A transfer of ownership (any write, any read of an M or E copy)
-        // holds it until the data and every acknowledgement have arrived,
-        // and so does a read that memory answers (the line has no cache
-        // that answers for it yet). A clean read of a line already resolved
-        // to a cache that answers for it (a forwarding or owning copy, or
-        // the requester's L3 keeping it) holds the home only while it
-        // decides and forwards, `home_occupancy_cycles`: the data leg
-        // overlaps with the next request, so N cores re-reading a released
-        // line cost N occupancies plus one transfer, not N transfers (the
-        // first read resolves the line; the next ones are served at the
-        // home's throughput). The occupancy is the machine's parameter
-        // (the presets' is assumed: one leg of an L3 transfer).
-        let resolved_read = clean_read && (data_from_cache || from_own_l3);
-        let busy_cycles = if resolved_read {
-            Cycles::new(l.home_occupancy_cycles).min(done - start)
-        } else {
-            done - start
-        };
+        survey
+    }
 
-        // Apply the new states.
-        let mut hitm = false;
-        let supplier_report = if data_from_cache {
-            supplier.map(|(c, s)| {
-                hitm = matches!(s, LineState::Modified | LineState::Owned);
-                let sibling_cpu = c; // thread 0 of the supplier's core, for the class
-                (c, s, topology.pair_class(cpu, sibling_cpu))
-            })
-        } else {
-            None
-        };
-        let invalidations;
-        let requester_after;
+    /// Step 5, the other copies' new states: a write's are all gone (listed
+    /// in the survey), a read's writable or forwarding copy gives up
+    /// answering for the line (MOESI keeps an Owned one). Returns the
+    /// requester's new state and the number of invalidations.
+    #[inline(always)]
+    fn change_other_copies(
+        &mut self,
+        protocol: Protocol,
+        core: u32,
+        need: Need,
+        survey: &HolderSurvey,
+        others: &mut Vec<StateChange>,
+    ) -> (LineState, u32) {
         match need {
             Need::Write => {
-                // Every other copy was listed above; the requester's own copy
-                // (if any) is replaced below.
-                invalidations = others.len() as u32;
-                u.holders.clear();
-                u.version += 1;
-                requester_after = LineState::Modified;
+                // Every other copy was listed by the survey; the requester's
+                // own copy (if any) is replaced by `install_requester`.
+                let invalidations = others.len() as u32;
+                self.holders.clear();
+                self.version += 1;
+                (LineState::Modified, invalidations)
             }
             Need::Read => {
-                invalidations = 0;
                 let mut new_state = LineState::Shared;
-                if !other_copies {
+                if !survey.other_copies {
                     new_state = LineState::Exclusive;
                 } else {
-                    let mut owned = requester_before == LineState::Owned;
-                    for h in u.holders.iter_mut().filter(|h| h.core != core) {
+                    let mut owned = survey.requester_before == LineState::Owned;
+                    for h in self.holders.iter_mut().filter(|h| h.core != core) {
                         let before = h.state;
                         let after = match (protocol, before) {
                             (Protocol::Moesi, LineState::Modified) => LineState::Owned,
@@ -708,51 +728,211 @@ impl Coherence {
                         new_state = LineState::Forward;
                     }
                 }
-                requester_after = new_state;
+                (new_state, 0)
             }
         }
-        let version = u.version;
+    }
+
+    /// Step 6, the requester's copy and the directory: the requester's copy
+    /// in its new state (in core order), the directory following the caches
+    /// (the holders are the old ones less those a write invalidated, their
+    /// bits dropped by the survey, plus the requester; the owner is the
+    /// cache that now answers for the line, at most one does), and the line
+    /// busy at the home until `busy_until`, or until an atomic's hold ends.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn install_requester(
+        &mut self,
+        core: u32,
+        state: LineState,
+        need: Need,
+        thread: u8,
+        done: Cycle,
+        busy_until: Cycle,
+        hold_cycles: Cycles,
+    ) {
         let holder = Holder {
             core,
-            state: requester_after,
+            state,
             ready_at: done,
-            version,
+            version: self.version,
             last_writer_thread: (need == Need::Write).then_some(thread),
         };
-        match u.holders.binary_search_by_key(&core, |h| h.core) {
-            Ok(i) => u.holders[i] = holder,
-            Err(i) => u.holders.insert(i, holder),
+        match self.holders.binary_search_by_key(&core, |h| h.core) {
+            Ok(i) => self.holders[i] = holder,
+            Err(i) => self.holders.insert(i, holder),
         }
-        // Directory follows the caches: the holders are the old ones less
-        // those a write invalidated (their bits dropped above) plus the
-        // requester, and the owner is the cache that now answers for the
-        // line (at most one does).
-        u.dir_sharers.insert(core);
-        u.dir_owner = u
+        self.dir_sharers.insert(core);
+        self.dir_owner = self
             .holders
             .iter()
             .rev()
             .find(|h| h.state.supplies_data())
             .map(|h| h.core);
-        u.busy_until = start + busy_cycles;
+        self.busy_until = busy_until;
         if hold_cycles > Cycles::ZERO {
-            u.locked_until = done + hold_cycles;
-            u.busy_until = u.locked_until;
-        }
-        AccessReport {
-            unit: unit_index,
-            need,
-            issued,
-            started: start,
-            done,
-            route,
-            supplier: supplier_report,
-            requester_before,
-            requester_after,
-            others,
-            invalidations,
-            hitm,
-            cross_socket,
+            self.locked_until = done + hold_cycles;
+            self.busy_until = self.locked_until;
         }
     }
+}
+
+impl HolderSurvey {
+    /// Step 2, choose where the data comes from: the requester's own copy,
+    /// its L3 (a clean line one of its cores holds, when the L3 keeps such
+    /// lines), the supplier's cache, or memory. Adds the targets this
+    /// decides: a read's supplier; a write's every L3 domain when the
+    /// directory knows a shared line only as shared (`broadcast_shared`).
+    #[inline(always)]
+    fn choose_source(
+        &mut self,
+        topology: &Topology,
+        directory_node: u32,
+        need: Need,
+        l3_supplies: bool,
+        broadcast_shared: bool,
+    ) -> Source {
+        let needs_data = self.requester_before == LineState::Invalid;
+        let clean_read = need == Need::Read && self.other_copies && !self.writable_other;
+        let from_own_l3 = clean_read && needs_data && self.copy_in_requester_l3 && l3_supplies;
+        if need == Need::Write && self.shared_copy && broadcast_shared {
+            // The directory knows the line only as shared: every L3 domain
+            // is asked to invalidate.
+            self.reach.add_every_l3(topology, directory_node);
+        }
+        let data_from_cache = needs_data && self.supplier.is_some() && !from_own_l3;
+        if need == Need::Read && data_from_cache {
+            // A read's only target is the supplier of the data.
+            if let Some((supplier_core, _)) = self.supplier {
+                self.reach
+                    .add(topology, directory_node, supplier_core, self.supplier_ready);
+            }
+        }
+        Source {
+            needs_data,
+            clean_read,
+            from_own_l3,
+            data_from_cache,
+        }
+    }
+}
+
+/// Step 3, the route and its cost: the requester's L3; a transfer inside
+/// one L3 domain; memory at the home (invalidations, if any, proceed in
+/// parallel through the directory); or the directory and its targets.
+#[inline(always)]
+fn route_and_cost(
+    topology: &Topology,
+    lookup: Lookup,
+    home: u32,
+    directory_node: u32,
+    requester: CorePlace,
+    source: &Source,
+    reach: &TargetReach,
+) -> Path {
+    let l = &topology.spec.latency;
+    let no_targets = !reach.any;
+    let mut cross_socket = false;
+    let route;
+    let cost;
+    if source.from_own_l3 {
+        route = Route::L3 { l3: requester.l3 };
+        cost = Cycles::new(l.l3_hit_cycles);
+    } else if (source.data_from_cache || !source.needs_data) && reach.all_in_l3 && !no_targets {
+        route = Route::SameL3;
+        cost = Cycles::new(l.l3_transfer_cycles);
+    } else if source.needs_data && !source.data_from_cache {
+        // Memory at the home supplies the data; invalidations (if any)
+        // proceed in parallel through the directory.
+        let memory_path =
+            topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
+        cross_socket |= topology.socket_of_node(home) != requester.socket;
+        let invalidate_path = if no_targets {
+            Cycles::ZERO
+        } else {
+            reach.directory_path(topology, directory_node)
+        };
+        cross_socket |= reach.cross_socket;
+        route = Route::Memory { node: home };
+        cost = memory_path.max(invalidate_path);
+    } else {
+        cross_socket |= topology.socket_of_node(directory_node) != requester.socket;
+        cross_socket |= reach.cross_socket;
+        route = directory_route(lookup, directory_node, home, reach.cross_socket);
+        cost = if no_targets {
+            // Permission only (an upgrade with no other copy): ask and be answered.
+            topology.hop_place_to_node(requester, directory_node) * 2
+        } else {
+            reach.directory_path(topology, directory_node)
+        };
+    }
+    Path {
+        route,
+        cost,
+        cross_socket,
+    }
+}
+
+/// Step 4, when the transaction is done and how long the home stays busy
+/// (returned in that order, the second a length from `start`).
+///
+/// A cache answers (supplies or acknowledges) no earlier than its own
+/// copy's data arrived: after pipelined reads, the next transaction may
+/// find a copy still on its way.
+///
+/// A transfer of ownership (any write, any read of an M or E copy) holds
+/// the home until the data and every acknowledgement have arrived, and so
+/// does a read that memory answers (the line has no cache that answers for
+/// it yet). A clean read of a line already resolved to a cache that answers
+/// for it (a forwarding or owning copy, or the requester's L3 keeping it)
+/// holds the home only while it decides and forwards,
+/// `home_occupancy_cycles`: the data leg overlaps with the next request, so
+/// N cores re-reading a released line cost N occupancies plus one transfer,
+/// not N transfers (the first read resolves the line; the next ones are
+/// served at the home's throughput). The occupancy is the machine's
+/// parameter (the presets' is assumed: one leg of an L3 transfer).
+#[inline(always)]
+fn completion(
+    topology: &Topology,
+    start: Cycle,
+    path: &Path,
+    source: &Source,
+    survey: &HolderSurvey,
+) -> (Cycle, Cycles) {
+    let answered_by = if source.from_own_l3 {
+        survey.earliest_l3_copy_ready
+    } else {
+        survey.reach.answered_floor
+    };
+    let done = (start + path.cost).max(answered_by);
+    let resolved_read = source.clean_read && (source.data_from_cache || source.from_own_l3);
+    let busy_cycles = if resolved_read {
+        Cycles::new(topology.spec.latency.home_occupancy_cycles).min(done - start)
+    } else {
+        done - start
+    };
+    (done, busy_cycles)
+}
+
+/// The report's supplier (the cache that supplied the data, its state and
+/// its relation to the requesting CPU) and whether it was a HITM (a
+/// Modified or Owned copy answered).
+#[inline(always)]
+fn supplier_report(
+    topology: &Topology,
+    cpu: u32,
+    source: &Source,
+    survey: &HolderSurvey,
+) -> (Option<(u32, LineState, PairClass)>, bool) {
+    let mut hitm = false;
+    let supplier = if source.data_from_cache {
+        survey.supplier.map(|(c, s)| {
+            hitm = matches!(s, LineState::Modified | LineState::Owned);
+            let sibling_cpu = c; // thread 0 of the supplier's core, for the class
+            (c, s, topology.pair_class(cpu, sibling_cpu))
+        })
+    } else {
+        None
+    };
+    (supplier, hitm)
 }
