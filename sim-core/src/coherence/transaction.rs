@@ -366,9 +366,10 @@ impl Coherence {
     /// copy of a line that exactly one other cache holds: that copy is the
     /// only target (the supplier of the data when its state answers for the
     /// line, else memory supplies it) and is invalidated; the writer's copy
-    /// takes its place in the holder list and the directory. (Long, and
-    /// kept whole: the commonest contended transaction, the route, the
-    /// cost, the states and the report in one pass, on the hot path.)
+    /// takes its place in the holder list and the directory. The steps:
+    /// the route and cost to the one target, when the transaction is done,
+    /// the supplier, the hand-over of the line, the report. (The commonest
+    /// contended transaction: its steps are `#[inline(always)]`.)
     #[inline]
     pub(super) fn write_taking_the_only_copy(
         &mut self,
@@ -381,7 +382,6 @@ impl Coherence {
     ) -> AccessReport {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
-        let l = &topology.spec.latency;
         let lookup = self.lookup;
         let mut others = std::mem::take(&mut self.spare_changes.0);
         others.clear();
@@ -394,38 +394,21 @@ impl Coherence {
             Lookup::Home => home,
             Lookup::Local => requester.node,
         };
-        let target_cross_socket = target.socket != requester.socket;
-        // leg(requester, directory) + leg(directory, target) + leg(target,
-        // requester), as `TargetReach` gives for one target.
-        let directory_path = || {
-            topology.hop_place_to_node(requester, directory_node)
-                + topology.hop_place_to_node(target, directory_node)
-                + topology.hop_between_places(target, requester)
-        };
         let data_from_cache = previous.state.supplies_data();
-        let route;
-        let cost;
-        let cross_socket;
-        if data_from_cache && target.l3 == requester.l3 {
-            route = Route::SameL3;
-            cost = Cycles::new(l.l3_transfer_cycles);
-            cross_socket = false;
-        } else if !data_from_cache {
-            let memory_path =
-                topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
-            cross_socket = topology.socket_of_node(home) != requester.socket || target_cross_socket;
-            route = Route::Memory { node: home };
-            cost = memory_path.max(directory_path());
-        } else {
-            cross_socket =
-                topology.socket_of_node(directory_node) != requester.socket || target_cross_socket;
-            route = directory_route(lookup, directory_node, home, target_cross_socket);
-            cost = directory_path();
-        }
+        let path = only_copy_path(
+            topology,
+            lookup,
+            home,
+            directory_node,
+            requester,
+            target,
+            data_from_cache,
+        );
         let start = now;
         // The copy answers no earlier than its data arrived, and the answer
         // still travels back (as `TargetReach` has it in the walk).
-        let done = (start + cost).max(previous.ready_at + answer_leg(topology, target, requester));
+        let done =
+            (start + path.cost).max(previous.ready_at + answer_leg(topology, target, requester));
         let (supplier, hitm) = if data_from_cache {
             (
                 // The class of the requesting CPU and the supplier's thread 0
@@ -446,37 +429,21 @@ impl Coherence {
             before: previous.state,
             after: LineState::Invalid,
         });
-        u.version += 1;
-        u.holders[0] = Holder {
-            core,
-            state: LineState::Modified,
-            ready_at: done,
-            version: u.version,
-            last_writer_thread: Some(thread),
-        };
-        u.dir_sharers.remove(previous.core);
-        u.dir_sharers.insert(core);
-        u.dir_owner = Some(core);
-        // A write holds the line for its whole cost, and an atomic on.
-        u.busy_until = done;
-        if hold_cycles > Cycles::ZERO {
-            u.locked_until = done + hold_cycles;
-            u.busy_until = u.locked_until;
-        }
+        u.hand_over_to_writer(previous.core, core, thread, done, hold_cycles);
         AccessReport {
             unit: unit_index,
             need: Need::Write,
             issued,
             started: start,
             done,
-            route,
+            route: path.route,
             supplier,
             requester_before: LineState::Invalid,
             requester_after: LineState::Modified,
             others,
             invalidations: 1,
             hitm,
-            cross_socket,
+            cross_socket: path.cross_socket,
         }
     }
 
@@ -777,6 +744,41 @@ impl Unit {
     }
 }
 
+impl Unit {
+    /// The hand-over of [`Coherence::write_taking_the_only_copy`]: the
+    /// writer's Modified copy replaces the only other copy (`previous`,
+    /// invalidated) in the holder list and the directory, the line's version
+    /// moves on, and the home stays busy until the write is done, or until
+    /// an atomic's hold ends.
+    #[inline(always)]
+    fn hand_over_to_writer(
+        &mut self,
+        previous: u32,
+        writer: u32,
+        thread: u8,
+        done: Cycle,
+        hold_cycles: Cycles,
+    ) {
+        self.version += 1;
+        self.holders[0] = Holder {
+            core: writer,
+            state: LineState::Modified,
+            ready_at: done,
+            version: self.version,
+            last_writer_thread: Some(thread),
+        };
+        self.dir_sharers.remove(previous);
+        self.dir_sharers.insert(writer);
+        self.dir_owner = Some(writer);
+        // A write holds the line for its whole cost, and an atomic on.
+        self.busy_until = done;
+        if hold_cycles > Cycles::ZERO {
+            self.locked_until = done + hold_cycles;
+            self.busy_until = self.locked_until;
+        }
+    }
+}
+
 impl HolderSurvey {
     /// Step 2, choose where the data comes from: the requester's own copy,
     /// its L3 (a clean line one of its cores holds, when the L3 keeps such
@@ -935,4 +937,55 @@ fn supplier_report(
         None
     };
     (supplier, hitm)
+}
+
+/// The route and cost of [`Coherence::write_taking_the_only_copy`]: with
+/// one target, `target`, the general walk's [`route_and_cost`] reduces to a
+/// transfer inside the requester's L3 domain, memory at the home (the
+/// target's invalidation in parallel through the directory) when the
+/// target's copy does not answer for the line, or the directory and the
+/// target.
+#[inline(always)]
+fn only_copy_path(
+    topology: &Topology,
+    lookup: Lookup,
+    home: u32,
+    directory_node: u32,
+    requester: CorePlace,
+    target: CorePlace,
+    data_from_cache: bool,
+) -> Path {
+    let l = &topology.spec.latency;
+    let target_cross_socket = target.socket != requester.socket;
+    // leg(requester, directory) + leg(directory, target) + leg(target,
+    // requester), as `TargetReach` gives for one target.
+    let directory_path = || {
+        topology.hop_place_to_node(requester, directory_node)
+            + topology.hop_place_to_node(target, directory_node)
+            + topology.hop_between_places(target, requester)
+    };
+    let route;
+    let cost;
+    let cross_socket;
+    if data_from_cache && target.l3 == requester.l3 {
+        route = Route::SameL3;
+        cost = Cycles::new(l.l3_transfer_cycles);
+        cross_socket = false;
+    } else if !data_from_cache {
+        let memory_path =
+            topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
+        cross_socket = topology.socket_of_node(home) != requester.socket || target_cross_socket;
+        route = Route::Memory { node: home };
+        cost = memory_path.max(directory_path());
+    } else {
+        cross_socket =
+            topology.socket_of_node(directory_node) != requester.socket || target_cross_socket;
+        route = directory_route(lookup, directory_node, home, target_cross_socket);
+        cost = directory_path();
+    }
+    Path {
+        route,
+        cost,
+        cross_socket,
+    }
 }
