@@ -244,43 +244,7 @@ impl Coherence {
         if u.waiting.is_empty() || busy {
             return Ok(None);
         }
-        // A waiter whose core already holds the line only queued behind a
-        // pending snoop; the snoops (requests from other cores) go first.
-        // (The directory's sharers are the holders' cores, an invariant
-        // checked after every transaction: one bit instead of a walk over
-        // the holders for each waiter, which with hundreds of readers
-        // queued at a released lock was most of the run.)
-        let holds = |w: &Waiter| u.dir_sharers.contains(w.core);
-        let n = u.waiting.len();
-        let drawn = pick(n).min(n - 1);
-        // From the drawn waiter, the first (cyclically) that is not a
-        // holder's re-access; only holders waiting means the drawn one.
-        let mut chosen = (drawn..n).chain(0..drawn).find(|&k| !holds(&u.waiting[k]));
-        // Locality (`arbitration_near_owner_percent`): in that share of
-        // handovers of an owned line, the first (cyclically from the drawn
-        // one) of the waiters nearest the owner. The coin is drawn only on
-        // machines with a preference, so uniform machines draw as before.
-        let near = topology.spec.arbitration_near_owner_percent;
-        if let (Some(owner), Some(_)) = (u.dir_owner, chosen) {
-            if near > 0 && (pick(100) as u32) < near {
-                let owner_place = topology.place_of_core(owner);
-                let distance = |w: &Waiter| {
-                    if w.core == owner {
-                        PairClass::SmtSibling
-                    } else {
-                        Topology::class_of_places(topology.place_of_core(w.core), owner_place)
-                    }
-                };
-                chosen = (drawn..n)
-                    .chain(0..drawn)
-                    .filter(|&k| !holds(&u.waiting[k]))
-                    .min_by_key(|&k| distance(&u.waiting[k]));
-            }
-        }
-        // Only a core that holds the line can complete as a hit: the drawn
-        // waiter when every waiter holds it.
-        let holder = chosen.is_none();
-        let waiter = u.waiting.swap_remove(chosen.unwrap_or(drawn));
+        let (waiter, holder) = u.take_next_waiter(topology, pick);
         let hit = if holder {
             self.try_hit_for_waiter(topology, now, &waiter, unit)
         } else {
@@ -581,6 +545,56 @@ struct Path {
 }
 
 impl Unit {
+    /// The home's choice of the next waiter to serve, taken out of the
+    /// queue (which must not be empty), with whether its core already holds
+    /// the line (then it may complete as a hit).
+    #[inline(always)]
+    fn take_next_waiter(
+        &mut self,
+        topology: &Topology,
+        pick: &mut dyn FnMut(usize) -> usize,
+    ) -> (Waiter, bool) {
+        // A waiter whose core already holds the line only queued behind a
+        // pending snoop; the snoops (requests from other cores) go first.
+        // (The directory's sharers are the holders' cores, an invariant
+        // checked after every transaction: one bit instead of a walk over
+        // the holders for each waiter, which with hundreds of readers
+        // queued at a released lock was most of the run.)
+        let holds = |w: &Waiter| self.dir_sharers.contains(w.core);
+        let n = self.waiting.len();
+        let drawn = pick(n).min(n - 1);
+        // From the drawn waiter, the first (cyclically) that is not a
+        // holder's re-access; only holders waiting means the drawn one.
+        let mut chosen = (drawn..n)
+            .chain(0..drawn)
+            .find(|&k| !holds(&self.waiting[k]));
+        // Locality (`arbitration_near_owner_percent`): in that share of
+        // handovers of an owned line, the first (cyclically from the drawn
+        // one) of the waiters nearest the owner. The coin is drawn only on
+        // machines with a preference, so uniform machines draw as before.
+        let near = topology.spec.arbitration_near_owner_percent;
+        if let (Some(owner), Some(_)) = (self.dir_owner, chosen) {
+            if near > 0 && (pick(100) as u32) < near {
+                let owner_place = topology.place_of_core(owner);
+                let distance = |w: &Waiter| {
+                    if w.core == owner {
+                        PairClass::SmtSibling
+                    } else {
+                        Topology::class_of_places(topology.place_of_core(w.core), owner_place)
+                    }
+                };
+                chosen = (drawn..n)
+                    .chain(0..drawn)
+                    .filter(|&k| !holds(&self.waiting[k]))
+                    .min_by_key(|&k| distance(&self.waiting[k]));
+            }
+        }
+        // Only a core that holds the line can complete as a hit: the drawn
+        // waiter when every waiter holds it.
+        let holder = chosen.is_none();
+        (self.waiting.swap_remove(chosen.unwrap_or(drawn)), holder)
+    }
+
     /// Step 1, survey the holders: one pass finds the requester's copy and
     /// the supplier (the first other cache in a supplying state). A write's
     /// targets are every other copy (to invalidate): they are reached in the
