@@ -11,7 +11,11 @@
 //! - `attribution.svg`: per field, HITM and stall cycles per iteration
 //!   across variants, in the last case;
 //! - `lines-STRUCT-VARIANT.svg`: each struct's cache-line map per variant
-//!   in the last case, fields coloured by writes and misses per iteration.
+//!   in the last case, fields coloured by writes and misses per iteration;
+//! - `c2c.svg` (`c2c-CASE.svg` per case of a sweep): per variant its
+//!   hottest lines by HITM (`perf c2c` style), per byte offset the HITM
+//!   (local, remote) and the loads, stores and atomics there, per
+//!   iteration, and the CPUs and nodes that touched each line.
 
 use std::collections::BTreeMap;
 
@@ -124,6 +128,17 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
         };
         match plots::attribution(&attribution(&records, name, &where_)) {
             Ok(svg) => out.push((file_name, svg)),
+            Err(PlotError::Empty(_)) => {}
+            Err(e) => return Err(e),
+        }
+        // The hot lines of the case (perf c2c style), when any has HITM.
+        let c2c_name = if file.cases.len() > 1 {
+            format!("c2c-{}.svg", file_safe(&c.id))
+        } else {
+            "c2c.svg".to_string()
+        };
+        match plots::c2c_lines(&c2c(&records, name, &where_)) {
+            Ok(svg) => out.push((c2c_name, svg)),
             Err(PlotError::Empty(_)) => {}
             Err(e) => return Err(e),
         }
@@ -442,6 +457,85 @@ fn attribution(case: &[&Record], name: &str, where_: &str) -> AttributionChart {
     }
 }
 
+/// Hot lines per variant in a `c2c` chart (as many as the report's
+/// shared-lines section shows).
+const C2C_LINES_PER_VARIANT: usize = scenarios::report::text::MAX_SHARED_LINES_SHOWN;
+
+/// The number of CPUs in a Linux cpulist (`0-3,8` is 5).
+fn cpulist_len(list: &str) -> u64 {
+    list.split(',')
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.split_once('-') {
+            Some((a, b)) => match (a.parse::<u64>(), b.parse::<u64>()) {
+                (Ok(a), Ok(b)) if b >= a => b - a + 1,
+                _ => 1,
+            },
+            None => 1,
+        })
+        .sum()
+}
+
+/// Per variant of a case its hottest lines by HITM, each with its accesses
+/// per offset and the CPUs and nodes that touched it, per iteration.
+fn c2c(case: &[&Record], name: &str, where_: &str) -> plots::C2cChart {
+    let mut lines = Vec::new();
+    for r in case {
+        let mut hot: Vec<_> = r
+            .lines
+            .iter()
+            .filter(|l| l.traffic.hitm > 0 && !l.offsets.is_empty())
+            .collect();
+        hot.sort_by(|a, b| {
+            b.traffic
+                .hitm
+                .cmp(&a.traffic.hitm)
+                .then(a.line.cmp(&b.line))
+        });
+        let total_hitm: u64 = hot.iter().map(|l| l.traffic.hitm).sum();
+        for l in hot.into_iter().take(C2C_LINES_PER_VARIANT) {
+            let cpus = cpulist_len(&l.cpus);
+            let nodes: Vec<String> = l.nodes.iter().map(|n| n.to_string()).collect();
+            lines.push(plots::C2cLine {
+                heading: format!(
+                    "{}: line {} at {:#x} (home node {}), {:.1} % of the variant's HITM; \
+                     HITM local {}, remote {} per iteration",
+                    r.variant,
+                    l.line,
+                    l.address,
+                    l.home_node,
+                    l.traffic.hitm as f64 * 100.0 / total_hitm as f64,
+                    plots::short_number(per_iteration(l.traffic.hitm - l.traffic.hitm_remote, r)),
+                    plots::short_number(per_iteration(l.traffic.hitm_remote, r)),
+                ),
+                touched_by: format!(
+                    "touched by {cpus} CPU{} ({}) on node{} {}",
+                    if cpus == 1 { "" } else { "s" },
+                    l.cpus,
+                    if nodes.len() == 1 { "" } else { "s" },
+                    nodes.join(",")
+                ),
+                offsets: l
+                    .offsets
+                    .iter()
+                    .map(|o| plots::C2cOffset {
+                        label: format!("{:#x} {}", o.offset_bytes, o.field),
+                        hitm_local: per_iteration(o.hitm_local, r),
+                        hitm_remote: per_iteration(o.hitm_remote, r),
+                        loads: per_iteration(o.loads, r),
+                        stores: per_iteration(o.stores, r),
+                        atomics: per_iteration(o.atomics, r),
+                    })
+                    .collect(),
+            });
+        }
+    }
+    plots::C2cChart {
+        title: format!("{name}: shared lines, perf c2c style{where_}"),
+        unit: "per iteration".into(),
+        lines,
+    }
+}
+
 /// One map per struct of the record: (struct name, chart), coloured by
 /// misses per iteration (HITM included; a store or atomic that hits is no
 /// traffic between caches), on a scale up to `traffic_max` (0: the map's own
@@ -601,6 +695,7 @@ fn sharing_elements<'a>(r: &Record, inst: &'a str) -> Option<(&'a str, u32, u32)
 pub fn validation_charts(
     report: &scenarios::tools::validate::ValidationReport,
 ) -> Result<Vec<(String, String)>, PlotError> {
+    use models::calibration::Role;
     use scenarios::tools::validate::{Outcome, BOUND_PCT};
     let mut points = Vec::new();
     for r in &report.machines {
@@ -613,6 +708,11 @@ pub fn validation_charts(
                     measured: c.measured_median_ns,
                     simulated: c.simulated_median_ns,
                     known_miss: c.known_miss.is_some(),
+                    role: match r.machine.role(c.class.key()) {
+                        Role::Calibration => plots::PointRole::Calibration,
+                        Role::Prediction => plots::PointRole::Prediction,
+                        Role::Unknown => plots::PointRole::Unknown,
+                    },
                 });
             }
         }

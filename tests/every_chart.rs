@@ -11,7 +11,8 @@ mod common;
 use common::{assert_exit, bounce, TempDir};
 
 /// A sweep of two variants over CPU counts, with a struct whose lines are
-/// drawn: scaling, grouped comparison, attribution per case, line maps.
+/// drawn: scaling, grouped comparison, attribution and shared lines (c2c)
+/// per case, line maps.
 const SWEEP: &str = r#"schema = 1
 name = "every-chart"
 machine = "icelake-sp-2s"
@@ -104,7 +105,7 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
     let dir = TempDir::new("every-chart");
     let mut kinds_checked = Vec::new();
 
-    // run --out: scaling, grouped comparison, attribution, line maps.
+    // run --out: scaling, grouped comparison, attribution, line maps, c2c.
     let scenario = dir.join("sweep.toml");
     std::fs::write(&scenario, SWEEP).unwrap();
     let out = dir.join("out");
@@ -130,8 +131,25 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
         ),
         ("attribution-", &[("rect", 2)][..], &["ctr.value"][..]),
         ("lines-", &[("rect", 2)][..], &["value", "other"][..]),
+        (
+            "c2c-",
+            // Per offset a HITM bar and an access bar, and the key.
+            &[("rect", 5 + 4)][..],
+            &[
+                "HITM, local node",
+                "HITM per iteration (local + remote)",
+                "0x0 ctr.value",
+                "0x8 ctr.other",
+                "CPUs (0-",
+                ") on node 0",
+            ][..],
+        ),
     ] {
         let files = kind_of(prefix);
+        if prefix == "c2c-" {
+            // One CPU shares nothing: the cases with HITM only.
+            assert_eq!(files, ["c2c-cpus_2.svg", "c2c-cpus_8.svg"]);
+        }
         assert!(
             !files.is_empty(),
             "run --out drew no {prefix}* chart: {names:?}"
@@ -172,8 +190,17 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
         &read(&Path::new(&validate_out).join("validation-scatter.svg")),
         &Expect {
             file: "validation-scatter.svg".into(),
-            elements: &[("circle", 30)],
-            texts: &["simulated = measured", "±10 % band", "epyc-milan-7763-2s"],
+            // Held-out classes are circles (10, and the machines' swatches),
+            // the classes a preset was fitted on squares (29).
+            elements: &[("circle", 20), ("rect", 29)],
+            texts: &[
+                "simulated = measured",
+                "±10 % band",
+                "epyc-milan-7763-2s",
+                "prediction (held out from the fit)",
+                "calibration (the preset was fitted on it)",
+                "-35.2 % (known miss), prediction",
+            ],
         },
     );
     check(
@@ -237,5 +264,51 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
         },
     );
     kinds_checked.push("topology");
-    assert_eq!(kinds_checked.len(), 8, "{kinds_checked:?}");
+    assert_eq!(kinds_checked.len(), 9, "{kinds_checked:?}");
+}
+
+#[test]
+fn results_json_carries_the_per_offset_detail_the_c2c_chart_draws() {
+    let dir = TempDir::new("c2c-json");
+    let scenario = dir.join("sweep.toml");
+    std::fs::write(&scenario, SWEEP).unwrap();
+    let out = dir.join("out");
+    assert_exit(&bounce(&["run", &scenario, "--out", &out, "-q"]), 0);
+    let doc: serde_json::Value =
+        serde_json::from_str(&read(&Path::new(&out).join("results.json"))).unwrap();
+    let base_at_8 = doc["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["case_id"] == "cpus=8" && r["variant"] == "base")
+        .unwrap();
+    // Packed: both fields on line 0, touched by the eight CPUs of node 0.
+    let line = &base_at_8["lines"][0];
+    assert_eq!(line["cpus"], "0-7");
+    assert_eq!(line["nodes"], serde_json::json!([0]));
+    let offsets = line["offsets"].as_array().unwrap();
+    let at = |k: usize, key: &str| offsets[k][key].as_u64().unwrap();
+    assert_eq!(offsets.len(), 2, "{offsets:?}");
+    assert_eq!(offsets[0]["offset_bytes"], 0);
+    assert_eq!(offsets[0]["field"], "ctr.value");
+    assert_eq!(offsets[1]["offset_bytes"], 8);
+    assert_eq!(offsets[1]["field"], "ctr.other");
+    // `fetch_add` on value, a load and a store of other: per offset they
+    // add up to the line's traffic, and so do the HITM.
+    assert_eq!((at(0, "loads"), at(0, "stores")), (0, 0));
+    assert!(at(0, "atomics") > 0);
+    assert_eq!(at(1, "loads"), at(1, "stores"));
+    assert_eq!(at(1, "atomics"), 0);
+    let sum = |key: &str| at(0, key) + at(1, key);
+    for key in ["loads", "stores", "atomics"] {
+        assert_eq!(sum(key), line["traffic"][key].as_u64().unwrap(), "{key}");
+    }
+    assert_eq!(
+        sum("hitm_local") + sum("hitm_remote"),
+        line["traffic"]["hitm"].as_u64().unwrap()
+    );
+    assert_eq!(
+        sum("hitm_remote"),
+        line["traffic"]["hitm_remote"].as_u64().unwrap()
+    );
 }

@@ -171,6 +171,14 @@ fn validate_as_csv_and_json() {
     assert_eq!(miss["within_bound"], false);
     assert!(miss["note"].as_str().unwrap().starts_with("known miss: "));
     assert!(miss["error_pct"].as_f64().unwrap() < -30.0);
+    // The 7763's cross-socket was held out (the preset took the 7R13's);
+    // its SMT class set the preset's number.
+    assert_eq!(miss["role"], "prediction");
+    let smt = rows
+        .iter()
+        .find(|r| r["file"] == "epyc-milan-7763-2s.csv" && r["class"] == "SMT siblings")
+        .unwrap();
+    assert_eq!(smt["role"], "calibration");
 }
 
 #[test]

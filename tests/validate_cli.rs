@@ -47,9 +47,13 @@ fn validate_icelake_prints_the_table_and_succeeds() {
         "== icelake-sp-8375c-2s.csv: 2 x Xeon Platinum 8375C (Ice Lake-SP, AWS c6i.metal)",
         "== icelake-sp-8360y-2s.csv: 2 x Xeon Platinum 8360Y (Ice Lake-SP)",
         "   preset:   icelake-sp-2s adjusted to the measured SKU: cores per L3 domain 40 -> 32, clock MHz 3400 -> 3500",
-        "   class                       pairs   measured  simulated     error  median |err|  within ±10 %",
+        "   class                       pairs   measured  simulated     error  median |err|  role         within ±10 %",
         "   SMT siblings                   64        8.0 ",
         "   cross-socket                 4096      107.8 ",
+        // The 8375C is what the preset was fitted on; the 8360Y is held out.
+        "   role:     icelake-sp-2s targets smt, same-socket, same-socket-non-home and \
+         cross-socket all cite [S1] 8375C (models/src/presets/intel.rs)",
+        "   role:     held out: no preset target cites this matrix;",
         "median absolute error over all 8128 pairs:",
         "summary: 2 machine(s) validated, 0 not validated (preset not available yet), 0 failed; 0 class(es) outside ±10 %",
     ] {
@@ -90,7 +94,7 @@ fn validate_writes_the_csv() {
         lines.next(),
         Some(
             "file,measured_sku,preset,adjustment,class,pairs,measured_median_ns,\
-             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note"
+             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note,role"
         )
     );
     let rows: Vec<&str> = lines.collect();
@@ -100,6 +104,10 @@ fn validate_writes_the_csv() {
     assert!(rows[3].contains(",all pairs,8128,"), "{text}");
     assert!(rows[4].starts_with("icelake-sp-8360y-2s.csv,"), "{text}");
     assert!(rows.iter().all(|r| r.contains(",validated,")), "{text}");
+    // Each class's role last: fitted on (8375C) or held out (8360Y).
+    assert!(rows[0].ends_with(",calibration"), "{text}");
+    assert!(rows[3].ends_with(",validated,,"), "{text}");
+    assert!(rows[4].ends_with(",prediction"), "{text}");
 }
 
 #[test]
@@ -149,6 +157,8 @@ fn validate_out_writes_the_table_and_the_charts() {
         "icelake-sp-8375c-2s",
         "icelake-sp-8360y-2s",
         "±10 % band",
+        "prediction (held out from the fit)",
+        "calibration (the preset was fitted on it)",
     ] {
         assert!(scatter.contains(text), "scatter lacks {text}");
     }

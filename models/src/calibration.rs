@@ -91,6 +91,40 @@ pub struct MeasuredMachine {
     /// conflict that no single preset can meet. The report still shows them
     /// outside the bound; the validation test only accepts these.
     pub known_misses: &'static [KnownMiss],
+    /// The classes (by key, as [`KnownMiss::class`]) whose measured medians
+    /// set numbers of the preset: comparing them checks the fit
+    /// ([`Role::Calibration`]); every other class of the matrix was held
+    /// out and is a [`Role::Prediction`]. Empty: the whole matrix is held
+    /// out. `None`: not known (a user's own matrix).
+    pub fitted_classes: Option<&'static [&'static str]>,
+    /// Where the fit is written: the preset's `targets` (each cites the
+    /// matrix its median comes from) in `models/src/presets/`.
+    pub role_source: &'static str,
+}
+
+/// What one class of a matrix was to its preset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Role {
+    /// Its measured median set a number of the preset: the comparison
+    /// checks the fit, it does not test the model.
+    Calibration,
+    /// Held out: no number of the preset was taken from it, so the
+    /// comparison is a prediction.
+    Prediction,
+    /// Not known: a user's own matrix, which the machine file may or may
+    /// not have been fitted on.
+    Unknown,
+}
+
+impl Role {
+    /// The name in `bounce validate`'s table, CSV and JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Role::Calibration => "calibration",
+            Role::Prediction => "prediction",
+            Role::Unknown => "unknown",
+        }
+    }
 }
 
 /// A class of pairs (by its key, as `bounce validate` names classes:
@@ -175,6 +209,16 @@ impl MeasuredMachine {
     /// The preset's name without its modes.
     pub fn preset_name(&self) -> &'static str {
         self.preset.split(':').next().unwrap_or(self.preset)
+    }
+
+    /// The role of one class of this matrix (its key, as
+    /// [`KnownMiss::class`]).
+    pub fn role(&self, class_key: &str) -> Role {
+        match self.fitted_classes {
+            None => Role::Unknown,
+            Some(fitted) if fitted.contains(&class_key) => Role::Calibration,
+            Some(_) => Role::Prediction,
+        }
     }
 }
 
@@ -325,6 +369,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
                         socket resolves the transfer: same-socket medians 51.2 / 51.3 ns on the \
                         two sockets (summary table)",
         known_misses: &[],
+        fitted_classes: Some(&["smt", "same-l3", "cross-socket"]),
+        role_source: "icelake-sp-2s targets smt, same-socket, same-socket-non-home and cross-socket all cite [S1] 8375C (models/src/presets/intel.rs)",
     },
     MeasuredMachine {
         file: "icelake-sp-8360y-2s.csv",
@@ -363,6 +409,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
         home_evidence: "it does not matter on Intel: same-socket medians 49.8 / 49.9 ns on the \
                         two sockets (summary table)",
         known_misses: &[],
+        fitted_classes: Some(&[]),
+        role_source: "held out: no preset target cites this matrix; icelake-sp-2s is fitted on the 8375C [S1] (models/src/presets/intel.rs; the 8360Y figures it uses are [S16] MLC DRAM latencies, not this matrix)",
     },
     MeasuredMachine {
         file: "cascadelake-sp-8275cl-2s.csv",
@@ -396,6 +444,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
         home_evidence: "it does not matter on Intel: same-socket medians 46.4 / 46.8 ns on the \
                         two sockets (summary table)",
         known_misses: &[],
+        fitted_classes: Some(&["smt", "same-l3", "cross-socket"]),
+        role_source: "cascadelake-sp-2s targets smt, same-socket, same-socket-non-home and cross-socket all cite [S1] 8275CL (models/src/presets/intel.rs)",
     },
     MeasuredMachine {
         file: "cascadelake-sp-gold6242-2s.csv",
@@ -428,6 +478,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
         home_evidence: "it does not matter on Intel: same-socket medians 48.0 / 48.1 ns on the \
                         two sockets (summary table)",
         known_misses: &[],
+        fitted_classes: Some(&[]),
+        role_source: "held out: cascadelake-sp-2s is fitted on the 8275CL, \"chosen over the 16-core Gold 6242 as the closer Platinum part\" (models/src/presets/intel.rs); no preset target cites this matrix",
     },
     MeasuredMachine {
         file: "epyc-naples-7601-2s.csv",
@@ -462,6 +514,15 @@ pub const MEASURED: &[MeasuredMachine] = &[
                         ns on socket 1's other dies and 288-360 ns on socket 0's; die 7 reaches \
                         socket 1's other dies in 210-212 ns, those dies each other in 255-256 ns",
         known_misses: &[],
+        fitted_classes: Some(&[
+            "smt",
+            "same-l3",
+            "cross-ccx-same-ccd",
+            "cross-ccd-home-socket",
+            "cross-ccd-other-socket",
+            "cross-socket",
+        ]),
+        role_source: "epyc-naples-2s: all ten targets cite [S2] 7601 (models/src/presets/amd.rs)",
     },
     MeasuredMachine {
         file: "epyc-milan-7763-2s.csv",
@@ -500,6 +561,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
                      (calibration.md §12.1; BIOS and xGMI settings not recorded); \
                      epyc-milan-2s follows the 7R13",
         }],
+        fitted_classes: Some(&["smt", "same-l3", "cross-ccd-home-socket"]),
+        role_source: "epyc-milan-2s targets smt, same-ccx and cross-ccd-home-socket cite [S2] 7763; its cross-socket (301.2 ns) is held out, the targets take the 7R13's 197.1 ns (models/src/presets/amd.rs)",
     },
     MeasuredMachine {
         file: "epyc-milan-7r13-2s.csv",
@@ -533,6 +596,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
         home_evidence: "derived from the matrix: cross-CCD median 107.6 ns on socket 0, 200.5 ns \
                         on socket 1",
         known_misses: &[],
+        fitted_classes: Some(&["cross-ccd-other-socket", "cross-socket"]),
+        role_source: "epyc-milan-2s targets cross-ccd-non-home-socket and cross-socket cite [S1] 7R13; its SMT, same-CCX and home-socket classes are held out (those targets cite the 7763) (models/src/presets/amd.rs)",
     },
     MeasuredMachine {
         file: "epyc-genoa-9654-2s-smtoff.csv",
@@ -559,6 +624,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
         home_evidence: "derived from the matrix: no non-home-socket penalty, cross-CCD median \
                         99.3 ns on both sockets (CCD-pair medians 89-103 ns on both)",
         known_misses: &[],
+        fitted_classes: Some(&["same-l3", "cross-ccd-home-socket", "cross-socket"]),
+        role_source: "epyc-genoa-2s targets same-ccx, cross-ccd-home-socket and cross-socket cite [S2] 9654 (smt and cross-ccd-non-home-socket cite the 9454, not shipped) (models/src/presets/amd.rs)",
     },
     MeasuredMachine {
         file: "epyc-bergamo-9754-1s-smtoff.csv",
@@ -590,6 +657,8 @@ pub const MEASURED: &[MeasuredMachine] = &[
         home_evidence: "one socket and one node (NPS1): the matrix shows no home CCD (cross-CCX \
                         medians 98-110 ns on every CCD)",
         known_misses: &[],
+        fitted_classes: Some(&["same-l3", "cross-ccx-same-ccd", "cross-ccd-home-socket"]),
+        role_source: "bergamo-1s targets same-ccx, cross-ccx-same-ccd and cross-ccd cite [S2] 1 x 9754 (smt cites the 2-socket matrix) (models/src/presets/amd.rs)",
     },
     MeasuredMachine {
         file: "epyc-bergamo-9754-2s.csv",
@@ -620,6 +689,15 @@ pub const MEASURED: &[MeasuredMachine] = &[
                         on socket 1; cross-CCX inside a CCD 199-205 ns on socket 0, 98-110 ns on \
                         socket 1",
         known_misses: &[],
+        fitted_classes: Some(&[
+            "smt",
+            "same-l3",
+            "cross-ccx-same-ccd",
+            "cross-ccd-home-socket",
+            "cross-ccd-other-socket",
+            "cross-socket",
+        ]),
+        role_source: "bergamo-2s: all six targets cite [S2] 2 x 9754 (models/src/presets/amd.rs)",
     },
 ];
 
@@ -676,6 +754,72 @@ mod tests {
                 "bergamo-2s"
             ]
         );
+    }
+
+    /// A preset target's class as `bounce validate` names the class its
+    /// pair falls in on the measured machine.
+    fn validate_key(target_class: &str) -> &str {
+        match target_class {
+            "same-ccx" | "same-socket" | "same-socket-non-home" | "same-die" => "same-l3",
+            "cross-ccx-home-die"
+            | "cross-ccx-other-die-home-socket"
+            | "cross-ccx-non-home-socket" => "cross-ccx-same-ccd",
+            "cross-ccd" | "home-die-to-other-die" | "two-non-home-dies-home-socket" => {
+                "cross-ccd-home-socket"
+            }
+            "cross-ccd-non-home-socket" | "cross-die-non-home-socket" => "cross-ccd-other-socket",
+            "cross-socket-home-die" | "cross-socket-other-dies" => "cross-socket",
+            other => other,
+        }
+    }
+
+    #[test]
+    fn each_role_is_what_the_presets_targets_cite() {
+        use crate::presets::{self, sources};
+        // The source string each shipped matrix is cited by in the targets.
+        let cited_as = |file: &str| -> Option<&str> {
+            Some(match file {
+                "icelake-sp-8375c-2s.csv" => sources::S1_8375C,
+                "cascadelake-sp-8275cl-2s.csv" => sources::S1_8275CL,
+                "epyc-naples-7601-2s.csv" => sources::S2_7601,
+                "epyc-milan-7763-2s.csv" => sources::S2_7763,
+                "epyc-milan-7r13-2s.csv" => sources::S1_7R13,
+                "epyc-genoa-9654-2s-smtoff.csv" => sources::S2_9654,
+                "epyc-bergamo-9754-1s-smtoff.csv" => sources::S2_9754_1S,
+                "epyc-bergamo-9754-2s.csv" => sources::S2_9754_2S,
+                _ => return None,
+            })
+        };
+        for m in MEASURED {
+            let preset = presets::find(m.preset_name()).unwrap();
+            let mut expected: Vec<&str> = preset
+                .targets
+                .iter()
+                .filter(|t| Some(t.source) == cited_as(m.file))
+                .map(|t| validate_key(t.class))
+                .collect();
+            expected.sort_unstable();
+            expected.dedup();
+            let mut recorded = m.fitted_classes.unwrap().to_vec();
+            recorded.sort_unstable();
+            assert_eq!(recorded, expected, "{}", m.file);
+            assert!(m.role_source.contains(m.preset_name()), "{}", m.file);
+        }
+        let held_out: Vec<&str> = MEASURED
+            .iter()
+            .filter(|m| m.fitted_classes == Some(&[]))
+            .map(|m| m.file)
+            .collect();
+        assert_eq!(
+            held_out,
+            ["icelake-sp-8360y-2s.csv", "cascadelake-sp-gold6242-2s.csv"]
+        );
+        let milan = MEASURED
+            .iter()
+            .find(|m| m.file == "epyc-milan-7763-2s.csv")
+            .unwrap();
+        assert_eq!(milan.role("smt"), Role::Calibration);
+        assert_eq!(milan.role("cross-socket"), Role::Prediction);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! SVG charts of plain data: scaling lines, comparison bars, plain bars,
-//! per-field attribution bars, cache-line maps of a struct, and a machine's
-//! topology as nested boxes.
+//! per-field attribution bars, cache-line maps of a struct, the per-line
+//! view of shared lines (`perf c2c` style), and a machine's topology as
+//! nested boxes.
 //!
 //! This crate knows nothing of the simulator: it takes the structs below and
 //! returns SVG documents as strings. It uses plotters' SVG backend without any
@@ -16,11 +17,15 @@
 use std::fmt;
 
 mod bars;
+mod c2c;
 mod timeline;
 mod validation;
 pub use bars::{bars, BarChart};
+pub use c2c::{c2c_lines, C2cChart, C2cLine, C2cOffset};
 pub use timeline::{timeline, Message, MessageKind, TimelineChart, Transaction};
-pub use validation::{validation_bars, validation_scatter, ValidationChart, ValidationPoint};
+pub use validation::{
+    validation_bars, validation_scatter, PointRole, ValidationChart, ValidationPoint,
+};
 mod topology;
 pub use topology::{topology, L3Box, NodeBox, SocketBox, TopologyChart};
 
@@ -799,8 +804,14 @@ pub fn grouped_comparison(chart: &GroupedComparisonChart) -> Result<String, Plot
 
 /// A signed percentage to one decimal, with more decimals where one would
 /// round a value that is not -100 % (or +100 %) to it: a drop of 99.99 %
-/// reads `-99.99`, since `-100.0` would say that nothing is left.
+/// reads `-99.99`, since `-100.0` would say that nothing is left; a value
+/// that rounds to zero is `0.0`, unsigned.
 pub fn signed_percent(p: f64) -> String {
+    // A value that rounds to zero has no sign (`-0.0` would read as a
+    // small drop).
+    if format!("{p:.1}").parse::<f64>().is_ok_and(|t| t == 0.0) {
+        return "0.0".into();
+    }
     let mut text = format!("{p:+.1}");
     for decimals in 2..=6 {
         let rounded_to_100 = text.parse::<f64>().is_ok_and(|t| t.abs() == 100.0);

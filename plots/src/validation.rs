@@ -19,6 +19,66 @@ pub struct ValidationPoint {
     /// The class misses its bound for a documented reason (a known miss of
     /// the calibration): marked apart from an unexplained miss.
     pub known_miss: bool,
+    /// Whether the preset was fitted on this class: a point that only
+    /// checks the fit is drawn apart from a prediction.
+    pub role: PointRole,
+}
+
+/// What a class was to the preset it validates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PointRole {
+    /// The preset's numbers were fitted on it.
+    Calibration,
+    /// Held out from the fit: the simulated value predicts it.
+    Prediction,
+    /// Not known (a user's own matrix).
+    Unknown,
+}
+
+impl PointRole {
+    /// The marker's name in the legend and the labels.
+    fn describe(self) -> &'static str {
+        match self {
+            PointRole::Calibration => "calibration (the preset was fitted on it)",
+            PointRole::Prediction => "prediction (held out from the fit)",
+            PointRole::Unknown => "role not known (your own matrix)",
+        }
+    }
+    fn short(self) -> &'static str {
+        match self {
+            PointRole::Calibration => "calibration",
+            PointRole::Prediction => "prediction",
+            PointRole::Unknown => "role not known",
+        }
+    }
+}
+
+/// A point's marker, by its role: a circle for a prediction, a square
+/// for a class the preset was fitted on, a triangle where the role is not
+/// known; `size` is the half-width in pixels.
+fn draw_marker<DB, CT>(
+    area: &DrawingArea<DB, CT>,
+    role: PointRole,
+    at: CT::From,
+    size: i32,
+    style: ShapeStyle,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend,
+    CT: CoordTranslate,
+    CT::From: Clone + 'static,
+{
+    let r = match role {
+        PointRole::Prediction => {
+            area.draw(&(EmptyElement::at(at) + Circle::new((0, 0), size, style)))
+        }
+        PointRole::Calibration => area
+            .draw(&(EmptyElement::at(at) + Rectangle::new([(-size, -size), (size, size)], style))),
+        PointRole::Unknown => {
+            area.draw(&(EmptyElement::at(at) + TriangleMarker::new((0, 0), size + 1, style)))
+        }
+    };
+    r.map_err(draw_err)
 }
 
 impl ValidationPoint {
@@ -35,10 +95,24 @@ const KNOWN_MISS: RGBColor = RGBColor(230, 140, 0);
 /// Within the band.
 const WITHIN: RGBColor = RGBColor(60, 120, 180);
 
-/// A percentage with one decimal and its sign, the one precision of both
-/// validation charts (as `bounce validate`'s table writes it).
+/// A percentage with one decimal and its sign (none on a value that rounds
+/// to zero; more decimals where one would make it ±100 %), the one
+/// precision of both validation charts, as `bounce validate`'s table
+/// writes it.
 fn pct(p: f64) -> String {
-    format!("{p:+.1} %")
+    format!("{} %", super::signed_percent(p))
+}
+
+/// What a legend entry of the scatter shows.
+#[derive(Clone, Copy)]
+enum Swatch {
+    /// The colour of the machine with this index.
+    Machine(usize),
+    /// The marker of a role.
+    Role(PointRole),
+    Line,
+    Band,
+    Ring(RGBColor),
 }
 
 /// Measured (x) against simulated (y), both on log axes, with the line
@@ -106,15 +180,31 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
         decade *= 10.0;
     }
     let machines = machines(&chart.points);
-    let mut entries: Vec<String> = machines.iter().map(|m| m.to_string()).collect();
-    entries.push("simulated = measured".into());
-    entries.push(format!("±{} % band", short_number(chart.band_pct)));
+    let mut entries: Vec<(String, Swatch)> = machines
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.to_string(), Swatch::Machine(i)))
+        .collect();
+    // Marker shapes, then rings, each only where one is drawn.
+    for role in [
+        PointRole::Prediction,
+        PointRole::Calibration,
+        PointRole::Unknown,
+    ] {
+        if chart.points.iter().any(|p| p.role == role) {
+            entries.push((role.describe().to_string(), Swatch::Role(role)));
+        }
+    }
+    entries.push(("simulated = measured".into(), Swatch::Line));
+    entries.push((
+        format!("±{} % band", short_number(chart.band_pct)),
+        Swatch::Band,
+    ));
     let outside = chart
         .points
         .iter()
         .filter(|p| p.error_pct().abs() > chart.band_pct);
-    // Ring swatches only for what is drawn.
-    let rings: Vec<(String, RGBColor)> = [
+    for (drawn, label, col) in [
         (
             outside.clone().any(|p| !p.known_miss),
             format!("outside ±{} %", short_number(chart.band_pct)),
@@ -125,15 +215,14 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
             "outside, a documented known miss".to_string(),
             KNOWN_MISS,
         ),
-    ]
-    .into_iter()
-    .filter(|(drawn, _, _)| *drawn)
-    .map(|(_, label, col)| (label, col))
-    .collect();
-    entries.extend(rings.iter().map(|(l, _)| l.clone()));
+    ] {
+        if drawn {
+            entries.push((label, Swatch::Ring(col)));
+        }
+    }
     let legend_w = entries
         .iter()
-        .map(|e| text_width(e, 13.0))
+        .map(|(e, _)| text_width(e, 13.0))
         .fold(0.0, f64::max) as u32
         + 50;
     let plot_w = 760.max(title_width(&chart.title) + 100);
@@ -182,15 +271,15 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
         )))
         .map_err(draw_err)?;
         for (i, m) in machines.iter().enumerate() {
-            let col = color(i);
-            c.draw_series(
-                chart
-                    .points
-                    .iter()
-                    .filter(|p| p.machine == *m)
-                    .map(|p| Circle::new((p.measured, p.simulated), 4, col.filled())),
-            )
-            .map_err(draw_err)?;
+            for p in chart.points.iter().filter(|p| p.machine == *m) {
+                draw_marker(
+                    c.plotting_area(),
+                    p.role,
+                    (p.measured, p.simulated),
+                    4,
+                    color(i).filled(),
+                )?;
+            }
         }
         // Out of the band: a ring round the point (red, or amber for a
         // documented known miss) and its machine, class and error beside it.
@@ -214,9 +303,10 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
             let lines = [
                 format!("{}: {}", p.machine, p.class),
                 format!(
-                    "{}{}",
+                    "{}{}, {}",
                     pct(p.error_pct()),
-                    if p.known_miss { " (known miss)" } else { "" }
+                    if p.known_miss { " (known miss)" } else { "" },
+                    p.role.short()
                 ),
             ];
             let (px, py) = c.backend_coord(&(p.measured, p.simulated));
@@ -238,23 +328,26 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
         let d = |e: Result<(), _>| e.map_err(draw_err);
-        for (i, label) in entries.iter().enumerate() {
+        for (i, (label, swatch)) in entries.iter().enumerate() {
             let y = 70 + 20 * i as i32;
-            if i < machines.len() {
-                d(legend.draw(&Circle::new((10, y), 4, color(i).filled())))?;
-            } else if i == machines.len() {
-                d(legend.draw(&PathElement::new(
+            match *swatch {
+                Swatch::Machine(k) => {
+                    d(legend.draw(&Circle::new((10, y), 4, color(k).filled())))?;
+                }
+                Swatch::Role(role) => {
+                    draw_marker(&legend, role, (10, y), 4, RGBColor(90, 90, 90).filled())?;
+                }
+                Swatch::Line => d(legend.draw(&PathElement::new(
                     vec![(0, y), (20, y)],
                     BLACK.stroke_width(1),
-                )))?;
-            } else if i == machines.len() + 1 {
-                d(legend.draw(&Rectangle::new(
+                )))?,
+                Swatch::Band => d(legend.draw(&Rectangle::new(
                     [(0, y - 6), (20, y + 6)],
                     band_fill.filled(),
-                )))?;
-            } else {
-                let (_, col) = rings[i - machines.len() - 2];
-                d(legend.draw(&Circle::new((10, y), 7, col.stroke_width(2))))?;
+                )))?,
+                Swatch::Ring(col) => {
+                    d(legend.draw(&Circle::new((10, y), 7, col.stroke_width(2))))?;
+                }
             }
             d(legend.draw(&Text::new(label.as_str(), (28, y), style.clone())))?;
         }
@@ -268,6 +361,17 @@ const PANEL_W: u32 = 460;
 /// Room right of each panel's plot for the figures of its classes.
 const FIGURES_W: u32 = 160;
 const ROW_H: u32 = 22;
+/// A line of the key under the panels.
+const KEY_LINE_H: i32 = 22;
+/// The role markers' colour (the machine has no colour of its own here).
+const ROLE_MARK: RGBColor = RGBColor(90, 90, 90);
+
+/// What a key entry of the panels shows.
+#[derive(Clone, Copy)]
+enum KeySwatch {
+    Fill(RGBColor),
+    Role(PointRole),
+}
 
 /// Per machine a panel (a grid of them, four across, so the chart fits a
 /// slide): per class of CPU pairs a bar of the simulated median's error
@@ -281,11 +385,6 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
     let classes_of = |m: &str| -> Vec<&ValidationPoint> {
         chart.points.iter().filter(|p| p.machine == m).collect()
     };
-    let most_classes = machines
-        .iter()
-        .map(|m| classes_of(m).len())
-        .max()
-        .unwrap_or(1) as u32;
     // One error scale for every panel: the band and the largest miss.
     let reach = chart
         .points
@@ -293,17 +392,94 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
         .map(|p| p.error_pct().abs())
         .fold(chart.band_pct * 1.5, f64::max)
         * 1.15;
+    // Each panel as tall as its classes need, stacked in the column that is
+    // shortest so far (the first four fill the top row): no empty rows in
+    // a machine with few classes, and the grid as short as it can be.
     let columns = PANEL_COLUMNS.min(machines.len());
-    let rows = machines.len().div_ceil(columns);
-    let panel_h = 64 + ROW_H * most_classes + 34;
+    let panel_h = |classes: usize| 64 + ROW_H * classes as u32 + 34;
+    let mut column_h = vec![0u32; columns];
+    let mut placed: Vec<(&str, u32, u32, usize)> = Vec::new();
+    for m in &machines {
+        let classes = classes_of(m).len();
+        let column = (0..columns).min_by_key(|&c| (column_h[c], c)).unwrap_or(0);
+        placed.push((m, PANEL_W * column as u32, column_h[column], classes));
+        column_h[column] += panel_h(classes);
+    }
+    let grid_h = column_h.iter().copied().max().unwrap_or(0);
+    // The key, once for every panel, with only the kinds of bar drawn.
+    let outside = |known: bool| {
+        chart
+            .points
+            .iter()
+            .any(|p| p.error_pct().abs() > chart.band_pct && p.known_miss == known)
+    };
+    let within = chart
+        .points
+        .iter()
+        .any(|p| p.error_pct().abs() <= chart.band_pct);
+    let mut entries: Vec<(String, KeySwatch)> = [
+        (
+            within,
+            format!("within ±{} %", short_number(chart.band_pct)),
+            WITHIN,
+        ),
+        (
+            outside(false),
+            format!("outside ±{} %", short_number(chart.band_pct)),
+            MISS,
+        ),
+        (
+            outside(true),
+            "outside, a documented known miss".into(),
+            KNOWN_MISS,
+        ),
+        (
+            true,
+            format!(
+                "±{} % band; figures: error, simulated / measured median (ns)",
+                short_number(chart.band_pct)
+            ),
+            RGBColor(200, 225, 200),
+        ),
+    ]
+    .into_iter()
+    .filter(|(drawn, _, _)| *drawn)
+    .map(|(_, text, col)| (text, KeySwatch::Fill(col)))
+    .collect();
+    for role in [
+        PointRole::Prediction,
+        PointRole::Calibration,
+        PointRole::Unknown,
+    ] {
+        if chart.points.iter().any(|p| p.role == role) {
+            entries.push((role.describe().to_string(), KeySwatch::Role(role)));
+        }
+    }
+    // Laid out left to right, a new line where the next would not fit.
+    let key_w = (PANEL_W * PANEL_COLUMNS.min(machines.len()) as u32).max(title_width(&chart.title));
+    let mut x = 20;
+    let mut line = 0;
+    let entries: Vec<(String, KeySwatch, (i32, usize))> = entries
+        .into_iter()
+        .map(|(text, swatch)| {
+            let w = 24 + text_width(&text, 13.0) as i32 + 26;
+            if x > 20 && x + w > key_w as i32 {
+                x = 20;
+                line += 1;
+            }
+            let at = (x, line);
+            x += w;
+            (text, swatch, at)
+        })
+        .collect();
     let title_h = 50;
-    let legend_h = 40;
+    let legend_h = 18 + KEY_LINE_H as u32 * (line as u32 + 1);
     let width = (PANEL_W * columns as u32).max(title_width(&chart.title));
-    let height = title_h + panel_h * rows as u32 + legend_h;
+    let height = title_h + grid_h + legend_h;
     let d = |e: Result<(), _>| e.map_err(draw_err);
     render(width, height, |root| {
         let (top, rest) = root.split_vertically(title_h);
-        let (grid, legend) = rest.split_vertically(panel_h * rows as u32);
+        let (grid, legend) = rest.split_vertically(grid_h);
         let title_style = TextStyle::from((FONT, 20).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Center, VPos::Center));
@@ -312,25 +488,26 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
             (width as i32 / 2, title_h as i32 / 2),
             title_style,
         )))?;
-        let panels = grid.split_evenly((rows, columns));
         let small = TextStyle::from((FONT, 11).into_font()).color(&BLACK);
         let label = TextStyle::from((FONT, 12).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Right, VPos::Center));
-        for (panel, m) in panels.iter().zip(&machines) {
+        for &(m, x, y, classes) in &placed {
+            let panel = grid.clone().shrink((x, y), (PANEL_W, panel_h(classes)));
             let points = classes_of(m);
+            // Room for the class's name and its role's marker.
             let label_w = points
                 .iter()
                 .map(|p| text_width(&p.class, 12.0))
                 .fold(60.0, f64::max) as u32
-                + 12;
-            let mut c = ChartBuilder::on(panel)
-                .caption(*m, (FONT, 15))
+                + 24;
+            let mut c = ChartBuilder::on(&panel)
+                .caption(m, (FONT, 15))
                 .margin(8)
                 .margin_right(FIGURES_W)
                 .x_label_area_size(34)
                 .y_label_area_size(label_w)
-                .build_cartesian_2d(-reach..reach, 0..(most_classes as i32))
+                .build_cartesian_2d(-reach..reach, 0..(classes as i32))
                 .map_err(draw_err)?;
             c.configure_mesh()
                 .disable_y_mesh()
@@ -340,7 +517,9 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
                 .bold_line_style(RGBColor(235, 235, 235))
                 // The middle and the ends only: a panel is narrow.
                 .x_label_formatter(&|v| {
-                    if v.abs() < 1e-9 || v.abs() >= reach / 1.15 * 0.8 {
+                    if v.abs() < 1e-9 {
+                        "0 %".into()
+                    } else if v.abs() >= reach / 1.15 * 0.8 {
                         format!("{v:+.0} %")
                     } else {
                         String::new()
@@ -351,19 +530,19 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
                 .map_err(draw_err)?;
             let band_fill = RGBColor(160, 200, 160).mix(0.35);
             c.draw_series(std::iter::once(Rectangle::new(
-                [(-chart.band_pct, 0), (chart.band_pct, most_classes as i32)],
+                [(-chart.band_pct, 0), (chart.band_pct, classes as i32)],
                 band_fill.filled(),
             )))
             .map_err(draw_err)?;
             c.draw_series(std::iter::once(PathElement::new(
-                vec![(0.0, 0), (0.0, most_classes as i32)],
+                vec![(0.0, 0), (0.0, classes as i32)],
                 BLACK.stroke_width(1),
             )))
             .map_err(draw_err)?;
             let base = panel.get_base_pixel();
             for (k, p) in points.iter().enumerate() {
                 // Nearest class on top.
-                let row = most_classes as i32 - 1 - k as i32;
+                let row = classes as i32 - 1 - k as i32;
                 let e = p.error_pct();
                 let col = if e.abs() <= chart.band_pct {
                     WITHIN
@@ -386,9 +565,17 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
                 let mid = (ya + yb) / 2 - base.1;
                 d(panel.draw(&Text::new(
                     p.class.as_str(),
-                    (lx - base.0 - 6, mid),
+                    (lx - base.0 - 18, mid),
                     label.clone(),
                 )))?;
+                // The role's marker, as on the scatter.
+                draw_marker(
+                    &panel,
+                    p.role,
+                    (lx - base.0 - 9, mid),
+                    4,
+                    ROLE_MARK.filled(),
+                )?;
                 // The figures in their column right of the plot.
                 let text = format!("{}  {:.1} / {:.1} ns", pct(e), p.simulated, p.measured);
                 let (right, _) = c.backend_coord(&(reach, row));
@@ -399,54 +586,21 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
                 )))?;
             }
         }
-        // The key, once for every panel, with only the kinds of bar drawn.
-        let outside = |known: bool| {
-            chart
-                .points
-                .iter()
-                .any(|p| p.error_pct().abs() > chart.band_pct && p.known_miss == known)
-        };
-        let within = chart
-            .points
-            .iter()
-            .any(|p| p.error_pct().abs() <= chart.band_pct);
-        let entries: Vec<(String, RGBColor)> = [
-            (
-                within,
-                format!("within ±{} %", short_number(chart.band_pct)),
-                WITHIN,
-            ),
-            (
-                outside(false),
-                format!("outside ±{} %", short_number(chart.band_pct)),
-                MISS,
-            ),
-            (
-                outside(true),
-                "outside, a documented known miss".into(),
-                KNOWN_MISS,
-            ),
-            (
-                true,
-                format!(
-                    "±{} % band; figures: error, simulated / measured median (ns)",
-                    short_number(chart.band_pct)
-                ),
-                RGBColor(200, 225, 200),
-            ),
-        ]
-        .into_iter()
-        .filter(|(drawn, _, _)| *drawn)
-        .map(|(_, text, col)| (text, col))
-        .collect();
         let key = TextStyle::from((FONT, 13).into_font())
             .color(&BLACK)
             .pos(Pos::new(HPos::Left, VPos::Center));
-        let mut x = 20;
-        for (text, col) in entries {
-            d(legend.draw(&Rectangle::new([(x, 14), (x + 18, 28)], col.filled())))?;
-            d(legend.draw(&Text::new(text.clone(), (x + 24, 21), key.clone())))?;
-            x += 24 + text_width(&text, 13.0) as i32 + 26;
+        for (text, swatch, (x, line)) in &entries {
+            let y = 21 + KEY_LINE_H * *line as i32;
+            match *swatch {
+                KeySwatch::Fill(col) => d(legend.draw(&Rectangle::new(
+                    [(*x, y - 7), (x + 18, y + 7)],
+                    col.filled(),
+                )))?,
+                KeySwatch::Role(role) => {
+                    draw_marker(&legend, role, (x + 9, y), 4, ROLE_MARK.filled())?
+                }
+            }
+            d(legend.draw(&Text::new(text.clone(), (x + 24, y), key.clone())))?;
         }
         Ok(())
     })

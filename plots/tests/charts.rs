@@ -156,7 +156,7 @@ fn every_chart_has_its_title_and_axis_labels_and_is_deterministic() {
         &c.category_label,
         "+42.5%",
         "-12.2%",
-        "+0.0%",
+        "\n0.0%\n",
     ] {
         assert!(svg.contains(text), "comparison lacks {text}");
     }
@@ -258,6 +258,7 @@ fn validation_chart() -> ValidationChart {
         measured,
         simulated,
         known_miss: false,
+        role: PointRole::Prediction,
     };
     ValidationChart {
         title: "Simulated against measured".into(),
@@ -292,9 +293,12 @@ fn validation_charts_name_machines_classes_and_the_band() {
     // band (milan, -35.2 %) ringed and labelled, one ring in the legend.
     assert_eq!(
         svg.matches("<circle").count(),
-        3 + 2 + 1 + 1,
-        "3 points, 2 machines in the legend, a ring and its swatch"
+        3 + 2 + 1 + 1 + 1,
+        "3 points, 2 machines and the prediction marker in the legend, a ring and its swatch"
     );
+    assert!(svg.contains("prediction (held out from the fit)"));
+    assert!(!svg.contains("calibration"), "no calibration point drawn");
+    assert!(svg.contains("-35.2 %, prediction"), "the miss's role");
     assert!(svg.contains("milan: cross-socket"), "no label for the miss");
     assert!(svg.contains("-35.2 %"), "no error for the miss");
     assert!(svg.contains("outside ±10 %"), "no legend for the ring");
@@ -336,6 +340,22 @@ fn validation_charts_name_machines_classes_and_the_band() {
         size(&svg, "width") > size(&svg, "height"),
         "not a slide's shape"
     );
+
+    // A class the preset was fitted on is a square, on both charts, and
+    // says so in the legend and the key.
+    let mut fitted = validation_chart();
+    fitted.points[0].role = PointRole::Calibration;
+    let scatter = validation_scatter(&fitted).unwrap();
+    assert_eq!(scatter.matches("<circle").count(), 2 + 2 + 1 + 1 + 1);
+    assert!(scatter.contains("calibration (the preset was fitted on it)"));
+    assert_eq!(
+        scatter.matches("<rect").count(),
+        validation_scatter(&v).unwrap().matches("<rect").count() + 2,
+        "a square for the point and one in the legend"
+    );
+    let bars = validation_bars(&fitted).unwrap();
+    assert!(bars.contains("calibration (the preset was fitted on it)"));
+    assert!(bars.contains("prediction (held out from the fit)"));
 
     let mut empty = validation_chart();
     empty.points.clear();
@@ -478,12 +498,59 @@ fn a_doubling_sweep_takes_a_log2_x_axis_and_values_over_decades_a_log_y() {
 }
 
 #[test]
+fn validation_panels_are_as_tall_as_their_classes() {
+    // One machine of eight classes and five of one: the short panels
+    // stack beside the tall one instead of each grid row being as tall
+    // as the tallest panel (which left empty rows).
+    let mut points = Vec::new();
+    for (machine, classes) in [("a", 8), ("b", 1), ("c", 1), ("d", 1), ("e", 1), ("f", 1)] {
+        for k in 0..classes {
+            points.push(ValidationPoint {
+                machine: machine.into(),
+                class: format!("class {k}"),
+                measured: 100.0,
+                simulated: 101.0,
+                known_miss: false,
+                role: PointRole::Prediction,
+            });
+        }
+    }
+    let chart = ValidationChart {
+        title: "t".into(),
+        x_label: "x".into(),
+        y_label: "y".into(),
+        band_pct: 10.0,
+        points,
+    };
+    let svg = validation_bars(&chart).unwrap();
+    let height: u32 = {
+        let at = svg.find("height=\"").unwrap() + 8;
+        svg[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    // Title 50, the tallest panel (64 + 8 rows of 22 + 34; b and e, c and
+    // f stack to 2 x 120 beside it), one key line; a grid of rows would
+    // be two panels of 8 rows tall.
+    assert_eq!(height, 50 + (64 + 8 * 22 + 34) + 40);
+    // The rounding to zero leaves no sign on a bar's figures.
+    assert!(svg.contains("+1.0 %  101.0 / 100.0 ns"), "{svg}");
+    let mut zero = chart.clone();
+    zero.points[0].simulated = 99.97;
+    let svg = validation_bars(&zero).unwrap();
+    assert!(svg.contains("0.0 %  100.0 / 100.0 ns"), "{svg}");
+    assert!(!svg.contains("-0.0 %"), "{svg}");
+}
+
+#[test]
 fn percentages_near_100_keep_their_digits() {
     assert_eq!(signed_percent(-99.99), "-99.99");
     assert_eq!(signed_percent(-99.997), "-99.997");
     assert_eq!(signed_percent(-100.0), "-100.0");
     assert_eq!(signed_percent(99.96), "+99.96");
     assert_eq!(signed_percent(-21.63), "-21.6");
+    // Rounding to zero leaves no sign: `-0.0` would read as a drop.
+    assert_eq!(signed_percent(-0.04), "0.0");
+    assert_eq!(signed_percent(0.049), "0.0");
+    assert_eq!(signed_percent(-0.06), "-0.1");
     let chart = ComparisonChart {
         bars: vec![Bar {
             label: "spinlock".into(),

@@ -177,7 +177,7 @@ fn icelake_classes_and_adjustment_are_reported() {
         "   measured: 128 of 144 CPUs (Linux CPUs 0-127 of 0-143:",
         "   home:     line homed on node 0 (node 0 of socket 0): it does not matter on Intel",
         "   clock:    3500 MHz, documented max boost: dmidecode \"Max Speed: 3500 MHz\"",
-        "   class                       pairs   measured  simulated     error  median |err|  within ±10 %",
+        "   class                       pairs   measured  simulated     error  median |err|  role         within ±10 %",
         "summary: 2 machine(s) validated, 0 not validated (preset not available yet), 0 failed; 0 class(es) outside ±10 %",
     ] {
         assert!(text.contains(needle), "missing `{needle}` in:\n{text}");
@@ -188,7 +188,7 @@ fn icelake_classes_and_adjustment_are_reported() {
         lines.next(),
         Some(
             "file,measured_sku,preset,adjustment,class,pairs,measured_median_ns,\
-             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note"
+             simulated_median_ns,error_pct,median_abs_error_pct,within_bound,status,note,role"
         )
     );
     let first = lines.next().unwrap();
@@ -200,7 +200,7 @@ fn icelake_classes_and_adjustment_are_reported() {
         ),
         "{first}"
     );
-    assert!(first.ends_with(",yes,validated,"), "{first}");
+    assert!(first.ends_with(",yes,validated,,calibration"), "{first}");
     assert_eq!(csv.lines().count(), 1 + 2 * 4, "{csv}");
     assert!(csv.contains(",all pairs,8128,,,,"), "{csv}");
 }
@@ -307,7 +307,7 @@ fn a_known_miss_is_shown_as_one_and_a_stale_one_is_found() {
     );
     assert!(report
         .to_csv()
-        .contains(",no,validated,known miss: a test\n"));
+        .contains(",no,validated,known miss: a test,calibration\n"));
 }
 
 // ---------------------------------------------------------------------------

@@ -1319,6 +1319,7 @@ fn tutorial(root: &Path, out: &mut Files) -> Result<(), String> {
             "scaling-throughput.svg",
             "comparison.svg",
             "attribution-cpus_16.svg",
+            "c2c-cpus_16.svg",
             "lines-stats-packed.svg",
             "lines-stats-split.svg",
         ],

@@ -36,7 +36,7 @@
 mod amd;
 mod intel;
 mod scheduler;
-mod sources;
+pub(crate) mod sources;
 
 pub use scheduler::{scheduler_params, SCHED_KEYS, SCHED_PREFIX};
 

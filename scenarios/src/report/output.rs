@@ -232,6 +232,34 @@ pub struct LineRecord {
     /// Fields on the line, as `inst[e].field`.
     pub fields: Vec<String>,
     pub traffic: TrafficRecord,
+    /// Per byte offset of the line that was accessed, ascending: what the
+    /// accesses there did (`perf c2c`'s per-offset rows); empty in files
+    /// written before it was recorded.
+    #[serde(default)]
+    pub offsets: Vec<OffsetRecord>,
+    /// The CPUs that made measured accesses to the line, as a Linux
+    /// cpulist (`0-3,8`), and their NUMA nodes, ascending.
+    #[serde(default)]
+    pub cpus: String,
+    #[serde(default)]
+    pub nodes: Vec<u32>,
+}
+
+/// The accesses at one byte offset of a line, over the measured window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OffsetRecord {
+    pub offset_bytes: u32,
+    /// The field there, as `inst[e].field` (`?` where the line's fields do
+    /// not cover the offset).
+    pub field: String,
+    pub loads: u64,
+    pub stores: u64,
+    pub atomics: u64,
+    /// HITM of accesses at this offset served from a core on the
+    /// requester's NUMA node, and from one on another node.
+    pub hitm_local: u64,
+    pub hitm_remote: u64,
 }
 
 /// `shard.json`: which part of which sweep a directory holds.
@@ -486,12 +514,34 @@ fn record(
         lines: r
             .lines
             .iter()
-            .map(|l| LineRecord {
-                line: l.unit,
-                address: l.address,
-                home_node: l.home_node,
-                fields: l.fields.clone(),
-                traffic: (&l.traffic).into(),
+            .map(|l| {
+                let cpus = l.detail.cpu_list();
+                let mut nodes: Vec<u32> = cpus.iter().map(|&c| topology.node_of(c)).collect();
+                nodes.sort_unstable();
+                nodes.dedup();
+                LineRecord {
+                    line: l.unit,
+                    address: l.address,
+                    home_node: l.home_node,
+                    fields: l.fields.clone(),
+                    traffic: (&l.traffic).into(),
+                    offsets: l
+                        .detail
+                        .offsets
+                        .iter()
+                        .map(|o| OffsetRecord {
+                            offset_bytes: o.offset_bytes,
+                            field: l.field_at(o.offset_bytes),
+                            loads: o.loads,
+                            stores: o.stores,
+                            atomics: o.atomics,
+                            hitm_local: o.hitm_local,
+                            hitm_remote: o.hitm_remote,
+                        })
+                        .collect(),
+                    cpus: format_cpulist(&cpus),
+                    nodes,
+                }
             })
             .collect(),
         content_sha256: String::new(),

@@ -57,8 +57,14 @@ fn percent_change(base: f64, value: f64) -> String {
 
 /// A signed percentage to one decimal, with more decimals where one would
 /// round a value that is not -100 % (or +100 %) to it: `-99.99` is
-/// `-99.99`, not `-100.0`, since a drop of 100 % means nothing is left.
+/// `-99.99`, not `-100.0`, since a drop of 100 % means nothing is left; a
+/// value that rounds to zero is `0.0`, unsigned.
 pub fn signed_percent(p: f64) -> String {
+    // A value that rounds to zero has no sign (`-0.0` would read as a
+    // small drop).
+    if format!("{p:.1}").parse::<f64>().is_ok_and(|t| t == 0.0) {
+        return "0.0".into();
+    }
     let mut text = format!("{p:+.1}");
     for decimals in 2..=6 {
         let rounded_to_100 = text.parse::<f64>().is_ok_and(|t| t.abs() == 100.0);
@@ -404,7 +410,7 @@ pub fn shared_lines(result: &VariantResult) -> String {
             "offset", "loads", "stores", "atomics", "HITM-local", "HITM-rem"
         );
         for o in &l.detail.offsets {
-            let field = field_at(l, o.offset_bytes);
+            let field = l.field_at(o.offset_bytes);
             let _ = writeln!(
                 out,
                 "    {:>#6x}  {:>10} {:>10} {:>10} {:>10} {:>10}  {}",
@@ -413,21 +419,6 @@ pub fn shared_lines(result: &VariantResult) -> String {
         }
     }
     out
-}
-
-/// The name of the field of line `l` at `offset_bytes` (`inst[e].field`),
-/// or `?` when the line's fields do not say.
-fn field_at(l: &crate::run::results::LineResult, offset_bytes: u32) -> String {
-    let address = l.address + offset_bytes as u64;
-    l.fields
-        .iter()
-        .zip(&l.field_ranges)
-        .find(|(_, ranges)| {
-            ranges
-                .iter()
-                .any(|&(from, to)| from <= address && address < to)
-        })
-        .map_or_else(|| "?".to_string(), |(name, _)| name.clone())
 }
 
 /// How evenly the CPUs shared the run: measured iterations per CPU (lock
@@ -842,5 +833,7 @@ mod tests {
         assert_eq!(percent_change(1000.0, 0.4), "-99.96%");
         assert_eq!(percent_change(100.0, 100.0), "0.0%");
         assert_eq!(percent_change(0.0, 3.0), "n/a");
+        assert_eq!(signed_percent(-0.04), "0.0");
+        assert_eq!(signed_percent(-99.99), "-99.99");
     }
 }

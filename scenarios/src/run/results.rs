@@ -37,6 +37,23 @@ pub struct LineResult {
     pub detail: LineDetail,
 }
 
+impl LineResult {
+    /// The name of the field at `offset_bytes` of the line
+    /// (`inst[e].field`), or `?` when the line's fields do not say.
+    pub fn field_at(&self, offset_bytes: u32) -> String {
+        let address = self.address + offset_bytes as u64;
+        self.fields
+            .iter()
+            .zip(&self.field_ranges)
+            .find(|(_, ranges)| {
+                ranges
+                    .iter()
+                    .any(|&(from, to)| from <= address && address < to)
+            })
+            .map_or_else(|| "?".to_string(), |(name, _)| name.clone())
+    }
+}
+
 /// What one CPU did, for fairness: how many iterations (lock acquisitions,
 /// in a lock scenario) it completed and how long its longest one took.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -143,7 +143,7 @@ fn fmt_ns(ns: f64) -> String {
 }
 
 fn fmt_pct(pct: f64) -> String {
-    format!("{pct:+.1} %")
+    format!("{} %", crate::report::text::signed_percent(pct))
 }
 
 /// The columns of `validation.csv`.
@@ -161,6 +161,7 @@ pub const VALIDATION_COLUMNS: &[&str] = &[
     "within_bound",
     "status",
     "note",
+    "role",
 ];
 
 impl ValidationReport {
@@ -233,28 +234,31 @@ impl ValidationReport {
                 simulations,
             } = &r.outcome
             {
+                let _ = writeln!(out, "   role:     {}", m.role_source);
                 out.push('\n');
                 let _ = writeln!(
                     out,
-                    "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {}",
+                    "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {:<11}  {}",
                     "class",
                     "pairs",
                     "measured",
                     "simulated",
                     "error",
                     "median |err|",
+                    "role",
                     format_args!("within ±{BOUND_PCT:.0} %")
                 );
                 for c in classes {
                     let _ = writeln!(
                         out,
-                        "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {}",
+                        "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {:<11}  {}",
                         c.label,
                         c.pairs,
                         fmt_ns(c.measured_median_ns),
                         fmt_ns(c.simulated_median_ns),
                         fmt_pct(c.error_pct),
                         format!("{:.1} %", c.median_abs_error_pct),
+                        m.role(c.class.key()).key(),
                         match (c.within_bound(), c.known_miss) {
                             (true, _) => "yes",
                             (false, None) => "NO",
@@ -346,9 +350,10 @@ impl ValidationReport {
                                 (false, Some(why)) => format!("known miss: {why}"),
                                 _ => String::new(),
                             },
+                            m.role(c.class.key()).key().to_string(),
                         ]));
                     }
-                    let mut all = vec![String::new(); 9];
+                    let mut all = vec![String::new(); 10];
                     all[0] = "all pairs".to_string();
                     all[1] = pairs.to_string();
                     all[5] = format!("{median_abs_error_pct:.2}");
@@ -356,13 +361,13 @@ impl ValidationReport {
                     records.push(row(all));
                 }
                 Outcome::PresetMissing(why) => {
-                    let mut rest = vec![String::new(); 9];
+                    let mut rest = vec![String::new(); 10];
                     rest[7] = "preset not available yet".to_string();
                     rest[8] = why.to_string();
                     records.push(row(rest));
                 }
                 Outcome::Failed(why) => {
-                    let mut rest = vec![String::new(); 9];
+                    let mut rest = vec![String::new(); 10];
                     rest[7] = "failed".to_string();
                     rest[8] = why.to_string();
                     records.push(row(rest));
@@ -415,6 +420,7 @@ impl ValidationReport {
                                 (false, Some(why)) => Value::from(format!("known miss: {why}")),
                                 _ => Value::Null,
                             },
+                            "role": m.role(c.class.key()).key(),
                         })));
                     }
                     rows.push(row(json!({
@@ -427,6 +433,7 @@ impl ValidationReport {
                         "within_bound": null,
                         "status": "validated",
                         "note": null,
+                        "role": null,
                     })));
                 }
                 Outcome::PresetMissing(why) | Outcome::Failed(why) => {
@@ -445,6 +452,7 @@ impl ValidationReport {
                         "within_bound": null,
                         "status": status,
                         "note": why,
+                        "role": null,
                     })));
                 }
             }
@@ -940,6 +948,8 @@ pub fn validate_user(
         home,
         home_evidence: leak(home_evidence),
         known_misses: Box::leak(known_misses.into_boxed_slice()),
+        fitted_classes: None,
+        role_source: "your own matrix: bounce cannot know whether the machine file was fitted on it",
     }));
     let adjustment = format!("`{}` as the machine file gives it", machine_file.display());
     let report = validate_spec(entry, spec, adjustment, matrix);
