@@ -356,6 +356,19 @@ fn validation_charts_name_machines_classes_and_the_band() {
     let bars = validation_bars(&fitted).unwrap();
     assert!(bars.contains("calibration (the preset was fitted on it)"));
     assert!(bars.contains("prediction (held out from the fit)"));
+    // A user's own matrix: a triangle, its role not known.
+    let mut own = validation_chart();
+    for p in &mut own.points {
+        p.role = PointRole::Unknown;
+    }
+    let scatter = validation_scatter(&own).unwrap();
+    assert!(scatter.contains("role not known (your own matrix)"));
+    assert!(!scatter.contains("prediction"), "no prediction drawn");
+    assert_eq!(
+        scatter.matches("<polygon").count(),
+        3 + 1 + 1,
+        "3 points, a swatch, the band"
+    );
 
     let mut empty = validation_chart();
     empty.points.clear();
@@ -627,4 +640,90 @@ fn line_maps_share_a_scale_and_name_only_what_they_draw() {
     for present in ["hole (padding)", "tail padding (to sizeof)", ">\nnone\n<"] {
         assert!(svg.contains(present), "no swatch for {present}");
     }
+}
+
+fn c2c_chart() -> C2cChart {
+    let offset = |label: &str, local, remote, loads, stores, atomics| C2cOffset {
+        label: label.into(),
+        hitm_local: local,
+        hitm_remote: remote,
+        loads,
+        stores,
+        atomics,
+    };
+    C2cChart {
+        title: "counter: shared lines".into(),
+        unit: "per iteration".into(),
+        lines: vec![
+            C2cLine {
+                heading: "packed: line 0 at 0x0 (home node 0)".into(),
+                touched_by: "touched by 16 CPUs (0-15) on nodes 0,1".into(),
+                offsets: vec![
+                    offset("0x0 stats.limit", 0.21, 0.27, 1.0, 0.0, 0.0),
+                    offset("0x8 stats.requests", 0.22, 0.3, 0.0, 0.0, 1.0),
+                ],
+            },
+            C2cLine {
+                heading: "split: line 1 at 0x40 (home node 0)".into(),
+                touched_by: "touched by 16 CPUs (0-15) on nodes 0,1".into(),
+                offsets: vec![offset("0x0 stats.requests", 0.48, 0.52, 0.0, 0.0, 1.0)],
+            },
+        ],
+    }
+}
+
+#[test]
+fn the_c2c_chart_draws_each_offset_on_one_scale_and_keys_what_it_draws() {
+    let c = c2c_chart();
+    let svg = c2c_lines(&c).unwrap();
+    dump("c2c.svg", &svg);
+    for text in [
+        "counter: shared lines",
+        "packed: line 0 at 0x0 (home node 0)",
+        "touched by 16 CPUs (0-15) on nodes 0,1",
+        "0x8 stats.requests",
+        "HITM per iteration (local + remote)",
+        "accesses per iteration (loads + stores + atomics)",
+        "0.21 + 0.27",
+        "1 + 0 + 0",
+        "HITM, remote node",
+        "atomics",
+    ] {
+        assert!(svg.contains(text), "c2c lacks {text}");
+    }
+    // No store anywhere: no swatch for stores.
+    assert!(!svg.contains("stores\n"), "a key entry for nothing drawn");
+    // One scale: the split line's HITM bar (1.0 per iteration) is the
+    // longest, about twice the packed offsets' (0.48, 0.52).
+    let widths: Vec<i32> = svg
+        .split("<rect")
+        .skip(1)
+        .filter(|r| r.contains("fill=\"#AA1414\"") || r.contains("fill=\"#F08C28\""))
+        .map(|r| {
+            let at = r.find("width=\"").unwrap() + 7;
+            r[at..].split('"').next().unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        widths.len(),
+        2 + 6,
+        "two key swatches, two segments per offset"
+    );
+    let bar = |k: usize| widths[2 + 2 * k] + widths[3 + 2 * k];
+    assert_eq!(bar(2), 300, "the largest HITM fills the column");
+    assert!(
+        (bar(0) - 144).abs() <= 2 && (bar(1) - 156).abs() <= 2,
+        "{widths:?}"
+    );
+    assert_eq!(svg, c2c_lines(&c).unwrap());
+
+    let mut empty = c2c_chart();
+    empty.lines.clear();
+    assert!(matches!(c2c_lines(&empty), Err(PlotError::Empty(_))));
+    let mut bad = c2c_chart();
+    bad.lines[0].offsets[0].loads = -1.0;
+    assert_eq!(
+        c2c_lines(&bad).unwrap_err().to_string(),
+        "cannot draw: a count of `0x0 stats.limit` is negative"
+    );
 }
