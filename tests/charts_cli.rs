@@ -89,6 +89,9 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
             "attribution-cpus_1.svg",
             "attribution-cpus_2.svg",
             "attribution-cpus_44.svg",
+            // One CPU shares no line: no c2c chart for cpus=1.
+            "c2c-cpus_2.svg",
+            "c2c-cpus_44.svg",
             "comparison.svg",
             "lines-counter-base.svg",
             "lines-counter-padded.svg",
@@ -162,6 +165,8 @@ fn a_one_variant_sweep_draws_no_comparison() {
             "attribution-cpus_1.svg",
             "attribution-cpus_2.svg",
             "attribution-cpus_44.svg",
+            "c2c-cpus_2.svg",
+            "c2c-cpus_44.svg",
             "lines-counter-base.svg",
             "scaling-cycles.svg",
             "scaling-throughput.svg",
