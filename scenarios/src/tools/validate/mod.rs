@@ -949,7 +949,8 @@ pub fn validate_user(
         home_evidence: leak(home_evidence),
         known_misses: Box::leak(known_misses.into_boxed_slice()),
         fitted_classes: None,
-        role_source: "your own matrix: bounce cannot know whether the machine file was fitted on it",
+        role_source:
+            "your own matrix: bounce cannot know whether the machine file was fitted on it",
     }));
     let adjustment = format!("`{}` as the machine file gives it", machine_file.display());
     let report = validate_spec(entry, spec, adjustment, matrix);
