@@ -398,59 +398,51 @@ impl Topology {
                 ),
             });
         }
-        if spec.clock_mhz == 0 || spec.clock_mhz > 100_000 {
-            return Err(SpecError {
-                key: "clock_mhz",
-                message: format!("{} is out of range 1..=100000", spec.clock_mhz),
-            });
-        }
-        if spec.store_buffer_entries == 0 || spec.store_buffer_entries > 1024 {
-            return Err(SpecError {
-                key: "store_buffer_entries",
-                message: format!("{} is out of range 1..=1024", spec.store_buffer_entries),
-            });
-        }
-        if spec.smt_share_percent == 0 || spec.smt_share_percent > 100 {
-            return Err(SpecError {
-                key: "smt_share_percent",
-                message: format!("{} is out of range 1..=100", spec.smt_share_percent),
-            });
-        }
-        if spec.outstanding_misses == 0 || spec.outstanding_misses > 256 {
-            return Err(SpecError {
-                key: "outstanding_misses",
-                message: format!("{} is out of range 1..=256", spec.outstanding_misses),
-            });
-        }
-        if spec.reorder_window_entries > 4096 {
-            return Err(SpecError {
-                key: "reorder_window_entries",
-                message: format!("{} is out of range 0..=4096", spec.reorder_window_entries),
-            });
-        }
-        if spec.dispatch_width == 0 || spec.dispatch_width > 64 {
-            return Err(SpecError {
-                key: "dispatch_width",
-                message: format!("{} is out of range 1..=64", spec.dispatch_width),
-            });
-        }
-        if spec.mispredict_penalty_cycles > 1000 {
-            return Err(SpecError {
-                key: "mispredict_penalty_cycles",
-                message: format!(
-                    "{} is out of range 0..=1000",
-                    spec.mispredict_penalty_cycles
-                ),
-            });
-        }
-        if spec.arbitration_near_owner_percent > 100 {
-            return Err(SpecError {
-                key: "arbitration_near_owner_percent",
-                message: format!(
-                    "{} is out of range 0..=100",
-                    spec.arbitration_near_owner_percent
-                ),
-            });
+        // The machine's scalar keys and the ranges a machine can have.
+        for (key, value, range) in [
+            ("clock_mhz", spec.clock_mhz, 1..=100_000),
+            (
+                "store_buffer_entries",
+                u64::from(spec.store_buffer_entries),
+                1..=1024,
+            ),
+            (
+                "smt_share_percent",
+                u64::from(spec.smt_share_percent),
+                1..=100,
+            ),
+            (
+                "outstanding_misses",
+                u64::from(spec.outstanding_misses),
+                1..=256,
+            ),
+            (
+                "reorder_window_entries",
+                u64::from(spec.reorder_window_entries),
+                0..=4096,
+            ),
+            ("dispatch_width", u64::from(spec.dispatch_width), 1..=64),
+            (
+                "mispredict_penalty_cycles",
+                u64::from(spec.mispredict_penalty_cycles),
+                0..=1000,
+            ),
+            (
+                "arbitration_near_owner_percent",
+                u64::from(spec.arbitration_near_owner_percent),
+                0..=100,
+            ),
+        ] {
+            if !range.contains(&value) {
+                return Err(SpecError {
+                    key,
+                    message: format!(
+                        "{value} is out of range {}..={}",
+                        range.start(),
+                        range.end()
+                    ),
+                });
+            }
         }
         let latency_limit = 1_000_000;
         let l = &spec.latency;
