@@ -383,12 +383,6 @@ impl Topology {
                 ),
             });
         }
-        if spec.threads_per_core > 8 {
-            return Err(SpecError {
-                key: "threads_per_core",
-                message: format!("{} is out of range 1..=8", spec.threads_per_core),
-            });
-        }
         if !spec.line_size_bytes.is_power_of_two() || !(16..=4096).contains(&spec.line_size_bytes) {
             return Err(SpecError {
                 key: "line_size_bytes",
@@ -400,6 +394,7 @@ impl Topology {
         }
         // The machine's scalar keys and the ranges a machine can have.
         for (key, value, range) in [
+            ("threads_per_core", u64::from(spec.threads_per_core), 1..=8),
             ("clock_mhz", spec.clock_mhz, 1..=100_000),
             (
                 "store_buffer_entries",

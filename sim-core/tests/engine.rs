@@ -23,6 +23,17 @@ fn line_struct() -> StructSpec {
     strukt("line", vec![v])
 }
 
+/// How long CPU 0's first iteration took (the recorder's iteration log).
+fn first_iteration_cycles(rec: &testkit::Recorder) -> u64 {
+    rec.log
+        .iter()
+        .find_map(|seen| match seen {
+            Seen::Iteration(0, 0, start, end) => Some(end - start),
+            _ => None,
+        })
+        .expect("CPU 0 finished an iteration")
+}
+
 fn atomics(rec: &testkit::Recorder) -> Vec<&Access> {
     rec.accesses()
         .filter(|a| matches!(a.kind, AccessKind::Atomic(_)))
@@ -1009,14 +1020,7 @@ fn misses(buffers: u32, script: &str) -> (u64, testkit::Recorder) {
         .threads([0], "r")
         .stop(StopRule::Iterations(1))
         .run();
-    let length = rec
-        .log
-        .iter()
-        .find_map(|seen| match seen {
-            Seen::Iteration(0, 0, start, end) => Some(end - start),
-            _ => None,
-        })
-        .expect("one iteration");
+    let length = first_iteration_cycles(&rec);
     (length, rec)
 }
 
@@ -1160,14 +1164,7 @@ fn walk(machine: sim_core::topology::MachineSpec, script: &str) -> (u64, testkit
         .threads([0], "r")
         .stop(StopRule::Iterations(1))
         .run();
-    let length = rec
-        .log
-        .iter()
-        .find_map(|seen| match seen {
-            Seen::Iteration(0, 0, start, end) => Some(end - start),
-            _ => None,
-        })
-        .expect("one iteration");
+    let length = first_iteration_cycles(&rec);
     (length, rec)
 }
 
@@ -1335,13 +1332,7 @@ fn a_spin_waits_exit_is_mispredicted() {
             .threads([8], "set")
             .stop(StopRule::Iterations(1))
             .run();
-        rec.log
-            .iter()
-            .find_map(|seen| match seen {
-                Seen::Iteration(0, 0, start, end) => Some(end - start),
-                _ => None,
-            })
-            .expect("the spinner's iteration")
+        first_iteration_cycles(&rec)
     };
     let (free, paid) = (spin(0), spin(40));
     assert!(free > 2000, "{free}");
