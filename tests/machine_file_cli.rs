@@ -197,7 +197,17 @@ fn a_machine_file_reference_takes_only_the_file_and_stays_inside_the_directory()
 fn a_variant_takes_its_machine_from_a_file() {
     let dir = with_machine_files("machine-file-variant", &[("genoa.toml", "epyc-genoa-1s")]);
     let variant = "machine = \"icelake-sp-2s\"\n[[variants]]\nname = \"genoa\"\nset = { machine = { file = \"genoa.toml\" } }\n[[variants]]\nname = \"genoa-preset\"\nset = { machine = \"epyc-genoa-1s\" }";
-    let file = scenario(&dir, "variant.toml", variant);
+    a_variant_takes_its_machine_from(&dir, variant, 28);
+    // The dotted key says the same; an error points at its value.
+    let dotted = variant.replace(
+        "{ machine = { file = \"genoa.toml\" } }",
+        "{ \"machine.file\" = \"genoa.toml\" }",
+    );
+    a_variant_takes_its_machine_from(&dir, &dotted, 26);
+}
+
+fn a_variant_takes_its_machine_from(dir: &TempDir, variant: &str, file_column: usize) {
+    let file = scenario(dir, "variant.toml", variant);
     let o = bounce(&["check", &file, "--format", "csv"]);
     assert_exit(&o, 0);
     let machines: Vec<String> = stdout(&o)
@@ -231,21 +241,21 @@ fn a_variant_takes_its_machine_from_a_file() {
     assert_eq!(column[1], column[2], "{csv}");
     assert_ne!(column[0], column[1], "{csv}");
     // A file that is not there is an error at the variant's line.
-    let missing = scenario(
-        &dir,
-        "missing.toml",
-        &variant.replace("\"genoa.toml\"", "\"nothere.toml\""),
-    );
+    let missing_variant = variant.replace("\"genoa.toml\"", "\"nothere.toml\"");
+    let missing = scenario(dir, "missing.toml", &missing_variant);
     let o = bounce(&["check", &missing]);
     assert_exit(&o, 2);
     let shown = dir.0.join("nothere.toml").display().to_string();
+    let text = std::fs::read_to_string(&missing).unwrap();
+    let line = text.lines().nth(5).unwrap();
+    let pad = file_column - 1;
     assert_eq!(
         stderr(&o),
         format!(
             "error: cannot read the machine file `{shown}`: No such file or directory (os error 2) \
-             (in `variants.genoa.set.machine.file`)\n --> {missing}:6:28\n  |\n6 | set = \
-             {{ machine = {{ file = \"nothere.toml\" }} }}\n  |                            \
-             ^^^^^^^^^^^^^^\n"
+             (in `variants.genoa.set.machine.file`)\n --> {missing}:6:{file_column}\n  |\n6 | \
+             {line}\n  | {:pad$}^^^^^^^^^^^^^^\n",
+            ""
         )
     );
 }

@@ -2,7 +2,8 @@
 //! own and shared by several scenarios. The file holds one `[machine]`
 //! table, as `bounce presets show NAME --toml` prints it. It may stand for
 //! the scenario's `machine`, a variant's (`set = { machine = { file = ...
-//! } }`) and values of a sweep's `machine` axis.
+//! } }`, or `set = { "machine.file" = ... }`) and values of a sweep's
+//! `machine` axis.
 //!
 //! The loader reads each such file before anything else looks at the
 //! scenario, checks the machine there (so that an error names the machine
@@ -64,10 +65,10 @@ pub(crate) fn expand(
         return Ok(None);
     };
     let root = parsed.into_inner();
-    let mut references: Vec<(String, &Spanned<DeValue<'_>>)> = Vec::new();
+    let mut references: Vec<Reference<'_, '_>> = Vec::new();
     if let Some(machine) = root.get("machine") {
         if is_reference(machine) {
-            references.push(("machine".to_string(), machine));
+            references.push(Reference::table("machine".to_string(), machine));
         }
     }
     if let Some(DeValue::Array(variants)) = root.get("variants").map(Spanned::get_ref) {
@@ -78,6 +79,22 @@ pub(crate) fn expand(
             let Some(DeValue::Table(set)) = variant.get("set").map(Spanned::get_ref) else {
                 continue;
             };
+            let name = match variant.get("name").map(Spanned::get_ref) {
+                Some(DeValue::String(name)) => name.to_string(),
+                _ => k.to_string(),
+            };
+            let key = format!("variants.{name}.set.machine");
+            // `"machine.file" = "NAME.toml"`, the dotted form of the same.
+            if let Some((dotted, file)) = set.get_key_value("machine.file") {
+                references.push(Reference {
+                    key,
+                    table: None,
+                    file,
+                    replaced: dotted.span().start..file.span().end,
+                    prefix: "machine = ",
+                });
+                continue;
+            }
             let Some(machine) = set.get("machine") else {
                 continue;
             };
@@ -88,11 +105,7 @@ pub(crate) fn expand(
                 .get(machine.span().start..)
                 .is_some_and(|t| t.starts_with('{'));
             if inline && is_reference(machine) {
-                let name = match variant.get("name").map(Spanned::get_ref) {
-                    Some(DeValue::String(name)) => name.to_string(),
-                    _ => k.to_string(),
-                };
-                references.push((format!("variants.{name}.set.machine"), machine));
+                references.push(Reference::table(key, machine));
             }
         }
     }
@@ -100,7 +113,7 @@ pub(crate) fn expand(
         if let Some(DeValue::Array(values)) = sweep.get("machine").map(Spanned::get_ref) {
             for (k, value) in values.iter().enumerate() {
                 if is_reference(value) {
-                    references.push((format!("sweep.machine.{k}"), value));
+                    references.push(Reference::table(format!("sweep.machine.{k}"), value));
                 }
             }
         }
@@ -108,18 +121,29 @@ pub(crate) fn expand(
     if references.is_empty() {
         return Ok(None);
     }
-    let mut replacements: Vec<(Range<usize>, Inline)> = Vec::new();
-    for (key, value) in references {
-        let inline = read_machine(source, &key, value, limits, scope, machine_of)?;
-        replacements.push((value.span(), inline));
+    let mut replacements: Vec<(Range<usize>, &str, Inline)> = Vec::new();
+    for reference in references {
+        if let Some(table) = reference.table {
+            only_file(source, &reference.key, table)?;
+        }
+        let inline = read_machine(
+            source,
+            &reference.key,
+            reference.file,
+            limits,
+            scope,
+            machine_of,
+        )?;
+        replacements.push((reference.replaced, reference.prefix, inline));
     }
     // In the order of the text, each shifting what follows it.
-    replacements.sort_by_key(|(span, _)| span.start);
+    replacements.sort_by_key(|(span, _, _)| span.start);
     let mut text = String::with_capacity(source.text.len());
     let mut inlined = Vec::new();
     let mut copied = 0;
-    for (span, inline) in replacements {
+    for (span, prefix, inline) in replacements {
         text.push_str(&source.text[copied..span.start]);
+        text.push_str(prefix);
         let start = text.len();
         text.push_str(&inline.text);
         inlined.push(Inlined {
@@ -214,15 +238,39 @@ fn is_reference(value: &Spanned<DeValue<'_>>) -> bool {
     matches!(value.get_ref(), DeValue::Table(t) if t.contains_key("file"))
 }
 
-/// Reads, checks and inlines the machine file `value` names.
-fn read_machine(
+/// A machine file named in the scenario: where (`key`, for messages), the
+/// `{ file = ... }` table if it is written as one, the `file` value, the
+/// text the machine's inline table replaces and what goes before it.
+struct Reference<'a, 'i> {
+    key: String,
+    table: Option<&'a Spanned<DeValue<'i>>>,
+    file: &'a Spanned<DeValue<'i>>,
+    replaced: Range<usize>,
+    prefix: &'static str,
+}
+
+impl<'a, 'i> Reference<'a, 'i> {
+    /// `key = { file = ... }`: the table is replaced by the machine's.
+    fn table(key: String, table: &'a Spanned<DeValue<'i>>) -> Self {
+        let DeValue::Table(keys) = table.get_ref() else {
+            unreachable!("is_reference checked it is a table");
+        };
+        Reference {
+            key,
+            table: Some(table),
+            file: keys.get("file").expect("is_reference checked `file`"),
+            replaced: table.span(),
+            prefix: "",
+        }
+    }
+}
+
+/// A `{ file = ... }` table holds `file` alone.
+fn only_file(
     source: &SourceFile,
     key: &str,
     value: &Spanned<DeValue<'_>>,
-    limits: &Limits,
-    scope: ImportScope,
-    machine_of: MachineOf,
-) -> Result<Inline, InputError> {
+) -> Result<(), InputError> {
     let DeValue::Table(table) = value.get_ref() else {
         unreachable!("is_reference checked it is a table");
     };
@@ -239,7 +287,19 @@ fn read_machine(
         )
         .with_valid(EXAMPLE));
     }
-    let file = table.get("file").expect("is_reference checked `file`");
+    Ok(())
+}
+
+/// Reads, checks and inlines the machine file `file` (the value of
+/// `KEY.file`) names.
+fn read_machine(
+    source: &SourceFile,
+    key: &str,
+    file: &Spanned<DeValue<'_>>,
+    limits: &Limits,
+    scope: ImportScope,
+    machine_of: MachineOf,
+) -> Result<Inline, InputError> {
     let at_file =
         |message: String| InputError::at(source, file.span(), &format!("{key}.file"), message);
     let DeValue::String(given) = file.get_ref() else {
