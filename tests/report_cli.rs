@@ -33,7 +33,8 @@ fn a_sweep_compares_each_case_with_its_own_base() {
     let json = stdout(&bounce(&["run", &file, "-q", "--format", "json"]));
     let records = records(&json);
     // The table: a row per case, the axis values then each variant, the
-    // padded one against the base of the same case.
+    // padded one's %change against the base of the same case before it
+    // (the per-case tables' order).
     let mut expected = String::from(
         "bounce: counter-sweep: sweep of 6 case(s) (cpus x params.step) x 2 variant(s)\n\n\
          machine icelake-sp-2s (3400 MHz): 6 case(s) x 2 variant(s)\n\n\
@@ -43,8 +44,8 @@ fn a_sweep_compares_each_case_with_its_own_base() {
         "cpus".to_string(),
         "params.step".into(),
         "base".into(),
-        "padded".into(),
         "%change".into(),
+        "padded".into(),
     ]];
     for pair in records.chunks(2) {
         let (base, padded) = (&pair[0], &pair[1]);
@@ -67,8 +68,8 @@ fn a_sweep_compares_each_case_with_its_own_base() {
             base.axes["cpus"].to_string(),
             base.axes["params.step"].to_string(),
             scenarios::report::text::si(b),
-            scenarios::report::text::si(p),
             change,
+            scenarios::report::text::si(p),
         ]);
     }
     let widths: Vec<usize> = (0..5)

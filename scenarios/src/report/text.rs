@@ -609,11 +609,13 @@ fn pivot(
                 .map(|&m| METRICS[m].heading.to_string()),
         );
     } else {
+        // The order of the per-case tables and of lkp-tests' compare
+        // output: each variant's %change against the base just before it.
         for (j, v) in variants.iter().enumerate() {
-            heading.push(v.clone());
             if j > 0 {
                 heading.push("%change".into());
             }
+            heading.push(v.clone());
         }
     }
     let mut rows = vec![heading];
@@ -642,13 +644,13 @@ fn pivot(
             let base = result(case, &variants[0]).map(|r| (metric.value)(&r));
             for (j, v) in variants.iter().enumerate() {
                 let value = result(case, v).map(|r| (metric.value)(&r));
-                row.push(value.map_or("FAILED".into(), si));
                 if j > 0 {
                     row.push(match (base, value) {
                         (Some(b), Some(v)) => percent_change(b, v),
                         _ => "-".into(),
                     });
                 }
+                row.push(value.map_or("FAILED".into(), si));
             }
         }
         rows.push(row);
