@@ -627,8 +627,8 @@ fn a_body_of_zero_time_arithmetic_is_stopped_by_the_operation_budget() {
     );
     assert!(
         err.contains(
-            ": it hit the operation budget (1000000 script operations on one CPU; \
-             `--set-limit operations=N` raises it) before every CPU finished; no result is \
+            ": it hit the operation budget (1000000 script operations on one CPU; CPU 0 ran \
+             past it; `--set-limit operations=N` raises it) before every CPU finished; no result is \
              reported."
         ),
         "{err}"

@@ -55,8 +55,9 @@ pub enum Budget {
     Events,
     /// The bound on events queued at once (a simulator bug if ever hit).
     EventsInFlight,
-    /// The bound on one CPU's script operations (`limits.operations`).
-    Operations,
+    /// The bound on one CPU's script operations (`limits.operations`),
+    /// and the CPU (its Linux number) that ran past it.
+    Operations { cpu: u32 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -166,9 +167,9 @@ impl fmt::Display for SimError {
                     Budget::Events => format!(
                         "the event budget ({limit} events; `--set-limit events=N` raises it)"
                     ),
-                    Budget::Operations => format!(
-                        "the operation budget ({limit} script operations on one CPU; \
-                         `--set-limit operations=N` raises it)"
+                    Budget::Operations { cpu } => format!(
+                        "the operation budget ({limit} script operations on one CPU; CPU {cpu} \
+                         ran past it; `--set-limit operations=N` raises it)"
                     ),
                 };
                 write!(

@@ -1166,7 +1166,8 @@ impl<'c> Simulation<'c> {
     #[inline(never)]
     pub(super) fn over_operations(&self, i: usize) -> SimError {
         let limit = self.config.max_operations;
-        self.truncated(Budget::Operations, limit, self.cpus[i].now)
+        let cpu = &self.cpus[i];
+        self.truncated(Budget::Operations { cpu: cpu.spec.cpu }, limit, cpu.now)
     }
 
     // Error paths: kept out of the hot callers.
