@@ -239,6 +239,13 @@ enum Command {
         /// cross-socket) or its name as the table prints it.
         #[arg(long, value_name = "CLASS[=WHY]", requires = "matrix")]
         known_miss: Vec<String>,
+        /// With --matrix: a class whose measured median the machine file
+        /// was fitted on (its row then checks the fit; the others are
+        /// predictions); repeat it for several, or `none` if the file was
+        /// set without this matrix. Without it each class's role is unknown.
+        /// Classes are named as for --known-miss.
+        #[arg(long, value_name = "CLASS|none", requires = "matrix")]
+        fitted: Vec<String>,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -539,6 +546,7 @@ fn main() -> ExitCode {
             matrix,
             home_node,
             known_miss,
+            fitted,
         } => validate(
             ValidateInputs {
                 machine,
@@ -546,6 +554,7 @@ fn main() -> ExitCode {
                 matrix,
                 home_node,
                 known_misses: known_miss,
+                fitted,
             },
             csv,
             out.as_deref(),
@@ -1243,11 +1252,12 @@ fn validate_user(
     })
 }
 
-/// `--home-node` and `--known-miss`, read (the classes are resolved
-/// against the machine later); an error names the option.
+/// `--home-node`, `--known-miss` and `--fitted`, read (the classes are
+/// resolved against the machine later); an error names the option.
 fn user_matrix_facts(
     home_node: Option<&str>,
     known_misses: &[String],
+    fitted: &[String],
 ) -> Result<scenarios::tools::validate::UserMatrixFacts, String> {
     use scenarios::tools::validate::{parse_home_node, parse_known_miss};
     Ok(scenarios::tools::validate::UserMatrixFacts {
@@ -1256,6 +1266,7 @@ fn user_matrix_facts(
             .iter()
             .map(|given| parse_known_miss(given))
             .collect(),
+        fitted: (!fitted.is_empty()).then(|| fitted.to_vec()),
     })
 }
 
@@ -1270,6 +1281,8 @@ struct ValidateInputs {
     home_node: Option<String>,
     /// `--known-miss`, with `--matrix`.
     known_misses: Vec<String>,
+    /// `--fitted`, with `--matrix`.
+    fitted: Vec<String>,
 }
 
 fn validate(
@@ -1287,11 +1300,12 @@ fn validate(
         matrix,
         home_node,
         known_misses,
+        fitted,
     } = inputs;
     if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
         return code;
     }
-    let facts = match user_matrix_facts(home_node.as_deref(), &known_misses) {
+    let facts = match user_matrix_facts(home_node.as_deref(), &known_misses, &fitted) {
         Ok(f) => f,
         Err(message) => {
             eprintln!("error: {message}");

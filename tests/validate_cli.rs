@@ -315,12 +315,12 @@ fn validate_a_users_machine_file_against_a_users_matrix() {
 }
 
 /// `--matrix` with `--home-node` (where the measured line was homed) and
-/// `--known-miss CLASS[=WHY]`: the EPYC 7763 matrix against the Milan
-/// preset as a machine file. Homed on each pair's first CPU, as the shipped
+/// `--known-miss CLASS[=WHY]` and `--fitted CLASS`: the EPYC 7763 matrix
+/// against the Milan preset as a machine file. Homed on each pair's first CPU, as the shipped
 /// entry has it, only cross-socket misses; stated as a known miss it passes,
 /// and `--strict` fails on it.
 #[test]
-fn a_users_matrix_takes_its_home_node_and_known_misses() {
+fn a_users_matrix_takes_its_home_node_known_misses_and_fitted_classes() {
     let dir = common::TempDir::new("user-matrix-facts");
     let shown = bounce(&["presets", "show", "epyc-milan-2s", "--toml"]);
     assert_exit(&shown, 0);
@@ -472,7 +472,58 @@ fn a_users_matrix_takes_its_home_node_and_known_misses() {
         assert_eq!(stderr(&o), message);
         assert_eq!(stdout(&o), "");
     }
-    // Both options are about a user's matrix.
+    // `--fitted`: the classes the machine file was fitted on check the
+    // fit, the others are predictions; `none`, all are; unstated, unknown.
+    let roles = |more: &[&str]| -> Vec<String> {
+        let o = validate(&[more, &["--format", "json", "--home-node", "first-cpu"]].concat());
+        let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r["role"].is_null())
+            .map(|r| format!("{}: {}", r["class"].as_str().unwrap(), r["role"]))
+            .collect()
+    };
+    assert_eq!(
+        roles(&["--fitted", "smt", "--fitted", "same CCX (L3)"]),
+        [
+            "SMT siblings: \"calibration\"",
+            "same CCX (L3): \"calibration\"",
+            "cross-die, home socket: \"prediction\"",
+            "cross-socket: \"prediction\""
+        ]
+    );
+    assert!(roles(&["--fitted", "none"])
+        .iter()
+        .all(|r| r.ends_with("\"prediction\"")));
+    assert!(roles(&[]).iter().all(|r| r.ends_with("\"unknown\"")));
+    let o = validate(&["--fitted", "cross-socket"]);
+    assert!(
+        stdout(&o).contains(
+            "   role:     as stated with --fitted: the machine file was fitted on these classes' medians\n"
+        ),
+        "{}",
+        stdout(&o)
+    );
+    for (args, message) in [
+        (
+            &["--fitted", "l3"][..],
+            "error: --fitted l3: this machine has no class `l3`; its classes: smt (SMT \
+             siblings), same-l3 (same CCX (L3)), cross-ccd-home-socket (cross-die, home socket), \
+             cross-ccd-other-socket (cross-die, other socket), cross-socket (cross-socket)\n",
+        ),
+        (
+            &["--fitted", "smt", "--fitted", "SMT siblings"][..],
+            "error: --fitted names `smt` twice\n",
+        ),
+    ] {
+        let o = validate(args);
+        assert_exit(&o, 2);
+        assert_eq!(stderr(&o), message);
+        assert_eq!(stdout(&o), "");
+    }
+    // The options are about a user's matrix.
     let o = bounce(&["validate", "--known-miss", "smt"]);
     assert_exit(&o, 2);
     assert!(

@@ -783,6 +783,10 @@ pub struct UserMatrixFacts {
     pub home: Option<UserHome>,
     /// Class keys ([`Class::key`]) and why each misses.
     pub known_misses: Vec<(String, String)>,
+    /// The classes the machine file was fitted on (`--fitted`; `none`:
+    /// none, the file was set without this matrix); `None`: not stated,
+    /// each class's role is unknown.
+    pub fitted: Option<Vec<String>>,
 }
 
 /// `--home-node`'s value: a node number, or `first-cpu`.
@@ -817,6 +821,7 @@ pub fn parse_known_miss(text: &str) -> (String, String) {
 /// ([`Class::key`]) or its label as the table prints it (any case). An
 /// unknown one is an error listing the machine's classes.
 fn user_class(
+    option: &str,
     given: &str,
     classifier: &Classifier,
     vendor: calibration::Vendor,
@@ -845,7 +850,7 @@ fn user_class(
         .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default();
     Err(format!(
-        "--known-miss {given}: this machine has no class `{given}`{hint}; its classes: {}",
+        "{option} {given}: this machine has no class `{given}`{hint}; its classes: {}",
         classes
             .iter()
             .zip(&labels)
@@ -914,7 +919,7 @@ pub fn validate_user(
     let classifier = Classifier::new(&topology, vendor, 1, "die", line_home);
     let mut known_misses: Vec<calibration::KnownMiss> = Vec::new();
     for (given, why) in &facts.known_misses {
-        let class = user_class(given, &classifier, vendor)?.key();
+        let class = user_class("--known-miss", given, &classifier, vendor)?.key();
         if known_misses.iter().any(|k| k.class == class) {
             return Err(format!("--known-miss names `{class}` twice"));
         }
@@ -923,6 +928,36 @@ pub fn validate_user(
             reason: leak(why.clone()),
         });
     }
+    // The classes the user says the machine file was fitted on: their
+    // rows check the fit, the others are predictions.
+    let (fitted_classes, role_source) = match &facts.fitted {
+        None => (
+            None,
+            "your own matrix: bounce cannot know whether the machine file was fitted on it \
+             (`--fitted CLASS` says)",
+        ),
+        Some(given) => {
+            let mut fitted: Vec<&'static str> = Vec::new();
+            for class in given.iter().filter(|c| !c.eq_ignore_ascii_case("none")) {
+                let class = user_class("--fitted", class, &classifier, vendor)?.key();
+                if fitted.contains(&class) {
+                    return Err(format!("--fitted names `{class}` twice"));
+                }
+                fitted.push(class);
+            }
+            if fitted.is_empty() {
+                (
+                    Some(&[][..]),
+                    "as stated with --fitted none: the machine file was set without this matrix",
+                )
+            } else {
+                (
+                    Some(&*Box::leak(fitted.into_boxed_slice())),
+                    "as stated with --fitted: the machine file was fitted on these classes' medians",
+                )
+            }
+        }
+    };
     let cores_per_socket = spec.nodes_per_socket * spec.l3_per_node * spec.cores_per_l3;
     let entry: &'static MeasuredMachine = Box::leak(Box::new(MeasuredMachine {
         file: leak(matrix_file.display().to_string()),
@@ -948,9 +983,8 @@ pub fn validate_user(
         home,
         home_evidence: leak(home_evidence),
         known_misses: Box::leak(known_misses.into_boxed_slice()),
-        fitted_classes: None,
-        role_source:
-            "your own matrix: bounce cannot know whether the machine file was fitted on it",
+        fitted_classes,
+        role_source,
     }));
     let adjustment = format!("`{}` as the machine file gives it", machine_file.display());
     let report = validate_spec(entry, spec, adjustment, matrix);
