@@ -118,7 +118,7 @@ fn metric_chooses_the_column_of_the_sweep_table() {
     );
     // One CPU has no HITM, in either variant.
     assert!(
-        report.contains("   1            1  0.000   0.000     0.0%\n"),
+        report.contains("   1            1  0.000     0.0%   0.000\n"),
         "{report}"
     );
 
