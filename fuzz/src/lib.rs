@@ -9,6 +9,7 @@
 
 use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use scenarios::build::{build_all, BuildOptions};
+use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{run, SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
 use sim_core::probe::NoProbe;
@@ -232,7 +233,7 @@ pub fn script(data: &[u8]) -> Result<Outcome, Finding> {
             .iter()
             .enumerate()
             .map(|(tid, &cpu)| ThreadSpec {
-                cpu,
+                cpu: LinuxCpu::new(cpu),
                 script: 0,
                 tid: tid as u32,
                 group_size: 2,

@@ -715,6 +715,7 @@ pub fn preset_names() -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim_core::cpu::LinuxCpu;
     use sim_core::topology::Topology;
 
     #[test]
@@ -833,8 +834,8 @@ mod tests {
         let t = Topology::new(a.spec.clone()).unwrap();
         assert_eq!(t.cpu_count(), 144);
         assert_eq!(t.cores_per_socket(), 36);
-        assert_eq!(t.socket_of(36), 1);
-        assert_eq!(t.core_of(72), 0);
+        assert_eq!(t.socket_of(LinuxCpu::new(36)), 1);
+        assert_eq!(t.core_of(LinuxCpu::new(72)), 0);
         assert_eq!(
             a.changes,
             vec![

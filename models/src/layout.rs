@@ -15,6 +15,7 @@
 //! (DEFINE_PER_CPU_SHARED_ALIGNED), which sit in their own section, each on
 //! whole lines of its own.
 
+use sim_core::cpu::LinuxCpu;
 use sim_core::memory::{BitRange, FieldDef, InstanceDef, InstanceKind, MemoryLayout, StructDef};
 use sim_core::topology::Topology;
 use std::collections::BTreeMap;
@@ -880,7 +881,7 @@ pub fn build_memory(
         let first = round_up(next, granule);
         for cpu in 0..topology.cpu_count() as u64 {
             let base = first + cpu * area_bytes;
-            let node = topology.node_of(cpu as u32);
+            let node = topology.node_of(LinuxCpu::new(cpu as u32));
             homes_by_range.push((base, base + area_bytes, node));
             for &n in &per_cpu {
                 placed[n].element_addresses.push(base + offsets[n]);

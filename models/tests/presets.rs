@@ -8,6 +8,7 @@ use models::presets::{
     self, machine_spec, one_way_cycles, one_way_ns, resolve, resolve_preset, Param, ParamValue,
     Preset, Provenance, PRESETS, SPEC_KEYS,
 };
+use sim_core::cpu::LinuxCpu;
 use sim_core::engine::StopRule;
 use sim_core::topology::{Lookup, Protocol, Topology};
 use testkit::{field, global, strukt, Seen, Setup};
@@ -170,10 +171,10 @@ fn cpus_are_numbered_as_linux_numbers_them() {
         let t = topology(r);
         assert_eq!(
             (
-                t.socket_of(cpu),
-                t.node_of(cpu),
-                t.l3_of(cpu),
-                t.core_of(cpu)
+                t.socket_of(LinuxCpu::new(cpu)),
+                t.node_of(LinuxCpu::new(cpu)),
+                t.l3_of(LinuxCpu::new(cpu)),
+                t.core_of(LinuxCpu::new(cpu))
             ),
             (socket, node, l3, core),
             "{r}: CPU {cpu} as (socket, node, l3, core)"
@@ -185,8 +186,8 @@ fn cpus_are_numbered_as_linux_numbers_them() {
         let cores = t.core_count();
         assert_eq!(t.cpu_count(), 2 * cores, "{}", p.name);
         for i in [0, 1, cores / 2, cores - 1] {
-            assert_eq!(t.core_of(i + cores), i, "{}", p.name);
-            assert_eq!(t.thread_of(i + cores), 1, "{}", p.name);
+            assert_eq!(t.core_of(LinuxCpu::new(i + cores)), i, "{}", p.name);
+            assert_eq!(t.thread_of(LinuxCpu::new(i + cores)), 1, "{}", p.name);
         }
     }
     let cpus = |r: &str| topology(r).cpu_count();
@@ -375,7 +376,7 @@ fn each_class_is_within_10_percent_of_its_measured_median() {
         );
         for target in p.targets {
             let (a, b) = target.cpus;
-            let model = one_way_ns(&t, a, b, target.home_node);
+            let model = one_way_ns(&t, LinuxCpu::new(a), LinuxCpu::new(b), target.home_node);
             let error = (model - target.measured_ns) / target.measured_ns;
             report.push_str(&format!(
                 "{:<18} {:<32} {:>7.1} ns measured {:>7.1} ns model {:+6.1} %\n",
@@ -452,8 +453,18 @@ fn the_home_node_effect_comes_from_the_topology() {
         ("cascadelake-sp-2s", (0, 1), (28, 29)),
     ] {
         let t = topology(preset);
-        let home = one_way_cycles(&t, home_pair.0, home_pair.1, 0);
-        let other = one_way_cycles(&t, other_pair.0, other_pair.1, 0);
+        let home = one_way_cycles(
+            &t,
+            LinuxCpu::new(home_pair.0),
+            LinuxCpu::new(home_pair.1),
+            0,
+        );
+        let other = one_way_cycles(
+            &t,
+            LinuxCpu::new(other_pair.0),
+            LinuxCpu::new(other_pair.1),
+            0,
+        );
         let ratio = other / home;
         if t.spec.lookup == Lookup::Home {
             assert!(
@@ -467,7 +478,10 @@ fn the_home_node_effect_comes_from_the_topology() {
     // Moving the home moves the fast pairs: on Naples, homed on node 0
     // instead of 7, die 0's cross-CCX pairs become the 131 ns ones.
     let t = topology("epyc-naples-2s");
-    assert_eq!(one_way_cycles(&t, 0, 4, 0), one_way_cycles(&t, 56, 60, 7));
+    assert_eq!(
+        one_way_cycles(&t, LinuxCpu::new(0), LinuxCpu::new(4), 0),
+        one_way_cycles(&t, LinuxCpu::new(56), LinuxCpu::new(60), 7)
+    );
 }
 
 #[test]
@@ -476,12 +490,12 @@ fn modes_without_measurements_keep_the_calibrated_paths() {
     // measured SNC-off mesh transfer (within 1 %), and cross-socket is as before.
     let off = topology("icelake-sp-2s");
     let snc = topology("icelake-sp-2s:snc2");
-    let same_socket = one_way_cycles(&off, 0, 1, 0);
-    let cross_cluster = one_way_cycles(&snc, 0, 20, 0);
+    let same_socket = one_way_cycles(&off, LinuxCpu::new(0), LinuxCpu::new(1), 0);
+    let cross_cluster = one_way_cycles(&snc, LinuxCpu::new(0), LinuxCpu::new(20), 0);
     assert!((cross_cluster - same_socket).abs() / same_socket < 0.01);
     assert_eq!(
-        one_way_cycles(&snc, 0, 40, 0),
-        one_way_cycles(&off, 0, 40, 0)
+        one_way_cycles(&snc, LinuxCpu::new(0), LinuxCpu::new(40), 0),
+        one_way_cycles(&off, LinuxCpu::new(0), LinuxCpu::new(40), 0)
     );
     // nps2 / nps4: the same IOD legs as nps1, for any home on socket 0.
     let nps1 = topology("epyc-milan-2s");
@@ -489,8 +503,8 @@ fn modes_without_measurements_keep_the_calibrated_paths() {
         let t = topology(&format!("epyc-milan-2s:{mode}"));
         for (a, b) in [(0, 8), (0, 56), (8, 56), (0, 64), (64, 72)] {
             assert_eq!(
-                one_way_cycles(&t, a, b, 0),
-                one_way_cycles(&nps1, a, b, 0),
+                one_way_cycles(&t, LinuxCpu::new(a), LinuxCpu::new(b), 0),
+                one_way_cycles(&nps1, LinuxCpu::new(a), LinuxCpu::new(b), 0),
                 "{mode} {a}-{b}"
             );
         }
@@ -531,7 +545,7 @@ fn the_simulated_ping_pong_is_the_formula() {
         let t = topology(p.name);
         for target in p.targets {
             let (a, b) = target.cpus;
-            let formula = one_way_cycles(&t, a, b, target.home_node);
+            let formula = one_way_cycles(&t, LinuxCpu::new(a), LinuxCpu::new(b), target.home_node);
             let simulated = simulated_one_way_cycles(p.name, a, b, target.home_node);
             assert!(
                 (simulated - formula).abs() / formula < 0.02,

@@ -6,7 +6,7 @@ use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::load_str;
 use scenarios::run::results::{run_variant, VariantResult};
 use sim_core::engine::run;
-use sim_core::probe::{AccessEvent, AccessKind, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, LinuxCpu, Probe};
 use sim_core::script::ast::AtomicOp;
 use sim_core::Cycle;
 
@@ -80,7 +80,7 @@ struct Recorder {
     /// Atomics on watched addresses: (address, operation, size).
     atomics: Vec<(u64, AtomicOp, u32)>,
     /// (cpu, start, end) of every iteration.
-    iterations: Vec<(u32, u64, u64)>,
+    iterations: Vec<(LinuxCpu, u64, u64)>,
 }
 
 impl Probe for Recorder {
@@ -94,12 +94,26 @@ impl Probe for Recorder {
             }
         }
     }
-    fn on_store_posted(&mut self, _cpu: u32, _cycle: Cycle, address: u64, _field: u32, value: i64) {
+    fn on_store_posted(
+        &mut self,
+        _cpu: LinuxCpu,
+        _cycle: Cycle,
+        address: u64,
+        _field: u32,
+        value: i64,
+    ) {
         if self.watched.contains(&address) {
             self.stored.push((address, value));
         }
     }
-    fn on_iteration(&mut self, cpu: u32, _index: u64, start: Cycle, end: Cycle, _measured: bool) {
+    fn on_iteration(
+        &mut self,
+        cpu: LinuxCpu,
+        _index: u64,
+        start: Cycle,
+        end: Cycle,
+        _measured: bool,
+    ) {
         self.iterations.push((cpu, start.get(), end.get()));
     }
 }

@@ -6,6 +6,7 @@
 use scenarios::build::{build_all, BuildOptions, BuiltVariant};
 use scenarios::run::results::{run_all, VariantResult};
 use scenarios::{load_file, load_str};
+use sim_core::cpu::LinuxCpu;
 use std::path::PathBuf;
 
 fn shipped(name: &str) -> PathBuf {
@@ -376,9 +377,24 @@ fn directory_machine_pays_for_a_remote_home() {
     let built = build_text(&ping_pong(AMD_LIKE_MACHINE, "64,72", 1));
     let topology = &built[0].config.topology;
     assert_eq!(topology.cpu_count(), 256);
-    assert_eq!((topology.socket_of(64), topology.socket_of(72)), (1, 1));
-    assert_eq!((topology.node_of(64), topology.node_of(72)), (1, 1));
-    assert_ne!(topology.l3_of(64), topology.l3_of(72));
+    assert_eq!(
+        (
+            topology.socket_of(LinuxCpu::new(64)),
+            topology.socket_of(LinuxCpu::new(72))
+        ),
+        (1, 1)
+    );
+    assert_eq!(
+        (
+            topology.node_of(LinuxCpu::new(64)),
+            topology.node_of(LinuxCpu::new(72))
+        ),
+        (1, 1)
+    );
+    assert_ne!(
+        topology.l3_of(LinuxCpu::new(64)),
+        topology.l3_of(LinuxCpu::new(72))
+    );
 
     let home = round_trip(AMD_LIKE_MACHINE, "64,72", 1);
     let remote = round_trip(AMD_LIKE_MACHINE, "64,72", 0);
@@ -406,7 +422,13 @@ fn snoop_filter_machine_ignores_the_home() {
     };
     let built = build_text(&text(1));
     let topology = &built[0].config.topology;
-    assert_eq!((topology.socket_of(40), topology.socket_of(41)), (1, 1));
+    assert_eq!(
+        (
+            topology.socket_of(LinuxCpu::new(40)),
+            topology.socket_of(LinuxCpu::new(41))
+        ),
+        (1, 1)
+    );
     let home = run(1);
     let remote = run(0);
     assert!(
@@ -491,7 +513,11 @@ fn a_two_link_socket_pair_pays_both_links() {
     let t = &built[0].config.topology;
     assert_eq!(t.spec.sockets, 8);
     assert_eq!(
-        (t.socket_of(28), t.socket_of(56), t.socket_of(112)),
+        (
+            t.socket_of(LinuxCpu::new(28)),
+            t.socket_of(LinuxCpu::new(56)),
+            t.socket_of(LinuxCpu::new(112))
+        ),
         (1, 2, 4)
     );
     assert_eq!(

@@ -221,7 +221,7 @@ fn the_scheduler_takes_the_presets_figures_at_the_machine_clock_and_the_scenario
         .config
         .threads
         .iter()
-        .map(|t| (t.cpu, t.tid))
+        .map(|t| (t.cpu.get(), t.tid))
         .collect();
     assert_eq!(
         cpus,

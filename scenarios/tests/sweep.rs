@@ -8,6 +8,7 @@ use scenarios::report::output::{
 };
 use scenarios::run::cases::{build_cases, run_cases, BuiltCase};
 use scenarios::{load_str, LoadedScenario};
+use sim_core::cpu::LinuxCpu;
 
 const SWEEP: &str = r#"schema = 1
 name = "sweep-test"
@@ -176,7 +177,13 @@ fn any_patch_path_is_an_axis_including_the_machine() {
     assert_eq!(cpus_of(&loaded, 2, 0), "0-59");
     let built = build_cases(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(built[2].variants[0].config.topology.cpu_count(), 80);
-    assert_eq!(built[2].variants[0].config.topology.thread_of(59), 1);
+    assert_eq!(
+        built[2].variants[0]
+            .config
+            .topology
+            .thread_of(LinuxCpu::new(59)),
+        1
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ use scenarios::tools::validate::classify::{Class, Classifier};
 use scenarios::tools::validate::matrix::{parse, MatrixError};
 use scenarios::tools::validate::pingpong::{self, PingPong};
 use scenarios::tools::validate::{self, Outcome, ValidateOptions};
+use sim_core::cpu::LinuxCpu;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
 use std::io::Write;
 use std::path::PathBuf;
@@ -559,20 +560,38 @@ fn intel_pairs_are_smt_same_socket_or_cross_socket() {
     // 2 sockets x 4 cores, SMT: CPUs 0-3 socket 0, 4-7 socket 1, 8-15 siblings.
     let t = Topology::new(machine(2, 1, 1, 4, Lookup::Local)).unwrap();
     let c = Classifier::new(&t, Vendor::Intel, 1, "die", LineHome::Node(0));
-    assert_eq!(c.class(0, 8), Class::SmtSiblings);
-    assert_eq!(c.class(13, 5), Class::SmtSiblings);
-    assert_eq!(c.class(0, 3), Class::SameL3);
-    assert_eq!(c.class(8, 1), Class::SameL3);
-    assert_eq!(c.class(5, 6), Class::SameL3);
-    assert_eq!(c.class(0, 4), Class::CrossSocket);
-    assert_eq!(c.class(12, 3), Class::CrossSocket);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(8)),
+        Class::SmtSiblings
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(13), LinuxCpu::new(5)),
+        Class::SmtSiblings
+    );
+    assert_eq!(c.class(LinuxCpu::new(0), LinuxCpu::new(3)), Class::SameL3);
+    assert_eq!(c.class(LinuxCpu::new(8), LinuxCpu::new(1)), Class::SameL3);
+    assert_eq!(c.class(LinuxCpu::new(5), LinuxCpu::new(6)), Class::SameL3);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(4)),
+        Class::CrossSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(12), LinuxCpu::new(3)),
+        Class::CrossSocket
+    );
     assert_eq!(c.label(Class::SameL3), "same socket (one L3)");
     // With two nodes a socket (SNC2), other L3 domains of the socket are
     // not split by home: the snoop filter is local.
     let t = Topology::new(machine(2, 2, 1, 2, Lookup::Local)).unwrap();
     let c = Classifier::new(&t, Vendor::Intel, 1, "die", LineHome::Node(0));
-    assert_eq!(c.class(0, 2), Class::CrossL3SameSocket);
-    assert_eq!(c.class(4, 6), Class::CrossL3SameSocket);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(2)),
+        Class::CrossL3SameSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(4), LinuxCpu::new(6)),
+        Class::CrossL3SameSocket
+    );
     assert_eq!(c.label(Class::SameL3), "same L3 domain");
 }
 
@@ -582,33 +601,78 @@ fn bergamo_like_pairs_split_ccx_ccd_and_the_home_socket() {
     // cores 0-7 socket 0 (CCX 0-1 = CCD 0, CCX 2-3 = CCD 1), 8-15 socket 1.
     let t = Topology::new(machine(2, 1, 4, 2, Lookup::Home)).unwrap();
     let c = Classifier::new(&t, Vendor::Amd, 2, "CCD", LineHome::Node(0));
-    assert_eq!(c.class(1, 17), Class::SmtSiblings);
-    assert_eq!(c.class(0, 1), Class::SameL3);
-    assert_eq!(c.class(0, 2), Class::CrossCcxSameCcd);
-    assert_eq!(c.class(0, 4), Class::CrossCcdHomeSocket);
-    assert_eq!(c.class(18, 7), Class::CrossCcdHomeSocket);
-    assert_eq!(c.class(8, 10), Class::CrossCcxSameCcd);
-    assert_eq!(c.class(8, 12), Class::CrossCcdOtherSocket);
-    assert_eq!(c.class(24, 15), Class::CrossCcdOtherSocket);
-    assert_eq!(c.class(0, 8), Class::CrossSocket);
+    assert_eq!(
+        c.class(LinuxCpu::new(1), LinuxCpu::new(17)),
+        Class::SmtSiblings
+    );
+    assert_eq!(c.class(LinuxCpu::new(0), LinuxCpu::new(1)), Class::SameL3);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(2)),
+        Class::CrossCcxSameCcd
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(4)),
+        Class::CrossCcdHomeSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(18), LinuxCpu::new(7)),
+        Class::CrossCcdHomeSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(8), LinuxCpu::new(10)),
+        Class::CrossCcxSameCcd
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(8), LinuxCpu::new(12)),
+        Class::CrossCcdOtherSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(24), LinuxCpu::new(15)),
+        Class::CrossCcdOtherSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(8)),
+        Class::CrossSocket
+    );
     assert_eq!(
         c.label(Class::CrossCcdOtherSocket),
         "cross-CCD, other socket"
     );
     // Homed on socket 1, the split turns round.
     let c = Classifier::new(&t, Vendor::Amd, 2, "CCD", LineHome::Node(1));
-    assert_eq!(c.class(0, 4), Class::CrossCcdOtherSocket);
-    assert_eq!(c.class(8, 12), Class::CrossCcdHomeSocket);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(4)),
+        Class::CrossCcdOtherSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(8), LinuxCpu::new(12)),
+        Class::CrossCcdHomeSocket
+    );
     // Homed with each pair's first CPU: every same-socket pair is on its
     // home socket.
     let c = Classifier::new(&t, Vendor::Amd, 2, "CCD", LineHome::FirstCpu);
-    assert_eq!(c.class(0, 4), Class::CrossCcdHomeSocket);
-    assert_eq!(c.class(8, 12), Class::CrossCcdHomeSocket);
-    assert_eq!(c.class(12, 8), Class::CrossCcdHomeSocket);
-    assert_eq!(c.class(0, 8), Class::CrossSocket);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(4)),
+        Class::CrossCcdHomeSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(8), LinuxCpu::new(12)),
+        Class::CrossCcdHomeSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(12), LinuxCpu::new(8)),
+        Class::CrossCcdHomeSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(8)),
+        Class::CrossSocket
+    );
     // One CCX a CCD (Milan, Genoa): no cross-CCX class.
     let c = Classifier::new(&t, Vendor::Amd, 1, "CCD", LineHome::Node(0));
-    assert_eq!(c.class(0, 2), Class::CrossCcdHomeSocket);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(2)),
+        Class::CrossCcdHomeSocket
+    );
 }
 
 #[test]
@@ -617,12 +681,27 @@ fn naples_like_dies_are_nodes_of_two_ccxs() {
     // 4-7 die 1 (socket 0), 8-15 socket 1.
     let t = Topology::new(machine(2, 2, 2, 2, Lookup::Home)).unwrap();
     let c = Classifier::new(&t, Vendor::Amd, 2, "die", LineHome::Node(0));
-    assert_eq!(c.class(0, 1), Class::SameL3);
-    assert_eq!(c.class(0, 3), Class::CrossCcxSameCcd);
-    assert_eq!(c.class(4, 6), Class::CrossCcxSameCcd);
-    assert_eq!(c.class(0, 4), Class::CrossCcdHomeSocket);
-    assert_eq!(c.class(8, 12), Class::CrossCcdOtherSocket);
-    assert_eq!(c.class(3, 12), Class::CrossSocket);
+    assert_eq!(c.class(LinuxCpu::new(0), LinuxCpu::new(1)), Class::SameL3);
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(3)),
+        Class::CrossCcxSameCcd
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(4), LinuxCpu::new(6)),
+        Class::CrossCcxSameCcd
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(0), LinuxCpu::new(4)),
+        Class::CrossCcdHomeSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(8), LinuxCpu::new(12)),
+        Class::CrossCcdOtherSocket
+    );
+    assert_eq!(
+        c.class(LinuxCpu::new(3), LinuxCpu::new(12)),
+        Class::CrossSocket
+    );
     assert_eq!(c.label(Class::CrossCcxSameCcd), "cross-CCX, same die");
     assert_eq!(c.label(Class::CrossCcdHomeSocket), "cross-die, home socket");
 }
@@ -655,7 +734,7 @@ fn the_ping_pong_is_the_shipped_scenario() {
     .unwrap();
     for (r, b) in results.iter().zip(&built) {
         let r = r.as_ref().unwrap();
-        let cpus: Vec<u32> = b.config.threads.iter().map(|t| t.cpu).collect();
+        let cpus: Vec<LinuxCpu> = b.config.threads.iter().map(|t| t.cpu).collect();
         let cycles = pp.round_trip_cycles(cpus[0], cpus[1]).unwrap();
         assert!(
             (cycles - r.iteration_cycles.mean()).abs() < 0.01,
@@ -668,6 +747,10 @@ fn the_ping_pong_is_the_shipped_scenario() {
 
 #[track_caller]
 fn assert_memo_equals_direct(pp: &PingPong, pairs: &[(u32, u32)]) {
+    let pairs: &[(LinuxCpu, LinuxCpu)] = &pairs
+        .iter()
+        .map(|&(a, b)| (LinuxCpu::new(a), LinuxCpu::new(b)))
+        .collect::<Vec<_>>();
     let memo = pp.round_trips(pairs).unwrap();
     assert!(pp.distinct_keys(pairs) < pairs.len());
     for (&(a, b), &m) in pairs.iter().zip(&memo) {
@@ -719,9 +802,9 @@ fn memoized_pairs_equal_direct_simulation_on_a_directory_machine() {
 #[test]
 fn memoized_pairs_equal_direct_simulation_when_the_home_follows_the_pair() {
     let pp = PingPong::new(machine(2, 2, 2, 2, Lookup::Home), LineHome::FirstCpu).unwrap();
-    assert_eq!(pp.home_of(0), 0);
-    assert_eq!(pp.home_of(13), 3);
-    assert_eq!(pp.home_of(29), 3);
+    assert_eq!(pp.home_of(LinuxCpu::new(0)), 0);
+    assert_eq!(pp.home_of(LinuxCpu::new(13)), 3);
+    assert_eq!(pp.home_of(LinuxCpu::new(29)), 3);
     let n = pp.topology().cpu_count();
     let pairs: Vec<(u32, u32)> = (1..n)
         .flat_map(|i| (0..i).map(move |j| (j, i)))
@@ -736,7 +819,10 @@ fn the_cpu_that_moves_first_may_have_the_higher_number() {
     let pp = PingPong::new(machine(2, 2, 2, 2, Lookup::Home), LineHome::Node(0)).unwrap();
     let pairs = [(9, 2), (2, 9), (13, 6), (6, 13), (30, 1), (1, 30)];
     assert_memo_equals_direct(&pp, &pairs);
-    assert_ne!(pp.key(9, 2), pp.key(2, 9));
+    assert_ne!(
+        pp.key(LinuxCpu::new(9), LinuxCpu::new(2)),
+        pp.key(LinuxCpu::new(2), LinuxCpu::new(9))
+    );
 }
 
 #[test]
@@ -745,8 +831,12 @@ fn the_home_socket_pays_less_on_a_directory_machine() {
     // the home, not from the classes: homed on socket 1, socket 0's
     // cross-L3 pairs go to socket 1 and back.
     let pp = PingPong::new(machine(2, 1, 2, 2, Lookup::Home), LineHome::Node(1)).unwrap();
-    let on_home_socket = pp.round_trip_cycles(4, 6).unwrap();
-    let on_other_socket = pp.round_trip_cycles(0, 2).unwrap();
+    let on_home_socket = pp
+        .round_trip_cycles(LinuxCpu::new(4), LinuxCpu::new(6))
+        .unwrap();
+    let on_other_socket = pp
+        .round_trip_cycles(LinuxCpu::new(0), LinuxCpu::new(2))
+        .unwrap();
     assert!(
         on_other_socket > 1.5 * on_home_socket,
         "{on_other_socket} vs {on_home_socket}"
@@ -754,7 +844,9 @@ fn the_home_socket_pays_less_on_a_directory_machine() {
     // With a snoop filter in the requester's socket, no penalty.
     let pp = PingPong::new(machine(2, 1, 2, 2, Lookup::Local), LineHome::Node(1)).unwrap();
     assert_eq!(
-        pp.round_trip_cycles(4, 6).unwrap(),
-        pp.round_trip_cycles(0, 2).unwrap()
+        pp.round_trip_cycles(LinuxCpu::new(4), LinuxCpu::new(6))
+            .unwrap(),
+        pp.round_trip_cycles(LinuxCpu::new(0), LinuxCpu::new(2))
+            .unwrap()
     );
 }

@@ -70,8 +70,9 @@
 //! words, and the per-CPU scripts that replay it in the simulator.
 
 use crate::coherence::{
-    AccessReport, Coherence, LineState, Need, Renaming, Requested, Route, PREFETCH_TAG,
+    AccessReport, Coherence, LineState, Need, Renaming, RequestKind, RequestTag, Requested, Route,
 };
+use crate::cpu::{CpuIndex, LinuxCpu};
 use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{
@@ -710,10 +711,15 @@ fn found(invariant: Invariant, message: String) -> Found {
     Found { invariant, message }
 }
 
-/// Tags of queued requests, as the engine makes them: the CPU, and whether
-/// it is its store buffer's drain.
-fn request_tag(cache: usize, drain: bool) -> u32 {
-    (cache as u32) << 1 | drain as u32
+/// Tags of queued requests, as the engine makes them: the cache plays the
+/// engine CPU's part.
+fn request_tag(cache: usize, drain: bool, prefetch: bool) -> RequestTag {
+    let kind = match (drain, prefetch) {
+        (_, true) => RequestKind::Prefetch,
+        (true, false) => RequestKind::Drain,
+        (false, false) => RequestKind::Demand,
+    };
+    RequestTag::new(CpuIndex::new(cache), kind)
 }
 
 /// One renaming of caches and lines under which the configuration is the same.
@@ -888,7 +894,9 @@ impl<'c> Explorer<'c> {
         };
         // Renumbering caches is a symmetry only when it keeps caches that
         // share an L3 domain together (and apart those that do not).
-        let cache_l3: Vec<u32> = (0..caches as u32).map(|c| topology.l3_of(c)).collect();
+        let cache_l3: Vec<u32> = (0..caches as u32)
+            .map(|c| topology.l3_of(LinuxCpu::new(c)))
+            .collect();
         let keeps_domains = |perm: &[usize]| {
             (0..caches).all(|a| {
                 (0..caches).all(|b| {
@@ -1195,9 +1203,9 @@ impl<'c> Explorer<'c> {
                 // at once, as the engine's line-free event does: with
                 // requests waiting, a line is never free between steps.
                 for w in coherence.waiters(l) {
-                    let prefetch = w.tag & PREFETCH_TAG != 0;
-                    let cache = ((w.tag & !PREFETCH_TAG) >> 1) as u8;
-                    let drain = w.tag & 1 == 1;
+                    let prefetch = w.tag.kind() == RequestKind::Prefetch;
+                    let cache = w.tag.cpu().get() as u8;
+                    let drain = w.tag.kind() == RequestKind::Drain;
                     let writes = drain
                         || (!prefetch
                             && state.cpus[cache as usize].blocked == Some(Blocked::Atomic(line)));
@@ -1254,8 +1262,14 @@ impl<'c> Explorer<'c> {
                 let (c, l) = (cache as usize, line as usize);
                 let had_waiters = !state.coherence.waiters(l).is_empty();
                 let hit = if next.cpus[c].buffered == 0 {
-                    next.coherence
-                        .try_hit(t, NOW, c as u32, l, Need::Write, Cycles::ZERO)
+                    next.coherence.try_hit(
+                        t,
+                        NOW,
+                        LinuxCpu::new(c as u32),
+                        l,
+                        Need::Write,
+                        Cycles::ZERO,
+                    )
                 } else {
                     None
                 };
@@ -1324,7 +1338,13 @@ impl<'c> Explorer<'c> {
                 let had_waiters = !state.coherence.waiters(l).is_empty();
                 let prefetched = next
                     .coherence
-                    .prefetch(t, NOW, c as u32, l, request_tag(c, false))
+                    .prefetch(
+                        t,
+                        NOW,
+                        LinuxCpu::new(c as u32),
+                        l,
+                        request_tag(c, false, true),
+                    )
                     .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
                 match prefetched {
                     None => return Ok(None),
@@ -1352,8 +1372,7 @@ impl<'c> Explorer<'c> {
                 value,
             } => {
                 let l = line as usize;
-                let tag =
-                    request_tag(cache as usize, drain) | if prefetch { PREFETCH_TAG } else { 0 };
+                let tag = request_tag(cache as usize, drain, prefetch);
                 let Some(index) = state.coherence.waiters(l).iter().position(|w| w.tag == tag)
                 else {
                     return Ok(None);
@@ -1461,11 +1480,11 @@ impl<'c> Explorer<'c> {
             .request(
                 &self.topology,
                 NOW,
-                c as u32,
+                LinuxCpu::new(c as u32),
                 l,
                 need,
                 Cycles::new(hold_cycles),
-                request_tag(c, drain),
+                request_tag(c, drain, false),
             )
             .map_err(|e| found(Invariant::OneOwner, e.to_string()))
     }
@@ -1723,7 +1742,7 @@ impl<'c> Explorer<'c> {
             }
             let waiters = coherence.waiters(l);
             for w in waiters {
-                feature[w.core as usize][l] |= 1 << (w.tag & 1);
+                feature[w.core as usize][l] |= 1 << (w.tag.kind() == RequestKind::Drain) as u8;
             }
             let d = &state.data[l];
             x = x << 1 | (coherence.busy_until(l) > NOW) as u64;
@@ -1786,9 +1805,8 @@ impl<'c> Explorer<'c> {
     /// The exact encoding of a state under a renaming of caches, lines and
     /// (per line) values.
     fn encode(&self, state: &State, symmetry: &Symmetry, out: &mut Vec<u8>) {
-        let tags = |tag: u32| {
-            let plain = tag & !PREFETCH_TAG;
-            (tag & PREFETCH_TAG) | symmetry.caches[(plain >> 1) as usize] << 1 | (plain & 1)
+        let tags = |tag: RequestTag| {
+            tag.with_cpu(CpuIndex::new(symmetry.caches[tag.cpu().get()] as usize))
         };
         state.coherence.encode(
             &Renaming {
@@ -2270,7 +2288,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, (cpu, _))| ThreadSpec {
-                    cpu: *cpu,
+                    cpu: LinuxCpu::new(*cpu),
                     script: i as u32,
                     tid: 0,
                     group_size: 1,

@@ -9,9 +9,10 @@
 //! tags, the scheduler's run queues). Several threads may share one Linux
 //! CPU (`engine::sched`), so the two differ even when every thread has a
 //! CPU of its own. The public boundary (`ThreadSpec::cpu`, the probe's
-//! `cpu`, `Topology`'s methods) keeps the Linux number as a plain `u32`;
-//! inside the engine the thread's Linux CPU is taken in one place
-//! (`Cpu::linux_cpu`).
+//! `cpu`, `Topology`'s methods, the coherence requests, `CpuOutcome::cpu`)
+//! takes a `LinuxCpu`; the engine's per-CPU code takes a `CpuIndex`.
+//! Both print as their plain number (width and fill flags honoured), so
+//! reports read the same as when they were integers.
 
 use std::fmt;
 
@@ -59,14 +60,21 @@ impl CpuIndex {
     }
 }
 
+impl From<LinuxCpu> for u32 {
+    #[inline]
+    fn from(cpu: LinuxCpu) -> u32 {
+        cpu.0
+    }
+}
+
 impl fmt::Display for LinuxCpu {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
 impl fmt::Display for CpuIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
+        fmt::Display::fmt(&self.0, f)
     }
 }

@@ -1,5 +1,6 @@
 //! Why a run stopped without a result.
 
+use crate::cpu::LinuxCpu;
 use crate::limits::DEFAULT_STEPS_WITHOUT_TIME;
 use crate::script::ast::SourcePos;
 use crate::time::Cycle;
@@ -8,7 +9,7 @@ use std::fmt;
 /// Where a CPU was when a run stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuWhere {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     pub iterations_done: u64,
     /// `scripts.NAME` or `procedures.NAME`.
     pub origin: String,
@@ -18,7 +19,7 @@ pub struct CpuWhere {
 /// A CPU that could not go on when a run stopped for want of progress.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StalledCpu {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     /// `scripts.NAME` or `procedures.NAME`.
     pub origin: String,
     pub pos: SourcePos,
@@ -73,7 +74,7 @@ pub enum SimError {
     /// A script failed at run time (an assert, a division by zero, an index
     /// out of range, recursion too deep).
     Script {
-        cpu: u32,
+        cpu: LinuxCpu,
         cycle: Cycle,
         origin: String,
         pos: SourcePos,

@@ -3,6 +3,7 @@
 //! bookkeeping of its own.
 
 use crate::coherence::AccessReport;
+pub use crate::cpu::LinuxCpu;
 use crate::script::ast::AtomicOp;
 use crate::time::Cycle;
 
@@ -38,7 +39,7 @@ impl AccessKind {
 /// One memory access, with what the protocol did for it.
 #[derive(Clone, Debug)]
 pub struct AccessEvent<'a> {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     /// When the access was made.
     pub issued: Cycle,
     /// Cycles from the access to its data (the store buffer's answer for a
@@ -101,11 +102,11 @@ pub trait Probe {
     /// Summed plain hits of CPU `cpu` on one place (a private one, or a
     /// spin-wait's polls; see `needs_every_access`); each counts as a hit,
     /// and stores and loads each as one access, of that field and line.
-    fn on_private_hits(&mut self, _cpu: u32, _hits: &PrivateHits) {}
+    fn on_private_hits(&mut self, _cpu: LinuxCpu, _hits: &PrivateHits) {}
     /// A plain store entered the store buffer.
     fn on_store_posted(
         &mut self,
-        _cpu: u32,
+        _cpu: LinuxCpu,
         _cycle: Cycle,
         _address: u64,
         _field_id: u32,
@@ -115,7 +116,7 @@ pub trait Probe {
     /// A CPU finished one iteration of its script.
     fn on_iteration(
         &mut self,
-        _cpu: u32,
+        _cpu: LinuxCpu,
         _index: u64,
         _start: Cycle,
         _end: Cycle,
@@ -126,7 +127,7 @@ pub trait Probe {
     /// draining it) until the store to `address` (field `field_id`) drained.
     fn on_store_buffer_wait(
         &mut self,
-        _cpu: u32,
+        _cpu: LinuxCpu,
         _from: Cycle,
         _until: Cycle,
         _address: u64,
@@ -141,7 +142,7 @@ pub trait Probe {
     /// waited for).
     fn on_load_wait(
         &mut self,
-        _cpu: u32,
+        _cpu: LinuxCpu,
         _from: Cycle,
         _until: Cycle,
         _address: u64,
@@ -166,24 +167,38 @@ impl Probe for Probes<'_> {
     fn needs_every_access(&self) -> bool {
         self.0.iter().any(|p| p.needs_every_access())
     }
-    fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
+    fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
         for p in &mut self.0 {
             p.on_private_hits(cpu, hits);
         }
     }
-    fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, field_id: u32, value: i64) {
+    fn on_store_posted(
+        &mut self,
+        cpu: LinuxCpu,
+        cycle: Cycle,
+        address: u64,
+        field_id: u32,
+        value: i64,
+    ) {
         for p in &mut self.0 {
             p.on_store_posted(cpu, cycle, address, field_id, value);
         }
     }
-    fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, measured: bool) {
+    fn on_iteration(
+        &mut self,
+        cpu: LinuxCpu,
+        index: u64,
+        start: Cycle,
+        end: Cycle,
+        measured: bool,
+    ) {
         for p in &mut self.0 {
             p.on_iteration(cpu, index, start, end, measured);
         }
     }
     fn on_store_buffer_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,
@@ -195,7 +210,7 @@ impl Probe for Probes<'_> {
     }
     fn on_load_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,

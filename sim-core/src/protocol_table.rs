@@ -16,7 +16,10 @@
 //! there is no eviction event (see the book's "What bounce does not model").
 
 use crate::checker::CheckConfig;
-use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, Route};
+use crate::coherence::{
+    AccessReport, Coherence, LineState, Need, RequestKind, RequestTag, Requested, Route,
+};
+use crate::cpu::{CpuIndex, LinuxCpu};
 use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{Protocol, Topology};
@@ -200,7 +203,15 @@ pub fn transition_table(protocol: Protocol) -> Result<Vec<Transition>, String> {
             let (cache, need) = event.access();
             let mut after = state.clone();
             let report = match after
-                .request(&topology, NOW, cache, 0, need, Cycles::ZERO, cache << 1)
+                .request(
+                    &topology,
+                    NOW,
+                    LinuxCpu::new(cache),
+                    0,
+                    need,
+                    Cycles::ZERO,
+                    RequestTag::new(CpuIndex::new(cache as usize), RequestKind::Demand),
+                )
                 .map_err(|e| format!("{} {before}, {}: {e}", protocol.name(), event.name()))?
             {
                 Requested::Done(report) => report,

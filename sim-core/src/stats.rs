@@ -2,6 +2,7 @@
 //! traffic, in the spirit of `perf c2c`, and the distribution of cycles per
 //! iteration.
 
+use crate::cpu::LinuxCpu;
 use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
 use crate::time::Cycle;
 use crate::topology::PairClass;
@@ -285,21 +286,21 @@ impl LineDetail {
         &mut self.offsets[k]
     }
 
-    fn touched_by(&mut self, cpu: u32) {
-        let word = cpu as usize / 64;
+    fn touched_by(&mut self, cpu: LinuxCpu) {
+        let word = cpu.slot() / 64;
         if self.cpus.len() <= word {
             self.cpus.resize(word + 1, 0);
         }
-        self.cpus[word] |= 1 << (cpu % 64);
+        self.cpus[word] |= 1 << (cpu.get() % 64);
     }
 
     /// The CPUs that touched the line, ascending.
-    pub fn cpu_list(&self) -> Vec<u32> {
+    pub fn cpu_list(&self) -> Vec<LinuxCpu> {
         let mut out = Vec::new();
         for (w, &bits) in self.cpus.iter().enumerate() {
             for b in 0..64 {
                 if bits & (1 << b) != 0 {
-                    out.push((w * 64 + b) as u32);
+                    out.push(LinuxCpu::new((w * 64 + b) as u32));
                 }
             }
         }
@@ -373,11 +374,11 @@ impl Stats {
     /// The CPUs of a run's threads, each once, in the threads' order: the
     /// slots of the per-CPU figures ([`Stats::for_run`]). Threads sharing a
     /// CPU share its slot.
-    pub fn cpu_slots(config: &crate::engine::SimConfig) -> Vec<u32> {
+    pub fn cpu_slots(config: &crate::engine::SimConfig) -> Vec<LinuxCpu> {
         let mut seen = vec![false; config.topology.cpu_count() as usize];
-        let mut cpus: Vec<u32> = Vec::with_capacity(config.threads.len());
+        let mut cpus: Vec<LinuxCpu> = Vec::with_capacity(config.threads.len());
         for t in &config.threads {
-            if let Some(seen) = seen.get_mut(t.cpu as usize) {
+            if let Some(seen) = seen.get_mut(t.cpu.slot()) {
                 if !std::mem::replace(seen, true) {
                     cpus.push(t.cpu);
                 }
@@ -391,14 +392,14 @@ impl Stats {
         field_count: usize,
         unit_count: usize,
         unit_bytes: u32,
-        cpus: &[u32],
+        cpus: &[LinuxCpu],
         warmup: u64,
     ) -> Stats {
         let max_cpu = cpus
             .iter()
             .copied()
             .max()
-            .map(|c| c as usize + 1)
+            .map(|c| c.slot() + 1)
             .unwrap_or(0);
         let mut by_cpu = vec![
             CpuState {
@@ -409,7 +410,7 @@ impl Stats {
             max_cpu
         ];
         for (slot, &cpu) in cpus.iter().enumerate() {
-            by_cpu[cpu as usize] = CpuState {
+            by_cpu[cpu.slot()] = CpuState {
                 slot: Some(slot as u32),
                 measuring: warmup == 0,
                 last_load: None,
@@ -431,9 +432,9 @@ impl Stats {
     }
 
     #[inline]
-    fn measuring(&self, cpu: u32) -> bool {
+    fn measuring(&self, cpu: LinuxCpu) -> bool {
         self.by_cpu
-            .get(cpu as usize)
+            .get(cpu.slot())
             .is_some_and(|state| state.measuring)
     }
 
@@ -447,8 +448,8 @@ impl Stats {
     /// Cycles CPU `cpu` polled if its load of `load`'s bytes repeats its
     /// last access (see [`Traffic::spin_cycles`]); keeps the load as the
     /// last access.
-    fn poll(&mut self, cpu: u32, load: LastLoad) -> u64 {
-        let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
+    fn poll(&mut self, cpu: LinuxCpu, load: LastLoad) -> u64 {
+        let Some(state) = self.by_cpu.get_mut(cpu.slot()) else {
             return 0;
         };
         let spun = match state.last_load {
@@ -465,8 +466,8 @@ impl Stats {
     }
 
     /// CPU `cpu` made an access that is not a poll.
-    fn not_a_poll(&mut self, cpu: u32) {
-        if let Some(state) = self.by_cpu.get_mut(cpu as usize) {
+    fn not_a_poll(&mut self, cpu: LinuxCpu) {
+        if let Some(state) = self.by_cpu.get_mut(cpu.slot()) {
             state.last_load = None;
         }
     }
@@ -475,7 +476,7 @@ impl Stats {
     /// Always inline: every counted access comes here, and as a call the
     /// caller's dozen live counts were spilled around it.
     #[inline(always)]
-    fn add_detail(&mut self, cpu: u32, address: u64, counts: &Traffic) {
+    fn add_detail(&mut self, cpu: LinuxCpu, address: u64, counts: &Traffic) {
         let unit = (address >> self.unit_shift) as usize;
         let offset_bytes = (address & ((1 << self.unit_shift) - 1)) as u32;
         if let Some(d) = self.per_unit_detail.get_mut(unit) {
@@ -544,12 +545,12 @@ impl Probe for Stats {
         false
     }
 
-    fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
+    fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
         let mut spun = 0;
         if let (Some(last_issued), false) = (hits.spin_last_load, self.is_private(hits.field_id)) {
             // The polls stepping would have made one by one: the same
             // load each time, so only the last one's cycle matters.
-            if let Some(last) = self.by_cpu.get(cpu as usize).and_then(|s| s.last_load) {
+            if let Some(last) = self.by_cpu.get(cpu.slot()).and_then(|s| s.last_load) {
                 spun = self.poll(
                     cpu,
                     LastLoad {
@@ -591,12 +592,19 @@ impl Probe for Stats {
         }
     }
 
-    fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, measured: bool) {
+    fn on_iteration(
+        &mut self,
+        cpu: LinuxCpu,
+        index: u64,
+        start: Cycle,
+        end: Cycle,
+        measured: bool,
+    ) {
         // A wait belongs to its iteration.
         self.not_a_poll(cpu);
         // The statistics are serialized counts: plain cycles from here on.
         let iteration_cycles = (end - start).get();
-        let Some(state) = self.by_cpu.get_mut(cpu as usize) else {
+        let Some(state) = self.by_cpu.get_mut(cpu.slot()) else {
             if measured {
                 self.iteration_cycles.record(iteration_cycles);
             }
@@ -620,7 +628,7 @@ impl Probe for Stats {
 
     fn on_store_posted(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         _cycle: Cycle,
         address: u64,
         field_id: u32,
@@ -650,7 +658,7 @@ impl Probe for Stats {
 
     fn on_store_buffer_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,
@@ -672,7 +680,7 @@ impl Probe for Stats {
 
     fn on_load_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,

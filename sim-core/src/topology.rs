@@ -11,6 +11,7 @@
 //! `c + k * physical_cores` is its k-th SMT sibling (as lscpu shows on the
 //! reference machines, calibration.md §0.1).
 
+use crate::cpu::LinuxCpu;
 use crate::time::Cycles;
 use std::fmt;
 
@@ -606,6 +607,10 @@ impl Topology {
     pub fn cpu_count(&self) -> u32 {
         self.cpus
     }
+    /// The machine's CPUs, in Linux order.
+    pub fn cpus(&self) -> impl Iterator<Item = LinuxCpu> {
+        (0..self.cpus).map(LinuxCpu::new)
+    }
     pub fn core_count(&self) -> u32 {
         self.physical_cores
     }
@@ -640,18 +645,18 @@ impl Topology {
     }
 
     #[inline]
-    pub fn core_of(&self, cpu: u32) -> u32 {
-        match self.cpu_core.get(cpu as usize) {
+    pub fn core_of(&self, cpu: LinuxCpu) -> u32 {
+        match self.cpu_core.get(cpu.slot()) {
             Some(&core) => core,
-            None => cpu % self.physical_cores,
+            None => cpu.get() % self.physical_cores,
         }
     }
     /// Which SMT thread of its core a CPU is (0 for the first).
     #[inline]
-    pub fn thread_of(&self, cpu: u32) -> u32 {
-        match self.cpu_thread.get(cpu as usize) {
+    pub fn thread_of(&self, cpu: LinuxCpu) -> u32 {
+        match self.cpu_thread.get(cpu.slot()) {
             Some(&thread) => thread as u32,
-            None => cpu / self.physical_cores,
+            None => cpu.get() / self.physical_cores,
         }
     }
     #[inline]
@@ -673,25 +678,23 @@ impl Topology {
             None => node / self.spec.nodes_per_socket,
         }
     }
-    pub fn l3_of(&self, cpu: u32) -> u32 {
+    pub fn l3_of(&self, cpu: LinuxCpu) -> u32 {
         self.l3_of_core(self.core_of(cpu))
     }
-    pub fn node_of(&self, cpu: u32) -> u32 {
+    pub fn node_of(&self, cpu: LinuxCpu) -> u32 {
         self.node_of_core(self.core_of(cpu))
     }
-    pub fn socket_of(&self, cpu: u32) -> u32 {
+    pub fn socket_of(&self, cpu: LinuxCpu) -> u32 {
         self.socket_of_core(self.core_of(cpu))
     }
 
     /// CPUs of a node, in Linux order.
-    pub fn cpus_of_node(&self, node: u32) -> Vec<u32> {
-        (0..self.cpus)
-            .filter(|&c| self.node_of(c) == node)
-            .collect()
+    pub fn cpus_of_node(&self, node: u32) -> Vec<LinuxCpu> {
+        self.cpus().filter(|&c| self.node_of(c) == node).collect()
     }
 
     #[inline]
-    pub fn pair_class(&self, a: u32, b: u32) -> PairClass {
+    pub fn pair_class(&self, a: LinuxCpu, b: LinuxCpu) -> PairClass {
         let (core_a, core_b) = (self.core_of(a), self.core_of(b));
         let (place_a, place_b) = (self.place_of_core(core_a), self.place_of_core(core_b));
         if a == b {
@@ -952,20 +955,38 @@ mod tests {
         let t = Topology::new(two_socket_spec()).unwrap();
         assert_eq!(t.cpu_count(), 64);
         assert_eq!(t.core_count(), 32);
-        assert_eq!(t.core_of(3), 3);
-        assert_eq!(t.core_of(35), 3);
-        assert_eq!(t.thread_of(35), 1);
-        assert_eq!(t.pair_class(3, 35), PairClass::SmtSibling);
-        assert_eq!(t.pair_class(0, 3), PairClass::SameL3);
-        assert_eq!(t.pair_class(0, 4), PairClass::SameNode);
-        assert_eq!(t.pair_class(0, 8), PairClass::SameSocket);
-        assert_eq!(t.pair_class(0, 16), PairClass::CrossSocket);
-        assert_eq!(t.pair_class(0, 48), PairClass::CrossSocket);
-        assert_eq!(t.node_of(47), 1);
-        assert_eq!(t.socket_of(63), 1);
+        assert_eq!(t.core_of(LinuxCpu::new(3)), 3);
+        assert_eq!(t.core_of(LinuxCpu::new(35)), 3);
+        assert_eq!(t.thread_of(LinuxCpu::new(35)), 1);
+        assert_eq!(
+            t.pair_class(LinuxCpu::new(3), LinuxCpu::new(35)),
+            PairClass::SmtSibling
+        );
+        assert_eq!(
+            t.pair_class(LinuxCpu::new(0), LinuxCpu::new(3)),
+            PairClass::SameL3
+        );
+        assert_eq!(
+            t.pair_class(LinuxCpu::new(0), LinuxCpu::new(4)),
+            PairClass::SameNode
+        );
+        assert_eq!(
+            t.pair_class(LinuxCpu::new(0), LinuxCpu::new(8)),
+            PairClass::SameSocket
+        );
+        assert_eq!(
+            t.pair_class(LinuxCpu::new(0), LinuxCpu::new(16)),
+            PairClass::CrossSocket
+        );
+        assert_eq!(
+            t.pair_class(LinuxCpu::new(0), LinuxCpu::new(48)),
+            PairClass::CrossSocket
+        );
+        assert_eq!(t.node_of(LinuxCpu::new(47)), 1);
+        assert_eq!(t.socket_of(LinuxCpu::new(63)), 1);
         assert_eq!(
             t.cpus_of_node(0),
-            vec![0, 1, 2, 3, 4, 5, 6, 7, 32, 33, 34, 35, 36, 37, 38, 39]
+            [0, 1, 2, 3, 4, 5, 6, 7, 32, 33, 34, 35, 36, 37, 38, 39].map(LinuxCpu::new)
         );
     }
 

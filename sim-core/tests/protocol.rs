@@ -3,8 +3,10 @@
 //! latencies.
 
 use sim_core::coherence::{
-    AccessReport, Coherence, LineState, Need, Requested, Route, StateChange,
+    AccessReport, Coherence, LineState, Need, RequestKind, RequestTag, Requested, Route,
+    StateChange,
 };
+use sim_core::cpu::{CpuIndex, LinuxCpu};
 use sim_core::memory::MemoryLayout;
 use sim_core::topology::{
     DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
@@ -15,6 +17,9 @@ use testkit::small_machine;
 use LineState::{
     Exclusive as E, Forward as F, Invalid as I, Modified as M, Owned as O, Shared as S,
 };
+
+/// The tag of the requests these tests do not tell apart.
+const TAG: RequestTag = RequestTag::new(CpuIndex::new(0), RequestKind::Demand);
 
 /// A coherence model on the small machine, with line `u` homed on node `homes[u]`.
 struct Bench {
@@ -52,7 +57,15 @@ impl Bench {
         let at = self.now.max(self.coherence.busy_until(unit));
         let report = match self
             .coherence
-            .request(&self.topology, at, cpu, unit, need, Cycles::ZERO, 0)
+            .request(
+                &self.topology,
+                at,
+                LinuxCpu::new(cpu),
+                unit,
+                need,
+                Cycles::ZERO,
+                TAG,
+            )
             .expect("no protocol violation")
         {
             Requested::Done(r) => r,
@@ -418,17 +431,18 @@ fn dram_fetch_costs_two_legs_to_the_home_plus_dram() {
 fn a_busy_line_queues_the_next_request() {
     let mut b = Bench::new(Protocol::Mesi, Lookup::Home, &[0]);
     let first = b.read(0, 0);
+    let drain_of_3 = RequestTag::new(CpuIndex::new(3), RequestKind::Drain);
     // Before the first transaction ends, another core's request waits.
     let queued = b
         .coherence
         .request(
             &b.topology,
             Cycle::new(1),
-            4,
+            LinuxCpu::new(4),
             0,
             Need::Write,
             Cycles::ZERO,
-            7,
+            drain_of_3,
         )
         .unwrap();
     assert_eq!(
@@ -453,7 +467,7 @@ fn a_busy_line_queues_the_next_request() {
         .expect("served once free");
     assert_eq!(
         (waiter.cpu, waiter.tag, waiter.issued),
-        (4, 7, Cycle::new(1))
+        (LinuxCpu::new(4), drain_of_3, Cycle::new(1))
     );
     assert_eq!(r.issued, Cycle::new(1));
     assert_eq!(r.started, first.done);
@@ -479,7 +493,15 @@ fn reads_of_a_resolved_line_are_pipelined_and_the_rest_hold_the_home() {
     c.check_invariants = true;
     let served = |c: &mut Coherence, at: u64, cpu: u32, need: Need| -> AccessReport {
         match c
-            .request(&topology, Cycle::new(at), cpu, 0, need, Cycles::ZERO, 0)
+            .request(
+                &topology,
+                Cycle::new(at),
+                LinuxCpu::new(cpu),
+                0,
+                need,
+                Cycles::ZERO,
+                TAG,
+            )
             .expect("no protocol violation")
         {
             Requested::Done(r) => r,
@@ -618,7 +640,15 @@ fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
     for cpu in [8, 10, 12, 14] {
         match b
             .coherence
-            .request(&b.topology, t0, cpu, 0, Need::Read, Cycles::ZERO, 0)
+            .request(
+                &b.topology,
+                t0,
+                LinuxCpu::new(cpu),
+                0,
+                Need::Read,
+                Cycles::ZERO,
+                TAG,
+            )
             .unwrap()
         {
             Requested::Done(r) => started.push((r.started, r.done)),
@@ -649,7 +679,15 @@ fn queued_reads_of_a_resolved_line_are_served_one_occupancy_apart() {
     for cpu in [4, 6] {
         if let Requested::Done(r) = b
             .coherence
-            .request(&b.topology, t1, cpu, 0, Need::Write, Cycles::ZERO, 0)
+            .request(
+                &b.topology,
+                t1,
+                LinuxCpu::new(cpu),
+                0,
+                Need::Write,
+                Cycles::ZERO,
+                TAG,
+            )
             .unwrap()
         {
             writes.push((r.started, r.done));

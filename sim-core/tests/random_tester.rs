@@ -16,7 +16,7 @@
 //! twenty times as many.
 
 use sim_core::engine::StopRule;
-use sim_core::probe::{AccessEvent, AccessKind, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, LinuxCpu, Probe};
 use sim_core::topology::{Lookup, Protocol, Topology};
 use sim_core::Cycle;
 use std::collections::{BTreeMap, VecDeque};
@@ -117,37 +117,42 @@ impl Probe for Checker {
                 if e.value != latest {
                     self.errors.push(format!(
                         "cycle {cycle}: CPU {} loaded {} at {:#x} but the last write was {latest}",
-                        e.cpu, e.value, e.address
+                        e.cpu.get(),
+                        e.value,
+                        e.address
                     ));
                 }
-                self.observe(e.cpu, e.address, e.value, cycle);
+                self.observe(e.cpu.get(), e.address, e.value, cycle);
             }
             AccessKind::LoadForwarded => {
                 self.operations += 1;
-                let newest = self.own_latest.get(&(e.cpu, e.address)).copied();
+                let newest = self.own_latest.get(&(e.cpu.get(), e.address)).copied();
                 if newest != Some(e.value) {
                     self.errors.push(format!(
                         "cycle {cycle}: CPU {} forwarded {} at {:#x} but its own latest store there is {newest:?}",
-                        e.cpu, e.value, e.address
+                        e.cpu.get(), e.value, e.address
                     ));
                 }
             }
             AccessKind::Store => {
                 self.operations += 1;
-                self.own_latest.insert((e.cpu, e.address), e.value);
+                self.own_latest.insert((e.cpu.get(), e.address), e.value);
                 self.write(e.address, e.value);
-                self.observe(e.cpu, e.address, e.value, cycle);
+                self.observe(e.cpu.get(), e.address, e.value, cycle);
             }
             AccessKind::StoreDrain => {
-                let front = self.buffered.get_mut(&e.cpu).and_then(|q| q.pop_front());
+                let front = self
+                    .buffered
+                    .get_mut(&e.cpu.get())
+                    .and_then(|q| q.pop_front());
                 if front != Some((e.address, e.value)) {
                     self.errors.push(format!(
                         "cycle {cycle}: CPU {} drained {} at {:#x} but its oldest buffered store is {front:?}",
-                        e.cpu, e.value, e.address
+                        e.cpu.get(), e.value, e.address
                     ));
                 }
                 self.write(e.address, e.value);
-                self.observe(e.cpu, e.address, e.value, cycle);
+                self.observe(e.cpu.get(), e.address, e.value, cycle);
             }
             // A prefetch carries no value of the program's; the fill it
             // brings is checked by the invariants (every copy holds the
@@ -159,19 +164,27 @@ impl Probe for Checker {
                 if e.value != latest {
                     self.errors.push(format!(
                         "cycle {cycle}: CPU {} atomic read {} at {:#x} but the last write was {latest}",
-                        e.cpu, e.value, e.address
+                        e.cpu.get(), e.value, e.address
                     ));
                 }
-                self.observe(e.cpu, e.address, e.value, cycle);
+                self.observe(e.cpu.get(), e.address, e.value, cycle);
                 if let Some(new) = e.new_value {
                     self.write(e.address, new);
-                    self.observe(e.cpu, e.address, new, cycle);
+                    self.observe(e.cpu.get(), e.address, new, cycle);
                 }
             }
         }
     }
 
-    fn on_store_posted(&mut self, cpu: u32, _cycle: Cycle, address: u64, _field: u32, value: i64) {
+    fn on_store_posted(
+        &mut self,
+        cpu: LinuxCpu,
+        _cycle: Cycle,
+        address: u64,
+        _field: u32,
+        value: i64,
+    ) {
+        let cpu = cpu.get();
         self.operations += 1;
         self.own_latest.insert((cpu, address), value);
         self.buffered

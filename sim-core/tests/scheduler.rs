@@ -136,7 +136,7 @@ fn a_wait_nobody_wakes_is_a_lost_wake_up_naming_the_sleepers() {
     };
     assert_eq!(*stall, Stall::LostWakeup);
     assert_eq!(cpus.len(), 1);
-    assert_eq!(cpus[0].cpu, 3);
+    assert_eq!(cpus[0].cpu.get(), 3);
     let shown = error.to_string();
     assert!(
         shown.starts_with(

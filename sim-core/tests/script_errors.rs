@@ -2,6 +2,7 @@
 //! failures that stop the run as errors naming the CPU and the position.
 
 use models::layout::{InstanceSpec, StructSpec};
+use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{StopRule, MAX_CALL_DEPTH};
 use sim_core::error::{Budget, CpuWhere};
 use sim_core::script::ast::{ExprKind, SourcePos, StmtKind};
@@ -300,7 +301,7 @@ fn script_error(err: &SimError) -> (u32, Cycle, &str, SourcePos, &str) {
             pos,
             message,
             ..
-        } => (*cpu, *cycle, origin, *pos, message),
+        } => (cpu.get(), *cycle, origin, *pos, message),
         other => panic!("expected a script error, got {other}"),
     }
 }
@@ -512,7 +513,7 @@ fn a_spinning_cpu_truncates_the_run() {
     assert_eq!(
         unfinished,
         &vec![CpuWhere {
-            cpu: 5,
+            cpu: LinuxCpu::new(5),
             iterations_done: 0,
             origin: "scripts.spin".into(),
             pos: unfinished[0].pos,

@@ -34,7 +34,7 @@ use models::layout::{BitField, FieldSpec, InstanceSpec};
 use sim_core::engine::{
     run_counting, EngineOptions, RunOutcome, ShortcutEntries, SimConfig, StopRule,
 };
-use sim_core::probe::{AccessKind, Probes};
+use sim_core::probe::{AccessKind, LinuxCpu, Probes};
 use sim_core::stats::Stats;
 use sim_core::topology::{Lookup, Protocol};
 use testkit::*;
@@ -467,7 +467,7 @@ fn mine_of(config: &SimConfig, cpu: u32) -> Range<u64> {
 }
 
 fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, String> {
-    let cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+    let cpus: Vec<LinuxCpu> = config.threads.iter().map(|t| t.cpu).collect();
     let mut stats = Stats::for_run(config);
     let mut recorder = Recorder {
         accepts_summed_hits: true,
@@ -511,10 +511,10 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
             .iter()
             .map(|&c| {
                 let shared = cpus.iter().filter(|&&x| x == c).count() > 1;
-                fold_private_hits(stream(c, false), mine_of(config, c), !shared)
+                fold_private_hits(stream(c.get(), false), mine_of(config, c.get()), !shared)
             })
             .collect(),
-        drains: cpus.iter().map(|&c| stream(c, true)).collect(),
+        drains: cpus.iter().map(|&c| stream(c.get(), true)).collect(),
         entries,
     })
 }
@@ -806,7 +806,10 @@ fn lock_waiting_is_accounted_as_stepping_accounts_it() {
     let detail = &with.per_unit_detail[config
         .memory
         .unit_of(config.memory.instances[0].element_addresses[0])];
-    assert_eq!(detail.cpu_list(), (0..8).collect::<Vec<u32>>());
+    assert_eq!(
+        detail.cpu_list(),
+        (0..8).map(LinuxCpu::new).collect::<Vec<_>>()
+    );
     assert_eq!(detail.offsets.len(), 1);
     assert_eq!(detail.offsets[0].loads, lock_line.loads);
 }

@@ -10,7 +10,7 @@ use sim_core::engine::{
     DEFAULT_MAX_STEPS_WITHOUT_TIME,
 };
 use sim_core::memory::InstanceKind;
-use sim_core::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, LinuxCpu, PrivateHits, Probe};
 use sim_core::script::compile::{compile, CompileError, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
@@ -280,7 +280,7 @@ impl<'a> Setup<'a> {
                     .filter(|(_, s)| *s == script)
                     .count();
                 ThreadSpec {
-                    cpu,
+                    cpu: LinuxCpu::new(cpu),
                     script: index as u32,
                     tid: tid as u32,
                     group_size: group.len() as u32,
@@ -348,7 +348,8 @@ pub fn address(config: &SimConfig, instance: &str, element: usize, field: &str) 
     memory.instances[i].element_addresses[element] + f.offset_bytes as u64
 }
 
-/// One `AccessEvent`, owned.
+/// One `AccessEvent`, owned (the CPU as a plain number, as the tests write
+/// it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Access {
     pub cpu: u32,
@@ -428,12 +429,12 @@ impl Probe for Recorder {
     fn needs_every_access(&self) -> bool {
         !self.accepts_summed_hits
     }
-    fn on_private_hits(&mut self, cpu: u32, hits: &PrivateHits) {
-        self.log.push(Seen::PrivateHits(cpu, *hits));
+    fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
+        self.log.push(Seen::PrivateHits(cpu.get(), *hits));
     }
     fn on_access(&mut self, e: &AccessEvent<'_>) {
         self.log.push(Seen::Access(Access {
-            cpu: e.cpu,
+            cpu: e.cpu.get(),
             kind: e.kind,
             address: e.address,
             size_bytes: e.size_bytes,
@@ -445,34 +446,52 @@ impl Probe for Recorder {
             misses_in_flight: e.misses_in_flight,
         }));
     }
-    fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, _field: u32, value: i64) {
+    fn on_store_posted(
+        &mut self,
+        cpu: LinuxCpu,
+        cycle: Cycle,
+        address: u64,
+        _field: u32,
+        value: i64,
+    ) {
         self.log
-            .push(Seen::StorePosted(cpu, cycle.get(), address, value));
+            .push(Seen::StorePosted(cpu.get(), cycle.get(), address, value));
     }
-    fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, _measured: bool) {
+    fn on_iteration(
+        &mut self,
+        cpu: LinuxCpu,
+        index: u64,
+        start: Cycle,
+        end: Cycle,
+        _measured: bool,
+    ) {
         self.log
-            .push(Seen::Iteration(cpu, index, start.get(), end.get()));
+            .push(Seen::Iteration(cpu.get(), index, start.get(), end.get()));
     }
     fn on_store_buffer_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,
         _field: u32,
     ) {
-        self.log
-            .push(Seen::BufferWait(cpu, from.get(), until.get(), address));
+        self.log.push(Seen::BufferWait(
+            cpu.get(),
+            from.get(),
+            until.get(),
+            address,
+        ));
     }
     fn on_load_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,
         _field: Option<u32>,
     ) {
         self.log
-            .push(Seen::LoadWait(cpu, from.get(), until.get(), address));
+            .push(Seen::LoadWait(cpu.get(), from.get(), until.get(), address));
     }
 }

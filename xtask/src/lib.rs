@@ -21,6 +21,7 @@ use scenarios::report::trace::TraceProbe;
 use scenarios::run::cases::{BuiltCase, CaseResult};
 use scenarios::run::results::VariantResult;
 use scenarios::LoadedScenario;
+use sim_core::cpu::LinuxCpu;
 
 // The charts `bounce run --out DIR` draws, from the binary's own library, so
 // the book shows exactly what a reader gets from the command line.
@@ -611,8 +612,8 @@ fn topology_drawing(name: &str) -> Result<String, String> {
     let t = sim_core::topology::Topology::new(resolved.spec.clone())
         .map_err(|e| format!("preset `{name}` does not build: {e}"))?;
     let spec = &t.spec;
-    let cpus_where = |keep: &dyn Fn(u32) -> bool| -> String {
-        let cpus: Vec<u32> = (0..t.cpu_count()).filter(|&c| keep(c)).collect();
+    let cpus_where = |keep: &dyn Fn(LinuxCpu) -> bool| -> String {
+        let cpus: Vec<u32> = t.cpus().filter(|&c| keep(c)).map(LinuxCpu::get).collect();
         cpulist(&cpus)
     };
     let mut sockets = Vec::new();
@@ -1056,7 +1057,7 @@ fn litmus_chart(name: &str, histograms: &[(String, [u64; 4])]) -> Result<String,
 /// and how far a read can be from the true count.
 fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
     const PATH: &str = "book/scenarios/counting.toml";
-    const READER_CPU: u32 = 4;
+    const READER_CPU: LinuxCpu = LinuxCpu::new(4);
     const ADD_WORK_CYCLES: f64 = 300.0;
     const READ_GAP_CYCLES: f64 = 2000.0;
     const ADDERS: f64 = 8.0;
@@ -1135,7 +1136,7 @@ fn counting(root: &Path, out: &mut Files) -> Result<(), String> {
 /// reads and writes got through, and the misses per read.
 fn read_mostly(root: &Path, out: &mut Files) -> Result<(), String> {
     const PATH: &str = "book/scenarios/read-mostly.toml";
-    const WRITER_CPU: u32 = 4;
+    const WRITER_CPU: LinuxCpu = LinuxCpu::new(4);
     const READ_WORK_CYCLES: f64 = 500.0;
     let run = run(root, PATH)?;
     let mut rows = Vec::new();

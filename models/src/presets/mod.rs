@@ -40,6 +40,7 @@ pub(crate) mod sources;
 
 pub use scheduler::{scheduler_params, SCHED_KEYS, SCHED_PREFIX};
 
+use sim_core::cpu::LinuxCpu;
 use sim_core::topology::{
     DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
 };
@@ -634,7 +635,7 @@ fn build_default(name: &str) -> MachineSpec {
 /// (the ping-pong alternates requester and owner). It is what the simulator
 /// gives for a two-CPU ping-pong (`scenarios/shipped/ping-pong.toml`), without
 /// running it.
-pub fn one_way_cycles(t: &Topology, a: u32, b: u32, home_node: u32) -> f64 {
+pub fn one_way_cycles(t: &Topology, a: LinuxCpu, b: LinuxCpu, home_node: u32) -> f64 {
     let l = &t.spec.latency;
     let (core_a, core_b) = (t.core_of(a), t.core_of(b));
     if core_a == core_b {
@@ -656,7 +657,7 @@ pub fn one_way_cycles(t: &Topology, a: u32, b: u32, home_node: u32) -> f64 {
 }
 
 /// [`one_way_cycles`] in nanoseconds at the machine's clock.
-pub fn one_way_ns(t: &Topology, a: u32, b: u32, home_node: u32) -> f64 {
+pub fn one_way_ns(t: &Topology, a: LinuxCpu, b: LinuxCpu, home_node: u32) -> f64 {
     t.cycles_to_ns(one_way_cycles(t, a, b, home_node))
 }
 
@@ -795,9 +796,9 @@ mod tests {
     fn icelake_has_linux_numbering_of_160_cpus() {
         let t = Topology::new(resolve("icelake-sp-2s").unwrap()).unwrap();
         assert_eq!(t.cpu_count(), 160);
-        assert_eq!(t.core_of(80), 0);
-        assert_eq!(t.socket_of(40), 1);
-        assert_eq!(t.socket_of(120), 1);
+        assert_eq!(t.core_of(LinuxCpu::new(80)), 0);
+        assert_eq!(t.socket_of(LinuxCpu::new(40)), 1);
+        assert_eq!(t.socket_of(LinuxCpu::new(120)), 1);
     }
 
     #[test]
@@ -837,9 +838,21 @@ mod tests {
     fn the_model_formula_matches_the_hop_functions() {
         // Ice Lake: 5 + 2 + 20; 154 + 20; 20 + 51 + 148 + 148.
         let t = Topology::new(resolve("icelake-sp-2s").unwrap()).unwrap();
-        assert_eq!(one_way_cycles(&t, 0, 80, 0), 27.0);
-        assert_eq!(one_way_cycles(&t, 0, 1, 0), 174.0);
-        assert_eq!(one_way_cycles(&t, 0, 40, 0), 367.0);
-        assert_eq!(one_way_cycles(&t, 40, 41, 0), 174.0);
+        assert_eq!(
+            one_way_cycles(&t, LinuxCpu::new(0), LinuxCpu::new(80), 0),
+            27.0
+        );
+        assert_eq!(
+            one_way_cycles(&t, LinuxCpu::new(0), LinuxCpu::new(1), 0),
+            174.0
+        );
+        assert_eq!(
+            one_way_cycles(&t, LinuxCpu::new(0), LinuxCpu::new(40), 0),
+            367.0
+        );
+        assert_eq!(
+            one_way_cycles(&t, LinuxCpu::new(40), LinuxCpu::new(41), 0),
+            174.0
+        );
     }
 }

@@ -10,6 +10,7 @@ use crate::format::schema::{self, CpuSet, RunLength, ScenarioDoc};
 use crate::format::LoadedScenario;
 use crate::machine::{build_machine, instruction_costs};
 use models::layout::{self, InstanceSpec};
+use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
 use sim_core::script::ast::SourcePos;
@@ -40,7 +41,7 @@ pub struct BuiltVariant {
     pub description: Option<String>,
     pub config: SimConfig,
     /// CPU lists of the thread groups, for reports.
-    pub groups: Vec<(String, Vec<u32>)>,
+    pub groups: Vec<(String, Vec<LinuxCpu>)>,
     /// Host memory its run is estimated to take ([`run_bytes`]); runs in
     /// parallel are admitted while theirs fit the budget together.
     pub run_bytes: u64,
@@ -362,13 +363,17 @@ pub fn build_config(
             })?;
         for (tid, &cpu) in placed.iter().enumerate() {
             threads.push(ThreadSpec {
-                cpu,
+                // Checked against the machine above: a CPU it has.
+                cpu: LinuxCpu::new(cpu),
                 script: script as u32,
                 tid: tid as u32,
                 group_size: count,
             });
         }
-        groups.push((group.name().to_string(), cpus));
+        groups.push((
+            group.name().to_string(),
+            cpus.into_iter().map(LinuxCpu::new).collect(),
+        ));
     }
     // By CPU, then group and tid (a stable sort): the first thread of each
     // CPU runs first, the others queue in this order.

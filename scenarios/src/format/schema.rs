@@ -681,7 +681,8 @@ impl fmt::Display for CpuSet {
 }
 
 /// Formats sorted CPU numbers as a cpulist (`0-3,8`).
-pub fn format_cpulist(cpus: &[u32]) -> String {
+pub fn format_cpulist<C: Copy + Into<u32>>(cpus: &[C]) -> String {
+    let cpus: Vec<u32> = cpus.iter().map(|&c| c.into()).collect();
     let mut out = String::new();
     let mut i = 0;
     while i < cpus.len() {
@@ -750,7 +751,7 @@ mod tests {
         assert!(CpuSet::parse("0-4000000000").is_err());
         assert!(CpuSet::parse(&vec!["0-65535"; 1000].join(",")).is_err());
         assert!(CpuSet::parse("0-65535").is_ok());
-        assert_eq!(format_cpulist(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(format_cpulist(&[0u32, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
         assert_eq!(CpuSet::parse("0-3,8").unwrap().to_string(), "0-3,8");
     }
 }

@@ -33,6 +33,7 @@ use crate::format::document::tree::{join_path, type_phrase};
 use crate::format::document::{self, default_name, doc_from_tree, Variant};
 use crate::format::error::{InputError, SourceFile};
 use crate::format::schema::{format_cpulist, CpuSet, ScenarioDoc, CPULIST_HELP, MAX_CPU};
+use sim_core::cpu::LinuxCpu;
 use sim_core::limits::Limits;
 use sim_core::topology::Topology;
 
@@ -230,6 +231,7 @@ impl Placement {
         if *self == Placement::Spread {
             let per_socket = topology.cores_per_socket();
             cpus.sort_by_key(|&c| {
+                let c = LinuxCpu::new(c);
                 let core = topology.core_of(c);
                 (
                     topology.thread_of(c),

@@ -25,6 +25,7 @@ use crate::format::LoadedScenario;
 use crate::run::cases::{in_shard, BuiltCase, CaseResult};
 use crate::run::measured::Comparison;
 use crate::run::results::VariantResult;
+use sim_core::cpu::LinuxCpu;
 use sim_core::stats::Traffic;
 
 /// `schema_version` of `results.json` and `shard.json`.
@@ -446,7 +447,7 @@ fn record(
     r: &VariantResult,
 ) -> Record {
     let topology = &built.config.topology;
-    let distinct = |f: &dyn Fn(u32) -> u32| {
+    let distinct = |f: &dyn Fn(LinuxCpu) -> u32| {
         let mut v: Vec<u32> = r.cpus.iter().map(|&c| f(c)).collect();
         v.sort_unstable();
         v.dedup();

@@ -8,6 +8,7 @@
 use crate::format::sweep::Sweep;
 use crate::run::cases::CaseResult;
 use crate::run::results::{failure_line, VariantFailure, VariantResult};
+use sim_core::cpu::LinuxCpu;
 use sim_core::stats::Traffic;
 use std::fmt::Write;
 
@@ -360,12 +361,12 @@ pub fn shared_lines(result: &VariantResult) -> String {
     // By CPU number: a search per CPU of each line is quadratic at 512 CPUs.
     let mut node_by_cpu: Vec<Option<u32>> = Vec::new();
     for c in &result.per_cpu {
-        if node_by_cpu.len() <= c.cpu as usize {
-            node_by_cpu.resize(c.cpu as usize + 1, None);
+        if node_by_cpu.len() <= c.cpu.slot() {
+            node_by_cpu.resize(c.cpu.slot() + 1, None);
         }
-        node_by_cpu[c.cpu as usize].get_or_insert(c.node);
+        node_by_cpu[c.cpu.slot()].get_or_insert(c.node);
     }
-    let node_of = |cpu: u32| node_by_cpu.get(cpu as usize).copied().flatten();
+    let node_of = |cpu: LinuxCpu| node_by_cpu.get(cpu.slot()).copied().flatten();
     let _ = writeln!(
         out,
         "\n  shared lines (perf c2c style): {} with HITM, the {} hottest",

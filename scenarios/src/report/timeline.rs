@@ -14,6 +14,7 @@
 
 use sim_core::coherence::AccessReport;
 use sim_core::coherence::{Need, Route};
+use sim_core::cpu::LinuxCpu;
 use sim_core::memory::MemoryLayout;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::topology::{Lookup, Topology};
@@ -57,7 +58,7 @@ pub struct Message {
 /// One access that needed other caches or memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transaction {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     pub issued_cycle: u64,
     /// e.g. `CPU 3 store counters[1].value (line 0): I->M, 312 cycles`.
     pub caption: String,

@@ -6,6 +6,7 @@
 //! by (cycle, arrival) and prints them in that order.
 
 use sim_core::coherence::Route;
+use sim_core::cpu::LinuxCpu;
 use sim_core::memory::MemoryLayout;
 use sim_core::probe::{AccessEvent, AccessKind, Probe};
 use sim_core::topology::{Lookup, PairClass, Topology};
@@ -23,7 +24,7 @@ pub struct TraceProbe<'a> {
     /// Per CPU, the last load it went on past: (address, the cycle after
     /// its issue). A wait for it from that cycle is a load waited for at
     /// once, as a blocking load was, and is not shown on its own line.
-    went_on: std::collections::BTreeMap<u32, (u64, u64)>,
+    went_on: std::collections::BTreeMap<LinuxCpu, (u64, u64)>,
 }
 
 impl<'a> TraceProbe<'a> {
@@ -239,7 +240,7 @@ impl Probe for TraceProbe<'_> {
 
     fn on_load_wait(
         &mut self,
-        cpu: u32,
+        cpu: LinuxCpu,
         from: Cycle,
         until: Cycle,
         address: u64,
@@ -262,7 +263,14 @@ impl Probe for TraceProbe<'_> {
         self.keep(from.get(), text);
     }
 
-    fn on_store_posted(&mut self, cpu: u32, cycle: Cycle, address: u64, _field: u32, value: i64) {
+    fn on_store_posted(
+        &mut self,
+        cpu: LinuxCpu,
+        cycle: Cycle,
+        address: u64,
+        _field: u32,
+        value: i64,
+    ) {
         if self.full(cycle.get()) {
             return;
         }
@@ -276,7 +284,14 @@ impl Probe for TraceProbe<'_> {
         self.keep(cycle.get(), text);
     }
 
-    fn on_iteration(&mut self, cpu: u32, index: u64, start: Cycle, end: Cycle, _measured: bool) {
+    fn on_iteration(
+        &mut self,
+        cpu: LinuxCpu,
+        index: u64,
+        start: Cycle,
+        end: Cycle,
+        _measured: bool,
+    ) {
         if self.full(end.get()) {
             return;
         }

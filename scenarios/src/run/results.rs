@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::build::{BuiltVariant, ScriptSources};
 use crate::format::error::{Place, Report};
 use rayon::prelude::*;
+use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{run, RunOutcome, SimConfig};
 use sim_core::script::ast::SourcePos;
 use sim_core::stats::{Histogram, LineDetail, Stats, Traffic};
@@ -58,7 +59,7 @@ impl LineResult {
 /// in a lock scenario) it completed and how long its longest one took.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuShare {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     pub node: u32,
     pub iterations: u64,
     pub longest_iteration_cycles: u64,
@@ -73,7 +74,7 @@ pub struct VariantResult {
     pub description: Option<String>,
     pub machine: String,
     pub clock_mhz: u64,
-    pub cpus: Vec<u32>,
+    pub cpus: Vec<LinuxCpu>,
     pub outcome: RunOutcome,
     pub iteration_cycles: Histogram,
     pub total: Traffic,
@@ -215,7 +216,7 @@ pub fn failure_report(run: &str, error: &SimError, sources: &ScriptSources) -> R
             }
         }
         SimError::Truncated { unfinished, .. } => {
-            let cpus: Vec<(u32, &str, SourcePos, String)> = unfinished
+            let cpus: Vec<(LinuxCpu, &str, SourcePos, String)> = unfinished
                 .iter()
                 .map(|w| {
                     (
@@ -229,7 +230,7 @@ pub fn failure_report(run: &str, error: &SimError, sources: &ScriptSources) -> R
             cpu_places(run, error, &cpus, "unfinished", sources).unwrap_or_else(plain)
         }
         SimError::NoProgress { cpus, .. } => {
-            let cpus: Vec<(u32, &str, SourcePos, String)> = cpus
+            let cpus: Vec<(LinuxCpu, &str, SourcePos, String)> = cpus
                 .iter()
                 .map(|c| {
                     (
@@ -321,7 +322,7 @@ pub fn failure_line(error: &SimError, sources: &ScriptSources) -> String {
 fn cpu_places(
     run: &str,
     error: &SimError,
-    cpus: &[(u32, &str, SourcePos, String)],
+    cpus: &[(LinuxCpu, &str, SourcePos, String)],
     what: &str,
     sources: &ScriptSources,
 ) -> Option<Report> {
@@ -329,7 +330,7 @@ fn cpu_places(
     let text = error.to_string();
     let head = text.split("\n  ").next().unwrap_or(&text);
     // Each place, with its CPUs grouped by what they did.
-    type Doing<'a> = Vec<(&'a str, Vec<u32>)>;
+    type Doing<'a> = Vec<(&'a str, Vec<LinuxCpu>)>;
     let mut places: Vec<(Place, Doing)> = Vec::new();
     for (cpu, origin, pos, doing) in cpus.iter().take(SHOWN) {
         let place = sources.place(origin, *pos)?;
@@ -349,7 +350,7 @@ fn cpu_places(
         let parts: Vec<String> = doing
             .iter()
             .map(|(d, list)| {
-                let numbers: Vec<String> = list.iter().map(u32::to_string).collect();
+                let numbers: Vec<String> = list.iter().map(LinuxCpu::to_string).collect();
                 let who = format!(
                     "CPU{} {}",
                     if list.len() > 1 { "s" } else { "" },
@@ -385,7 +386,7 @@ fn cpu_places(
 pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure> {
     let config: &SimConfig = &built.config;
     // The CPUs that run threads, each once (several threads may share one).
-    let mut cpus: Vec<u32> = config.threads.iter().map(|t| t.cpu).collect();
+    let mut cpus: Vec<LinuxCpu> = config.threads.iter().map(|t| t.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
     let mut stats = Stats::for_run(config);
@@ -465,24 +466,24 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
     let cpu_limit = config.topology.cpu_count() as usize;
     let mut slot_of_cpu: Vec<Option<usize>> = vec![None; cpu_limit];
     for (slot, &cpu) in slots.iter().enumerate() {
-        if let Some(s) = slot_of_cpu.get_mut(cpu as usize) {
+        if let Some(s) = slot_of_cpu.get_mut(cpu.slot()) {
             s.get_or_insert(slot);
         }
     }
     let mut iterations_of_cpu = vec![0u64; cpu_limit];
     for c in &outcome.cpus {
-        if let Some(n) = iterations_of_cpu.get_mut(c.cpu as usize) {
+        if let Some(n) = iterations_of_cpu.get_mut(c.cpu.slot()) {
             *n += c.measured_iterations;
         }
     }
     let per_cpu = cpus
         .iter()
         .map(|&cpu| {
-            let slot = slot_of_cpu.get(cpu as usize).copied().flatten();
+            let slot = slot_of_cpu.get(cpu.slot()).copied().flatten();
             CpuShare {
                 cpu,
                 node: config.topology.node_of(cpu),
-                iterations: iterations_of_cpu.get(cpu as usize).copied().unwrap_or(0),
+                iterations: iterations_of_cpu.get(cpu.slot()).copied().unwrap_or(0),
                 longest_iteration_cycles: slot
                     .and_then(|slot| stats.longest_iteration.get(slot))
                     .copied()

@@ -3,6 +3,7 @@
 
 use crate::format::error::closest;
 use models::presets::{self, Param, ParamValue, Preset, ResolveError, Resolved, PRESETS};
+use sim_core::cpu::LinuxCpu;
 use sim_core::topology::Topology;
 use std::fmt::Write;
 
@@ -287,8 +288,8 @@ pub fn cpulist(cpus: &[u32]) -> String {
     out
 }
 
-fn cpus_where(t: &Topology, keep: impl Fn(u32) -> bool) -> String {
-    let cpus: Vec<u32> = (0..t.cpu_count()).filter(|&c| keep(c)).collect();
+fn cpus_where(t: &Topology, keep: impl Fn(LinuxCpu) -> bool) -> String {
+    let cpus: Vec<u32> = t.cpus().filter(|&c| keep(c)).map(LinuxCpu::get).collect();
     cpulist(&cpus)
 }
 

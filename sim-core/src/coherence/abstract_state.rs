@@ -104,7 +104,7 @@ impl Coherence {
     /// that map the configuration onto itself (symmetry reduction).
     pub(crate) fn encode(&self, renaming: &Renaming<'_>, out: &mut Vec<u8>) {
         let core = |c: u32| renaming.cores[c as usize];
-        let key = |w: &Waiter| (renaming.cpus[w.cpu as usize], (renaming.tags)(w.tag));
+        let key = |w: &Waiter| (renaming.cpus[w.cpu.slot()], (renaming.tags)(w.tag));
         for &unit in renaming.units {
             let u = &self.units[unit];
             put_varint(out, u.busy_until.get());
@@ -130,10 +130,10 @@ impl Coherence {
             // Waiters in (new CPU, new tag) order, picked one key at a time
             // (there are few) rather than sorted.
             put_varint(out, u.waiting.len() as u64);
-            let mut last: Option<(u32, u32)> = None;
+            let mut last: Option<(u32, RequestTag)> = None;
             let mut emitted = 0;
             while emitted < u.waiting.len() {
-                let mut least: Option<(u32, u32)> = None;
+                let mut least: Option<(u32, RequestTag)> = None;
                 for w in &u.waiting {
                     let k = key(w);
                     if last.is_none_or(|l| k > l) && least.is_none_or(|m| k < m) {
@@ -150,7 +150,7 @@ impl Coherence {
                     out.push(w.need as u8);
                     put_varint(out, w.hold_cycles.get());
                     put_varint(out, w.issued.get());
-                    put_varint(out, tag as u64);
+                    put_varint(out, tag.code() as u64);
                     emitted += 1;
                 }
                 last = least;

@@ -63,6 +63,7 @@
 //! with the `planted-bugs` feature, the deliberately broken transitions the
 //! checker must catch.
 
+use crate::cpu::{CpuIndex, LinuxCpu};
 use crate::error::SimError;
 use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
@@ -202,20 +203,88 @@ struct Unit {
 /// A request waiting at a line's home for the line to be free.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Waiter {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     /// The CPU's core (whose cache the request fills).
     pub core: u32,
     pub need: Need,
     pub hold_cycles: Cycles,
     pub issued: Cycle,
-    /// The engine's own tag (which access this is).
-    pub tag: u32,
+    /// Which CPU's which access this is, for the engine to finish.
+    pub tag: RequestTag,
 }
 
-/// Set in a waiter's tag when the request is an adjacent-line prefetch
-/// ([`Coherence::prefetch`]): a read nobody waits for. The engine's tags
-/// (and the checker's) leave this bit clear for every other request.
-pub const PREFETCH_TAG: u32 = 1 << 31;
+/// What kind of access a queued request is, for the engine to finish it
+/// when the home serves it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// A CPU's own load or atomic: the CPU waits for it.
+    Demand,
+    /// The CPU's store buffer writing its oldest store.
+    Drain,
+    /// An adjacent-line prefetch ([`Coherence::prefetch`]): a read nobody
+    /// waits for.
+    Prefetch,
+}
+
+/// The engine's name of a queued request: the CPU (its index among the
+/// engine's CPUs, not its Linux number) and the kind of access.
+///
+/// Kept packed in 4 bytes (the CPU index shifted by one, the drain in bit
+/// 0, the prefetch in bit 31) because a waiter is copied and compared on
+/// every queued miss and the checker hashes it in every state; only this
+/// type reads the bits. Its order (waiters are sorted by it) and its
+/// `code` (the checker's encoding) are those of the packed number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(transparent)]
+pub struct RequestTag(u32);
+
+impl RequestTag {
+    const DRAIN_BIT: u32 = 1;
+    const PREFETCH_BIT: u32 = 1 << 31;
+
+    /// The request of `kind` made by engine CPU `cpu` (below `limits`'
+    /// CPU count, so the index fits beside the two kind bits).
+    #[inline]
+    pub const fn new(cpu: CpuIndex, kind: RequestKind) -> RequestTag {
+        let cpu_bits = (cpu.get() as u32) << 1;
+        RequestTag(match kind {
+            RequestKind::Demand => cpu_bits,
+            RequestKind::Drain => cpu_bits | Self::DRAIN_BIT,
+            RequestKind::Prefetch => cpu_bits | Self::PREFETCH_BIT,
+        })
+    }
+
+    /// The CPU that made the request.
+    #[inline]
+    pub const fn cpu(self) -> CpuIndex {
+        CpuIndex::new(((self.0 & !Self::PREFETCH_BIT) >> 1) as usize)
+    }
+
+    #[inline]
+    pub const fn kind(self) -> RequestKind {
+        if self.0 & Self::PREFETCH_BIT != 0 {
+            RequestKind::Prefetch
+        } else if self.0 & Self::DRAIN_BIT != 0 {
+            RequestKind::Drain
+        } else {
+            RequestKind::Demand
+        }
+    }
+
+    /// The same kind of request made by `cpu` (the checker's renaming of
+    /// caches).
+    #[inline]
+    pub const fn with_cpu(self, cpu: CpuIndex) -> RequestTag {
+        RequestTag::new(cpu, self.kind())
+    }
+
+    /// A number that names the tag exactly, for the checker's encoding of
+    /// a state (which it hashes and compares): equal tags, equal codes.
+    #[inline]
+    pub(crate) const fn code(self) -> u32 {
+        self.0
+    }
+}
 
 /// What became of a request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -449,7 +518,7 @@ pub(crate) struct Renaming<'a> {
     pub cores: &'a [u32],
     pub core_at: &'a [u32],
     pub cpus: &'a [u32],
-    pub tags: &'a dyn Fn(u32) -> u32,
+    pub tags: &'a dyn Fn(RequestTag) -> RequestTag,
     pub units: &'a [usize],
 }
 
@@ -457,6 +526,8 @@ pub(crate) struct Renaming<'a> {
 mod tests {
     use super::*;
     use crate::topology::{LatencySpec, MachineSpec};
+
+    const TAG: RequestTag = RequestTag::new(CpuIndex::new(0), RequestKind::Demand);
 
     fn topology() -> Topology {
         Topology::new(MachineSpec {
@@ -513,10 +584,10 @@ mod tests {
     }
 
     /// A read by `cpu` once the line is free; returns when it is done.
-    fn read(c: &mut Coherence, t: &Topology, at: Cycle, cpu: u32, unit: usize) -> Cycle {
+    fn read(c: &mut Coherence, t: &Topology, at: Cycle, cpu: LinuxCpu, unit: usize) -> Cycle {
         let at = at.max(c.busy_until(unit));
         match c
-            .request(t, at, cpu, unit, Need::Read, Cycles::ZERO, 0)
+            .request(t, at, cpu, unit, Need::Read, Cycles::ZERO, TAG)
             .unwrap()
         {
             Requested::Done(r) => r.done,
@@ -576,7 +647,7 @@ mod tests {
                 };
                 let mut at = Cycle::ZERO;
                 for _ in 0..3000 {
-                    let cpu = next(t.cpu_count() as u64) as u32;
+                    let cpu = LinuxCpu::new(next(t.cpu_count() as u64) as u32);
                     let unit = next(3) as usize;
                     let need = if next(2) == 0 {
                         Need::Read
@@ -596,8 +667,8 @@ mod tests {
                         && !(directory == DirectoryPrecision::BroadcastShared
                             && matches!(before[0].state, LineState::Shared | LineState::Owned));
                     taken_specially += special as u32;
-                    let a = fast.request(&t, at, cpu, unit, need, hold, 0).unwrap();
-                    let b = general.request(&t, at, cpu, unit, need, hold, 0).unwrap();
+                    let a = fast.request(&t, at, cpu, unit, need, hold, TAG).unwrap();
+                    let b = general.request(&t, at, cpu, unit, need, hold, TAG).unwrap();
                     assert_eq!(
                         a, b,
                         "{protocol:?} {lookup:?} cpu {cpu} line {unit} {need:?}"
@@ -620,8 +691,8 @@ mod tests {
     fn a_corrupted_copy_fails_the_data_value_invariant() {
         let t = topology();
         let mut c = coherence(&t, &[0, 1]);
-        let done = read(&mut c, &t, Cycle::ZERO, 0, 1);
-        read(&mut c, &t, done, 4, 1);
+        let done = read(&mut c, &t, Cycle::ZERO, LinuxCpu::new(0), 1);
+        read(&mut c, &t, done, LinuxCpu::new(4), 1);
         assert_eq!(c.check_unit(1, Cycle::new(500)), Ok(()));
         c.corrupt_version_for_test(1);
         let err = c.check_unit(1, Cycle::new(1234)).unwrap_err();
@@ -659,11 +730,11 @@ mod tests {
     fn the_next_transaction_on_a_corrupted_line_stops_with_the_violation() {
         let t = topology();
         let mut c = coherence(&t, &[2]);
-        let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
+        let done = read(&mut c, &t, Cycle::ZERO, LinuxCpu::new(8), 0);
         c.corrupt_version_for_test(0);
         let at = done.max(c.busy_until(0));
         let err = c
-            .request(&t, at, 12, 0, Need::Read, Cycles::ZERO, 0)
+            .request(&t, at, LinuxCpu::new(12), 0, Need::Read, Cycles::ZERO, TAG)
             .unwrap_err();
         match err {
             SimError::ProtocolViolation {
@@ -682,9 +753,9 @@ mod tests {
         // Without the checks, the same corruption goes unnoticed.
         let mut c = coherence(&t, &[2]);
         c.check_invariants = false;
-        let done = read(&mut c, &t, Cycle::ZERO, 8, 0);
+        let done = read(&mut c, &t, Cycle::ZERO, LinuxCpu::new(8), 0);
         c.corrupt_version_for_test(0);
-        read(&mut c, &t, done, 12, 0);
+        read(&mut c, &t, done, LinuxCpu::new(12), 0);
         assert!(c.check_unit(0, done).is_err());
     }
 }

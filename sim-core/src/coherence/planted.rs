@@ -19,8 +19,9 @@
 //! One bug at a time is switched on, per thread, with [`with`].
 
 use super::{
-    AccessReport, Coherence, Holder, LineState, Need, Requested, Route, Unit, Waiter, PREFETCH_TAG,
+    AccessReport, Coherence, Holder, LineState, Need, RequestKind, Requested, Route, Unit, Waiter,
 };
+use crate::cpu::LinuxCpu;
 use crate::error::SimError;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{Protocol, Topology};
@@ -172,7 +173,7 @@ pub(super) fn transaction(
     topology: &Topology,
     issued: Cycle,
     now: Cycle,
-    cpu: u32,
+    cpu: LinuxCpu,
     unit: usize,
     need: Need,
     hold_cycles: Cycles,
@@ -301,7 +302,7 @@ pub(super) fn serve_next(
         Bug::PrefetchKeepsOwnerModified => {
             let served = real(|| coherence.serve_next(topology, now, unit, pick))?;
             if let Some((waiter, report)) = &served {
-                if waiter.tag & PREFETCH_TAG != 0 {
+                if waiter.tag.kind() == RequestKind::Prefetch {
                     keep_owner_modified(coherence, unit, report)?;
                 }
             }
@@ -318,7 +319,7 @@ pub(super) fn try_hit(
     bug: Bug,
     topology: &Topology,
     now: Cycle,
-    cpu: u32,
+    cpu: LinuxCpu,
     unit: usize,
     need: Need,
     hold_cycles: Cycles,

@@ -119,11 +119,11 @@ impl Coherence {
         &mut self,
         topology: &Topology,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit: usize,
         need: Need,
         hold_cycles: Cycles,
-        tag: u32,
+        tag: RequestTag,
     ) -> Result<Requested, SimError> {
         if let Some(report) = self.try_hit(topology, now, cpu, unit, need, hold_cycles) {
             if self.check_invariants {
@@ -143,11 +143,11 @@ impl Coherence {
         &mut self,
         topology: &Topology,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit: usize,
         need: Need,
         hold_cycles: Cycles,
-        tag: u32,
+        tag: RequestTag,
     ) -> Result<Requested, SimError> {
         let u = &mut self.units[unit];
         if u.busy_until > now || !u.waiting.is_empty() {
@@ -174,7 +174,7 @@ impl Coherence {
         &mut self,
         topology: &Topology,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit: usize,
         need: Need,
         hold_cycles: Cycles,
@@ -187,7 +187,8 @@ impl Coherence {
     }
 
     /// The adjacent-line prefetcher's read of `unit` for `cpu`'s core (the
-    /// buddy of a line it missed on), tagged `tag | PREFETCH_TAG`: `None`
+    /// buddy of a line it missed on), tagged `tag` (of
+    /// [`RequestKind::Prefetch`]): `None`
     /// when it is dropped, because the core already holds the line in any
     /// valid state or already has a request of its own waiting for it;
     /// otherwise a plain read, at once if the line is free or in the line's
@@ -197,25 +198,19 @@ impl Coherence {
         &mut self,
         topology: &Topology,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit: usize,
-        tag: u32,
+        tag: RequestTag,
     ) -> Result<Option<Requested>, SimError> {
+        debug_assert_eq!(tag.kind(), RequestKind::Prefetch);
         let core = topology.core_of(cpu);
         let u = &self.units[unit];
         let held = u.holders.iter().any(|h| h.core == core);
         if held || u.waiting.iter().any(|w| w.core == core) {
             return Ok(None);
         }
-        let requested = self.request_after_miss(
-            topology,
-            now,
-            cpu,
-            unit,
-            Need::Read,
-            Cycles::ZERO,
-            tag | PREFETCH_TAG,
-        )?;
+        let requested =
+            self.request_after_miss(topology, now, cpu, unit, Need::Read, Cycles::ZERO, tag)?;
         #[cfg(any(test, feature = "planted-bugs"))]
         planted::after_prefetch(self, unit, &requested)?;
         Ok(Some(requested))
@@ -281,7 +276,7 @@ impl Coherence {
         topology: &Topology,
         issued: Cycle,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit_index: usize,
         need: Need,
         hold_cycles: Cycles,
@@ -340,7 +335,7 @@ impl Coherence {
         topology: &Topology,
         issued: Cycle,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit_index: usize,
         hold_cycles: Cycles,
     ) -> AccessReport {
@@ -426,7 +421,7 @@ impl Coherence {
         topology: &Topology,
         issued: Cycle,
         now: Cycle,
-        cpu: u32,
+        cpu: LinuxCpu,
         unit_index: usize,
         need: Need,
         hold_cycles: Cycles,
@@ -936,7 +931,7 @@ fn completion(
 #[inline(always)]
 fn supplier_report(
     topology: &Topology,
-    cpu: u32,
+    cpu: LinuxCpu,
     source: &Source,
     survey: &HolderSurvey,
 ) -> (Option<(u32, LineState, PairClass)>, bool) {
@@ -944,7 +939,9 @@ fn supplier_report(
     let supplier = if source.data_from_cache {
         survey.supplier.map(|(c, s)| {
             hitm = matches!(s, LineState::Modified | LineState::Owned);
-            let sibling_cpu = c; // thread 0 of the supplier's core, for the class
+            // Thread 0 of the supplier's core (Linux CPU c is core c's first
+            // thread), for the class.
+            let sibling_cpu = LinuxCpu::new(c);
             (c, s, topology.pair_class(cpu, sibling_cpu))
         })
     } else {

@@ -288,7 +288,7 @@ impl Simulation<'_> {
             unit,
             need,
             hold,
-            request_tag(CpuIndex::new(i), false),
+            RequestTag::new(CpuIndex::new(i), RequestKind::Demand),
         ) {
             // Matched in place, as in `line_free`.
             Err(error) => return Err(error),
@@ -423,21 +423,25 @@ impl Simulation<'_> {
             Err(error) => return Err(error),
             Ok(None) => {}
             Ok(Some((waiter, report))) => {
-                let cpu = tag_cpu(waiter.tag);
+                let cpu = waiter.tag.cpu();
                 let i = cpu.get();
-                if waiter.tag & PREFETCH_TAG != 0 {
-                    let queued = self
-                        .queued_prefetches
-                        .iter()
-                        .position(|&(line, c, _)| line == unit && c == cpu);
-                    if let Some(k) = queued {
-                        let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
-                        self.report_prefetch(i, field_id, &report, probe);
+                match waiter.tag.kind() {
+                    RequestKind::Prefetch => {
+                        let queued = self
+                            .queued_prefetches
+                            .iter()
+                            .position(|&(line, c, _)| line == unit && c == cpu);
+                        if let Some(k) = queued {
+                            let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
+                            self.report_prefetch(i, field_id, &report, probe);
+                        }
                     }
-                } else if waiter.tag & 1 == 1 {
-                    self.finish_drain(i, &report, probe);
-                } else if let Some(now) = self.finish_pending(i, &report, probe)? {
-                    resume = Some((now, i));
+                    RequestKind::Drain => self.finish_drain(i, &report, probe),
+                    RequestKind::Demand => {
+                        if let Some(now) = self.finish_pending(i, &report, probe)? {
+                            resume = Some((now, i));
+                        }
+                    }
                 }
                 self.coherence.recycle(report);
             }
@@ -482,7 +486,7 @@ impl Simulation<'_> {
     /// write (RFO) on a line it does not hold writable: an RFO for a Shared
     /// copy misses too, since the request for ownership leaves the core.
     #[inline]
-    pub(super) fn demand_misses(&self, cpu: u32, unit: usize, need: Need) -> bool {
+    pub(super) fn demand_misses(&self, cpu: LinuxCpu, unit: usize, need: Need) -> bool {
         if !self.prefetch_buddies {
             return false;
         }
@@ -520,7 +524,7 @@ impl Simulation<'_> {
             at,
             cpu_id,
             buddy,
-            request_tag(CpuIndex::new(i), false),
+            RequestTag::new(CpuIndex::new(i), RequestKind::Prefetch),
         )? {
             None => {}
             Some(Requested::Done(report)) => {

@@ -27,7 +27,9 @@
 //! ahead of the queue; `hoisted`; `spin`), each behind its switch in
 //! [`EngineOptions`].
 
-use crate::coherence::{AccessReport, Coherence, LineState, Need, Requested, PREFETCH_TAG};
+use crate::coherence::{
+    AccessReport, Coherence, LineState, Need, RequestKind, RequestTag, Requested,
+};
 use crate::cpu::{CpuIndex, LinuxCpu};
 use crate::error::{Budget, CpuWhere, SimError, Stall, StalledCpu};
 use crate::memory::{BitRange, InstanceKind, MemoryLayout};
@@ -65,7 +67,7 @@ use shortcuts::spin;
 /// its group. Several threads may share a CPU (`engine::sched`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadSpec {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     pub script: u32,
     /// Index of this CPU in its thread group (`tid()`), and the group's size.
     pub tid: u32,
@@ -173,7 +175,7 @@ pub struct RunOutcome {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuOutcome {
-    pub cpu: u32,
+    pub cpu: LinuxCpu,
     pub measured_iterations: u64,
     /// Cycle at which the CPU finished (or the run's end).
     pub finish_cycle: u64,
@@ -321,7 +323,7 @@ impl Cpu {
     /// its CPU index (this `Cpu`) to the number the topology maps.
     #[inline]
     fn linux_cpu(&self) -> LinuxCpu {
-        LinuxCpu::new(self.spec.cpu)
+        self.spec.cpu
     }
 }
 
@@ -635,17 +637,17 @@ struct AtomicHead {
 /// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,
 /// derived from the scenario seed, so adding a CPU does not change
 /// another's draws.
-pub fn cpu_stream(seed: u64, cpu: u32) -> ChaCha8Rng {
+pub fn cpu_stream(seed: u64, cpu: LinuxCpu) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(cpu as u64);
+    rng.set_stream(cpu.get() as u64);
     rng
 }
 
 /// The stream CPU `cpu`'s start offset is drawn from: apart from its
 /// script's stream (`random(n)` draws the same values whatever the spread).
-fn start_stream(seed: u64, cpu: u32) -> ChaCha8Rng {
+fn start_stream(seed: u64, cpu: LinuxCpu) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xBB67_AE85_84CA_A73B);
-    rng.set_stream(cpu as u64);
+    rng.set_stream(cpu.get() as u64);
     rng
 }
 
@@ -655,14 +657,14 @@ fn start_stream(seed: u64, cpu: u32) -> ChaCha8Rng {
 /// for every CPU by construction, and each CPU's from its own stream, so
 /// adding a CPU moves no other. With a spread below `cpu_count` the CPUs
 /// start one cycle apart in CPU order.
-pub fn start_offset(seed: u64, cpu: u32, cpu_count: u32, spread_cycles: u64) -> u64 {
+pub fn start_offset(seed: u64, cpu: LinuxCpu, cpu_count: u32, spread_cycles: u64) -> u64 {
     if spread_cycles == 0 {
         return 0;
     }
     let width = cpu_count.max(1) as u64;
     let slots = (spread_cycles / width).max(1);
     let slot = Uniform::new(0, slots).map_or(0, |u| u.sample(&mut start_stream(seed, cpu)));
-    slot * width + cpu as u64
+    slot * width + cpu.get() as u64
 }
 
 /// The cycles `work cycles` takes on a CPU with `share_percent` of its
@@ -695,17 +697,6 @@ pub fn arbitration_stream(seed: u64) -> ChaCha8Rng {
 /// ChaCha streams' (which take the seed whole).
 fn tie_seed(seed: u64) -> u64 {
     seed ^ 0x6A09_E667_F3BC_C908
-}
-
-/// Tags of queued requests: which CPU, and whether it is its store buffer.
-fn request_tag(cpu: CpuIndex, drain: bool) -> u32 {
-    (cpu.get() as u32) << 1 | drain as u32
-}
-
-/// The CPU whose request (a load, an atomic, a drain or a prefetch) a tag
-/// of [`request_tag`] names.
-fn tag_cpu(tag: u32) -> CpuIndex {
-    CpuIndex::new(((tag & !PREFETCH_TAG) >> 1) as usize)
 }
 
 /// Counts `n` accesses by `cpu`: in the run's total and in the CPU's own
@@ -815,10 +806,10 @@ impl<'c> Simulation<'c> {
         let mut threads_on_core = vec![0u32; config.topology.core_count() as usize];
         let mut threads_on_cpu = vec![0u32; config.topology.cpu_count() as usize];
         for t in &config.threads {
-            if threads_on_cpu[t.cpu as usize] == 0 {
+            if threads_on_cpu[t.cpu.slot()] == 0 {
                 threads_on_core[config.topology.core_of(t.cpu) as usize] += 1;
             }
-            threads_on_cpu[t.cpu as usize] += 1;
+            threads_on_cpu[t.cpu.slot()] += 1;
         }
         let (sched, queued) = Sched::new(
             &config.threads,
@@ -832,8 +823,8 @@ impl<'c> Simulation<'c> {
             .iter()
             .map(|t| {
                 // The kth thread of its CPU: its own random stream.
-                let k = threads_on_cpu[t.cpu as usize];
-                threads_on_cpu[t.cpu as usize] += 1;
+                let k = threads_on_cpu[t.cpu.slot()];
+                threads_on_cpu[t.cpu.slot()] += 1;
                 let rng = thread_stream(config.seed, t.cpu, k);
                 let start = Cycle::new(start_offset(
                     config.seed,
@@ -1504,7 +1495,7 @@ mod tests {
             program,
             threads: (0..scripts.len() as u32)
                 .map(|n| ThreadSpec {
-                    cpu: n,
+                    cpu: LinuxCpu::new(n),
                     script: n,
                     tid: 0,
                     group_size: 1,
@@ -1565,7 +1556,7 @@ mod tests {
             panic!("{error:?}");
         };
         assert_eq!(cpus.len(), 1, "{cpus:?}");
-        assert_eq!(cpus[0].cpu, 1);
+        assert_eq!(cpus[0].cpu, LinuxCpu::new(1));
         assert_eq!(cpus[0].origin, "scripts.s1");
         assert_eq!(cpus[0].pos.line, 1);
         let shown = error.clone().unwrap_err().to_string();
@@ -1593,7 +1584,10 @@ mod tests {
                 cpus,
             }) => {
                 assert_eq!(cpus.len(), 1);
-                assert_eq!((cpus[0].cpu, cpus[0].waiting_for.as_ref()), (0, None));
+                assert_eq!(
+                    (cpus[0].cpu, cpus[0].waiting_for.as_ref()),
+                    (LinuxCpu::new(0), None)
+                );
             }
             other => panic!("{other:?}"),
         }
@@ -1642,12 +1636,12 @@ mod tests {
         let first = |mut rng: ChaCha8Rng| -> Vec<u64> { (0..3).map(|_| rng.next_u64()).collect() };
         let shown = format!(
             "{:x?}\n{:x?}\n{:x?}\n{:x?}\n{:?}",
-            first(cpu_stream(1, 0)),
-            first(cpu_stream(1, 7)),
-            first(cpu_stream(0xdead_beef, 0)),
+            first(cpu_stream(1, LinuxCpu::new(0))),
+            first(cpu_stream(1, LinuxCpu::new(7))),
+            first(cpu_stream(0xdead_beef, LinuxCpu::new(0))),
             first(arbitration_stream(1)),
             {
-                let mut rng = cpu_stream(1, 3);
+                let mut rng = cpu_stream(1, LinuxCpu::new(3));
                 (0..12)
                     .map(|_| uniform_below(&mut rng, 10))
                     .collect::<Vec<u64>>()

@@ -737,7 +737,7 @@ impl Simulation<'_> {
     pub(super) fn builtin(&mut self, i: usize, builtin: Builtin) -> Result<i64, SimError> {
         let cpu_id = self.cpus[i].spec.cpu;
         Ok(match builtin {
-            Builtin::Cpu => cpu_id as i64,
+            Builtin::Cpu => cpu_id.get() as i64,
             Builtin::Core => self.topology.core_of(cpu_id) as i64,
             Builtin::Node => self.topology.node_of(cpu_id) as i64,
             Builtin::Socket => self.topology.socket_of(cpu_id) as i64,
@@ -922,7 +922,7 @@ impl Simulation<'_> {
             let cpu_id = self.cpus[i].spec.cpu;
             let element = match place.kind {
                 InstanceKind::Global => 0,
-                InstanceKind::PerCpu => cpu_id as usize,
+                InstanceKind::PerCpu => cpu_id.slot(),
                 InstanceKind::PerNode => self.topology.node_of(cpu_id) as usize,
             };
             let inst = &self.memory.instances[place.instance as usize];
@@ -975,7 +975,7 @@ impl Simulation<'_> {
         } else {
             match place.kind {
                 InstanceKind::Global => 0,
-                InstanceKind::PerCpu => cpu_id as i64,
+                InstanceKind::PerCpu => cpu_id.get() as i64,
                 InstanceKind::PerNode => self.topology.node_of(cpu_id) as i64,
             }
         };

@@ -138,7 +138,7 @@ impl Sched {
         };
         let mut queued = Vec::new();
         for (i, t) in threads.iter().enumerate() {
-            let c = LinuxCpu::new(t.cpu).slot();
+            let c = t.cpu.slot();
             if sched.running[c].is_none() {
                 sched.running[c] = Some(CpuIndex::new(i));
             } else {
@@ -166,9 +166,9 @@ impl Sched {
 /// A thread's own random stream: its CPU's for the first thread of a CPU
 /// (so a run without more threads than CPUs draws what it always drew),
 /// and a stream of its own, beside its CPU's, for the `k`th after it.
-pub(super) fn thread_stream(seed: u64, cpu: u32, k: u32) -> ChaCha8Rng {
+pub(super) fn thread_stream(seed: u64, cpu: LinuxCpu, k: u32) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(cpu as u64 | (k as u64) << 32);
+    rng.set_stream(cpu.get() as u64 | (k as u64) << 32);
     rng
 }
 

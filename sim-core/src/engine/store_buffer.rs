@@ -32,7 +32,7 @@ impl Simulation<'_> {
             entry.unit,
             Need::Write,
             Cycles::ZERO,
-            request_tag(CpuIndex::new(i), true),
+            RequestTag::new(CpuIndex::new(i), RequestKind::Drain),
         )?;
         match requested {
             Requested::Done(report) => {

@@ -4,6 +4,7 @@
 //! whether that socket is the line's home; two sockets.
 
 use models::calibration::{LineHome, Vendor};
+use sim_core::cpu::LinuxCpu;
 use sim_core::topology::Topology;
 
 /// A class of CPU pairs, nearest first.
@@ -78,20 +79,20 @@ impl Classifier {
         }
     }
 
-    fn home_socket(&self, first: u32) -> u32 {
+    fn home_socket(&self, first: LinuxCpu) -> u32 {
         match self.home {
             LineHome::Node(node) => self.topology.socket_of_node(node),
             LineHome::FirstCpu => self.topology.socket_of(first),
         }
     }
 
-    fn ccd_of(&self, cpu: u32) -> u32 {
+    fn ccd_of(&self, cpu: LinuxCpu) -> u32 {
         self.topology.l3_of(cpu) / self.ccx_per_ccd
     }
 
     /// The class of two distinct CPUs, `a` the one that moves first (whose
     /// node is the home under [`LineHome::FirstCpu`]).
-    pub fn class(&self, a: u32, b: u32) -> Class {
+    pub fn class(&self, a: LinuxCpu, b: LinuxCpu) -> Class {
         let t = &self.topology;
         if t.core_of(a) == t.core_of(b) {
             Class::SmtSiblings

@@ -20,6 +20,7 @@ use matrix::Matrix;
 use models::calibration::{self, MeasuredMachine, MEASURED};
 use pingpong::PingPong;
 use rayon::prelude::*;
+use sim_core::cpu::LinuxCpu;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -730,7 +731,11 @@ fn validate_spec(
     }
     let classifier = Classifier::new(pp.topology(), m.vendor, m.ccx_per_ccd, m.ccd_name, home);
     let measured = matrix.pairs();
-    let pairs: Vec<(u32, u32)> = measured.iter().map(|&(a, b, _)| (a, b)).collect();
+    // The matrix's CPU numbers are Linux numbers of the measured machine.
+    let pairs: Vec<(LinuxCpu, LinuxCpu)> = measured
+        .iter()
+        .map(|&(a, b, _)| (LinuxCpu::new(a), LinuxCpu::new(b)))
+        .collect();
     let cycles = match pp.round_trips(&pairs) {
         Ok(c) => c,
         Err(e) => {
@@ -742,7 +747,7 @@ fn validate_spec(
     };
     let simulated: Vec<f64> = cycles.iter().map(|&c| pp.one_way_ns(c)).collect();
     let mut by_class: BTreeMap<Class, (Vec<f64>, Vec<f64>)> = BTreeMap::new();
-    for (&(a, b, ns), &sim) in measured.iter().zip(&simulated) {
+    for (&(a, b), (&(_, _, ns), &sim)) in pairs.iter().zip(measured.iter().zip(&simulated)) {
         let entry = by_class.entry(classifier.class(a, b)).or_default();
         entry.0.push(ns);
         entry.1.push(sim);

@@ -14,6 +14,7 @@
 use models::calibration::LineHome;
 use models::layout::{build_memory, FieldSpec, InstanceSpec, StructSpec};
 use rayon::prelude::*;
+use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{
     run, SimConfig, StopRule, ThreadSpec, DEFAULT_MAX_EVENTS, DEFAULT_MAX_OPERATIONS,
     DEFAULT_MAX_STEPS_WITHOUT_TIME,
@@ -81,7 +82,14 @@ struct RoundTrips {
 }
 
 impl Probe for RoundTrips {
-    fn on_iteration(&mut self, _cpu: u32, _index: u64, start: Cycle, end: Cycle, measured: bool) {
+    fn on_iteration(
+        &mut self,
+        _cpu: LinuxCpu,
+        _index: u64,
+        start: Cycle,
+        end: Cycle,
+        measured: bool,
+    ) {
         if measured {
             self.cycles += (end - start).get();
             self.count += 1;
@@ -162,14 +170,14 @@ impl PingPong {
     }
 
     /// The node the line is homed on when `first` moves first.
-    pub fn home_of(&self, first: u32) -> u32 {
+    pub fn home_of(&self, first: LinuxCpu) -> u32 {
         match self.home {
             LineHome::Node(node) => node,
             LineHome::FirstCpu => self.topology.node_of(first),
         }
     }
 
-    fn home_relation(&self, cpu: u32, home: u32) -> HomeRelation {
+    fn home_relation(&self, cpu: LinuxCpu, home: u32) -> HomeRelation {
         let t = &self.topology;
         if t.node_of(cpu) == home {
             HomeRelation::HomeNode
@@ -181,7 +189,7 @@ impl PingPong {
     }
 
     /// The relation signature of a pair; `first` moves first.
-    pub fn key(&self, first: u32, second: u32) -> PairKey {
+    pub fn key(&self, first: LinuxCpu, second: LinuxCpu) -> PairKey {
         let t = &self.topology;
         let home = self.home_of(first);
         PairKey {
@@ -196,7 +204,7 @@ impl PingPong {
 
     /// The configuration of one pair: `first` is tid 0. The CPUs must be
     /// distinct and exist.
-    pub fn config(&self, first: u32, second: u32) -> SimConfig {
+    pub fn config(&self, first: LinuxCpu, second: LinuxCpu) -> SimConfig {
         let mut config = self.bases[self.home_of(first) as usize]
             .clone()
             .expect("a configuration for every node a pair can be homed on");
@@ -217,7 +225,7 @@ impl PingPong {
 
     /// Simulates one pair: the mean cycles of a round trip (an iteration).
     /// The CPUs must be distinct and exist.
-    pub fn round_trip_cycles(&self, first: u32, second: u32) -> Result<f64, SimError> {
+    pub fn round_trip_cycles(&self, first: LinuxCpu, second: LinuxCpu) -> Result<f64, SimError> {
         let config = self.config(first, second);
         let mut probe = RoundTrips::default();
         run(&config, &mut probe)?;
@@ -235,9 +243,9 @@ impl PingPong {
 
     /// Round-trip cycles of every pair, in input order: one simulation per
     /// distinct [`PairKey`], the simulations in parallel.
-    pub fn round_trips(&self, pairs: &[(u32, u32)]) -> Result<Vec<f64>, SimError> {
+    pub fn round_trips(&self, pairs: &[(LinuxCpu, LinuxCpu)]) -> Result<Vec<f64>, SimError> {
         let mut slot_of: BTreeMap<PairKey, usize> = BTreeMap::new();
-        let mut representatives: Vec<(u32, u32)> = Vec::new();
+        let mut representatives: Vec<(LinuxCpu, LinuxCpu)> = Vec::new();
         let slots: Vec<usize> = pairs
             .iter()
             .map(|&(a, b)| {
@@ -255,7 +263,7 @@ impl PingPong {
     }
 
     /// How many simulations `round_trips` runs for these pairs.
-    pub fn distinct_keys(&self, pairs: &[(u32, u32)]) -> usize {
+    pub fn distinct_keys(&self, pairs: &[(LinuxCpu, LinuxCpu)]) -> usize {
         let mut keys: Vec<PairKey> = pairs.iter().map(|&(a, b)| self.key(a, b)).collect();
         keys.sort();
         keys.dedup();

@@ -660,7 +660,7 @@ impl Simulation<'_> {
                 // Private places are fields of per-CPU instances.
                 let target = inst
                     .element_addresses
-                    .get(cpu.spec.cpu as usize)
+                    .get(cpu.spec.cpu.slot())
                     .map(|&base| {
                         let address = base + place.offset_bytes as u64;
                         PrivateTarget {
