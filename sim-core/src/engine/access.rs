@@ -39,7 +39,7 @@ pub(super) fn write_value(bytes: &mut [u8], address: u64, size: u32, value: i64)
 impl Simulation<'_> {
     pub(super) fn load(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         place_id: u32,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
@@ -112,7 +112,7 @@ impl Simulation<'_> {
 
     pub(super) fn store(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         place_id: u32,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
@@ -195,7 +195,7 @@ impl Simulation<'_> {
 
     pub(super) fn atomic(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         op: AtomicOp,
         place_id: u32,
         probe: &mut dyn Probe,
@@ -240,7 +240,7 @@ impl Simulation<'_> {
     /// CPU until the line's home serves it.
     pub(super) fn issue(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         pending: PendingAccess,
         need: Need,
         hold: Cycles,
@@ -288,7 +288,7 @@ impl Simulation<'_> {
             unit,
             need,
             hold,
-            RequestTag::new(CpuIndex::new(i), RequestKind::Demand),
+            RequestTag::new(i, RequestKind::Demand),
         ) {
             // Matched in place, as in `line_free`.
             Err(error) => return Err(error),
@@ -307,7 +307,7 @@ impl Simulation<'_> {
                 first_waiter,
             }) => {
                 if first_waiter {
-                    self.schedule(free_at, EventKind::LineFree, unit);
+                    self.schedule_line_free(free_at, unit);
                 }
                 self.cpus[i].pending = Some(pending);
                 self.block_on(i, Wait::Line);
@@ -322,7 +322,7 @@ impl Simulation<'_> {
     /// The value part of a load or atomic, once the line is there.
     pub(super) fn complete_access(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         p: &PendingAccess,
         report: &AccessReport,
         probe: &mut dyn Probe,
@@ -379,7 +379,7 @@ impl Simulation<'_> {
     /// caller schedules its resume).
     pub(super) fn finish_pending(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         report: &AccessReport,
         probe: &mut dyn Probe,
     ) -> Result<Option<Cycle>, SimError> {
@@ -403,7 +403,7 @@ impl Simulation<'_> {
         unit: usize,
         at: Cycle,
         probe: &mut dyn Probe,
-    ) -> Result<Option<(Cycle, usize)>, SimError> {
+    ) -> Result<Option<(Cycle, CpuIndex)>, SimError> {
         self.poll_line_reached(unit, probe);
         let (arbitration, zone) = (&mut self.arbitration, &mut self.arbitration_zone);
         let mut pick = |n: usize| {
@@ -424,7 +424,7 @@ impl Simulation<'_> {
             Ok(None) => {}
             Ok(Some((waiter, report))) => {
                 let cpu = waiter.tag.cpu();
-                let i = cpu.get();
+                let i = cpu;
                 match waiter.tag.kind() {
                     RequestKind::Prefetch => {
                         let queued = self
@@ -475,7 +475,7 @@ impl Simulation<'_> {
             }
         }
         if let Some(free) = line_free_at {
-            self.schedule(free, EventKind::LineFree, unit);
+            self.schedule_line_free(free, unit);
         }
         Ok(direct)
     }
@@ -507,7 +507,7 @@ impl Simulation<'_> {
     /// `field_id`, the field whose miss issued it.
     pub(super) fn prefetch_buddy(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         unit: usize,
         at: Cycle,
         field_id: u32,
@@ -524,7 +524,7 @@ impl Simulation<'_> {
             at,
             cpu_id,
             buddy,
-            RequestTag::new(CpuIndex::new(i), RequestKind::Prefetch),
+            RequestTag::new(i, RequestKind::Prefetch),
         )? {
             None => {}
             Some(Requested::Done(report)) => {
@@ -535,10 +535,9 @@ impl Simulation<'_> {
                 free_at,
                 first_waiter,
             }) => {
-                self.queued_prefetches
-                    .push((buddy, CpuIndex::new(i), field_id));
+                self.queued_prefetches.push((buddy, i, field_id));
                 if first_waiter {
-                    self.schedule(free_at, EventKind::LineFree, buddy);
+                    self.schedule_line_free(free_at, buddy);
                 }
             }
         }
@@ -547,7 +546,7 @@ impl Simulation<'_> {
 
     pub(super) fn report_prefetch(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         field_id: u32,
         report: &AccessReport,
         probe: &mut dyn Probe,

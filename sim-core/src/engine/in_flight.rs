@@ -99,7 +99,7 @@ impl Simulation<'_> {
     /// new cycle (an access takes its turn there). (One match over the
     /// operation's stack effect, on every step with late values about:
     /// kept whole so that it stays one dispatch.)
-    pub(super) fn await_operands(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> bool {
+    pub(super) fn await_operands(&mut self, i: CpuIndex, op: Op, probe: &mut dyn Probe) -> bool {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
         cpu.late.retain(|v| v.ready > now);
@@ -228,7 +228,7 @@ impl Simulation<'_> {
     /// for the value and the misprediction penalty (true: the branch is
     /// stepped again, its value at hand). `execute` records the direction
     /// taken, whichever machine runs the branch.
-    fn predict_branch(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> bool {
+    fn predict_branch(&mut self, i: CpuIndex, op: Op, probe: &mut dyn Probe) -> bool {
         let cpu = &mut self.cpus[i];
         let depth = cpu.stack.len() as u32;
         let top = Slot::Stack(depth.wrapping_sub(1));
@@ -262,7 +262,12 @@ impl Simulation<'_> {
     /// operation: when they do not fit past its oldest load still
     /// arriving, waits for that load (true: the operation is stepped again
     /// from there).
-    pub(super) fn await_window(&mut self, i: usize, entries: u64, probe: &mut dyn Probe) -> bool {
+    pub(super) fn await_window(
+        &mut self,
+        i: CpuIndex,
+        entries: u64,
+        probe: &mut dyn Probe,
+    ) -> bool {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
         while cpu.window.front().is_some_and(|e| e.ready <= now) {
@@ -291,7 +296,7 @@ impl Simulation<'_> {
     /// `dispatch_width` entries a cycle, and when the window is full it
     /// waits for the oldest load still arriving, then goes on. Takes the
     /// work's entries.
-    pub(super) fn work_window_stall(&mut self, i: usize, cycles: u64) -> u64 {
+    pub(super) fn work_window_stall(&mut self, i: CpuIndex, cycles: u64) -> u64 {
         let width = self.dispatch_width;
         let cpu = &mut self.cpus[i];
         let start = cpu.now;
@@ -323,7 +328,7 @@ impl Simulation<'_> {
     /// After CPU `i` stepped an operation with late values about: drops the
     /// marks of values the operation took off the stack, or of a returning
     /// procedure's locals.
-    pub(super) fn forget_dropped(&mut self, i: usize) {
+    pub(super) fn forget_dropped(&mut self, i: CpuIndex) {
         let cpu = &mut self.cpus[i];
         let (depth, locals) = (cpu.stack.len() as u32, cpu.locals.len() as u32);
         cpu.late.retain(|v| match v.slot {
@@ -338,7 +343,7 @@ impl Simulation<'_> {
     /// the load is stepped again from there).
     pub(super) fn await_miss_buffer(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         unit: usize,
         probe: &mut dyn Probe,
     ) -> bool {
@@ -368,7 +373,7 @@ impl Simulation<'_> {
     /// unless the load shares a fetch already under way (`merged`).
     pub(super) fn load_in_flight(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         p: &PendingAccess,
         report: &AccessReport,
         merged: bool,

@@ -514,6 +514,52 @@ pub fn run_counting(
     Ok((outcome, entries))
 }
 
+/// The engine's CPUs, one per thread, indexed by [`CpuIndex`] only (so a
+/// Linux CPU number, a line or a slot of another table cannot index them).
+struct Cpus(Vec<Cpu>);
+
+impl Cpus {
+    #[inline]
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Every CPU's index, in order.
+    #[inline]
+    fn indices(&self) -> impl Iterator<Item = CpuIndex> + 'static {
+        (0..self.0.len()).map(CpuIndex::new)
+    }
+
+    #[inline]
+    fn iter(&self) -> std::slice::Iter<'_, Cpu> {
+        self.0.iter()
+    }
+
+    /// Every CPU with its index.
+    #[inline]
+    fn enumerate(&self) -> impl Iterator<Item = (CpuIndex, &Cpu)> {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (CpuIndex::new(i), c))
+    }
+}
+
+impl std::ops::Index<CpuIndex> for Cpus {
+    type Output = Cpu;
+    #[inline(always)]
+    fn index(&self, i: CpuIndex) -> &Cpu {
+        &self.0[i.get()]
+    }
+}
+
+impl std::ops::IndexMut<CpuIndex> for Cpus {
+    #[inline(always)]
+    fn index_mut(&mut self, i: CpuIndex) -> &mut Cpu {
+        &mut self.0[i.get()]
+    }
+}
+
 struct Simulation<'c> {
     config: &'c SimConfig,
     topology: &'c Topology,
@@ -521,7 +567,7 @@ struct Simulation<'c> {
     program: &'c Program,
     coherence: Coherence,
     bytes: Vec<u8>,
-    cpus: Vec<Cpu>,
+    cpus: Cpus,
     /// Events in (cycle, key) order, each key naming the event's kind and
     /// its target (a CPU or a line): `event_key`.
     queue: EventQueue,
@@ -755,7 +801,7 @@ pub(super) struct Turn {
     next_cycle: Cycle,
     next_key: u64,
     tie_seed: u64,
-    cpu: usize,
+    cpu: CpuIndex,
 }
 
 impl Turn {
@@ -764,7 +810,7 @@ impl Turn {
         next_cycle: Cycle::MAX,
         next_key: u64::MAX,
         tie_seed: 0,
-        cpu: 0,
+        cpu: CpuIndex::new(0),
     };
 
     #[inline(always)]
@@ -779,8 +825,11 @@ impl Turn {
 /// the place of its accesses at that cycle, which every turn and every
 /// waking spinner compares against.
 #[inline]
-fn resume_position(tie_seed: u64, cycle: Cycle, cpu: usize) -> (Cycle, u64) {
-    (cycle, event_key(tie_seed, EventKind::Resume, cycle, cpu))
+fn resume_position(tie_seed: u64, cycle: Cycle, cpu: CpuIndex) -> (Cycle, u64) {
+    (
+        cycle,
+        event_key(tie_seed, EventKind::Resume, cycle, cpu.get()),
+    )
 }
 
 /// What an event's key says: its kind and its target.
@@ -818,7 +867,7 @@ impl<'c> Simulation<'c> {
             &config.scheduler,
         );
         threads_on_cpu.iter_mut().for_each(|n| *n = 0);
-        let mut cpus: Vec<Cpu> = config
+        let cpus: Vec<Cpu> = config
             .threads
             .iter()
             .map(|t| {
@@ -901,6 +950,7 @@ impl<'c> Simulation<'c> {
                 cpu
             })
             .collect();
+        let mut cpus = Cpus(cpus);
         for i in queued {
             cpus[i].wait = Wait::Queued;
         }
@@ -966,14 +1016,28 @@ impl<'c> Simulation<'c> {
         }
     }
 
-    fn schedule(&mut self, cycle: Cycle, kind: EventKind, target: usize) {
+    fn schedule(&mut self, cycle: Cycle, kind: EventKind, i: CpuIndex) {
+        debug_assert!(kind != EventKind::LineFree);
+        self.schedule_target(cycle, kind, i.get());
+    }
+
+    /// Queues the end of line `unit`'s transaction at `cycle`.
+    #[inline]
+    fn schedule_line_free(&mut self, cycle: Cycle, unit: usize) {
+        self.schedule_target(cycle, EventKind::LineFree, unit);
+    }
+
+    /// The event's target is a CPU's index or a line's, as its kind says
+    /// (`event_key` packs both the same way).
+    #[inline]
+    fn schedule_target(&mut self, cycle: Cycle, kind: EventKind, target: usize) {
         let key = event_key(self.tie_seed, kind, cycle, target);
         self.queue.push(cycle.get(), key);
     }
 
     /// CPU `i`'s turn against the queue as it is ([`Turn`]).
     #[inline]
-    fn turn(&self, i: usize) -> Turn {
+    fn turn(&self, i: CpuIndex) -> Turn {
         let next = self.queue.next();
         Turn {
             next_cycle: Cycle::new(next.cycle),
@@ -987,8 +1051,8 @@ impl<'c> Simulation<'c> {
     /// for a CPU that makes private accesses only (nothing it does can meet
     /// another CPU), else its turn against the queue.
     #[inline]
-    fn private_turn(&self, i: usize) -> Turn {
-        if self.private.only[i] {
+    fn private_turn(&self, i: CpuIndex) -> Turn {
+        if self.private.only[i.get()] {
             Turn::NEVER
         } else {
             self.turn(i)
@@ -998,14 +1062,14 @@ impl<'c> Simulation<'c> {
     /// Whether CPU `i`, at `now`, must give way to the earliest queued
     /// event before an access ([`Turn::must_yield`]).
     #[inline]
-    fn must_yield(&self, now: Cycle, i: usize) -> bool {
+    fn must_yield(&self, now: Cycle, i: CpuIndex) -> bool {
         self.turn(i).must_yield(now)
     }
 
     fn run(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
         let result = self.run_events(probe);
         if self.private.summed {
-            for i in 0..self.cpus.len() {
+            for i in self.cpus.indices() {
                 self.report_private_hits(i, probe);
             }
         }
@@ -1018,7 +1082,7 @@ impl<'c> Simulation<'c> {
     /// direct resume and the budget checks beside it; split, each part
     /// would need the loop's position and limits passed in and out.)
     fn run_events(&mut self, probe: &mut dyn Probe) -> Result<RunOutcome, SimError> {
-        for i in 0..self.cpus.len() {
+        for i in self.cpus.indices() {
             // Threads queued behind another on their CPU wait for it.
             if self.cpus[i].wait == Wait::None {
                 self.schedule(self.cpus[i].now, EventKind::Resume, i);
@@ -1032,7 +1096,7 @@ impl<'c> Simulation<'c> {
         let (mut still_at, mut still_events) = (Cycle::ZERO, 0u64);
         // A CPU's resume that `line_free` found to be the next event: it is
         // taken here directly instead of through the queue (see there).
-        let mut next_resume: Option<(Cycle, usize)> = None;
+        let mut next_resume: Option<(Cycle, CpuIndex)> = None;
         loop {
             let (cycle, (kind, target)) = match next_resume.take() {
                 Some((cycle, cpu)) => {
@@ -1040,7 +1104,7 @@ impl<'c> Simulation<'c> {
                         event: spin::EventAt::Resume { cycle, cpu },
                         access: None,
                     };
-                    (cycle, (EventKind::Resume, cpu))
+                    (cycle, (EventKind::Resume, cpu.get()))
                 }
                 None => match self.queue.pop() {
                     Some(event) => {
@@ -1069,17 +1133,21 @@ impl<'c> Simulation<'c> {
             if cycle == still_at {
                 still_events += 1;
                 if still_events > self.config.max_steps_without_time {
-                    let all: Vec<usize> = (0..self.cpus.len()).collect();
+                    let all: Vec<CpuIndex> = self.cpus.indices().collect();
                     return Err(self.stalled(Stall::ZeroTimeEvents, cycle, &all));
                 }
             } else {
                 (still_at, still_events) = (cycle, 1);
             }
+            // The target is a CPU's index for a resume or a drain, a line's
+            // for a line's free.
             match kind {
                 // A woken thread's resume is its arrival at its CPU.
-                EventKind::Resume if self.cpus[target].wait == Wait::Waking => self.arrive(target),
-                EventKind::Resume => self.run_cpu(target, probe)?,
-                EventKind::DrainDone => self.drain_done(target, cycle, probe)?,
+                EventKind::Resume if self.cpus[CpuIndex::new(target)].wait == Wait::Waking => {
+                    self.arrive(CpuIndex::new(target))
+                }
+                EventKind::Resume => self.run_cpu(CpuIndex::new(target), probe)?,
+                EventKind::DrainDone => self.drain_done(CpuIndex::new(target), cycle, probe)?,
                 EventKind::LineFree => {
                     next_resume = self.line_free(target, cycle, probe)?;
                 }
@@ -1106,7 +1174,9 @@ impl<'c> Simulation<'c> {
         if !stopped && self.finished_cpus < self.cpus.len() {
             // Nothing is queued, yet some CPU has not finished: it waits
             // for something that will never come.
-            let waiting: Vec<usize> = (0..self.cpus.len())
+            let waiting: Vec<CpuIndex> = self
+                .cpus
+                .indices()
                 .filter(|&i| !self.cpus[i].finished)
                 .collect();
             let at = waiting
@@ -1155,7 +1225,7 @@ impl<'c> Simulation<'c> {
     /// CPU `i` ran past `limits.operations`.
     #[cold]
     #[inline(never)]
-    pub(super) fn over_operations(&self, i: usize) -> SimError {
+    pub(super) fn over_operations(&self, i: CpuIndex) -> SimError {
         let limit = self.config.max_operations;
         let cpu = &self.cpus[i];
         self.truncated(Budget::Operations { cpu: cpu.spec.cpu }, limit, cpu.now)
@@ -1192,7 +1262,7 @@ impl<'c> Simulation<'c> {
     // Error paths: kept out of the hot callers.
     #[cold]
     #[inline(never)]
-    fn stalled(&self, stall: Stall, cycle: Cycle, involved: &[usize]) -> SimError {
+    fn stalled(&self, stall: Stall, cycle: Cycle, involved: &[CpuIndex]) -> SimError {
         let cpus = involved
             .iter()
             .map(|&i| {
@@ -1261,7 +1331,7 @@ impl<'c> Simulation<'c> {
     // Error paths: kept out of the hot callers.
     #[cold]
     #[inline(never)]
-    fn script_error(&self, i: usize, message: String) -> SimError {
+    fn script_error(&self, i: CpuIndex, message: String) -> SimError {
         let cpu = &self.cpus[i];
         let (origin, pos) = self.position(cpu);
         SimError::Script {
@@ -1309,7 +1379,7 @@ impl<'c> Simulation<'c> {
     /// its new time, which was queued earlier. (Long because it is the
     /// hottest loop: the run's end, running ahead, the turn and `step`
     /// inline in one place.)
-    fn run_cpu(&mut self, i: usize, probe: &mut dyn Probe) -> Result<(), SimError> {
+    fn run_cpu(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<(), SimError> {
         let any_atomic_heads = self.any_atomic_heads;
         loop {
             let cpu = &self.cpus[i];
@@ -1397,7 +1467,7 @@ impl<'c> Simulation<'c> {
                 // (and post instead of writing into the cache). Everything
                 // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
-                    let ordered = !self.private.only[i] || !cpu.store_buffer.is_empty();
+                    let ordered = !self.private.only[i.get()] || !cpu.store_buffer.is_empty();
                     if !ordered {
                         count_shortcut!(self.shortcut_entries, 1);
                     }
@@ -1425,7 +1495,7 @@ impl<'c> Simulation<'c> {
         }
     }
 
-    fn finish(&mut self, i: usize) {
+    fn finish(&mut self, i: CpuIndex) {
         if !self.cpus[i].finished {
             self.cpus[i].finished = true;
             self.finished_cpus += 1;

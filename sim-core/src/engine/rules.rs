@@ -437,7 +437,7 @@ pub(super) fn execute<M: Machine>(m: &mut M, op: Op) -> Result<(), M::Stop> {
 /// CPU `i`'s registers where they live, in the simulation.
 pub(super) struct CpuRegisters<'s, 'c> {
     pub(super) sim: &'s mut Simulation<'c>,
-    pub(super) i: usize,
+    pub(super) i: CpuIndex,
 }
 
 impl Registers for CpuRegisters<'_, '_> {
@@ -660,7 +660,12 @@ impl Machine for Ordered<'_, '_, '_> {
 impl Simulation<'_> {
     /// Executes one operation of CPU `i` ([`execute`] on [`Ordered`]).
     #[inline(always)]
-    pub(super) fn step(&mut self, i: usize, op: Op, probe: &mut dyn Probe) -> Result<(), SimError> {
+    pub(super) fn step(
+        &mut self,
+        i: CpuIndex,
+        op: Op,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
         let waits = !cpu.late.is_empty()
             || (!cpu.in_flight.is_empty()
@@ -703,7 +708,7 @@ impl Simulation<'_> {
 
     /// `Op::Call`: a frame for procedure `proc_index`, its parameters
     /// popped into its first locals.
-    fn call(&mut self, i: usize, proc_index: u32) -> Result<(), SimError> {
+    fn call(&mut self, i: CpuIndex, proc_index: u32) -> Result<(), SimError> {
         if self.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
             return Err(self.script_error(
                 i,
@@ -734,7 +739,7 @@ impl Simulation<'_> {
 
     /// The value of builtin `builtin` for CPU `i`. (Long as a table is: one
     /// short arm per builtin.)
-    pub(super) fn builtin(&mut self, i: usize, builtin: Builtin) -> Result<i64, SimError> {
+    pub(super) fn builtin(&mut self, i: CpuIndex, builtin: Builtin) -> Result<i64, SimError> {
         let cpu_id = self.cpus[i].spec.cpu;
         Ok(match builtin {
             Builtin::Cpu => cpu_id.get() as i64,
@@ -743,7 +748,7 @@ impl Simulation<'_> {
             Builtin::Socket => self.topology.socket_of(cpu_id) as i64,
             Builtin::Tid => self.cpus[i].spec.tid as i64,
             Builtin::Nthreads => self.cpus[i].spec.group_size as i64,
-            Builtin::Task => i as i64 + 1,
+            Builtin::Task => i.get() as i64 + 1,
             Builtin::Ncpus => self.topology.cpu_count() as i64,
             Builtin::Nnodes => self.topology.node_count() as i64,
             Builtin::Iteration => self.cpus[i].iteration as i64,
@@ -836,7 +841,7 @@ impl Simulation<'_> {
     }
 
     #[inline]
-    pub(super) fn end_iteration(&mut self, i: usize, probe: &mut dyn Probe) {
+    pub(super) fn end_iteration(&mut self, i: CpuIndex, probe: &mut dyn Probe) {
         if self.private.summed && self.private.slots > 0 {
             // Before `on_iteration`, which may start the measured window.
             self.report_private_hits(i, probe);
@@ -867,22 +872,22 @@ impl Simulation<'_> {
     }
 
     #[inline]
-    pub(super) fn advance_pc(&mut self, i: usize) {
+    pub(super) fn advance_pc(&mut self, i: CpuIndex) {
         self.cpus[i].frame.pc += 1;
     }
 
     #[inline]
-    pub(super) fn push(&mut self, i: usize, value: i64) -> Result<(), SimError> {
+    pub(super) fn push(&mut self, i: CpuIndex, value: i64) -> Result<(), SimError> {
         push(&mut CpuRegisters { sim: self, i }, value)
     }
 
     #[inline]
-    pub(super) fn pop(&mut self, i: usize) -> Result<i64, SimError> {
+    pub(super) fn pop(&mut self, i: CpuIndex) -> Result<i64, SimError> {
         pop(&mut CpuRegisters { sim: self, i })
     }
 
     /// Removes a place's run-time operands (indices, or the pointer) from the stack.
-    pub(super) fn drop_indices(&mut self, i: usize, place: &PlaceRef) {
+    pub(super) fn drop_indices(&mut self, i: CpuIndex, place: &PlaceRef) {
         let operands =
             place.pointer as usize + place.has_element as usize + place.has_index as usize;
         let stack = &mut self.cpus[i].stack;
@@ -895,7 +900,7 @@ impl Simulation<'_> {
     #[inline]
     pub(super) fn target_of(
         &self,
-        i: usize,
+        i: CpuIndex,
         place_id: u32,
         place: &PlaceRef,
         above: usize,
@@ -912,7 +917,7 @@ impl Simulation<'_> {
     #[inline]
     pub(super) fn address_of(
         &self,
-        i: usize,
+        i: CpuIndex,
         place: &PlaceRef,
         above: usize,
     ) -> Result<Target, SimError> {
@@ -940,7 +945,7 @@ impl Simulation<'_> {
     #[inline(never)]
     pub(super) fn address_of_slow(
         &self,
-        i: usize,
+        i: CpuIndex,
         place: &PlaceRef,
         above: usize,
     ) -> Result<Target, SimError> {

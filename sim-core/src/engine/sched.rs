@@ -128,7 +128,7 @@ impl Sched {
         cpu_count: u32,
         program: &Program,
         params: &SchedulerParams,
-    ) -> (Sched, Vec<usize>) {
+    ) -> (Sched, Vec<CpuIndex>) {
         let n = cpu_count as usize;
         let mut sched = Sched {
             running: vec![None; n],
@@ -138,11 +138,12 @@ impl Sched {
         };
         let mut queued = Vec::new();
         for (i, t) in threads.iter().enumerate() {
-            let c = t.cpu.slot();
-            if sched.running[c].is_none() {
-                sched.running[c] = Some(CpuIndex::new(i));
+            let i = CpuIndex::new(i);
+            let c = t.cpu;
+            if sched.running[c.slot()].is_none() {
+                sched.running[c.slot()] = Some(i);
             } else {
-                sched.queues[c].push_back(CpuIndex::new(i));
+                sched.queues[c.slot()].push_back(i);
                 queued.push(i);
             }
         }
@@ -174,11 +175,11 @@ pub(super) fn thread_stream(seed: u64, cpu: LinuxCpu, k: u32) -> ChaCha8Rng {
 
 impl Simulation<'_> {
     /// Whether thread `i`'s slice is over while another waits for its CPU.
-    fn preempt_due(&self, i: usize) -> bool {
+    fn preempt_due(&self, i: CpuIndex) -> bool {
         let cpu = &self.cpus[i];
-        let c = cpu.linux_cpu().slot();
-        !self.sched.queues[c].is_empty()
-            && cpu.now - self.sched.slice_start[c]
+        let c = cpu.linux_cpu();
+        !self.sched.queues[c.slot()].is_empty()
+            && cpu.now - self.sched.slice_start[c.slot()]
                 >= Cycles::new(self.config.scheduler.time_slice_cycles)
     }
 
@@ -187,7 +188,7 @@ impl Simulation<'_> {
     /// (its store buffer drained and its `switch_out` hook run first).
     pub(super) fn end_iteration_scheduled(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         if !self.preempt_due(i) {
@@ -200,8 +201,8 @@ impl Simulation<'_> {
         }
         self.end_iteration(i, probe);
         if !self.cpus[i].finished {
-            let c = self.cpus[i].linux_cpu().slot();
-            self.sched.queues[c].push_back(CpuIndex::new(i));
+            let c = self.cpus[i].linux_cpu();
+            self.sched.queues[c.slot()].push_back(i);
             self.sched.counts.preemptions += 1;
             self.leave_cpu(i, Wait::Queued, probe);
         }
@@ -211,7 +212,7 @@ impl Simulation<'_> {
     /// Before thread `i` leaves its CPU: its store buffer must be empty,
     /// and its `switch_out` hook must have run. False when it waits for
     /// either (the operation runs again afterwards).
-    fn ready_to_leave(&mut self, i: usize) -> Result<bool, SimError> {
+    fn ready_to_leave(&mut self, i: CpuIndex) -> Result<bool, SimError> {
         if !self.cpus[i].store_buffer.is_empty() {
             self.block_on(i, Wait::BufferEmpty);
             return Ok(false);
@@ -228,7 +229,7 @@ impl Simulation<'_> {
 
     /// A frame for hook procedure `proc_index` on thread `i`, whose code
     /// goes on where it stands once the hook returns (its value dropped).
-    fn call_hook(&mut self, i: usize, proc_index: u32, hook: Hook) -> Result<(), SimError> {
+    fn call_hook(&mut self, i: CpuIndex, proc_index: u32, hook: Hook) -> Result<(), SimError> {
         if self.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
             return Err(self.script_error(
                 i,
@@ -258,7 +259,7 @@ impl Simulation<'_> {
     /// frames below the one it was: whether that frame was a switch hook's
     /// (whose value is dropped); a `switch_out` hook's lets the scheduling
     /// operation it stopped go through.
-    pub(super) fn hook_returned(&mut self, i: usize, callers: usize) -> bool {
+    pub(super) fn hook_returned(&mut self, i: CpuIndex, callers: usize) -> bool {
         let cpu = &mut self.cpus[i];
         match cpu.hook {
             Some((depth, hook)) if depth as usize == callers => {
@@ -272,7 +273,7 @@ impl Simulation<'_> {
 
     /// Thread `i` leaves its CPU, to wait as `wait` says; the CPU takes the
     /// next thread of its queue.
-    fn leave_cpu(&mut self, i: usize, wait: Wait, probe: &mut dyn Probe) {
+    fn leave_cpu(&mut self, i: CpuIndex, wait: Wait, probe: &mut dyn Probe) {
         // Its summed private hits are reported as it leaves, so that only
         // the running thread of a CPU ever holds some back (another
         // thread's iteration end may start the CPU's measured window).
@@ -280,30 +281,30 @@ impl Simulation<'_> {
             self.report_private_hits(i, probe);
         }
         let cpu = &mut self.cpus[i];
-        let c = cpu.linux_cpu().slot();
+        let c = cpu.linux_cpu();
         let at = cpu.now;
         cpu.wait = wait;
         cpu.wait_since = at;
-        if self.sched.running[c] == Some(CpuIndex::new(i)) {
-            self.sched.running[c] = None;
+        if self.sched.running[c.slot()] == Some(i) {
+            self.sched.running[c.slot()] = None;
             self.dispatch(c, at);
         }
     }
 
     /// CPU `c`, free at `at`, switches to the head of its queue.
-    fn dispatch(&mut self, c: usize, at: Cycle) {
-        if let Some(j) = self.sched.queues[c].pop_front() {
-            self.switch_in(j.get(), c, at);
+    fn dispatch(&mut self, c: LinuxCpu, at: Cycle) {
+        if let Some(j) = self.sched.queues[c.slot()].pop_front() {
+            self.switch_in(j, c, at);
         }
     }
 
     /// Thread `j` is switched in on CPU `c` at `at`: it runs once the
     /// switch has cost its cycles, its `switch_in` hook first.
-    fn switch_in(&mut self, j: usize, c: usize, at: Cycle) {
+    fn switch_in(&mut self, j: CpuIndex, c: LinuxCpu, at: Cycle) {
         let start =
             at.max(self.cpus[j].now) + Cycles::new(self.config.scheduler.context_switch_cycles);
-        self.sched.running[c] = Some(CpuIndex::new(j));
-        self.sched.slice_start[c] = start;
+        self.sched.running[c.slot()] = Some(j);
+        self.sched.slice_start[c.slot()] = start;
         self.sched.counts.context_switches += 1;
         let cpu = &mut self.cpus[j];
         cpu.now = start;
@@ -318,10 +319,10 @@ impl Simulation<'_> {
     }
 
     /// Thread `i` is finished: its CPU takes the next thread.
-    pub(super) fn finished_thread(&mut self, i: usize) {
-        let c = self.cpus[i].linux_cpu().slot();
-        if self.sched.running.get(c) == Some(&Some(CpuIndex::new(i))) {
-            self.sched.running[c] = None;
+    pub(super) fn finished_thread(&mut self, i: CpuIndex) {
+        let c = self.cpus[i].linux_cpu();
+        if self.sched.running.get(c.slot()) == Some(&Some(i)) {
+            self.sched.running[c.slot()] = None;
             let at = self.cpus[i].now;
             self.dispatch(c, at);
         }
@@ -329,13 +330,13 @@ impl Simulation<'_> {
 
     /// The resume of thread `i` woken (`Wait::Waking`) at its CPU: it runs
     /// if the CPU is idle, and queues otherwise.
-    pub(super) fn arrive(&mut self, i: usize) {
-        let c = self.cpus[i].linux_cpu().slot();
+    pub(super) fn arrive(&mut self, i: CpuIndex) {
+        let c = self.cpus[i].linux_cpu();
         let at = self.cpus[i].now;
-        if self.sched.running[c].is_none() {
+        if self.sched.running[c.slot()].is_none() {
             self.switch_in(i, c, at);
         } else {
-            self.sched.queues[c].push_back(CpuIndex::new(i));
+            self.sched.queues[c.slot()].push_back(i);
             let cpu = &mut self.cpus[i];
             cpu.wait = Wait::Queued;
             cpu.wait_since = at;
@@ -344,7 +345,7 @@ impl Simulation<'_> {
 
     /// Thread `i` is woken at `at`: it arrives at its CPU after the
     /// wake-up latency.
-    fn wake_thread(&mut self, i: usize, at: Cycle) {
+    fn wake_thread(&mut self, i: CpuIndex, at: Cycle) {
         let arrival = at + Cycles::new(self.config.scheduler.wakeup_latency_cycles);
         let cpu = &mut self.cpus[i];
         cpu.now = arrival;
@@ -360,7 +361,7 @@ impl Simulation<'_> {
     /// would need the same waits and hook handling passed in.)
     pub(super) fn scheduling(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         builtin: Builtin,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
@@ -379,7 +380,7 @@ impl Simulation<'_> {
             ));
         }
         let now = self.cpus[i].now;
-        let c = self.cpus[i].linux_cpu().slot();
+        let c = self.cpus[i].linux_cpu();
         match builtin {
             Builtin::TaskRunning => {
                 let t = self.pop(i)?;
@@ -390,9 +391,9 @@ impl Simulation<'_> {
                         format!("task_running({t}): no such thread; valid 1..={threads} (`task()` of a thread)"),
                     ));
                 }
-                let other = &self.cpus[t as usize - 1];
-                let on_cpu = self.sched.running[other.linux_cpu().slot()]
-                    == Some(CpuIndex::new(t as usize - 1));
+                // `task()` numbers the engine's CPUs from 1.
+                let t = CpuIndex::new(t as usize - 1);
+                let on_cpu = self.sched.running[self.cpus[t].linux_cpu().slot()] == Some(t);
                 self.push(i, on_cpu as i64)?;
                 self.advance_pc(i);
             }
@@ -402,14 +403,14 @@ impl Simulation<'_> {
                 self.advance_pc(i);
             }
             Builtin::Yield => {
-                if self.sched.queues[c].is_empty() {
+                if self.sched.queues[c.slot()].is_empty() {
                     self.cpus[i].hook_done = false;
                     self.push(i, 0)?;
                     self.advance_pc(i);
                 } else if self.ready_to_leave(i)? {
                     self.push(i, 1)?;
                     self.advance_pc(i);
-                    self.sched.queues[c].push_back(CpuIndex::new(i));
+                    self.sched.queues[c.slot()].push_back(i);
                     self.leave_cpu(i, Wait::Queued, probe);
                 }
             }
@@ -460,7 +461,7 @@ impl Simulation<'_> {
                         let (address, t) = self.sched.futex[k];
                         if address == target.address {
                             self.sched.futex.remove(k);
-                            self.wake_thread(t.get(), now);
+                            self.wake_thread(t, now);
                             woken += 1;
                         } else {
                             k += 1;
@@ -483,7 +484,7 @@ impl Simulation<'_> {
                     self.pop(i)?;
                     self.push(i, 0)?;
                     self.advance_pc(i);
-                    self.sched.futex.push((target.address, CpuIndex::new(i)));
+                    self.sched.futex.push((target.address, i));
                     self.sched.counts.futex_sleeps += 1;
                     self.leave_cpu(i, Wait::Futex, probe);
                 }
@@ -500,7 +501,7 @@ impl Simulation<'_> {
 
     /// The operand `depth` places below the top of thread `i`'s stack,
     /// left there.
-    fn top_operand(&self, i: usize, depth: usize) -> Result<i64, SimError> {
+    fn top_operand(&self, i: CpuIndex, depth: usize) -> Result<i64, SimError> {
         let stack = &self.cpus[i].stack;
         stack
             .len()
@@ -510,7 +511,7 @@ impl Simulation<'_> {
     }
 
     /// What a thread that cannot run waits for, for a deadlock's report.
-    pub(super) fn sleep_description(&self, i: usize) -> Option<String> {
+    pub(super) fn sleep_description(&self, i: CpuIndex) -> Option<String> {
         let cpu = &self.cpus[i];
         match cpu.wait {
             Wait::Futex => {
@@ -518,18 +519,18 @@ impl Simulation<'_> {
                     .sched
                     .futex
                     .iter()
-                    .find(|&&(_, t)| t.get() == i)
+                    .find(|&&(_, t)| t == i)
                     .map(|&(a, _)| a)?;
                 Some(format!(
                     "a futex_wake on address {address:#x} (thread {} asleep in futex_wait since cycle {})",
-                    i + 1,
+                    i.get() + 1,
                     cpu.wait_since
                 ))
             }
             Wait::Queued => Some(format!(
                 "CPU {} to run it (thread {}, queued since cycle {})",
                 cpu.spec.cpu,
-                i + 1,
+                i.get() + 1,
                 cpu.wait_since
             )),
             _ => None,

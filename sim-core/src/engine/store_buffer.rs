@@ -7,7 +7,7 @@ use super::*;
 impl Simulation<'_> {
     pub(super) fn start_drain(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         at: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
@@ -32,7 +32,7 @@ impl Simulation<'_> {
             entry.unit,
             Need::Write,
             Cycles::ZERO,
-            RequestTag::new(CpuIndex::new(i), RequestKind::Drain),
+            RequestTag::new(i, RequestKind::Drain),
         )?;
         match requested {
             Requested::Done(report) => {
@@ -44,7 +44,7 @@ impl Simulation<'_> {
                 first_waiter,
             } => {
                 if first_waiter {
-                    self.schedule(free_at, EventKind::LineFree, entry.unit);
+                    self.schedule_line_free(free_at, entry.unit);
                 }
             }
         }
@@ -54,7 +54,12 @@ impl Simulation<'_> {
         Ok(())
     }
 
-    pub(super) fn finish_drain(&mut self, i: usize, report: &AccessReport, probe: &mut dyn Probe) {
+    pub(super) fn finish_drain(
+        &mut self,
+        i: CpuIndex,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) {
         let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
             return;
         };
@@ -79,7 +84,7 @@ impl Simulation<'_> {
 
     pub(super) fn drain_done(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         at: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
@@ -125,7 +130,7 @@ impl Simulation<'_> {
         Ok(())
     }
 
-    pub(super) fn block_on(&mut self, i: usize, wait: Wait) {
+    pub(super) fn block_on(&mut self, i: CpuIndex, wait: Wait) {
         let cpu = &mut self.cpus[i];
         cpu.wait = wait;
         cpu.wait_since = cpu.now;

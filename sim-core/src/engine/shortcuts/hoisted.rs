@@ -8,6 +8,7 @@
 //! same cycle, summed the same way.
 
 use crate::coherence::{Coherence, PrivateLine};
+use crate::cpu::CpuIndex;
 use crate::engine::shortcuts::run_ahead::{Ahead, Halt, PrivateAccesses};
 use crate::engine::{
     count_accesses, read_value, write_value, PrivatePlaces, PrivateTarget, Simulation, Turn,
@@ -197,7 +198,7 @@ impl Simulation<'_> {
     /// monomorphised loops, checks on or off and turns taken or not, are
     /// spelled out by one macro here, with the borrows they share.)
     #[inline(never)]
-    pub(in crate::engine) fn run_ahead_fused(&mut self, i: usize) -> Result<(), SimError> {
+    pub(in crate::engine) fn run_ahead_fused(&mut self, i: CpuIndex) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
         // What `Summed` asks before each private access and which nothing
         // here can change: the store buffer (no store here posts to it).
@@ -212,7 +213,7 @@ impl Simulation<'_> {
         // `must_yield(now, i)` for every `now` of this call (nothing here
         // queues an event).
         let turn = self.private_turn(i);
-        let private_only = self.private.only[i];
+        let private_only = self.private.only[i.get()];
         let Simulation {
             cpus,
             coherence,
@@ -239,7 +240,7 @@ impl Simulation<'_> {
             ..
         } = private;
         let slots = *slots;
-        let targets = &targets[i * slots..(i + 1) * slots];
+        let targets = &targets[i.get() * slots..(i.get() + 1) * slots];
         let lines = &mut slot_lines[..slots];
         let (core, thread) = (cpu.core, cpu.thread);
         let l1_hit_cycles = Cycles::new(topology.spec.latency.l1_hit_cycles);
@@ -282,7 +283,7 @@ impl Simulation<'_> {
             shortcut_entries[3] += _superinstructions;
         }
         let _ = shortcut_entries;
-        let sums = &mut sums[i * slots..(i + 1) * slots];
+        let sums = &mut sums[i.get() * slots..(i.get() + 1) * slots];
         let accesses =
             settle_slot_lines(&mut slot_lines[..slots], sums, targets, coherence, thread);
         count_accesses(memory_ops, &mut cpus[i], accesses);

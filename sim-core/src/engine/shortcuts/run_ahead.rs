@@ -653,7 +653,7 @@ impl Simulation<'_> {
         self.private.slots = slots as usize;
         let mut targets = Vec::with_capacity(self.cpus.len() * slots as usize);
         let mut sums = Vec::with_capacity(targets.capacity());
-        for cpu in &self.cpus {
+        for cpu in self.cpus.iter() {
             for &p in &slot_places {
                 let place = &places[p];
                 let inst = &self.memory.instances[place.instance as usize];
@@ -733,10 +733,10 @@ impl Simulation<'_> {
     }
 
     /// Hands CPU `i`'s summed private hits to the probe.
-    pub(in crate::engine) fn report_private_hits(&mut self, i: usize, probe: &mut dyn Probe) {
+    pub(in crate::engine) fn report_private_hits(&mut self, i: CpuIndex, probe: &mut dyn Probe) {
         let slots = self.private.slots;
         let cpu_id = self.cpus[i].spec.cpu;
-        for hits in &mut self.private.hits[i * slots..(i + 1) * slots] {
+        for hits in &mut self.private.hits[i.get() * slots..(i.get() + 1) * slots] {
             if hits.loads + hits.stores > 0 {
                 count_shortcut!(self.shortcut_entries, 2);
                 probe.on_private_hits(cpu_id, hits);
@@ -756,7 +756,7 @@ impl Simulation<'_> {
     #[inline]
     pub(in crate::engine) fn fused_atomic(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         probe: &mut dyn Probe,
     ) -> Result<bool, SimError> {
         let cpu = &self.cpus[i];
@@ -791,7 +791,7 @@ impl Simulation<'_> {
             || !cpu.late.is_empty()
             || cpu.in_flight.iter().any(|&ready| ready > now)
             || cpu.speculating_until > now
-            || (!self.private.only[i] && self.must_yield(now, i))
+            || (!self.private.only[i.get()] && self.must_yield(now, i))
         {
             return Ok(false);
         }
@@ -833,7 +833,7 @@ impl Simulation<'_> {
     /// [`Turn`]). Nothing here schedules events, so the next event
     /// stays where it was when the loop began.
     #[inline]
-    pub(in crate::engine) fn run_ahead(&mut self, i: usize) -> Result<(), SimError> {
+    pub(in crate::engine) fn run_ahead(&mut self, i: CpuIndex) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
         let pc = cpu.frame.pc;
         // Where the machine would stop at once (about every other call, on
@@ -872,7 +872,7 @@ impl Simulation<'_> {
 
     /// `run_ahead` with the [`NoPrivate`] policy, on the plain code.
     #[inline(always)]
-    fn run_ahead_registers(&mut self, i: usize) {
+    fn run_ahead_registers(&mut self, i: CpuIndex) {
         let cpu = &mut self.cpus[i];
         let ops = self.code_ops[cpu.frame.code as usize];
         let (mut machine, frame, now, operations) =
@@ -888,7 +888,7 @@ impl Simulation<'_> {
     #[inline(always)]
     pub(in crate::engine) fn run_ahead_summed<const FUSED: bool>(
         &mut self,
-        i: usize,
+        i: CpuIndex,
     ) -> Result<(), SimError> {
         let turn = self.private_turn(i);
         let Simulation {
@@ -909,7 +909,7 @@ impl Simulation<'_> {
         let cpu = &mut cpus[i];
         let code = cpu.frame.code as usize;
         let loads = private.summed && cpu.store_buffer.is_empty();
-        let first_slot = i * private.slots;
+        let first_slot = i.get() * private.slots;
         let policy = Summed {
             coherence,
             bytes,

@@ -38,7 +38,7 @@ use crate::time::{Cycle, Cycles};
 #[derive(Clone, Copy, Debug)]
 pub(in crate::engine) enum EventAt {
     Queued { cycle: Cycle, key: u64 },
-    Resume { cycle: Cycle, cpu: usize },
+    Resume { cycle: Cycle, cpu: CpuIndex },
 }
 
 /// Where in the global (cycle, key) order the engine is: the event being
@@ -50,7 +50,7 @@ pub(in crate::engine) struct Position {
     /// before the event (a CPU resumed inside another event, as
     /// `drain_done` does, acts at that event's place when it is at that
     /// event's cycle).
-    pub(in crate::engine) access: Option<(Cycle, usize)>,
+    pub(in crate::engine) access: Option<(Cycle, CpuIndex)>,
 }
 
 impl Position {
@@ -63,7 +63,7 @@ impl Position {
     };
 
     fn key(self, tie_seed: u64) -> (Cycle, u64) {
-        let resume = |cycle: Cycle, cpu: usize| resume_position(tie_seed, cycle, cpu);
+        let resume = |cycle: Cycle, cpu: CpuIndex| resume_position(tie_seed, cycle, cpu);
         let event = match self.event {
             EventAt::Queued { cycle, key } => (cycle, key),
             EventAt::Resume { cycle, cpu } => resume(cycle, cpu),
@@ -182,7 +182,7 @@ impl SpinWatch {
 impl Simulation<'_> {
     /// Whether CPU `i`'s load of `place_id` may start or continue a poll.
     #[inline]
-    fn may_poll(&self, i: usize, place_id: u32) -> bool {
+    fn may_poll(&self, i: CpuIndex, place_id: u32) -> bool {
         self.options.spin_fast_forward
             && self.private.summed
             && !self.private.place[place_id as usize]
@@ -195,7 +195,7 @@ impl Simulation<'_> {
     /// Called as a load starts: keeps the CPU's state for the comparison
     /// once the load is known to be a plain hit.
     #[inline]
-    pub(in crate::engine) fn poll_load_starts(&mut self, i: usize, place_id: u32) {
+    pub(in crate::engine) fn poll_load_starts(&mut self, i: CpuIndex, place_id: u32) {
         if !self.may_poll(i, place_id) {
             let watch = &mut self.cpus[i].spin;
             (watch.current_taken, watch.last_start) = (false, None);
@@ -223,7 +223,7 @@ impl Simulation<'_> {
     /// completes a period, or keeps the load as the next comparison.
     pub(in crate::engine) fn poll_load_hit(
         &mut self,
-        i: usize,
+        i: CpuIndex,
         pending: &PendingAccess,
         issued: Cycle,
         value: i64,
@@ -272,7 +272,7 @@ impl Simulation<'_> {
         if self.watchers.len() <= unit {
             self.watchers.resize(unit + 1, Vec::new());
         }
-        self.watchers[unit].push(CpuIndex::new(i));
+        self.watchers[unit].push(i);
     }
 
     /// An access reaches `unit` at the engine's current position (a
@@ -293,7 +293,6 @@ impl Simulation<'_> {
         let sleepers = std::mem::take(&mut self.watchers[unit]);
         let at = self.position.key(self.tie_seed);
         for &s in &sleepers {
-            let s = s.get();
             let resume = self.wake(s, at, probe);
             self.schedule(resume, EventKind::Resume, s);
         }
@@ -302,7 +301,7 @@ impl Simulation<'_> {
     /// Wakes sleeping CPU `s` where stepping would have it at the position
     /// `at`: its loads before `at` made (reported summed), the CPU at the
     /// first one not before it. Returns that load's cycle.
-    fn wake(&mut self, s: usize, at: (Cycle, u64), probe: &mut dyn Probe) -> Cycle {
+    fn wake(&mut self, s: CpuIndex, at: (Cycle, u64), probe: &mut dyn Probe) -> Cycle {
         let tie_seed = self.tie_seed;
         let cpu = &mut self.cpus[s];
         let sleep = cpu.spin.asleep.take().expect("a sleeping CPU");
@@ -356,11 +355,11 @@ impl Simulation<'_> {
 
     /// Wakes every sleeping CPU where stepping would have it at `at`;
     /// returns them.
-    fn wake_every_sleeper(&mut self, at: (Cycle, u64), probe: &mut dyn Probe) -> Vec<usize> {
+    fn wake_every_sleeper(&mut self, at: (Cycle, u64), probe: &mut dyn Probe) -> Vec<CpuIndex> {
         let mut woken = Vec::new();
-        for s in 0..self.cpus.len() {
+        for s in self.cpus.indices() {
             if let Some(sleep) = self.cpus[s].spin.asleep {
-                self.watchers[sleep.unit].retain(|&w| w.get() != s);
+                self.watchers[sleep.unit].retain(|&w| w != s);
                 self.wake(s, at, probe);
                 woken.push(s);
             }
@@ -375,14 +374,14 @@ impl Simulation<'_> {
     pub(in crate::engine) fn stop_at_budget(
         &mut self,
         now: Cycle,
-        i: usize,
+        i: CpuIndex,
         probe: &mut dyn Probe,
     ) -> Cycle {
         let tie_seed = self.tie_seed;
         let budget = Cycle::new(self.config.max_cycles);
-        let own = |cycle: Cycle, s: usize| resume_position(tie_seed, cycle, s);
+        let own = |cycle: Cycle, s: CpuIndex| resume_position(tie_seed, cycle, s);
         let mut stop = own(now, i);
-        for (s, cpu) in self.cpus.iter().enumerate() {
+        for (s, cpu) in self.cpus.enumerate() {
             if let Some(sleep) = cpu.spin.asleep {
                 let past = if sleep.next_load > budget {
                     sleep.next_load
