@@ -80,6 +80,7 @@ use crate::topology::{
 };
 use std::cell::Cell;
 use std::fmt;
+use std::num::NonZeroU32;
 
 /// Largest configurations accepted (the state space grows exponentially).
 pub const MAX_CACHES: u32 = 6;
@@ -623,14 +624,14 @@ pub enum CheckBudget {
 /// per-line coherence entries on the heap besides.
 fn exploration_bytes(
     seen: &Seen,
-    parents: &Vec<(u32, Action)>,
+    parents: &Vec<(MaybeState, Action)>,
     frontier_states: usize,
     state_bytes: u64,
 ) -> u64 {
     (seen.arena.capacity()
         + seen.ends.capacity() * std::mem::size_of::<u64>()
-        + seen.slots.len() * std::mem::size_of::<u32>()
-        + parents.capacity() * std::mem::size_of::<(u32, Action)>()) as u64
+        + seen.slots.len() * std::mem::size_of::<MaybeState>()
+        + parents.capacity() * std::mem::size_of::<(MaybeState, Action)>()) as u64
         + frontier_states as u64 * state_bytes
 }
 
@@ -764,10 +765,38 @@ struct Seen {
     arena: Vec<u8>,
     /// End of each state's encoding in the arena.
     ends: Vec<u64>,
-    slots: Vec<u32>,
+    /// The open-addressing table: each slot a state's number or free.
+    slots: Vec<MaybeState>,
 }
 
-const EMPTY: u32 = u32::MAX;
+/// A state's number, or none: a free slot of the seen table, the initial
+/// state's parent. Four bytes (the number plus one, so that none is the
+/// zero a `NonZeroU32` leaves free), since the table and the parent links
+/// hold one per state and the slot count doubles with them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct MaybeState(Option<NonZeroU32>);
+
+impl MaybeState {
+    const NONE: MaybeState = MaybeState(None);
+
+    /// State `id` (below `CheckConfig::max_states`, at most `u32::MAX - 1`).
+    #[inline]
+    fn state(id: u32) -> MaybeState {
+        MaybeState(NonZeroU32::new(id.wrapping_add(1)))
+    }
+
+    #[inline]
+    fn get(self) -> Option<u32> {
+        self.0.map(|n| n.get() - 1)
+    }
+}
+
+// What `exploration_bytes` counts: a slot and a parent link as plain u32s.
+const _: () = assert!(std::mem::size_of::<MaybeState>() == 4);
+
+/// The byte a state's encoding writes for a cache without a copy of a
+/// line (the values' names are 0..MAX_VALUES).
+const NO_COPY: u8 = u8::MAX;
 
 fn hash_bytes(bytes: &[u8]) -> u64 {
     // FxHash over 8-byte words, then a final mix.
@@ -794,7 +823,7 @@ impl Seen {
         Seen {
             arena: Vec::new(),
             ends: Vec::new(),
-            slots: vec![EMPTY; 1 << 16],
+            slots: vec![MaybeState::NONE; 1 << 16],
         }
     }
 
@@ -819,14 +848,13 @@ impl Seen {
         let mask = self.slots.len() - 1;
         let mut i = hash_bytes(key) as usize & mask;
         loop {
-            let id = self.slots[i];
-            if id == EMPTY {
+            let Some(id) = self.slots[i].get() else {
                 let new = self.len() as u32;
                 self.arena.extend_from_slice(key);
                 self.ends.push(self.arena.len() as u64);
-                self.slots[i] = new;
+                self.slots[i] = MaybeState::state(new);
                 return Some(new);
-            }
+            };
             if self.key(id) == key {
                 return None;
             }
@@ -836,13 +864,13 @@ impl Seen {
 
     fn grow(&mut self) {
         let size = self.slots.len() * 2;
-        let mut slots = vec![EMPTY; size];
+        let mut slots = vec![MaybeState::NONE; size];
         for id in 0..self.len() as u32 {
             let mut i = hash_bytes(self.key(id)) as usize & (size - 1);
-            while slots[i] != EMPTY {
+            while slots[i] != MaybeState::NONE {
                 i = (i + 1) & (size - 1);
             }
-            slots[i] = id;
+            slots[i] = MaybeState::state(id);
         }
         self.slots = slots;
     }
@@ -983,12 +1011,13 @@ impl<'c> Explorer<'c> {
                     + 4 * 16);
         let mut seen = Seen::new();
         // The parent and the step that first reached each state, by number.
-        let mut parents: Vec<(u32, Action)> = Vec::new();
+        let mut parents: Vec<(MaybeState, Action)> = Vec::new();
         let mut key = Vec::new();
         let mut scratch = Vec::new();
         self.canonical_key(&self.initial, &mut key, &mut scratch);
         seen.insert(&key);
-        parents.push((u32::MAX, Action::Complete { line: 0 }));
+        // The initial state has no parent (the action is never read).
+        parents.push((MaybeState::NONE, Action::Complete { line: 0 }));
         if let Err(f) = self.check_state(&self.initial) {
             report.states = 1;
             report.violation = Some(self.violation(&parents, 0, None, f));
@@ -1064,7 +1093,7 @@ impl<'c> Explorer<'c> {
                     let Some(new_id) = seen.insert(&key) else {
                         continue;
                     };
-                    parents.push((id, action));
+                    parents.push((MaybeState::state(id), action));
                     if let Err(f) = self.check_state(&next) {
                         report.states = seen.len() as u64;
                         report.violation = Some(self.violation(&parents, new_id, None, f));
@@ -1834,19 +1863,18 @@ impl<'c> Explorer<'c> {
         for &l in &symmetry.line_at {
             // Values renamed in order of appearance, the latest first.
             let d = &state.data[l];
-            let mut names = [u8::MAX; MAX_VALUES as usize];
+            let mut names: [Option<u8>; MAX_VALUES as usize] = [None; MAX_VALUES as usize];
             let mut next_name = 0u8;
             let mut name = |v: u8| {
-                if names[v as usize] == u8::MAX {
-                    names[v as usize] = next_name;
+                *names[v as usize].get_or_insert_with(|| {
                     next_name += 1;
-                }
-                names[v as usize]
+                    next_name - 1
+                })
             };
             name(d.latest);
             out.push(name(d.memory));
             for &c in &symmetry.cache_at {
-                out.push(d.copies[c as usize].map_or(u8::MAX, &mut name));
+                out.push(d.copies[c as usize].map_or(NO_COPY, &mut name));
             }
         }
     }
@@ -1855,15 +1883,14 @@ impl<'c> Explorer<'c> {
     /// given) by replaying it, with each step's outcome in words.
     fn violation(
         &self,
-        parents: &[(u32, Action)],
+        parents: &[(MaybeState, Action)],
         id: u32,
         last: Option<Action>,
         f: Found,
     ) -> Violation {
         let mut actions = Vec::new();
         let mut at = id;
-        while at != 0 {
-            let (parent, action) = parents[at as usize];
+        while let (Some(parent), action) = (parents[at as usize].0.get(), parents[at as usize].1) {
             actions.push(action);
             at = parent;
         }

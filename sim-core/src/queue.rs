@@ -51,28 +51,64 @@ pub(crate) const EVENT_BYTES: u64 = std::mem::size_of::<Slot>() as u64;
 pub(crate) const FIXED_BYTES: u64 =
     RING_CYCLES * std::mem::size_of::<Bucket>() as u64 + RING_WORDS as u64 * 8;
 
-/// No slot (the end of a bucket's list).
-const NONE: u32 = u32::MAX;
+/// A link in a list of slots: a slot's index, or the end of the list.
+/// Four bytes (the index, or `u32::MAX` for the end, which only this type
+/// reads), since every queued event carries one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SlotLink(u32);
+
+impl SlotLink {
+    /// The end of a list: an empty bucket's first and last, the last
+    /// slot's next, an empty free list.
+    const END: SlotLink = SlotLink(u32::MAX);
+
+    /// A link to slot `index` (the slots are fewer than the events a run
+    /// may have queued, far below `u32::MAX`).
+    #[inline]
+    fn to(index: usize) -> SlotLink {
+        debug_assert!(index < u32::MAX as usize);
+        SlotLink(index as u32)
+    }
+
+    /// The slot linked to, or `None` at the end of the list.
+    #[inline]
+    fn slot(self) -> Option<usize> {
+        if self == SlotLink::END {
+            None
+        } else {
+            Some(self.0 as usize)
+        }
+    }
+
+    /// The slot of a link that is known not to be the end (an occupied
+    /// bucket's first).
+    #[inline]
+    fn known_slot(self) -> usize {
+        debug_assert!(self != SlotLink::END);
+        self.0 as usize
+    }
+}
 
 /// A ring event and the next one in its bucket (or in the free list).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     event: Event,
-    next: u32,
+    next: SlotLink,
 }
 
-/// A bucket: the first and last slots of its list, `NONE` when empty, and
-/// the smallest key among them (for `next_key` without a walk).
+/// A bucket: the first and last slots of its list (`SlotLink::END` when
+/// empty), and the smallest key among them (for `next_key` without a
+/// walk).
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
-    first: u32,
-    last: u32,
+    first: SlotLink,
+    last: SlotLink,
     min_key: u64,
 }
 
 const EMPTY: Bucket = Bucket {
-    first: NONE,
-    last: NONE,
+    first: SlotLink::END,
+    last: SlotLink::END,
     min_key: u64::MAX,
 };
 
@@ -86,7 +122,7 @@ pub(crate) struct EventQueue {
     ring: Vec<Bucket>,
     slots: Vec<Slot>,
     /// The first unused slot, linked through `next`.
-    free: u32,
+    free: SlotLink,
     /// Bit `c & RING_MASK` is set when that bucket is not empty.
     occupied: [u64; RING_WORDS],
     /// Events in the ring's buckets (and the one `alone`).
@@ -129,7 +165,7 @@ impl Default for EventQueue {
             base: 0,
             ring: vec![EMPTY; RING_CYCLES as usize],
             slots: Vec::new(),
-            free: NONE,
+            free: SlotLink::END,
             occupied: [0; RING_WORDS],
             in_ring: 0,
             head: 0,
@@ -188,25 +224,31 @@ impl EventQueue {
 
     #[inline]
     fn put_in_ring(&mut self, event: Event) {
-        let index = match self.free {
-            NONE => {
-                self.slots.push(Slot { event, next: NONE });
-                (self.slots.len() - 1) as u32
+        let link = match self.free.slot() {
+            None => {
+                self.slots.push(Slot {
+                    event,
+                    next: SlotLink::END,
+                });
+                SlotLink::to(self.slots.len() - 1)
             }
-            index => {
-                let slot = &mut self.slots[index as usize];
-                self.free = slot.next;
-                *slot = Slot { event, next: NONE };
-                index
+            Some(index) => {
+                let slot = &mut self.slots[index];
+                let link = std::mem::replace(&mut self.free, slot.next);
+                *slot = Slot {
+                    event,
+                    next: SlotLink::END,
+                };
+                link
             }
         };
         let slot = (event.cycle & RING_MASK) as usize;
         let bucket = &mut self.ring[slot];
-        match bucket.last {
-            NONE => bucket.first = index,
-            last => self.slots[last as usize].next = index,
+        match bucket.last.slot() {
+            None => bucket.first = link,
+            Some(last) => self.slots[last].next = link,
         }
-        bucket.last = index;
+        bucket.last = link;
         bucket.min_key = bucket.min_key.min(event.key);
         self.occupied[slot / 64] |= 1 << (slot % 64);
         if self.in_ring == 0 || event.cycle < self.head {
@@ -219,11 +261,11 @@ impl EventQueue {
     #[cold]
     fn give_up_ring(&mut self) {
         for bucket in &mut self.ring {
-            let mut index = bucket.first;
-            while index != NONE {
-                let slot = self.slots[index as usize];
+            let mut link = bucket.first;
+            while let Some(index) = link.slot() {
+                let slot = self.slots[index];
                 self.later.push(Reverse(slot.event));
-                index = slot.next;
+                link = slot.next;
             }
             *bucket = EMPTY;
         }
@@ -234,7 +276,7 @@ impl EventQueue {
                 .map(|key| Reverse(Event { cycle: base, key })),
         );
         self.slots.clear();
-        self.free = NONE;
+        self.free = SlotLink::END;
         self.occupied = [0; RING_WORDS];
         self.in_ring = 0;
         self.heap_only = true;
@@ -296,18 +338,18 @@ impl EventQueue {
         let slot = (self.head & RING_MASK) as usize;
         let bucket = std::mem::replace(&mut self.ring[slot], EMPTY);
         self.occupied[slot / 64] &= !(1 << (slot % 64));
-        let mut index = bucket.first;
+        let mut link = bucket.first;
         let mut taken = 0;
-        let first = self.slots[index as usize].event;
-        while index != NONE {
-            let Slot { event, next } = self.slots[index as usize];
+        let first = self.slots[bucket.first.known_slot()].event;
+        while let Some(index) = link.slot() {
+            let Slot { event, next } = self.slots[index];
             if bucket.first != bucket.last {
                 self.current.push(event.key);
             }
-            self.slots[index as usize].next = self.free;
-            self.free = index;
+            self.slots[index].next = self.free;
+            self.free = link;
             taken += 1;
-            index = next;
+            link = next;
         }
         self.in_ring -= taken;
         if self.in_ring > 0 {
