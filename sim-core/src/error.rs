@@ -58,7 +58,7 @@ pub enum Budget {
     EventsInFlight,
     /// The bound on one CPU's script operations (`limits.operations`),
     /// and the CPU (its Linux number) that ran past it.
-    Operations { cpu: u32 },
+    Operations { cpu: LinuxCpu },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
