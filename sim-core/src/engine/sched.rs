@@ -356,9 +356,7 @@ impl Simulation<'_> {
     /// The scheduling operations (`Builtin::schedules`), at thread `i`'s
     /// turn: each pushes its value and moves on, or leaves the CPU (the
     /// value pushed for when it runs again), or waits for its store buffer
-    /// or its `switch_out` hook and runs again after. (Long as a table is:
-    /// one arm per scheduling operation, each a few lines; split, each arm
-    /// would need the same waits and hook handling passed in.)
+    /// or its `switch_out` hook and runs again after.
     pub(super) fn scheduling(
         &mut self,
         i: CpuIndex,
@@ -379,122 +377,165 @@ impl Simulation<'_> {
                 ),
             ));
         }
-        let now = self.cpus[i].now;
-        let c = self.cpus[i].linux_cpu();
         match builtin {
-            Builtin::TaskRunning => {
-                let t = self.pop(i)?;
-                let threads = self.cpus.len() as i64;
-                if !(1..=threads).contains(&t) {
-                    return Err(self.script_error(
-                        i,
-                        format!("task_running({t}): no such thread; valid 1..={threads} (`task()` of a thread)"),
-                    ));
-                }
-                // `task()` numbers the engine's CPUs from 1.
-                let t = CpuIndex::new(t as usize - 1);
-                let on_cpu = self.sched.running[self.cpus[t].linux_cpu().slot()] == Some(t);
-                self.push(i, on_cpu as i64)?;
-                self.advance_pc(i);
-            }
+            Builtin::TaskRunning => self.task_running(i),
             Builtin::NeedResched => {
                 let due = self.preempt_due(i);
                 self.push(i, due as i64)?;
                 self.advance_pc(i);
+                Ok(())
             }
-            Builtin::Yield => {
-                if self.sched.queues[c.slot()].is_empty() {
-                    self.cpus[i].hook_done = false;
-                    self.push(i, 0)?;
-                    self.advance_pc(i);
-                } else if self.ready_to_leave(i)? {
-                    self.push(i, 1)?;
-                    self.advance_pc(i);
-                    self.sched.queues[c.slot()].push_back(i);
-                    self.leave_cpu(i, Wait::Queued, probe);
-                }
+            Builtin::Yield => self.yield_cpu(i, probe),
+            Builtin::Sleep => self.sleep(i, probe),
+            Builtin::FutexWait | Builtin::FutexWake => self.futex(i, builtin, probe),
+            _ => Err(self.script_error(
+                i,
+                format!("internal: `{builtin:?}` is not a scheduling operation"),
+            )),
+        }
+    }
+
+    /// `task_running(t)`: whether thread `t` (numbered from 1, as `task()`
+    /// gives them) is on its CPU now.
+    fn task_running(&mut self, i: CpuIndex) -> Result<(), SimError> {
+        let t = self.pop(i)?;
+        let threads = self.cpus.len() as i64;
+        if !(1..=threads).contains(&t) {
+            return Err(self.script_error(
+                i,
+                format!(
+                    "task_running({t}): no such thread; valid 1..={threads} (`task()` of a thread)"
+                ),
+            ));
+        }
+        // `task()` numbers the engine's CPUs from 1.
+        let t = CpuIndex::new(t as usize - 1);
+        let on_cpu = self.sched.running[self.cpus[t].linux_cpu().slot()] == Some(t);
+        self.push(i, on_cpu as i64)?;
+        self.advance_pc(i);
+        Ok(())
+    }
+
+    /// `yield()`: 0 at once when no other thread waits for the CPU;
+    /// otherwise the thread goes to the back of its CPU's queue and gets 1
+    /// when it runs again.
+    fn yield_cpu(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let c = self.cpus[i].linux_cpu();
+        if self.sched.queues[c.slot()].is_empty() {
+            self.cpus[i].hook_done = false;
+            self.push(i, 0)?;
+            self.advance_pc(i);
+        } else if self.ready_to_leave(i)? {
+            self.push(i, 1)?;
+            self.advance_pc(i);
+            self.sched.queues[c.slot()].push_back(i);
+            self.leave_cpu(i, Wait::Queued, probe);
+        }
+        Ok(())
+    }
+
+    /// `sleep(cycles)`: the thread leaves its CPU and is woken that many
+    /// cycles later.
+    fn sleep(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<(), SimError> {
+        let now = self.cpus[i].now;
+        let cycles = self.top_operand(i, 0)?;
+        if cycles < 0 {
+            return Err(self.script_error(i, format!("sleep({cycles}): cycles must be >= 0")));
+        }
+        if self.ready_to_leave(i)? {
+            self.pop(i)?;
+            self.push(i, 0)?;
+            self.advance_pc(i);
+            self.leave_cpu(i, Wait::Asleep, probe);
+            self.wake_thread(i, now + Cycles::new(cycles as u64));
+        }
+        Ok(())
+    }
+
+    /// `futex_wait(p, v)` and `futex_wake(p, n)`, once the thread's store
+    /// buffer is empty: the operands read and the pointer decoded here, the
+    /// operation itself in `futex_wake` and `futex_wait`.
+    fn futex(
+        &mut self,
+        i: CpuIndex,
+        builtin: Builtin,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if !self.cpus[i].store_buffer.is_empty() {
+            self.block_on(i, Wait::BufferEmpty);
+            return Ok(());
+        }
+        let pointer = self.top_operand(i, 1)?;
+        let operand = self.top_operand(i, 0)?;
+        let name = builtin_name(builtin);
+        let Some(target) = decode_pointer(pointer, self.memory, &self.program.field_names) else {
+            return Err(self.script_error(
+                i,
+                format!("`{name}` of {pointer}, which is not a pointer made by `&inst.field`"),
+            ));
+        };
+        if builtin == Builtin::FutexWake {
+            self.futex_wake(i, target.address, operand)
+        } else {
+            let value = self.read_value(target.address, target.size_bytes);
+            self.futex_wait(i, target.address, value == operand, probe)
+        }
+    }
+
+    /// `futex_wake(p, n)`: wakes up to `n` threads waiting on `address`,
+    /// the longest-waiting first, and gets how many it woke.
+    fn futex_wake(&mut self, i: CpuIndex, address: u64, n: i64) -> Result<(), SimError> {
+        if n < 0 {
+            return Err(self.script_error(
+                i,
+                format!("futex_wake(p, {n}): the number to wake must be >= 0"),
+            ));
+        }
+        let now = self.cpus[i].now;
+        self.pop(i)?;
+        self.pop(i)?;
+        let mut woken = 0;
+        let mut k = 0;
+        while k < self.sched.futex.len() && woken < n {
+            let (waiting_on, t) = self.sched.futex[k];
+            if waiting_on == address {
+                self.sched.futex.remove(k);
+                self.wake_thread(t, now);
+                woken += 1;
+            } else {
+                k += 1;
             }
-            Builtin::Sleep => {
-                let cycles = self.top_operand(i, 0)?;
-                if cycles < 0 {
-                    return Err(
-                        self.script_error(i, format!("sleep({cycles}): cycles must be >= 0"))
-                    );
-                }
-                if self.ready_to_leave(i)? {
-                    self.pop(i)?;
-                    self.push(i, 0)?;
-                    self.advance_pc(i);
-                    self.leave_cpu(i, Wait::Asleep, probe);
-                    self.wake_thread(i, now + Cycles::new(cycles as u64));
-                }
-            }
-            Builtin::FutexWait | Builtin::FutexWake => {
-                if !self.cpus[i].store_buffer.is_empty() {
-                    self.block_on(i, Wait::BufferEmpty);
-                    return Ok(());
-                }
-                let pointer = self.top_operand(i, 1)?;
-                let operand = self.top_operand(i, 0)?;
-                let name = builtin_name(builtin);
-                let Some(target) = decode_pointer(pointer, self.memory, &self.program.field_names)
-                else {
-                    return Err(self.script_error(
-                        i,
-                        format!(
-                            "`{name}` of {pointer}, which is not a pointer made by `&inst.field`"
-                        ),
-                    ));
-                };
-                if builtin == Builtin::FutexWake {
-                    if operand < 0 {
-                        return Err(self.script_error(
-                            i,
-                            format!("futex_wake(p, {operand}): the number to wake must be >= 0"),
-                        ));
-                    }
-                    self.pop(i)?;
-                    self.pop(i)?;
-                    let mut woken = 0;
-                    let mut k = 0;
-                    while k < self.sched.futex.len() && woken < operand {
-                        let (address, t) = self.sched.futex[k];
-                        if address == target.address {
-                            self.sched.futex.remove(k);
-                            self.wake_thread(t, now);
-                            woken += 1;
-                        } else {
-                            k += 1;
-                        }
-                    }
-                    self.sched.counts.futex_wakeups += woken as u64;
-                    self.push(i, woken)?;
-                    self.advance_pc(i);
-                    return Ok(());
-                }
-                let value = self.read_value(target.address, target.size_bytes);
-                if value != operand {
-                    self.cpus[i].hook_done = false;
-                    self.pop(i)?;
-                    self.pop(i)?;
-                    self.push(i, 1)?;
-                    self.advance_pc(i);
-                } else if self.ready_to_leave(i)? {
-                    self.pop(i)?;
-                    self.pop(i)?;
-                    self.push(i, 0)?;
-                    self.advance_pc(i);
-                    self.sched.futex.push((target.address, i));
-                    self.sched.counts.futex_sleeps += 1;
-                    self.leave_cpu(i, Wait::Futex, probe);
-                }
-            }
-            _ => {
-                return Err(self.script_error(
-                    i,
-                    format!("internal: `{builtin:?}` is not a scheduling operation"),
-                ))
-            }
+        }
+        self.sched.counts.futex_wakeups += woken as u64;
+        self.push(i, woken)?;
+        self.advance_pc(i);
+        Ok(())
+    }
+
+    /// `futex_wait(p, v)`: 1 at once when the word at `address` no longer
+    /// holds `v` (`still_expected` false); otherwise the thread sleeps on
+    /// `address` until a `futex_wake` and gets 0.
+    fn futex_wait(
+        &mut self,
+        i: CpuIndex,
+        address: u64,
+        still_expected: bool,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if !still_expected {
+            self.cpus[i].hook_done = false;
+            self.pop(i)?;
+            self.pop(i)?;
+            self.push(i, 1)?;
+            self.advance_pc(i);
+        } else if self.ready_to_leave(i)? {
+            self.pop(i)?;
+            self.pop(i)?;
+            self.push(i, 0)?;
+            self.advance_pc(i);
+            self.sched.futex.push((address, i));
+            self.sched.counts.futex_sleeps += 1;
+            self.leave_cpu(i, Wait::Futex, probe);
         }
         Ok(())
     }
