@@ -208,6 +208,7 @@ impl CheckConfig {
             reorder_window_entries: 0,
             dispatch_width: 1,
             mispredict_penalty_cycles: 0,
+            lock_rfo_ahead: false,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -243,6 +243,13 @@ pub struct MachineSpec {
     pub dispatch_width: u32,
     /// Cycles a mispredicted branch costs once its value has arrived.
     pub mispredict_penalty_cycles: u32,
+    /// Whether a locked instruction executes speculatively: while one
+    /// waits, the core also requests, for ownership, the lines of the
+    /// locked instructions after it in its reorder window (and of the
+    /// waiting one itself), instead of stopping there
+    /// (`engine::speculate`). Off: the core's run ahead of a waiting
+    /// locked instruction stops at the next one.
+    pub lock_rfo_ahead: bool,
     pub latency: LatencySpec,
 }
 
@@ -934,6 +941,7 @@ mod tests {
             reorder_window_entries: 0,
             dispatch_width: 1,
             mispredict_penalty_cycles: 0,
+            lock_rfo_ahead: false,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

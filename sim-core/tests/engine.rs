@@ -1338,3 +1338,147 @@ fn a_spin_waits_exit_is_mispredicted() {
     assert!(free > 2000, "{free}");
     assert_eq!(paid, free + 40);
 }
+
+/// `windowed`, with locked instructions executing speculatively or not.
+fn speculating(window: u32, lock_rfo_ahead: bool) -> sim_core::topology::MachineSpec {
+    sim_core::topology::MachineSpec {
+        lock_rfo_ahead,
+        ..windowed(window, 0)
+    }
+}
+
+/// Twelve locked adds, each on a line of its own (`w`, homed on node 3).
+const LOCKED_WALK: &str = "let k = 0\nwhile k < 12 {\n  fetch_add(w[k].v, 1)\n  k = k + 1\n}";
+
+#[test]
+fn locked_instructions_after_a_waiting_one_fetch_ahead_where_locks_speculate() {
+    let (miss, _) = walk(windowed(0, 0), "fetch_add(a.v, 1)");
+    assert!(miss > 100, "a locked add from memory: {miss}");
+    let prefetches = |rec: &testkit::Recorder| {
+        rec.of_cpu(0)
+            .iter()
+            .filter(|a| a.kind == AccessKind::Prefetch)
+            .count()
+    };
+    // No window: each locked add waits for its line in turn.
+    let (serial, rec) = walk(windowed(0, 0), LOCKED_WALK);
+    assert!(serial >= 12 * miss, "{serial} vs 12 x {miss}");
+    assert_eq!(prefetches(&rec), 0);
+    // A window, but locked instructions do not speculate: the run ahead of
+    // the first waiting add stops at the next one, so nothing overlaps.
+    let (stopped, rec) = walk(speculating(1000, false), LOCKED_WALK);
+    assert_eq!(stopped, serial);
+    assert_eq!(prefetches(&rec), 0);
+    // Locked instructions speculate: while the first add waits for its
+    // line, the eleven others' lines are requested for ownership, and each
+    // of them then hits at its turn.
+    let (ahead, rec) = walk(speculating(1000, true), LOCKED_WALK);
+    assert!(ahead < 3 * miss, "{ahead} vs 3 x {miss}");
+    assert_eq!(prefetches(&rec), 11);
+    let adds = atomics(&rec);
+    assert_eq!(adds.len(), 12);
+    assert!(adds[1..]
+        .iter()
+        .all(|a| a.report.as_ref().unwrap().latency_cycles() < 40));
+    // The window bounds it: 28 entries hold about four turns of the loop
+    // (the add, its operands, the count and the back-edge).
+    let (narrow, rec) = walk(speculating(28, true), LOCKED_WALK);
+    assert!(
+        narrow > ahead && narrow < serial,
+        "{narrow}: {ahead}..{serial}"
+    );
+    assert!(prefetches(&rec) < 11, "{}", prefetches(&rec));
+    // So do the miss buffers: one left, none to fetch ahead with.
+    let one_buffer = sim_core::topology::MachineSpec {
+        outstanding_misses: 1,
+        ..speculating(1000, true)
+    };
+    assert_eq!(walk(one_buffer, LOCKED_WALK).0, serial);
+    // The same values whatever ran ahead: each add read 0 and wrote 1.
+    let values = |rec: &testkit::Recorder| -> Vec<(i64, Option<i64>)> {
+        atomics(rec)
+            .iter()
+            .map(|a| (a.value, a.new_value))
+            .collect()
+    };
+    assert_eq!(values(&rec), values(&walk(windowed(0, 0), LOCKED_WALK).1));
+}
+
+#[test]
+fn loads_after_a_waiting_locked_instruction_fetch_their_lines_under_it() {
+    // A locked add that misses, then three loads of lines of their own.
+    let script = "fetch_add(a.v, 1)\nlet x = w[0].v + w[1].v + w[2].v";
+    let (plain, _) = walk(windowed(0, 0), script);
+    let (ahead, rec) = walk(speculating(1000, false), script);
+    let (miss, _) = walk(windowed(0, 0), "fetch_add(a.v, 1)");
+    // The loads' lines were fetched while the add waited: at their turn
+    // they hit, instead of missing after it.
+    assert!(ahead + miss / 2 < plain, "{ahead} vs {plain}");
+    let loads: Vec<_> = rec
+        .of_cpu(0)
+        .into_iter()
+        .filter(|a| a.kind == AccessKind::Load)
+        .collect();
+    assert_eq!(loads.len(), 3);
+    let add = &atomics(&rec)[0];
+    for load in &loads {
+        let report = load.report.as_ref().unwrap();
+        assert!(report.issued >= add.report.as_ref().unwrap().done);
+        assert!(report.latency_cycles() < 40, "{report:?}");
+    }
+}
+
+#[test]
+fn a_line_fetched_ahead_and_taken_meanwhile_is_read_again_at_its_turn() {
+    // CPU 0's locked add on `a` (homed far away, node 3) waits; the load
+    // after it fetches `b` (homed on CPU 0's node) ahead. CPU 1 writes `b`
+    // while the add still waits: CPU 0's load must read the new value at
+    // its turn, missing again (x86-TSO: a load is not ordered before an
+    // older locked instruction).
+    let run = |writer: &str| {
+        Setup::new(speculating(1000, false))
+            .structs(vec![line_struct()])
+            .instances(vec![global("a", "line", 3), global("b", "line", 0)])
+            .script("r", "fetch_add(a.v, 1)\nlet x = b.v")
+            .script("w", writer)
+            .thread(0, "r")
+            .thread(1, "w")
+            .stop(StopRule::Iterations(1))
+            .run()
+            .1
+    };
+    let quiet = run("work 1");
+    let of = |rec: &testkit::Recorder, kind: AccessKind| -> Access {
+        rec.of_cpu(0)
+            .into_iter()
+            .find(|a| a.kind == kind)
+            .expect("the access")
+            .clone()
+    };
+    let prefetch = of(&quiet, AccessKind::Prefetch);
+    let add = atomics(&quiet)[0].clone();
+    let load = of(&quiet, AccessKind::Load);
+    let fetched = prefetch.report.as_ref().unwrap().done.get();
+    let add_done = add.report.as_ref().unwrap().done.get();
+    assert!(fetched < add_done, "{fetched} vs {add_done}");
+    // Undisturbed, the load hits the line fetched ahead, and reads 0.
+    assert_eq!(load.value, 0);
+    assert!(load.report.as_ref().unwrap().latency_cycles() < 40);
+    // CPU 1 stores 9 into `b` between the fetch and the add's end.
+    let writer = format!("work {}\nb.v = 9\nfence", (fetched + add_done) / 2 - 100);
+    let busy = run(&writer);
+    let drain = busy
+        .of_cpu(1)
+        .into_iter()
+        .find(|a| a.kind == AccessKind::StoreDrain)
+        .expect("CPU 1's store drains")
+        .clone();
+    let load = of(&busy, AccessKind::Load);
+    let report = load.report.as_ref().unwrap();
+    assert!(
+        drain.report.as_ref().unwrap().done <= report.issued,
+        "the store drained before the load's turn"
+    );
+    assert_eq!(load.value, 9);
+    assert!(report.latency_cycles() >= 40, "{report:?}");
+}

@@ -61,6 +61,7 @@ pub fn small_machine(protocol: Protocol, lookup: Lookup) -> MachineSpec {
         reorder_window_entries: 0,
         dispatch_width: 1,
         mispredict_penalty_cycles: 0,
+        lock_rfo_ahead: false,
         arbitration_near_owner_percent: 0,
         latency: LatencySpec {
             l1_hit_cycles: 4,

@@ -269,6 +269,7 @@ fn epyc_naples_2s() -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN1_MISS_BUFFERS),
+        amd_lock_speculation(Assumed, ZEN1_LOCK_SPECULATION),
         amd_reorder_window(&ZEN1_WINDOW),
         amd_dispatch_width(&ZEN1_WINDOW),
         amd_mispredict_penalty(&ZEN1_WINDOW),
@@ -584,6 +585,7 @@ fn epyc_milan_2s() -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN3_MISS_BUFFERS),
+        amd_lock_speculation(Documented, ZEN3_LOCK_SPECULATION),
         amd_reorder_window(&ZEN3_WINDOW),
         amd_dispatch_width(&ZEN3_WINDOW),
         amd_mispredict_penalty(&ZEN3_WINDOW),
@@ -973,6 +975,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
+        amd_lock_speculation(Assumed, ZEN4_LOCK_SPECULATION),
         amd_reorder_window(&ZEN4_WINDOW),
         amd_dispatch_width(&ZEN4_WINDOW),
         amd_mispredict_penalty(&ZEN4_WINDOW),
@@ -1329,6 +1332,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
+        amd_lock_speculation(Assumed, ZEN4_LOCK_SPECULATION),
         amd_reorder_window(&ZEN4_WINDOW),
         amd_dispatch_width(&ZEN4_WINDOW),
         amd_mispredict_penalty(&ZEN4_WINDOW),
@@ -1491,13 +1495,19 @@ const ZEN4_MISS_BUFFERS: u64 = 24;
 fn amd_miss_buffers(entries: u64) -> Param {
     // Assumed, from the vendor's figures as quoted: the Software
     // Optimization Guides give 22 outstanding L1D misses for Family 17h
-    // and 24 for Family 19h; their text was not retrieved here.
+    // and 24 for Family 19h; their text was not retrieved here (searched
+    // this pass: the guides' load-store sections are not in the stored
+    // pages, and no retrieved page gives the count). Retrieved: the
+    // buffers exist and are counted, AMD's PMCx05F "Count of Allocated
+    // Mabs" ("the in-flight L1 data cache misses ... each cycle"), as
+    // Linux carries it in tools/perf/pmu-events/arch/x86/amdzen3/
+    // memory.json (`ls_alloc_mab_count`).
     int(
         "outstanding_misses",
         entries,
         "misses",
         Assumed,
-        "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (not retrieved here); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers, PMCx05F counts those allocated)",
+        "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (the count not retrieved here); retrieved: PMCx05F \"Count of Allocated Mabs\", the in-flight L1D misses each cycle (Linux tools/perf/pmu-events/arch/x86/amdzen3/memory.json, ls_alloc_mab_count); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers)",
         "a load that misses the L1D holds a buffer until its line arrives; loads to a line already being fetched share it; how far the CPU goes on is the reorder window's (reorder_window_entries)",
     )
 }
@@ -1515,6 +1525,21 @@ fn amd_smt_share() -> Param {
         "looncraz, \"SMT Scaling\" (zen.looncraz.net/smt_ccx.php), Ryzen (Zen 1): average uplift of multi-threaded workloads with SMT on, 35.76 %",
         "(100 % + 35.76 %) / 2 = 68 % of a full core each while both siblings run; an average over a desktop Zen 1 suite, used for every Zen generation here (no server or later-Zen average was retrieved)",
     )
+}
+
+/// Where Zen 3's locked instructions are documented to execute
+/// speculatively.
+const ZEN3_LOCK_SPECULATION: &str = "AMD PPR Family 19h, PMCx025 Retired Lock Instructions, unit masks SpecLockHiSpec and SpecLockLoSpec (\"High/Low speculative cacheable lock speculation succeeded\") beside NonSpecLock, as Linux carries them in tools/perf/pmu-events/arch/x86/amdzen3/memory.json (ls_locks.spec_lock_hi_spec, spec_lock_lo_spec, non_spec_lock)";
+/// Zen 1: the event as retrieved for Zen 1 (amdzen1/memory.json) lists
+/// only the bus lock, so the Zen 3 behaviour is assumed.
+const ZEN1_LOCK_SPECULATION: &str = "assumed as Zen 3's (AMD PPR Family 19h PMCx025 SpecLockHiSpec/SpecLockLoSpec, Linux amdzen3/memory.json); Linux's amdzen1/memory.json, as retrieved, lists only ls_locks.bus_lock of PMCx025";
+/// Zen 4: its memory.json as retrieved lists no PMCx025 events.
+const ZEN4_LOCK_SPECULATION: &str = "assumed as Zen 3's (AMD PPR Family 19h PMCx025 SpecLockHiSpec/SpecLockLoSpec, Linux amdzen3/memory.json); Linux's amdzen4/memory.json, as retrieved, lists no PMCx025 events";
+
+/// Whether the core's locked instructions execute speculatively (their
+/// lines requested for ownership while an older one waits).
+fn amd_lock_speculation(kind: super::Provenance, source: &'static str) -> Param {
+    flag("lock_rfo_ahead", true, kind, source, LOCK_RFO_AHEAD_NOTE)
 }
 
 /// A core's reorder window, dispatch width and misprediction penalty, and

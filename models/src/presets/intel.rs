@@ -208,6 +208,7 @@ fn icelake_sp_2s() -> Vec<Param> {
         ),
         intel_smt_share(),
         intel_fill_buffers(SUNNY_COVE_FILL_BUFFERS),
+        intel_lock_speculation(),
         intel_reorder_window(&SUNNY_COVE_WINDOW),
         intel_dispatch_width(&SUNNY_COVE_WINDOW),
         intel_mispredict_penalty(&SUNNY_COVE_WINDOW),
@@ -656,6 +657,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
         ),
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
+        intel_lock_speculation(),
         intel_reorder_window(&SKYLAKE_WINDOW),
         intel_dispatch_width(&SKYLAKE_WINDOW),
         intel_mispredict_penalty(&SKYLAKE_WINDOW),
@@ -979,6 +981,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
         ),
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
+        intel_lock_speculation(),
         intel_reorder_window(&SKYLAKE_WINDOW),
         intel_dispatch_width(&SKYLAKE_WINDOW),
         intel_mispredict_penalty(&SKYLAKE_WINDOW),
@@ -1143,6 +1146,25 @@ const SUNNY_COVE_FILL_BUFFERS: u64 = 12;
 /// L1D fill buffers of a Skylake(-SP) core (Cascade Lake-SP and -AP).
 const SKYLAKE_FILL_BUFFERS: u64 = 10;
 
+/// Whether the core's locked instructions execute speculatively: no
+/// retrieved Intel source says so, so off.
+fn intel_lock_speculation() -> Param {
+    // Assumed off. Retrieved: loads do run ahead of older ones and are
+    // checked against snoops (MACHINE_CLEARS.MEMORY_ORDERING, "external
+    // snoops ... hitting load buffers", Linux tools/perf/pmu-events/arch/
+    // x86/skylakex/memory.json); that is the shadow run's loads. Nothing
+    // retrieved says a locked instruction's line is requested before older
+    // stores drain (SDM vol. 3A §8.1.2: locked operations wait for all
+    // outstanding loads and stores to complete).
+    flag(
+        "lock_rfo_ahead",
+        false,
+        Assumed,
+        "no retrieved Intel document describes a locked instruction executing before its turn; Intel SDM vol. 3A §8.1.2 (P6 family and later: locked operations serialize all outstanding load and store operations, that is, wait for them to complete) and §8.2.5 (locked operations wait for all previous instructions to complete and for buffered writes to drain); MACHINE_CLEARS.MEMORY_ORDERING (Linux tools/perf/pmu-events/arch/x86/skylakex/memory.json: memory ordering machine clears from \"external snoops\" hitting load buffers) documents the loads that run ahead, not the lock",
+        LOCK_RFO_AHEAD_NOTE,
+    )
+}
+
 /// The misses a core keeps in flight: its L1D fill buffers.
 fn intel_fill_buffers(entries: u64) -> Param {
     // Assumed, from the vendor's figure as quoted: the Optimization
@@ -1154,7 +1176,7 @@ fn intel_fill_buffers(entries: u64) -> Param {
         entries,
         "misses",
         Assumed,
-        "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (not retrieved here; perf's L1D_PEND_MISS.FB_FULL counts demand requests waiting for a fill buffer on both cores)",
+        "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (the count not retrieved here; retrieved: the fill buffers exist and limit demand misses, perf's L1D_PEND_MISS.FB_FULL, \"cycles a demand request has waited due to L1D Fill Buffer (FB) unavailability\", Linux tools/perf/pmu-events/arch/x86/icelake/cache.json, and Intel SDM vol. 3B ch. 19's L1D_PEND_MISS.PENDING, outstanding L1D misses each cycle)",
         "a load that misses the L1D holds a fill buffer until its line arrives; loads to a line already being fetched share it; how far the CPU goes on is the reorder window's (reorder_window_entries)",
     )
 }

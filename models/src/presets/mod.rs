@@ -226,6 +226,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "reorder_window_entries",
     "dispatch_width",
     "mispredict_penalty_cycles",
+    "lock_rfo_ahead",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -531,6 +532,10 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         ParamValue::Bool(v) => *v,
         other => return Err(format!("`adjacent_line_prefetch` = {other} is not a flag")),
     };
+    let lock_rfo_ahead = match get("lock_rfo_ahead")? {
+        ParamValue::Bool(v) => *v,
+        other => return Err(format!("`lock_rfo_ahead` = {other} is not a flag")),
+    };
     let socket_hops = match get("socket_hops")? {
         ParamValue::Matrix(rows) => rows.clone(),
         ParamValue::Text(v) if v == FULLY_CONNECTED => Vec::new(),
@@ -571,6 +576,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         reorder_window_entries: int32("reorder_window_entries")?,
         dispatch_width: int32("dispatch_width")?,
         mispredict_penalty_cycles: int32("mispredict_penalty_cycles")?,
+        lock_rfo_ahead,
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,

@@ -51,4 +51,6 @@ pub const DISPATCH_WIDTH_NOTE: &str =
     "how fast `work N` fills the reorder window: N x this many entries";
 
 /// What `mispredict_penalty_cycles` does in the model.
+/// What `lock_rfo_ahead` does in the model.
+pub const LOCK_RFO_AHEAD_NOTE: &str = "while a locked instruction waits (for older loads, the store buffer or its own line), the core runs ahead of it within its reorder window and free miss buffers, requesting the lines its loads will read; on, it also requests the locked instructions' lines for ownership and goes on past them; off, it stops at the next locked instruction. Every access still reads its value at its turn (a hit if the line stayed, a miss if another core took it), so x86-TSO is kept";
 pub const MISPREDICT_NOTE: &str = "a branch on a value still in flight whose direction the predictor (the direction it took last time) guessed wrong waits for the value, then these cycles";

@@ -285,6 +285,9 @@ pub struct InlineMachine {
     pub dispatch_width: Option<Spanned<u32>>,
     /// Cycles of a mispredicted branch (default: the preset's, or 0).
     pub mispredict_penalty_cycles: Option<Spanned<u32>>,
+    /// Whether locked instructions execute speculatively, their lines
+    /// requested ahead (default: the preset's, or false).
+    pub lock_rfo_ahead: Option<bool>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

@@ -224,6 +224,10 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     .map(|v| *v.get_ref())
                     .or(base.as_ref().map(|b| b.mispredict_penalty_cycles))
                     .unwrap_or(0),
+                lock_rfo_ahead: m
+                    .lock_rfo_ahead
+                    .or(base.as_ref().map(|b| b.lock_rfo_ahead))
+                    .unwrap_or(false),
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,

@@ -202,15 +202,38 @@ impl Coherence {
         unit: usize,
         tag: RequestTag,
     ) -> Result<Option<Requested>, SimError> {
+        self.prefetch_for(topology, now, cpu, unit, Need::Read, tag)
+    }
+
+    /// A prefetch of `unit` for `cpu`'s core that asks for `need`: a read
+    /// (as [`Coherence::prefetch`]) or ownership (a locked instruction's
+    /// line requested ahead of its turn). Dropped when the core already
+    /// holds the line well enough (any copy for a read, a writable one for
+    /// ownership) or has a request of its own waiting for it.
+    pub fn prefetch_for(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: LinuxCpu,
+        unit: usize,
+        need: Need,
+        tag: RequestTag,
+    ) -> Result<Option<Requested>, SimError> {
         debug_assert_eq!(tag.kind(), RequestKind::Prefetch);
         let core = topology.core_of(cpu);
         let u = &self.units[unit];
-        let held = u.holders.iter().any(|h| h.core == core);
+        let held = u.holders.iter().any(|h| h.core == core)
+            && (need == Need::Read
+                || matches!(
+                    self.state(core, unit),
+                    LineState::Modified | LineState::Exclusive
+                ));
+        let u = &self.units[unit];
         if held || u.waiting.iter().any(|w| w.core == core) {
             return Ok(None);
         }
         let requested =
-            self.request_after_miss(topology, now, cpu, unit, Need::Read, Cycles::ZERO, tag)?;
+            self.request_after_miss(topology, now, cpu, unit, need, Cycles::ZERO, tag)?;
         #[cfg(any(test, feature = "planted-bugs"))]
         planted::after_prefetch(self, unit, &requested)?;
         Ok(Some(requested))

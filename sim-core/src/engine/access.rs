@@ -3,6 +3,7 @@
 //! until the line frees), the values they read and write, and the
 //! adjacent-line prefetches their misses issue.
 
+use super::speculate::Waiting;
 use super::*;
 
 /// The value of the field of `size` bytes at `address`.
@@ -201,7 +202,10 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         if !self.cpus[i].store_buffer.is_empty() {
-            // A locked instruction drains the store buffer first.
+            // A locked instruction drains the store buffer first; its line
+            // may be requested meanwhile (`in_flight`).
+            let now = self.cpus[i].now;
+            self.speculate_past_lock(i, now, Waiting::NotIssued, Vec::new(), probe)?;
             self.block_on(i, Wait::BufferEmpty);
             return Ok(());
         }
@@ -299,8 +303,14 @@ impl Simulation<'_> {
                 } else {
                     self.complete_access(i, &pending, &report, probe)
                 };
+                let issued = report.issued;
                 self.coherence.recycle(report);
                 completed?;
+                // A locked instruction's miss: what comes after it runs
+                // ahead meanwhile (`speculate`).
+                if pending.op.is_some() {
+                    self.speculate_past_lock(i, issued, Waiting::Issued, Vec::new(), probe)?;
+                }
             }
             Ok(Requested::Queued {
                 free_at,
@@ -311,6 +321,11 @@ impl Simulation<'_> {
                 }
                 self.cpus[i].pending = Some(pending);
                 self.block_on(i, Wait::Line);
+                if pending.op.is_some() {
+                    // Its value predicted as the line's now.
+                    let old = self.read_value(pending.address, pending.size_bytes);
+                    self.speculate_past_lock(i, now, Waiting::Queued(old), Vec::new(), probe)?;
+                }
             }
         }
         if misses {

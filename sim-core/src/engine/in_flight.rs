@@ -99,7 +99,12 @@ impl Simulation<'_> {
     /// new cycle (an access takes its turn there). (One match over the
     /// operation's stack effect, on every step with late values about:
     /// kept whole so that it stays one dispatch.)
-    pub(super) fn await_operands(&mut self, i: CpuIndex, op: Op, probe: &mut dyn Probe) -> bool {
+    pub(super) fn await_operands(
+        &mut self,
+        i: CpuIndex,
+        op: Op,
+        probe: &mut dyn Probe,
+    ) -> Result<bool, SimError> {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
         cpu.late.retain(|v| v.ready > now);
@@ -108,7 +113,7 @@ impl Simulation<'_> {
         let base = cpu.frame.locals_base;
         let local_slot = |slot: u16| Slot::Local(base + slot as u32);
         let reads = match op {
-            Op::Push(_) | Op::Jump(_) | Op::LoopBack(_) => return false,
+            Op::Push(_) | Op::Jump(_) | Op::LoopBack(_) => return Ok(false),
             Op::Local(slot) => {
                 let from = local_slot(slot);
                 if let Some(v) = cpu.late.iter().find(|v| v.slot == from).copied() {
@@ -117,7 +122,7 @@ impl Simulation<'_> {
                         ..v
                     });
                 }
-                return false;
+                return Ok(false);
             }
             Op::SetLocal(slot) => {
                 let to = local_slot(slot);
@@ -129,16 +134,16 @@ impl Simulation<'_> {
                 {
                     v.slot = to;
                 }
-                return false;
+                return Ok(false);
             }
             Op::Pop => {
                 cpu.late
                     .retain(|v| depth == 0 || v.slot != Slot::Stack(depth - 1));
-                return false;
+                return Ok(false);
             }
             // With a reorder window, arithmetic does not wait: its result
             // is late until its last operand arrives.
-            Op::Unary(_) if cpu.window_entries > 0 => return false,
+            Op::Unary(_) if cpu.window_entries > 0 => return Ok(false),
             Op::Binary(_) if cpu.window_entries > 0 => {
                 let (a, b) = (
                     Slot::Stack(depth.wrapping_sub(2)),
@@ -153,10 +158,10 @@ impl Simulation<'_> {
                         None => cpu.late.push(LateValue { slot: a, ..later }),
                     }
                 }
-                return false;
+                return Ok(false);
             }
             Op::JumpIfZero(_) | Op::JumpIfNonZero(_) if cpu.window_entries > 0 => {
-                return self.predict_branch(i, op, probe);
+                return Ok(self.predict_branch(i, op, probe));
             }
             Op::Unary(_)
             | Op::JumpIfZero(_)
@@ -179,6 +184,14 @@ impl Simulation<'_> {
             Op::Builtin(b) if b.schedules() => Reads::Everything,
             Op::Builtin(_) => Reads::Top(depth as usize),
             Op::Atomic(..) | Op::Fence | Op::EndIteration => Reads::Everything,
+        };
+        // What a locked instruction's run ahead (`speculate`) must not
+        // take for a known address: the values still arriving, whose marks
+        // the wait below clears.
+        let arriving: Vec<i64> = if matches!(op, Op::Atomic(..)) && cpu.window_entries > 0 {
+            super::speculate::late_values(cpu).collect()
+        } else {
+            Vec::new()
         };
         let (mut ready, mut waited_for) = (now, None);
         match reads {
@@ -214,12 +227,21 @@ impl Simulation<'_> {
             }
         }
         if ready <= now {
-            return false;
+            return Ok(false);
         }
         cpu.now = ready;
         let (address, field_id) = waited_for.map_or((0, None), |v| (v.address, Some(v.field_id)));
         probe.on_load_wait(cpu.spec.cpu, now, ready, address, field_id);
-        true
+        if matches!(op, Op::Atomic(..)) {
+            self.speculate_past_lock(
+                i,
+                now,
+                super::speculate::Waiting::NotIssued,
+                arriving,
+                probe,
+            )?;
+        }
+        Ok(true)
     }
 
     /// A branch `op` of CPU `i` (with a reorder window) whose operand may be

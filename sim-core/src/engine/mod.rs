@@ -52,6 +52,7 @@ mod in_flight;
 mod rules;
 mod sched;
 mod shortcuts;
+mod speculate;
 mod store_buffer;
 
 pub use sched::{SchedulerParams, SchedulingCounts};
@@ -277,6 +278,10 @@ struct Cpu {
     /// When each miss holding one of the core's miss buffers arrives
     /// (`MachineSpec::outstanding_misses`); entries in the past are free.
     in_flight: Vec<Cycle>,
+    /// When each line requested ahead of a waiting locked instruction
+    /// arrives (`speculate`): they hold miss buffers too, but no operation
+    /// waits for them; entries in the past are free.
+    ahead_in_flight: Vec<Cycle>,
     /// The loads still arriving, oldest first, in the reorder window
     /// (`MachineSpec::reorder_window_entries`; entries in the past are
     /// done).
@@ -582,6 +587,13 @@ struct Simulation<'c> {
     /// `MachineSpec::dispatch_width` and `mispredict_penalty_cycles`.
     dispatch_width: u64,
     mispredict_penalty_cycles: Cycles,
+    /// A locked instruction that waits for earlier loads or stores asks
+    /// for its line's ownership at once (`in_flight`,
+    /// `MachineSpec::lock_rfo_ahead`).
+    lock_rfo_ahead: bool,
+    /// The registers a shadow run (`speculate`) saves and restores, kept
+    /// between runs so that their buffers are reused.
+    shadow_saved: (Vec<i64>, Vec<i64>, Vec<Frame>),
     /// Picks the winner among requests waiting for a line.
     arbitration: ChaCha8Rng,
     /// Seeds the order of the events of one cycle ([`event_key`]).
@@ -911,6 +923,7 @@ impl<'c> Simulation<'c> {
                     pending: None,
                     late: Vec::new(),
                     in_flight: Vec::new(),
+                    ahead_in_flight: Vec::new(),
                     window: VecDeque::new(),
                     dispatched: 0,
                     speculating_until: Cycle::ZERO,
@@ -979,6 +992,8 @@ impl<'c> Simulation<'c> {
             mispredict_penalty_cycles: Cycles::new(
                 config.topology.spec.mispredict_penalty_cycles as u64,
             ),
+            lock_rfo_ahead: config.topology.spec.lock_rfo_ahead,
+            shadow_saved: Default::default(),
             private: PrivatePlaces {
                 place: private_places(
                     &config.program,

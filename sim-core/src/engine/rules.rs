@@ -675,7 +675,7 @@ impl Simulation<'_> {
                     op,
                     Op::Atomic(..) | Op::Fence | Op::EndIteration | Op::Builtin(_)
                 ));
-        if waits && self.await_operands(i, op, probe) {
+        if waits && self.await_operands(i, op, probe)? {
             // The CPU waited for a value or a miss: the operation is stepped
             // again at the new cycle (an access takes its turn there).
             return Ok(());

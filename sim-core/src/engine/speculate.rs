@@ -1,0 +1,514 @@
+//! Lines requested ahead of a waiting locked instruction.
+//!
+//! A locked instruction may not complete before every older load and
+//! store has (Intel SDM vol. 3A §8.1.2: locked operations wait for all
+//! outstanding loads and stores to complete), and the engine keeps that:
+//! the atomic waits for the loads in flight, for the store buffer to drain
+//! and for its own line, holding its CPU. An out-of-order core does not
+//! stop fetching meanwhile: the instructions after the atomic execute
+//! speculatively within the reorder window (AMD64 APM vol. 1 §3.9.1:
+//! out-of-order and speculative reads are allowed, provided software sees
+//! program order), their loads fetch their lines, and the order is
+//! checked when they retire: a line another core takes before then is
+//! read again (Intel's MACHINE_CLEARS.MEMORY_ORDERING counts the memory
+//! ordering machine clears that "external snoops" hitting the load buffer
+//! force; AMD's PMCx025 counts locked instructions whose "lock speculation
+//! succeeded": `presets show`, `lock_rfo_ahead`).
+//!
+//! The model: when a locked instruction of a CPU with a reorder window has
+//! to wait (for older loads, for the store buffer, or for its own line), a
+//! shadow run of the CPU's script from that instruction on, within the
+//! window's entries and the core's free miss buffers, requests the lines
+//! its loads will need, as prefetches nobody waits for. Where the machine
+//! says locked instructions execute speculatively
+//! (`MachineSpec::lock_rfo_ahead`), it requests the locked instructions'
+//! lines too, for ownership (the waiting one's included), and goes on past
+//! them; elsewhere it stops at the next locked instruction. Nothing else of the shadow run
+//! stays: its registers are restored, it writes no memory, charges no
+//! operation, trains no predictor and draws no random number. The
+//! instructions then run at their turn as before, each reading its value
+//! then: a hit when the line is still there, a miss again when another
+//! core took it meanwhile (the re-read). So values and order are exactly
+//! x86-TSO's, and only timing changes.
+//!
+//! What the shadow run knows, it knows as the model does for late loads:
+//! every value (read from memory now, or from its own earlier stores). It
+//! follows the path those values give (the predictor assumed right), and
+//! does not request a line through a pointer once one of its own loads
+//! has missed (that pointer may be the missing value: the hardware would
+//! wait for it). It stops at `work` that does not fit the window, at a
+//! fence, a builtin, the end of an iteration, a switch hook's return, or
+//! anything that fails.
+
+use super::rules::{execute, pop, push, Failure, Machine, Registers};
+use super::*;
+
+/// A shadow run: CPU `i`'s registers (saved by the caller and restored
+/// after), what of the window and the miss buffers is left, and the
+/// stores it made (seen by its own later loads, never by memory).
+struct Shadow<'s, 'c, 'p> {
+    sim: &'s mut Simulation<'c>,
+    probe: &'p mut dyn Probe,
+    i: CpuIndex,
+    at: Cycle,
+    misses_left: usize,
+    /// The values of loads still arriving (the CPU's late values, and the
+    /// run's loads of lines not here yet): a pointer equal to one of them
+    /// may be that value, and the hardware would wait for it.
+    arriving: Vec<i64>,
+    stores: Vec<(u64, u32, i64)>,
+    /// The next operation is the waiting locked instruction itself.
+    at_waiting_lock: bool,
+}
+
+/// Why a shadow run ends: nothing (a plain stop) or a protocol error of a
+/// prefetch, which the run passes on.
+type Halt = Option<SimError>;
+
+/// Where a shadow run starts, against the waiting locked instruction.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Waiting {
+    /// At the program counter with its operands, not issued yet (it waits
+    /// for older loads or for the store buffer): the run passes it, its
+    /// value guessed from memory.
+    NotIssued,
+    /// Issued and done (its line arrives later): the run starts after it.
+    Issued,
+    /// Issued and queued at its line's home, off the stack: its value is
+    /// guessed as the line's now, and the run starts after it.
+    Queued(i64),
+}
+
+impl Simulation<'_> {
+    /// CPU `i`'s locked instruction waits from `at` (`waiting` says how):
+    /// its script is run ahead in shadow past the instruction, requesting
+    /// the lines the instructions after it will need. `arriving`: values
+    /// of loads still arriving that the CPU's late marks no longer show
+    /// (an address made of one is not fetched ahead). The CPU's registers
+    /// are left as they were.
+    pub(super) fn speculate_past_lock(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        waiting: Waiting,
+        mut arriving: Vec<i64>,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        // Its own request, once issued, holds a miss buffer.
+        let own_miss = !matches!(waiting, Waiting::NotIssued);
+        if self.cpus[i].window_entries == 0 || !self.fetches_ahead(i, waiting) {
+            return Ok(());
+        }
+        let cpu = &mut self.cpus[i];
+        cpu.ahead_in_flight.retain(|&ready| ready > at);
+        // The buffers taken: the CPU's misses, the lines already requested
+        // ahead, and the waiting instruction's own miss.
+        let taken = cpu.in_flight.iter().filter(|&&ready| ready > at).count()
+            + cpu.ahead_in_flight.len()
+            + own_miss as usize;
+        let misses_left = self.outstanding_misses.saturating_sub(taken);
+        if misses_left == 0 {
+            return Ok(());
+        }
+        let cpu = &self.cpus[i];
+        let budget = cpu.window_entries;
+        // The registers, into buffers kept for the purpose (restored below
+        // into the CPU's own, so that neither loses its capacity).
+        let (mut stack, mut locals, mut callers) = std::mem::take(&mut self.shadow_saved);
+        let cpu = &self.cpus[i];
+        stack.clone_from(&cpu.stack);
+        locals.clone_from(&cpu.locals);
+        callers.clone_from(&cpu.callers);
+        let frame = cpu.frame;
+        let width = self.dispatch_width;
+        arriving.extend(late_values(cpu));
+        let mut shadow = Shadow {
+            sim: self,
+            probe,
+            i,
+            at,
+            misses_left,
+            arriving,
+            stores: Vec::new(),
+            at_waiting_lock: matches!(waiting, Waiting::NotIssued),
+        };
+        let mut used = 0u64;
+        let mut halt: Halt = None;
+        if let Waiting::Queued(value) = waiting {
+            if push(&mut shadow, value).is_err() {
+                used = budget;
+            }
+            let pc = shadow.pc();
+            shadow.set_pc(pc + 1);
+            used += 1;
+        }
+        while used < budget {
+            let frame = shadow.sim.cpus[i].frame;
+            let Some(&op) = shadow.sim.code_ops[frame.code as usize].get(frame.pc as usize) else {
+                break;
+            };
+            let entries = match op {
+                Op::Work => match shadow.sim.cpus[i].stack.last() {
+                    Some(&cycles) if cycles >= 0 => (cycles as u64).saturating_mul(width),
+                    _ => break,
+                },
+                _ => 1,
+            };
+            if used + entries > budget {
+                break;
+            }
+            used += entries;
+            if let Err(stop) = execute(&mut shadow, op) {
+                halt = stop;
+                break;
+            }
+            shadow.at_waiting_lock = false;
+        }
+        let cpu = &mut self.cpus[i];
+        cpu.stack.clone_from(&stack);
+        cpu.locals.clone_from(&locals);
+        cpu.callers.clone_from(&callers);
+        cpu.frame = frame;
+        self.shadow_saved = (stack, locals, callers);
+        match halt {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Simulation<'_> {
+    /// Whether a shadow run from CPU `i`'s waiting locked instruction can
+    /// reach an access at all: the straight-line operations after it (past
+    /// it, where it has not issued) are looked at, up to the first access,
+    /// call or jump (then yes) or the first that ends the run (then no),
+    /// so that a lock followed by the end of an iteration costs nothing.
+    /// (Where locked instructions speculate, the waiting one's own line is
+    /// requested ahead: yes.)
+    fn fetches_ahead(&self, i: CpuIndex, waiting: Waiting) -> bool {
+        // The waiting instruction's own line, requested ahead.
+        if self.lock_rfo_ahead && matches!(waiting, Waiting::NotIssued) {
+            return true;
+        }
+        let frame = self.cpus[i].frame;
+        let code = self.code_ops[frame.code as usize];
+        let first = frame.pc as usize + !matches!(waiting, Waiting::Issued) as usize;
+        for &op in code.get(first..).unwrap_or_default() {
+            match op {
+                Op::Push(_)
+                | Op::Local(_)
+                | Op::SetLocal(_)
+                | Op::Pop
+                | Op::Unary(_)
+                | Op::Binary(_)
+                | Op::Assert(_)
+                | Op::AddressOf(_)
+                | Op::Work => {}
+                Op::EndIteration | Op::Fence | Op::Builtin(_) => return false,
+                _ => return true,
+            }
+        }
+        false
+    }
+}
+
+/// The values CPU `cpu` holds that are loads still arriving (its late
+/// marks).
+pub(super) fn late_values(cpu: &Cpu) -> impl Iterator<Item = i64> + '_ {
+    cpu.late.iter().filter_map(|v| match v.slot {
+        in_flight::Slot::Stack(k) => cpu.stack.get(k as usize).copied(),
+        in_flight::Slot::Local(k) => cpu.locals.get(k as usize).copied(),
+    })
+}
+
+impl Shadow<'_, '_, '_> {
+    /// The value `size` bytes at `address` hold for the shadow run: its
+    /// own newest store there, the store buffer's, or memory's.
+    fn value_at(&self, address: u64, size: u32) -> i64 {
+        if let Some(&(_, _, v)) = self
+            .stores
+            .iter()
+            .rev()
+            .find(|&&(a, s, _)| a == address && s == size)
+        {
+            return v;
+        }
+        if let Some(entry) = self.sim.cpus[self.i]
+            .store_buffer
+            .iter()
+            .rev()
+            .find(|e| e.address == address && e.size_bytes == size && e.bits.is_none())
+        {
+            return sign_extend(entry.value, size);
+        }
+        self.sim.read_value(address, size)
+    }
+
+    /// Requests `address`'s line for `need` ahead, unless the core holds
+    /// it well enough or no miss buffer is left (then the run stops).
+    /// Answers whether the line is here (not missing, not arriving).
+    fn request(&mut self, address: u64, field_id: u32, need: Need) -> Result<bool, Halt> {
+        let sim = &mut *self.sim;
+        let unit = sim.memory.unit_of(address);
+        let core = sim.cpus[self.i].core;
+        let state = sim.coherence.state(core, unit);
+        let arriving = sim
+            .coherence
+            .copy_ready_at(core, unit)
+            .is_some_and(|ready| ready > self.at);
+        let enough = match need {
+            Need::Read => state != LineState::Invalid,
+            Need::Write => matches!(state, LineState::Modified | LineState::Exclusive),
+        };
+        let here = !arriving && state != LineState::Invalid;
+        if enough {
+            return Ok(here);
+        }
+        if self.misses_left == 0 {
+            return Err(None);
+        }
+        sim.poll_line_reached(unit, self.probe);
+        let cpu_id = sim.cpus[self.i].spec.cpu;
+        match sim.coherence.prefetch_for(
+            sim.topology,
+            self.at,
+            cpu_id,
+            unit,
+            need,
+            RequestTag::new(self.i, RequestKind::Prefetch),
+        ) {
+            Err(error) => return Err(Some(error)),
+            Ok(None) => {}
+            Ok(Some(Requested::Done(report))) => {
+                self.misses_left -= 1;
+                sim.cpus[self.i].ahead_in_flight.push(report.done);
+                sim.report_prefetch(self.i, field_id, &report, self.probe);
+                sim.coherence.recycle(report);
+            }
+            Ok(Some(Requested::Queued {
+                free_at,
+                first_waiter,
+            })) => {
+                self.misses_left -= 1;
+                // It arrives after the line frees, at the earliest.
+                sim.cpus[self.i].ahead_in_flight.push(free_at);
+                sim.queued_prefetches.push((unit, self.i, field_id));
+                if first_waiter {
+                    sim.schedule_line_free(free_at, unit);
+                }
+            }
+        }
+        Ok(here)
+    }
+
+    /// The target of an access to `place_id` with `above` value operands
+    /// over its place's, or a stop where the address may depend on a load
+    /// still arriving.
+    fn target(&self, place_id: u32, above: usize) -> Result<Target, Halt> {
+        let place = &self.sim.program.places[place_id as usize];
+        if place.pointer {
+            let stack = &self.sim.cpus[self.i].stack;
+            let pointer = stack
+                .len()
+                .checked_sub(above + 1)
+                .and_then(|k| stack.get(k));
+            if pointer.is_none_or(|p| self.arriving.contains(p)) {
+                return Err(None);
+            }
+        }
+        self.sim
+            .target_of(self.i, place_id, place, above)
+            .map_err(|_| None)
+    }
+}
+
+impl Registers for Shadow<'_, '_, '_> {
+    type Stop = Halt;
+
+    fn stack(&mut self) -> &mut Vec<i64> {
+        &mut self.sim.cpus[self.i].stack
+    }
+
+    fn local(&mut self, slot: u16) -> Option<&mut i64> {
+        let cpu = &mut self.sim.cpus[self.i];
+        cpu.locals
+            .get_mut(cpu.frame.locals_base as usize + slot as usize)
+    }
+
+    fn pc(&self) -> u32 {
+        self.sim.cpus[self.i].frame.pc
+    }
+
+    fn set_pc(&mut self, pc: u32) {
+        self.sim.cpus[self.i].frame.pc = pc;
+    }
+
+    fn now(&self) -> Cycle {
+        self.at
+    }
+
+    /// The shadow's clock stays: its requests all leave at `at`.
+    fn set_now(&mut self, _now: Cycle) {}
+
+    fn work_share_percent(&self) -> u32 {
+        100
+    }
+
+    /// A speculative branch trains nothing (the predictor learns at
+    /// retirement, when the branch runs at its turn).
+    fn branch_went(&mut self, _taken: bool) {}
+
+    fn fail(&mut self, _failure: Failure) -> Halt {
+        None
+    }
+
+    fn clock_moved(&mut self) -> Result<(), Halt> {
+        Ok(())
+    }
+
+    fn charge_operations(&mut self, _count: u32) -> Result<(), Halt> {
+        Ok(())
+    }
+}
+
+impl Machine for Shadow<'_, '_, '_> {
+    fn load(&mut self, place_id: u32) -> Result<(), Halt> {
+        let target = self.target(place_id, 0)?;
+        let bits = self.sim.program.places[place_id as usize].bits;
+        let value = self.value_at(target.address, target.size_bytes);
+        let value = bits.map_or(value, |b| b.extract(value));
+        if !self.request(target.address, target.field_id, Need::Read)? {
+            self.arriving.push(value);
+        }
+        let place = &self.sim.program.places[place_id as usize];
+        self.sim.drop_indices(self.i, place);
+        push(self, value)?;
+        let pc = self.pc();
+        self.set_pc(pc + 1);
+        Ok(())
+    }
+
+    /// A store requests nothing (no vendor source here describes a
+    /// store's RFO issued before it retires); its value is kept for the
+    /// run's own later loads.
+    fn store(&mut self, place_id: u32) -> Result<(), Halt> {
+        let target = self.target(place_id, 1)?;
+        let place = &self.sim.program.places[place_id as usize];
+        if place.bits.is_some() {
+            return Err(None);
+        }
+        let value = pop(self)?;
+        let place = &self.sim.program.places[place_id as usize];
+        self.sim.drop_indices(self.i, place);
+        self.stores.push((
+            target.address,
+            target.size_bytes,
+            sign_extend(value, target.size_bytes),
+        ));
+        let pc = self.pc();
+        self.set_pc(pc + 1);
+        Ok(())
+    }
+
+    fn beyond(&mut self, op: Op) -> Result<(), Halt> {
+        let i = self.i;
+        match op {
+            // A later locked instruction: passed only where locked
+            // instructions execute speculatively.
+            Op::Atomic(..) if !self.at_waiting_lock && !self.sim.lock_rfo_ahead => {
+                return Err(None);
+            }
+            Op::Atomic(atomic_op, place_id) => {
+                let above = if atomic_op == AtomicOp::CmpXchg { 2 } else { 1 };
+                let target = self.target(place_id, above)?;
+                let operand = pop(self)?;
+                let expected = if atomic_op == AtomicOp::CmpXchg {
+                    pop(self)?
+                } else {
+                    0
+                };
+                let place = &self.sim.program.places[place_id as usize];
+                self.sim.drop_indices(i, place);
+                let size = target.size_bytes;
+                let old = self.value_at(target.address, size);
+                let new = match atomic_op {
+                    AtomicOp::FetchAdd => Some(old.wrapping_add(operand)),
+                    AtomicOp::FetchSub => Some(old.wrapping_sub(operand)),
+                    AtomicOp::FetchOr => Some(old | operand),
+                    AtomicOp::FetchAnd => Some(old & operand),
+                    AtomicOp::Xchg => Some(operand),
+                    AtomicOp::CmpXchg => (old == expected).then_some(operand),
+                };
+                if let Some(n) = new {
+                    self.stores
+                        .push((target.address, size, sign_extend(n, size)));
+                }
+                // Its line for ownership, where locked instructions execute
+                // speculatively; otherwise the instruction waits for it at
+                // its turn, its value guessed from memory now.
+                if self.sim.lock_rfo_ahead {
+                    if !self.request(target.address, target.field_id, Need::Write)? {
+                        self.arriving.push(old);
+                    }
+                } else {
+                    self.arriving.push(old);
+                }
+                push(self, old)?;
+                let pc = self.pc();
+                self.set_pc(pc + 1);
+            }
+            Op::AddressOf(place_id) => {
+                let place = &self.sim.program.places[place_id as usize];
+                let target = self.sim.address_of(i, place, 0).map_err(|_| None)?;
+                self.sim.drop_indices(i, place);
+                push(self, encode_pointer(target))?;
+                let pc = self.pc();
+                self.set_pc(pc + 1);
+            }
+            Op::Call(proc_index) => {
+                let sim = &mut *self.sim;
+                if sim.cpus[i].callers.len() + 1 >= MAX_CALL_DEPTH {
+                    return Err(None);
+                }
+                let code = &sim.program.procedures[proc_index as usize];
+                let (params, locals) = (code.param_count as usize, code.local_count as usize);
+                let callee_code = (sim.program.scripts.len() + proc_index as usize) as u32;
+                let cpu = &mut sim.cpus[i];
+                if cpu.stack.len() < params {
+                    return Err(None);
+                }
+                cpu.frame.pc += 1;
+                let base = cpu.locals.len();
+                cpu.locals.resize(base + locals, 0);
+                for p in (0..params).rev() {
+                    let v = cpu.stack.pop().unwrap_or(0);
+                    cpu.locals[base + p] = v;
+                }
+                let callee = Frame {
+                    code: callee_code,
+                    pc: 0,
+                    locals_base: base as u32,
+                };
+                let caller = std::mem::replace(&mut cpu.frame, callee);
+                cpu.callers.push(caller);
+            }
+            Op::Return => {
+                let cpu = &mut self.sim.cpus[i];
+                if cpu.hook.is_some() || cpu.callers.is_empty() {
+                    return Err(None);
+                }
+                let v = pop(self)?;
+                let cpu = &mut self.sim.cpus[i];
+                cpu.locals.truncate(cpu.frame.locals_base as usize);
+                if let Some(caller) = cpu.callers.pop() {
+                    cpu.frame = caller;
+                }
+                push(self, v)?;
+            }
+            // Fences, builtins (a draw, a clock, scheduling) and the end of
+            // an iteration: the run stops there.
+            _ => return Err(None),
+        }
+        Ok(())
+    }
+}
