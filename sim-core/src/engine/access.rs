@@ -107,6 +107,7 @@ impl Simulation<'_> {
             bits,
             operand: 0,
             expected: 0,
+            discard: false,
         };
         self.issue(i, pending, Need::Read, Cycles::ZERO, probe)
     }
@@ -235,6 +236,7 @@ impl Simulation<'_> {
             bits: None,
             operand,
             expected,
+            discard: false,
         };
         let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
         self.issue(i, pending, Need::Write, hold, probe)
@@ -385,6 +387,20 @@ impl Simulation<'_> {
             stall_cycles: ((report.done - report.issued) - l1).get(),
             misses_in_flight: 0,
         });
+        // A fused atomic whose value the next operation drops: past that
+        // `Pop` at once, where the run-ahead would run it first thing when
+        // the CPU resumes (nothing of the CPU changes before then: no load
+        // arriving, no scheduler to switch it, the run's end not reached).
+        if p.discard
+            && self.run_local_ops
+            && !self.sched.active
+            && cpu.late.is_empty()
+            && cpu.speculating_until <= cpu.now
+            && cpu.now < self.time_limit
+        {
+            cpu.frame.pc += 2;
+            return Ok(());
+        }
         self.push(i, old)?;
         self.advance_pc(i);
         Ok(())

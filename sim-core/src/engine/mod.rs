@@ -222,6 +222,10 @@ struct PendingAccess {
     bits: Option<BitRange>,
     operand: i64,
     expected: i64,
+    /// A fused atomic whose value the next operation drops (`Op::Pop`):
+    /// its completion leaves the CPU past that `Pop` when the run-ahead
+    /// would have run it at once (`complete_access`).
+    discard: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -690,6 +694,8 @@ struct AtomicHead {
     operand: Operand,
     op: AtomicOp,
     target: Target,
+    /// The operation after the atomic drops its value (`Op::Pop`).
+    discarded: bool,
 }
 
 /// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,

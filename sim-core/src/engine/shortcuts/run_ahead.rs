@@ -718,12 +718,15 @@ impl Simulation<'_> {
                 }
                 fuse::fuse_atomics(ops, |place| global_targets[place as usize].is_some())
                     .into_iter()
-                    .map(|head| {
+                    .enumerate()
+                    .map(|(pc, head)| {
                         head.map(|FusedAtomic { operand, op, place }| AtomicHead {
                             operand,
                             op,
                             target: global_targets[place as usize]
                                 .expect("fused only where the place has a fixed target"),
+                            // The push at `pc`, the atomic, then the pop.
+                            discarded: ops.get(pc + 2) == Some(&Op::Pop),
                         })
                     })
                     .collect()
@@ -810,6 +813,7 @@ impl Simulation<'_> {
             bits: None,
             operand,
             expected: 0,
+            discard: head.discarded,
         };
         let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
         self.issue(i, pending, Need::Write, hold, probe)?;
