@@ -345,6 +345,26 @@ struct CpuState {
     last_load: Option<LastLoad>,
 }
 
+impl CpuState {
+    /// Cycles the CPU polled if its load of `load`'s bytes repeats its
+    /// last access (see [`Traffic::spin_cycles`]); keeps the load as the
+    /// last access.
+    #[inline]
+    fn poll(&mut self, load: LastLoad) -> u64 {
+        let spun = match self.last_load {
+            Some(last)
+                if (last.address, last.size_bytes, last.value)
+                    == (load.address, load.size_bytes, load.value) =>
+            {
+                (load.issued - last.issued).saturating_sub(last.stall_cycles)
+            }
+            _ => 0,
+        };
+        self.last_load = Some(load);
+        spun
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LastLoad {
     address: u64,
@@ -449,20 +469,10 @@ impl Stats {
     /// last access (see [`Traffic::spin_cycles`]); keeps the load as the
     /// last access.
     fn poll(&mut self, cpu: LinuxCpu, load: LastLoad) -> u64 {
-        let Some(state) = self.by_cpu.get_mut(cpu.slot()) else {
-            return 0;
-        };
-        let spun = match state.last_load {
-            Some(last)
-                if (last.address, last.size_bytes, last.value)
-                    == (load.address, load.size_bytes, load.value) =>
-            {
-                (load.issued - last.issued).saturating_sub(last.stall_cycles)
-            }
-            _ => 0,
-        };
-        state.last_load = Some(load);
-        spun
+        match self.by_cpu.get_mut(cpu.slot()) {
+            Some(state) => state.poll(load),
+            None => 0,
+        }
     }
 
     /// CPU `cpu` made an access that is not a poll.
@@ -503,27 +513,30 @@ impl Stats {
 
 impl Probe for Stats {
     fn on_access(&mut self, event: &AccessEvent<'_>) {
+        let private = self.is_private(event.field_id);
+        // One look at the CPU's state, for the poll and the measuring flag
+        // (a CPU that runs no script has neither).
+        let Some(state) = self.by_cpu.get_mut(event.cpu.slot()) else {
+            return;
+        };
         let mut spun = 0;
-        if !self.is_private(event.field_id) {
+        if !private {
             match event.kind {
                 // Neither is the CPU's own program access.
                 AccessKind::StoreDrain | AccessKind::Prefetch => {}
                 AccessKind::Load => {
-                    spun = self.poll(
-                        event.cpu,
-                        LastLoad {
-                            address: event.address,
-                            size_bytes: event.size_bytes,
-                            value: event.value,
-                            issued: event.issued.get(),
-                            stall_cycles: event.stall_cycles,
-                        },
-                    )
+                    spun = state.poll(LastLoad {
+                        address: event.address,
+                        size_bytes: event.size_bytes,
+                        value: event.value,
+                        issued: event.issued.get(),
+                        stall_cycles: event.stall_cycles,
+                    })
                 }
-                _ => self.not_a_poll(event.cpu),
+                _ => state.last_load = None,
             }
         }
-        if !self.measuring(event.cpu) {
+        if !state.measuring {
             return;
         }
         let mut counts = Traffic::of_access(event);
@@ -600,8 +613,6 @@ impl Probe for Stats {
         end: Cycle,
         measured: bool,
     ) {
-        // A wait belongs to its iteration.
-        self.not_a_poll(cpu);
         // The statistics are serialized counts: plain cycles from here on.
         let iteration_cycles = (end - start).get();
         let Some(state) = self.by_cpu.get_mut(cpu.slot()) else {
@@ -610,6 +621,8 @@ impl Probe for Stats {
             }
             return;
         };
+        // A wait belongs to its iteration.
+        state.last_load = None;
         if measured {
             self.iteration_cycles.record(iteration_cycles);
             if let Some(slot) = state.slot.map(|s| s as usize) {
