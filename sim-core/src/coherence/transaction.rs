@@ -246,16 +246,16 @@ impl Coherence {
     /// The pick stands for the home's conflict resolution: under contention
     /// requests are retried, and which one wins is not first come, first
     /// served, so the engine passes a seeded random choice.
-    pub fn serve_next(
+    pub fn serve_next<P: FnMut(usize) -> usize + ?Sized>(
         &mut self,
         topology: &Topology,
         now: Cycle,
         unit: usize,
-        pick: &mut dyn FnMut(usize) -> usize,
+        pick: &mut P,
     ) -> Result<Option<(Waiter, AccessReport)>, SimError> {
         #[cfg(any(test, feature = "planted-bugs"))]
         if let Some(bug) = planted::active_at(planted::Hook::Serve) {
-            return planted::serve_next(self, bug, topology, now, unit, pick);
+            return planted::serve_next(self, bug, topology, now, unit, &mut |n| pick(n));
         }
         let u = &mut self.units[unit];
         let busy = u.busy_until > now;
@@ -567,10 +567,10 @@ impl Unit {
     /// queue (which must not be empty), with whether its core already holds
     /// the line (then it may complete as a hit).
     #[inline(always)]
-    fn take_next_waiter(
+    fn take_next_waiter<P: FnMut(usize) -> usize + ?Sized>(
         &mut self,
         topology: &Topology,
-        pick: &mut dyn FnMut(usize) -> usize,
+        pick: &mut P,
     ) -> (Waiter, bool) {
         // A waiter whose core already holds the line only queued behind a
         // pending snoop; the snoops (requests from other cores) go first.
