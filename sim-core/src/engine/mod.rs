@@ -1430,17 +1430,24 @@ impl<'c> Simulation<'c> {
                     return Err(self.truncated(Budget::Cycles, self.config.max_cycles, stop));
                 }
             }
+            let (code, pc) = (cpu.frame.code as usize, cpu.frame.pc);
+            let mut op = self.code_ops[code][pc as usize];
             if self.run_local_ops {
-                self.run_ahead(i)?;
+                self.run_ahead(i, op)?;
                 if self.cpus[i].now >= self.time_limit {
                     // The run's end (or its cycle budget): see above.
                     continue;
+                }
+                // The run-ahead loop moves within the code (calls are left
+                // to `step`).
+                let moved_to = self.cpus[i].frame.pc;
+                if moved_to != pc {
+                    op = self.code_ops[code][moved_to as usize];
                 }
             }
             // The run-ahead loop may have moved the clock.
             let cpu = &mut self.cpus[i];
             let now = cpu.now;
-            let op = self.code_ops[cpu.frame.code as usize][cpu.frame.pc as usize];
             match op {
                 Op::Call(_) | Op::EndIteration => {
                     // Calls and iteration ends charge the code they enter,

@@ -837,17 +837,16 @@ impl Simulation<'_> {
     /// [`Turn`]). Nothing here schedules events, so the next event
     /// stays where it was when the loop began.
     #[inline]
-    pub(in crate::engine) fn run_ahead(&mut self, i: CpuIndex) -> Result<(), SimError> {
+    pub(in crate::engine) fn run_ahead(&mut self, i: CpuIndex, op: Op) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
+        #[cfg(feature = "shortcut-counts")]
         let pc = cpu.frame.pc;
         // Where the machine would stop at once (about every other call, on
-        // the contended paths), nothing need be set up for it.
-        let stops_at_once = match self.code_ops[cpu.frame.code as usize].get(pc as usize) {
-            Some(&Op::Load(place) | &Op::Store(place)) => {
-                self.private.slot[place as usize].is_none()
-            }
-            Some(&op) => reaches_beyond(op),
-            None => true,
+        // the contended paths), nothing need be set up for it. `op` is the
+        // operation at `pc`, fetched once by `run_cpu`.
+        let stops_at_once = match op {
+            Op::Load(place) | Op::Store(place) => self.private.slot[place as usize].is_none(),
+            op => reaches_beyond(op),
         };
         // A late value is the plain path's, and so is every operation
         // while loads are arriving: each takes its place in the reorder
