@@ -1402,6 +1402,9 @@ impl<'c> Simulation<'c> {
     /// inline in one place.)
     fn run_cpu(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<(), SimError> {
         let any_atomic_heads = self.any_atomic_heads;
+        if any_atomic_heads {
+            self.end_iteration_into_atomic(i, probe)?;
+        }
         loop {
             let cpu = &self.cpus[i];
             if cpu.finished || cpu.wait != Wait::None {

@@ -821,6 +821,58 @@ impl Simulation<'_> {
         Ok(true)
     }
 
+    /// The resume of a CPU at its iteration's end whose next iteration
+    /// starts with an `AtomicHead` (the contended counter's, once its
+    /// atomic completed with its value dropped): ends the iteration and
+    /// issues the atomic with exactly what `run_cpu`'s first pass does
+    /// there (its run-ahead stops at once at `EndIteration`; `step` ends
+    /// the iteration and takes its window entry; `fused_atomic` follows),
+    /// without the loop's dispatch. Anything that pass would do otherwise
+    /// (the run's end, a budget to look at, a scheduler, loads arriving, a
+    /// reorder window to wait for) leaves it all to `run_cpu`.
+    #[inline]
+    pub(in crate::engine) fn end_iteration_into_atomic(
+        &mut self,
+        i: CpuIndex,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let cpu = &self.cpus[i];
+        let now = cpu.now;
+        if cpu.finished
+            || cpu.wait != Wait::None
+            || now >= self.time_limit
+            || self.sched.active
+            || cpu.operations > self.config.max_operations
+            || !cpu.late.is_empty()
+            || !cpu.in_flight.is_empty()
+            || cpu.speculating_until > now
+            || (cpu.window_entries > 0 && !cpu.window.is_empty())
+            || (now == cpu.still_at && cpu.still_steps >= self.config.max_steps_without_time)
+        {
+            return Ok(());
+        }
+        let code = cpu.frame.code as usize;
+        if self.code_ops[code].get(cpu.frame.pc as usize) != Some(&Op::EndIteration)
+            || self.atomic_heads[self.cpus[i].spec.script as usize]
+                .first()
+                .is_none_or(|head| head.is_none())
+        {
+            return Ok(());
+        }
+        // `run_cpu`'s count of steps without time, then `step`.
+        let cpu = &mut self.cpus[i];
+        if now == cpu.still_at {
+            cpu.still_steps += 1;
+        } else {
+            cpu.still_at = now;
+            cpu.still_steps = 1;
+        }
+        self.end_iteration(i, probe);
+        self.cpus[i].dispatched += 1;
+        self.fused_atomic(i, probe)?;
+        Ok(())
+    }
+
     /// Runs CPU `i` ahead of the event queue as far as it can without
     /// `step` ([`Ahead`]): the operations that touch only its registers
     /// and clock, and (when `sum_private_hits`) plain hits on its private
