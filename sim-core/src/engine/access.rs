@@ -399,6 +399,7 @@ impl Simulation<'_> {
             && cpu.now < self.time_limit
         {
             cpu.frame.pc += 2;
+            count_shortcut!(self.shortcut_entries, 5);
             return Ok(());
         }
         self.push(i, old)?;

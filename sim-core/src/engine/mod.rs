@@ -364,7 +364,11 @@ pub struct EngineOptions {
     /// changes made at the end.
     pub hoisted_private_hits: bool,
     /// An atomic on a fixed-target place where a script or procedure starts
-    /// is issued by `run_cpu` at once (`script::fuse::fuse_atomics`).
+    /// is issued by `run_cpu` at once (`script::fuse::fuse_atomics`); when
+    /// the next operation drops its value, its completion moves past that
+    /// `Pop`, and a CPU resumed at its iteration's end with such an atomic
+    /// next ends the iteration and issues it without the loop's dispatch
+    /// (`end_iteration_into_atomic`).
     pub fused_atomics: bool,
     /// The resume of the CPU a line's home serves is taken by the event
     /// loop at once when it would be the next event, without the queue.

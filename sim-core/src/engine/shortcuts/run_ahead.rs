@@ -867,6 +867,7 @@ impl Simulation<'_> {
             cpu.still_at = now;
             cpu.still_steps = 1;
         }
+        count_shortcut!(self.shortcut_entries, 5);
         self.end_iteration(i, probe);
         self.cpus[i].dispatched += 1;
         self.fused_atomic(i, probe)?;
