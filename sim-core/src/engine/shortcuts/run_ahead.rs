@@ -798,6 +798,21 @@ impl Simulation<'_> {
         {
             return Ok(false);
         }
+        self.issue_head(i, head, operand, now, probe)?;
+        Ok(true)
+    }
+
+    /// Issues `head`'s atomic for CPU `i` at `now`, with `operand` pushed:
+    /// what the push and `atomic` leave, once every check is made.
+    #[inline(always)]
+    fn issue_head(
+        &mut self,
+        i: CpuIndex,
+        head: AtomicHead,
+        operand: i64,
+        now: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
         // At the atomic, as `atomic` leaves it (its completion moves on).
         self.cpus[i].frame.pc += 1;
         count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
@@ -818,7 +833,7 @@ impl Simulation<'_> {
         let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
         self.issue(i, pending, Need::Write, hold, probe)?;
         count_shortcut!(self.shortcut_entries, 5);
-        Ok(true)
+        Ok(())
     }
 
     /// The resume of a CPU at its iteration's end whose next iteration
@@ -843,6 +858,7 @@ impl Simulation<'_> {
             || now >= self.time_limit
             || self.sched.active
             || cpu.operations > self.config.max_operations
+            || !cpu.store_buffer.is_empty()
             || !cpu.late.is_empty()
             || !cpu.in_flight.is_empty()
             || cpu.speculating_until > now
@@ -852,11 +868,10 @@ impl Simulation<'_> {
             return Ok(());
         }
         let code = cpu.frame.code as usize;
-        if self.code_ops[code].get(cpu.frame.pc as usize) != Some(&Op::EndIteration)
-            || self.atomic_heads[self.cpus[i].spec.script as usize]
-                .first()
-                .is_none_or(|head| head.is_none())
-        {
+        let Some(&Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
+            return Ok(());
+        };
+        if self.code_ops[code].get(cpu.frame.pc as usize) != Some(&Op::EndIteration) {
             return Ok(());
         }
         // `run_cpu`'s count of steps without time, then `step`.
@@ -869,9 +884,26 @@ impl Simulation<'_> {
         }
         count_shortcut!(self.shortcut_entries, 5);
         self.end_iteration(i, probe);
-        self.cpus[i].dispatched += 1;
-        self.fused_atomic(i, probe)?;
-        Ok(())
+        let cpu = &mut self.cpus[i];
+        cpu.dispatched += 1;
+        // `fused_atomic`, after an iteration's end: the CPU at its script's
+        // start (`head`), with an empty stack and fresh locals; its clock,
+        // store buffer and loads as the checks above found them.
+        if cpu.finished {
+            return Ok(());
+        }
+        let operand = match head.operand {
+            Operand::Const(v) => v,
+            Operand::Local(slot) => match cpu.locals.get(slot as usize) {
+                Some(&v) => v,
+                None => return Ok(()),
+            },
+            Operand::Private(_) => return Ok(()),
+        };
+        if !self.private.only[i.get()] && self.must_yield(now, i) {
+            return Ok(());
+        }
+        self.issue_head(i, head, operand, now, probe)
     }
 
     /// Runs CPU `i` ahead of the event queue as far as it can without
