@@ -1171,7 +1171,19 @@ impl<'c> Simulation<'c> {
                 EventKind::Resume if self.cpus[CpuIndex::new(target)].wait == Wait::Waking => {
                     self.arrive(CpuIndex::new(target))
                 }
-                EventKind::Resume => self.run_cpu(CpuIndex::new(target), probe)?,
+                EventKind::Resume => {
+                    let i = CpuIndex::new(target);
+                    // The contended counter's resume, ended where it
+                    // issues its atomic again: `run_cpu` would find the CPU
+                    // waiting and return, so it is not called.
+                    if self.any_atomic_heads {
+                        self.end_iteration_into_atomic(i, probe)?;
+                    }
+                    let cpu = &self.cpus[i];
+                    if !cpu.finished && cpu.wait == Wait::None {
+                        self.run_cpu(i, probe)?;
+                    }
+                }
                 EventKind::DrainDone => self.drain_done(CpuIndex::new(target), cycle, probe)?,
                 EventKind::LineFree => {
                     next_resume = self.line_free(target, cycle, probe)?;
@@ -1406,9 +1418,6 @@ impl<'c> Simulation<'c> {
     /// inline in one place.)
     fn run_cpu(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<(), SimError> {
         let any_atomic_heads = self.any_atomic_heads;
-        if any_atomic_heads {
-            self.end_iteration_into_atomic(i, probe)?;
-        }
         loop {
             let cpu = &self.cpus[i];
             if cpu.finished || cpu.wait != Wait::None {

@@ -844,7 +844,9 @@ impl Simulation<'_> {
     /// the iteration and takes its window entry; `fused_atomic` follows),
     /// without the loop's dispatch. Anything that pass would do otherwise
     /// (the run's end, a budget to look at, a scheduler, loads arriving, a
-    /// reorder window to wait for) leaves it all to `run_cpu`.
+    /// reorder window to wait for) leaves it all to `run_cpu`. The event
+    /// loop calls it before `run_cpu`, and calls `run_cpu` only while the
+    /// CPU can still run (usually it waits at the line again).
     #[inline]
     pub(in crate::engine) fn end_iteration_into_atomic(
         &mut self,
