@@ -667,6 +667,10 @@ struct PrivatePlaces {
     slot: Vec<Option<u32>>,
     /// Private places with a fixed address: slots per CPU.
     slots: usize,
+    /// No two slots share a byte, so the hoisted loop may hold each slot's
+    /// value apart from the others while it runs
+    /// (`shortcuts::hoisted::SlotLine::value`).
+    disjoint: bool,
     /// Per CPU and slot (`cpu index * slots + slot`): where the place lands
     /// for that CPU, resolved once.
     targets: Vec<Option<PrivateTarget>>,

@@ -21,21 +21,33 @@ use crate::time::{Cycle, Cycles};
 /// answer holds for the whole call; their writes' state changes are made
 /// once, at the end (or one by one when the invariants are checked, which
 /// compares the copy's write count with the line's after each access).
+/// The field's value is held here for the call too: read from the bytes at
+/// the first look, written back at the end if stored (no other place can
+/// reach the slot's bytes while the loop runs: every access that is not to
+/// a slot stops it, and the slots' bytes are disjoint, `PrivatePlaces::
+/// disjoint`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(in crate::engine) struct SlotLine {
     /// What a plain hit may do on the line: one of the `LINE_` values.
     access: u8,
+    /// `64 - 8 * size`: a stored value as the field's bytes give it back,
+    /// `(value << shift) >> shift` (`read_value` after `write_value`).
+    shift: u8,
+    /// The place's size for this CPU (`PrivateTarget`), 1 to 8 bytes
+    /// where the line allows hits (wider and empty fields are left to
+    /// `step`).
+    size_bytes: u32,
     /// `PrivateLine::floor`: a hit at `now` is done at `max(now, floor) + L1`.
     floor: Cycle,
-    /// The place's address and size for this CPU (`PrivateTarget`).
+    /// The field's value for the running CPU while the loop runs.
+    value: i64,
+    /// The place's address for this CPU (`PrivateTarget`).
     address: u64,
-    size_bytes: u32,
     line: Option<PrivateLine>,
     loads: u64,
+    /// Write hits; with the invariants off, their state changes are still
+    /// to be made (`settle_slot_lines`).
     stores: u64,
-    stall_cycles: u64,
-    /// Write hits whose state changes are still to be made.
-    pending_writes: u64,
 }
 
 /// `SlotLine::access`: not looked at yet in this call (zero, the default),
@@ -52,7 +64,7 @@ const LINE_WRITE: u8 = 3;
 /// `turn`); a CPU with private accesses only never yields.
 pub(in crate::engine) struct Hoisted<'a, const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> {
     coherence: &'a mut Coherence,
-    bytes: &'a mut [u8],
+    bytes: &'a [u8],
     /// Per place, its private slot; the running CPU's targets by slot.
     slot: &'a [Option<u32>],
     targets: &'a [Option<PrivateTarget>],
@@ -67,61 +79,78 @@ pub(in crate::engine) struct Hoisted<'a, const CHECK_INVARIANTS: bool, const TAK
     failed: Option<Box<SimError>>,
 }
 
+/// Looks at a slot's line on its first access in a call: what a plain hit
+/// may do there, and the field's value. A CPU without an element misses
+/// (left to `step`, which reports it), and so does a field wider than a
+/// value or without bytes.
+#[inline(never)]
+fn look_at_line(
+    state: &mut SlotLine,
+    target: Option<PrivateTarget>,
+    coherence: &Coherence,
+    bytes: &[u8],
+    core: u32,
+    thread: u8,
+) {
+    let Some(target) = target.filter(|t| (1..=8).contains(&t.size_bytes)) else {
+        state.access = LINE_MISS;
+        return;
+    };
+    let line = coherence.private_line(core, thread, target.unit);
+    // The sums were left at zero by the last call's end.
+    state.access = match line {
+        None => LINE_MISS,
+        Some(line) if line.writable => LINE_WRITE,
+        Some(_) => LINE_READ,
+    };
+    state.floor = line.map_or(Cycle::ZERO, |line| line.floor);
+    (state.address, state.size_bytes) = (target.address, target.size_bytes);
+    state.shift = (64 - 8 * target.size_bytes) as u8;
+    state.line = line;
+    if line.is_some() {
+        state.value = read_value(bytes, target.address, target.size_bytes);
+    }
+}
+
 impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>
     Hoisted<'_, CHECK_INVARIANTS, TAKES_TURNS>
 {
-    /// Looks at `slot`'s line on its first access in this call.
-    #[inline(never)]
-    fn look_at_line(&mut self, slot: usize) {
-        // A CPU without an element misses (left to `step`, which reports it).
-        let Some(target) = self.targets[slot] else {
-            self.lines[slot].access = LINE_MISS;
-            return;
-        };
-        let line = self
-            .coherence
-            .private_line(self.core, self.thread, target.unit);
-        // The sums were left at zero by the last call's end.
+    /// Private `slot`'s line, if it allows a plain hit that needs
+    /// `at_least` (`LINE_READ` or `LINE_WRITE`); looked at on its first
+    /// access in this call. (One bounds check on the common path.)
+    #[inline(always)]
+    fn line_allowing(&mut self, slot: usize, at_least: u8) -> Result<&mut SlotLine, Halt> {
         let state = &mut self.lines[slot];
-        state.access = match line {
-            None => LINE_MISS,
-            Some(line) if line.writable => LINE_WRITE,
-            Some(_) => LINE_READ,
-        };
-        state.floor = line.map_or(Cycle::ZERO, |line| line.floor);
-        (state.address, state.size_bytes) = (target.address, target.size_bytes);
-        state.line = line;
+        if state.access < at_least {
+            if state.access != LINE_UNKNOWN {
+                return Err(Halt);
+            }
+            let target = self.targets.get(slot).copied().flatten();
+            look_at_line(
+                state,
+                target,
+                self.coherence,
+                self.bytes,
+                self.core,
+                self.thread,
+            );
+            if state.access < at_least {
+                return Err(Halt);
+            }
+        }
+        Ok(state)
     }
 
-    /// Whether private `slot`'s line allows a plain hit that needs `at_least`
-    /// (`LINE_READ` or `LINE_WRITE`), looked at on its first access in this
-    /// call.
+    /// With the invariants on, private `slot`'s line checked after a hit
+    /// done at `done` (as `plain_hit` checks it).
     #[inline(always)]
-    fn allows(&mut self, slot: usize, at_least: u8) -> bool {
-        let access = self.lines[slot].access;
-        if access >= at_least {
-            return true;
-        }
-        if access != LINE_UNKNOWN {
-            return false;
-        }
-        self.look_at_line(slot);
-        self.lines[slot].access >= at_least
-    }
-
-    /// The hit at `now` on private `slot` (known to allow it): its
-    /// completion, `max(now, floor) + L1`, as `plain_hit` makes it; with
-    /// the invariants on, the line checked after it.
-    #[inline(always)]
-    fn hit(&mut self, slot: usize, now: Cycle) -> Result<Cycle, Halt> {
-        let state = &self.lines[slot];
-        let done = now.max(state.floor) + self.l1_hit_cycles;
+    fn checked(&mut self, slot: usize, done: Cycle) -> Result<(), Halt> {
         if CHECK_INVARIANTS {
             if let Some(target) = self.targets[slot] {
                 self.check(target.unit, done)?;
             }
         }
-        Ok(done)
+        Ok(())
     }
 
     #[cold]
@@ -144,46 +173,53 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
     #[inline(always)]
     fn load(&mut self, slot: u32, now: Cycle) -> Result<(Cycle, i64), Halt> {
         let slot = slot as usize;
-        if (TAKES_TURNS && self.turn.must_yield(now)) || !self.allows(slot, LINE_READ) {
+        if TAKES_TURNS && self.turn.must_yield(now) {
             return Err(Halt);
         }
-        if self.lines[slot].floor > now {
-            // The line is still arriving: left to `step` (`in_flight`).
-            return Err(Halt);
-        }
-        let done = self.hit(slot, now)?;
-        let state = &mut self.lines[slot];
-        state.loads += 1;
-        // Cycles beyond an L1 hit that the CPU waited for the line:
-        // `(done - now) - L1` (seldom any: the line came long ago).
+        let l1_hit_cycles = self.l1_hit_cycles;
+        let state = self.line_allowing(slot, LINE_READ)?;
         if state.floor > now {
-            state.stall_cycles += (state.floor - now).get();
+            // The line is still arriving: left to `step` (`in_flight`).
+            // So a load here never waits beyond an L1 hit.
+            return Err(Halt);
         }
-        let (address, size_bytes) = (state.address, state.size_bytes);
-        Ok((done, read_value(self.bytes, address, size_bytes)))
+        // `max(now, floor) + L1`, the floor behind.
+        let done = now + l1_hit_cycles;
+        let value = state.value;
+        if CHECK_INVARIANTS {
+            self.checked(slot, done)?;
+            self.lines[slot].loads += 1;
+        } else {
+            state.loads += 1;
+        }
+        Ok((done, value))
     }
 
     #[inline(always)]
     fn store(&mut self, slot: u32, now: Cycle, value: i64) -> Result<Cycle, Halt> {
         let slot = slot as usize;
-        if (TAKES_TURNS && self.turn.must_yield(now)) || !self.allows(slot, LINE_WRITE) {
+        if TAKES_TURNS && self.turn.must_yield(now) {
             return Err(Halt);
         }
+        let l1_hit_cycles = self.l1_hit_cycles;
+        let thread = self.thread;
+        let state = self.line_allowing(slot, LINE_WRITE)?;
+        let done = now.max(state.floor) + l1_hit_cycles;
         if CHECK_INVARIANTS {
             // The write's state change before the check, as `plain_hit`
             // makes it (`LINE_WRITE` comes with the line).
-            if let (Some(line), Some(target)) = (self.lines[slot].line, self.targets[slot]) {
+            if let (Some(line), Some(target)) = (state.line, self.targets[slot]) {
                 self.coherence
-                    .apply_private_writes(target.unit, line, self.thread, 1);
+                    .apply_private_writes(target.unit, line, thread, 1);
             }
+            self.checked(slot, done)?;
+            let state = &mut self.lines[slot];
+            state.stores += 1;
+            state.value = (value << state.shift) >> state.shift;
         } else {
-            self.lines[slot].pending_writes += 1;
+            state.stores += 1;
+            state.value = (value << state.shift) >> state.shift;
         }
-        let done = self.hit(slot, now)?;
-        let state = &mut self.lines[slot];
-        state.stores += 1;
-        let (address, size_bytes) = (state.address, state.size_bytes);
-        write_value(self.bytes, address, size_bytes, value);
         Ok(done)
     }
 
@@ -204,6 +240,7 @@ impl Simulation<'_> {
         // here can change: the store buffer (no store here posts to it).
         let hoistable = self.options.hoisted_private_hits
             && self.private.summed
+            && self.private.disjoint
             && self.store_buffer_entries != 0
             && cpu.store_buffer.is_empty();
         if !hoistable {
@@ -284,8 +321,14 @@ impl Simulation<'_> {
         }
         let _ = shortcut_entries;
         let sums = &mut sums[i.get() * slots..(i.get() + 1) * slots];
-        let accesses =
-            settle_slot_lines(&mut slot_lines[..slots], sums, targets, coherence, thread);
+        let accesses = settle_slot_lines(
+            &mut slot_lines[..slots],
+            sums,
+            targets,
+            coherence,
+            bytes,
+            thread,
+        );
         count_accesses(memory_ops, &mut cpus[i], accesses);
         match failed {
             None => Ok(()),
@@ -295,27 +338,34 @@ impl Simulation<'_> {
 }
 
 /// The end of a hoisted call: each slot's hits added to its sums, its
-/// writes' state changes made, and the slot left clean for the next call;
-/// the accesses made, counted.
+/// value written back and its writes' state changes made (with the
+/// invariants off; on, each write made its own), and the slot left clean
+/// for the next call; the accesses made, counted.
 fn settle_slot_lines(
     lines: &mut [SlotLine],
     sums: &mut [crate::probe::PrivateHits],
     targets: &[Option<PrivateTarget>],
     coherence: &mut Coherence,
+    bytes: &mut [u8],
     thread: u8,
 ) -> u64 {
+    let writes_pending = !coherence.check_invariants;
     let mut accesses = 0;
     for ((state, hits), target) in lines.iter_mut().zip(sums).zip(targets) {
         if state.access == LINE_UNKNOWN {
             continue;
         }
-        if let (Some(line), Some(target), 1..) = (state.line, target, state.pending_writes) {
-            coherence.apply_private_writes(target.unit, line, thread, state.pending_writes);
+        if state.stores > 0 {
+            write_value(bytes, state.address, state.size_bytes, state.value);
+            if let (Some(line), Some(target), true) = (state.line, target, writes_pending) {
+                coherence.apply_private_writes(target.unit, line, thread, state.stores);
+            }
         }
         accesses += state.loads + state.stores;
         hits.loads += state.loads;
         hits.stores += state.stores;
-        hits.stall_cycles += state.stall_cycles;
+        // The loads here never wait beyond an L1 hit (`load`): no stall
+        // cycles to add.
         *state = SlotLine::default();
     }
     accesses

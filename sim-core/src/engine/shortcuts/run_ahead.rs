@@ -651,6 +651,20 @@ impl Simulation<'_> {
             .collect();
         let slots = slot_places.len() as u32;
         self.private.slots = slots as usize;
+        let bytes_of = |p: usize| {
+            let place = &places[p];
+            let start = place.offset_bytes as u64;
+            (place.instance, start..start + place.size_bytes as u64)
+        };
+        self.private.disjoint = slot_places.iter().enumerate().all(|(n, &p)| {
+            let (instance, range) = bytes_of(p);
+            slot_places[n + 1..].iter().all(|&q| {
+                let (other, other_range) = bytes_of(q);
+                instance != other
+                    || range.end <= other_range.start
+                    || other_range.end <= range.start
+            })
+        });
         let mut targets = Vec::with_capacity(self.cpus.len() * slots as usize);
         let mut sums = Vec::with_capacity(targets.capacity());
         for cpu in self.cpus.iter() {
