@@ -91,13 +91,27 @@ pub trait Probe {
     /// Whether the probe must see every access as its own `on_access`. One
     /// that answers false receives the plain hits on each CPU's private
     /// lines summed, through `on_private_hits`, instead (before that CPU's
-    /// next `on_iteration` and at the end of the run), and the polls of a
+    /// next `on_iteration` and at the end of the run, or, where
+    /// `measured_hits_at_end` allows, a measured iteration's at the end of
+    /// the run only), and the polls of a
     /// spin-wait the engine fast-forwards likewise (when the CPU wakes).
     /// That spares the engine a report per hit; a probe whose result
     /// depends on the order or the detail of single accesses (a trace)
     /// keeps the default.
     fn needs_every_access(&self) -> bool {
         true
+    }
+    /// With `needs_every_access` false: whether a CPU's summed plain hits
+    /// on its private places during its measured iterations (those whose
+    /// `on_iteration` says `measured`) may arrive at the end of the run
+    /// (or when its thread leaves the CPU) rather than before each next
+    /// `on_iteration`. The warm-up's hits still arrive before the end of
+    /// their iteration. A probe that keeps only sums over the measured
+    /// window (the statistics) answers true and spares the engine a report
+    /// per place and iteration; the default keeps each iteration's hits in
+    /// their iteration.
+    fn measured_hits_at_end(&self) -> bool {
+        false
     }
     /// Summed plain hits of CPU `cpu` on one place (a private one, or a
     /// spin-wait's polls; see `needs_every_access`); each counts as a hit,
@@ -166,6 +180,9 @@ impl Probe for Probes<'_> {
     }
     fn needs_every_access(&self) -> bool {
         self.0.iter().any(|p| p.needs_every_access())
+    }
+    fn measured_hits_at_end(&self) -> bool {
+        self.0.iter().all(|p| p.measured_hits_at_end())
     }
     fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
         for p in &mut self.0 {

@@ -558,6 +558,12 @@ impl Probe for Stats {
         false
     }
 
+    /// Hits count only once the CPU measures (`on_iteration` turns that
+    /// on at the warm-up's end, for good), and then only their sums.
+    fn measured_hits_at_end(&self) -> bool {
+        true
+    }
+
     fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
         let mut spun = 0;
         if let (Some(last_issued), false) = (hits.spin_last_load, self.is_private(hits.field_id)) {

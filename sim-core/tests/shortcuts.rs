@@ -20,7 +20,10 @@
 //! both runs' hits on those lines are summed per iteration, field and
 //! address before the comparison, and everything else is compared entry
 //! by entry, so a hit that took the wrong time shows in the cycles of every
-//! later access.
+//! later access. The statistics probe alone, which lets the engine keep a
+//! measured iteration's summed hits until the end of the run
+//! (`Probe::measured_hits_at_end`), must give the reference's statistics
+//! too.
 //!
 //! The run also counts how often each shortcut was entered (the
 //! `shortcut-counts` feature), and the test asserts a floor for each, so a
@@ -460,6 +463,35 @@ struct Observed {
     /// a machine without the adjacent-line prefetcher): the coverage of
     /// `speculate`. (In `program_order` too, so compared there.)
     speculative_prefetches: u64,
+    /// The statistics of the same run with the statistics probe alone,
+    /// which lets the engine keep the measured iterations' summed hits
+    /// until the end of the run (`Probe::measured_hits_at_end`; the
+    /// recorder beside it above wants them per iteration).
+    alone: Statistics,
+}
+
+/// What the statistics probe keeps, to compare.
+#[derive(Debug, PartialEq)]
+struct Statistics {
+    per_field: Vec<sim_core::stats::Traffic>,
+    per_unit: Vec<sim_core::stats::Traffic>,
+    per_unit_detail: Vec<sim_core::stats::LineDetail>,
+    iteration_cycles: sim_core::stats::Histogram,
+    longest_iteration: Vec<u64>,
+    stalled_on_store_buffer_cycles: u64,
+}
+
+impl From<Stats> for Statistics {
+    fn from(stats: Stats) -> Statistics {
+        Statistics {
+            per_field: stats.per_field,
+            per_unit: stats.per_unit,
+            per_unit_detail: stats.per_unit_detail,
+            iteration_cycles: stats.iteration_cycles,
+            longest_iteration: stats.longest_iteration,
+            stalled_on_store_buffer_cycles: stats.stalled_on_store_buffer_cycles,
+        }
+    }
 }
 
 impl PartialEq for Observed {
@@ -473,6 +505,7 @@ impl PartialEq for Observed {
             && self.stalled_on_store_buffer_cycles == other.stalled_on_store_buffer_cycles
             && self.program_order == other.program_order
             && self.drains == other.drains
+            && self.alone == other.alone
     }
 }
 
@@ -516,6 +549,14 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
             .cloned()
             .collect()
     };
+    let mut alone = Stats::for_run(config);
+    let (outcome_alone, _) =
+        run_counting(config, &mut alone, options).map_err(|e| e.to_string())?;
+    if outcome_alone != outcome {
+        return Err(format!(
+            "the statistics probe alone: {outcome_alone:?}, beside the recorder: {outcome:?}"
+        ));
+    }
     let events = outcome.events;
     let speculative_prefetches = if config.topology.spec.adjacent_line_prefetch {
         0
@@ -547,6 +588,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         drains: cpus.iter().map(|&c| stream(c.get(), true)).collect(),
         entries,
         speculative_prefetches,
+        alone: alone.into(),
     })
 }
 
@@ -609,6 +651,14 @@ fn compare(
         (Ok(with), Ok(plain)) => {
             let first = first_difference("CPU stream", &with.program_order, &plain.program_order)
                 .or_else(|| first_difference("drains of CPU stream", &with.drains, &plain.drains))
+                .or_else(|| {
+                    (with.alone != plain.alone).then(|| {
+                        format!(
+                            "the statistics probe alone:\n with:      {:?}\n reference: {:?}",
+                            with.alone, plain.alone
+                        )
+                    })
+                })
                 .unwrap_or_default();
             return Err(format!(
                 "seed {seed}, shortcuts {}: differs from the reference.\n with outcome:      {:?}\n reference outcome: {:?}\n{first}",
@@ -864,4 +914,76 @@ fn lock_waiting_is_accounted_as_stepping_accounts_it() {
     );
     assert_eq!(detail.offsets.len(), 1);
     assert_eq!(detail.offsets[0].loads, lock_line.loads);
+}
+
+/// A probe that sums over the measured window only
+/// (`Probe::measured_hits_at_end`) receives the warm-up's summed hits
+/// before each warm-up iteration's end, and the measured iterations' once,
+/// at the end of the run: one report per place and CPU instead of one per
+/// place, CPU and iteration. The statistics are the reference's.
+#[test]
+fn measured_hits_arrive_at_the_end_where_the_probe_allows() {
+    use sim_core::probe::LinuxCpu;
+    use sim_core::Cycle;
+    /// Per CPU: the iterations ended so far when each report of summed
+    /// hits arrived, with its loads and stores.
+    #[derive(Default)]
+    struct Arrivals {
+        ended: BTreeMap<LinuxCpu, u64>,
+        reports: BTreeMap<LinuxCpu, Vec<(u64, u64, u64)>>,
+        at_end: bool,
+    }
+    impl sim_core::probe::Probe for Arrivals {
+        fn needs_every_access(&self) -> bool {
+            false
+        }
+        fn measured_hits_at_end(&self) -> bool {
+            self.at_end
+        }
+        fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &sim_core::probe::PrivateHits) {
+            let ended = self.ended.get(&cpu).copied().unwrap_or(0);
+            let reports = self.reports.entry(cpu).or_default();
+            reports.push((ended, hits.loads, hits.stores));
+        }
+        fn on_iteration(&mut self, cpu: LinuxCpu, _: u64, _: Cycle, _: Cycle, _: bool) {
+            *self.ended.entry(cpu).or_default() += 1;
+        }
+    }
+    let mut config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![strukt("local", vec![field("a", "u64")])])
+        .instances(vec![per_cpu("mine", "local")])
+        .script("s", "repeat 4 {\n  mine.a = mine.a + 1\n}")
+        .threads(0..2, "s")
+        .stop(StopRule::Iterations(5))
+        .build();
+    config.warmup_iterations = 2;
+    for at_end in [false, true] {
+        let mut probe = Arrivals {
+            at_end,
+            ..Arrivals::default()
+        };
+        run_counting(&config, &mut probe, EngineOptions::ALL).unwrap();
+        for (cpu, reports) in &probe.reports {
+            // The first iteration's first load misses (stepped), the rest
+            // hit: 3 + 4 per warm-up iteration, 4 + 4 after.
+            let expected: Vec<(u64, u64, u64)> = if at_end {
+                vec![(0, 3, 4), (1, 4, 4), (7, 20, 20)]
+            } else {
+                vec![
+                    (0, 3, 4),
+                    (1, 4, 4),
+                    (2, 4, 4),
+                    (3, 4, 4),
+                    (4, 4, 4),
+                    (5, 4, 4),
+                    (6, 4, 4),
+                ]
+            };
+            assert_eq!(reports, &expected, "CPU {cpu}, at the end: {at_end}");
+        }
+        assert_eq!(probe.reports.len(), 2);
+    }
+    let with = observe(&config, EngineOptions::ALL).unwrap();
+    let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+    assert_eq!(with, plain);
 }

@@ -520,6 +520,7 @@ pub fn run_counting(
     sim.coherence.special_transactions = options.special_transactions;
     sim.resolve_private_targets();
     sim.private.summed = options.summed_private_hits && !probe.needs_every_access();
+    sim.private.measured_at_end = sim.private.summed && probe.measured_hits_at_end();
     sim.fuse_code();
     let outcome = sim.run(probe)?;
     let mut entries = sim.shortcut_entries;
@@ -684,6 +685,10 @@ struct PrivatePlaces {
     /// sums them for the probe (`summed_private_hits` on, and the probe
     /// allows it).
     summed: bool,
+    /// Summed hits of a CPU's measured iterations are kept until the end
+    /// of the run (or until its thread leaves the CPU) rather than
+    /// reported at each iteration's end (`Probe::measured_hits_at_end`).
+    measured_at_end: bool,
 }
 
 /// Where a private place lands for one CPU (`None` in

@@ -842,13 +842,18 @@ impl Simulation<'_> {
 
     #[inline]
     pub(super) fn end_iteration(&mut self, i: CpuIndex, probe: &mut dyn Probe) {
-        if self.private.summed && self.private.slots > 0 {
-            // Before `on_iteration`, which may start the measured window.
+        let warmup = self.config.warmup_iterations;
+        let measured = self.cpus[i].iteration >= warmup;
+        // Before `on_iteration`, which may start the measured window; a
+        // measured iteration's at the end of the run where the probe allows
+        // it (`Probe::measured_hits_at_end`).
+        if self.private.summed
+            && self.private.slots > 0
+            && !(measured && self.private.measured_at_end)
+        {
             self.report_private_hits(i, probe);
         }
-        let warmup = self.config.warmup_iterations;
         let cpu = &mut self.cpus[i];
-        let measured = cpu.iteration >= warmup;
         probe.on_iteration(
             cpu.spec.cpu,
             cpu.iteration,
