@@ -260,7 +260,8 @@ pub(in crate::engine) struct Ahead<'a, P> {
     stack: &'a mut Vec<i64>,
     /// The running frame's locals.
     locals: &'a mut [i64],
-    pc: u32,
+    /// The program counter, as an index (`Registers` sees it as `u32`).
+    pc: usize,
     now: Cycle,
     /// The CPU's share of its core for `work`.
     work_share_percent: u32,
@@ -293,12 +294,12 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
 
     #[inline(always)]
     fn pc(&self) -> u32 {
-        self.pc
+        self.pc as u32
     }
 
     #[inline(always)]
     fn set_pc(&mut self, pc: u32) {
-        self.pc = pc;
+        self.pc = pc as usize;
     }
 
     #[inline(always)]
@@ -318,7 +319,7 @@ impl<P: PrivateAccesses> Registers for Ahead<'_, P> {
 
     #[inline(always)]
     fn branch_went(&mut self, taken: bool) {
-        if let Some(last) = self.predictor.get_mut(self.pc as usize) {
+        if let Some(last) = self.predictor.get_mut(self.pc) {
             *last = taken as u8;
         }
     }
@@ -415,7 +416,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
         let machine = Ahead {
             stack,
             locals: &mut locals[base..],
-            pc: frame.pc,
+            pc: frame.pc as usize,
             now: *now,
             work_share_percent,
             time_limit,
@@ -433,7 +434,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
     #[inline(always)]
     fn run_plain(&mut self, ops: &[Op]) -> Halt {
         loop {
-            let Some(&op) = ops.get(self.pc as usize) else {
+            let Some(&op) = ops.get(self.pc) else {
                 return Halt;
             };
             if let Err(halt) = execute(self, op) {
@@ -449,7 +450,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
         loop {
             // By reference: a superinstruction's fields are read where used
             // (copied whole, they would all be spilled).
-            let Some(entry) = fused.get(self.pc as usize) else {
+            let Some(entry) = fused.get(self.pc) else {
                 return Halt;
             };
             if let Err(halt) = self.execute_fused(entry, ops) {
@@ -480,17 +481,17 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                     Some(left) if room => {
                         let leaves = binary_value(BinaryOp::Gt, *left, 0) == Some(0);
                         // The head's JumpIfZero, its fourth operation.
-                        if let Some(last) = self.predictor.get_mut(self.pc as usize + 3) {
+                        if let Some(last) = self.predictor.get_mut(self.pc + 3) {
                             *last = leaves as u8;
                         }
                         if leaves {
-                            self.pc = exit;
+                            self.pc = exit as usize;
                         } else {
                             *left = left.wrapping_sub(1);
-                            self.pc += REPEAT_HEAD_OPS;
+                            self.pc += REPEAT_HEAD_OPS as usize;
                         }
                     }
-                    _ => return execute(self, ops[self.pc as usize]),
+                    _ => return execute(self, ops[self.pc]),
                 }
                 self.count_superinstruction();
                 Ok(())
@@ -504,7 +505,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                 // The plain operations push two operands: without room for
                 // both, they run one by one.
                 if self.stack.len() + 2 > MAX_STACK {
-                    return execute(self, ops[self.pc as usize]);
+                    return execute(self, ops[self.pc]);
                 }
                 self.count_superinstruction();
                 let a = self.operand(*left, &[])?;
@@ -518,13 +519,13 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                         if let Err(halt) = set_local(self, slot, value) {
                             return self.stop_after(&[value], BINARY_OPS - 1, halt);
                         }
-                        self.pc += BINARY_OPS;
+                        self.pc += BINARY_OPS as usize;
                         Ok(())
                     }
                     Destination::Private(slot) => match self.private.store(slot, self.now, value) {
                         Ok(done) => {
                             self.now = done;
-                            self.pc += BINARY_OPS;
+                            self.pc += BINARY_OPS as usize;
                             self.clock_moved()
                         }
                         Err(halt) => self.stop_after(&[value], BINARY_OPS - 1, halt),
@@ -553,7 +554,7 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
                     if let Err(halt) = self.clock_moved() {
                         self.stack.extend_from_slice(before);
                         self.stack.push(value);
-                        self.pc += before.len() as u32 + 1;
+                        self.pc += before.len() + 1;
                         return Err(halt);
                     }
                     Ok(value)
@@ -569,14 +570,14 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
     #[inline(always)]
     fn stop_after<T>(&mut self, values: &[i64], ops_done: u32, halt: Halt) -> Result<T, Halt> {
         self.stack.extend_from_slice(values);
-        self.pc += ops_done;
+        self.pc += ops_done as usize;
         Err(halt)
     }
 
     /// The program counter, clock and operations charged where the
     /// machine stopped.
     pub(in crate::engine) fn position(&self) -> (u32, Cycle, u64) {
-        (self.pc, self.now, self.operations)
+        (self.pc as u32, self.now, self.operations)
     }
 
     /// The invariant check that failed where the machine stopped.
