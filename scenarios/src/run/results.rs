@@ -1,6 +1,7 @@
 //! Running built variants (in parallel across variants, never inside one)
 //! and the result records they produce.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::build::{BuiltVariant, ScriptSources};
@@ -587,6 +588,8 @@ impl<'a> FieldsOnUnits<'a> {
         let start = unit as u64 * memory.unit_bytes as u64;
         let end = start + memory.unit_bytes as u64;
         let mut names = Vec::new();
+        // One buffer for every element's overlapping spans.
+        let mut found: Vec<(usize, u64, u64)> = Vec::new();
         for (inst, &sorted) in memory.instances.iter().zip(&self.sorted) {
             let def = &memory.structs[inst.struct_index];
             let (spans, longest) = &self.spans[inst.struct_index];
@@ -609,13 +612,15 @@ impl<'a> FieldsOnUnits<'a> {
                 // Ranges relative to the element that overlap [start, end).
                 let (from, to) = (start.saturating_sub(base), end - base);
                 let upto = spans.partition_point(|&(a, _, _)| (a as u64) < to);
-                let mut found: Vec<(usize, u64, u64)> = spans[..upto]
-                    .iter()
-                    .rev()
-                    .take_while(|&&(a, _, _)| a as u64 + *longest as u64 >= from)
-                    .filter(|&&(_, b, _)| base + b as u64 > start)
-                    .map(|&(a, b, i)| (i, base + a as u64, base + b.max(a + 1) as u64))
-                    .collect();
+                found.clear();
+                found.extend(
+                    spans[..upto]
+                        .iter()
+                        .rev()
+                        .take_while(|&&(a, _, _)| a as u64 + *longest as u64 >= from)
+                        .filter(|&&(_, b, _)| base + b as u64 > start)
+                        .map(|&(a, b, i)| (i, base + a as u64, base + b.max(a + 1) as u64)),
+                );
                 found.sort_unstable();
                 let mut k = 0;
                 while k < found.len() {
@@ -627,14 +632,17 @@ impl<'a> FieldsOnUnits<'a> {
                         .collect();
                     k += ranges.len();
                     let f = &def.fields[i];
-                    names.push((
-                        if many {
-                            format!("{}[{}].{}", inst.name, e, f.name)
-                        } else {
-                            format!("{}.{}", inst.name, f.name)
-                        },
-                        ranges,
-                    ));
+                    // `instance[e].field` or `instance.field`, built in
+                    // place (a `format!` per name was a visible part of a
+                    // short run over 512 CPUs' lines).
+                    let mut name = String::with_capacity(inst.name.len() + f.name.len() + 24);
+                    name.push_str(&inst.name);
+                    if many {
+                        let _ = write!(name, "[{e}]");
+                    }
+                    name.push('.');
+                    name.push_str(&f.name);
+                    names.push((name, ranges));
                 }
             }
         }
