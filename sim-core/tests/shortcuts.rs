@@ -987,3 +987,31 @@ fn measured_hits_arrive_at_the_end_where_the_probe_allows() {
     let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
     assert_eq!(with, plain);
 }
+
+/// The hoisted loop holds each private field's value while it runs, which
+/// is right only where no two fields share a byte: a per-CPU union's
+/// members do, and their accesses must give the reference's values and
+/// statistics (the run-ahead loop takes them one by one instead).
+#[test]
+fn a_private_unions_members_give_the_references_values() {
+    let union = models::layout::StructSpec {
+        is_union: true,
+        ..strukt("both", vec![field("x", "u64"), field("y", "u32")])
+    };
+    // The values leave the private lines through a shared store, whose
+    // value every run records.
+    let config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+        .structs(vec![union, strukt("shared", vec![field("out", "u64")])])
+        .instances(vec![per_cpu("mine", "both"), global("g", "shared", 0)])
+        .script(
+            "s",
+            "repeat 4 {\n  mine.x = mine.x + 4294967295\n  mine.y = mine.y + mine.x\n}\ng.out = mine.x",
+        )
+        .threads(0..2, "s")
+        .stop(StopRule::Iterations(5))
+        .build();
+    let with = observe(&config, EngineOptions::ALL).unwrap();
+    let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+    assert_eq!(with, plain);
+    assert!(with.entries[3] > 0, "{:?}", with.entries);
+}
