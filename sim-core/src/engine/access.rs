@@ -124,6 +124,13 @@ impl Simulation<'_> {
             self.block_on(i, Wait::BufferSlot);
             return Ok(());
         }
+        if !self.cpus[i].deferred.is_empty() {
+            // A load is still queued at its home: the store's place in the
+            // buffer's drain order waits for its arrival, not yet known
+            // (`in_flight`).
+            self.block_on(i, Wait::Served);
+            return Ok(());
+        }
         let target = self.target_of(i, place_id, place, 1)?;
         let bits = place.bits;
         let value = self.pop(i)?;
@@ -277,6 +284,10 @@ impl Simulation<'_> {
             if arriving {
                 return self.load_in_flight(i, &pending, &report, true, probe);
             }
+            if pending.op.is_none() && !self.cpus[i].deferred.is_empty() {
+                // Behind a load queued at its home (`in_flight`).
+                return self.defer_hit(i, &pending, report);
+            }
             self.complete_access(i, &pending, &report, probe)?;
             if pending.op.is_none() {
                 let value = self.cpus[i].stack.last().copied().unwrap_or_default();
@@ -284,6 +295,16 @@ impl Simulation<'_> {
                 self.poll_load_hit(i, &pending, report.issued, value, latency);
             }
             return Ok(());
+        }
+        if pending.op.is_none()
+            && self.cpus[i]
+                .deferred
+                .iter()
+                .any(|d| d.unserved && d.unit == unit)
+        {
+            // An older load of the CPU is queued for the line: this one
+            // shares its request (`in_flight`).
+            return self.queue_load(i, pending, unit, true);
         }
         self.poll_line_reached(unit, probe);
         let misses = self.demand_misses(cpu_id, unit, need);
@@ -321,12 +342,18 @@ impl Simulation<'_> {
                 if first_waiter {
                     self.schedule_line_free(free_at, unit);
                 }
-                self.cpus[i].pending = Some(pending);
-                self.block_on(i, Wait::Line);
-                if pending.op.is_some() {
-                    // Its value predicted as the line's now.
-                    let old = self.read_value(pending.address, pending.size_bytes);
-                    self.speculate_past_lock(i, now, Waiting::Queued(old), Vec::new(), probe)?;
+                if pending.op.is_none() && self.cpus[i].window_entries > 0 {
+                    // With a reorder window, a queued load does not hold the
+                    // CPU either (`in_flight`).
+                    self.queue_load(i, pending, unit, false)?;
+                } else {
+                    self.cpus[i].pending = Some(pending);
+                    self.block_on(i, Wait::Line);
+                    if pending.op.is_some() {
+                        // Its value predicted as the line's now.
+                        let old = self.read_value(pending.address, pending.size_bytes);
+                        self.speculate_past_lock(i, now, Waiting::Queued(old), Vec::new(), probe)?;
+                    }
                 }
             }
         }
@@ -469,6 +496,18 @@ impl Simulation<'_> {
                         }
                     }
                     RequestKind::Drain => self.finish_drain(i, &report, probe),
+                    RequestKind::Demand
+                        if self.cpus[i]
+                            .deferred
+                            .iter()
+                            .any(|d| d.unserved && d.unit == unit) =>
+                    {
+                        // A queued load that did not hold its CPU: the CPU
+                        // goes on from here only if it waits for it.
+                        resume = self
+                            .serve_deferred(i, unit, at, &report, probe)
+                            .map(|now| (now, i));
+                    }
                     RequestKind::Demand => {
                         if let Some(now) = self.finish_pending(i, &report, probe)? {
                             resume = Some((now, i));

@@ -70,6 +70,46 @@ pub(super) struct LateValue {
     /// The access, for the probe's wait.
     pub(super) address: u64,
     pub(super) field_id: u32,
+    /// Not 0: the value is not read yet (its `ready` is `Cycle::MAX`): it
+    /// is the deferred load with this ticket's (`Cpu::deferred`).
+    pub(super) ticket: u32,
+}
+
+/// A load whose value is not read yet: queued at its line's home, or
+/// younger than such a load (x86-TSO keeps loads in order, so it reads its
+/// value when every older load has read its own).
+#[derive(Clone, Debug)]
+pub(super) struct DeferredLoad {
+    /// The value's mark in `Cpu::late` (and its copies').
+    pub(super) ticket: u32,
+    pub(super) access: PendingAccess,
+    pub(super) unit: usize,
+    /// Still queued at the line's home: its arrival is unknown.
+    pub(super) unserved: bool,
+    /// It holds a miss buffer (a request of its own, not one shared with
+    /// an older queued load to the same line).
+    pub(super) buffer: bool,
+    /// Its window position (`WindowEntry::seq`), for loads with an entry.
+    pub(super) seq: Option<u64>,
+    pub(super) issued: Cycle,
+    /// When its line arrives (once served).
+    pub(super) done: Cycle,
+    /// The coherence report, for the probe (a load sharing a fetch has
+    /// none, as a hit).
+    pub(super) report: Option<AccessReport>,
+}
+
+/// Parks CPU `cpu` until the home serves one of its queued loads (true:
+/// the operation is stepped again then).
+fn await_served(cpu: &mut Cpu) -> bool {
+    cpu.wait = Wait::Served;
+    cpu.wait_since = cpu.now;
+    true
+}
+
+/// Whether the value at `slot` is not read yet (a deferred load's).
+fn unknown_at(cpu: &Cpu, slot: Slot) -> bool {
+    cpu.late.iter().any(|v| v.slot == slot && v.ticket != 0)
 }
 
 /// A load still arriving, in the CPU's reorder window.
@@ -142,13 +182,19 @@ impl Simulation<'_> {
                 return Ok(false);
             }
             // With a reorder window, arithmetic does not wait: its result
-            // is late until its last operand arrives.
-            Op::Unary(_) if cpu.window_entries > 0 => return Ok(false),
+            // is late until its last operand arrives. A value not read yet
+            // (a queued load's) cannot be computed with: it waits.
+            Op::Unary(_) if cpu.window_entries > 0 => {
+                return Ok(unknown_at(cpu, Slot::Stack(depth.wrapping_sub(1))) && await_served(cpu));
+            }
             Op::Binary(_) if cpu.window_entries > 0 => {
                 let (a, b) = (
                     Slot::Stack(depth.wrapping_sub(2)),
                     Slot::Stack(depth.wrapping_sub(1)),
                 );
+                if unknown_at(cpu, a) || unknown_at(cpu, b) {
+                    return Ok(await_served(cpu));
+                }
                 let later = cpu.late.iter().find(|v| v.slot == b).copied();
                 cpu.late.retain(|v| v.slot != b);
                 if let Some(later) = later {
@@ -197,6 +243,13 @@ impl Simulation<'_> {
         match reads {
             Reads::Top(n) => {
                 let lowest = depth.saturating_sub(n as u32);
+                let unknown = cpu
+                    .late
+                    .iter()
+                    .any(|v| v.ticket != 0 && matches!(v.slot, Slot::Stack(k) if k >= lowest));
+                if unknown {
+                    return Ok(await_served(cpu));
+                }
                 cpu.late.retain(|v| match v.slot {
                     Slot::Stack(k) if k >= lowest => {
                         if v.ready > ready {
@@ -207,6 +260,8 @@ impl Simulation<'_> {
                     _ => true,
                 });
             }
+            // A load still queued: its arrival is unknown until served.
+            Reads::Everything if !cpu.deferred.is_empty() => return Ok(await_served(cpu)),
             Reads::Everything => {
                 for v in cpu.late.drain(..) {
                     if v.ready > ready {
@@ -257,6 +312,11 @@ impl Simulation<'_> {
         let Some(k) = cpu.late.iter().position(|v| v.slot == top) else {
             return false;
         };
+        if cpu.late[k].ticket != 0 {
+            // Not read yet: the branch waits for the home to serve the load,
+            // then is predicted as any other (no wrong path is executed).
+            return await_served(cpu);
+        }
         let late = cpu.late.swap_remove(k);
         let value = cpu.stack.last().copied().unwrap_or_default();
         let taken = (value == 0) == matches!(op, Op::JumpIfZero(_));
@@ -301,6 +361,10 @@ impl Simulation<'_> {
         if cpu.dispatched - oldest.seq + entries <= cpu.window_entries {
             return false;
         }
+        if oldest.ready == Cycle::MAX {
+            // Still queued at its home.
+            return await_served(cpu);
+        }
         cpu.now = oldest.ready;
         cpu.window.pop_front();
         probe.on_load_wait(
@@ -317,12 +381,22 @@ impl Simulation<'_> {
     /// stalls on its reorder window: it fills the window at
     /// `dispatch_width` entries a cycle, and when the window is full it
     /// waits for the oldest load still arriving, then goes on. Takes the
-    /// work's entries.
-    pub(super) fn work_window_stall(&mut self, i: CpuIndex, cycles: u64) -> u64 {
+    /// work's entries. None, taking nothing, when the work does not fit
+    /// before a load still queued at its home fills the window: the CPU
+    /// waits for the home to serve it.
+    pub(super) fn work_window_stall(&mut self, i: CpuIndex, cycles: u64) -> Option<u64> {
         let width = self.dispatch_width;
         let cpu = &mut self.cpus[i];
         let start = cpu.now;
         let mut left = cycles.saturating_mul(width);
+        // Nothing past a queued load's entry + the window can dispatch
+        // until it is served (its arrival is unknown).
+        if let Some(queued) = cpu.window.iter().find(|e| e.ready == Cycle::MAX) {
+            if cpu.dispatched.saturating_add(left) > queued.seq + cpu.window_entries {
+                await_served(cpu);
+                return None;
+            }
+        }
         let mut at = start;
         loop {
             while cpu.window.front().is_some_and(|e| e.ready <= at) {
@@ -344,7 +418,7 @@ impl Simulation<'_> {
         }
         cpu.dispatched += left;
         let end = at + Cycles::new(left.div_ceil(width));
-        (end - start).get().saturating_sub(cycles)
+        Some((end - start).get().saturating_sub(cycles))
     }
 
     /// After CPU `i` stepped an operation with late values about: drops the
@@ -377,12 +451,20 @@ impl Simulation<'_> {
         if self.coherence.state(cpu.core, unit) != LineState::Invalid {
             return false;
         }
+        // It would share the request of an older load queued for the line.
+        if cpu.deferred.iter().any(|d| d.unserved && d.unit == unit) {
+            return false;
+        }
         let cpu = &mut self.cpus[i];
         cpu.in_flight.retain(|&ready| ready > now);
         if cpu.in_flight.len() < self.outstanding_misses {
             return false;
         }
         let first = *cpu.in_flight.iter().min().expect("every buffer is taken");
+        if first == Cycle::MAX {
+            // Every buffer is held by a load still queued at its home.
+            return await_served(cpu);
+        }
         cpu.now = first;
         cpu.in_flight.retain(|&ready| ready > first);
         probe.on_load_wait(cpu.spec.cpu, now, first, 0, None);
@@ -392,7 +474,9 @@ impl Simulation<'_> {
     /// Completes a load whose line is still on its way: the value (read
     /// where the home ordered the access) pushed and marked late until
     /// `report.done`, a cycle to issue it, and a miss buffer held until then
-    /// unless the load shares a fetch already under way (`merged`).
+    /// unless the load shares a fetch already under way (`merged`). Behind
+    /// a load still queued at its home, the value is read after that one's
+    /// (`deferred`).
     pub(super) fn load_in_flight(
         &mut self,
         i: CpuIndex,
@@ -401,8 +485,13 @@ impl Simulation<'_> {
         merged: bool,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        let value = self.read_value(p.address, p.size_bytes);
-        let value = p.bits.map_or(value, |b| b.extract(value));
+        let deferring = !self.cpus[i].deferred.is_empty();
+        let value = if deferring {
+            0
+        } else {
+            let value = self.read_value(p.address, p.size_bytes);
+            p.bits.map_or(value, |b| b.extract(value))
+        };
         let cpu = &mut self.cpus[i];
         // Those that have arrived are free (they are dropped lazily).
         let now = cpu.now;
@@ -410,21 +499,23 @@ impl Simulation<'_> {
         if !merged {
             cpu.in_flight.push(report.done);
         }
-        probe.on_access(&AccessEvent {
-            cpu: cpu.spec.cpu,
-            issued: report.issued,
-            latency_cycles: report.latency_cycles(),
-            kind: AccessKind::Load,
-            address: p.address,
-            size_bytes: p.size_bytes,
-            field_id: p.field_id,
-            value,
-            new_value: None,
-            report: Some(report),
-            // The CPU goes on; its waits are reported when a use meets them.
-            stall_cycles: 0,
-            misses_in_flight: cpu.in_flight.len().max(1) as u32,
-        });
+        if !deferring {
+            probe.on_access(&AccessEvent {
+                cpu: cpu.spec.cpu,
+                issued: report.issued,
+                latency_cycles: report.latency_cycles(),
+                kind: AccessKind::Load,
+                address: p.address,
+                size_bytes: p.size_bytes,
+                field_id: p.field_id,
+                value,
+                new_value: None,
+                report: Some(report),
+                // The CPU goes on; its waits are reported when a use meets them.
+                stall_cycles: 0,
+                misses_in_flight: cpu.in_flight.len().max(1) as u32,
+            });
+        }
         // Issuing the load takes a cycle of the core, as posting a store does.
         cpu.now += Cycles::new(1);
         let slot = Slot::Stack(cpu.stack.len() as u32);
@@ -437,17 +528,222 @@ impl Simulation<'_> {
             });
         }
         cpu.speculating_until = cpu.speculating_until.max(report.done);
+        cpu.speculating_known = cpu.speculating_known.max(report.done);
+        let ticket = if deferring {
+            let ticket = take_ticket(cpu);
+            cpu.deferred.push_back(DeferredLoad {
+                ticket,
+                access: *p,
+                unit: report.unit,
+                unserved: false,
+                buffer: false,
+                seq: None,
+                issued: report.issued,
+                done: report.done,
+                report: Some(report.clone()),
+            });
+            ticket
+        } else {
+            0
+        };
         self.push(i, value)?;
         let cpu = &mut self.cpus[i];
         cpu.late.push(LateValue {
             slot,
-            ready: report.done,
+            ready: if deferring { Cycle::MAX } else { report.done },
             address: p.address,
             field_id: p.field_id,
+            ticket,
         });
         self.advance_pc(i);
         Ok(())
     }
+
+    /// A load by CPU `i` that hits in its cache while an older load is
+    /// still queued at its home: it takes the hit's cycles, and reads its
+    /// value after that one's (`deferred`).
+    pub(super) fn defer_hit(
+        &mut self,
+        i: CpuIndex,
+        p: &PendingAccess,
+        report: AccessReport,
+    ) -> Result<(), SimError> {
+        let cpu = &mut self.cpus[i];
+        cpu.now = cpu.now.max(report.done);
+        let slot = Slot::Stack(cpu.stack.len() as u32);
+        let ticket = take_ticket(cpu);
+        cpu.deferred.push_back(DeferredLoad {
+            ticket,
+            access: *p,
+            unit: report.unit,
+            unserved: false,
+            buffer: false,
+            seq: None,
+            issued: report.issued,
+            done: report.done,
+            report: Some(report),
+        });
+        self.push(i, 0)?;
+        self.cpus[i].late.push(LateValue {
+            slot,
+            ready: Cycle::MAX,
+            address: p.address,
+            field_id: p.field_id,
+            ticket,
+        });
+        self.advance_pc(i);
+        Ok(())
+    }
+
+    /// A load by CPU `i` (with a reorder window) queued at `unit`'s home
+    /// behind other requesters, or sharing such a request of an older load
+    /// of the CPU (`merged`): the CPU goes on. Its value is not read until
+    /// the home serves it; it holds a miss buffer (unless merged) and a
+    /// window entry, both until an arrival still unknown (`Cycle::MAX`).
+    pub(super) fn queue_load(
+        &mut self,
+        i: CpuIndex,
+        p: PendingAccess,
+        unit: usize,
+        merged: bool,
+    ) -> Result<(), SimError> {
+        let cpu = &mut self.cpus[i];
+        let now = cpu.now;
+        cpu.in_flight.retain(|&ready| ready > now);
+        if !merged {
+            cpu.in_flight.push(Cycle::MAX);
+        }
+        let seq = cpu.dispatched;
+        cpu.window.push_back(WindowEntry {
+            seq,
+            ready: Cycle::MAX,
+            address: p.address,
+            field_id: p.field_id,
+        });
+        cpu.speculating_until = Cycle::MAX;
+        let ticket = take_ticket(cpu);
+        cpu.deferred.push_back(DeferredLoad {
+            ticket,
+            access: p,
+            unit,
+            unserved: true,
+            buffer: !merged,
+            seq: Some(seq),
+            issued: now,
+            done: Cycle::MAX,
+            report: None,
+        });
+        // Issuing the load takes a cycle of the core, as for a miss.
+        cpu.now += Cycles::new(1);
+        let slot = Slot::Stack(cpu.stack.len() as u32);
+        self.push(i, 0)?;
+        self.cpus[i].late.push(LateValue {
+            slot,
+            ready: Cycle::MAX,
+            address: p.address,
+            field_id: p.field_id,
+            ticket,
+        });
+        self.advance_pc(i);
+        Ok(())
+    }
+
+    /// The home of `unit` served CPU `i`'s queued load(s) of it at `at`
+    /// (`report`): their arrival is known now, and every deferred load
+    /// whose older loads have all been served reads its value, in order.
+    /// Returns when the CPU goes on, if it was waiting for them.
+    pub(super) fn serve_deferred(
+        &mut self,
+        i: CpuIndex,
+        unit: usize,
+        at: Cycle,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) -> Option<Cycle> {
+        let cpu = &mut self.cpus[i];
+        let mut first = true;
+        for d in cpu.deferred.iter_mut() {
+            if !(d.unserved && d.unit == unit) {
+                continue;
+            }
+            d.unserved = false;
+            d.done = report.done;
+            if d.buffer {
+                if let Some(held) = cpu.in_flight.iter_mut().find(|r| **r == Cycle::MAX) {
+                    *held = report.done;
+                }
+            }
+            // The first holds the request; the others share its fetch.
+            if first {
+                d.report = Some(report.clone());
+                first = false;
+            }
+            if let Some(entry) = cpu.window.iter_mut().find(|e| Some(e.seq) == d.seq) {
+                entry.ready = report.done;
+            }
+        }
+        cpu.speculating_known = cpu.speculating_known.max(report.done);
+        // The deferred loads whose older loads have all been served read
+        // their values now, in program order.
+        let bytes = &self.bytes;
+        while cpu.deferred.front().is_some_and(|d| !d.unserved) {
+            let d = cpu.deferred.pop_front().expect("a front");
+            let p = d.access;
+            let value = read_value(bytes, p.address, p.size_bytes);
+            let value = p.bits.map_or(value, |b| b.extract(value));
+            for v in cpu.late.iter_mut().filter(|v| v.ticket == d.ticket) {
+                let place = match v.slot {
+                    Slot::Stack(k) => cpu.stack.get_mut(k as usize),
+                    Slot::Local(k) => cpu.locals.get_mut(k as usize),
+                };
+                if let Some(place) = place {
+                    *place = value;
+                }
+                v.ticket = 0;
+                v.ready = d.done;
+            }
+            probe.on_access(&AccessEvent {
+                cpu: cpu.spec.cpu,
+                issued: d.issued,
+                latency_cycles: (d.done - d.issued).get(),
+                kind: AccessKind::Load,
+                address: p.address,
+                size_bytes: p.size_bytes,
+                field_id: p.field_id,
+                value,
+                new_value: None,
+                report: d.report.as_ref(),
+                stall_cycles: 0,
+                misses_in_flight: cpu.in_flight.iter().filter(|&&r| r > at).count().max(1) as u32,
+            });
+        }
+        if cpu.deferred.is_empty() {
+            cpu.speculating_until = cpu.speculating_known;
+        }
+        if cpu.wait != Wait::Served || cpu.finished {
+            return None;
+        }
+        cpu.wait = Wait::None;
+        let since = cpu.wait_since;
+        cpu.now = cpu.now.max(at);
+        if cpu.now > since {
+            probe.on_load_wait(
+                cpu.spec.cpu,
+                since,
+                cpu.now,
+                report.unit as u64 * self.memory.unit_bytes as u64,
+                None,
+            );
+        }
+        Some(cpu.now)
+    }
+}
+
+/// A new deferred load's ticket (never 0).
+fn take_ticket(cpu: &mut Cpu) -> u32 {
+    let ticket = cpu.next_ticket;
+    cpu.next_ticket = cpu.next_ticket.wrapping_add(1).max(1);
+    ticket
 }
 
 /// The run-time operands of an access to `place` on the stack.

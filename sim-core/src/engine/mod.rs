@@ -209,6 +209,11 @@ enum Wait {
     Asleep,
     /// Woken: on its way to its CPU (its resume is queued).
     Waking,
+    /// An operation needs a value (or a miss buffer, or room in the
+    /// reorder window) held by a load still queued at its line's home: the
+    /// home's serve of one of the CPU's queued loads resumes it
+    /// (`in_flight`).
+    Served,
 }
 
 /// A load or atomic waiting at a line's home, to finish when served.
@@ -305,6 +310,15 @@ struct Cpu {
     /// The store buffer's head waits for its `not_before`: the DrainDone
     /// event due then starts it instead of ending a drain.
     drain_deferred: bool,
+    /// Loads whose values are not read yet (`in_flight`): the oldest is
+    /// queued at its line's home, and every later load waits for it to
+    /// read its value (x86-TSO's load order). Empty without a window.
+    deferred: VecDeque<DeferredLoad>,
+    /// The next deferred load's ticket (never 0: a known value's).
+    next_ticket: u32,
+    /// `speculating_until` once no load is queued: the latest known
+    /// arrival (while one is queued, `speculating_until` is `Cycle::MAX`).
+    speculating_known: Cycle,
     rng: ChaCha8Rng,
     /// Script operations charged to the CPU (`limits.operations`): the
     /// length of every code it entered and of every loop body it went
@@ -969,6 +983,9 @@ impl<'c> Simulation<'c> {
                         Vec::new()
                     },
                     drain_deferred: false,
+                    deferred: VecDeque::new(),
+                    next_ticket: 1,
+                    speculating_known: Cycle::ZERO,
                     rng,
                     operations: 0,
                     still_steps: 0,
@@ -1327,6 +1344,7 @@ impl<'c> Simulation<'c> {
                     Wait::Futex | Wait::Queued => self.sleep_description(i),
                     Wait::Spin => self.spin_wait_description(cpu),
                     Wait::Line => cpu.pending.map(|p| line(p.address)),
+                    Wait::Served => cpu.deferred.front().map(|d| line(d.access.address)),
                     Wait::BufferEmpty | Wait::BufferSlot => Some(format!(
                         "its store buffer ({} entries) to drain{}",
                         cpu.store_buffer.len(),

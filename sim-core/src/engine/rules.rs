@@ -688,7 +688,10 @@ impl Simulation<'_> {
             if op == Op::Work {
                 // Its operand is at hand (`await_operands` waited for it).
                 if let Some(&cycles) = cpu.stack.last().filter(|&&c| c >= 0) {
-                    let stall = self.work_window_stall(i, cycles as u64);
+                    let Some(stall) = self.work_window_stall(i, cycles as u64) else {
+                        // A load queued at its home fills the window.
+                        return Ok(());
+                    };
                     self.cpus[i].now += Cycles::new(stall);
                     entries = 0;
                 }

@@ -104,7 +104,8 @@ impl Simulation<'_> {
             | Wait::Queued
             | Wait::Futex
             | Wait::Asleep
-            | Wait::Waking => false,
+            | Wait::Waking
+            | Wait::Served => false,
         };
         if !cpu.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;
