@@ -798,6 +798,11 @@ pub fn timeline_chart(
             .iter()
             .map(|t| plots::Transaction {
                 caption: t.caption.clone(),
+                load: t.load.then(|| plots::LoadSpan {
+                    lane: lane(&Endpoint::Core(topology.core_of(t.cpu))),
+                    issued_cycle: t.issued_cycle,
+                    done_cycle: t.done_cycle,
+                }),
                 messages: t
                     .messages
                     .iter()

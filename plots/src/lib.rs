@@ -22,7 +22,7 @@ mod timeline;
 mod validation;
 pub use bars::{bars, BarChart};
 pub use c2c::{c2c_lines, C2cChart, C2cLine, C2cOffset};
-pub use timeline::{timeline, Message, MessageKind, TimelineChart, Transaction};
+pub use timeline::{timeline, LoadSpan, Message, MessageKind, TimelineChart, Transaction};
 pub use validation::{
     validation_bars, validation_scatter, PointRole, ValidationChart, ValidationPoint,
 };

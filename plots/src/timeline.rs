@@ -4,6 +4,11 @@
 //! Each message has a row of its own, so no two labels share a line of
 //! text; the rows of one transaction sit in a shaded band under a caption,
 //! and each row starts with the cycles the message is sent and arrives at.
+//!
+//! A CPU's misses in flight at once (loads whose cycles overlap, the CPU
+//! having gone on past the earlier ones) are joined in the left margin: a
+//! bar in the CPU's colour from the first of them to the last, with a dot
+//! at each, and a label saying how many overlap.
 
 use super::{draw_err, render, text_width, title_width, PlotError, FONT};
 use plotters::prelude::*;
@@ -71,6 +76,102 @@ pub struct Message {
 pub struct Transaction {
     pub caption: String,
     pub messages: Vec<Message>,
+    /// For a CPU's load: its lane and its cycles from issue to arrival, so
+    /// that the chart can join the loads of one CPU in flight at once.
+    pub load: Option<LoadSpan>,
+}
+
+/// A load's requester lane and its cycles, issue to arrival.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadSpan {
+    pub lane: usize,
+    pub issued_cycle: u64,
+    pub done_cycle: u64,
+}
+
+/// A group of one lane's loads in flight at once: the transactions' indices
+/// (in chart order) and the lane.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct OverlapGroup {
+    lane: usize,
+    members: Vec<usize>,
+}
+
+/// The loads of each lane whose cycles overlap (joined through each
+/// other: a load overlapping one of the group belongs to it), groups of two
+/// or more, in order of their first transaction.
+fn overlap_groups(transactions: &[Transaction]) -> Vec<OverlapGroup> {
+    let mut loads: Vec<(usize, LoadSpan)> = transactions
+        .iter()
+        .enumerate()
+        .filter_map(|(n, t)| t.load.map(|l| (n, l)))
+        .collect();
+    loads.sort_by_key(|&(n, l)| (l.lane, l.issued_cycle, n));
+    let mut groups: Vec<OverlapGroup> = Vec::new();
+    let mut open: Option<(usize, u64, Vec<usize>)> = None;
+    for (n, l) in loads {
+        match &mut open {
+            Some((lane, end, members)) if *lane == l.lane && l.issued_cycle < *end => {
+                *end = (*end).max(l.done_cycle);
+                members.push(n);
+            }
+            _ => {
+                if let Some((lane, _, members)) = open.take() {
+                    if members.len() > 1 {
+                        groups.push(OverlapGroup { lane, members });
+                    }
+                }
+                open = Some((l.lane, l.done_cycle, vec![n]));
+            }
+        }
+    }
+    if let Some((lane, _, members)) = open {
+        if members.len() > 1 {
+            groups.push(OverlapGroup { lane, members });
+        }
+    }
+    for g in &mut groups {
+        g.members.sort_unstable();
+    }
+    groups.sort_by_key(|g| g.members[0]);
+    groups
+}
+
+/// Margin columns for the groups: a group takes the first column whose
+/// groups all end (in chart order) before it starts. Returns each group's
+/// column and how many columns there are.
+fn overlap_columns(groups: &[OverlapGroup]) -> (Vec<usize>, usize) {
+    let mut last_in_column: Vec<usize> = Vec::new();
+    let columns = groups
+        .iter()
+        .map(|g| {
+            let (first, last) = (g.members[0], *g.members.last().expect("two or more"));
+            match last_in_column.iter().position(|&end| end < first) {
+                Some(c) => {
+                    last_in_column[c] = last;
+                    c
+                }
+                None => {
+                    last_in_column.push(last);
+                    last_in_column.len() - 1
+                }
+            }
+        })
+        .collect();
+    (columns, last_in_column.len())
+}
+
+/// A lane's colour for its overlap bars.
+fn lane_color(lane: usize) -> RGBColor {
+    const COLORS: [RGBColor; 6] = [
+        RGBColor(230, 120, 20),
+        RGBColor(23, 140, 160),
+        RGBColor(200, 60, 140),
+        RGBColor(120, 150, 30),
+        RGBColor(90, 90, 200),
+        RGBColor(150, 100, 60),
+    ];
+    COLORS[lane % COLORS.len()]
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -108,7 +209,16 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
             }
         }
     }
-    let gutter = 150;
+    let groups = overlap_groups(&chart.transactions);
+    let (group_columns, columns) = overlap_columns(&groups);
+    // The margin for the overlap bars: a column each, and room for the
+    // label beside the last column's bar.
+    let margin = if columns > 0 {
+        14 * columns as i32 + 10
+    } else {
+        0
+    };
+    let gutter = 150 + margin;
     let lane_w = chart
         .lanes
         .iter()
@@ -125,10 +235,19 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
     // half cell right of the last lane holds the labels of messages a last
     // lane sends itself.
     let lanes_w = lane_w * chart.lanes.len() as i32 + lane_w / 2;
+    // A group's label follows its first caption.
     let captions_w = chart
         .transactions
         .iter()
-        .map(|t| text_width(&t.caption, 12.0))
+        .enumerate()
+        .map(|(n, t)| {
+            let label = if groups.iter().any(|g| g.members[0] == n) {
+                text_width("99 loads of CPUs 99,99 (core 99) in flight at once", 12.0) + 12.0
+            } else {
+                0.0
+            };
+            text_width(&t.caption, 12.0) + label
+        })
         .fold(0.0, f64::max) as i32;
     // The legend shows the kinds drawn, no others.
     let kinds: Vec<MessageKind> = MessageKind::ALL
@@ -142,7 +261,7 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
         .collect();
     let legend_w = kinds.len() as i32 * 150;
     let width = (gutter + lanes_w + 20)
-        .max(captions_w + 40)
+        .max(captions_w + 40 + margin)
         .max(legend_w + 40)
         .max(text_width(&chart.subtitle, 14.0) as i32 + 40)
         .max(title_width(&chart.title) as i32);
@@ -216,12 +335,45 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
                 RGBColor(170, 170, 170).stroke_width(1),
             )))?;
         }
+        // Where each transaction's caption sits, for the overlap bars.
+        let mut caption_y = Vec::with_capacity(chart.transactions.len());
+        let mut y = top;
+        for t in &chart.transactions {
+            caption_y.push(y + caption_h / 2);
+            y += caption_h + row_h * t.messages.len() as i32 + band_gap;
+        }
+        for (g, &column) in groups.iter().zip(&group_columns) {
+            let x = 14 + 14 * column as i32;
+            let color = lane_color(g.lane);
+            let (first, last) = (
+                caption_y[g.members[0]],
+                caption_y[*g.members.last().expect("two or more")],
+            );
+            d(root.draw(&PathElement::new(
+                vec![(x, first), (x, last)],
+                color.stroke_width(3),
+            )))?;
+            for &n in &g.members {
+                d(root.draw(&Circle::new((x, caption_y[n]), 4, color.filled())))?;
+            }
+            // Its count, beside the bar's top, in the caption's line.
+            let caption = &chart.transactions[g.members[0]].caption;
+            d(root.draw(&Text::new(
+                format!(
+                    "{} loads of {} in flight at once",
+                    g.members.len(),
+                    chart.lanes[g.lane]
+                ),
+                (margin + 32 + text_width(caption, 12.0) as i32, first),
+                text(12, HPos::Left, color),
+            )))?;
+        }
         let mut y = top;
         for t in &chart.transactions {
             let band_h = caption_h + row_h * t.messages.len() as i32;
             d(root.draw(&Text::new(
                 t.caption.as_str(),
-                (20, y + caption_h / 2),
+                (20 + margin, y + caption_h / 2),
                 text(12, HPos::Left, RGBColor(60, 60, 60)),
             )))?;
             let mut row = y + caption_h;
@@ -353,6 +505,7 @@ mod tests {
                         label: "Data (DRAM)".into(),
                     },
                 ],
+                load: None,
             }],
         };
         let svg = timeline(&chart).unwrap();
@@ -361,5 +514,69 @@ mod tests {
         for absent in ["\nforward\n", "\ninvalidate\n", "\nacknowledgement\n"] {
             assert!(!svg.contains(absent), "{absent} in the legend");
         }
+    }
+
+    fn load(lane: usize, issued_cycle: u64, done_cycle: u64) -> Transaction {
+        Transaction {
+            caption: format!("load {issued_cycle}-{done_cycle}"),
+            messages: vec![Message {
+                from: lane,
+                to: 2,
+                send_cycle: issued_cycle,
+                arrive_cycle: done_cycle,
+                kind: MessageKind::Request,
+                label: "GetS".into(),
+            }],
+            load: Some(LoadSpan {
+                lane,
+                issued_cycle,
+                done_cycle,
+            }),
+        }
+    }
+
+    #[test]
+    fn a_lanes_overlapping_loads_are_grouped_and_others_not() {
+        let transactions = vec![
+            load(0, 0, 100),
+            load(1, 10, 50),
+            // Overlaps the first (through it, the third joins too).
+            load(0, 50, 200),
+            load(0, 150, 300),
+            // After the group: alone.
+            load(0, 300, 400),
+            load(1, 60, 90),
+        ];
+        let groups = overlap_groups(&transactions);
+        assert_eq!(
+            groups,
+            vec![OverlapGroup {
+                lane: 0,
+                members: vec![0, 2, 3]
+            }]
+        );
+        // Two groups whose bands interleave take two columns; one after
+        // another shares a column.
+        let interleaved = vec![
+            load(0, 0, 100),
+            load(1, 0, 100),
+            load(0, 50, 150),
+            load(1, 50, 150),
+            load(0, 500, 600),
+            load(0, 550, 650),
+        ];
+        let groups = overlap_groups(&interleaved);
+        assert_eq!(groups.len(), 3);
+        assert_eq!(overlap_columns(&groups), (vec![0, 1, 0], 2));
+        let chart = TimelineChart {
+            title: "t".into(),
+            subtitle: "s".into(),
+            lanes: vec!["CPU 0".into(), "CPU 1".into(), "memory node 0".into()],
+            transactions: interleaved,
+        };
+        let svg = timeline(&chart).unwrap();
+        assert!(svg.contains("2 loads of CPU 0 in flight at once"), "{svg}");
+        assert!(svg.contains("2 loads of CPU 1 in flight at once"));
+        assert_eq!(svg.matches("<circle").count(), 6);
     }
 }

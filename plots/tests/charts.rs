@@ -429,6 +429,7 @@ fn timeline_chart() -> TimelineChart {
                 m(2, 0, 125, 250, MessageKind::Forward, "Fwd-GetM M->I"),
                 m(0, 1, 250, 480, MessageKind::Data, "Data (M)"),
             ],
+            load: None,
         }],
     }
 }

@@ -163,6 +163,30 @@ pub trait Probe {
         _field_id: Option<u32>,
     ) {
     }
+    /// A branch of CPU `cpu` on a value still arriving was mispredicted
+    /// (the reorder window's predictor guessed the other direction): at
+    /// `at` it waited for the value until `resolved`, then paid
+    /// `penalty_cycles`. `site` is the branch's place in its script or
+    /// procedure. (The wait for the value is reported right after, as an
+    /// `on_load_wait` from `at` to `resolved`.)
+    fn on_mispredict(
+        &mut self,
+        _cpu: LinuxCpu,
+        _at: Cycle,
+        _resolved: Cycle,
+        _penalty_cycles: u64,
+        _site: &BranchSite<'_>,
+    ) {
+    }
+}
+
+/// Where a branch is: its script's or procedure's origin (as in script
+/// errors: the file and the table it was read from) and its position there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BranchSite<'a> {
+    pub origin: &'a str,
+    pub line: u32,
+    pub column: u32,
 }
 
 /// A probe that observes nothing.
@@ -235,6 +259,18 @@ impl Probe for Probes<'_> {
     ) {
         for p in &mut self.0 {
             p.on_load_wait(cpu, from, until, address, field_id);
+        }
+    }
+    fn on_mispredict(
+        &mut self,
+        cpu: LinuxCpu,
+        at: Cycle,
+        resolved: Cycle,
+        penalty_cycles: u64,
+        site: &BranchSite<'_>,
+    ) {
+        for p in &mut self.0 {
+            p.on_mispredict(cpu, at, resolved, penalty_cycles, site);
         }
     }
 }

@@ -60,6 +60,11 @@ pub struct Message {
 pub struct Transaction {
     pub cpu: LinuxCpu,
     pub issued_cycle: u64,
+    /// When the line arrived (the access completed).
+    pub done_cycle: u64,
+    /// A load of the CPU's (not a store's drain, an atomic or a prefetch):
+    /// loads may be in flight at once.
+    pub load: bool,
     /// e.g. `CPU 3 store counters[1].value (line 0): I->M, 312 cycles`.
     pub caption: String,
     pub messages: Vec<Message>,
@@ -472,6 +477,11 @@ impl Probe for TimelineProbe<'_> {
                 ""
             }
         );
+        let caption = if e.misses_in_flight > 1 {
+            format!("{caption}; {} of its misses in flight", e.misses_in_flight)
+        } else {
+            caption
+        };
         self.latest_order = self
             .kept
             .iter()
@@ -485,6 +495,8 @@ impl Probe for TimelineProbe<'_> {
             Transaction {
                 cpu: e.cpu,
                 issued_cycle: issued,
+                done_cycle: done,
+                load: e.kind == AccessKind::Load,
                 caption,
                 messages,
             },

@@ -8,7 +8,7 @@
 use sim_core::coherence::Route;
 use sim_core::cpu::LinuxCpu;
 use sim_core::memory::MemoryLayout;
-use sim_core::probe::{AccessEvent, AccessKind, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, BranchSite, Probe};
 use sim_core::topology::{Lookup, PairClass, Topology};
 use sim_core::Cycle;
 use std::collections::BinaryHeap;
@@ -25,6 +25,9 @@ pub struct TraceProbe<'a> {
     /// its issue). A wait for it from that cycle is a load waited for at
     /// once, as a blocking load was, and is not shown on its own line.
     went_on: std::collections::BTreeMap<LinuxCpu, (u64, u64)>,
+    /// The last mispredicted branch's CPU and cycle: its wait for the
+    /// value, reported next, is in its own line already.
+    mispredicted: Option<(LinuxCpu, u64)>,
 }
 
 impl<'a> TraceProbe<'a> {
@@ -37,6 +40,7 @@ impl<'a> TraceProbe<'a> {
             arrivals: 0,
             omitted: 0,
             went_on: Default::default(),
+            mispredicted: None,
         }
     }
 
@@ -113,6 +117,21 @@ impl Probe for TraceProbe<'_> {
             _ => format!("writes {}", e.value),
         };
         let Some(r) = e.report else {
+            if e.kind == AccessKind::Load {
+                // A load that shared the request of an earlier load of the
+                // line, queued at its home (the CPU went on past both).
+                let text = format!(
+                    "[cycle {:>8}] CPU {:<3} {} {}: {}, sharing the queued request of its earlier load of the line, {} cycles",
+                    cycle,
+                    e.cpu,
+                    e.kind.describe(),
+                    self.where_(e.address),
+                    what,
+                    e.latency_cycles
+                );
+                self.keep(cycle, text);
+                return;
+            }
             let text = format!(
                 "[cycle {:>8}] CPU {:<3} {} {}: {}, answered by its own store buffer, {} cycles",
                 cycle,
@@ -246,7 +265,10 @@ impl Probe for TraceProbe<'_> {
         address: u64,
         field: Option<u32>,
     ) {
-        if self.went_on.get(&cpu) == Some(&(address, from.get())) || self.full(from.get()) {
+        if self.mispredicted.take() == Some((cpu, from.get()))
+            || self.went_on.get(&cpu) == Some(&(address, from.get()))
+            || self.full(from.get())
+        {
             return;
         }
         let what = if field.is_none() {
@@ -261,6 +283,31 @@ impl Probe for TraceProbe<'_> {
             until - from
         );
         self.keep(from.get(), text);
+    }
+
+    fn on_mispredict(
+        &mut self,
+        cpu: LinuxCpu,
+        at: Cycle,
+        resolved: Cycle,
+        penalty_cycles: u64,
+        site: &BranchSite<'_>,
+    ) {
+        self.mispredicted = Some((cpu, at.get()));
+        if self.full(at.get()) {
+            return;
+        }
+        let text = format!(
+            "[cycle {:>8}] CPU {:<3} branch mispredicted at {} line {}, column {}: waits {} cycles for its value, then {} cycles of misprediction penalty",
+            at.get(),
+            cpu,
+            site.origin,
+            site.line,
+            site.column,
+            resolved - at,
+            penalty_cycles
+        );
+        self.keep(at.get(), text);
     }
 
     fn on_store_posted(

@@ -46,6 +46,25 @@
 //! values, stores drain at once, and nothing is limited but the miss
 //! buffers, as before the window existed.
 //!
+//! Loads queued at a busy line's home (with a window; without one, such a
+//! load parks its CPU until served, `Wait::Line`, as before): the load
+//! goes into flight too (`queue_load`), holding a miss buffer and a window
+//! entry whose arrival is unknown (`Cycle::MAX`) until the home serves it.
+//! Its value is not read yet: its late mark carries a ticket, and the value
+//! pushed is a placeholder. A later load to the same line shares its
+//! request. A load after it, whatever it hits or misses, takes its cycles
+//! as usual but reads its value only once every older queued load has been
+//! served, in program order (`Cpu::deferred`; x86-TSO keeps loads in order:
+//! without this, a message-passing reader could see a new flag and old
+//! data). Whatever needs such a value (arithmetic, a branch, an access's
+//! operands, `work`), a store (the drain order needs the load's arrival),
+//! an atomic, a fence, a scheduling operation or an iteration's end, a full
+//! window or a full set of miss buffers: each parks the CPU
+//! (`Wait::Served`) until the home serves one of its queued loads. Then
+//! `line_free` (`serve_deferred`) fills the values in, everywhere they were
+//! copied, and resumes the CPU only if it was parked; the operation is
+//! stepped again.
+//!
 //! Only `step` (the `Ordered` machine) meets late values: the run-ahead
 //! loop does not start while a CPU has one or is speculating, and stops
 //! before a private load on a line still arriving, so the shortcuts leave
@@ -329,14 +348,21 @@ impl Simulation<'_> {
             return false;
         }
         let now = cpu.now;
-        probe.on_load_wait(
-            cpu.spec.cpu,
+        cpu.now = late.ready + self.mispredict_penalty_cycles;
+        let (origin, pos) = self.position_ref(&self.cpus[i]);
+        let cpu_id = self.cpus[i].spec.cpu;
+        probe.on_mispredict(
+            cpu_id,
             now,
             late.ready,
-            late.address,
-            Some(late.field_id),
+            self.mispredict_penalty_cycles.get(),
+            &crate::probe::BranchSite {
+                origin,
+                line: pos.line,
+                column: pos.column,
+            },
         );
-        cpu.now = late.ready + self.mispredict_penalty_cycles;
+        probe.on_load_wait(cpu_id, now, late.ready, late.address, Some(late.field_id));
         true
     }
 
@@ -662,9 +688,13 @@ impl Simulation<'_> {
     ) -> Option<Cycle> {
         let cpu = &mut self.cpus[i];
         let mut first = true;
+        let mut served_load = (0, None);
         for d in cpu.deferred.iter_mut() {
             if !(d.unserved && d.unit == unit) {
                 continue;
+            }
+            if first {
+                served_load = (d.access.address, Some(d.access.field_id));
             }
             d.unserved = false;
             d.done = report.done;
@@ -727,13 +757,7 @@ impl Simulation<'_> {
         let since = cpu.wait_since;
         cpu.now = cpu.now.max(at);
         if cpu.now > since {
-            probe.on_load_wait(
-                cpu.spec.cpu,
-                since,
-                cpu.now,
-                report.unit as u64 * self.memory.unit_bytes as u64,
-                None,
-            );
+            probe.on_load_wait(cpu.spec.cpu, since, cpu.now, served_load.0, served_load.1);
         }
         Some(cpu.now)
     }

@@ -1374,6 +1374,12 @@ impl<'c> Simulation<'c> {
     }
 
     fn position(&self, cpu: &Cpu) -> (String, SourcePos) {
+        let (origin, pos) = self.position_ref(cpu);
+        (origin.to_string(), pos)
+    }
+
+    /// [`Self::position`], borrowed.
+    fn position_ref(&self, cpu: &Cpu) -> (&str, SourcePos) {
         match (!cpu.finished).then_some(cpu.frame) {
             Some(f) => {
                 let scripts = self.program.scripts.len();
@@ -1384,11 +1390,11 @@ impl<'c> Simulation<'c> {
                 };
                 let pc = (f.pc as usize).min(code.op_positions.len().saturating_sub(1));
                 (
-                    self.program.origins[code.origin as usize].clone(),
+                    &self.program.origins[code.origin as usize],
                     code.op_positions.get(pc).copied().unwrap_or_default(),
                 )
             }
-            None => (String::from("(between iterations)"), SourcePos::default()),
+            None => ("(between iterations)", SourcePos::default()),
         }
     }
 
