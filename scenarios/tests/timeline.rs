@@ -149,3 +149,115 @@ fn dram_data_comes_from_the_memory_lane() {
     // With prefetches drawn, the buddy line's read is there too.
     assert!(all.iter().any(|t| t.caption.contains("prefetch")));
 }
+
+/// CPU 0 walks eight lines whose `count` CPUs 64-71 keep incrementing
+/// (a line each), branching on each line's `seen` (always 0): the first
+/// branch is mispredicted, and the loads overlap, queued behind the
+/// writers' transactions or not.
+const BUSY_WALK: &str = r#"
+schema = 1
+name = "walk"
+description = "CPU 0 walks eight lines that other CPUs keep writing"
+machine = "epyc-milan-2s"
+seed = 1
+
+[run]
+iterations = 3
+warmup_iterations = 0
+
+[structs.slot]
+fields = [
+  { name = "seen", type = "unsigned long", align = 64 },
+  { name = "count", type = "unsigned long" },
+]
+
+[instances.slots]
+struct = "slot"
+kind = "global"
+count = 8
+node = 1
+
+[scripts]
+walker = """
+work 2000
+let k = 0
+let n = 0
+while k < 8 {
+  if slots[k].seen == 7 { n = n + 1 }
+  k = k + 1
+}
+"""
+writer = """
+repeat 40 {
+  fetch_add(slots[tid()].count, 1)
+}
+"""
+
+[[threads]]
+name = "walker"
+cpus = "0"
+script = "walker"
+
+[[threads]]
+name = "writers"
+cpus = "64-71"
+script = "writer"
+"#;
+
+#[test]
+fn the_trace_names_a_mispredicted_branch_and_overlapping_queued_misses() {
+    let loaded = scenarios::load_str("walk.toml", BUSY_WALK).unwrap_or_else(|e| panic!("{e}"));
+    let built = build_all(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let config = &built[0].config;
+    let mut probe =
+        scenarios::report::trace::TraceProbe::new(&config.topology, &config.memory, 3000);
+    sim_core::engine::run(config, &mut probe).expect("the run");
+    let lines = probe.lines();
+    let cpu0: Vec<&String> = lines.iter().filter(|l| l.contains("] CPU 0 ")).collect();
+    // The first branch on a load still arriving: guessed not taken (never
+    // run), taken: one line names it, with its wait and Zen 3's penalty,
+    // and no separate line repeats the wait.
+    let mispredicted: Vec<&&String> = cpu0.iter().filter(|l| l.contains("mispredicted")).collect();
+    assert_eq!(mispredicted.len(), 1, "{cpu0:#?}");
+    assert!(
+        mispredicted[0].contains("branch mispredicted at scripts.walker line 5, column 20: waits")
+            && mispredicted[0]
+                .ends_with("cycles for its value, then 13 cycles of misprediction penalty"),
+        "{}",
+        mispredicted[0]
+    );
+    assert!(
+        !cpu0
+            .iter()
+            .any(|l| l.contains("for the load of slots[0].seen")),
+        "{cpu0:#?}"
+    );
+    // Loads that waited at their busy home behind the writers, and went on:
+    // several of the walk's misses in flight at once.
+    assert!(
+        cpu0.iter().any(|l| l.contains("waited")
+            && l.contains("behind earlier requests")
+            && l.contains("of its misses in flight at once")),
+        "{cpu0:#?}"
+    );
+    assert!(
+        cpu0.iter()
+            .any(|l| l.contains("7 of its misses in flight at once")),
+        "{cpu0:#?}"
+    );
+    // The timeline's captions count them too, and mark the loads.
+    let mut timeline = TimelineProbe::new(&config.topology, &config.memory, 40);
+    sim_core::engine::run(config, &mut timeline).expect("the run");
+    let loads: Vec<Transaction> = timeline
+        .transactions()
+        .into_iter()
+        .filter(|t| t.cpu == 0)
+        .collect();
+    assert!(loads.iter().all(|t| t.load));
+    assert!(
+        loads
+            .iter()
+            .any(|t| t.caption.ends_with("; 7 of its misses in flight")),
+        "{loads:#?}"
+    );
+}
