@@ -535,9 +535,10 @@ fn qspinlock_stays_close_to_mcs() {
     // predicts (issue 16), a waiter whose re-read misses and still finds the
     // lock held goes on into its PAUSE at once, so it re-reads about once a
     // PAUSE rather than once a miss and a PAUSE, and takes the line from the
-    // holder more often. MCS gets 1.70x the acquisitions on the Ice Lake
-    // preset (1.22x when waiters waited for every re-read): at most three
-    // quarters more, and the same at every count.
+    // holder more often. MCS gets 1.92x the acquisitions on the Ice Lake
+    // preset (1.91x to 1.94x from 4 to 32 CPUs; 1.70x while a load queued
+    // at a busy home held its CPU, 1.22x when waiters waited for every
+    // re-read): at most twice as many, and the same at every count.
     let sets = ["0-3", "0-7", "0-15", "0-31"];
     let mcs = acquisitions_by_cpus("mcs", &sets);
     let q = acquisitions_by_cpus("qspinlock", &sets);
@@ -553,7 +554,7 @@ fn qspinlock_stays_close_to_mcs() {
     );
     for k in 0..sets.len() {
         assert!(
-            (mcs[k] as f64) < 1.75 * q[k] as f64,
+            (mcs[k] as f64) < 2.0 * q[k] as f64,
             "at {}: mcs {mcs:?} vs qspinlock {q:?}",
             sets[k]
         );
