@@ -251,7 +251,7 @@ fn the_trace_names_a_mispredicted_branch_and_overlapping_queued_misses() {
     let loads: Vec<Transaction> = timeline
         .transactions()
         .into_iter()
-        .filter(|t| t.cpu == 0)
+        .filter(|t| t.cpu == sim_core::cpu::LinuxCpu::new(0))
         .collect();
     assert!(loads.iter().all(|t| t.load));
     assert!(
