@@ -1320,8 +1320,8 @@ fn a_spin_waits_exit_is_mispredicted() {
     // and the loop's branch, which went round last time, is guessed wrong:
     // the spinner waits for the line and pays the penalty, as a real
     // spin-wait's exit does. (Its re-reads are 1300 cycles apart, so the one
-    // that finds the flag set comes after the writer's transaction: a read
-    // that queues behind it holds its CPU until served, value at hand.)
+    // that finds the flag set comes after the writer's transaction rather
+    // than queued behind it.)
     let spin = |penalty: u32| -> u64 {
         let (_, rec) = Setup::new(windowed(1000, penalty))
             .structs(vec![line_struct()])
