@@ -117,23 +117,15 @@ impl Probe for TraceProbe<'_> {
             _ => format!("writes {}", e.value),
         };
         let Some(r) = e.report else {
-            if e.kind == AccessKind::Load {
+            let how = if e.kind == AccessKind::Load {
                 // A load that shared the request of an earlier load of the
                 // line, queued at its home (the CPU went on past both).
-                let text = format!(
-                    "[cycle {:>8}] CPU {:<3} {} {}: {}, sharing the queued request of its earlier load of the line, {} cycles",
-                    cycle,
-                    e.cpu,
-                    e.kind.describe(),
-                    self.where_(e.address),
-                    what,
-                    e.latency_cycles
-                );
-                self.keep(cycle, text);
-                return;
-            }
+                "sharing the queued request of its earlier load of the line"
+            } else {
+                "answered by its own store buffer"
+            };
             let text = format!(
-                "[cycle {:>8}] CPU {:<3} {} {}: {}, answered by its own store buffer, {} cycles",
+                "[cycle {:>8}] CPU {:<3} {} {}: {}, {how}, {} cycles",
                 cycle,
                 e.cpu,
                 e.kind.describe(),
