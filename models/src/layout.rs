@@ -287,6 +287,17 @@ fn resolve_type(name: &str, specs: &[StructSpec]) -> Result<Resolved, String> {
         (Some(i), _) => Ok(Resolved::Struct(i)),
         (None, _) => match c_type(name) {
             Some((size, align)) => Ok(Resolved::Scalar(size, align)),
+            // `char[56]`, as C declares it: the field's `count` says it.
+            None if name.ends_with(']') => {
+                let (element, rest) = name.split_once('[').unwrap_or((name, ""));
+                let count = rest.trim_end_matches(']').trim();
+                Err(format!(
+                    "unknown C type `{name}`; an array is its element type and a count: \
+                     `type = \"{}\", count = {}`",
+                    element.trim(),
+                    if count.is_empty() { "N" } else { count }
+                ))
+            }
             None => Err(format!(
                 "unknown C type `{name}`; give `size` (and `align`) in bytes instead, \
                  or declare the struct in `[structs]`"

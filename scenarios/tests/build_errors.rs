@@ -198,6 +198,24 @@ error: struct `counter` (of instance `ctr`) has no field `vlaue` (in `procedures
     );
 }
 
+/// A C array declarator is not a type name: the message says how an
+/// array is written.
+#[test]
+fn c_array_type_names_its_count() {
+    check(
+        &BASE.replace("\"unsigned long\"", "\"char[56]\""),
+        r#"
+error: unknown C type `char[56]`; an array is its element type and a count: `type = "char", count = 56` (in `structs.counter.fields.value.type`)
+ --> scenarios/test.toml:6:36
+  |
+6 | fields = [{ name = "value", type = "char[56]" }]
+  |                                    ^^^^^^^^^^
+  |
+  = valid: char, unsigned char, u8, s8, i8, bool, short, unsigned short, u16, s16, i16, int, unsigned int, u32, s32, i32, atomic_t, spinlock_t, raw_spinlock_t, refcount_t, long, unsigned long, long long, u64, s64, i64, size_t, ssize_t, atomic_long_t, atomic64_t, pointer, T *, local_lock_t, struct list_head, struct rcu_head, struct counter
+"#,
+    );
+}
+
 #[test]
 fn unknown_c_type() {
     check(
