@@ -769,6 +769,13 @@ impl Unit {
             .find(|h| h.state.supplies_data())
             .map(|h| h.core);
         self.busy_until = busy_until;
+        self.hold_after(done, hold_cycles);
+    }
+
+    /// An atomic's hold: the line stays locked, and its home busy,
+    /// `hold_cycles` past the access's `done` (nothing for other accesses).
+    #[inline(always)]
+    fn hold_after(&mut self, done: Cycle, hold_cycles: Cycles) {
         if hold_cycles > Cycles::ZERO {
             self.locked_until = done + hold_cycles;
             self.busy_until = self.locked_until;
@@ -804,10 +811,7 @@ impl Unit {
         self.dir_owner = Some(writer);
         // A write holds the line for its whole cost, and an atomic on.
         self.busy_until = done;
-        if hold_cycles > Cycles::ZERO {
-            self.locked_until = done + hold_cycles;
-            self.busy_until = self.locked_until;
-        }
+        self.hold_after(done, hold_cycles);
     }
 }
 
