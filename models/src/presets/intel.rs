@@ -1147,7 +1147,8 @@ const SUNNY_COVE_FILL_BUFFERS: u64 = 12;
 const SKYLAKE_FILL_BUFFERS: u64 = 10;
 
 /// Whether the core's locked instructions execute speculatively: no
-/// retrieved Intel source says so, so off.
+/// retrieved Intel source says so, and the measurements retrieved say the
+/// opposite of older and newer Intel cores, so off.
 fn intel_lock_speculation() -> Param {
     // Assumed off. Retrieved: loads do run ahead of older ones and are
     // checked against snoops (MACHINE_CLEARS.MEMORY_ORDERING, "external
@@ -1155,12 +1156,21 @@ fn intel_lock_speculation() -> Param {
     // x86/skylakex/memory.json); that is the shadow run's loads. Nothing
     // retrieved says a locked instruction's line is requested before older
     // stores drain (SDM vol. 3A §8.1.2: locked operations wait for all
-    // outstanding loads and stores to complete).
+    // outstanding loads and stores to complete), and Skylake-SP's counters
+    // (skylakex cache.json) count only retired locked loads
+    // (MEM_INST_RETIRED.LOCK_LOADS), with nothing like AMD's PMCx025
+    // "lock speculation succeeded". Two measurements point the other way:
+    // Schweizer, Besta and Hoefler (PACT'15, [S59]) found on Haswell and
+    // Ivy Bridge that atomics allow no instruction-level parallelism even
+    // between independent operations, and uops.info ([S55]) measures
+    // independent LOCK INC m32 on Golden Cove at one per 18 cycles, its
+    // latency. Neither is of Skylake-SP, Cascade Lake or Ice Lake, hence
+    // Assumed rather than Measured.
     flag(
         "lock_rfo_ahead",
         false,
         Assumed,
-        "no retrieved Intel document describes a locked instruction executing before its turn; Intel SDM vol. 3A §8.1.2 (P6 family and later: locked operations serialize all outstanding load and store operations, that is, wait for them to complete) and §8.2.5 (locked operations wait for all previous instructions to complete and for buffered writes to drain); MACHINE_CLEARS.MEMORY_ORDERING (Linux tools/perf/pmu-events/arch/x86/skylakex/memory.json: memory ordering machine clears from \"external snoops\" hitting load buffers) documents the loads that run ahead, not the lock",
+        "no retrieved Intel document describes a locked instruction executing before its turn: Intel SDM vol. 3A §8.1.2 (P6 family and later: locked operations serialize all outstanding load and store operations, that is, wait for them to complete) and §8.2.5 (locked operations wait for all previous instructions to complete and for buffered writes to drain); Skylake-SP's events count retired locked loads only (MEM_INST_RETIRED.LOCK_LOADS, Linux tools/perf/pmu-events/arch/x86/skylakex/cache.json), no speculative-lock event like AMD's PMCx025; MACHINE_CLEARS.MEMORY_ORDERING (skylakex/memory.json: \"external snoops\" hitting load buffers) documents the loads that run ahead, not the lock. Measured on other Intel cores, the opposite: [S59] Schweizer, Besta, Hoefler, PACT'15 (Haswell, Ivy Bridge: atomics prevent instruction-level parallelism even between independent operations); [S55] uops.info LOCK INC m32, Alder Lake-P: independent instructions one per 18.00 cycles, the latency",
         LOCK_RFO_AHEAD_NOTE,
     )
 }
