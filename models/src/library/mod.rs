@@ -118,6 +118,13 @@ pub const MODULES: &[Module] = &[
         text: include_str!("locks/percpu_rwsem.toml"),
     },
     Module {
+        name: "measure/tsc",
+        summary: "what an rdtsc_ordered() pair adds to the interval it measures (about one RDTSCP, the machine's `rdtsc_ordered` cost): `rdtsc_bracket()`, once per measured call",
+        requires: &[],
+        needs: "",
+        text: include_str!("measure/tsc.toml"),
+    },
+    Module {
         name: "counters/atomic",
         summary: "plain atomics on a pointer: `atomic_add(p, n)`, `atomic_sub`, `atomic_inc(p)`, `atomic_dec`, `atomic_add_return`, `atomic_sub_return`, `atomic_read(p)`, `atomic_set(p, v)`, `atomic_xchg`, `atomic_cmpxchg(p, old, new)`",
         requires: &[],

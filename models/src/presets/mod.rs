@@ -172,7 +172,33 @@ pub fn default_instruction_costs() -> Vec<Param> {
             SOURCE,
             NOTE,
         ),
+        rdtsc_ordered_cost(),
     ]
+}
+
+/// What the kernel's `rdtsc_ordered()` adds to an interval it brackets:
+/// the time-stamp difference of two reads with nothing between them.
+///
+/// The kernel (arch/x86/include/asm/msr.h from v5.x on, so the 6.2-rc of
+/// January 2023 too) patches `rdtsc_ordered()` to RDTSCP on every core that
+/// has it (ALTERNATIVE_2: plain RDTSC, `lfence; rdtsc` with
+/// X86_FEATURE_LFENCE_RDTSC, RDTSCP with X86_FEATURE_RDTSCP, the last that
+/// applies winning); AMD cores have it since family 0Fh (Microsoft's
+/// `__rdtscp` page: "AMD NPT Family 0Fh or later", CPUID 8000_0001h EDX bit
+/// 27). RDTSCP waits until every earlier instruction has executed before it
+/// reads the counter and lets later ones start (Intel SDM vol. 2 RDTSCP;
+/// AMD APM vol. 3, 24594, RDTSCP), so the interval holds the rest of the
+/// first read after its sample and the second read up to its sample: about
+/// one RDTSCP, whatever the bracketed code does.
+fn rdtsc_ordered_cost() -> Param {
+    int(
+        "cost.rdtsc_ordered",
+        30,
+        "cycles",
+        Provenance::Assumed,
+        "arch/x86/include/asm/msr.h rdtsc_ordered() (RDTSCP where the core has it); Intel SDM vol. 2 and AMD APM vol. 3 (24594) RDTSCP (waits for the earlier instructions, not the later); J. McCalpin on Intel's forum, \"High impact of rdtsc\" (community.intel.com, Software Tuning, td-p/1092539): RDTSC and RDTSCP are microcoded, about 15-25 uops with a latency of 25-35 cycles, varying by Intel model",
+        "what an empty rdtsc_ordered() bracket reports: about one RDTSCP (the first read's rest after its sample, the second's part up to its own). No per-core figure was retrieved for any AMD core (Agner Fog's tables and uops.info's Zen rows were not reachable here), so every preset takes the middle of the Intel range, 30 cycles. The figure is in counter ticks on the machine; the model counts core cycles at the preset's clock, so the two agree only while the core runs at the counter's rate (AMD and Intel counters tick at a constant rate, not the boost clock). Library `measure/tsc`: `rdtsc_bracket()` once per measured call",
+    )
 }
 
 /// How the home picks among the requests waiting for a line, on every
