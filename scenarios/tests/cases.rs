@@ -263,7 +263,43 @@ fn memcg_stock_lock_table_sets_cycles_per_call_beside_the_thread() {
 
 #[test]
 fn memcg_stock_lock_keeps_its_orderings_at_full_length() {
-    assert_stock_lock_orderings(&run(&shipped("memcg-stock-lock.toml"), &[]));
+    let rows = run(&shipped("memcg-stock-lock.toml"), &[]);
+    assert_stock_lock_orderings(&rows);
+    // consume_stock and refill_stock per call, each with the thread's
+    // rdtsc_ordered() bracket (`measure/tsc`), meet their 25 % targets; the
+    // spinlock-minus-local_lock differences do not (the scenario's header:
+    // the model's locked instruction and unlocking store on a line CPU 8
+    // holds cost 16 cycles in turn, the machine about 10 and 2). They are
+    // held to their side, so that a change closing either gap updates this
+    // test and the header.
+    let verdict = |label: &str| {
+        let c = rows
+            .iter()
+            .find(|c| c.label == label)
+            .unwrap_or_else(|| panic!("no row {label}\n{}", table(&rows)));
+        (c.within_tolerance, c.simulated.unwrap() - c.measured)
+    };
+    for label in [
+        "consume_stock, local_lock",
+        "consume_stock, spinlock",
+        "refill_stock, local_lock",
+        "refill_stock, spinlock",
+    ] {
+        assert_eq!(verdict(label).0, Some(true), "{label}\n{}", table(&rows));
+    }
+    for label in [
+        "consume_stock, spinlock - local_lock",
+        "refill_stock, spinlock - local_lock",
+    ] {
+        let (met, over) = verdict(label);
+        assert_eq!(
+            met,
+            Some(false),
+            "{label} now meets its target\n{}",
+            table(&rows)
+        );
+        assert!(over > 0.0, "{label} now falls short\n{}", table(&rows));
+    }
 }
 
 #[test]

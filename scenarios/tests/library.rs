@@ -142,7 +142,7 @@ error: unknown library module `locks/tiket` in `use`
 3 | use = ["locks/tiket"]
   |        ^^^^^^^^^^^^^
   |
-  = valid: locks/tas, locks/ttas, locks/cpu_relax, locks/ticket, locks/mcs, locks/qspinlock, locks/local_lock, locks/percpu_spinlock, locks/mutex, locks/rwsem, locks/percpu_rwsem, counters/atomic, counters/percpu_counter, memcg/page_counter, memcg/stock
+  = valid: locks/tas, locks/ttas, locks/cpu_relax, locks/ticket, locks/mcs, locks/qspinlock, locks/local_lock, locks/percpu_spinlock, locks/mutex, locks/rwsem, locks/percpu_rwsem, measure/tsc, counters/atomic, counters/percpu_counter, memcg/page_counter, memcg/stock
   = help: did you mean `locks/ticket`?
 "#,
     );
@@ -426,6 +426,31 @@ fn local_lock_charges_the_machines_instruction_costs() {
     assert_eq!(ran(&with(overridden, 42)), "ran");
     // The check can fail: the old figure no longer holds.
     assert_ne!(ran(&with(overridden, 8)), "ran");
+}
+
+/// `measure/tsc`'s bracket takes exactly the machine's `rdtsc_ordered`
+/// cost, on every preset (assumed 30 cycles, `bounce presets show`), and
+/// `[machine.cost]` changes it.
+#[test]
+fn the_rdtsc_bracket_charges_the_machines_timer_cost() {
+    let timed = "let t = now()\nrdtsc_bracket()\nassert now() - t == expected";
+    let with = |machine: &str, expected: u64| {
+        let text = scenario(
+            r#"["measure/tsc"]"#,
+            &format!("[params]\nexpected = {expected}\n"),
+            timed,
+        );
+        match machine.strip_prefix('[') {
+            Some(_) => text.replace("machine = \"icelake-sp-2s\"\n", "") + machine,
+            None => text.replace("icelake-sp-2s", machine),
+        }
+    };
+    assert_eq!(ran(&with("icelake-sp-2s", 30)), "ran");
+    assert_eq!(ran(&with("epyc-naples-2s", 30)), "ran");
+    let overridden = "[machine]\npreset = \"epyc-naples-2s\"\ncost.rdtsc_ordered = 64\n";
+    assert_eq!(ran(&with(overridden, 64)), "ran");
+    // The check can fail: the default no longer holds.
+    assert_ne!(ran(&with(overridden, 30)), "ran");
 }
 
 #[test]
