@@ -250,6 +250,14 @@ pub struct MachineSpec {
     /// (`engine::speculate`). Off: the core's run ahead of a waiting
     /// locked instruction stops at the next one.
     pub lock_rfo_ahead: bool,
+    /// A core whose every CPU is idle for at least this many cycles has
+    /// entered its deepest idle state (the idle governor picks a state
+    /// whose target residency the idle period covers), which powers off
+    /// the core's private caches: their lines are written back and
+    /// dropped, so that the next reader finds no cache holding them
+    /// (`engine::sched`, at a `sleep` at least this long on a CPU left with
+    /// nothing to run). 0: never.
+    pub deep_idle_writeback_cycles: u64,
     pub latency: LatencySpec,
 }
 
@@ -942,6 +950,7 @@ mod tests {
             dispatch_width: 1,
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
+            deep_idle_writeback_cycles: 0,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -302,3 +302,77 @@ futex_wake(&g.turn, 8)";
     let c = run_everywhere(&config(8));
     assert_ne!(a.elapsed_cycles, c.elapsed_cycles);
 }
+
+/// A writer on CPU 0 stores to `g.state` and sleeps; a reader on another
+/// core reads it once the writer sleeps. Returns the reader's load report
+/// and the run's scheduling counts.
+fn read_after_writer_sleeps(
+    deep_idle_cycles: u64,
+    writer_sleep: u64,
+    sibling_busy: bool,
+) -> (
+    sim_core::coherence::AccessReport,
+    i64,
+    sim_core::engine::SchedulingCounts,
+) {
+    let writer = format!("g.state = 7\nsleep({writer_sleep})");
+    let mut spec = machine();
+    spec.deep_idle_writeback_cycles = deep_idle_cycles;
+    let mut setup = Setup::new(spec)
+        .structs(vec![flags_struct()])
+        .instances(vec![global("g", "flags", 0)])
+        .script("writer", &writer)
+        .script("reader", "work 3000\nlet v = g.state")
+        .script("busy", "work 20000")
+        .thread(0, "writer")
+        .thread(5, "reader")
+        .stop(StopRule::Iterations(1));
+    if sibling_busy {
+        // CPU 16 is CPU 0's SMT sibling on this machine (16 cores).
+        setup = setup.thread(16, "busy");
+    }
+    let config = setup.build();
+    let outcome = run_everywhere(&config);
+    let (_, recorder) = setup.run();
+    let address = testkit::address(&config, "g", 0, "state");
+    let load = recorder
+        .of_cpu(5)
+        .into_iter()
+        .find(|a| a.address == address)
+        .cloned()
+        .expect("the reader's load");
+    (load.report.expect("a miss"), load.value, outcome.scheduling)
+}
+
+#[test]
+fn a_core_asleep_past_its_deep_idle_entry_writes_its_lines_back() {
+    use sim_core::coherence::{LineState, Route};
+    // Deep idle after 1,000 cycles; the writer sleeps 5,000 with nothing
+    // else to run on its core: its Modified copy is written back, and the
+    // reader gets the line from memory, Exclusive, with the written value.
+    let (report, value, counts) = read_after_writer_sleeps(1_000, 5_000, false);
+    assert_eq!(value, 7);
+    assert!(matches!(report.route, Route::Memory { .. }), "{report:?}");
+    assert_eq!(report.requester_after, LineState::Exclusive);
+    assert!(!report.hitm && report.supplier.is_none(), "{report:?}");
+    assert_eq!(counts.deep_idle_entries, 1);
+    assert!(counts.lines_written_back >= 1, "{counts:?}");
+
+    // No deep idle on the machine, a sleep shorter than the entry, or the
+    // core's other CPU still running: the writer's cache keeps the
+    // Modified line and supplies it (a HITM), and the reader shares it.
+    for (deep_idle, sleep, sibling_busy) in
+        [(0, 5_000, false), (1_000, 500, false), (1_000, 5_000, true)]
+    {
+        let (report, value, counts) = read_after_writer_sleeps(deep_idle, sleep, sibling_busy);
+        assert_eq!(value, 7);
+        assert!(
+            report.hitm,
+            "{deep_idle} {sleep} {sibling_busy}: {report:?}"
+        );
+        assert_eq!(report.supplier.map(|s| s.0), Some(0), "{report:?}");
+        assert_ne!(report.requester_after, LineState::Exclusive);
+        assert_eq!(counts.deep_idle_entries, 0);
+        assert_eq!(counts.lines_written_back, 0);
+    }
+}

@@ -199,6 +199,9 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
             mispredict_penalty_cycles: 5,
             // Locked instructions execute speculatively (`speculate`).
             lock_rfo_ahead: true,
+            // Cores whose CPUs all sleep 150 cycles or more write their
+            // lines back (the scripts' `sleep`s go up to 400).
+            deep_idle_writeback_cycles: 150,
             ..small_machine(Protocol::Moesi, Lookup::Home)
         },
         2 => small_machine(Protocol::Mesi, Lookup::Home),

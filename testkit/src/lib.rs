@@ -62,6 +62,7 @@ pub fn small_machine(protocol: Protocol, lookup: Lookup) -> MachineSpec {
         dispatch_width: 1,
         mispredict_penalty_cycles: 0,
         lock_rfo_ahead: false,
+        deep_idle_writeback_cycles: 0,
         arbitration_near_owner_percent: 0,
         latency: LatencySpec {
             l1_hit_cycles: 4,

@@ -270,6 +270,7 @@ fn epyc_naples_2s() -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN1_MISS_BUFFERS),
         amd_lock_speculation(Assumed, ZEN1_LOCK_SPECULATION),
+        amd_deep_idle_writeback(3200),
         amd_reorder_window(&ZEN1_WINDOW),
         amd_dispatch_width(&ZEN1_WINDOW),
         amd_mispredict_penalty(&ZEN1_WINDOW),
@@ -586,6 +587,7 @@ fn epyc_milan_2s() -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN3_MISS_BUFFERS),
         amd_lock_speculation(Documented, ZEN3_LOCK_SPECULATION),
+        amd_deep_idle_writeback(3500),
         amd_reorder_window(&ZEN3_WINDOW),
         amd_dispatch_width(&ZEN3_WINDOW),
         amd_mispredict_penalty(&ZEN3_WINDOW),
@@ -976,6 +978,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
         amd_lock_speculation(Assumed, ZEN4_LOCK_SPECULATION),
+        amd_deep_idle_writeback(3700),
         amd_reorder_window(&ZEN4_WINDOW),
         amd_dispatch_width(&ZEN4_WINDOW),
         amd_mispredict_penalty(&ZEN4_WINDOW),
@@ -1333,6 +1336,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
         amd_lock_speculation(Assumed, ZEN4_LOCK_SPECULATION),
+        amd_deep_idle_writeback(3100),
         amd_reorder_window(&ZEN4_WINDOW),
         amd_dispatch_width(&ZEN4_WINDOW),
         amd_mispredict_penalty(&ZEN4_WINDOW),
@@ -1540,6 +1544,22 @@ const ZEN4_LOCK_SPECULATION: &str = "assumed as Zen 3's (AMD PPR Family 19h PMCx
 /// lines requested for ownership while an older one waits).
 fn amd_lock_speculation(kind: super::Provenance, source: &'static str) -> Param {
     flag("lock_rfo_ahead", true, kind, source, LOCK_RFO_AHEAD_NOTE)
+}
+
+/// Where a Zen core's deep idle state (CC6) is described.
+const AMD_DEEP_IDLE: &str = "CC6 (ACPI C2 on Zen) power-gates the core together with its private L2 (AMD's design as published for Bobcat, \"The core-C6 (CC6) sleep state of the AMD Bobcat x86 microprocessor\": each core and its dedicated L2 on a gated supply), so their dirty lines are written back before (AMD patent EP2909714: a cache level is flushed to the next before it and its core are powered down). No Zen PPR text was retrieved. Entry: Linux acpi_idle picks a state whose target_residency (exit latency x latency_factor 2, drivers/acpi/processor_idle.c) the predicted idle covers; the C2 exit latency, about 400 us, is FreeBSD's observation on an EPYC 7502P (Zen 2, reviews.freebsd.org D47444); 2 x 400 us = 800 us, assumed for every Zen";
+
+/// A Zen core's deep idle: 800 µs at `clock_mhz`.
+fn amd_deep_idle_writeback(clock_mhz: u64) -> Param {
+    // Assumed: 2 x the ~400 us C2 exit latency seen on Zen 2 (see AMD_DEEP_IDLE).
+    int(
+        "deep_idle_writeback_cycles",
+        800 * clock_mhz,
+        "cycles",
+        Assumed,
+        AMD_DEEP_IDLE,
+        DEEP_IDLE_NOTE,
+    )
 }
 
 /// A core's reorder window, dispatch width and misprediction penalty, and

@@ -209,6 +209,7 @@ fn icelake_sp_2s() -> Vec<Param> {
         intel_smt_share(),
         intel_fill_buffers(SUNNY_COVE_FILL_BUFFERS),
         intel_lock_speculation(),
+        intel_deep_idle_writeback(384, 3400, ICX_C6),
         intel_reorder_window(&SUNNY_COVE_WINDOW),
         intel_dispatch_width(&SUNNY_COVE_WINDOW),
         intel_mispredict_penalty(&SUNNY_COVE_WINDOW),
@@ -658,6 +659,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
         intel_lock_speculation(),
+        intel_deep_idle_writeback(600, 4000, SKX_C6),
         intel_reorder_window(&SKYLAKE_WINDOW),
         intel_dispatch_width(&SKYLAKE_WINDOW),
         intel_mispredict_penalty(&SKYLAKE_WINDOW),
@@ -982,6 +984,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
         intel_lock_speculation(),
+        intel_deep_idle_writeback(600, 3800, SKX_C6),
         intel_reorder_window(&SKYLAKE_WINDOW),
         intel_dispatch_width(&SKYLAKE_WINDOW),
         intel_mispredict_penalty(&SKYLAKE_WINDOW),
@@ -1172,6 +1175,30 @@ fn intel_lock_speculation() -> Param {
         Assumed,
         "no retrieved Intel document describes a locked instruction executing before its turn: Intel SDM vol. 3A §8.1.2 (P6 family and later: locked operations serialize all outstanding load and store operations, that is, wait for them to complete) and §8.2.5 (locked operations wait for all previous instructions to complete and for buffered writes to drain); Skylake-SP's events count retired locked loads only (MEM_INST_RETIRED.LOCK_LOADS, Linux tools/perf/pmu-events/arch/x86/skylakex/cache.json), no speculative-lock event like AMD's PMCx025; MACHINE_CLEARS.MEMORY_ORDERING (skylakex/memory.json: \"external snoops\" hitting load buffers) documents the loads that run ahead, not the lock. Measured on other Intel cores, the opposite: [S59] Schweizer, Besta, Hoefler, PACT'15 (Haswell, Ivy Bridge: atomics prevent instruction-level parallelism even between independent operations); [S55] uops.info LOCK INC m32, Alder Lake-P: independent instructions one per 18.00 cycles, the latency",
         LOCK_RFO_AHEAD_NOTE,
+    )
+}
+
+/// Linux intel_idle's C6 of Skylake-SP and Cascade Lake (`skx_cstates`).
+const SKX_C6: &str = "Linux drivers/idle/intel_idle.c skx_cstates: C6 (MWAIT 0x20) exit_latency 133 us, target_residency 600 us; core C6 flushes the core's caches before the core's voltage is cut (Intel Xeon E5-2600/4600 datasheet vol. 1 §4.2.4.4; core C3 flushes L1 and L2 into the shared L3, §4.2.4.3)";
+/// Linux intel_idle's C6 of Ice Lake-SP (`icx_cstates`).
+const ICX_C6: &str = "Linux drivers/idle/intel_idle.c icx_cstates: C6 (MWAIT 0x20) exit_latency 128 us, target_residency 384 us; core C6 flushes the core's caches before the core's voltage is cut (Intel Xeon E5-2600/4600 datasheet vol. 1 §4.2.4.4; core C3 flushes L1 and L2 into the shared L3, §4.2.4.3)";
+
+/// A core's deep idle (C6): its target residency in µs at `clock_mhz`.
+fn intel_deep_idle_writeback(
+    target_residency_us: u64,
+    clock_mhz: u64,
+    source: &'static str,
+) -> Param {
+    // Documented: intel_idle's C6 target residency and the datasheet's C6
+    // cache flush (the lines go to the L3, which the model does not keep
+    // for a line no core holds: see DEEP_IDLE_NOTE).
+    int(
+        "deep_idle_writeback_cycles",
+        target_residency_us * clock_mhz,
+        "cycles",
+        Documented,
+        source,
+        DEEP_IDLE_NOTE,
     )
 }
 

@@ -253,6 +253,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "dispatch_width",
     "mispredict_penalty_cycles",
     "lock_rfo_ahead",
+    "deep_idle_writeback_cycles",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -603,6 +604,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         dispatch_width: int32("dispatch_width")?,
         mispredict_penalty_cycles: int32("mispredict_penalty_cycles")?,
         lock_rfo_ahead,
+        deep_idle_writeback_cycles: int("deep_idle_writeback_cycles")?,
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,

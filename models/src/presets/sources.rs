@@ -51,6 +51,9 @@ pub const DISPATCH_WIDTH_NOTE: &str =
     "how fast `work N` fills the reorder window: N x this many entries";
 
 /// What `mispredict_penalty_cycles` does in the model.
+/// What `deep_idle_writeback_cycles` does in the model.
+pub const DEEP_IDLE_NOTE: &str = "a core whose every CPU sleeps (`sleep`, nothing else to run) for at least this long enters its deepest idle state: its private caches are written back and its copies dropped, so the next reader finds no cache holding the line and reads it from memory at the home (Exclusive when no other core holds it). The model keeps no L3 copy of a line no core holds: where the machine's L3 keeps the written-back line (Intel's inclusive L3; Zen's victim L3 of the idle core's CCX, while that L3 stays powered), a reader would be served from there instead. 0: never";
+
 /// What `lock_rfo_ahead` does in the model.
 pub const LOCK_RFO_AHEAD_NOTE: &str = "while a locked instruction waits (for older loads, the store buffer or its own line), the core runs ahead of it within its reorder window and free miss buffers, requesting the lines its loads will read; on, it also requests the locked instructions' lines for ownership and goes on past them; off, it stops at the next locked instruction. Every access still reads its value at its turn (a hit if the line stayed, a miss if another core took it), so x86-TSO is kept";
 pub const MISPREDICT_NOTE: &str = "a branch on a value still in flight whose direction the predictor (the direction it took last time) guessed wrong waits for the value, then these cycles";

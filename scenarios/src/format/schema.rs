@@ -288,6 +288,11 @@ pub struct InlineMachine {
     /// Whether locked instructions execute speculatively, their lines
     /// requested ahead (default: the preset's, or false).
     pub lock_rfo_ahead: Option<bool>,
+    /// Cycles a core's CPUs must all be idle (a `sleep` this long with
+    /// nothing else to run) before its private caches are written back
+    /// and dropped, its deepest idle state; 0 is never (default: the
+    /// preset's, or 0).
+    pub deep_idle_writeback_cycles: Option<Spanned<u64>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

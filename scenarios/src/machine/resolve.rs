@@ -228,6 +228,12 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
                     .lock_rfo_ahead
                     .or(base.as_ref().map(|b| b.lock_rfo_ahead))
                     .unwrap_or(false),
+                deep_idle_writeback_cycles: m
+                    .deep_idle_writeback_cycles
+                    .as_ref()
+                    .map(|v| *v.get_ref())
+                    .or(base.as_ref().map(|b| b.deep_idle_writeback_cycles))
+                    .unwrap_or(0),
                 latency: LatencySpec {
                     l1_hit_cycles: pick!(
                         l.l1_hit_cycles,
@@ -364,6 +370,10 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
         (
             "mispredict_penalty_cycles",
             span32(&m.mispredict_penalty_cycles),
+        ),
+        (
+            "deep_idle_writeback_cycles",
+            span64(&m.deep_idle_writeback_cycles),
         ),
         ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
         ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),

@@ -466,6 +466,39 @@ impl Coherence {
         }
     }
 
+    /// Core `core` powered down in deep idle at `now`
+    /// (`MachineSpec::deep_idle_writeback_cycles`): its copy of every line
+    /// is written back and dropped, the directory following (a Modified or
+    /// Owned copy's data goes to memory; the core is idle, so the write
+    /// costs nobody a cycle). The next reader finds no cache holding the
+    /// line: memory supplies it, and a read gets it Exclusive. A line the
+    /// home is still busy with (a transaction under way, an atomic's hold,
+    /// requests waiting) or whose copy is still arriving keeps the copy.
+    /// Returns how many copies were dropped.
+    pub fn write_back_core(&mut self, core: u32, now: Cycle) -> u64 {
+        let mut dropped = 0;
+        for u in &mut self.units {
+            if u.busy_until > now || u.locked_until > now || !u.waiting.is_empty() {
+                continue;
+            }
+            let Ok(k) = u.holders.binary_search_by_key(&core, |h| h.core) else {
+                continue;
+            };
+            if u.holders[k].ready_at > now {
+                continue;
+            }
+            u.holders.remove(k);
+            u.dir_sharers.remove(core);
+            u.dir_owner = u
+                .holders
+                .iter()
+                .find(|h| h.state.supplies_data())
+                .map(|h| h.core);
+            dropped += 1;
+        }
+        dropped
+    }
+
     /// Host bytes one line's state takes on a machine of `cores` cores,
     /// with two caches holding it (for the estimate made before a run).
     pub fn line_state_bytes(cores: u32) -> u64 {
@@ -553,6 +586,7 @@ mod tests {
             dispatch_width: 1,
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
+            deep_idle_writeback_cycles: 0,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -93,6 +93,11 @@ pub struct SchedulingCounts {
     pub futex_sleeps: u64,
     /// Threads woken by `futex_wake`.
     pub futex_wakeups: u64,
+    /// Cores that powered down in deep idle
+    /// (`MachineSpec::deep_idle_writeback_cycles`), and the copies of lines
+    /// they wrote back and dropped.
+    pub deep_idle_entries: u64,
+    pub lines_written_back: u64,
 }
 
 /// Which switch hook a thread is running.
@@ -114,6 +119,11 @@ pub(super) struct Sched {
     queues: Vec<VecDeque<CpuIndex>>,
     /// Per CPU: when its thread started running.
     slice_start: Vec<Cycle>,
+    /// Per CPU: how many threads it runs (0: idle the whole run).
+    threads_on: Vec<u32>,
+    /// Per CPU: idle, in a deep idle state, until this cycle (set by a
+    /// long enough `sleep` that left the CPU with nothing to run).
+    deep_idle_until: Vec<Cycle>,
     /// Threads asleep in `futex_wait`: (address, thread), longest asleep first.
     futex: Vec<(u64, CpuIndex)>,
     pub(super) counts: SchedulingCounts,
@@ -134,12 +144,15 @@ impl Sched {
             running: vec![None; n],
             queues: vec![VecDeque::new(); n],
             slice_start: vec![Cycle::ZERO; n],
+            threads_on: vec![0; n],
+            deep_idle_until: vec![Cycle::ZERO; n],
             ..Sched::default()
         };
         let mut queued = Vec::new();
         for (i, t) in threads.iter().enumerate() {
             let i = CpuIndex::new(i);
             let c = t.cpu;
+            sched.threads_on[c.slot()] += 1;
             if sched.running[c.slot()].is_none() {
                 sched.running[c.slot()] = Some(i);
             } else {
@@ -448,8 +461,43 @@ impl Simulation<'_> {
             self.advance_pc(i);
             self.leave_cpu(i, Wait::Asleep, probe);
             self.wake_thread(i, now + Cycles::new(cycles as u64));
+            self.enter_deep_idle(i, now, cycles as u64);
         }
         Ok(())
+    }
+
+    /// After thread `i`'s `sleep` of `cycles` from `now`: a CPU left with
+    /// nothing to run for at least the machine's
+    /// `deep_idle_writeback_cycles` enters its deepest idle state (the
+    /// idle governor picks a state by the time to the next timer, here the
+    /// sleep's end, against the state's target residency). A core enters
+    /// it once every CPU of it is idle so (or never runs a thread); then
+    /// its private caches, powered off, are written back and their lines
+    /// dropped (`Coherence::write_back_core`). The write-back is made at
+    /// the sleep's start; its own time and the wake-up's are not modelled
+    /// beyond the scheduler's wake-up latency.
+    fn enter_deep_idle(&mut self, i: CpuIndex, now: Cycle, cycles: u64) {
+        let threshold = self.config.topology.spec.deep_idle_writeback_cycles;
+        let c = self.cpus[i].linux_cpu();
+        if threshold == 0 || cycles < threshold || self.sched.running[c.slot()].is_some() {
+            return;
+        }
+        self.sched.deep_idle_until[c.slot()] = now + Cycles::new(cycles);
+        let topology = &self.config.topology;
+        let core = topology.core_of(c);
+        let sched = &self.sched;
+        let core_idle = topology
+            .cpus()
+            .filter(|&s| topology.core_of(s) == core)
+            .all(|s| {
+                sched.running[s.slot()].is_none()
+                    && (sched.threads_on[s.slot()] == 0 || sched.deep_idle_until[s.slot()] > now)
+            });
+        if core_idle {
+            let dropped = self.coherence.write_back_core(core, now);
+            self.sched.counts.deep_idle_entries += 1;
+            self.sched.counts.lines_written_back += dropped;
+        }
     }
 
     /// `futex_wait(p, v)` and `futex_wake(p, n)`, once the thread's store
