@@ -28,6 +28,11 @@
 //!   optimistic spinning).
 //! - A woken thread (`futex_wake`, or the end of its `sleep`) arrives at
 //!   its CPU `wakeup_latency_cycles` after the wake.
+//! - A CPU that a `sleep` of at least the machine's
+//!   `deep_idle_writeback_cycles` leaves with nothing to run is in deep
+//!   idle until the sleep ends; once every CPU of its core is (or never
+//!   runs a thread), the core's private caches are written back and its
+//!   copies dropped (`Coherence::write_back_core`).
 //!
 //! A thread leaves its CPU only with an empty store buffer (a context
 //! switch is a full barrier: it takes the runqueue lock), and the futex
