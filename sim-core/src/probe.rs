@@ -86,6 +86,58 @@ pub struct PrivateHits {
     pub spin_last_load: Option<u64>,
 }
 
+/// A CPU's atomics on one field, summed since they were last reported:
+/// what the engine hands a probe that takes them so
+/// ([`Probe::summed_atomics`]) instead of an `on_access` per atomic. Each
+/// counts as one access of that field and line, with its report's costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AtomicSums {
+    /// Dense id of the (instance, field) accessed.
+    pub field_id: u32,
+    /// The field's address (the same for each of them).
+    pub address: u64,
+    /// Atomics summed here.
+    pub count: u64,
+    /// Those the core's own cache answered (`AccessReport::is_hit`).
+    pub hits: u64,
+    /// The others: each a miss, with the counts below.
+    pub misses: u64,
+    /// Misses served from a Modified or Owned copy in another core.
+    pub hitm: u64,
+    /// Those of them served from a core on another NUMA node
+    /// (`AccessReport::hitm_from_other_node`).
+    pub hitm_remote: u64,
+    /// Misses with a leg crossing sockets.
+    pub cross_socket: u64,
+    /// Cycles the misses' requests waited at the line's home before it
+    /// took them (`started - issued`).
+    pub queue_wait_cycles: u64,
+    /// Copies invalidated in other caches, over every atomic summed.
+    pub invalidations: u64,
+    /// Cycles beyond an L1 hit that the CPU waited, over every atomic
+    /// summed (each atomic's `AccessEvent::stall_cycles`).
+    pub stall_cycles: u64,
+}
+
+impl AtomicSums {
+    /// Adds one atomic with its report and the cycles its CPU waited.
+    #[inline]
+    pub fn add(&mut self, report: &AccessReport, stall_cycles: u64) {
+        self.count += 1;
+        if report.is_hit() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+            self.hitm += report.hitm as u64;
+            self.hitm_remote += report.hitm_from_other_node() as u64;
+            self.cross_socket += report.cross_socket as u64;
+            self.queue_wait_cycles += (report.started - report.issued).get();
+        }
+        self.invalidations += report.invalidations as u64;
+        self.stall_cycles += stall_cycles;
+    }
+}
+
 pub trait Probe {
     fn on_access(&mut self, _event: &AccessEvent<'_>) {}
     /// Whether the probe must see every access as its own `on_access`. One
@@ -113,6 +165,27 @@ pub trait Probe {
     fn measured_hits_at_end(&self) -> bool {
         false
     }
+    /// Whether a CPU's atomics may arrive summed per field, through
+    /// `on_atomics`, instead of each as its own `on_access`. What a CPU
+    /// summed arrives before anything that could tell when they were made
+    /// from the probe's view of that CPU: before the next load of the same
+    /// Linux CPU is reported (`on_access` of an `AccessKind::Load`), before
+    /// a spin-wait's summed polls (`on_private_hits` with
+    /// `spin_last_load`), before any of its warm-up iterations ends
+    /// (`on_iteration` with `measured` false), before it makes an atomic
+    /// on another field or address, and at the end of the run. (Threads
+    /// sharing a Linux CPU share its sums.) Everything else may come
+    /// between an atomic and its report: other CPUs' reports, this CPU's
+    /// stores, drains, prefetches, waits and measured iteration ends. A
+    /// probe that keeps only sums, and whose per-CPU state only a load or
+    /// the warm-up's end reads (the statistics), answers true and spares
+    /// the engine a report per atomic; one that follows accesses one by one
+    /// (a trace, a recorder) keeps the default.
+    fn summed_atomics(&self) -> bool {
+        false
+    }
+    /// A CPU's atomics summed (see `summed_atomics`).
+    fn on_atomics(&mut self, _cpu: LinuxCpu, _sums: &AtomicSums) {}
     /// Summed plain hits of CPU `cpu` on one place (a private one, or a
     /// spin-wait's polls; see `needs_every_access`); each counts as a hit,
     /// and stores and loads each as one access, of that field and line.
@@ -207,6 +280,14 @@ impl Probe for Probes<'_> {
     }
     fn measured_hits_at_end(&self) -> bool {
         self.0.iter().all(|p| p.measured_hits_at_end())
+    }
+    fn summed_atomics(&self) -> bool {
+        self.0.iter().all(|p| p.summed_atomics())
+    }
+    fn on_atomics(&mut self, cpu: LinuxCpu, sums: &AtomicSums) {
+        for p in &mut self.0 {
+            p.on_atomics(cpu, sums);
+        }
     }
     fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
         for p in &mut self.0 {

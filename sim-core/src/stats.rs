@@ -3,9 +3,8 @@
 //! iteration.
 
 use crate::cpu::LinuxCpu;
-use crate::probe::{AccessEvent, AccessKind, PrivateHits, Probe};
+use crate::probe::{AccessEvent, AccessKind, AtomicSums, PrivateHits, Probe};
 use crate::time::Cycle;
-use crate::topology::PairClass;
 
 /// Counters for one field or one line.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -116,10 +115,7 @@ impl Traffic {
                 } else {
                     t.misses = 1;
                     t.hitm = r.hitm as u64;
-                    t.hitm_remote = (r.hitm
-                        && r.supplier.is_some_and(|(_, _, class)| {
-                            matches!(class, PairClass::SameSocket | PairClass::CrossSocket)
-                        })) as u64;
+                    t.hitm_remote = r.hitm_from_other_node() as u64;
                     t.cross_socket = r.cross_socket as u64;
                     // A drain's wait is the store buffer's, not the CPU's.
                     if event.kind != AccessKind::StoreDrain {
@@ -562,6 +558,50 @@ impl Probe for Stats {
     /// on at the warm-up's end, for good), and then only their sums.
     fn measured_hits_at_end(&self) -> bool {
         true
+    }
+
+    /// Only sums are kept; a CPU's state is its last load (read by its next
+    /// load or summed polls, which an atomic resets) and whether it
+    /// measures (changed at a warm-up iteration's end): atomics summed up
+    /// to any of these count as they would one by one.
+    fn summed_atomics(&self) -> bool {
+        true
+    }
+
+    fn on_atomics(&mut self, cpu: LinuxCpu, sums: &AtomicSums) {
+        let private = self.is_private(sums.field_id);
+        let Some(state) = self.by_cpu.get_mut(cpu.slot()) else {
+            return;
+        };
+        // What `on_access` does for each of them: no poll after an atomic.
+        if !private {
+            state.last_load = None;
+        }
+        if !state.measuring {
+            return;
+        }
+        let counts = Traffic {
+            atomics: sums.count,
+            hits: sums.hits,
+            misses: sums.misses,
+            hitm: sums.hitm,
+            hitm_remote: sums.hitm_remote,
+            invalidations: sums.invalidations,
+            cross_socket: sums.cross_socket,
+            stall_cycles: sums.stall_cycles,
+            queue_wait_cycles: sums.queue_wait_cycles,
+            ..Traffic::default()
+        };
+        self.add_detail(cpu, sums.address, &counts);
+        if let Some(f) = self.per_field.get_mut(sums.field_id as usize) {
+            *f += &counts;
+        }
+        if let Some(u) = self
+            .per_unit
+            .get_mut((sums.address >> self.unit_shift) as usize)
+        {
+            *u += &counts;
+        }
     }
 
     fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {

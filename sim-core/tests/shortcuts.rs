@@ -3,7 +3,8 @@
 //!
 //! Each shortcut (`EngineOptions`: running ahead of the queue, private
 //! places, summed private hits, superinstructions, the hoisted loop, fused
-//! atomics, the direct resume, the special transaction shape) is an
+//! atomics, the direct resume, the special transaction shape, the spin-wait
+//! fast-forward, summed atomics) is an
 //! optimisation and must change nothing. On random programs mixing private
 //! accesses with shared, false-shared and remotely indexed per-CPU
 //! accesses, bitfields (merged into their unit as they drain), a TTAS
@@ -20,10 +21,14 @@
 //! both runs' hits on those lines are summed per iteration, field and
 //! address before the comparison, and everything else is compared entry
 //! by entry, so a hit that took the wrong time shows in the cycles of every
-//! later access. The statistics probe alone, which lets the engine keep a
-//! measured iteration's summed hits until the end of the run
-//! (`Probe::measured_hits_at_end`), must give the reference's statistics
-//! too.
+//! later access. A second run of each combination gives the statistics a
+//! recorder beside them that takes summed whatever they take summed: a
+//! measured iteration's hits at the end of the run
+//! (`Probe::measured_hits_at_end`) and each CPU's atomics summed per field
+//! (`Probe::summed_atomics`). Its statistics must be the reference's, and
+//! its per-CPU logs too, with the hits and the atomics (each atomic of the
+//! reference's, each summed report of the run's) added up per field and
+//! address over the whole run and everything else compared entry by entry.
 //!
 //! The run also counts how often each shortcut was entered (the
 //! `shortcut-counts` feature), and the test asserts a floor for each, so a
@@ -38,9 +43,9 @@ use models::layout::{BitField, FieldSpec, InstanceSpec};
 use sim_core::engine::{
     run_counting, EngineOptions, RunOutcome, ShortcutEntries, SimConfig, StopRule,
 };
-use sim_core::probe::{AccessKind, LinuxCpu, Probes};
+use sim_core::probe::{AccessKind, AtomicSums, LinuxCpu, Probes};
 use sim_core::stats::Stats;
-use sim_core::topology::{Lookup, Protocol};
+use sim_core::topology::{Lookup, PairClass, Protocol};
 use testkit::*;
 
 /// One access or statement, drawn from a mix where private accesses
@@ -384,11 +389,62 @@ fn random_config(seed: u64, private_mine: bool, atomic_heads: bool) -> SimConfig
 
 /// One entry of a CPU's log, with the plain hits on its own per-CPU lines
 /// summed per iteration: (field id, address, loads, stores, load stall
-/// cycles), in field and address order.
+/// cycles), in field and address order; and, where atomics are summed,
+/// its atomics over the whole run per field and address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Entry {
     Seen(Seen),
     Hits(Vec<(u32, u64, u64, u64, u64)>),
+    Atomics(Vec<((u32, u64), AtomicTotals)>),
+}
+
+/// A CPU's atomics on one field, added up from the reports of each or
+/// from summed reports: what `AtomicSums` holds, computed here apart.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct AtomicTotals {
+    count: u64,
+    hits: u64,
+    misses: u64,
+    hitm: u64,
+    hitm_remote: u64,
+    cross_socket: u64,
+    queue_wait_cycles: u64,
+    invalidations: u64,
+    stall_cycles: u64,
+}
+
+impl AtomicTotals {
+    /// One atomic's report, as the statistics count it.
+    fn add_access(&mut self, a: &Access) {
+        let r = a.report.as_ref().expect("an atomic has a report");
+        self.count += 1;
+        if r.is_hit() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+            self.hitm += r.hitm as u64;
+            self.hitm_remote += (r.hitm
+                && r.supplier.is_some_and(|(_, _, class)| {
+                    matches!(class, PairClass::SameSocket | PairClass::CrossSocket)
+                })) as u64;
+            self.cross_socket += r.cross_socket as u64;
+            self.queue_wait_cycles += (r.started - r.issued).get();
+        }
+        self.invalidations += r.invalidations as u64;
+        self.stall_cycles += a.stall_cycles;
+    }
+
+    fn add_sums(&mut self, s: &AtomicSums) {
+        self.count += s.count;
+        self.hits += s.hits;
+        self.misses += s.misses;
+        self.hitm += s.hitm;
+        self.hitm_remote += s.hitm_remote;
+        self.cross_socket += s.cross_socket;
+        self.queue_wait_cycles += s.queue_wait_cycles;
+        self.invalidations += s.invalidations;
+        self.stall_cycles += s.stall_cycles;
+    }
 }
 
 /// `log` (one CPU's, in order) with every plain load hit, every store hit
@@ -398,10 +454,20 @@ enum Entry {
 ///
 /// With `per_iteration` false (threads sharing the CPU: one thread's summed
 /// hits are reported at its own iteration ends, which the other thread's
-/// iterations on the CPU interleave), every hit is folded into one sum at
-/// the end.
-fn fold_private_hits(log: Vec<Seen>, mine: Range<u64>, per_iteration: bool) -> Vec<Entry> {
+/// iterations on the CPU interleave; or measured hits reported at the end
+/// of the run), every hit is folded into one sum at the end.
+///
+/// With `sum_atomics`, every atomic and every summed report of atomics is
+/// folded into one `Entry::Atomics` at the end (summed, they arrive where
+/// the engine chooses, within what `Probe::summed_atomics` allows).
+fn fold_private_hits(
+    log: Vec<Seen>,
+    mine: Range<u64>,
+    per_iteration: bool,
+    sum_atomics: bool,
+) -> Vec<Entry> {
     let mut entries = Vec::new();
+    let mut atomics: BTreeMap<(u32, u64), AtomicTotals> = BTreeMap::new();
     let mut window: BTreeMap<(u32, u64), (u64, u64, u64)> = BTreeMap::new();
     let flush = |entries: &mut Vec<Entry>, window: &mut BTreeMap<(u32, u64), (u64, u64, u64)>| {
         if !window.is_empty() {
@@ -433,6 +499,16 @@ fn fold_private_hits(log: Vec<Seen>, mine: Range<u64>, per_iteration: bool) -> V
                 sums.1 += h.stores;
                 sums.2 += h.stall_cycles;
             }
+            Seen::Access(a) if sum_atomics && matches!(a.kind, AccessKind::Atomic(_)) => {
+                atomics
+                    .entry((a.field_id, a.address))
+                    .or_default()
+                    .add_access(a);
+            }
+            Seen::Atomics(_, s) => atomics
+                .entry((s.field_id, s.address))
+                .or_default()
+                .add_sums(s),
             Seen::Iteration(..) if per_iteration => {
                 flush(&mut entries, &mut window);
                 entries.push(Entry::Seen(seen));
@@ -441,6 +517,9 @@ fn fold_private_hits(log: Vec<Seen>, mine: Range<u64>, per_iteration: bool) -> V
         }
     }
     flush(&mut entries, &mut window);
+    if !atomics.is_empty() {
+        entries.push(Entry::Atomics(atomics.into_iter().collect()));
+    }
     entries
 }
 
@@ -469,11 +548,15 @@ struct Observed {
     /// Loads that queued at their line's home and did not hold their CPU
     /// (served after a queue wait, with no stall of their own).
     queued_loads: u64,
-    /// The statistics of the same run with the statistics probe alone,
-    /// which lets the engine keep the measured iterations' summed hits
-    /// until the end of the run (`Probe::measured_hits_at_end`; the
-    /// recorder beside it above wants them per iteration).
-    alone: Statistics,
+    /// The statistics of the same run with a recorder beside them that
+    /// takes everything summed the statistics take summed: the measured
+    /// iterations' hits at the end of the run
+    /// (`Probe::measured_hits_at_end`) and the atomics summed
+    /// (`Probe::summed_atomics`; the recorder above wants hits per
+    /// iteration and each atomic on its own).
+    summed: Statistics,
+    /// That recorder's per-CPU logs, hits and atomics summed over the run.
+    summed_order: Vec<Vec<Entry>>,
 }
 
 /// What the statistics probe keeps, to compare.
@@ -511,7 +594,8 @@ impl PartialEq for Observed {
             && self.stalled_on_store_buffer_cycles == other.stalled_on_store_buffer_cycles
             && self.program_order == other.program_order
             && self.drains == other.drains
-            && self.alone == other.alone
+            && self.summed == other.summed
+            && self.summed_order == other.summed_order
     }
 }
 
@@ -544,23 +628,33 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         | Seen::Iteration(c, ..)
         | Seen::BufferWait(c, ..)
         | Seen::LoadWait(c, ..)
-        | Seen::PrivateHits(c, _) => *c,
+        | Seen::PrivateHits(c, _)
+        | Seen::Atomics(c, _) => *c,
     };
     let is_drain = |s: &Seen| matches!(s, Seen::Access(a) if a.kind == AccessKind::StoreDrain);
-    let stream = |cpu: u32, drains: bool| -> Vec<Seen> {
-        recorder
-            .log
-            .iter()
+    let stream = |log: &[Seen], cpu: u32, drains: bool| -> Vec<Seen> {
+        log.iter()
             .filter(|s| cpu_of(s) == cpu && is_drain(s) == drains)
             .cloned()
             .collect()
     };
-    let mut alone = Stats::for_run(config);
-    let (outcome_alone, _) =
-        run_counting(config, &mut alone, options).map_err(|e| e.to_string())?;
-    if outcome_alone != outcome {
+    let mut summed = Stats::for_run(config);
+    let mut summing = Recorder {
+        accepts_summed_hits: true,
+        accepts_hits_at_end: true,
+        accepts_summed_atomics: true,
+        ..Recorder::default()
+    };
+    let (outcome_summed, entries_summed) = {
+        let mut both = Probes(vec![&mut summed, &mut summing]);
+        run_counting(config, &mut both, options).map_err(|e| e.to_string())?
+    };
+    // Atomics are summed only in that run (the first recorder wants each).
+    let mut entries = entries;
+    entries[9] = entries_summed[9];
+    if outcome_summed != outcome {
         return Err(format!(
-            "the statistics probe alone: {outcome_alone:?}, beside the recorder: {outcome:?}"
+            "with everything summed: {outcome_summed:?}, with the recorder of each access: {outcome:?}"
         ));
     }
     let events = outcome.events;
@@ -597,14 +691,33 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
             .iter()
             .map(|&c| {
                 let shared = cpus.iter().filter(|&&x| x == c).count() > 1;
-                fold_private_hits(stream(c.get(), false), mine_of(config, c.get()), !shared)
+                fold_private_hits(
+                    stream(&recorder.log, c.get(), false),
+                    mine_of(config, c.get()),
+                    !shared,
+                    false,
+                )
             })
             .collect(),
-        drains: cpus.iter().map(|&c| stream(c.get(), true)).collect(),
+        drains: cpus
+            .iter()
+            .map(|&c| stream(&recorder.log, c.get(), true))
+            .collect(),
         entries,
         speculative_prefetches,
         queued_loads,
-        alone: alone.into(),
+        summed: summed.into(),
+        summed_order: cpus
+            .iter()
+            .map(|&c| {
+                fold_private_hits(
+                    stream(&summing.log, c.get(), false),
+                    mine_of(config, c.get()),
+                    false,
+                    true,
+                )
+            })
+            .collect(),
     })
 }
 
@@ -628,9 +741,9 @@ fn combinations(seed: u64) -> Vec<EngineOptions> {
     let mut gen = Gen(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
     vec![
         EngineOptions::ALL,
-        EngineOptions::from_bits(0x1ff & !(1 << (seed % 9))),
-        EngineOptions::from_bits(gen.below(512) as u32),
-        EngineOptions::from_bits(gen.below(512) as u32),
+        EngineOptions::from_bits(0x3ff & !(1 << (seed % 10))),
+        EngineOptions::from_bits(gen.below(1024) as u32),
+        EngineOptions::from_bits(gen.below(1024) as u32),
     ]
 }
 
@@ -668,10 +781,17 @@ fn compare(
             let first = first_difference("CPU stream", &with.program_order, &plain.program_order)
                 .or_else(|| first_difference("drains of CPU stream", &with.drains, &plain.drains))
                 .or_else(|| {
-                    (with.alone != plain.alone).then(|| {
+                    first_difference(
+                        "with everything summed, CPU stream",
+                        &with.summed_order,
+                        &plain.summed_order,
+                    )
+                })
+                .or_else(|| {
+                    (with.summed != plain.summed).then(|| {
                         format!(
-                            "the statistics probe alone:\n with:      {:?}\n reference: {:?}",
-                            with.alone, plain.alone
+                            "the statistics with everything summed:\n with:      {:?}\n reference: {:?}",
+                            with.summed, plain.summed
                         )
                     })
                 })
@@ -735,12 +855,14 @@ const SEEDS: u64 = 240;
 /// ahead, 95 331 accesses without a turn, 160 543 summed reports, 115 992
 /// superinstructions outside the hoisted loop, 1 121 390 hoisted calls,
 /// 17 635 fused atomics, 32 645 direct resumes, 117 416 special
-/// transactions, 12 813 spin-waits put to sleep). The fused atomics'
+/// transactions, 12 813 spin-waits put to sleep; 288 282 atomics summed
+/// when that shortcut came, counted in the second run of each
+/// combination). The fused atomics'
 /// entries count the dropped-value completions and the iteration ends
 /// straight into the atomic too (about 10 100 and 2 000 of 44 000 when
 /// the contended counters joined the random programs).
 const FLOORS: ShortcutEntries = [
-    800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000,
+    800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000, 72_000,
 ];
 
 /// The fewest lines the reference runs of the seeds must request ahead of
@@ -767,7 +889,7 @@ const WRITTEN_BACK_FLOOR: u64 = 130;
     reason = "a test's seed comes from the environment; the rule binds the simulator, not its tests"
 )]
 fn every_combination_of_shortcuts_matches_the_reference() {
-    let mut reached = [0; 9];
+    let mut reached = [0; 10];
     let mut queued = 0;
     if let Ok(seed) = std::env::var("BOUNCE_SHORTCUT_SEED") {
         let seed: u64 = seed.parse().expect("BOUNCE_SHORTCUT_SEED is a number");
@@ -1066,4 +1188,89 @@ fn a_private_unions_members_give_the_references_values() {
     let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
     assert_eq!(with, plain);
     assert!(with.entries[3] > 0, "{:?}", with.entries);
+}
+
+/// A probe that takes summed atomics (`Probe::summed_atomics`) receives a
+/// CPU's atomics on one field together, before that CPU's next load, before
+/// its atomics on another field, before a warm-up iteration of it ends, and
+/// at the end of the run; a measured iteration's end does not wait for
+/// them. The statistics are the reference's.
+#[test]
+fn summed_atomics_arrive_before_what_could_tell_them_apart() {
+    let config = {
+        let mut config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+            .structs(vec![
+                strukt(
+                    "shared",
+                    vec![field("a", "u64"), field("b", "u64"), field("c", "u64")],
+                ),
+                // What `observe` looks for, unused.
+                strukt("local", vec![field("a", "u64")]),
+            ])
+            .instances(vec![global("g", "shared", 0), per_cpu("mine", "local")])
+            .script(
+                "s",
+                "fetch_add(g.a, 1)\nfetch_add(g.a, 1)\nlet v = g.b\nfetch_add(g.a, 1)\nfetch_add(g.c, v)",
+            )
+            .threads(0..2, "s")
+            .stop(StopRule::Iterations(2))
+            .build();
+        config.warmup_iterations = 1;
+        config
+    };
+    let (a, b, c) = (
+        address(&config, "g", 0, "a"),
+        address(&config, "g", 0, "b"),
+        address(&config, "g", 0, "c"),
+    );
+    let mut recorder = Recorder {
+        accepts_summed_atomics: true,
+        ..Recorder::default()
+    };
+    run_counting(&config, &mut recorder, EngineOptions::ALL).unwrap();
+    for cpu in 0..2 {
+        // Per CPU: (what, address, atomics) in the order they arrived.
+        let arrivals: Vec<(&str, u64, u64)> = recorder
+            .log
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Atomics(n, sums) if *n == cpu => Some(("atomics", sums.address, sums.count)),
+                Seen::Access(x) if x.cpu == cpu => {
+                    assert_eq!(x.kind, AccessKind::Load, "{x:?}");
+                    Some(("load", x.address, 0))
+                }
+                Seen::Iteration(n, index, ..) if *n == cpu => Some(("iteration", 0, *index)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            arrivals,
+            vec![
+                // The warm-up iteration: everything before its end.
+                ("atomics", a, 2),
+                ("load", b, 0),
+                ("atomics", a, 1),
+                ("atomics", c, 1),
+                ("iteration", 0, 0),
+                // Measured iterations: `g.c`'s waits past their end.
+                ("atomics", a, 2),
+                ("load", b, 0),
+                ("atomics", a, 1),
+                ("iteration", 0, 1),
+                ("atomics", c, 1),
+                ("atomics", a, 2),
+                ("load", b, 0),
+                ("atomics", a, 1),
+                ("iteration", 0, 2),
+                // The end of the run.
+                ("atomics", c, 1),
+            ],
+            "CPU {cpu}"
+        );
+    }
+    let with = observe(&config, EngineOptions::ALL).unwrap();
+    let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+    assert_eq!(with, plain);
+    // Four atomics per iteration, three iterations, two CPUs.
+    assert_eq!(with.entries[9], 24, "{:?}", with.entries);
 }

@@ -10,7 +10,7 @@ use sim_core::engine::{
     DEFAULT_MAX_STEPS_WITHOUT_TIME,
 };
 use sim_core::memory::InstanceKind;
-use sim_core::probe::{AccessEvent, AccessKind, LinuxCpu, PrivateHits, Probe};
+use sim_core::probe::{AccessEvent, AccessKind, AtomicSums, LinuxCpu, PrivateHits, Probe};
 use sim_core::script::compile::{compile, CompileError, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
 use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
@@ -381,6 +381,9 @@ pub enum Seen {
     /// Plain hits on one private place, summed (only for a recorder that
     /// `accepts_summed_hits`).
     PrivateHits(u32, PrivateHits),
+    /// A CPU's atomics on one field, summed (only for a recorder that
+    /// `accepts_summed_atomics`).
+    Atomics(u32, AtomicSums),
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -390,6 +393,13 @@ pub struct Recorder {
     /// (`Probe::needs_every_access` false); otherwise every access is its
     /// own entry.
     pub accepts_summed_hits: bool,
+    /// With `accepts_summed_hits`: lets the engine keep the measured
+    /// iterations' summed hits until the end of the run
+    /// (`Probe::measured_hits_at_end`).
+    pub accepts_hits_at_end: bool,
+    /// Lets the engine report each CPU's atomics summed per field
+    /// (`Probe::summed_atomics`); otherwise each is its own entry.
+    pub accepts_summed_atomics: bool,
 }
 
 impl Recorder {
@@ -431,8 +441,17 @@ impl Probe for Recorder {
     fn needs_every_access(&self) -> bool {
         !self.accepts_summed_hits
     }
+    fn measured_hits_at_end(&self) -> bool {
+        self.accepts_hits_at_end
+    }
+    fn summed_atomics(&self) -> bool {
+        self.accepts_summed_atomics
+    }
     fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {
         self.log.push(Seen::PrivateHits(cpu.get(), *hits));
+    }
+    fn on_atomics(&mut self, cpu: LinuxCpu, sums: &AtomicSums) {
+        self.log.push(Seen::Atomics(cpu.get(), *sums));
     }
     fn on_access(&mut self, e: &AccessEvent<'_>) {
         self.log.push(Seen::Access(Access {

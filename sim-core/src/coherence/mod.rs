@@ -378,6 +378,15 @@ impl AccessReport {
     pub fn latency_cycles(&self) -> u64 {
         (self.done - self.issued).get()
     }
+    /// The data came from a Modified or Owned copy in a core on another
+    /// NUMA node (`perf c2c`'s remote HITM; the rest are local).
+    #[inline]
+    pub fn hitm_from_other_node(&self) -> bool {
+        self.hitm
+            && self.supplier.is_some_and(|(_, _, class)| {
+                matches!(class, PairClass::SameSocket | PairClass::CrossSocket)
+            })
+    }
 }
 
 /// Every line's directory entry and cached copies.

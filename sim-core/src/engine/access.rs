@@ -399,21 +399,33 @@ impl Simulation<'_> {
         if p.op.is_some() {
             cpu.now += Cycles::new(self.topology.spec.latency.locked_op_cycles);
         }
-        probe.on_access(&AccessEvent {
-            cpu: cpu.spec.cpu,
-            issued: report.issued,
-            latency_cycles: report.latency_cycles(),
-            kind,
-            address: p.address,
-            size_bytes: p.size_bytes,
-            field_id: p.field_id,
-            value: old,
-            new_value: written,
-            report: Some(report),
-            // Cycles beyond an L1 hit that the CPU waited for the line.
-            stall_cycles: ((report.done - report.issued) - l1).get(),
-            misses_in_flight: 0,
-        });
+        // Cycles beyond an L1 hit that the CPU waited for the line.
+        let stall_cycles = ((report.done - report.issued) - l1).get();
+        if p.op.is_some() && self.summed_atomics.on {
+            count_shortcut!(self.shortcut_entries, 9);
+            let (cpu_id, field_id, address) = (cpu.spec.cpu, p.field_id, p.address);
+            self.summed_atomics
+                .add(cpu_id, field_id, address, report, stall_cycles, probe);
+        } else {
+            if p.op.is_none() {
+                // A load sees the CPU's atomics before it (`summed`).
+                self.summed_atomics.report(cpu.spec.cpu, probe);
+            }
+            probe.on_access(&AccessEvent {
+                cpu: cpu.spec.cpu,
+                issued: report.issued,
+                latency_cycles: report.latency_cycles(),
+                kind,
+                address: p.address,
+                size_bytes: p.size_bytes,
+                field_id: p.field_id,
+                value: old,
+                new_value: written,
+                report: Some(report),
+                stall_cycles,
+                misses_in_flight: 0,
+            });
+        }
         // A fused atomic whose value the next operation drops: past that
         // `Pop` at once, where the run-ahead would run it first thing when
         // the CPU resumes (nothing of the CPU changes before then: no load

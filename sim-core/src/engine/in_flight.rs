@@ -526,6 +526,8 @@ impl Simulation<'_> {
             cpu.in_flight.push(report.done);
         }
         if !deferring {
+            // A load sees the CPU's atomics before it (`summed`).
+            self.summed_atomics.report(cpu.spec.cpu, probe);
             probe.on_access(&AccessEvent {
                 cpu: cpu.spec.cpu,
                 issued: report.issued,
@@ -732,6 +734,7 @@ impl Simulation<'_> {
                 v.ticket = 0;
                 v.ready = d.done;
             }
+            self.summed_atomics.report(cpu.spec.cpu, probe);
             probe.on_access(&AccessEvent {
                 cpu: cpu.spec.cpu,
                 issued: d.issued,

@@ -394,6 +394,10 @@ pub struct EngineOptions {
     /// until another CPU reaches the line, and wakes where stepping would
     /// have it (`engine::shortcuts::spin`); for a probe that takes summed hits.
     pub spin_fast_forward: bool,
+    /// For a probe that allows it (`Probe::summed_atomics`), a CPU's
+    /// atomics are summed per field and reported together
+    /// (`engine::shortcuts::summed`).
+    pub summed_atomics: bool,
 }
 
 impl EngineOptions {
@@ -402,7 +406,7 @@ impl EngineOptions {
     /// Every shortcut off: the reference.
     pub const REFERENCE: EngineOptions = EngineOptions::from_bits(0);
     /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "run_ahead",
         "private_places",
         "summed_private_hits",
@@ -412,6 +416,7 @@ impl EngineOptions {
         "direct_resume",
         "special_transactions",
         "spin_fast_forward",
+        "summed_atomics",
     ];
 
     /// Bit `k` set for each shortcut on, `k` indexing
@@ -427,6 +432,7 @@ impl EngineOptions {
             self.direct_resume,
             self.special_transactions,
             self.spin_fast_forward,
+            self.summed_atomics,
         ]
         .iter()
         .enumerate()
@@ -446,6 +452,7 @@ impl EngineOptions {
             direct_resume: bits & 1 << 6 != 0,
             special_transactions: bits & 1 << 7 != 0,
             spin_fast_forward: bits & 1 << 8 != 0,
+            summed_atomics: bits & 1 << 9 != 0,
         }
     }
 }
@@ -476,7 +483,7 @@ pub(crate) use count_shortcut;
 
 /// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
 /// order (all zero without the `shortcut-counts` feature).
-pub type ShortcutEntries = [u64; 9];
+pub type ShortcutEntries = [u64; 10];
 
 /// Runs a configuration to its end.
 /// Per field id (`PlaceRef::field_id`): whether the field is only ever
@@ -535,6 +542,10 @@ pub fn run_counting(
     sim.resolve_private_targets();
     sim.private.summed = options.summed_private_hits && !probe.needs_every_access();
     sim.private.measured_at_end = sim.private.summed && probe.measured_hits_at_end();
+    sim.summed_atomics = shortcuts::summed::SummedAtomics::new(
+        options.summed_atomics && probe.summed_atomics(),
+        config.topology.cpu_count() as usize,
+    );
     sim.fuse_code();
     let outcome = sim.run(probe)?;
     let mut entries = sim.shortcut_entries;
@@ -664,6 +675,9 @@ struct Simulation<'c> {
     global_targets: Vec<Option<Target>>,
     /// Which thread runs on which CPU, the run queues, the futex sleepers.
     sched: Sched,
+    /// Per Linux CPU, its atomics not yet reported to the probe
+    /// (`summed_atomics`).
+    summed_atomics: shortcuts::summed::SummedAtomics,
 }
 
 /// The places whose every line belongs to the running CPU alone, and what
@@ -1050,7 +1064,7 @@ impl<'c> Simulation<'c> {
             any_atomic_heads: false,
             run_local_ops: true,
             options: EngineOptions::ALL,
-            shortcut_entries: [0; 9],
+            shortcut_entries: [0; 10],
             position: spin::Position::START,
             watchers: Vec::new(),
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
@@ -1064,6 +1078,7 @@ impl<'c> Simulation<'c> {
                 StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
             }),
             sched,
+            summed_atomics: Default::default(),
         }
     }
 
@@ -1124,6 +1139,7 @@ impl<'c> Simulation<'c> {
                 self.report_private_hits(i, probe);
             }
         }
+        self.summed_atomics.report_all(probe);
         result
     }
 
@@ -1767,10 +1783,10 @@ mod tests {
 
     #[test]
     fn engine_options_round_trip_through_their_bits() {
-        for bits in 0..512 {
+        for bits in 0..1024 {
             assert_eq!(EngineOptions::from_bits(bits).bits(), bits);
         }
-        assert_eq!(EngineOptions::ALL.bits(), 0x1ff);
+        assert_eq!(EngineOptions::ALL.bits(), 0x3ff);
         assert_eq!(EngineOptions::REFERENCE.bits(), 0);
     }
 

@@ -857,6 +857,11 @@ impl Simulation<'_> {
             self.report_private_hits(i, probe);
         }
         let cpu = &mut self.cpus[i];
+        if !measured {
+            // A warm-up iteration's end may start the CPU's measured
+            // window: its atomics before it count as warm-up (`summed`).
+            self.summed_atomics.report(cpu.spec.cpu, probe);
+        }
         probe.on_iteration(
             cpu.spec.cpu,
             cpu.iteration,

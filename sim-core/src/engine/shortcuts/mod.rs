@@ -7,3 +7,4 @@
 pub(in crate::engine) mod hoisted;
 pub(in crate::engine) mod run_ahead;
 pub(in crate::engine) mod spin;
+pub(in crate::engine) mod summed;

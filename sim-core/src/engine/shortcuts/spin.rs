@@ -324,6 +324,8 @@ impl Simulation<'_> {
         cpu.wait = Wait::None;
         crate::engine::count_accesses(&mut self.memory_ops, cpu, made);
         if made > 0 {
+            // The polls see the CPU's atomics before them (`summed`).
+            self.summed_atomics.report(cpu.spec.cpu, probe);
             probe.on_private_hits(
                 cpu.spec.cpu,
                 &PrivateHits {
