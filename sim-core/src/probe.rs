@@ -186,6 +186,23 @@ pub trait Probe {
     }
     /// A CPU's atomics summed (see `summed_atomics`).
     fn on_atomics(&mut self, _cpu: LinuxCpu, _sums: &AtomicSums) {}
+    /// Whether a CPU's measured iterations (those whose `on_iteration`
+    /// would say `measured`) may arrive batched, through `on_iterations`,
+    /// instead of each as its own `on_iteration`. A batch arrives where
+    /// summed atomics must (see `summed_atomics`: before the Linux CPU's
+    /// next load, spin-wait polls or warm-up iteration end, and at the end
+    /// of the run), or sooner. A probe that keeps only each iteration's
+    /// length and reads its per-CPU state only at those points (the
+    /// statistics) answers true and spares the engine a report per
+    /// iteration; one that wants each iteration's index, start and end
+    /// keeps the default.
+    fn batched_iterations(&self) -> bool {
+        false
+    }
+    /// Measured iterations of CPU `cpu` (of any of its threads), in the
+    /// order they ended: each one's cycles, `end - start` of its
+    /// `on_iteration` (see `batched_iterations`).
+    fn on_iterations(&mut self, _cpu: LinuxCpu, _cycles: &[u64]) {}
     /// Summed plain hits of CPU `cpu` on one place (a private one, or a
     /// spin-wait's polls; see `needs_every_access`); each counts as a hit,
     /// and stores and loads each as one access, of that field and line.
@@ -287,6 +304,14 @@ impl Probe for Probes<'_> {
     fn on_atomics(&mut self, cpu: LinuxCpu, sums: &AtomicSums) {
         for p in &mut self.0 {
             p.on_atomics(cpu, sums);
+        }
+    }
+    fn batched_iterations(&self) -> bool {
+        self.0.iter().all(|p| p.batched_iterations())
+    }
+    fn on_iterations(&mut self, cpu: LinuxCpu, cycles: &[u64]) {
+        for p in &mut self.0 {
+            p.on_iterations(cpu, cycles);
         }
     }
     fn on_private_hits(&mut self, cpu: LinuxCpu, hits: &PrivateHits) {

@@ -143,16 +143,16 @@ pub struct Histogram {
 const SUB_BUCKET_BITS: u32 = 6;
 const EXACT_LIMIT: u64 = 2 << SUB_BUCKET_BITS;
 
+/// Below `EXACT_LIMIT`, the value itself; above, 64 buckets per power of
+/// two: the value's top `SUB_BUCKET_BITS + 1` bits (`mantissa`, 64 to 127)
+/// after the `shift` that leaves them, at `shift * 64 + mantissa`, which
+/// continues the exact range (shift 1 starts at 128). Written without a
+/// branch: below 128 the shift is 0 and the formula gives the value.
+#[inline]
 fn bucket_of(value: u64) -> usize {
-    if value < EXACT_LIMIT {
-        return value as usize;
-    }
-    let exponent = 63 - value.leading_zeros();
-    let shift = exponent - SUB_BUCKET_BITS;
-    let mantissa = value >> shift;
-    (EXACT_LIMIT
-        + (shift as u64 - 1) * (1 << SUB_BUCKET_BITS)
-        + (mantissa - (1 << SUB_BUCKET_BITS))) as usize
+    let exponent = 63 - (value | 1).leading_zeros();
+    let shift = exponent.saturating_sub(SUB_BUCKET_BITS);
+    (((shift as u64) << SUB_BUCKET_BITS) + (value >> shift)) as usize
 }
 
 fn bucket_low(bucket: usize) -> u64 {
@@ -170,19 +170,43 @@ impl Histogram {
     #[inline]
     pub fn record(&mut self, value: u64) {
         let b = bucket_of(value);
-        if b >= self.counts.len() {
-            self.grow(b);
+        match self.counts.get_mut(b) {
+            Some(count) => *count += 1,
+            None => self.grow_to_count(b),
         }
-        self.counts[b] += 1;
         self.total += 1;
         self.sum += value as u128;
         self.max = self.max.max(value);
     }
-    /// Room for bucket `b`: seldom needed, kept out of `record`.
+    /// Records each of `values`; answers their largest and their sum (0
+    /// for none). The totals are kept in locals through the loop (written
+    /// through `self` after each bucket's count, they were reloaded).
+    #[inline]
+    fn record_all(&mut self, values: &[u64]) -> (u64, u64) {
+        let (mut largest, mut sum) = (0u64, 0u64);
+        let mut wide_sum = 0u128;
+        for &value in values {
+            let b = bucket_of(value);
+            match self.counts.get_mut(b) {
+                Some(count) => *count += 1,
+                None => self.grow_to_count(b),
+            }
+            wide_sum += value as u128;
+            largest = largest.max(value);
+            sum = sum.wrapping_add(value);
+        }
+        self.total += values.len() as u64;
+        self.sum += wide_sum;
+        self.max = self.max.max(largest);
+        (largest, sum)
+    }
+    /// Room for bucket `b`, and its first count: seldom needed, kept out
+    /// of `record`.
     #[cold]
     #[inline(never)]
-    fn grow(&mut self, b: usize) {
+    fn grow_to_count(&mut self, b: usize) {
         self.counts.resize(b + 1, 0);
+        self.counts[b] = 1;
     }
 
     pub fn merge(&mut self, other: &Histogram) {
@@ -685,6 +709,29 @@ impl Probe for Stats {
         }
     }
 
+    /// Each iteration's length is all the statistics keep of it, and the
+    /// poll state it resets is read only by the CPU's next load or polls.
+    fn batched_iterations(&self) -> bool {
+        true
+    }
+
+    /// What `on_iteration` does for each measured one.
+    fn on_iterations(&mut self, cpu: LinuxCpu, cycles: &[u64]) {
+        let (longest, sum) = self.iteration_cycles.record_all(cycles);
+        let Some(state) = self.by_cpu.get_mut(cpu.slot()) else {
+            return;
+        };
+        state.last_load = None;
+        if let Some(slot) = state.slot.map(|s| s as usize) {
+            if let Some(l) = self.longest_iteration.get_mut(slot) {
+                *l = (*l).max(longest);
+            }
+            if let Some(t) = self.iteration_cycles_per_cpu.get_mut(slot) {
+                *t += sum;
+            }
+        }
+    }
+
     fn on_store_posted(
         &mut self,
         cpu: LinuxCpu,
@@ -766,6 +813,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn buckets_are_those_of_the_two_range_formula() {
+        // Exact below 128, then `128 + (shift - 1) * 64 + mantissa - 64`:
+        // the formula `bucket_of` writes without a branch.
+        let two_ranges = |value: u64| -> usize {
+            if value < EXACT_LIMIT {
+                return value as usize;
+            }
+            let shift = 63 - value.leading_zeros() - SUB_BUCKET_BITS;
+            let mantissa = value >> shift;
+            (EXACT_LIMIT + (shift as u64 - 1) * 64 + mantissa - 64) as usize
+        };
+        let mut values: Vec<u64> = (0..100_000).collect();
+        for bit in 0..64 {
+            let p = 1u64 << bit;
+            values.extend([p - 1, p, p + 1, p | (p >> 1), p.wrapping_mul(3) / 2]);
+        }
+        values.push(u64::MAX);
+        for v in values {
+            assert_eq!(bucket_of(v), two_ranges(v), "{v}");
+        }
+    }
+
+    #[test]
     fn histogram_buckets_round_trip_within_two_percent() {
         for v in [0u64, 1, 127, 128, 129, 1000, 4095, 65_537, 1 << 40] {
             let low = bucket_low(bucket_of(v));
@@ -779,6 +849,20 @@ mod tests {
             assert_eq!(bucket_of(low), b);
             prev = low;
         }
+    }
+
+    #[test]
+    fn recording_a_batch_is_recording_each() {
+        let values = [0, 5, 127, 128, 4096, 1 << 40, 77, 3, 1 << 40];
+        let mut each = Histogram::default();
+        for v in values {
+            each.record(v);
+        }
+        let mut batch = Histogram::default();
+        assert_eq!(batch.record_all(&values[..4]), (128, 260));
+        batch.record_all(&values[4..]);
+        assert_eq!(batch.record_all(&[]), (0, 0));
+        assert_eq!(batch, each);
     }
 
     #[test]

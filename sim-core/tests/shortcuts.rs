@@ -4,7 +4,7 @@
 //! Each shortcut (`EngineOptions`: running ahead of the queue, private
 //! places, summed private hits, superinstructions, the hoisted loop, fused
 //! atomics, the direct resume, the special transaction shape, the spin-wait
-//! fast-forward, summed atomics) is an
+//! fast-forward, summed atomics, batched iterations) is an
 //! optimisation and must change nothing. On random programs mixing private
 //! accesses with shared, false-shared and remotely indexed per-CPU
 //! accesses, bitfields (merged into their unit as they drain), a TTAS
@@ -24,11 +24,13 @@
 //! later access. A second run of each combination gives the statistics a
 //! recorder beside them that takes summed whatever they take summed: a
 //! measured iteration's hits at the end of the run
-//! (`Probe::measured_hits_at_end`) and each CPU's atomics summed per field
-//! (`Probe::summed_atomics`). Its statistics must be the reference's, and
-//! its per-CPU logs too, with the hits and the atomics (each atomic of the
-//! reference's, each summed report of the run's) added up per field and
-//! address over the whole run and everything else compared entry by entry.
+//! (`Probe::measured_hits_at_end`), each CPU's atomics summed per field
+//! (`Probe::summed_atomics`) and its measured iterations in batches
+//! (`Probe::batched_iterations`). Its statistics must be the reference's,
+//! and its per-CPU logs too, with the hits and the atomics (each atomic of
+//! the reference's, each summed report of the run's) added up per field
+//! and address over the whole run, the measured iterations' cycles
+//! compared as one list, and everything else compared entry by entry.
 //!
 //! The run also counts how often each shortcut was entered (the
 //! `shortcut-counts` feature), and the test asserts a floor for each, so a
@@ -396,6 +398,8 @@ enum Entry {
     Seen(Seen),
     Hits(Vec<(u32, u64, u64, u64, u64)>),
     Atomics(Vec<((u32, u64), AtomicTotals)>),
+    /// The measured iterations' cycles, in the order they ended.
+    Measured(Vec<u64>),
 }
 
 /// A CPU's atomics on one field, added up from the reports of each or
@@ -457,17 +461,20 @@ impl AtomicTotals {
 /// iterations on the CPU interleave; or measured hits reported at the end
 /// of the run), every hit is folded into one sum at the end.
 ///
-/// With `sum_atomics`, every atomic and every summed report of atomics is
-/// folded into one `Entry::Atomics` at the end (summed, they arrive where
+/// With `summed`, every atomic and every summed report of atomics is
+/// folded into one `Entry::Atomics` at the end, and every measured
+/// iteration (its index at least `summed`'s warm-up) and every batch of
+/// them into one `Entry::Measured` (summed and batched, they arrive where
 /// the engine chooses, within what `Probe::summed_atomics` allows).
 fn fold_private_hits(
     log: Vec<Seen>,
     mine: Range<u64>,
     per_iteration: bool,
-    sum_atomics: bool,
+    summed: Option<u64>,
 ) -> Vec<Entry> {
     let mut entries = Vec::new();
     let mut atomics: BTreeMap<(u32, u64), AtomicTotals> = BTreeMap::new();
+    let mut measured: Vec<u64> = Vec::new();
     let mut window: BTreeMap<(u32, u64), (u64, u64, u64)> = BTreeMap::new();
     let flush = |entries: &mut Vec<Entry>, window: &mut BTreeMap<(u32, u64), (u64, u64, u64)>| {
         if !window.is_empty() {
@@ -499,7 +506,7 @@ fn fold_private_hits(
                 sums.1 += h.stores;
                 sums.2 += h.stall_cycles;
             }
-            Seen::Access(a) if sum_atomics && matches!(a.kind, AccessKind::Atomic(_)) => {
+            Seen::Access(a) if summed.is_some() && matches!(a.kind, AccessKind::Atomic(_)) => {
                 atomics
                     .entry((a.field_id, a.address))
                     .or_default()
@@ -509,6 +516,10 @@ fn fold_private_hits(
                 .entry((s.field_id, s.address))
                 .or_default()
                 .add_sums(s),
+            Seen::Iteration(_, index, start, end) if summed.is_some_and(|w| *index >= w) => {
+                measured.push(end - start)
+            }
+            Seen::Iterations(_, cycles) => measured.extend(cycles),
             Seen::Iteration(..) if per_iteration => {
                 flush(&mut entries, &mut window);
                 entries.push(Entry::Seen(seen));
@@ -519,6 +530,9 @@ fn fold_private_hits(
     flush(&mut entries, &mut window);
     if !atomics.is_empty() {
         entries.push(Entry::Atomics(atomics.into_iter().collect()));
+    }
+    if !measured.is_empty() {
+        entries.push(Entry::Measured(measured));
     }
     entries
 }
@@ -629,7 +643,8 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         | Seen::BufferWait(c, ..)
         | Seen::LoadWait(c, ..)
         | Seen::PrivateHits(c, _)
-        | Seen::Atomics(c, _) => *c,
+        | Seen::Atomics(c, _)
+        | Seen::Iterations(c, _) => *c,
     };
     let is_drain = |s: &Seen| matches!(s, Seen::Access(a) if a.kind == AccessKind::StoreDrain);
     let stream = |log: &[Seen], cpu: u32, drains: bool| -> Vec<Seen> {
@@ -643,15 +658,18 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
         accepts_summed_hits: true,
         accepts_hits_at_end: true,
         accepts_summed_atomics: true,
+        accepts_batched_iterations: true,
         ..Recorder::default()
     };
     let (outcome_summed, entries_summed) = {
         let mut both = Probes(vec![&mut summed, &mut summing]);
         run_counting(config, &mut both, options).map_err(|e| e.to_string())?
     };
-    // Atomics are summed only in that run (the first recorder wants each).
+    // Atomics are summed and iterations batched only in that run (the
+    // first recorder wants each).
     let mut entries = entries;
     entries[9] = entries_summed[9];
+    entries[10] = entries_summed[10];
     if outcome_summed != outcome {
         return Err(format!(
             "with everything summed: {outcome_summed:?}, with the recorder of each access: {outcome:?}"
@@ -695,7 +713,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
                     stream(&recorder.log, c.get(), false),
                     mine_of(config, c.get()),
                     !shared,
-                    false,
+                    None,
                 )
             })
             .collect(),
@@ -714,7 +732,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
                     stream(&summing.log, c.get(), false),
                     mine_of(config, c.get()),
                     false,
-                    true,
+                    Some(config.warmup_iterations),
                 )
             })
             .collect(),
@@ -741,9 +759,9 @@ fn combinations(seed: u64) -> Vec<EngineOptions> {
     let mut gen = Gen(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
     vec![
         EngineOptions::ALL,
-        EngineOptions::from_bits(0x3ff & !(1 << (seed % 10))),
-        EngineOptions::from_bits(gen.below(1024) as u32),
-        EngineOptions::from_bits(gen.below(1024) as u32),
+        EngineOptions::from_bits(0x7ff & !(1 << (seed % 11))),
+        EngineOptions::from_bits(gen.below(2048) as u32),
+        EngineOptions::from_bits(gen.below(2048) as u32),
     ]
 }
 
@@ -855,14 +873,14 @@ const SEEDS: u64 = 240;
 /// ahead, 95 331 accesses without a turn, 160 543 summed reports, 115 992
 /// superinstructions outside the hoisted loop, 1 121 390 hoisted calls,
 /// 17 635 fused atomics, 32 645 direct resumes, 117 416 special
-/// transactions, 12 813 spin-waits put to sleep; 288 282 atomics summed
-/// when that shortcut came, counted in the second run of each
-/// combination). The fused atomics'
+/// transactions, 12 813 spin-waits put to sleep; 290 222 atomics summed
+/// and 101 802 iterations batched when those shortcuts came, counted in
+/// the second run of each combination). The fused atomics'
 /// entries count the dropped-value completions and the iteration ends
 /// straight into the atomic too (about 10 100 and 2 000 of 44 000 when
 /// the contended counters joined the random programs).
 const FLOORS: ShortcutEntries = [
-    800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000, 72_000,
+    800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000, 72_000, 25_000,
 ];
 
 /// The fewest lines the reference runs of the seeds must request ahead of
@@ -889,7 +907,7 @@ const WRITTEN_BACK_FLOOR: u64 = 130;
     reason = "a test's seed comes from the environment; the rule binds the simulator, not its tests"
 )]
 fn every_combination_of_shortcuts_matches_the_reference() {
-    let mut reached = [0; 10];
+    let mut reached = [0; 11];
     let mut queued = 0;
     if let Ok(seed) = std::env::var("BOUNCE_SHORTCUT_SEED") {
         let seed: u64 = seed.parse().expect("BOUNCE_SHORTCUT_SEED is a number");
@@ -1273,4 +1291,83 @@ fn summed_atomics_arrive_before_what_could_tell_them_apart() {
     assert_eq!(with, plain);
     // Four atomics per iteration, three iterations, two CPUs.
     assert_eq!(with.entries[9], 24, "{:?}", with.entries);
+}
+
+/// A probe that takes batched iterations (`Probe::batched_iterations`)
+/// receives a CPU's measured iterations in batches of at most 15, the
+/// batch so far before the CPU's next load and at the end of the run
+/// (with its summed atomics); warm-up iterations one by one. The
+/// statistics and every iteration's cycles are the reference's.
+#[test]
+fn batched_iterations_arrive_before_the_cpus_next_load() {
+    let config = {
+        let mut config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+            .structs(vec![
+                strukt("shared", vec![field("a", "u64"), field("b", "u64")]),
+                // What `observe` looks for, unused.
+                strukt("local", vec![field("a", "u64")]),
+            ])
+            .instances(vec![global("g", "shared", 0), per_cpu("mine", "local")])
+            .script(
+                "s",
+                "fetch_add(g.a, 1)\nif iteration() % 20 == 19 {\n  let v = g.b\n}",
+            )
+            .threads(0..2, "s")
+            .stop(StopRule::Iterations(40))
+            .build();
+        config.warmup_iterations = 2;
+        config
+    };
+    let mut recorder = Recorder {
+        accepts_summed_atomics: true,
+        accepts_batched_iterations: true,
+        ..Recorder::default()
+    };
+    run_counting(&config, &mut recorder, EngineOptions::ALL).unwrap();
+    for cpu in 0..2 {
+        // Per CPU: (what, atomics or iterations or index) as they arrived.
+        let arrivals: Vec<(&str, u64)> = recorder
+            .log
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Atomics(n, sums) if *n == cpu => Some(("atomics", sums.count)),
+                Seen::Iterations(n, cycles) if *n == cpu => {
+                    Some(("iterations", cycles.len() as u64))
+                }
+                Seen::Access(x) if x.cpu == cpu => Some(("load", 0)),
+                Seen::Iteration(n, index, ..) if *n == cpu => Some(("warm-up iteration", *index)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            arrivals,
+            vec![
+                ("atomics", 1),
+                ("warm-up iteration", 0),
+                ("atomics", 1),
+                ("warm-up iteration", 1),
+                // Iterations 2 to 16, a full batch, at the end of 17.
+                ("iterations", 15),
+                // Iteration 19's load: the atomics of 2 to 19, the
+                // iterations 17 and 18.
+                ("atomics", 18),
+                ("iterations", 2),
+                ("load", 0),
+                // 19 to 33 at the end of 34, then iteration 39's load.
+                ("iterations", 15),
+                ("atomics", 20),
+                ("iterations", 5),
+                ("load", 0),
+                // The end of the run: 40 and 41, and 39 to 41.
+                ("atomics", 2),
+                ("iterations", 3),
+            ],
+            "CPU {cpu}"
+        );
+    }
+    let with = observe(&config, EngineOptions::ALL).unwrap();
+    let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+    assert_eq!(with, plain);
+    // Forty measured iterations on each of the two CPUs.
+    assert_eq!(with.entries[10], 80, "{:?}", with.entries);
 }

@@ -384,6 +384,9 @@ pub enum Seen {
     /// A CPU's atomics on one field, summed (only for a recorder that
     /// `accepts_summed_atomics`).
     Atomics(u32, AtomicSums),
+    /// A CPU's measured iterations, each one's cycles, batched (only for
+    /// a recorder that `accepts_batched_iterations`).
+    Iterations(u32, Vec<u64>),
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -400,6 +403,9 @@ pub struct Recorder {
     /// Lets the engine report each CPU's atomics summed per field
     /// (`Probe::summed_atomics`); otherwise each is its own entry.
     pub accepts_summed_atomics: bool,
+    /// Lets the engine report each CPU's measured iterations in batches
+    /// (`Probe::batched_iterations`); otherwise each is its own entry.
+    pub accepts_batched_iterations: bool,
 }
 
 impl Recorder {
@@ -452,6 +458,12 @@ impl Probe for Recorder {
     }
     fn on_atomics(&mut self, cpu: LinuxCpu, sums: &AtomicSums) {
         self.log.push(Seen::Atomics(cpu.get(), *sums));
+    }
+    fn batched_iterations(&self) -> bool {
+        self.accepts_batched_iterations
+    }
+    fn on_iterations(&mut self, cpu: LinuxCpu, cycles: &[u64]) {
+        self.log.push(Seen::Iterations(cpu.get(), cycles.to_vec()));
     }
     fn on_access(&mut self, e: &AccessEvent<'_>) {
         self.log.push(Seen::Access(Access {

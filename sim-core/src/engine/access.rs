@@ -401,15 +401,15 @@ impl Simulation<'_> {
         }
         // Cycles beyond an L1 hit that the CPU waited for the line.
         let stall_cycles = ((report.done - report.issued) - l1).get();
-        if p.op.is_some() && self.summed_atomics.on {
+        if p.op.is_some() && self.summed.atomics {
             count_shortcut!(self.shortcut_entries, 9);
             let (cpu_id, field_id, address) = (cpu.spec.cpu, p.field_id, p.address);
-            self.summed_atomics
-                .add(cpu_id, field_id, address, report, stall_cycles, probe);
+            self.summed
+                .add_atomic(cpu_id, field_id, address, report, stall_cycles, probe);
         } else {
             if p.op.is_none() {
                 // A load sees the CPU's atomics before it (`summed`).
-                self.summed_atomics.report(cpu.spec.cpu, probe);
+                self.summed.report(cpu.spec.cpu, probe);
             }
             probe.on_access(&AccessEvent {
                 cpu: cpu.spec.cpu,

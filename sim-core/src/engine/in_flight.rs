@@ -527,7 +527,7 @@ impl Simulation<'_> {
         }
         if !deferring {
             // A load sees the CPU's atomics before it (`summed`).
-            self.summed_atomics.report(cpu.spec.cpu, probe);
+            self.summed.report(cpu.spec.cpu, probe);
             probe.on_access(&AccessEvent {
                 cpu: cpu.spec.cpu,
                 issued: report.issued,
@@ -734,7 +734,7 @@ impl Simulation<'_> {
                 v.ticket = 0;
                 v.ready = d.done;
             }
-            self.summed_atomics.report(cpu.spec.cpu, probe);
+            self.summed.report(cpu.spec.cpu, probe);
             probe.on_access(&AccessEvent {
                 cpu: cpu.spec.cpu,
                 issued: d.issued,

@@ -398,6 +398,10 @@ pub struct EngineOptions {
     /// atomics are summed per field and reported together
     /// (`engine::shortcuts::summed`).
     pub summed_atomics: bool,
+    /// For a probe that allows it (`Probe::batched_iterations`), a CPU's
+    /// measured iterations are reported in batches
+    /// (`engine::shortcuts::summed`).
+    pub batched_iterations: bool,
 }
 
 impl EngineOptions {
@@ -406,7 +410,7 @@ impl EngineOptions {
     /// Every shortcut off: the reference.
     pub const REFERENCE: EngineOptions = EngineOptions::from_bits(0);
     /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
-    pub const NAMES: [&'static str; 10] = [
+    pub const NAMES: [&'static str; 11] = [
         "run_ahead",
         "private_places",
         "summed_private_hits",
@@ -417,6 +421,7 @@ impl EngineOptions {
         "special_transactions",
         "spin_fast_forward",
         "summed_atomics",
+        "batched_iterations",
     ];
 
     /// Bit `k` set for each shortcut on, `k` indexing
@@ -433,6 +438,7 @@ impl EngineOptions {
             self.special_transactions,
             self.spin_fast_forward,
             self.summed_atomics,
+            self.batched_iterations,
         ]
         .iter()
         .enumerate()
@@ -453,6 +459,7 @@ impl EngineOptions {
             special_transactions: bits & 1 << 7 != 0,
             spin_fast_forward: bits & 1 << 8 != 0,
             summed_atomics: bits & 1 << 9 != 0,
+            batched_iterations: bits & 1 << 10 != 0,
         }
     }
 }
@@ -483,7 +490,7 @@ pub(crate) use count_shortcut;
 
 /// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
 /// order (all zero without the `shortcut-counts` feature).
-pub type ShortcutEntries = [u64; 10];
+pub type ShortcutEntries = [u64; 11];
 
 /// Runs a configuration to its end.
 /// Per field id (`PlaceRef::field_id`): whether the field is only ever
@@ -542,8 +549,9 @@ pub fn run_counting(
     sim.resolve_private_targets();
     sim.private.summed = options.summed_private_hits && !probe.needs_every_access();
     sim.private.measured_at_end = sim.private.summed && probe.measured_hits_at_end();
-    sim.summed_atomics = shortcuts::summed::SummedAtomics::new(
+    sim.summed = shortcuts::summed::Summed::new(
         options.summed_atomics && probe.summed_atomics(),
+        options.batched_iterations && probe.batched_iterations(),
         config.topology.cpu_count() as usize,
     );
     sim.fuse_code();
@@ -675,9 +683,9 @@ struct Simulation<'c> {
     global_targets: Vec<Option<Target>>,
     /// Which thread runs on which CPU, the run queues, the futex sleepers.
     sched: Sched,
-    /// Per Linux CPU, its atomics not yet reported to the probe
-    /// (`summed_atomics`).
-    summed_atomics: shortcuts::summed::SummedAtomics,
+    /// Per Linux CPU, its atomics and measured iterations not yet
+    /// reported to the probe (`summed_atomics`, `batched_iterations`).
+    summed: shortcuts::summed::Summed,
 }
 
 /// The places whose every line belongs to the running CPU alone, and what
@@ -1064,7 +1072,7 @@ impl<'c> Simulation<'c> {
             any_atomic_heads: false,
             run_local_ops: true,
             options: EngineOptions::ALL,
-            shortcut_entries: [0; 10],
+            shortcut_entries: [0; 11],
             position: spin::Position::START,
             watchers: Vec::new(),
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
@@ -1078,7 +1086,7 @@ impl<'c> Simulation<'c> {
                 StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
             }),
             sched,
-            summed_atomics: Default::default(),
+            summed: Default::default(),
         }
     }
 
@@ -1139,7 +1147,7 @@ impl<'c> Simulation<'c> {
                 self.report_private_hits(i, probe);
             }
         }
-        self.summed_atomics.report_all(probe);
+        self.summed.report_all(probe);
         result
     }
 
@@ -1783,10 +1791,10 @@ mod tests {
 
     #[test]
     fn engine_options_round_trip_through_their_bits() {
-        for bits in 0..1024 {
+        for bits in 0..2048 {
             assert_eq!(EngineOptions::from_bits(bits).bits(), bits);
         }
-        assert_eq!(EngineOptions::ALL.bits(), 0x3ff);
+        assert_eq!(EngineOptions::ALL.bits(), 0x7ff);
         assert_eq!(EngineOptions::REFERENCE.bits(), 0);
     }
 

@@ -857,18 +857,24 @@ impl Simulation<'_> {
             self.report_private_hits(i, probe);
         }
         let cpu = &mut self.cpus[i];
-        if !measured {
-            // A warm-up iteration's end may start the CPU's measured
-            // window: its atomics before it count as warm-up (`summed`).
-            self.summed_atomics.report(cpu.spec.cpu, probe);
+        if measured && self.summed.iterations {
+            count_shortcut!(self.shortcut_entries, 10);
+            let cycles = (cpu.now - cpu.iteration_start).get();
+            self.summed.add_iteration(cpu.spec.cpu, cycles, probe);
+        } else {
+            if !measured {
+                // A warm-up iteration's end may start the CPU's measured
+                // window: its atomics before it count as warm-up (`summed`).
+                self.summed.report(cpu.spec.cpu, probe);
+            }
+            probe.on_iteration(
+                cpu.spec.cpu,
+                cpu.iteration,
+                cpu.iteration_start,
+                cpu.now,
+                measured,
+            );
         }
-        probe.on_iteration(
-            cpu.spec.cpu,
-            cpu.iteration,
-            cpu.iteration_start,
-            cpu.now,
-            measured,
-        );
         cpu.iteration += 1;
         if cpu.iteration == warmup {
             self.measure_start = self.measure_start.max(cpu.now);

@@ -325,7 +325,7 @@ impl Simulation<'_> {
         crate::engine::count_accesses(&mut self.memory_ops, cpu, made);
         if made > 0 {
             // The polls see the CPU's atomics before them (`summed`).
-            self.summed_atomics.report(cpu.spec.cpu, probe);
+            self.summed.report(cpu.spec.cpu, probe);
             probe.on_private_hits(
                 cpu.spec.cpu,
                 &PrivateHits {

@@ -1,38 +1,60 @@
-//! Atomics summed for the probe (`EngineOptions::summed_atomics`): for a
-//! probe that takes them so (`Probe::summed_atomics`, the statistics), a
-//! completed atomic adds its report's counts to its Linux CPU's sums
-//! instead of building an `AccessEvent` and calling `on_access`; the sums
-//! go to the probe (`Probe::on_atomics`) where its contract says they must:
-//! before that CPU's next load is reported, before a spin-wait's summed
-//! polls, before a warm-up iteration of it ends, when it makes an atomic
-//! on another field or address, and at the end of the run. A contended
-//! counter's CPU thus reports once per run instead of once per atomic.
+//! Reports summed for the probe: atomics (`EngineOptions::summed_atomics`)
+//! and measured iterations (`EngineOptions::batched_iterations`). For a
+//! probe that takes them so (`Probe::summed_atomics`,
+//! `Probe::batched_iterations`: the statistics), a completed atomic adds
+//! its report's counts to its Linux CPU's sums instead of building an
+//! `AccessEvent` and calling `on_access`, and a measured iteration's end
+//! adds its length to the CPU's batch instead of calling `on_iteration`.
+//! Both go to the probe (`Probe::on_atomics`, `Probe::on_iterations`)
+//! where its contract says they must: before that CPU's next load is
+//! reported, before a spin-wait's summed polls, before a warm-up iteration
+//! of it ends, and at the end of the run; the sums also when the CPU makes
+//! an atomic on another field or address, a batch when it is full. A
+//! contended counter's CPU thus reports its atomics once per run and its
+//! iterations once per batch, instead of both once per iteration.
 //!
-//! The sums are kept per Linux CPU, not per thread: threads sharing a CPU
+//! They are kept per Linux CPU, not per thread: threads sharing a CPU
 //! share the probe's view of it (its last load, whether it measures), so
-//! one thread's load or warm-up end must see the other's atomics first.
+//! one thread's load or warm-up end must see the other's reports first.
 
 use crate::coherence::AccessReport;
 use crate::cpu::LinuxCpu;
 use crate::probe::{AtomicSums, Probe};
 
-/// Per Linux CPU, its atomics not yet reported (all on one field and
-/// address); empty unless the run sums them.
+/// Measured iterations a CPU's batch holds before it goes to the probe.
+const BATCH_ITERATIONS: usize = 15;
+
+/// Per Linux CPU, its reports not yet made; empty unless the run sums
+/// some.
 #[derive(Default)]
-pub(in crate::engine) struct SummedAtomics {
-    /// The switch is on and the probe takes summed atomics.
-    pub(in crate::engine) on: bool,
-    /// Indexed by `LinuxCpu::slot`; a `count` of 0 holds nothing.
-    pending: Vec<AtomicSums>,
+pub(in crate::engine) struct Summed {
+    /// The atomics' switch is on and the probe takes them summed.
+    pub(in crate::engine) atomics: bool,
+    /// The iterations' switch is on and the probe takes them batched.
+    pub(in crate::engine) iterations: bool,
+    /// Indexed by `LinuxCpu::slot`.
+    pending: Vec<Pending>,
 }
 
-impl SummedAtomics {
-    /// Sums for the CPUs of a machine of `cpu_count` CPUs, when `on`.
-    pub(in crate::engine) fn new(on: bool, cpu_count: usize) -> SummedAtomics {
-        SummedAtomics {
-            on,
-            pending: if on {
-                vec![AtomicSums::default(); cpu_count]
+/// One Linux CPU's reports not yet made.
+#[derive(Clone, Copy, Default)]
+struct Pending {
+    /// Its atomics on one field and address (a `count` of 0 holds none).
+    atomics: AtomicSums,
+    /// Its measured iterations' cycles, the first `iterations` of them.
+    iterations: usize,
+    cycles: [u64; BATCH_ITERATIONS],
+}
+
+impl Summed {
+    /// Sums for the CPUs of a machine of `cpu_count` CPUs: of atomics
+    /// where `atomics`, of iterations where `iterations`.
+    pub(in crate::engine) fn new(atomics: bool, iterations: bool, cpu_count: usize) -> Summed {
+        Summed {
+            atomics,
+            iterations,
+            pending: if atomics || iterations {
+                vec![Pending::default(); cpu_count]
             } else {
                 Vec::new()
             },
@@ -41,9 +63,9 @@ impl SummedAtomics {
 
     /// Adds CPU `cpu`'s atomic on field `field_id` at `address`, with its
     /// report and the cycles the CPU waited for it; a CPU's sums on another
-    /// field or address are reported first. Only with `on`.
+    /// field or address are reported first. Only with `atomics`.
     #[inline]
-    pub(in crate::engine) fn add(
+    pub(in crate::engine) fn add_atomic(
         &mut self,
         cpu: LinuxCpu,
         field_id: u32,
@@ -52,10 +74,10 @@ impl SummedAtomics {
         stall_cycles: u64,
         probe: &mut dyn Probe,
     ) {
-        let sums = &mut self.pending[cpu.slot()];
+        let sums = &mut self.pending[cpu.slot()].atomics;
         if (sums.field_id, sums.address) != (field_id, address) {
             if sums.count > 0 {
-                report_sums(cpu, sums, probe);
+                report_atomics(cpu, sums, probe);
             }
             sums.field_id = field_id;
             sums.address = address;
@@ -63,23 +85,41 @@ impl SummedAtomics {
         sums.add(report, stall_cycles);
     }
 
-    /// Reports CPU `cpu`'s sums, if it has any: before anything of that
-    /// CPU that must see its atomics made (see `Probe::summed_atomics`).
+    /// Adds CPU `cpu`'s measured iteration of `cycles`; a full batch goes
+    /// to the probe. Only with `iterations`.
+    #[inline]
+    pub(in crate::engine) fn add_iteration(
+        &mut self,
+        cpu: LinuxCpu,
+        cycles: u64,
+        probe: &mut dyn Probe,
+    ) {
+        let pending = &mut self.pending[cpu.slot()];
+        if pending.iterations == BATCH_ITERATIONS {
+            report_iterations(cpu, pending, probe);
+        }
+        pending.cycles[pending.iterations] = cycles;
+        pending.iterations += 1;
+    }
+
+    /// Reports what CPU `cpu` holds back, if anything: before anything of
+    /// that CPU that must see it (see `Probe::summed_atomics`).
     #[inline]
     pub(in crate::engine) fn report(&mut self, cpu: LinuxCpu, probe: &mut dyn Probe) {
-        if let Some(sums) = self.pending.get_mut(cpu.slot()) {
-            if sums.count > 0 {
-                report_sums(cpu, sums, probe);
+        if let Some(pending) = self.pending.get_mut(cpu.slot()) {
+            if pending.atomics.count > 0 {
+                report_atomics(cpu, &mut pending.atomics, probe);
+            }
+            if pending.iterations > 0 {
+                report_iterations(cpu, pending, probe);
             }
         }
     }
 
-    /// Reports every CPU's sums (the end of the run).
+    /// Reports what every CPU holds back (the end of the run).
     pub(in crate::engine) fn report_all(&mut self, probe: &mut dyn Probe) {
-        for (slot, sums) in self.pending.iter_mut().enumerate() {
-            if sums.count > 0 {
-                report_sums(LinuxCpu::new(slot as u32), sums, probe);
-            }
+        for slot in 0..self.pending.len() {
+            self.report(LinuxCpu::new(slot as u32), probe);
         }
     }
 }
@@ -88,11 +128,18 @@ impl SummedAtomics {
 /// address, most likely the CPU's next atomic's too).
 #[cold]
 #[inline(never)]
-fn report_sums(cpu: LinuxCpu, sums: &mut AtomicSums, probe: &mut dyn Probe) {
+fn report_atomics(cpu: LinuxCpu, sums: &mut AtomicSums, probe: &mut dyn Probe) {
     probe.on_atomics(cpu, sums);
     *sums = AtomicSums {
         field_id: sums.field_id,
         address: sums.address,
         ..AtomicSums::default()
     };
+}
+
+/// Hands `pending`'s iterations to the probe and empties the batch.
+#[inline(never)]
+fn report_iterations(cpu: LinuxCpu, pending: &mut Pending, probe: &mut dyn Probe) {
+    probe.on_iterations(cpu, &pending.cycles[..pending.iterations]);
+    pending.iterations = 0;
 }
