@@ -86,7 +86,29 @@ impl Simulation<'_> {
     /// of loads still arriving that the CPU's late marks no longer show
     /// (an address made of one is not fetched ahead). The CPU's registers
     /// are left as they were.
+    ///
+    /// Whether there is anything to fetch is looked at here, inline (a
+    /// lock followed by the end of its iteration, the contended counter's
+    /// every access, costs no call); the shadow run is out of line.
+    #[inline(always)]
     pub(super) fn speculate_past_lock(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        waiting: Waiting,
+        arriving: Vec<i64>,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if self.cpus[i].window_entries == 0 || !self.fetches_ahead(i, waiting) {
+            return Ok(());
+        }
+        self.shadow_run_past_lock(i, at, waiting, arriving, probe)
+    }
+
+    /// [`Simulation::speculate_past_lock`]'s shadow run, once it has
+    /// something to fetch.
+    #[inline(never)]
+    fn shadow_run_past_lock(
         &mut self,
         i: CpuIndex,
         at: Cycle,
@@ -96,9 +118,6 @@ impl Simulation<'_> {
     ) -> Result<(), SimError> {
         // Its own request, once issued, holds a miss buffer.
         let own_miss = !matches!(waiting, Waiting::NotIssued);
-        if self.cpus[i].window_entries == 0 || !self.fetches_ahead(i, waiting) {
-            return Ok(());
-        }
         let cpu = &mut self.cpus[i];
         cpu.ahead_in_flight.retain(|&ready| ready > at);
         // The buffers taken: the CPU's misses, the lines already requested
@@ -185,6 +204,7 @@ impl Simulation<'_> {
     /// so that a lock followed by the end of an iteration costs nothing.
     /// (Where locked instructions speculate, the waiting one's own line is
     /// requested ahead: yes.)
+    #[inline(always)]
     fn fetches_ahead(&self, i: CpuIndex, waiting: Waiting) -> bool {
         // The waiting instruction's own line, requested ahead.
         if self.lock_rfo_ahead && matches!(waiting, Waiting::NotIssued) {
