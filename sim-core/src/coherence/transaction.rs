@@ -997,11 +997,19 @@ fn only_copy_path(
     let target_cross_socket = target.socket != requester.socket;
     // leg(requester, directory) + leg(directory, target) + leg(target,
     // requester), as `TargetReach` gives for one target.
-    let directory_path = || {
+    // (A function always inlined rather than a closure, which the compiler
+    // kept as a call with its captures spilled.)
+    #[inline(always)]
+    fn directory_path(
+        topology: &Topology,
+        requester: CorePlace,
+        target: CorePlace,
+        directory_node: u32,
+    ) -> Cycles {
         topology.hop_place_to_node(requester, directory_node)
             + topology.hop_place_to_node(target, directory_node)
             + topology.hop_between_places(target, requester)
-    };
+    }
     let route;
     let cost;
     let cross_socket;
@@ -1014,12 +1022,12 @@ fn only_copy_path(
             topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
         cross_socket = topology.socket_of_node(home) != requester.socket || target_cross_socket;
         route = Route::Memory { node: home };
-        cost = memory_path.max(directory_path());
+        cost = memory_path.max(directory_path(topology, requester, target, directory_node));
     } else {
         cross_socket =
             topology.socket_of_node(directory_node) != requester.socket || target_cross_socket;
         route = directory_route(lookup, directory_node, home, target_cross_socket);
-        cost = directory_path();
+        cost = directory_path(topology, requester, target, directory_node);
     }
     Path {
         route,
