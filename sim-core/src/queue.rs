@@ -181,8 +181,35 @@ impl Default for EventQueue {
 
 impl EventQueue {
     /// Queues an event at `cycle`, among the events of that cycle by `key`.
-    #[inline]
+    ///
+    /// The push into an empty queue (a contended line's next free, once
+    /// per handover) is inline at the caller; the rest is out of line.
+    #[inline(always)]
     pub fn push(&mut self, cycle: u64, key: u64) {
+        if !self.heap_only
+            && !self.alone
+            && self.in_ring == 0
+            && self.current.is_empty()
+            && self.later.is_empty()
+            && cycle >= self.base
+            && cycle - self.base < RING_CYCLES
+        {
+            // Empty: `next` is `NO_EVENT`, after every event.
+            let event = Event { cycle, key };
+            self.next = self.next.min(event);
+            self.alone = true;
+            self.alone_event = event;
+            self.in_ring = 1;
+            self.head = cycle;
+            return;
+        }
+        self.push_into_occupied(cycle, key);
+    }
+
+    /// [`EventQueue::push`] into a queue that holds events (or into the
+    /// heap, or beyond the ring's reach).
+    #[inline(never)]
+    fn push_into_occupied(&mut self, cycle: u64, key: u64) {
         let event = Event { cycle, key };
         if event < self.next {
             self.next = event;
@@ -196,17 +223,6 @@ impl EventQueue {
             self.alone = false;
             self.in_ring = 0;
             self.put_in_ring(self.alone_event);
-        } else if self.in_ring == 0
-            && self.current.is_empty()
-            && self.later.is_empty()
-            && cycle >= self.base
-            && cycle - self.base < RING_CYCLES
-        {
-            self.alone = true;
-            self.alone_event = event;
-            self.in_ring = 1;
-            self.head = cycle;
-            return;
         }
         if cycle < self.base {
             self.give_up_ring();
