@@ -529,8 +529,15 @@ impl Simulation<'_> {
                 self.coherence.recycle(report);
             }
         }
-        let line_free_at = (self.coherence.waiting_count(unit) > 0)
-            .then(|| self.coherence.busy_until(unit).max(at));
+        // The line's next free, its key computed once for the comparison
+        // below and the queue.
+        let line_free_at = (self.coherence.waiting_count(unit) > 0).then(|| {
+            let free = self.coherence.busy_until(unit).max(at);
+            (
+                free,
+                event_key(self.tie_seed, EventKind::LineFree, free, unit),
+            )
+        });
         // The resume goes first when its key is before every other event's,
         // the line's next free (about to be queued) included.
         let direct = resume.filter(|&(now, i)| {
@@ -539,14 +546,10 @@ impl Simulation<'_> {
             }
             // The turn rule, against the queue and the line's next free.
             !self.must_yield(now, i)
-                && line_free_at.is_none_or(|free| {
+                && line_free_at.is_none_or(|(free, free_key)| {
                     now < free
                         || (now == free
-                            && resume_position(self.tie_seed, now, i)
-                                < (
-                                    free,
-                                    event_key(self.tie_seed, EventKind::LineFree, free, unit),
-                                ))
+                            && resume_position(self.tie_seed, now, i) < (free, free_key))
                 })
         });
         if direct.is_some() {
@@ -557,8 +560,8 @@ impl Simulation<'_> {
                 self.schedule(now, EventKind::Resume, i);
             }
         }
-        if let Some(free) = line_free_at {
-            self.schedule_line_free(free, unit);
+        if let Some((free, free_key)) = line_free_at {
+            self.queue.push(free.get(), free_key);
         }
         Ok(direct)
     }

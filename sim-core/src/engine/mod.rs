@@ -1227,7 +1227,7 @@ impl<'c> Simulation<'c> {
                     // issues its atomic again: `run_cpu` would find the CPU
                     // waiting and return, so it is not called.
                     if self.any_atomic_heads {
-                        self.end_iteration_into_atomic(i, probe)?;
+                        self.end_iteration_into_atomic(i, cycle, probe)?;
                     }
                     let cpu = &self.cpus[i];
                     if !cpu.finished && cpu.wait == Wait::None {

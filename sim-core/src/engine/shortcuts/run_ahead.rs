@@ -862,10 +862,16 @@ impl Simulation<'_> {
     /// reorder window to wait for) leaves it all to `run_cpu`. The event
     /// loop calls it before `run_cpu`, and calls `run_cpu` only while the
     /// CPU can still run (usually it waits at the line again).
+    ///
+    /// `event_cycle` is the cycle of the CPU's resume being taken: it came
+    /// first in the (cycle, key) order and nothing has been queued since
+    /// before it, so at that cycle the CPU's turn is known to have come and
+    /// is not computed again.
     #[inline]
     pub(in crate::engine) fn end_iteration_into_atomic(
         &mut self,
         i: CpuIndex,
+        event_cycle: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
@@ -917,9 +923,13 @@ impl Simulation<'_> {
             },
             Operand::Private(_) => return Ok(()),
         };
-        if !self.private.only[i.get()] && self.must_yield(now, i) {
+        if now != event_cycle && !self.private.only[i.get()] && self.must_yield(now, i) {
             return Ok(());
         }
+        debug_assert!(
+            now != event_cycle || !self.must_yield(now, i),
+            "the resume's turn has come"
+        );
         self.issue_head(i, head, operand, now, probe)
     }
 
