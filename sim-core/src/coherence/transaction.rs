@@ -136,9 +136,11 @@ impl Coherence {
 
     /// [`Coherence::request`] for a caller that has just tried
     /// [`Coherence::try_hit`] at `now` and missed (a failed try changes
-    /// nothing, so trying again would miss again).
+    /// nothing, so trying again would miss again). Always inline: on a
+    /// contended line queueing is the usual answer, a few stores, which
+    /// the call's eight arguments cost as much again.
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     pub fn request_after_miss(
         &mut self,
         topology: &Topology,
