@@ -843,7 +843,7 @@ impl Simulation<'_> {
         })
     }
 
-    #[inline]
+    #[inline(always)]
     pub(super) fn end_iteration(&mut self, i: CpuIndex, probe: &mut dyn Probe) {
         let warmup = self.config.warmup_iterations;
         let measured = self.cpus[i].iteration >= warmup;
