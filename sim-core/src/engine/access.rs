@@ -364,7 +364,21 @@ impl Simulation<'_> {
     }
 
     /// The value part of a load or atomic, once the line is there.
+    #[inline]
     pub(super) fn complete_access(
+        &mut self,
+        i: CpuIndex,
+        p: &PendingAccess,
+        report: &AccessReport,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        self.complete_access_inline(i, p, report, probe)
+    }
+
+    /// [`Simulation::complete_access`], always inline: at the home's serve
+    /// of a waiting CPU (`finish_pending`, every contended handover).
+    #[inline(always)]
+    fn complete_access_inline(
         &mut self,
         i: CpuIndex,
         p: &PendingAccess,
@@ -458,7 +472,7 @@ impl Simulation<'_> {
             return Ok(None);
         };
         self.cpus[i].wait = Wait::None;
-        self.complete_access(i, &p, report, probe)?;
+        self.complete_access_inline(i, &p, report, probe)?;
         Ok(Some(self.cpus[i].now))
     }
 
