@@ -251,7 +251,22 @@ impl Simulation<'_> {
 
     /// Sends a load or atomic to the line: completes it now, or parks the
     /// CPU until the line's home serves it.
+    #[inline]
     pub(super) fn issue(
+        &mut self,
+        i: CpuIndex,
+        pending: PendingAccess,
+        need: Need,
+        hold: Cycles,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        self.issue_inline(i, pending, need, hold, probe)
+    }
+
+    /// [`Simulation::issue`], always inline: for a fused atomic
+    /// (`issue_head`, every contended handover's next atomic).
+    #[inline(always)]
+    pub(super) fn issue_inline(
         &mut self,
         i: CpuIndex,
         pending: PendingAccess,

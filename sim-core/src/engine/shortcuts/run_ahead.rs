@@ -846,7 +846,7 @@ impl Simulation<'_> {
             discard: head.discarded,
         };
         let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
-        self.issue(i, pending, Need::Write, hold, probe)?;
+        self.issue_inline(i, pending, Need::Write, hold, probe)?;
         count_shortcut!(self.shortcut_entries, 5);
         Ok(())
     }
