@@ -264,6 +264,27 @@ pub fn short_number(v: f64) -> String {
     format!("{s}{suffix}")
 }
 
+/// A value axis's tick label: [`short_number`], or for an axis spanning
+/// less than 10 as many decimals as its ticks (about a tenth of the span)
+/// need, so that neighbouring ticks never print the same label.
+pub fn axis_number(v: f64, span: f64) -> String {
+    if span >= 10.0 || span <= 0.0 || span.is_nan() {
+        return short_number(v);
+    }
+    let decimals = (-(span / 10.0).log10()).ceil().clamp(0.0, 9.0) as usize;
+    let s = format!("{v:.decimals$}");
+    let s = if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    if s == "-0" {
+        "0".to_string()
+    } else {
+        s
+    }
+}
+
 fn check_finite(what: &str, v: f64) -> Result<(), PlotError> {
     if v.is_finite() {
         Ok(())
@@ -611,12 +632,17 @@ fn hbars(
     let values: Vec<f64> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
     let lo = values.iter().copied().fold(0.0, f64::min);
     let hi = values.iter().copied().fold(0.0, f64::max);
+    // Every value zero: no bar to draw, so the panel says so instead of
+    // showing an empty axis.
+    let all_zero = lo == 0.0 && hi == 0.0;
     let span = if hi > lo { hi - lo } else { 1.0 };
     // Room at the ends for the values written on the bars, and the legend.
     let pad = if value_text.is_some() { 0.22 } else { 0.05 };
     let x0 = if lo < 0.0 { lo - span * pad } else { 0.0 };
     // A bar of zero writes its value to the right of the axis.
-    let mut x1 = if hi > 0.0 || lo >= 0.0 || value_text.is_some() {
+    let mut x1 = if all_zero {
+        1.0
+    } else if hi > 0.0 || lo >= 0.0 || value_text.is_some() {
         hi + span * pad
     } else {
         0.0
@@ -647,13 +673,25 @@ fn hbars(
         .set_tick_mark_size(LabelAreaPosition::Left, 0)
         .light_line_style(WHITE.mix(0.0))
         .y_label_formatter(&|_| String::new())
-        .x_label_formatter(&|v| short_number(*v))
+        .x_label_formatter(&|v| axis_number(*v, x1 - x0))
         .x_desc(value_label)
         .y_desc(category_label)
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 13))
         .draw()
         .map_err(draw_err)?;
+    if all_zero {
+        let (px, py) = c.backend_coord(&((x0 + x1) / 2.0, top / 2 + 1));
+        let base = area.get_base_pixel();
+        area.draw(&Text::new(
+            "0 for every field in every variant",
+            (px - base.0, py - base.1),
+            TextStyle::from((FONT, 16).into_font())
+                .color(&BLACK)
+                .pos(Pos::new(HPos::Center, VPos::Center)),
+        ))
+        .map_err(draw_err)?;
+    }
     // The category names, right-aligned left of the axis at their group's
     // centre (drawn by hand: plotters' own labels fall on round numbers).
     let base = area.get_base_pixel();

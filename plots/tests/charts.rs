@@ -728,3 +728,33 @@ fn the_c2c_chart_draws_each_offset_on_one_scale_and_keys_what_it_draws() {
         "cannot draw: a count of `0x0 stats.limit` is negative"
     );
 }
+
+#[test]
+fn a_panel_whose_every_value_is_zero_says_so_and_small_axes_keep_distinct_ticks() {
+    let mut a = attribution_chart();
+    for row in &mut a.rows {
+        row.hitm = vec![0.0, 0.0];
+    }
+    let svg = attribution(&a).unwrap();
+    assert_eq!(
+        svg.matches("0 for every field in every variant").count(),
+        1,
+        "only the all-zero HITM panel says so"
+    );
+    assert!(!attribution(&attribution_chart())
+        .unwrap()
+        .contains("0 for every field in every variant"));
+
+    // Ticks a tenth of a 0.05 span apart: each its own label, where two
+    // decimals printed 0.005 and 0.01 alike.
+    let labels: Vec<String> = (0..=10)
+        .map(|t| axis_number(t as f64 * 0.005, 0.05))
+        .collect();
+    let mut distinct = labels.clone();
+    distinct.dedup();
+    assert_eq!(distinct, labels, "{labels:?}");
+    assert_eq!(labels[1], "0.005");
+    assert_eq!(labels[2], "0.01");
+    assert_eq!(axis_number(200.0, 1000.0), short_number(200.0));
+    assert_eq!(axis_number(-0.0001, 0.05), "0");
+}
