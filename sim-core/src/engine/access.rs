@@ -275,14 +275,15 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let unit = self.memory.unit_of(pending.address);
-        let cpu_id = self.cpus[i].spec.cpu;
-        let now = self.cpus[i].now;
+        // The CPU looked up once for what it says here.
+        let cpu = &self.cpus[i];
+        let (cpu_id, now, core) = (cpu.spec.cpu, cpu.now, cpu.core);
         // A load to a line the core is still fetching shares that fetch
         // (`in_flight`).
         let arriving = pending.op.is_none()
             && self
                 .coherence
-                .copy_ready_at(self.cpus[i].core, unit)
+                .copy_ready_at(core, unit)
                 .is_some_and(|ready| ready > now);
         // A hit first, straight from the cache (what `request` tries first
         // too; a failed try changes nothing), without the queueing result.
@@ -357,17 +358,25 @@ impl Simulation<'_> {
                 if first_waiter {
                     self.schedule_line_free(free_at, unit);
                 }
-                if pending.op.is_none() && self.cpus[i].window_entries > 0 {
+                let cpu = &mut self.cpus[i];
+                if pending.op.is_none() && cpu.window_entries > 0 {
                     // With a reorder window, a queued load does not hold the
                     // CPU either (`in_flight`).
                     self.queue_load(i, pending, unit, false)?;
                 } else {
-                    self.cpus[i].pending = Some(pending);
-                    self.block_on(i, Wait::Line);
-                    if pending.op.is_some() {
+                    // Parked at the line (`block_on`, with the CPU at hand).
+                    cpu.pending = Some(pending);
+                    cpu.wait = Wait::Line;
+                    cpu.wait_since = cpu.now;
+                    let (window_entries, frame) = (cpu.window_entries, cpu.frame);
+                    if pending.op.is_some()
+                        && window_entries != 0
+                        && self.fetches_ahead(frame, Waiting::Queued(0))
+                    {
                         // Its value predicted as the line's now.
                         let old = self.read_value(pending.address, pending.size_bytes);
-                        self.speculate_past_lock(i, now, Waiting::Queued(old), Vec::new(), probe)?;
+                        let waiting = Waiting::Queued(old);
+                        self.shadow_run_past_lock(i, now, waiting, Vec::new(), probe)?;
                     }
                 }
             }

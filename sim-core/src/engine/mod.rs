@@ -648,6 +648,9 @@ struct Simulation<'c> {
     private: PrivatePlaces,
     /// Code of every script, then every procedure, indexed by `Frame::code`.
     code_ops: Vec<&'c [Op]>,
+    /// Per code and position (one past the end included): a shadow run
+    /// from there can reach an access (`speculate::reaches_access`).
+    reaches_access: Vec<Box<[bool]>>,
     /// Per code, the run-ahead loop's table: `code_ops` with runs of stack
     /// operations fused into superinstructions (see `script::fuse`).
     fused_code: Vec<Vec<Fused>>,
@@ -1066,6 +1069,13 @@ impl<'c> Simulation<'c> {
                 .iter()
                 .chain(&config.program.procedures)
                 .map(|c| c.ops.as_slice())
+                .collect(),
+            reaches_access: config
+                .program
+                .scripts
+                .iter()
+                .chain(&config.program.procedures)
+                .map(|c| speculate::reaches_access(&c.ops))
                 .collect(),
             fused_code: Vec::new(),
             atomic_heads: Vec::new(),

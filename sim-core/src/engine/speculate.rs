@@ -99,16 +99,18 @@ impl Simulation<'_> {
         arriving: Vec<i64>,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        if self.cpus[i].window_entries == 0 || !self.fetches_ahead(i, waiting) {
+        let cpu = &self.cpus[i];
+        if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, waiting) {
             return Ok(());
         }
         self.shadow_run_past_lock(i, at, waiting, arriving, probe)
     }
 
     /// [`Simulation::speculate_past_lock`]'s shadow run, once it has
-    /// something to fetch.
+    /// something to fetch (a caller that checked that itself calls it
+    /// directly).
     #[inline(never)]
-    fn shadow_run_past_lock(
+    pub(super) fn shadow_run_past_lock(
         &mut self,
         i: CpuIndex,
         at: Cycle,
@@ -197,39 +199,50 @@ impl Simulation<'_> {
 }
 
 impl Simulation<'_> {
-    /// Whether a shadow run from CPU `i`'s waiting locked instruction can
-    /// reach an access at all: the straight-line operations after it (past
-    /// it, where it has not issued) are looked at, up to the first access,
-    /// call or jump (then yes) or the first that ends the run (then no),
-    /// so that a lock followed by the end of an iteration costs nothing.
+    /// Whether a shadow run from the waiting locked instruction at `frame`
+    /// can reach an access at all: the straight-line operations after it
+    /// (past it, where it has not issued), up to the first access, call or
+    /// jump (then yes) or the first that ends the run (then no), as
+    /// `reaches_access` tabled them, so that a lock followed by the end of
+    /// an iteration costs one lookup.
     /// (Where locked instructions speculate, the waiting one's own line is
     /// requested ahead: yes.)
     #[inline(always)]
-    fn fetches_ahead(&self, i: CpuIndex, waiting: Waiting) -> bool {
+    pub(super) fn fetches_ahead(&self, frame: Frame, waiting: Waiting) -> bool {
         // The waiting instruction's own line, requested ahead.
         if self.lock_rfo_ahead && matches!(waiting, Waiting::NotIssued) {
             return true;
         }
-        let frame = self.cpus[i].frame;
-        let code = self.code_ops[frame.code as usize];
         let first = frame.pc as usize + !matches!(waiting, Waiting::Issued) as usize;
-        for &op in code.get(first..).unwrap_or_default() {
-            match op {
-                Op::Push(_)
-                | Op::Local(_)
-                | Op::SetLocal(_)
-                | Op::Pop
-                | Op::Unary(_)
-                | Op::Binary(_)
-                | Op::Assert(_)
-                | Op::AddressOf(_)
-                | Op::Work => {}
-                Op::EndIteration | Op::Fence | Op::Builtin(_) => return false,
-                _ => return true,
-            }
-        }
-        false
+        self.reaches_access[frame.code as usize]
+            .get(first)
+            .copied()
+            .unwrap_or(false)
     }
+}
+
+/// Per position of `code` and one past its end: whether the straight-line
+/// operations from there reach an access, call or jump (a shadow run can
+/// fetch something) before an operation that ends the run
+/// ([`Simulation::fetches_ahead`]), computed once per code.
+pub(super) fn reaches_access(code: &[Op]) -> Box<[bool]> {
+    let mut reaches = vec![false; code.len() + 1];
+    for (k, &op) in code.iter().enumerate().rev() {
+        reaches[k] = match op {
+            Op::Push(_)
+            | Op::Local(_)
+            | Op::SetLocal(_)
+            | Op::Pop
+            | Op::Unary(_)
+            | Op::Binary(_)
+            | Op::Assert(_)
+            | Op::AddressOf(_)
+            | Op::Work => reaches[k + 1],
+            Op::EndIteration | Op::Fence | Op::Builtin(_) => false,
+            _ => true,
+        };
+    }
+    reaches.into_boxed_slice()
 }
 
 /// The values CPU `cpu` holds that are loads still arriving (its late

@@ -829,8 +829,9 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         // At the atomic, as `atomic` leaves it (its completion moves on).
-        self.cpus[i].frame.pc += 1;
-        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
+        let cpu = &mut self.cpus[i];
+        cpu.frame.pc += 1;
+        count_accesses(&mut self.memory_ops, cpu, 1);
         self.position = spin::Position {
             access: Some((now, i)),
             ..self.position
@@ -874,7 +875,8 @@ impl Simulation<'_> {
         event_cycle: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        let cpu = &self.cpus[i];
+        // The CPU looked up once for the checks and the count below.
+        let cpu = &mut self.cpus[i];
         let now = cpu.now;
         if cpu.finished
             || cpu.wait != Wait::None
@@ -894,11 +896,13 @@ impl Simulation<'_> {
         let Some(&Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
             return Ok(());
         };
-        if self.code_ops[code].get(cpu.frame.pc as usize) != Some(&Op::EndIteration) {
+        if !matches!(
+            self.code_ops[code].get(cpu.frame.pc as usize),
+            Some(Op::EndIteration)
+        ) {
             return Ok(());
         }
         // `run_cpu`'s count of steps without time, then `step`.
-        let cpu = &mut self.cpus[i];
         if now == cpu.still_at {
             cpu.still_steps += 1;
         } else {
