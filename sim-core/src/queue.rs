@@ -186,17 +186,18 @@ impl EventQueue {
     /// per handover) is inline at the caller; the rest is out of line.
     #[inline(always)]
     pub fn push(&mut self, cycle: u64, key: u64) {
+        // Empty (`alone` counts in `in_ring`).
         if !self.heap_only
-            && !self.alone
             && self.in_ring == 0
             && self.current.is_empty()
             && self.later.is_empty()
             && cycle >= self.base
             && cycle - self.base < RING_CYCLES
         {
-            // Empty: `next` is `NO_EVENT`, after every event.
+            // `next` is `NO_EVENT`, after every event.
+            debug_assert!(!self.alone && self.next == NO_EVENT);
             let event = Event { cycle, key };
-            self.next = self.next.min(event);
+            self.next = event;
             self.alone = true;
             self.alone_event = event;
             self.in_ring = 1;
@@ -301,6 +302,17 @@ impl EventQueue {
     /// Takes the earliest event.
     #[inline]
     pub fn pop(&mut self) -> Option<Event> {
+        if self.alone {
+            // The only event (nothing in `current` or the heap): the queue
+            // is empty after it, as `take` and `earliest` would find.
+            debug_assert!(!self.heap_only && self.current.is_empty() && self.later.is_empty());
+            self.alone = false;
+            self.in_ring = 0;
+            let event = self.alone_event;
+            self.base = self.base.max(event.cycle);
+            self.next = NO_EVENT;
+            return Some(event);
+        }
         let event = self.take()?;
         self.next = self.earliest();
         Some(event)

@@ -550,6 +550,15 @@ impl Coherence {
     pub fn busy_until(&self, unit: usize) -> Cycle {
         self.units[unit].busy_until
     }
+
+    /// When the line must next be looked at to serve a waiting request
+    /// ([`Coherence::busy_until`]), or `None` when nobody waits: one
+    /// lookup of the line for the engine's next free.
+    #[inline]
+    pub fn busy_until_if_waiting(&self, unit: usize) -> Option<Cycle> {
+        let u = &self.units[unit];
+        (!u.waiting.is_empty()).then_some(u.busy_until)
+    }
 }
 
 /// A renaming for [`Coherence::encode`]: `cores[c]` and `cpus[c]` are the

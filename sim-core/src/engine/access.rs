@@ -569,8 +569,8 @@ impl Simulation<'_> {
         }
         // The line's next free, its key computed once for the comparison
         // below and the queue.
-        let line_free_at = (self.coherence.waiting_count(unit) > 0).then(|| {
-            let free = self.coherence.busy_until(unit).max(at);
+        let line_free_at = self.coherence.busy_until_if_waiting(unit).map(|busy| {
+            let free = busy.max(at);
             (
                 free,
                 event_key(self.tie_seed, EventKind::LineFree, free, unit),
