@@ -585,9 +585,15 @@ impl Unit {
         let drawn = pick(n).min(n - 1);
         // From the drawn waiter, the first (cyclically) that is not a
         // holder's re-access; only holders waiting means the drawn one.
-        let mut chosen = (drawn..n)
-            .chain(0..drawn)
-            .find(|&k| !holds(&self.waiting[k]));
+        // (The drawn one itself first, without the chained walk: under
+        // contention it is almost always the answer.)
+        let mut chosen = if !holds(&self.waiting[drawn]) {
+            Some(drawn)
+        } else {
+            (drawn + 1..n)
+                .chain(0..drawn)
+                .find(|&k| !holds(&self.waiting[k]))
+        };
         // Locality (`arbitration_near_owner_percent`): in that share of
         // handovers of an owned line, the first (cyclically from the drawn
         // one) of the waiters nearest the owner. The coin is drawn only on
