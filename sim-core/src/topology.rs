@@ -327,7 +327,16 @@ pub struct Topology {
     /// Per pair of nodes (`a * nodes + b`), when the machine gives node
     /// distances: one leg between them ([`NodeDistances`]); empty otherwise.
     node_leg_cycles: Vec<u64>,
+    /// Per (requester's L3 domain, target's L3 domain, directory node), as
+    /// `(a * l3_count + b) * nodes + node`: the three legs of
+    /// [`Topology::directory_path_cycles`] (a place is its L3 domain's);
+    /// empty on a machine with more than `DIRECTORY_PATHS_TABLED` of them,
+    /// which computes each.
+    directory_paths: Vec<u64>,
 }
+
+/// The most entries `Topology::directory_paths` tables (512 KB).
+const DIRECTORY_PATHS_TABLED: u64 = 1 << 16;
 
 /// Where a core sits: its L3 domain, node and socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -512,6 +521,7 @@ impl Topology {
             node_socket: Vec::new(),
             socket_leg_cycles: Vec::new(),
             node_leg_cycles: Vec::new(),
+            directory_paths: Vec::new(),
         };
         let sockets = topology.spec.sockets;
         topology.socket_leg_cycles = (0..sockets * sockets)
@@ -532,7 +542,64 @@ impl Topology {
                 .map(|pair| topology.slit_leg_cycles(pair / nodes, pair % nodes))
                 .collect();
         }
+        let (l3s, nodes) = (topology.l3_count() as u64, topology.node_count() as u64);
+        if l3s * l3s * nodes <= DIRECTORY_PATHS_TABLED {
+            // Every core's place is its L3 domain's (`place_by_division`).
+            let place_of_l3 =
+                |l3: u64| topology.place_by_division(l3 as u32 * topology.spec.cores_per_l3);
+            let mut paths = Vec::with_capacity((l3s * l3s * nodes) as usize);
+            for a in 0..l3s {
+                for b in 0..l3s {
+                    for node in 0..nodes {
+                        let path = topology.directory_path_computed(
+                            place_of_l3(a),
+                            place_of_l3(b),
+                            node as u32,
+                        );
+                        paths.push(path.get());
+                    }
+                }
+            }
+            topology.directory_paths = paths;
+        }
         Ok(topology)
+    }
+
+    /// A transaction's way through the directory at `directory_node` to
+    /// one other cache: leg(requester, directory) + leg(directory, target)
+    /// + leg(target, requester). Tabled per L3 domains and node where the
+    /// machine is small enough (every contended handover asks).
+    #[inline]
+    pub fn directory_path_cycles(
+        &self,
+        requester: CorePlace,
+        target: CorePlace,
+        directory_node: u32,
+    ) -> Cycles {
+        debug_assert!(
+            requester.l3 < self.l3_count()
+                && target.l3 < self.l3_count()
+                && directory_node < self.node_count()
+        );
+        let index = (requester.l3 as usize * self.l3_count() as usize + target.l3 as usize)
+            * self.node_count() as usize
+            + directory_node as usize;
+        match self.directory_paths.get(index) {
+            Some(&cycles) => Cycles::new(cycles),
+            None => self.directory_path_computed(requester, target, directory_node),
+        }
+    }
+
+    /// [`Topology::directory_path_cycles`] from the legs.
+    fn directory_path_computed(
+        &self,
+        requester: CorePlace,
+        target: CorePlace,
+        directory_node: u32,
+    ) -> Cycles {
+        self.hop_place_to_node(requester, directory_node)
+            + self.hop_place_to_node(target, directory_node)
+            + self.hop_between_places(target, requester)
     }
 
     /// The round-trip cycles one SLIT distance unit stands for

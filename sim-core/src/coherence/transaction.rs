@@ -1004,9 +1004,8 @@ fn only_copy_path(
     let l = &topology.spec.latency;
     let target_cross_socket = target.socket != requester.socket;
     // leg(requester, directory) + leg(directory, target) + leg(target,
-    // requester), as `TargetReach` gives for one target.
-    // (A function always inlined rather than a closure, which the compiler
-    // kept as a call with its captures spilled.)
+    // requester), as `TargetReach` gives for one target (tabled by the
+    // topology).
     #[inline(always)]
     fn directory_path(
         topology: &Topology,
@@ -1014,9 +1013,7 @@ fn only_copy_path(
         target: CorePlace,
         directory_node: u32,
     ) -> Cycles {
-        topology.hop_place_to_node(requester, directory_node)
-            + topology.hop_place_to_node(target, directory_node)
-            + topology.hop_between_places(target, requester)
+        topology.directory_path_cycles(requester, target, directory_node)
     }
     let route;
     let cost;
