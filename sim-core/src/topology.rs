@@ -566,9 +566,10 @@ impl Topology {
     }
 
     /// A transaction's way through the directory at `directory_node` to
-    /// one other cache: leg(requester, directory) + leg(directory, target)
-    /// + leg(target, requester). Tabled per L3 domains and node where the
-    /// machine is small enough (every contended handover asks).
+    /// one other cache: the sum of leg(requester, directory),
+    /// leg(directory, target) and leg(target, requester). Tabled per L3
+    /// domains and node where the machine is small enough (every contended
+    /// handover asks).
     #[inline]
     pub fn directory_path_cycles(
         &self,
