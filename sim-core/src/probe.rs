@@ -2,7 +2,7 @@
 //! anything else a report needs are probes, so the protocol code carries no
 //! bookkeeping of its own.
 
-use crate::coherence::AccessReport;
+use crate::coherence::{AccessReport, Route};
 pub use crate::cpu::LinuxCpu;
 use crate::script::ast::AtomicOp;
 use crate::time::Cycle;
@@ -100,6 +100,9 @@ pub struct AtomicSums {
     pub count: u64,
     /// Those the core's own cache answered (`AccessReport::is_hit`).
     pub hits: u64,
+    /// Those of them the core's own L1 answered, not after a write of the
+    /// SMT sibling (`Route::Hit`).
+    pub l1_hits: u64,
     /// The others: each a miss, with the counts below.
     pub misses: u64,
     /// Misses served from a Modified or Owned copy in another core.
@@ -126,6 +129,7 @@ impl AtomicSums {
         self.count += 1;
         if report.is_hit() {
             self.hits += 1;
+            self.l1_hits += (report.route == Route::Hit) as u64;
         } else {
             self.misses += 1;
             self.hitm += report.hitm as u64;

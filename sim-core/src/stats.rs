@@ -2,6 +2,7 @@
 //! traffic, in the spirit of `perf c2c`, and the distribution of cycles per
 //! iteration.
 
+use crate::coherence::Route;
 use crate::cpu::LinuxCpu;
 use crate::probe::{AccessEvent, AccessKind, AtomicSums, PrivateHits, Probe};
 use crate::time::Cycle;
@@ -44,6 +45,10 @@ pub struct Traffic {
     pub prefetches: u64,
     /// Those of them served from a Modified or Owned copy in another core.
     pub prefetch_hitm: u64,
+    /// Atomics that hit the core's own L1 (not a line its SMT sibling last
+    /// wrote): their locked operation holds the L1 access
+    /// (`LatencySpec::locked_op_after_hit_cycles`).
+    pub atomic_hits: u64,
 }
 
 /// Sums traffic counts (over fields, instances or members).
@@ -64,6 +69,7 @@ impl std::ops::AddAssign<&Traffic> for Traffic {
         self.queue_wait_cycles += t.queue_wait_cycles;
         self.prefetches += t.prefetches;
         self.prefetch_hitm += t.prefetch_hitm;
+        self.atomic_hits += t.atomic_hits;
     }
 }
 
@@ -112,6 +118,8 @@ impl Traffic {
             Some(r) => {
                 if r.is_hit() {
                     t.hits = 1;
+                    t.atomic_hits = (matches!(event.kind, AccessKind::Atomic(_))
+                        && r.route == Route::Hit) as u64;
                 } else {
                     t.misses = 1;
                     t.hitm = r.hitm as u64;
@@ -607,6 +615,7 @@ impl Probe for Stats {
         let counts = Traffic {
             atomics: sums.count,
             hits: sums.hits,
+            atomic_hits: sums.l1_hits,
             misses: sums.misses,
             hitm: sums.hitm,
             hitm_remote: sums.hitm_remote,

@@ -151,8 +151,11 @@ pub struct NodeDistances {
 pub struct LatencySpec {
     /// Load or store that hits the core's own cache.
     pub l1_hit_cycles: u64,
-    /// Execution of a locked read-modify-write on a line the core owns; the
-    /// line is held for this long.
+    /// A locked read-modify-write on a line in the core's own L1, the whole
+    /// instruction, the load of its memory operand included (the figures
+    /// the presets cite are whole-instruction latencies: see
+    /// [`LatencySpec::locked_op_after_hit_cycles`]). After a line arrives
+    /// from elsewhere the CPU and the line are held this long.
     pub locked_op_cycles: u64,
     /// Extra cost when a thread touches a line last written by its SMT sibling.
     pub smt_transfer_cycles: u64,
@@ -179,6 +182,28 @@ pub struct LatencySpec {
     /// own transfer latency. Writes, atomics and reads that move ownership
     /// hold the line for their whole transaction.
     pub home_occupancy_cycles: u64,
+}
+
+impl LatencySpec {
+    /// What a locked read-modify-write that hits adds after its L1 access
+    /// (the line the core's own, Modified or Exclusive): the rest of
+    /// `locked_op_cycles`, whose figure already holds the load of the
+    /// memory operand. LLVM's scheduling models define a folded-load form as
+    /// the register form plus the load (X86ScheduleZnver1.td,
+    /// `ZnWriteResPair`: `Latency = !add(Lat, LoadLat)`, `LoadLat = 4`) and
+    /// write the memory-operand CMPXCHG's `WriteCMPXCHGRMW` whole (8 cycles
+    /// beside the register form's 1); uops.info's `LOCK INC m32` /
+    /// `LOCK CMPXCHG m64` figures are whole instructions too (throughput 18-19
+    /// cycles per instruction, none overlapping). Charging the L1 access and
+    /// then all of `locked_op_cycles` would count that load twice.
+    ///
+    /// After a transfer (a miss, or a line last written by the SMT sibling)
+    /// the whole `locked_op_cycles` follows the line's arrival: the
+    /// transfer legs are fitted to the measured core-to-core figures as what
+    /// they leave after it (models' presets, `one_way_cycles`).
+    pub fn locked_op_after_hit_cycles(&self) -> u64 {
+        self.locked_op_cycles.saturating_sub(self.l1_hit_cycles)
+    }
 }
 
 /// A machine as a user or a preset describes it.

@@ -543,6 +543,62 @@ fn store_buffering_litmus_forbids_both_zero_with_fences() {
     assert_eq!(store_buffering(true, 0), (1, 1));
 }
 
+/// CPU 0's third iteration of `script` over `a` and `b` (a line each,
+/// homed on its own node), alone on the machine: by then both lines are
+/// Modified in its core, so every access hits.
+fn owned_lines_iteration(script: &str) -> u64 {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![line_struct()])
+        .instances(vec![global("a", "line", 0), global("b", "line", 0)])
+        .script("r", script)
+        .threads([0], "r")
+        .stop(StopRule::Iterations(3))
+        .run();
+    rec.log
+        .iter()
+        .find_map(|seen| match seen {
+            Seen::Iteration(0, 2, start, end) => Some(end - start),
+            _ => None,
+        })
+        .expect("CPU 0 finished its third iteration")
+}
+
+#[test]
+fn a_locked_instruction_that_hits_costs_its_figure_once() {
+    // `locked_op_cycles` is the whole instruction on a line in the core's
+    // own L1, the load of its operand included: a second locked add on an
+    // owned line adds exactly that, not the L1 access and then the figure.
+    let l = small_machine(Protocol::Mesif, Lookup::Local).latency;
+    assert!(l.locked_op_cycles > l.l1_hit_cycles);
+    let one = owned_lines_iteration("a.v = 1\nfetch_add(b.v, 1)");
+    let two = owned_lines_iteration("a.v = 1\nfetch_add(b.v, 1)\nfetch_add(b.v, 1)");
+    assert_eq!(two - one, l.locked_op_cycles);
+    assert_eq!(
+        l.locked_op_after_hit_cycles(),
+        l.locked_op_cycles - l.l1_hit_cycles
+    );
+}
+
+#[test]
+fn a_store_into_an_owned_line_is_posted_and_an_atomic_after_it_waits_for_its_write() {
+    let l = small_machine(Protocol::Mesif, Lookup::Local).latency;
+    assert!(l.l1_hit_cycles > 1);
+    // A store costs the core its posting cycle, whether the empty buffer
+    // writes it into the line at once or not.
+    let one = owned_lines_iteration("a.v = 1\nwork 50\nfetch_add(b.v, 1)");
+    let two = owned_lines_iteration("a.v = 1\na.v = 2\nwork 50\nfetch_add(b.v, 1)");
+    assert_eq!(two - one, 1);
+    // A locked instruction right after it waits for the write to reach
+    // the line (the L1 access), as it waits for a buffered store's drain;
+    // with work between, the write is long done.
+    let apart = owned_lines_iteration("work 50\na.v = 1\nwork 50\nfetch_add(b.v, 1)");
+    let close = owned_lines_iteration("work 50\nwork 50\na.v = 1\nfetch_add(b.v, 1)");
+    assert_eq!(close - apart, l.l1_hit_cycles - 1);
+    // So does a fence.
+    let fenced = owned_lines_iteration("work 50\nwork 50\na.v = 1\nfence\nfetch_add(b.v, 1)");
+    assert_eq!(fenced, close);
+}
+
 // ---------------------------------------------------------------------------
 // Determinism
 // ---------------------------------------------------------------------------

@@ -94,11 +94,14 @@ fn simulate(
                 .map(|f| {
                     // What the CPU waited for: the L1 hit of each load and
                     // atomic, the wait for the line beyond it, the locked
-                    // operation; a store costs the CPU only when the store
-                    // buffer makes it wait, which is in the stall cycles.
+                    // operation, which on an atomic's L1 hit holds that
+                    // access (`LatencySpec::locked_op_after_hit_cycles`); a
+                    // store costs the CPU only when the store buffer makes
+                    // it wait, which is in the stall cycles.
                     f.traffic.stall_cycles
                         + (f.traffic.loads + f.traffic.atomics) * latency.l1_hit_cycles
-                        + f.traffic.atomics * latency.locked_op_cycles
+                        + f.traffic.atomic_hits * latency.locked_op_after_hit_cycles()
+                        + (f.traffic.atomics - f.traffic.atomic_hits) * latency.locked_op_cycles
                 })
                 .sum();
             let total: u64 = r.per_cpu.iter().map(|c| c.iteration_cycles_total).sum();

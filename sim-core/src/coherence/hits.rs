@@ -71,7 +71,15 @@ impl Coherence {
             holder.last_writer_thread = None;
         }
         if hold_cycles > Cycles::ZERO {
-            u.locked_until = done + hold_cycles;
+            // A locked instruction: on the core's own line its figure holds
+            // the L1 access (`LatencySpec::locked_op_after_hit_cycles`);
+            // after the sibling's write, all of it follows the transfer.
+            let after_access = if sibling_wrote {
+                hold_cycles
+            } else {
+                Cycles::new(hold_cycles.get().saturating_sub(l.l1_hit_cycles))
+            };
+            u.locked_until = done + after_access;
             u.busy_until = u.busy_until.max(u.locked_until);
         }
         Some(AccessReport {

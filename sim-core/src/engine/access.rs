@@ -4,7 +4,9 @@
 //! adjacent-line prefetches their misses issue.
 
 use super::speculate::Waiting;
+use super::store_buffer::STORE_POST_CYCLES;
 use super::*;
+use crate::coherence::Route;
 
 /// The value of the field of `size` bytes at `address`.
 #[inline]
@@ -151,7 +153,9 @@ impl Simulation<'_> {
             now
         };
         if self.cpus[i].store_buffer.is_empty() && not_before == now {
-            // An empty buffer drains at once into a line the core owns.
+            // An empty buffer drains at once into a line the core owns; the
+            // store itself is posted as any other (the CPU goes on after
+            // `STORE_POST_CYCLES`, the L1 write at `report.done` behind it).
             if let Some(report) =
                 self.coherence
                     .try_hit(self.topology, now, cpu_id, unit, Need::Write, Cycles::ZERO)
@@ -162,7 +166,8 @@ impl Simulation<'_> {
                 }
                 self.write_field_merging_bits(address, size, bits, value);
                 let cpu = &mut self.cpus[i];
-                cpu.now = report.done;
+                cpu.now = now + STORE_POST_CYCLES;
+                cpu.store_written_at = report.done;
                 probe.on_access(&AccessEvent {
                     cpu: cpu_id,
                     issued: report.issued,
@@ -193,7 +198,7 @@ impl Simulation<'_> {
         });
         probe.on_store_posted(cpu_id, now, address, field_id, value);
         // Posting a store takes one cycle of the core.
-        cpu.now += Cycles::new(1);
+        cpu.now += STORE_POST_CYCLES;
         let start_now = !cpu.draining;
         self.advance_pc(i);
         if start_now {
@@ -435,7 +440,15 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         cpu.now = cpu.now.max(report.done);
         if p.op.is_some() {
-            cpu.now += Cycles::new(self.topology.spec.latency.locked_op_cycles);
+            // A locked instruction's own time after its data: on a hit the
+            // rest of its figure, which holds the L1 access; after a
+            // transfer all of it (`LatencySpec::locked_op_after_hit_cycles`).
+            let latency = &self.topology.spec.latency;
+            cpu.now += Cycles::new(if report.route == Route::Hit {
+                latency.locked_op_after_hit_cycles()
+            } else {
+                latency.locked_op_cycles
+            });
         }
         // Cycles beyond an L1 hit that the CPU waited for the line.
         let stall_cycles = ((report.done - report.issued) - l1).get();

@@ -281,6 +281,10 @@ struct Cpu {
     wait_since: Cycle,
     store_buffer: VecDeque<BufferedStore>,
     draining: bool,
+    /// When the last store taken at once by an empty buffer (`store`) is in
+    /// its line: the CPU went on after posting it, and a locked instruction
+    /// or a fence waits for it as for a buffered store's drain.
+    store_written_at: Cycle,
     pending: Option<PendingAccess>,
     /// Loaded values whose lines have not arrived (`in_flight`).
     late: Vec<LateValue>,
@@ -978,6 +982,7 @@ impl<'c> Simulation<'c> {
                     wait_since: start,
                     store_buffer: VecDeque::new(),
                     draining: false,
+                    store_written_at: Cycle::ZERO,
                     pending: None,
                     late: Vec::new(),
                     in_flight: Vec::new(),

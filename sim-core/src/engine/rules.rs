@@ -666,6 +666,14 @@ impl Simulation<'_> {
         op: Op,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
+        let cpu = &mut self.cpus[i];
+        if cpu.store_written_at > cpu.now && matches!(op, Op::Atomic(..) | Op::Fence) {
+            // A store the empty buffer took at once is still being written
+            // into its line: waited for as a drain (`store`); the operation
+            // is stepped again at the new cycle (an access takes its turn).
+            cpu.now = cpu.store_written_at;
+            return Ok(());
+        }
         let cpu = &self.cpus[i];
         let waits = !cpu.late.is_empty()
             || (!cpu.in_flight.is_empty()

@@ -4,6 +4,13 @@
 
 use super::*;
 
+/// What a store costs the core: it retires into the store buffer and the
+/// CPU goes on the next cycle, whether or not the buffer writes the line at
+/// once (x86-TSO: stores post). LLVM's scheduling models give a store this
+/// latency: X86ScheduleZnver1.td defines `WriteStore` on an AGU with
+/// `WriteRes`'s default latency, 1 cycle (TargetSchedule.td).
+pub(in crate::engine) const STORE_POST_CYCLES: Cycles = Cycles::new(1);
+
 impl Simulation<'_> {
     pub(super) fn start_drain(
         &mut self,

@@ -10,6 +10,7 @@
 use crate::coherence::{Coherence, PrivateLine};
 use crate::cpu::CpuIndex;
 use crate::engine::shortcuts::run_ahead::{Ahead, Halt, PrivateAccesses};
+use crate::engine::store_buffer::STORE_POST_CYCLES;
 use crate::engine::{
     count_accesses, read_value, write_value, PrivatePlaces, PrivateTarget, Simulation, Turn,
 };
@@ -74,6 +75,8 @@ pub(in crate::engine) struct Hoisted<'a, const CHECK_INVARIANTS: bool, const TAK
     l1_hit_cycles: Cycles,
     /// When an access must take its turn, when `TAKES_TURNS`.
     turn: Turn,
+    /// When the last store made here is in its line (`Cpu::store_written_at`).
+    written_at: Cycle,
     /// The invariant check that failed after an access (the run stops
     /// there, before the access counts, as `plain_hit` fails).
     failed: Option<Box<SimError>>,
@@ -220,7 +223,10 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
             state.stores += 1;
             state.value = (value << state.shift) >> state.shift;
         }
-        Ok(done)
+        // Posted, as `store` has it: the L1 write (`done`) goes on behind
+        // the CPU.
+        self.written_at = done;
+        Ok(now + STORE_POST_CYCLES)
     }
 
     fn take_failure(&mut self) -> Option<Box<SimError>> {
@@ -301,6 +307,7 @@ impl Simulation<'_> {
                             thread,
                             l1_hit_cycles,
                             turn,
+                            written_at: Cycle::ZERO,
                             failed: None,
                         },
                     ),
@@ -309,7 +316,7 @@ impl Simulation<'_> {
                 )
             };
         }
-        let (failed, _superinstructions) = match (check_invariants, !private_only) {
+        let (failed, written_at, _superinstructions) = match (check_invariants, !private_only) {
             (false, false) => run!(false, false),
             (false, true) => run!(false, true),
             (true, false) => run!(true, false),
@@ -329,7 +336,9 @@ impl Simulation<'_> {
             bytes,
             thread,
         );
-        count_accesses(memory_ops, &mut cpus[i], accesses);
+        let cpu = &mut cpus[i];
+        cpu.store_written_at = cpu.store_written_at.max(written_at);
+        count_accesses(memory_ops, cpu, accesses);
         match failed {
             None => Ok(()),
             Some(e) => Err(*e),
@@ -384,8 +393,13 @@ fn run_hoisted<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool>(
     ),
     ops: &[crate::script::compile::Op],
     fused: &[crate::script::fuse::Fused],
-) -> (Option<Box<SimError>>, u64) {
+) -> (Option<Box<SimError>>, Cycle, u64) {
     let Halt = machine.run_fused(ops, fused);
     (frame.pc, *now, *operations) = machine.position();
-    (machine.take_failure(), machine.superinstructions())
+    let written_at = machine.policy().written_at;
+    (
+        machine.take_failure(),
+        written_at,
+        machine.superinstructions(),
+    )
 }

@@ -8,6 +8,7 @@
 //! Each must leave everything as stepping would
 //! (`sim-core/tests/shortcuts.rs`).
 
+use crate::engine::store_buffer::STORE_POST_CYCLES;
 use crate::engine::*;
 
 /// Which places can only ever reach lines of the running CPU: fields of a
@@ -146,6 +147,8 @@ pub(in crate::engine) struct Summed<'a> {
     /// Private stores run ahead: loads do, and the machine has store buffer
     /// entries (without, every store waits, as in `store`).
     stores: bool,
+    /// When the last store made here is in its line (`Cpu::store_written_at`).
+    written_at: Cycle,
     accesses: u64,
     failed: Option<Box<SimError>>,
 }
@@ -217,7 +220,9 @@ impl PrivateAccesses for Summed<'_> {
         }
         let (done, target) = self.hit(slot, now, Need::Write)?;
         write_value(self.bytes, target.address, target.size_bytes, value);
-        Ok(done)
+        // Posted, as `store` has it: the L1 write goes on behind the CPU.
+        self.written_at = done;
+        Ok(now + STORE_POST_CYCLES)
     }
 
     fn take_failure(&mut self) -> Option<Box<SimError>> {
@@ -585,6 +590,11 @@ impl<'a, P: PrivateAccesses> Ahead<'a, P> {
         self.private.take_failure()
     }
 
+    /// Its private accesses' policy, as the run left it.
+    pub(in crate::engine) fn policy(&self) -> &P {
+        &self.private
+    }
+
     /// Superinstructions entered (counted with `shortcut-counts` only).
     pub(in crate::engine) fn superinstructions(&self) -> u64 {
         self.superinstructions
@@ -805,6 +815,7 @@ impl Simulation<'_> {
         if now >= self.time_limit
             || cpu.stack.len() >= MAX_STACK
             || !cpu.store_buffer.is_empty()
+            || cpu.store_written_at > now
             // An atomic waits for the misses in flight (`in_flight`).
             || !cpu.late.is_empty()
             || cpu.in_flight.iter().any(|&ready| ready > now)
@@ -884,6 +895,7 @@ impl Simulation<'_> {
             || self.sched.active
             || cpu.operations > self.config.max_operations
             || !cpu.store_buffer.is_empty()
+            || cpu.store_written_at > now
             || !cpu.late.is_empty()
             || !cpu.in_flight.is_empty()
             || cpu.speculating_until > now
@@ -1040,6 +1052,7 @@ impl Simulation<'_> {
             turn,
             loads,
             stores: loads && *store_buffer_entries != 0,
+            written_at: Cycle::ZERO,
             accesses: 0,
             failed: None,
         };
@@ -1051,15 +1064,20 @@ impl Simulation<'_> {
             machine.run_plain(code_ops[code])
         };
         (frame.pc, *now, *operations) = machine.position();
-        let (accesses, _superinstructions) =
-            (machine.private.accesses, machine.superinstructions());
+        let (accesses, written_at, _superinstructions) = (
+            machine.private.accesses,
+            machine.private.written_at,
+            machine.superinstructions(),
+        );
         #[cfg(feature = "shortcut-counts")]
         {
             shortcut_entries[3] += _superinstructions;
         }
         let _ = shortcut_entries;
         let failed = machine.private.take_failure();
-        count_accesses(memory_ops, &mut cpus[i], accesses);
+        let cpu = &mut cpus[i];
+        cpu.store_written_at = cpu.store_written_at.max(written_at);
+        count_accesses(memory_ops, cpu, accesses);
         match failed {
             None => Ok(()),
             Some(e) => Err(*e),
