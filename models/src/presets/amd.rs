@@ -5,7 +5,8 @@
 //! in the measured matrices (calibration.md §0.2, [S3]).
 //!
 //! Common to every AMD preset:
-//! - `locked_op_cycles` = 20 is assumed for Zen 2-4: no figure was retrieved
+//! - `locked_op_cycles` (the whole locked instruction on a line in the
+//!   core's L1, its load included) = 20 is assumed for Zen 2-4: no figure was retrieved
 //!   (calibration.md §10.1, and the uops.info Zen rows lie beyond the
 //!   stored excerpts); recent x86 cores measure 17-20 cycles for a locked
 //!   read-modify-write ([S55], [S56], and AMD Jaguar's ~17 [S57]), and the
@@ -25,13 +26,13 @@ use super::{
 };
 use sim_core::topology::MachineSpec;
 
-const LOCKED_OP_NOTE: &str = "assumed: no Zen figure was retrieved (calibration.md §10.1; the uops.info Zen rows lie beyond the stored excerpts). Recent x86 cores measure 17-20 cycles for a locked read-modify-write, and the measured SMT one-way bounds it from above (l1 hit + L <= SMT one-way)";
+const LOCKED_OP_NOTE: &str = locked_op_note!("assumed: no Zen figure was retrieved (calibration.md §10.1; the uops.info Zen rows lie beyond the stored excerpts). Recent x86 cores measure 17-20 cycles for a whole locked read-modify-write, and the measured SMT one-way bounds it from above (l1 hit + L <= SMT one-way)");
 
 /// Zen 1 (Naples): the locked read-modify-write from the compiler's
 /// scheduling model for the core.
-const LOCKED_OP_ZEN1: &str = "LLVM X86ScheduleZnver1.td (llvm/llvm-project, the Zen 1 scheduling model, whose figures follow AMD's Software Optimization Guide for Family 17h): WriteCMPXCHGRMW, a CMPXCHG with a memory operand, latency 8 cycles, 5 macro-ops";
+const LOCKED_OP_ZEN1: &str = "LLVM X86ScheduleZnver1.td (llvm/llvm-project, the Zen 1 scheduling model, whose figures follow AMD's Software Optimization Guide for Family 17h): WriteCMPXCHGRMW, a CMPXCHG with a memory operand, latency 8 cycles, 5 macro-ops, written whole (the register form WriteCMPXCHG is 1 cycle; the model's folded-load forms, ZnWriteResPair, add the 4-cycle load, LoadLatency = 4, to the register form)";
 
-const LOCKED_OP_ZEN1_NOTE: &str = "8 cycles for a compare-and-exchange on a line in the core's own L1 (the model does not tell LOCK from plain CMPXCHG, and the LOCK-prefixed rows of uops.info and Agner Fog's tables for Zen 1 were not retrievable here); the legs below are fitted with it, so the measured core-to-core figures still come out";
+const LOCKED_OP_ZEN1_NOTE: &str = locked_op_note!("8 cycles for a compare-and-exchange on a line in the core's own L1, its 4-cycle load included (the model does not tell LOCK from plain CMPXCHG, and the LOCK-prefixed rows of uops.info and Agner Fog's tables for Zen 1 were not retrievable here); the legs below are fitted with it, so the measured core-to-core figures still come out");
 
 const LINE_SOURCE: &str =
     "x86-64 cache line; the AMD figure is n/r in calibration.md (64 B on every Intel part measured [S16])";
@@ -265,7 +266,7 @@ fn epyc_naples_2s() -> Vec<Param> {
             "entries",
             Assumed,
             "AMD Software Optimization Guide for Family 17h: 44-entry store queue (not retrieved here, not in calibration.md)",
-            "only its fullness matters, for stores that miss back to back",
+            store_buffer_note!("only its fullness matters, for stores that miss back to back"),
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN1_MISS_BUFFERS),
@@ -582,7 +583,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             "entries",
             Documented,
             SOG_19H,
-            "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
+            store_buffer_note!("\"The LS unit utilizes a 64-entry store queue (STQ)\""),
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN3_MISS_BUFFERS),
@@ -973,7 +974,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
             "entries",
             Documented,
             SOG_ZEN4,
-            "\"The LS unit utilizes a 64-entry store queue (STQ)\"",
+            store_buffer_note!("\"The LS unit utilizes a 64-entry store queue (STQ)\""),
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
@@ -1331,7 +1332,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
             "entries",
             Documented,
             SOG_ZEN4,
-            "Zen 4c keeps the Zen 4 core [S40]: 64-entry store queue",
+            store_buffer_note!("Zen 4c keeps the Zen 4 core [S40]: 64-entry store queue"),
         ),
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),

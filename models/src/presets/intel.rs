@@ -204,7 +204,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             "entries",
             Assumed,
             "Intel's Sunny Cove disclosure (72-entry store buffer); not in calibration.md",
-            "only its fullness matters, for stores that miss back to back",
+            store_buffer_note!("only its fullness matters, for stores that miss back to back"),
         ),
         intel_smt_share(),
         intel_fill_buffers(SUNNY_COVE_FILL_BUFFERS),
@@ -230,7 +230,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             "cycles",
             Measured,
             LOCKED_OP,
-            "Rocket Lake's Cypress Cove is the backport of Sunny Cove; the ICX server rows are n/r (calibration.md §10.1)",
+            locked_op_note!("Rocket Lake's Cypress Cove is the backport of Sunny Cove; the ICX server rows are n/r (calibration.md §10.1)"),
         ),
         // Derived: 8.0 ns [S1] x 3.4 GHz = 27.2 = 5 + 20 + 2.
         int(
@@ -654,7 +654,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "entries",
             Assumed,
             "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
-            "Cascade Lake keeps the Skylake-SP core",
+            store_buffer_note!("Cascade Lake keeps the Skylake-SP core"),
         ),
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
@@ -680,7 +680,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             "cycles",
             Assumed,
             LOCKED_OP,
-            "the Skylake-X / Cascade Lake rows of uops.info are n/r (calibration.md §10.1); recent Intel cores measure 18-20 cycles, the Ice Lake preset uses 20",
+            locked_op_note!("the Skylake-X / Cascade Lake rows of uops.info are n/r (calibration.md §10.1); recent Intel cores measure 18-20 cycles, the Ice Lake preset uses 20"),
         ),
         // Derived: 7.6 ns [S1] x 4.0 GHz = 30.4 = 4 + 20 + 6.
         int(
@@ -979,7 +979,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "entries",
             Assumed,
             "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
-            "the Skylake-SP core, as Cascade Lake-SP",
+            store_buffer_note!("the Skylake-SP core, as Cascade Lake-SP"),
         ),
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
@@ -1003,7 +1003,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "cycles",
             Assumed,
             LOCKED_OP,
-            "as Cascade Lake-SP (same core); Intel rows for this core n/r",
+            locked_op_note!("as Cascade Lake-SP (same core); Intel rows for this core n/r"),
         ),
         // Derived from CLX-SP: 7.6 ns [S1] x 3.8 GHz = 28.9 = 4 + 20 + 5.
         int(

@@ -29,9 +29,38 @@
 //!   `hop_in_node` inside a node, `hop_between_nodes` between nodes of one
 //!   socket, `hop_between_sockets` between sockets.
 //!
+//! `L` is the whole locked instruction on a line in the core's L1, the
+//! load of its operand included (LLVM's and uops.info's figures are whole
+//! instructions): an atomic that hits costs `L` in all, one after a
+//! transfer costs the transfer and then `L`, which is the case of every
+//! ping-pong step above (`LatencySpec::locked_op_after_hit_cycles`).
+//!
 //! The legs are fitted to class medians only; the home-node effect of the
 //! AMD matrices comes from the topology (the directory at the home), never
 //! from a per-pair or per-class constant.
+
+/// A `latency.locked_op_cycles` note: the preset's reason for its figure,
+/// then how every preset's figure is charged
+/// (`LatencySpec::locked_op_after_hit_cycles`).
+macro_rules! locked_op_note {
+    ($reason:literal) => {
+        concat!(
+            $reason,
+            "; the figure is the whole instruction on a line in the core's L1, its load included: an atomic that hits costs it once, with no L1 access before it; after a transfer it follows the line's arrival (the transfer legs are fitted as what the measured core-to-core figure leaves after it)"
+        )
+    };
+}
+
+/// A `store_buffer_entries` note: the preset's reason for its count, then
+/// what a store costs on every preset (sim-core's `STORE_POST_CYCLES`).
+macro_rules! store_buffer_note {
+    ($reason:literal) => {
+        concat!(
+            $reason,
+            "; a store costs the core 1 cycle to post (x86-TSO stores post; LLVM X86ScheduleZnver1.td's WriteStore has WriteRes's default latency, 1), also when the empty buffer writes it into an owned line at once: that write reaches the line an L1 access later, and a locked instruction or fence waits for it"
+        )
+    };
+}
 
 mod amd;
 mod intel;

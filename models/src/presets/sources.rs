@@ -24,8 +24,14 @@ pub const S2_9754_1S: &str =
     "[S2] KCORES/core-to-core-latency-plus @264ea0a, 1 x EPYC 9754 (SMT off) matrix (c2c_summary_table.md)";
 
 // Locked instructions (calibration.md §10.1).
+// Each figure is a whole instruction, the load of its memory operand
+// included: uops.info measures the memory operand's latency through the
+// instruction and a throughput of one per 18.00 (LOCK INC, Alder Lake) and
+// 19.07 (LOCK CMPXCHG) cycles, so no two overlap and each takes its figure
+// whole; LLVM's Btver2 entries, like its Znver1 ones, write a memory form's
+// latency whole.
 pub const LOCKED_OP: &str =
-    "[S55] uops.info LOCK INC m32: 20 cycles Rocket Lake, 18 Alder Lake; [S56] LOCK CMPXCHG m64: 19 Alder Lake-P; [S57] ~17 AMD Jaguar";
+    "[S55] uops.info LOCK INC m32: 20 cycles Rocket Lake, 18 Alder Lake (latency with the memory operand, throughput 18.00 cycles per instruction); [S56] LOCK CMPXCHG m64: 19 Alder Lake-P (throughput 19.07); [S57] ~17 AMD Jaguar (LLVM Btver2, latency and throughput)";
 
 // The adjacent-line prefetcher (not in calibration.md).
 pub const INTEL_SPATIAL_PREFETCH: &str =
