@@ -68,6 +68,11 @@ impl FinalValues {
 }
 
 fn percpu_counter(amount: i64, batch: i64, iterations: u64) -> String {
+    percpu_counter_adding(&amount.to_string(), batch, iterations)
+}
+
+/// Four CPUs of two sockets add `amount` (an expression) per iteration.
+fn percpu_counter_adding(amount: &str, batch: i64, iterations: u64) -> String {
     format!(
         r#"schema = 1
 machine = "icelake-sp-2s"
@@ -89,7 +94,7 @@ kind = "per-cpu"
 
 [scripts]
 add = """
-percpu_counter_add(&acc.lock, &acc.count, &acc_pcpu.count, {amount}, batch)
+percpu_counter_add(&acc.lock, &acc.count, &acc.counters, &acc_pcpu.count, {amount}, batch)
 work 50
 """
 
@@ -112,6 +117,34 @@ fn percpu_counter_touches_the_shared_count_once_per_batch() {
     // Against one atomic per add for a plain shared counter.
     assert_eq!(traffic(&r, "acc_pcpu.count").atomics, 0);
     assert_eq!(traffic(&r, "acc_pcpu.count").stores, 4 * 320);
+}
+
+#[test]
+fn percpu_counter_add_reads_the_shared_pointer_and_misses_after_a_fold() {
+    // Every add reads `fbc->counters` from the shared struct's line and
+    // turns preemption off and on (percpu_counter_add_batch, Linux 4.13 to
+    // 6.2); a fold reads the pointer again under the lock and takes
+    // preemption off once more inside raw_spin_lock_irqsave.
+    let r = result(&percpu_counter(1, 32, 320));
+    let counters = traffic(&r, "acc.counters");
+    assert_eq!(counters.loads, 4 * 320 + 40);
+    assert_eq!(counters.stores + counters.atomics, 0);
+    let preempt = traffic(&r, "preempt_count.count");
+    assert_eq!(preempt.loads, 2 * (4 * 320 + 40));
+    assert_eq!(preempt.stores, 2 * (4 * 320 + 40));
+    // Only this CPU touches its preempt count: one cold miss per CPU.
+    assert_eq!(preempt.misses, 4);
+    // Each fold takes the line for the lock and the count, so the other
+    // CPUs' next reads of the pointer miss: more than one per fold.
+    assert!(counters.misses > 40, "{counters:?}");
+
+    // Adds that cancel (1, then -1) never fold: the pointer's line is only
+    // read, so after each CPU's first read every one hits.
+    let r = result(&percpu_counter_adding("1 - 2 * (iteration() % 2)", 32, 320));
+    assert_eq!(traffic(&r, "acc.count").loads, 0);
+    let counters = traffic(&r, "acc.counters");
+    assert_eq!(counters.loads, 4 * 320);
+    assert_eq!(counters.misses, 4, "{counters:?}");
 }
 
 #[test]

@@ -125,6 +125,13 @@ pub const MODULES: &[Module] = &[
         text: include_str!("measure/tsc.toml"),
     },
     Module {
+        name: "sched/preempt",
+        summary: "`preempt_disable()` and `preempt_enable()` in a kernel that keeps the preemption count: an increment and a decrement of this CPU's `preempt_count` (x86's per-CPU `__preempt_count`)",
+        requires: &[],
+        needs: "",
+        text: include_str!("sched/preempt.toml"),
+    },
+    Module {
         name: "counters/atomic",
         summary: "plain atomics on a pointer: `atomic_add(p, n)`, `atomic_sub`, `atomic_inc(p)`, `atomic_dec`, `atomic_add_return`, `atomic_sub_return`, `atomic_read(p)`, `atomic_set(p, v)`, `atomic_xchg`, `atomic_cmpxchg(p, old, new)`",
         requires: &[],
@@ -133,8 +140,8 @@ pub const MODULES: &[Module] = &[
     },
     Module {
         name: "counters/percpu_counter",
-        summary: "`struct percpu_counter` with the kernel's batch: `percpu_counter_add(lock, count, pcpu, amount, batch)` folds into the shared count under its raw spinlock once the CPU's delta reaches the batch; `percpu_counter_read(count)`",
-        requires: &["locks/local_lock", "locks/qspinlock"],
+        summary: "`struct percpu_counter` with the kernel's batch: `percpu_counter_add(lock, count, counters, pcpu, amount, batch)` reads the struct's `counters` pointer, adds to this CPU's delta with preemption off, and folds into the shared count under its raw spinlock once the delta reaches the batch; `percpu_counter_read(count)`",
+        requires: &["locks/local_lock", "locks/qspinlock", "sched/preempt"],
         needs: "",
         text: include_str!("counters/percpu_counter.toml"),
     },
