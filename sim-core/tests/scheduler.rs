@@ -376,3 +376,106 @@ fn a_core_asleep_past_its_deep_idle_entry_writes_its_lines_back() {
         assert_eq!(counts.lines_written_back, 0);
     }
 }
+
+/// A worker on CPU 0 runs ten iterations of `work 1000` on a machine whose
+/// SMT siblings share the core half and half; CPU 16, its sibling, runs
+/// `sibling` (one iteration, then the run's end leaves it asleep or done).
+/// Returns the worker's finish cycle.
+fn worker_beside(sibling: Option<&str>, scheduled: bool) -> u64 {
+    let mut spec = machine();
+    spec.smt_share_percent = 50;
+    let mut setup = Setup::new(spec)
+        .structs(vec![flags_struct()])
+        .instances(vec![global("g", "flags", 0)])
+        .script(
+            "worker",
+            if scheduled {
+                // A `sleep` never reached: it only turns the scheduler on.
+                "if iteration() == 100 { sleep(0) }\nwork 1000"
+            } else {
+                "work 1000"
+            },
+        )
+        .thread(0, "worker")
+        .stop(StopRule::Iterations(10));
+    if let Some(script) = sibling {
+        // CPU 16 is CPU 0's SMT sibling on this machine (16 cores).
+        setup = setup.script("sibling", script).thread(16, "sibling");
+    }
+    let outcome = run_everywhere(&setup.build());
+    outcome.cpus[0].finish_cycle
+}
+
+#[test]
+fn an_smt_sibling_shares_the_core_only_while_it_runs_a_thread() {
+    // Alone on its core the worker takes its 10 x 1,000 cycles.
+    let alone = worker_beside(None, true);
+    assert!((10_000..10_100).contains(&alone), "{alone}");
+    // A sibling busy the whole time: every `work` at half the core.
+    let shared = worker_beside(Some("work 100000"), true);
+    assert!((20_000..20_100).contains(&shared), "{shared}");
+    // A sibling that works 1,900 cycles (3,800 at half the core) and then
+    // sleeps: the worker's two iterations started before cycle 3,800 run
+    // at half the core (2 x 2,000 cycles), the eight after at the whole
+    // core (8 x 1,000). A `work` keeps the share it started with.
+    let half = worker_beside(
+        Some("if iteration() == 0 { work 1900 }\nsleep(100000)"),
+        true,
+    );
+    assert!((12_000..12_100).contains(&half), "{half}");
+    // A sibling whose thread finishes at cycle 3,800 frees the core the
+    // same way.
+    let finished = worker_beside(Some("if iteration() == 0 { work 1900 }"), true);
+    assert!((12_000..12_100).contains(&finished), "{finished}");
+    // Without the scheduler (no scheduling operation, one thread per
+    // CPU), threads never leave their CPUs and the share is the
+    // placement's: a finished sibling still counts (book, "Limits").
+    let unscheduled = worker_beside(Some("if iteration() == 0 { work 1900 }"), false);
+    assert!((20_000..20_100).contains(&unscheduled), "{unscheduled}");
+}
+
+/// A reader on CPU 0 makes `loads` independent misses, each followed by
+/// `spacing` register operations, on a machine with a 16-entry reorder
+/// window; its sibling on CPU 16 works (`sibling_works`) or sleeps the
+/// whole run. Returns the reader's finish cycle.
+fn reader_beside(sibling_works: bool) -> u64 {
+    let mut spec = machine();
+    spec.reorder_window_entries = 16;
+    spec.outstanding_misses = 8;
+    spec.dispatch_width = 4;
+    spec.mispredict_penalty_cycles = 5;
+    let body: String = (0..8)
+        .map(|k| {
+            format!(
+                "let v{k} = peer[{}].count[0]\nlet w{k} = v{k} + 1 + 2 + 3\n",
+                k + 1
+            )
+        })
+        .collect();
+    let config = Setup::new(spec)
+        .structs(vec![flags_struct()])
+        .instances(vec![global("g", "flags", 0), per_cpu("peer", "flags")])
+        .script("reader", &body)
+        .script(
+            "sibling",
+            if sibling_works {
+                "work 1000000\nsleep(0)"
+            } else {
+                "sleep(1000000)"
+            },
+        )
+        .thread(0, "reader")
+        .thread(16, "sibling")
+        .stop(StopRule::Iterations(1))
+        .build();
+    run_everywhere(&config).cpus[0].finish_cycle
+}
+
+#[test]
+fn a_sleeping_sibling_leaves_the_whole_reorder_window() {
+    // Eight misses a few operations apart: the whole window holds more of
+    // them in flight than the half a running sibling leaves.
+    let full = reader_beside(false);
+    let half = reader_beside(true);
+    assert!(full < half, "sibling asleep {full}, working {half}");
+}

@@ -264,8 +264,8 @@ struct Cpu {
     core: u32,
     thread: u8,
     /// Its share of the core for `work`, in percent: the machine's
-    /// `smt_share_percent` when another thread of the run runs on the same
-    /// core, 100 otherwise. Fixed for the run (see `stretched_work`).
+    /// `smt_share_percent` while another CPU of its core runs a thread,
+    /// 100 otherwise ([`core_share`]; `sched` keeps it current).
     work_share_percent: u32,
     now: Cycle,
     stack: Vec<i64>,
@@ -304,8 +304,9 @@ struct Cpu {
     /// The latest arrival of a load in `window` (its speculation lasts
     /// until then; the shortcuts stay out before it).
     speculating_until: Cycle,
-    /// This CPU's reorder window in entries: the machine's, halved when its
-    /// SMT sibling runs a thread too; 0 is none (branches wait).
+    /// This CPU's reorder window in entries: the machine's, halved while
+    /// its SMT sibling runs a thread too ([`core_share`]); 0 is none
+    /// (branches wait).
     window_entries: u64,
     /// The branch predictor (`in_flight`): per code, per pc, the direction
     /// each conditional branch took the last time it ran (1 taken, 0 not
@@ -787,12 +788,42 @@ pub fn start_offset(seed: u64, cpu: LinuxCpu, cpu_count: u32, spread_cycles: u64
     slot * width + cpu.get() as u64
 }
 
+/// A CPU's share of its core, the one SMT rule: its `work` share in
+/// percent and its reorder window in entries, given whether another CPU of
+/// its core runs a thread (`sibling_runs`). Running siblings share: the
+/// machine's `smt_share_percent` each, and half the window (partitioned
+/// between two running siblings: Zen 1's 96 of 192 per thread, LLVM
+/// X86ScheduleZnver1.td; Zen 3's 128 of 256, AMD SOG 19h as quoted in
+/// X86ScheduleZnver3.td). A CPU whose siblings have nothing to run has the
+/// whole core.
+///
+/// A sibling runs while a thread is on its CPU (`Sched::running`), working,
+/// waiting on a miss or spinning alike; it does not while its threads
+/// sleep, block in `futex_wait` or have finished: Linux's idle task then
+/// halts the logical CPU, and a halted Hyper-Threading sibling gives its
+/// partitioned queues back to the running one (Intel, as reported by
+/// ExtremeTech's "Desktop Hyper-Threading" article: HLT recombines the
+/// partitioned resources for the single active thread). For Zen this is
+/// assumed: no AMD text retrieved says so, and one secondary description
+/// (axe.rs, "Zen mikroarhitektura") has Zen 1's retire and store queues
+/// stay split even with one thread active.
+/// Where the scheduler is on, `sched` applies it again at every change
+/// of what a CPU of the core runs; otherwise no thread leaves its CPU but
+/// by finishing, and the share is the one the placement gives.
+pub(super) fn core_share(spec: &crate::topology::MachineSpec, sibling_runs: bool) -> (u32, u64) {
+    let window = spec.reorder_window_entries as u64;
+    if sibling_runs {
+        (spec.smt_share_percent, (window / 2).max(window.min(1)))
+    } else {
+        (100, window)
+    }
+}
+
 /// The cycles `work cycles` takes on a CPU with `share_percent` of its
 /// core: `cycles * 100 / share_percent`, rounded up, saturating.
 ///
-/// The share is the run's, not the instant's: both siblings count as busy
-/// for the whole run when both run a thread, whether the other is at that
-/// moment working, waiting on a miss or finished. Stalls on misses are not
+/// The share is the one in force when the CPU dispatches the `work`
+/// ([`core_share`]), kept for the whole of it; stalls on misses are not
 /// stretched (a sibling waiting on memory leaves the core's issue slots to
 /// the other; the measured SMT gain is an average over both).
 #[inline(always)]
@@ -934,12 +965,15 @@ impl<'c> Simulation<'c> {
             }
             threads_on_cpu[t.cpu.slot()] += 1;
         }
-        let (sched, queued) = Sched::new(
+        let (mut sched, queued) = Sched::new(
             &config.threads,
             config.topology.cpu_count(),
             &config.program,
             &config.scheduler,
         );
+        sched.find_smt_cores(&config.threads, config.topology.core_count(), |c| {
+            config.topology.core_of(c)
+        });
         threads_on_cpu.iter_mut().for_each(|n| *n = 0);
         let cpus: Vec<Cpu> = config
             .threads
@@ -955,16 +989,15 @@ impl<'c> Simulation<'c> {
                     config.topology.cpu_count(),
                     config.start_spread_cycles,
                 ));
+                // At the start every CPU with a thread runs one.
+                let (work_share_percent, window_entries) = core_share(
+                    &config.topology.spec,
+                    threads_on_core[config.topology.core_of(t.cpu) as usize] > 1,
+                );
                 let mut cpu = Cpu {
                     spec: t.clone(),
                     core: config.topology.core_of(t.cpu),
-                    work_share_percent: if threads_on_core[config.topology.core_of(t.cpu) as usize]
-                        > 1
-                    {
-                        config.topology.spec.smt_share_percent
-                    } else {
-                        100
-                    },
+                    work_share_percent,
                     thread: config.topology.thread_of(t.cpu) as u8,
                     now: start,
                     stack: Vec::with_capacity(64),
@@ -990,17 +1023,7 @@ impl<'c> Simulation<'c> {
                     window: VecDeque::new(),
                     dispatched: 0,
                     speculating_until: Cycle::ZERO,
-                    window_entries: match config.topology.spec.reorder_window_entries as u64 {
-                        0 => 0,
-                        // Partitioned between two running siblings (Zen 1's
-                        // 96 of 192 per thread: LLVM X86ScheduleZnver1.td;
-                        // Zen 3's 128 of 256: AMD SOG 19h as quoted in
-                        // X86ScheduleZnver3.td).
-                        entries if threads_on_core[config.topology.core_of(t.cpu) as usize] > 1 => {
-                            (entries / 2).max(1)
-                        }
-                        entries => entries,
-                    },
+                    window_entries,
                     predictor: if config.topology.spec.reorder_window_entries > 0 {
                         config
                             .program

@@ -28,6 +28,10 @@
 //!   optimistic spinning).
 //! - A woken thread (`futex_wake`, or the end of its `sleep`) arrives at
 //!   its CPU `wakeup_latency_cycles` after the wake.
+//! - While a CPU has nothing to run (its threads asleep, blocked or
+//!   finished), its SMT siblings have the whole core (`core_share`,
+//!   applied by `share_core` at every change of what a CPU of a shared
+//!   core runs).
 //! - A CPU that a `sleep` of at least the machine's
 //!   `deep_idle_writeback_cycles` leaves with nothing to run is in deep
 //!   idle until the sleep ends; once every CPU of its core is (or never
@@ -131,6 +135,15 @@ pub(super) struct Sched {
     deep_idle_until: Vec<Cycle>,
     /// Threads asleep in `futex_wait`: (address, thread), longest asleep first.
     futex: Vec<(u64, CpuIndex)>,
+    /// Per core: the threads of its CPUs, where their share of the core
+    /// can change during the run (the scheduler is on and two or more of
+    /// its CPUs have threads); empty elsewhere (`share_core`).
+    smt_core_threads: Vec<Vec<CpuIndex>>,
+    /// Per thread: its entry in `smt_core_threads` is not empty, so its
+    /// share of the core follows what its siblings run. Such a thread is
+    /// never private-only and never spin-sleeps (`shortcuts`): what it
+    /// does depends on another CPU.
+    pub(super) smt_dynamic: Vec<bool>,
     pub(super) counts: SchedulingCounts,
 }
 
@@ -180,6 +193,38 @@ impl Sched {
             || params.switch_out.is_some();
         (sched, queued)
     }
+
+    /// Marks the cores whose threads' share can change (`core_of` gives a
+    /// CPU's core): with the scheduler on, those with threads on two or
+    /// more CPUs.
+    pub(super) fn find_smt_cores(
+        &mut self,
+        threads: &[ThreadSpec],
+        core_count: u32,
+        core_of: impl Fn(LinuxCpu) -> u32,
+    ) {
+        self.smt_dynamic = vec![false; threads.len()];
+        self.smt_core_threads = vec![Vec::new(); core_count as usize];
+        if !self.active {
+            return;
+        }
+        let mut cpus_of_core: Vec<Vec<LinuxCpu>> = vec![Vec::new(); core_count as usize];
+        for (i, t) in threads.iter().enumerate() {
+            let core = core_of(t.cpu) as usize;
+            self.smt_core_threads[core].push(CpuIndex::new(i));
+            if !cpus_of_core[core].contains(&t.cpu) {
+                cpus_of_core[core].push(t.cpu);
+            }
+        }
+        for (core, cpus) in cpus_of_core.iter().enumerate() {
+            if cpus.len() < 2 {
+                self.smt_core_threads[core].clear();
+            }
+            for &i in &self.smt_core_threads[core] {
+                self.smt_dynamic[i.get()] = true;
+            }
+        }
+    }
 }
 
 /// A thread's own random stream: its CPU's for the first thread of a CPU
@@ -192,6 +237,30 @@ pub(super) fn thread_stream(seed: u64, cpu: LinuxCpu, k: u32) -> ChaCha8Rng {
 }
 
 impl Simulation<'_> {
+    /// What CPU `c` runs has just changed: every thread of its core takes
+    /// the share [`core_share`] gives it now (a core whose share cannot
+    /// change has no threads listed). The new share holds from this point
+    /// of the global order: for a `work` dispatched after it, and for the
+    /// window's next entries (entries already taken stay; a smaller window
+    /// waits until it has room).
+    fn share_core(&mut self, c: LinuxCpu) {
+        let core = self.config.topology.core_of(c) as usize;
+        let Some(threads) = self.sched.smt_core_threads.get(core) else {
+            return;
+        };
+        for &j in threads {
+            let own = self.cpus[j].linux_cpu();
+            let sibling_runs = threads.iter().any(|&t| {
+                let s = self.cpus[t].linux_cpu();
+                s != own && self.sched.running[s.slot()].is_some()
+            });
+            let (share, window) = core_share(&self.config.topology.spec, sibling_runs);
+            let cpu = &mut self.cpus[j];
+            cpu.work_share_percent = share;
+            cpu.window_entries = window;
+        }
+    }
+
     /// Whether thread `i`'s slice is over while another waits for its CPU.
     fn preempt_due(&self, i: CpuIndex) -> bool {
         let cpu = &self.cpus[i];
@@ -306,6 +375,7 @@ impl Simulation<'_> {
         if self.sched.running[c.slot()] == Some(i) {
             self.sched.running[c.slot()] = None;
             self.dispatch(c, at);
+            self.share_core(c);
         }
     }
 
@@ -322,6 +392,7 @@ impl Simulation<'_> {
         let start =
             at.max(self.cpus[j].now) + Cycles::new(self.config.scheduler.context_switch_cycles);
         self.sched.running[c.slot()] = Some(j);
+        self.share_core(c);
         self.sched.slice_start[c.slot()] = start;
         self.sched.counts.context_switches += 1;
         let cpu = &mut self.cpus[j];
@@ -343,6 +414,7 @@ impl Simulation<'_> {
             self.sched.running[c.slot()] = None;
             let at = self.cpus[i].now;
             self.dispatch(c, at);
+            self.share_core(c);
         }
     }
 

@@ -621,16 +621,20 @@ impl Simulation<'_> {
             })
         };
         let procedures_private = self.program.procedures.iter().all(private_code);
+        let smt_dynamic = &self.sched.smt_dynamic;
         self.private.only = self
             .cpus
             .iter()
-            .map(|cpu| {
+            .zip(smt_dynamic)
+            .map(|(cpu, &smt_dynamic)| {
                 let script = &self.program.scripts[cpu.spec.script as usize];
                 let calls = script.ops.iter().any(|op| matches!(op, Op::Call(_)));
                 // A switch hook is a call the script does not make.
                 let hooks = self.config.scheduler.switch_in.is_some()
                     || self.config.scheduler.switch_out.is_some();
-                private_code(script) && (procedures_private || (!calls && !hooks))
+                // A thread whose share of its core follows its siblings
+                // (`sched`) depends on another CPU.
+                !smt_dynamic && private_code(script) && (procedures_private || (!calls && !hooks))
             })
             .collect();
         let places = &self.program.places;

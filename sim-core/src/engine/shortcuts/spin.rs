@@ -190,6 +190,10 @@ impl Simulation<'_> {
             // Loads still arriving: every operation takes its place in the
             // reorder window (`in_flight`).
             && self.cpus[i].speculating_until <= self.cpus[i].now
+            // A period's `work` may change length when a sibling of its
+            // core starts or stops running (`sched`): no two periods are
+            // known to be alike.
+            && !self.sched.smt_dynamic[i.get()]
     }
 
     /// Called as a load starts: keeps the CPU's state for the comparison
