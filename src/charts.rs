@@ -6,6 +6,9 @@
 //!   `cpus` axis, a line per variant (and per value of the other axes)
 //!   against the running CPU count, with socket and L3-domain boundaries
 //!   when every case ran on one machine with compact placement;
+//! - `measured.svg`: when the scenario has measured figures, each one's
+//!   simulated value against it in units of its target (the band of one
+//!   target shaded), numbered as the `measured vs simulated` table;
 //! - `comparison.svg`: each variant's throughput change against the first
 //!   variant, in the last case of the sweep;
 //! - `attribution.svg`: per field, HITM and stall cycles per iteration
@@ -22,7 +25,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use plots::{
     AttributionChart, Bar, Boundary, BoundaryKind, ComparisonChart, FieldRow, LineMapChart,
-    MapField, PlotError, ScalingChart, Series,
+    MapField, PlotError, ScalingChart, Series, TargetRow, TargetsChart,
 };
 use scenarios::report::output::{Record, ResultsFile};
 
@@ -84,6 +87,10 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
     } else {
         format!(" ({})", last.case_id)
     };
+    // The measured figures first: what a case study is read for.
+    if !file.measured.is_empty() {
+        out.push(("measured.svg".into(), plots::targets(&targets(file))?));
+    }
     // One variant has nothing to compare with.
     if file.variants.len() > 1 {
         if file.cases.len() > 1 {
@@ -309,6 +316,47 @@ fn scaling(
             .map(|(label, points)| Series { label, points })
             .collect(),
         boundaries,
+    }
+}
+
+/// `measured.svg`: each measured figure's simulated value against it, in
+/// units of its target, labelled as the `measured vs simulated` table
+/// numbers them.
+fn targets(file: &ResultsFile) -> TargetsChart {
+    use scenarios::report::measured::figure;
+    TargetsChart {
+        title: format!("{}: simulated against measured", file.scenario.name),
+        rows: file
+            .measured
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let label = match &c.case {
+                    Some(case) => format!("[{}] {} ({case})", i + 1, c.label),
+                    None => format!("[{}] {}", i + 1, c.label),
+                };
+                let unit = scenarios::report::measured::unit_suffix(&c.unit);
+                let simulated = c
+                    .simulated
+                    .map_or("n/a".to_string(), |v| format!("{}{unit}", figure(v)));
+                let target = c
+                    .tolerance
+                    .map_or(" (no target)".to_string(), |t| {
+                        format!(" (target ±{})", figure(t))
+                    });
+                TargetRow {
+                    label,
+                    error_in_targets: match (c.difference, c.tolerance) {
+                        (Some(d), Some(t)) if t > 0.0 => Some(d / t),
+                        _ => None,
+                    },
+                    figures: format!(
+                        "{simulated} vs {}{unit}{target}",
+                        figure(c.measured)
+                    ),
+                }
+            })
+            .collect(),
     }
 }
 

@@ -413,3 +413,31 @@ fn the_trace_and_timeline_show_the_l3_answering() {
         assert!(text.contains(expected), "timeline lacks {expected}");
     }
 }
+
+#[test]
+fn measured_figures_are_drawn_against_their_targets() {
+    let tmp = TempDir::new("measured-chart");
+    let out = tmp.join("out");
+    assert_ok(&bounce(&[
+        "run",
+        "tests/fixtures/ping-pong-measured-sweep.toml",
+        "--out",
+        &out,
+        "-q",
+    ]));
+    let files = charts(&out);
+    let (_, svg) = files
+        .iter()
+        .find(|(n, _)| n == "measured.svg")
+        .expect("measured.svg is drawn");
+    let svg = String::from_utf8_lossy(svg);
+    // Each figure numbered and named as the table names it, with its case.
+    assert!(svg.contains("pp-sweep: simulated against measured"));
+    assert!(svg.contains("[1] same socket (threads.pair.cpus=&quot;0,1&quot;)"));
+    assert!(svg.contains("[2] cross socket (threads.pair.cpus=&quot;0,40&quot;)"));
+    // The one with a target has its target beside its figures; the other
+    // says it has none, and the key says why it has no bar.
+    assert!(svg.contains("vs 51.3 ns (target ±5.00)"), "{svg}");
+    assert!(svg.contains("vs 107.8 ns (no target)"), "{svg}");
+    assert!(svg.contains("no bar: the figure has no target"));
+}

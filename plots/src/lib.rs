@@ -18,10 +18,12 @@ use std::fmt;
 
 mod bars;
 mod c2c;
+mod targets;
 mod timeline;
 mod validation;
 pub use bars::{bars, BarChart};
 pub use c2c::{c2c_lines, C2cChart, C2cLine, C2cOffset};
+pub use targets::{targets, TargetRow, TargetsChart};
 pub use timeline::{timeline, LoadSpan, Message, MessageKind, TimelineChart, Transaction};
 pub use validation::{
     validation_bars, validation_scatter, PointRole, ValidationChart, ValidationPoint,
@@ -1195,24 +1197,35 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         }
         let ky = key_top + key_extra;
         let bar_w = 300;
+        // A scale from 0 to 0 says nothing: with no traffic anywhere the
+        // key says so in words instead.
+        let mut sx = left;
+        if max_traffic <= 0.0 {
+            let none = "0 in every field (and every variant): no scale";
+            d(root.draw(&Text::new(none, (left, ky + 22), text(12, HPos::Left))))?;
+            sx += text_width(none, 12.0) as i32 + 30;
+        }
         // 60 steps of 5 px.
-        for s in 0..60 {
+        for s in (0..60).filter(|_| max_traffic > 0.0) {
             let col = heat((s + 1) as f64 / 60.0);
             d(root.draw(&Rectangle::new(
                 [(left + 5 * s, ky + 14), (left + 5 * s + 5, ky + 30)],
                 col.filled(),
             )))?;
         }
-        d(root.draw(&Rectangle::new(
-            [(left, ky + 14), (left + bar_w, ky + 30)],
-            BLACK.stroke_width(1),
-        )))?;
-        d(root.draw(&Text::new("0", (left, ky + 42), text(12, HPos::Center))))?;
-        d(root.draw(&Text::new(
-            short_number(max_traffic),
-            (left + bar_w, ky + 42),
-            text(12, HPos::Center),
-        )))?;
+        if max_traffic > 0.0 {
+            d(root.draw(&Rectangle::new(
+                [(left, ky + 14), (left + bar_w, ky + 30)],
+                BLACK.stroke_width(1),
+            )))?;
+            d(root.draw(&Text::new("0", (left, ky + 42), text(12, HPos::Center))))?;
+            d(root.draw(&Text::new(
+                short_number(max_traffic),
+                (left + bar_w, ky + 42),
+                text(12, HPos::Center),
+            )))?;
+            sx = left + bar_w + 40;
+        }
         // Swatches for what the map shows besides the scale: only those
         // drawn.
         let mut swatches: Vec<(RGBColor, &str, i32)> = Vec::new();
@@ -1225,7 +1238,6 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         if tail_bytes > 0 {
             swatches.push((TAIL, "tail padding (to sizeof)", 200));
         }
-        let mut sx = left + bar_w + 40;
         for (colour, name, w) in swatches {
             d(root.draw(&Rectangle::new(
                 [(sx, ky + 14), (sx + 16, ky + 30)],

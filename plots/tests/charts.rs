@@ -641,6 +641,16 @@ fn line_maps_share_a_scale_and_name_only_what_they_draw() {
     for present in ["hole (padding)", "tail padding (to sizeof)", ">\nnone\n<"] {
         assert!(svg.contains(present), "no swatch for {present}");
     }
+    assert!(!svg.contains("no scale"));
+    // No traffic in any field or variant: no 0-to-0 scale, the key says so.
+    let mut idle = line_map_chart();
+    for f in &mut idle.fields {
+        f.traffic = 0.0;
+    }
+    let svg = line_map(&idle).unwrap();
+    assert!(svg.contains("0 in every field (and every variant): no scale"));
+    // The scale's hottest step, rgb(190, 20, 30), is not drawn.
+    assert!(!svg.contains("#BE141E"), "the scale is still drawn");
 }
 
 fn c2c_chart() -> C2cChart {

@@ -1248,7 +1248,13 @@ fn cases(root: &Path, out: &mut Files) -> Result<(), String> {
         let measured = scenarios::report::measured::table(&run.file.measured);
         let _ = write!(index, "### `{path}`\n\n{description}\n\n");
         if !measured.is_empty() {
-            let _ = write!(index, "```text\n{measured}```\n\n");
+            // The chart first (which figures hold, and how far the others
+            // are), then the table with the numbers and sources.
+            out.add_charts(&format!("cases/{stem}"), &run, &["measured.svg"])?;
+            let _ = write!(
+                index,
+                "![{description}: each measured figure against the simulated one, in units of its target](generated/cases/{stem}/measured.svg)\n\n```text\n{measured}```\n\n"
+            );
         }
         let _ = write!(
             index,

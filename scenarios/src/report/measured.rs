@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::run::measured::Comparison;
 
 /// A figure with as many decimals as its size deserves.
-fn figure(value: f64) -> String {
+pub fn figure(value: f64) -> String {
     let a = value.abs();
     if a >= 1000.0 {
         format!("{value:.0}")
@@ -15,6 +15,15 @@ fn figure(value: f64) -> String {
         format!("{value:.1}")
     } else {
         format!("{value:.2}")
+    }
+}
+
+/// What follows a figure in `unit`: nothing for cycles, ` ns`, or `%`.
+pub fn unit_suffix(unit: &str) -> &'static str {
+    match unit {
+        "cycles" => "",
+        "ns" => " ns",
+        _ => "%",
     }
 }
 
@@ -55,11 +64,7 @@ pub fn table(comparisons: &[Comparison]) -> String {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let unit = match c.unit.as_str() {
-                "cycles" => "",
-                "ns" => " ns",
-                _ => "%",
-            };
+            let unit = unit_suffix(&c.unit);
             let with_unit = |v: f64| format!("{}{unit}", figure(v));
             [
                 match &c.case {
