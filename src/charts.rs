@@ -339,21 +339,16 @@ fn targets(file: &ResultsFile) -> TargetsChart {
                 let simulated = c
                     .simulated
                     .map_or("n/a".to_string(), |v| format!("{}{unit}", figure(v)));
-                let target = c
-                    .tolerance
-                    .map_or(" (no target)".to_string(), |t| {
-                        format!(" (target ±{})", figure(t))
-                    });
+                let target = c.tolerance.map_or(" (no target)".to_string(), |t| {
+                    format!(" (target ±{})", figure(t))
+                });
                 TargetRow {
                     label,
                     error_in_targets: match (c.difference, c.tolerance) {
                         (Some(d), Some(t)) if t > 0.0 => Some(d / t),
                         _ => None,
                     },
-                    figures: format!(
-                        "{simulated} vs {}{unit}{target}",
-                        figure(c.measured)
-                    ),
+                    figures: format!("{simulated} vs {}{unit}{target}", figure(c.measured)),
                 }
             })
             .collect(),

@@ -212,6 +212,15 @@ fn text_width(text: &str, size: f64) -> f64 {
     text.chars().count() as f64 * size * 0.6
 }
 
+/// The width of the widest of `texts` at `size` px, and at least
+/// `at_least` px: a column or label area as wide as its longest entry.
+fn widest<'a>(texts: impl IntoIterator<Item = &'a str>, size: f64, at_least: f64) -> f64 {
+    texts
+        .into_iter()
+        .map(|t| text_width(t, size))
+        .fold(at_least, f64::max)
+}
+
 /// `text` split at spaces into lines of at most `max_width` px at `size` px
 /// (a word longer than that is a line of its own).
 fn wrap(text: &str, size: f64, max_width: f64) -> Vec<String> {
@@ -508,11 +517,7 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
     let legend_w = if entries.is_empty() {
         0
     } else {
-        entries
-            .iter()
-            .map(|e| text_width(&e.0, 13.0))
-            .fold(0.0, f64::max) as u32
-            + 60
+        widest(entries.iter().map(|e| e.0.as_str()), 13.0, 0.0) as u32 + 60
     };
     let plot_w = 820;
     let width = (plot_w + legend_w).max(title_width(&chart.title));
@@ -1004,12 +1009,7 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
     let row_gap = 10;
     let grid_w = cell * lb as i32;
     // The key's columns: the names as wide as the longest.
-    let name_w = chart
-        .fields
-        .iter()
-        .map(|f| text_width(&f.name, 12.0))
-        .fold(280.0, f64::max) as i32
-        + 20;
+    let name_w = widest(chart.fields.iter().map(|f| f.name.as_str()), 12.0, 280.0) as i32 + 20;
     let cols = [
         left - 60,
         left - 20,

@@ -4,7 +4,7 @@
 //! of one target (shaded), so that a reader sees at once which figures
 //! hold and how far the others are off.
 
-use super::{check_finite, draw_err, render, text_width, title_width, wrap, PlotError, FONT};
+use super::{check_finite, draw_err, render, title_width, widest, wrap, PlotError, FONT};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -56,19 +56,9 @@ pub fn targets(chart: &TargetsChart) -> Result<String, PlotError> {
     // Room for the band and a little beyond it, at most up to the cut.
     let edge = largest.clamp(1.5, CLIP_TARGETS);
     let reach = edge * 1.12;
-    let label_w = chart
-        .rows
-        .iter()
-        .map(|r| text_width(&r.label, 12.0))
-        .fold(80.0, f64::max) as u32
-        + 16;
-    let figures_w = chart
-        .rows
-        .iter()
-        // With room for a cut bar's ": +1234 targets".
-        .map(|r| text_width(&r.figures, 12.0) + 110.0)
-        .fold(80.0, f64::max) as u32
-        + 24;
+    let label_w = widest(chart.rows.iter().map(|r| r.label.as_str()), 12.0, 80.0) as u32 + 16;
+    // With room for a cut bar's ": +1234 targets".
+    let figures_w = widest(chart.rows.iter().map(|r| r.figures.as_str()), 12.0, 0.0) as u32 + 134;
     let n = chart.rows.len();
     let plot_h = ROW_H * n as u32 + 30 + 40;
     let width = (label_w + PLOT_W + figures_w + 20).max(title_width(&chart.title));
@@ -243,7 +233,12 @@ mod tests {
             ],
         };
         let svg = targets(&chart).unwrap();
-        for text in ["[1] near", "[2] far", "[3] none", "[2] far figures: -227 targets"] {
+        for text in [
+            "[1] near",
+            "[2] far",
+            "[3] none",
+            "[2] far figures: -227 targets",
+        ] {
             assert!(svg.contains(text), "{text} missing");
         }
         assert!(svg.contains("a bar past 4 targets is cut"));

@@ -2,7 +2,8 @@
 //! CPU pairs, per machine.
 
 use super::{
-    check_finite, color, draw_err, render, short_number, text_width, title_width, PlotError, FONT,
+    check_finite, color, draw_err, render, short_number, text_width, title_width, widest,
+    PlotError, FONT,
 };
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -220,11 +221,7 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
             entries.push((label, Swatch::Ring(col)));
         }
     }
-    let legend_w = entries
-        .iter()
-        .map(|(e, _)| text_width(e, 13.0))
-        .fold(0.0, f64::max) as u32
-        + 50;
+    let legend_w = widest(entries.iter().map(|(e, _)| e.as_str()), 13.0, 0.0) as u32 + 50;
     let plot_w = 760.max(title_width(&chart.title) + 100);
     let height = 720.max(140 + 20 * entries.len() as u32);
     render(plot_w + legend_w, height, |root| {
@@ -496,11 +493,7 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
             let panel = grid.clone().shrink((x, y), (PANEL_W, panel_h(classes)));
             let points = classes_of(m);
             // Room for the class's name and its role's marker.
-            let label_w = points
-                .iter()
-                .map(|p| text_width(&p.class, 12.0))
-                .fold(60.0, f64::max) as u32
-                + 24;
+            let label_w = widest(points.iter().map(|p| p.class.as_str()), 12.0, 60.0) as u32 + 24;
             let mut c = ChartBuilder::on(&panel)
                 .caption(m, (FONT, 15))
                 .margin(8)
