@@ -11,7 +11,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 /// One measured figure beside its simulated value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TargetRow {
-    /// The figure's name, e.g. "[3] consume_stock, spinlock - local_lock".
+    /// The figure's name, e.g. `[3] consume_stock, spinlock - local_lock`.
     pub label: String,
     /// (simulated - measured) / target: within the target when at most 1
     /// in magnitude. None draws no bar (no target, or no simulated value).
