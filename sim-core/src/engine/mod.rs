@@ -764,12 +764,11 @@ pub fn cpu_stream(seed: u64, cpu: LinuxCpu) -> ChaCha8Rng {
     rng
 }
 
-/// The stream CPU `cpu`'s start offset is drawn from: apart from its
-/// script's stream (`random(n)` draws the same values whatever the spread).
-fn start_stream(seed: u64, cpu: LinuxCpu) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xBB67_AE85_84CA_A73B);
-    rng.set_stream(cpu.get() as u64);
-    rng
+/// The generator CPUs' start offsets are drawn from, before its stream
+/// is chosen: apart from the scripts' streams (`random(n)` draws the same
+/// values whatever the spread). Seeded once per run ([`start_offset_from`]).
+fn start_stream_base(seed: u64) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ 0xBB67_AE85_84CA_A73B)
 }
 
 /// The cycle CPU `cpu` of a machine of `cpu_count` CPUs starts at, below
@@ -779,12 +778,24 @@ fn start_stream(seed: u64, cpu: LinuxCpu) -> ChaCha8Rng {
 /// adding a CPU moves no other. With a spread below `cpu_count` the CPUs
 /// start one cycle apart in CPU order.
 pub fn start_offset(seed: u64, cpu: LinuxCpu, cpu_count: u32, spread_cycles: u64) -> u64 {
+    start_offset_from(&start_stream_base(seed), cpu, cpu_count, spread_cycles)
+}
+
+/// [`start_offset`] from the seeded generator `base` ([`start_stream_base`]
+/// of the seed): the CPUs' streams differ only in their number, so a run
+/// seeds one generator and gives each CPU a copy set to its stream (a
+/// fresh generator's copy is the generator seeded anew: nothing drawn yet).
+fn start_offset_from(base: &ChaCha8Rng, cpu: LinuxCpu, cpu_count: u32, spread_cycles: u64) -> u64 {
     if spread_cycles == 0 {
         return 0;
     }
     let width = cpu_count.max(1) as u64;
     let slots = (spread_cycles / width).max(1);
-    let slot = Uniform::new(0, slots).map_or(0, |u| u.sample(&mut start_stream(seed, cpu)));
+    let slot = Uniform::new(0, slots).map_or(0, |u| {
+        let mut stream = base.clone();
+        stream.set_stream(cpu.get() as u64);
+        u.sample(&mut stream)
+    });
     slot * width + cpu.get() as u64
 }
 
@@ -975,6 +986,33 @@ impl<'c> Simulation<'c> {
             config.topology.core_of(c)
         });
         threads_on_cpu.iter_mut().for_each(|n| *n = 0);
+        // Seeded once: each CPU's streams are copies set to its number.
+        let (thread_base, start_base) = (
+            ChaCha8Rng::seed_from_u64(config.seed),
+            start_stream_base(config.seed),
+        );
+        // A code without a conditional branch trains and asks no predictor:
+        // its sites stay unallocated (`get` finds none), and so does the
+        // whole table when no code has one.
+        let branch_sites: Vec<usize> = config
+            .program
+            .scripts
+            .iter()
+            .chain(&config.program.procedures)
+            .map(|c| {
+                let branches = c
+                    .ops
+                    .iter()
+                    .any(|op| matches!(op, Op::JumpIfZero(_) | Op::JumpIfNonZero(_)));
+                if branches {
+                    c.ops.len()
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let predicts =
+            config.topology.spec.reorder_window_entries > 0 && branch_sites.iter().any(|&n| n > 0);
         let cpus: Vec<Cpu> = config
             .threads
             .iter()
@@ -982,9 +1020,9 @@ impl<'c> Simulation<'c> {
                 // The kth thread of its CPU: its own random stream.
                 let k = threads_on_cpu[t.cpu.slot()];
                 threads_on_cpu[t.cpu.slot()] += 1;
-                let rng = thread_stream(config.seed, t.cpu, k);
-                let start = Cycle::new(start_offset(
-                    config.seed,
+                let rng = thread_stream(&thread_base, t.cpu, k);
+                let start = Cycle::new(start_offset_from(
+                    &start_base,
                     t.cpu,
                     config.topology.cpu_count(),
                     config.start_spread_cycles,
@@ -1024,14 +1062,8 @@ impl<'c> Simulation<'c> {
                     dispatched: 0,
                     speculating_until: Cycle::ZERO,
                     window_entries,
-                    predictor: if config.topology.spec.reorder_window_entries > 0 {
-                        config
-                            .program
-                            .scripts
-                            .iter()
-                            .chain(&config.program.procedures)
-                            .map(|c| vec![0; c.ops.len()])
-                            .collect()
+                    predictor: if predicts {
+                        branch_sites.iter().map(|&n| vec![0; n]).collect()
                     } else {
                         Vec::new()
                     },

@@ -230,8 +230,10 @@ impl Sched {
 /// A thread's own random stream: its CPU's for the first thread of a CPU
 /// (so a run without more threads than CPUs draws what it always drew),
 /// and a stream of its own, beside its CPU's, for the `k`th after it.
-pub(super) fn thread_stream(seed: u64, cpu: LinuxCpu, k: u32) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+/// `seeded` is the generator seeded with the run's seed and not drawn
+/// from (seeded once per run: a copy of it is the generator seeded anew).
+pub(super) fn thread_stream(seeded: &ChaCha8Rng, cpu: LinuxCpu, k: u32) -> ChaCha8Rng {
+    let mut rng = seeded.clone();
     rng.set_stream(cpu.get() as u64 | (k as u64) << 32);
     rng
 }
