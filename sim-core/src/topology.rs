@@ -572,16 +572,22 @@ impl Topology {
             // Every core's place is its L3 domain's (`place_by_division`).
             let place_of_l3 =
                 |l3: u64| topology.place_by_division(l3 as u32 * topology.spec.cores_per_l3);
+            // `directory_path_computed`'s legs, each computed once: an L3
+            // domain's to every node, then per pair of domains the leg
+            // between them (a machine's set-up, not only its transactions:
+            // 2048 paths on bergamo-2s).
+            let to_node: Vec<Cycles> = (0..l3s)
+                .flat_map(|l3| (0..nodes).map(move |node| (l3, node)))
+                .map(|(l3, node)| topology.hop_place_to_node(place_of_l3(l3), node as u32))
+                .collect();
             let mut paths = Vec::with_capacity((l3s * l3s * nodes) as usize);
             for a in 0..l3s {
+                let requester = &to_node[(a * nodes) as usize..][..nodes as usize];
                 for b in 0..l3s {
-                    for node in 0..nodes {
-                        let path = topology.directory_path_computed(
-                            place_of_l3(a),
-                            place_of_l3(b),
-                            node as u32,
-                        );
-                        paths.push(path.get());
+                    let target = &to_node[(b * nodes) as usize..][..nodes as usize];
+                    let between = topology.hop_between_places(place_of_l3(b), place_of_l3(a));
+                    for (&to_requester, &to_target) in requester.iter().zip(target) {
+                        paths.push((to_requester + to_target + between).get());
                     }
                 }
             }

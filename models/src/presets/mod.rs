@@ -522,7 +522,9 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
         }
     }
     // Machine fields in `MachineSpec` order, then the informational ones.
-    params.sort_by_key(|p| {
+    // Each key looked up once (a search of `SPEC_KEYS`); stable, as
+    // `sort_by_key`.
+    params.sort_by_cached_key(|p| {
         SPEC_KEYS
             .iter()
             .position(|k| *k == p.key)
