@@ -1013,77 +1013,75 @@ impl<'c> Simulation<'c> {
             .collect();
         let predicts =
             config.topology.spec.reorder_window_entries > 0 && branch_sites.iter().any(|&n| n > 0);
-        let cpus: Vec<Cpu> = config
-            .threads
-            .iter()
-            .map(|t| {
-                // The kth thread of its CPU: its own random stream.
-                let k = threads_on_cpu[t.cpu.slot()];
-                threads_on_cpu[t.cpu.slot()] += 1;
-                let rng = thread_stream(&thread_base, t.cpu, k);
-                let start = Cycle::new(start_offset_from(
-                    &start_base,
-                    t.cpu,
-                    config.topology.cpu_count(),
-                    config.start_spread_cycles,
-                ));
-                // At the start every CPU with a thread runs one.
-                let (work_share_percent, window_entries) = core_share(
-                    &config.topology.spec,
-                    threads_on_core[config.topology.core_of(t.cpu) as usize] > 1,
-                );
-                let mut cpu = Cpu {
-                    spec: t.clone(),
-                    core: config.topology.core_of(t.cpu),
-                    work_share_percent,
-                    thread: config.topology.thread_of(t.cpu) as u8,
-                    now: start,
-                    stack: Vec::with_capacity(64),
-                    locals: Vec::new(),
-                    frame: Frame {
-                        code: 0,
-                        pc: 0,
-                        locals_base: 0,
-                    },
-                    callers: Vec::new(),
-                    iteration: 0,
-                    iteration_start: start,
-                    finished: false,
-                    wait: Wait::None,
-                    wait_since: start,
-                    store_buffer: VecDeque::new(),
-                    draining: false,
-                    store_written_at: Cycle::ZERO,
-                    pending: None,
-                    late: Vec::new(),
-                    in_flight: Vec::new(),
-                    ahead_in_flight: Vec::new(),
-                    window: VecDeque::new(),
-                    dispatched: 0,
-                    speculating_until: Cycle::ZERO,
-                    window_entries,
-                    predictor: if predicts {
-                        branch_sites.iter().map(|&n| vec![0; n]).collect()
-                    } else {
-                        Vec::new()
-                    },
-                    drain_deferred: false,
-                    deferred: VecDeque::new(),
-                    next_ticket: 1,
-                    speculating_known: Cycle::ZERO,
-                    rng,
-                    operations: 0,
-                    still_steps: 0,
-                    still_at: start,
-                    accesses: 0,
-                    spin: spin::SpinWatch::default(),
-                    hook: None,
-                    hook_done: false,
-                };
-                start_iteration(&mut cpu, &config.program);
-                cpu
-            })
-            .collect();
+        // Each CPU built in its slot (pushed into room reserved, then its
+        // first iteration started in place): no copies of the large state.
+        let mut cpus: Vec<Cpu> = Vec::with_capacity(config.threads.len());
+        for t in &config.threads {
+            // The kth thread of its CPU: its own random stream.
+            let k = threads_on_cpu[t.cpu.slot()];
+            threads_on_cpu[t.cpu.slot()] += 1;
+            let start = Cycle::new(start_offset_from(
+                &start_base,
+                t.cpu,
+                config.topology.cpu_count(),
+                config.start_spread_cycles,
+            ));
+            // At the start every CPU with a thread runs one.
+            let (work_share_percent, window_entries) = core_share(
+                &config.topology.spec,
+                threads_on_core[config.topology.core_of(t.cpu) as usize] > 1,
+            );
+            cpus.push(Cpu {
+                spec: t.clone(),
+                core: config.topology.core_of(t.cpu),
+                work_share_percent,
+                thread: config.topology.thread_of(t.cpu) as u8,
+                now: start,
+                stack: Vec::with_capacity(64),
+                locals: Vec::new(),
+                frame: Frame {
+                    code: 0,
+                    pc: 0,
+                    locals_base: 0,
+                },
+                callers: Vec::new(),
+                iteration: 0,
+                iteration_start: start,
+                finished: false,
+                wait: Wait::None,
+                wait_since: start,
+                store_buffer: VecDeque::new(),
+                draining: false,
+                store_written_at: Cycle::ZERO,
+                pending: None,
+                late: Vec::new(),
+                in_flight: Vec::new(),
+                ahead_in_flight: Vec::new(),
+                window: VecDeque::new(),
+                dispatched: 0,
+                speculating_until: Cycle::ZERO,
+                window_entries,
+                predictor: if predicts {
+                    branch_sites.iter().map(|&n| vec![0; n]).collect()
+                } else {
+                    Vec::new()
+                },
+                drain_deferred: false,
+                deferred: VecDeque::new(),
+                next_ticket: 1,
+                speculating_known: Cycle::ZERO,
+                rng: thread_stream(&thread_base, t.cpu, k),
+                operations: 0,
+                still_steps: 0,
+                still_at: start,
+                accesses: 0,
+                spin: spin::SpinWatch::default(),
+                hook: None,
+                hook_done: false,
+            });
+            let cpu = cpus.last_mut().expect("just pushed");
+            start_iteration(cpu, &config.program);
+        }
         let mut cpus = Cpus(cpus);
         for i in queued {
             cpus[i].wait = Wait::Queued;
