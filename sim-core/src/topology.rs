@@ -576,16 +576,19 @@ impl Topology {
             // domain's to every node, then per pair of domains the leg
             // between them (a machine's set-up, not only its transactions:
             // 2048 paths on bergamo-2s).
-            let to_node: Vec<Cycles> = (0..l3s)
-                .flat_map(|l3| (0..nodes).map(move |node| (l3, node)))
-                .map(|(l3, node)| topology.hop_place_to_node(place_of_l3(l3), node as u32))
+            let places: Vec<CorePlace> = (0..l3s).map(place_of_l3).collect();
+            let to_node: Vec<Cycles> = places
+                .iter()
+                .flat_map(|&place| (0..nodes).map(move |node| (place, node)))
+                .map(|(place, node)| topology.hop_place_to_node(place, node as u32))
                 .collect();
             let mut paths = Vec::with_capacity((l3s * l3s * nodes) as usize);
             for a in 0..l3s {
                 let requester = &to_node[(a * nodes) as usize..][..nodes as usize];
                 for b in 0..l3s {
                     let target = &to_node[(b * nodes) as usize..][..nodes as usize];
-                    let between = topology.hop_between_places(place_of_l3(b), place_of_l3(a));
+                    let between =
+                        topology.hop_between_places(places[b as usize], places[a as usize]);
                     for (&to_requester, &to_target) in requester.iter().zip(target) {
                         paths.push((to_requester + to_target + between).get());
                     }

@@ -16,6 +16,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use sim_core::limits::Limits;
+use toml::de::DeTable;
 
 use crate::format::document;
 use crate::format::document::import::ImportScope;
@@ -55,8 +56,14 @@ pub fn load(
     });
     // Each listing is read and parsed once, for the base, the variants and
     // the sweep's cases alike.
-    let imports = document::import::read_imports(&source, limits, scope)?;
-    let (base, variants, has_sweep) = document::load_source(&source, limits, &imports)?;
+    // Parsed once for the imports and the document (a syntax error is
+    // reported by the document's reading; the imports then find none).
+    let parsed = DeTable::parse(&source.text);
+    let imports = match &parsed {
+        Ok(root) => document::import::read_imports(&source, root.get_ref(), limits, scope)?,
+        Err(_) => Vec::new(),
+    };
+    let (base, variants, has_sweep) = document::load_source(&source, limits, &imports, parsed)?;
     let expanded = if has_sweep {
         sweep::expand(&source, limits, &base, &variants, machine_of, &imports)?
     } else {

@@ -83,17 +83,15 @@ struct Listing {
 type Listings = Vec<Listing>;
 
 /// Reads every `structs.NAME.pahole` and `structs.NAME.btf` of the file,
-/// each file inside `scope` and at most its limit. A file that is not valid
-/// TOML gives none: the loader reports its syntax error next.
+/// each file inside `scope` and at most its limit; `root` is the file's
+/// text as parsed (once, for the document too: a file that is not valid
+/// TOML has no root here, and the loader reports its syntax error).
 pub(crate) fn read_imports(
     source: &SourceFile,
+    root: &DeTable<'_>,
     limits: &Limits,
     scope: ImportScope,
 ) -> Result<Vec<Import>, InputError> {
-    let Ok(parsed) = DeTable::parse(&source.text) else {
-        return Ok(Vec::new());
-    };
-    let root = parsed.into_inner();
     let Some(DeValue::Table(structs)) = root.get("structs").map(|v| v.get_ref()) else {
         return Ok(Vec::new());
     };

@@ -180,8 +180,17 @@ pub(super) fn prepare<'a>(
     source: &'a SourceFile,
     imports: &'a [import::Import],
 ) -> Result<Prepared<'a>, InputError> {
-    let parsed =
-        DeTable::parse(&source.text).map_err(|e| diagnose::from_syntax_error(source, &e))?;
+    prepare_parsed(source, imports, DeTable::parse(&source.text))
+}
+
+/// [`prepare`] with `source`'s text already parsed (once, for the imports
+/// and the document alike: `crate::format::load`).
+pub(super) fn prepare_parsed<'a>(
+    source: &'a SourceFile,
+    imports: &'a [import::Import],
+    parsed: Result<Spanned<DeTable<'a>>, toml::de::Error>,
+) -> Result<Prepared<'a>, InputError> {
+    let parsed = parsed.map_err(|e| diagnose::from_syntax_error(source, &e))?;
     let root_span = parsed.span();
     let mut root = parsed.into_inner();
     let variants = root.remove("variants");
@@ -197,18 +206,20 @@ pub(super) fn prepare<'a>(
 }
 
 /// The base, the variants, and whether the file has a `[sweep]` (read by
-/// [`crate::format::sweep`] once the base and the variants are known).
-pub(super) fn load_source(
-    source: &SourceFile,
+/// [`crate::format::sweep`] once the base and the variants are known), from
+/// `source` and its text as parsed.
+pub(super) fn load_source<'a>(
+    source: &'a SourceFile,
     limits: &Limits,
-    imports: &[import::Import],
+    imports: &'a [import::Import],
+    parsed: Result<Spanned<DeTable<'a>>, toml::de::Error>,
 ) -> Result<(Variant, Vec<Variant>, bool), InputError> {
     let Prepared {
         root_span,
         root,
         variants: variants_value,
         sweep,
-    } = prepare(source, imports)?;
+    } = prepare_parsed(source, imports, parsed)?;
 
     let stem = default_name(&source.path);
     let base_doc = doc_from_tree(source, &root, &root_span, &stem, limits)?;
