@@ -39,26 +39,35 @@ pub fn load(
     if text.len() as u64 > limits.scenario_bytes {
         return Err(too_large(path, Some(text.len() as u64), limits));
     }
+    // The text is parsed once for its machine files, its imports and its
+    // document, and again only where a machine file was written in. A
+    // syntax error is reported by the document's reading (the machine
+    // files and the imports find none).
+    let given = SourceFile::new(path, text);
+    let parsed_given = DeTable::parse(text);
     // Machines kept in files of their own are written in first, on the
     // lines that name them.
-    let expanded_text = crate::format::machine_file::expand(
-        &SourceFile::new(path, text),
-        limits,
-        scope,
-        machine_of,
-    )?;
+    let expanded_text = match &parsed_given {
+        Ok(root) => {
+            crate::format::machine_file::expand(&given, root.get_ref(), limits, scope, machine_of)?
+        }
+        Err(_) => None,
+    };
+    let written_in = expanded_text.is_some();
     let source = Arc::new(match expanded_text {
         Some((text, inlined)) => SourceFile {
             inlined,
             ..SourceFile::new(path, text)
         },
-        None => SourceFile::new(path, text),
+        None => given,
     });
+    let parsed = if written_in {
+        DeTable::parse(&source.text)
+    } else {
+        parsed_given
+    };
     // Each listing is read and parsed once, for the base, the variants and
     // the sweep's cases alike.
-    // Parsed once for the imports and the document (a syntax error is
-    // reported by the document's reading; the imports then find none).
-    let parsed = DeTable::parse(&source.text);
     let imports = match &parsed {
         Ok(root) => document::import::read_imports(&source, root.get_ref(), limits, scope)?,
         Err(_) => Vec::new(),

@@ -53,18 +53,16 @@ script = \"x\"\n";
 /// scenario, of a variant's `set`, and of the sweep's `machine` axis)
 /// replaced by the machine it names, and where each machine was written
 /// in ([`Inlined`], so that a later error inside one is shown in its
-/// file); `None` when there is none (or the text is not valid TOML: the
-/// loader reports that next).
+/// file); `None` when there is none. `root` is the text as parsed (the
+/// loader does not call this for a text that is not valid TOML: it
+/// reports that next).
 pub(crate) fn expand(
     source: &SourceFile,
+    root: &DeTable<'_>,
     limits: &Limits,
     scope: ImportScope,
     machine_of: MachineOf,
 ) -> Result<Option<(String, Vec<Inlined>)>, InputError> {
-    let Ok(parsed) = DeTable::parse(&source.text) else {
-        return Ok(None);
-    };
-    let root = parsed.into_inner();
     let mut references: Vec<Reference<'_, '_>> = Vec::new();
     if let Some(machine) = root.get("machine") {
         if is_reference(machine) {
