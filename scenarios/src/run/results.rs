@@ -1,7 +1,6 @@
 //! Running built variants (in parallel across variants, never inside one)
 //! and the result records they produce.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use crate::build::{BuiltVariant, ScriptSources};
@@ -440,14 +439,18 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             }
         })
         .collect();
-    let on_units = FieldsOnUnits::new(memory);
+    let mut on_units = FieldsOnUnits::new(memory);
+    // Each line's detail moved out of the statistics (dropped below): not
+    // copied (two allocations per line, a visible part of a short run over
+    // 512 CPUs' lines).
+    let mut details = std::mem::take(&mut stats.per_unit_detail);
     let lines = stats
         .per_unit
         .iter()
         .enumerate()
         .filter(|(_, t)| t.accesses() > 0 || t.misses > 0)
         .map(|(unit, t)| {
-            let (fields, field_ranges) = on_units.named_ranges(unit).into_iter().unzip();
+            let (fields, field_ranges) = on_units.named_ranges(unit);
             LineResult {
                 unit,
                 address: unit as u64 * memory.unit_bytes as u64,
@@ -455,7 +458,10 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
                 fields,
                 field_ranges,
                 traffic: t.clone(),
-                detail: stats.per_unit_detail[unit].clone(),
+                detail: details
+                    .get_mut(unit)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
             }
         })
         .collect();
@@ -525,7 +531,7 @@ fn field_spans(f: &sim_core::memory::FieldDef) -> Vec<(u32, u32)> {
 
 /// Names of the fields that overlap a unit.
 pub fn fields_on_unit(memory: &sim_core::memory::MemoryLayout, unit: usize) -> Vec<String> {
-    FieldsOnUnits::new(memory).names(unit)
+    FieldsOnUnits::new(memory).named_ranges(unit).0
 }
 
 /// A field's byte range in its struct: (from, to, the field's index).
@@ -542,6 +548,8 @@ struct FieldsOnUnits<'a> {
     /// Per instance: whether its elements lie in address order (they do
     /// as `models` places them), so that a binary search finds the first.
     sorted: Vec<bool>,
+    /// One buffer for every element's overlapping spans, of every unit.
+    found: Vec<(usize, u64, u64)>,
 }
 
 impl<'a> FieldsOnUnits<'a> {
@@ -570,26 +578,19 @@ impl<'a> FieldsOnUnits<'a> {
             memory,
             spans,
             sorted,
+            found: Vec::new(),
         }
     }
 
-    /// The names, in instance order, then element order, then field order.
-    fn names(&self, unit: usize) -> Vec<String> {
-        self.named_ranges(unit)
-            .into_iter()
-            .map(|(n, _)| n)
-            .collect()
-    }
-
-    /// The fields overlapping a unit, each with its byte ranges (absolute
-    /// addresses, end exclusive).
-    fn named_ranges(&self, unit: usize) -> Vec<(String, Vec<(u64, u64)>)> {
+    /// The names of the fields overlapping a unit (in instance order, then
+    /// element order, then field order), and each one's byte ranges
+    /// (absolute addresses, end exclusive).
+    fn named_ranges(&mut self, unit: usize) -> (Vec<String>, Vec<Vec<(u64, u64)>>) {
         let memory = self.memory;
         let start = unit as u64 * memory.unit_bytes as u64;
         let end = start + memory.unit_bytes as u64;
-        let mut names = Vec::new();
-        // One buffer for every element's overlapping spans.
-        let mut found: Vec<(usize, u64, u64)> = Vec::new();
+        let (mut names, mut ranges_of) = (Vec::new(), Vec::new());
+        let found = &mut self.found;
         for (inst, &sorted) in memory.instances.iter().zip(&self.sorted) {
             let def = &memory.structs[inst.struct_index];
             let (spans, longest) = &self.spans[inst.struct_index];
@@ -633,25 +634,60 @@ impl<'a> FieldsOnUnits<'a> {
                     k += ranges.len();
                     let f = &def.fields[i];
                     // `instance[e].field` or `instance.field`, built in
-                    // place (a `format!` per name was a visible part of a
-                    // short run over 512 CPUs' lines).
+                    // place (a `format!` per name, then a `write!` of the
+                    // index, was a visible part of a short run over 512
+                    // CPUs' lines).
                     let mut name = String::with_capacity(inst.name.len() + f.name.len() + 24);
                     name.push_str(&inst.name);
                     if many {
-                        let _ = write!(name, "[{e}]");
+                        name.push('[');
+                        push_decimal(&mut name, e);
+                        name.push(']');
                     }
                     name.push('.');
                     name.push_str(&f.name);
-                    names.push((name, ranges));
+                    names.push(name);
+                    ranges_of.push(ranges);
                 }
             }
         }
-        names
+        (names, ranges_of)
     }
+}
+
+/// Appends `n` in decimal, as `write!(s, "{n}")` does.
+fn push_decimal(s: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut k = digits.len();
+    let mut n = n;
+    loop {
+        k -= 1;
+        digits[k] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    s.extend(digits[k..].iter().map(|&d| d as char));
 }
 
 /// Runs every variant, in parallel across variants; results come back in
 /// input order whatever the number of host threads.
 pub fn run_all(built: &[BuiltVariant]) -> Vec<Result<VariantResult, VariantFailure>> {
     built.par_iter().map(run_variant).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::push_decimal;
+
+    #[test]
+    fn push_decimal_writes_what_format_writes() {
+        for n in [0, 1, 9, 10, 99, 100, 511, 65_536, 1_000_000_007, usize::MAX] {
+            let mut s = String::from("x[");
+            push_decimal(&mut s, n);
+            assert_eq!(s, format!("x[{n}"));
+        }
+    }
 }
