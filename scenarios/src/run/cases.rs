@@ -196,15 +196,14 @@ pub fn run_cases_observed(
         })
         .collect();
     let slots: Vec<Slot> = runs.iter().map(|_| Mutex::new(None)).collect();
-    // A finished case's results: copied for `case_done`, moved out at the end.
-    let result_of = |k: usize, moved: bool| {
-        let mut slot = slots[k]
+    let slot = |k: usize| {
+        slots[k]
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let result = if moved { slot.take() } else { slot.clone() };
-        result.expect("every run of a finished case has a result")
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     };
-    let case_result = |i: usize, moved: bool| {
+    // A finished case's results, moved out of their slots (no other run
+    // writes them once the case is finished).
+    let case_result = |i: usize| {
         let c = &cases[i];
         CaseResult {
             index: c.index,
@@ -212,8 +211,19 @@ pub fn run_cases_observed(
             seed: c.seed,
             values: c.values.clone(),
             results: (first_run[i]..first_run[i] + c.variants.len())
-                .map(|k| result_of(k, moved))
+                .map(|k| {
+                    slot(k)
+                        .take()
+                        .expect("every run of a finished case has a result")
+                })
                 .collect(),
+        }
+    };
+    // Shown to `case_done`, then put back for the end: not copied (a copy
+    // of 512 CPUs' line results was a visible part of a short run).
+    let put_back = |i: usize, result: CaseResult| {
+        for (k, r) in (first_run[i]..).zip(result.results) {
+            *slot(k) = Some(r);
         }
     };
     runs.par_iter().enumerate().for_each(|(k, &(i, v))| {
@@ -221,17 +231,17 @@ pub fn run_cases_observed(
             let _memory = budget.admit(v.run_bytes);
             run_variant(v)
         };
-        *slots[k]
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(r);
+        *slot(k) = Some(r);
         run_done();
         if remaining[i].fetch_sub(1, Ordering::AcqRel) == 1 {
-            case_done(&cases[i], &case_result(i, false));
+            let result = case_result(i);
+            case_done(&cases[i], &result);
+            put_back(i, result);
         }
     });
     (0..cases.len())
         .map(|i| {
-            let result = case_result(i, true);
+            let result = case_result(i);
             if cases[i].variants.is_empty() {
                 case_done(&cases[i], &result);
             }
