@@ -10,7 +10,7 @@ use models::library::Module;
 use sim_core::script::ast::SourcePos;
 use toml::de::DeTable;
 
-use crate::format::document::library_of_procedure;
+use crate::format::document::ProcedureLibraries;
 use crate::format::error::{Place, SourceFile};
 use crate::format::schema::ScenarioDoc;
 use crate::format::LoadedScenario;
@@ -45,8 +45,9 @@ impl ScriptSources {
     /// The texts of `doc`'s scripts and procedures, in `loaded`'s file.
     pub fn of(loaded: &LoadedScenario, doc: &ScenarioDoc) -> ScriptSources {
         let mut texts = Vec::new();
+        let libraries = ProcedureLibraries::of(doc);
         for (name, p) in &doc.procedures {
-            let text = match library_of_procedure(doc, name) {
+            let text = match libraries.module(doc, name) {
                 Some(module) => ScriptText::Library(module),
                 None => ScriptText::InFile(p.body.span()),
             };

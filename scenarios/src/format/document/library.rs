@@ -240,15 +240,48 @@ pub(super) fn respan<'i>(value: Spanned<DeValue<'i>>, span: &Range<usize>) -> Sp
 /// library's entry as merged (not the scenario's own, nor replaced by a
 /// patch): its body is spanned at one of the `use` entries.
 pub fn library_of_procedure(doc: &ScenarioDoc, name: &str) -> Option<&'static Module> {
-    let body = doc.procedures.get(name)?.body.span();
-    if !doc.uses.iter().any(|u| u.span() == body) {
-        return None;
+    ProcedureLibraries::of(doc).module(doc, name)
+}
+
+/// [`library_of_procedure`] for any procedure of one document: the used
+/// modules' `[procedures.NAME]` headers read once, each name with the
+/// first module (in `use` closure order) that has it. (Reading every
+/// module's text again for each procedure was a visible part of building
+/// a case that uses a large module.)
+pub struct ProcedureLibraries {
+    headers: Vec<(&'static str, &'static Module)>,
+}
+
+impl ProcedureLibraries {
+    pub fn of(doc: &ScenarioDoc) -> ProcedureLibraries {
+        let used: Vec<&str> = doc.uses.iter().map(|u| u.get_ref().as_str()).collect();
+        let mut headers = Vec::new();
+        for m in library::closure(&used) {
+            for line in m.text.lines() {
+                let name = line
+                    .trim()
+                    .strip_prefix("[procedures.")
+                    .and_then(|rest| rest.strip_suffix(']'));
+                if let Some(name) = name {
+                    headers.push((name, m));
+                }
+            }
+        }
+        ProcedureLibraries { headers }
     }
-    let used: Vec<&str> = doc.uses.iter().map(|u| u.get_ref().as_str()).collect();
-    let header = format!("[procedures.{name}]");
-    library::closure(&used)
-        .into_iter()
-        .find(|m| m.text.lines().any(|l| l.trim() == header))
+
+    /// The library module procedure `name` of `doc` comes from (see
+    /// [`library_of_procedure`]).
+    pub fn module(&self, doc: &ScenarioDoc, name: &str) -> Option<&'static Module> {
+        let body = doc.procedures.get(name)?.body.span();
+        if !doc.uses.iter().any(|u| u.span() == body) {
+            return None;
+        }
+        self.headers
+            .iter()
+            .find(|(header, _)| *header == name)
+            .map(|&(_, m)| m)
+    }
 }
 
 #[cfg(test)]

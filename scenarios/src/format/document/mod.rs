@@ -51,7 +51,7 @@ mod library;
 pub(super) mod patch;
 pub(super) mod tree;
 
-pub use library::library_of_procedure;
+pub use library::{library_of_procedure, ProcedureLibraries};
 
 use std::ops::Range;
 use std::path::Path;
