@@ -39,6 +39,14 @@ pub(super) fn write_value(bytes: &mut [u8], address: u64, size: u32, value: i64)
     }
 }
 
+/// What an access's issue reads of its CPU: its Linux CPU, clock and core.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct IssueAt {
+    pub(super) cpu: LinuxCpu,
+    pub(super) now: Cycle,
+    pub(super) core: u32,
+}
+
 impl Simulation<'_> {
     pub(super) fn load(
         &mut self,
@@ -279,10 +287,36 @@ impl Simulation<'_> {
         hold: Cycles,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        let unit = self.memory.unit_of(pending.address);
-        // The CPU looked up once for what it says here.
         let cpu = &self.cpus[i];
-        let (cpu_id, now, core) = (cpu.spec.cpu, cpu.now, cpu.core);
+        let at = IssueAt {
+            cpu: cpu.spec.cpu,
+            now: cpu.now,
+            core: cpu.core,
+        };
+        self.issue_at(i, at, pending, need, hold, probe)?;
+        Ok(())
+    }
+
+    /// [`Simulation::issue_inline`] with what it reads of the CPU given by
+    /// a caller that has it at hand (`issue_head`). Answers whether the CPU
+    /// is parked at the line, waiting for the home to serve it (false
+    /// where that is not known without looking at it again).
+    #[inline(always)]
+    pub(super) fn issue_at(
+        &mut self,
+        i: CpuIndex,
+        at: IssueAt,
+        pending: PendingAccess,
+        need: Need,
+        hold: Cycles,
+        probe: &mut dyn Probe,
+    ) -> Result<bool, SimError> {
+        let unit = self.memory.unit_of(pending.address);
+        let IssueAt {
+            cpu: cpu_id,
+            now,
+            core,
+        } = at;
         // A load to a line the core is still fetching shares that fetch
         // (`in_flight`).
         let arriving = pending.op.is_none()
@@ -303,11 +337,13 @@ impl Simulation<'_> {
                 self.poll_line_reached(unit, probe);
             }
             if arriving {
-                return self.load_in_flight(i, &pending, &report, true, probe);
+                return self
+                    .load_in_flight(i, &pending, &report, true, probe)
+                    .map(|()| false);
             }
             if pending.op.is_none() && !self.cpus[i].deferred.is_empty() {
                 // Behind a load queued at its home (`in_flight`).
-                return self.defer_hit(i, &pending, report);
+                return self.defer_hit(i, &pending, report).map(|()| false);
             }
             self.complete_access(i, &pending, &report, probe)?;
             if pending.op.is_none() {
@@ -315,7 +351,7 @@ impl Simulation<'_> {
                 let latency = report.done - report.issued;
                 self.poll_load_hit(i, &pending, report.issued, value, latency);
             }
-            return Ok(());
+            return Ok(false);
         }
         if pending.op.is_none()
             && self.cpus[i]
@@ -325,10 +361,11 @@ impl Simulation<'_> {
         {
             // An older load of the CPU is queued for the line: this one
             // shares its request (`in_flight`).
-            return self.queue_load(i, pending, unit, true);
+            return self.queue_load(i, pending, unit, true).map(|()| false);
         }
         self.poll_line_reached(unit, probe);
         let misses = self.demand_misses(cpu_id, unit, need);
+        let mut parked = false;
         match self.coherence.request_after_miss(
             self.topology,
             now,
@@ -373,6 +410,7 @@ impl Simulation<'_> {
                     cpu.pending = Some(pending);
                     cpu.wait = Wait::Line;
                     cpu.wait_since = cpu.now;
+                    parked = true;
                     let (window_entries, frame) = (cpu.window_entries, cpu.frame);
                     if pending.op.is_some()
                         && window_entries != 0
@@ -382,6 +420,7 @@ impl Simulation<'_> {
                         let old = self.read_value(pending.address, pending.size_bytes);
                         let waiting = Waiting::Queued(old);
                         self.shadow_run_past_lock(i, now, waiting, Vec::new(), probe)?;
+                        parked = false;
                     }
                 }
             }
@@ -389,7 +428,7 @@ impl Simulation<'_> {
         if misses {
             self.prefetch_buddy(i, unit, now, pending.field_id, probe)?;
         }
-        Ok(())
+        Ok(parked)
     }
 
     /// The value part of a load or atomic, once the line is there.
@@ -401,11 +440,13 @@ impl Simulation<'_> {
         report: &AccessReport,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        self.complete_access_inline(i, p, report, probe)
+        self.complete_access_inline(i, p, report, probe)?;
+        Ok(())
     }
 
     /// [`Simulation::complete_access`], always inline: at the home's serve
-    /// of a waiting CPU (`finish_pending`, every contended handover).
+    /// of a waiting CPU (`line_free`, every contended handover). Returns
+    /// the CPU's clock after the access, read while the CPU is at hand.
     #[inline(always)]
     fn complete_access_inline(
         &mut self,
@@ -413,7 +454,7 @@ impl Simulation<'_> {
         p: &PendingAccess,
         report: &AccessReport,
         probe: &mut dyn Probe,
-    ) -> Result<(), SimError> {
+    ) -> Result<Cycle, SimError> {
         let old = self.read_value(p.address, p.size_bytes);
         let old = p.bits.map_or(old, |b| b.extract(old));
         let (kind, written) = match p.op {
@@ -490,27 +531,12 @@ impl Simulation<'_> {
         {
             cpu.frame.pc += 2;
             count_shortcut!(self.shortcut_entries, 5);
-            return Ok(());
+            return Ok(cpu.now);
         }
+        let now = cpu.now;
         self.push(i, old)?;
         self.advance_pc(i);
-        Ok(())
-    }
-
-    /// Completes a queued load or atomic; returns when its CPU goes on (the
-    /// caller schedules its resume).
-    pub(super) fn finish_pending(
-        &mut self,
-        i: CpuIndex,
-        report: &AccessReport,
-        probe: &mut dyn Probe,
-    ) -> Result<Option<Cycle>, SimError> {
-        let Some(p) = self.cpus[i].pending.take() else {
-            return Ok(None);
-        };
-        self.cpus[i].wait = Wait::None;
-        self.complete_access_inline(i, &p, report, probe)?;
-        Ok(Some(self.cpus[i].now))
+        Ok(now)
     }
 
     /// A line's transaction has ended: serve the next waiting request.
@@ -559,20 +585,20 @@ impl Simulation<'_> {
                         }
                     }
                     RequestKind::Drain => self.finish_drain(i, &report, probe),
-                    RequestKind::Demand
-                        if self.cpus[i]
-                            .deferred
-                            .iter()
-                            .any(|d| d.unserved && d.unit == unit) =>
-                    {
-                        // A queued load that did not hold its CPU: the CPU
-                        // goes on from here only if it waits for it.
-                        resume = self
-                            .serve_deferred(i, unit, at, &report, probe)
-                            .map(|now| (now, i));
-                    }
                     RequestKind::Demand => {
-                        if let Some(now) = self.finish_pending(i, &report, probe)? {
+                        // The CPU looked up once for both questions.
+                        let cpu = &mut self.cpus[i];
+                        if cpu.deferred.iter().any(|d| d.unserved && d.unit == unit) {
+                            // A queued load that did not hold its CPU: the
+                            // CPU goes on from here only if it waits for it.
+                            resume = self
+                                .serve_deferred(i, unit, at, &report, probe)
+                                .map(|now| (now, i));
+                        } else if let Some(p) = cpu.pending.take() {
+                            // The waiting load or atomic completed; the CPU
+                            // goes on (its resume is scheduled below).
+                            cpu.wait = Wait::None;
+                            let now = self.complete_access_inline(i, &p, &report, probe)?;
                             resume = Some((now, i));
                         }
                     }

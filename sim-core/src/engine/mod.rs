@@ -1293,13 +1293,15 @@ impl<'c> Simulation<'c> {
                     let i = CpuIndex::new(target);
                     // The contended counter's resume, ended where it
                     // issues its atomic again: `run_cpu` would find the CPU
-                    // waiting and return, so it is not called.
-                    if self.any_atomic_heads {
-                        self.end_iteration_into_atomic(i, cycle, probe)?;
-                    }
-                    let cpu = &self.cpus[i];
-                    if !cpu.finished && cpu.wait == Wait::None {
-                        self.run_cpu(i, probe)?;
+                    // waiting and return, so it is not called (nor the CPU
+                    // looked at again once it is known to be parked).
+                    let may_run = !self.any_atomic_heads
+                        || self.end_iteration_into_atomic(i, cycle, probe)?;
+                    if may_run {
+                        let cpu = &self.cpus[i];
+                        if !cpu.finished && cpu.wait == Wait::None {
+                            self.run_cpu(i, probe)?;
+                        }
                     }
                 }
                 EventKind::DrainDone => self.drain_done(CpuIndex::new(target), cycle, probe)?,

@@ -854,17 +854,20 @@ impl Simulation<'_> {
     #[inline(always)]
     pub(super) fn end_iteration(&mut self, i: CpuIndex, probe: &mut dyn Probe) {
         let warmup = self.config.warmup_iterations;
-        let measured = self.cpus[i].iteration >= warmup;
         // Before `on_iteration`, which may start the measured window; a
         // measured iteration's at the end of the run where the probe allows
         // it (`Probe::measured_hits_at_end`).
         if self.private.summed
             && self.private.slots > 0
-            && !(measured && self.private.measured_at_end)
+            && !(self.cpus[i].iteration >= warmup && self.private.measured_at_end)
         {
             self.report_private_hits(i, probe);
         }
+        // Looked up once here (not before the private hits' report, which
+        // needs the whole simulation): every iteration's end of the
+        // contended handover comes this way.
         let cpu = &mut self.cpus[i];
+        let measured = cpu.iteration >= warmup;
         if measured && self.summed.iterations {
             count_shortcut!(self.shortcut_entries, 10);
             let cycles = (cpu.now - cpu.iteration_start).get();

@@ -8,6 +8,7 @@
 //! Each must leave everything as stepping would
 //! (`sim-core/tests/shortcuts.rs`).
 
+use crate::engine::access::IssueAt;
 use crate::engine::store_buffer::STORE_POST_CYCLES;
 use crate::engine::*;
 
@@ -828,27 +829,26 @@ impl Simulation<'_> {
         {
             return Ok(false);
         }
-        self.issue_head(i, head, operand, now, probe)?;
+        let at = enter_head(&mut self.memory_ops, &mut self.cpus[i], now);
+        self.issue_head(i, head, operand, at, probe)?;
         Ok(true)
     }
 
-    /// Issues `head`'s atomic for CPU `i` at `now`, with `operand` pushed:
-    /// what the push and `atomic` leave, once every check is made.
+    /// Issues `head`'s atomic for CPU `i` at `at`, with `operand` pushed:
+    /// what the push and `atomic` leave, once every check is made and
+    /// [`enter_head`] has moved the CPU to the atomic. Answers whether the
+    /// CPU is parked at the line ([`Simulation::issue_at`]).
     #[inline(always)]
     fn issue_head(
         &mut self,
         i: CpuIndex,
         head: AtomicHead,
         operand: i64,
-        now: Cycle,
+        at: IssueAt,
         probe: &mut dyn Probe,
-    ) -> Result<(), SimError> {
-        // At the atomic, as `atomic` leaves it (its completion moves on).
-        let cpu = &mut self.cpus[i];
-        cpu.frame.pc += 1;
-        count_accesses(&mut self.memory_ops, cpu, 1);
+    ) -> Result<bool, SimError> {
         self.position = spin::Position {
-            access: Some((now, i)),
+            access: Some((at.now, i)),
             ..self.position
         };
         let pending = PendingAccess {
@@ -862,9 +862,9 @@ impl Simulation<'_> {
             discard: head.discarded,
         };
         let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
-        self.issue_inline(i, pending, Need::Write, hold, probe)?;
+        let parked = self.issue_at(i, at, pending, Need::Write, hold, probe)?;
         count_shortcut!(self.shortcut_entries, 5);
-        Ok(())
+        Ok(parked)
     }
 
     /// The resume of a CPU at its iteration's end whose next iteration
@@ -883,13 +883,16 @@ impl Simulation<'_> {
     /// first in the (cycle, key) order and nothing has been queued since
     /// before it, so at that cycle the CPU's turn is known to have come and
     /// is not computed again.
+    ///
+    /// Answers false when the CPU is known to be parked at its line (the
+    /// event loop need not look at it again), true otherwise.
     #[inline]
     pub(in crate::engine) fn end_iteration_into_atomic(
         &mut self,
         i: CpuIndex,
         event_cycle: Cycle,
         probe: &mut dyn Probe,
-    ) -> Result<(), SimError> {
+    ) -> Result<bool, SimError> {
         // The CPU looked up once for the checks and the count below.
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
@@ -906,17 +909,17 @@ impl Simulation<'_> {
             || (cpu.window_entries > 0 && !cpu.window.is_empty())
             || (now == cpu.still_at && cpu.still_steps >= self.config.max_steps_without_time)
         {
-            return Ok(());
+            return Ok(true);
         }
         let code = cpu.frame.code as usize;
         let Some(&Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
-            return Ok(());
+            return Ok(true);
         };
         if !matches!(
             self.code_ops[code].get(cpu.frame.pc as usize),
             Some(Op::EndIteration)
         ) {
-            return Ok(());
+            return Ok(true);
         }
         // `run_cpu`'s count of steps without time, then `step`.
         if now == cpu.still_at {
@@ -927,30 +930,38 @@ impl Simulation<'_> {
         }
         count_shortcut!(self.shortcut_entries, 5);
         self.end_iteration(i, probe);
+        debug_assert!(
+            now != event_cycle || !self.must_yield(now, i),
+            "the resume's turn has come"
+        );
         let cpu = &mut self.cpus[i];
         cpu.dispatched += 1;
         // `fused_atomic`, after an iteration's end: the CPU at its script's
         // start (`head`), with an empty stack and fresh locals; its clock,
         // store buffer and loads as the checks above found them.
         if cpu.finished {
-            return Ok(());
+            return Ok(true);
         }
         let operand = match head.operand {
             Operand::Const(v) => v,
             Operand::Local(slot) => match cpu.locals.get(slot as usize) {
                 Some(&v) => v,
-                None => return Ok(()),
+                None => return Ok(true),
             },
-            Operand::Private(_) => return Ok(()),
+            Operand::Private(_) => return Ok(true),
         };
-        if now != event_cycle && !self.private.only[i.get()] && self.must_yield(now, i) {
-            return Ok(());
-        }
-        debug_assert!(
-            now != event_cycle || !self.must_yield(now, i),
-            "the resume's turn has come"
-        );
-        self.issue_head(i, head, operand, now, probe)
+        // The CPU kept at hand where the turn is known to have come (the
+        // usual case), looked up again after the turn rule otherwise.
+        let cpu = if now != event_cycle {
+            if !self.private.only[i.get()] && self.must_yield(now, i) {
+                return Ok(true);
+            }
+            &mut self.cpus[i]
+        } else {
+            cpu
+        };
+        let at = enter_head(&mut self.memory_ops, cpu, now);
+        Ok(!self.issue_head(i, head, operand, at, probe)?)
     }
 
     /// Runs CPU `i` ahead of the event queue as far as it can without
@@ -1086,5 +1097,19 @@ impl Simulation<'_> {
             None => Ok(()),
             Some(e) => Err(*e),
         }
+    }
+}
+
+/// CPU `cpu` at an `AtomicHead`'s atomic, as the push of its operand and
+/// `atomic` leave it (its completion moves on), its access counted: what
+/// the atomic's issue at `now` reads of it.
+#[inline(always)]
+fn enter_head(memory_ops: &mut u64, cpu: &mut Cpu, now: Cycle) -> IssueAt {
+    cpu.frame.pc += 1;
+    count_accesses(memory_ops, cpu, 1);
+    IssueAt {
+        cpu: cpu.spec.cpu,
+        now,
+        core: cpu.core,
     }
 }
