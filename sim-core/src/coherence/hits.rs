@@ -8,8 +8,10 @@ impl Coherence {
     /// The fast path: `Some(done)` when `cpu` can complete the access from
     /// its own core's cache without a transaction, changing nothing else.
     /// `hold_cycles` is the execution time of an atomic (0 for loads and
-    /// stores); the line stays locked for it.
-    #[inline]
+    /// stores); the line stays locked for it. Always inline: the queued
+    /// line's refusal (every contended access's first answer) is a load and
+    /// a branch at the caller, not a call.
+    #[inline(always)]
     pub fn try_hit(
         &mut self,
         topology: &Topology,

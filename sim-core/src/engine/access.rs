@@ -621,13 +621,14 @@ impl Simulation<'_> {
             if !self.options.direct_resume {
                 return false;
             }
-            // The turn rule, against the queue and the line's next free.
-            !self.must_yield(now, i)
-                && line_free_at.is_none_or(|(free, free_key)| {
-                    now < free
-                        || (now == free
-                            && resume_position(self.tie_seed, now, i) < (free, free_key))
-                })
+            // The turn rule, against the queue and the line's next free. At
+            // the free's own cycle the resume goes first: a resume's class
+            // comes before a line's free in every key (`event_class`), so
+            // the keys' hashes need not be computed to compare them.
+            debug_assert!(line_free_at.is_none_or(|(free, free_key)| {
+                resume_position(self.tie_seed, free, i) < (free, free_key)
+            }));
+            !self.must_yield(now, i) && line_free_at.is_none_or(|(free, _)| now <= free)
         });
         if direct.is_some() {
             count_shortcut!(self.shortcut_entries, 6);
@@ -648,7 +649,7 @@ impl Simulation<'_> {
     /// cache cannot answer it, a load on a line it holds no copy of, or a
     /// write (RFO) on a line it does not hold writable: an RFO for a Shared
     /// copy misses too, since the request for ownership leaves the core.
-    #[inline]
+    #[inline(always)]
     pub(super) fn demand_misses(&self, cpu: LinuxCpu, unit: usize, need: Need) -> bool {
         if !self.prefetch_buddies {
             return false;
