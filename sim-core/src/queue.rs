@@ -151,6 +151,10 @@ pub(crate) struct EventQueue {
     /// The earliest queued event (`NO_EVENT` when none): the engine asks
     /// for it before every access, far more often than it pushes or pops.
     next: Event,
+    /// Events queued, wherever they are: the engine asks for it after
+    /// every event (its in-flight bound), and a push into an empty queue
+    /// needs only it.
+    len: usize,
 }
 
 /// What `next` says of an empty queue.
@@ -175,6 +179,7 @@ impl Default for EventQueue {
             alone: false,
             alone_event: Event { cycle: 0, key: 0 },
             next: NO_EVENT,
+            len: 0,
         }
     }
 }
@@ -186,16 +191,12 @@ impl EventQueue {
     /// per handover) is inline at the caller; the rest is out of line.
     #[inline(always)]
     pub fn push(&mut self, cycle: u64, key: u64) {
-        // Empty (`alone` counts in `in_ring`).
-        if !self.heap_only
-            && self.in_ring == 0
-            && self.current.is_empty()
-            && self.later.is_empty()
-            && cycle >= self.base
-            && cycle - self.base < RING_CYCLES
-        {
+        let empty = self.len == 0;
+        self.len += 1;
+        if empty && !self.heap_only && cycle >= self.base && cycle - self.base < RING_CYCLES {
             // `next` is `NO_EVENT`, after every event.
             debug_assert!(!self.alone && self.next == NO_EVENT);
+            debug_assert!(self.in_ring == 0 && self.current.is_empty() && self.later.is_empty());
             let event = Event { cycle, key };
             self.next = event;
             self.alone = true;
@@ -308,12 +309,14 @@ impl EventQueue {
             debug_assert!(!self.heap_only && self.current.is_empty() && self.later.is_empty());
             self.alone = false;
             self.in_ring = 0;
+            self.len = 0;
             let event = self.alone_event;
             self.base = self.base.max(event.cycle);
             self.next = NO_EVENT;
             return Some(event);
         }
         let event = self.take()?;
+        self.len -= 1;
         self.next = self.earliest();
         Some(event)
     }
@@ -457,7 +460,11 @@ impl EventQueue {
     }
 
     pub fn len(&self) -> usize {
-        self.in_ring + self.current.len() + self.later.len()
+        debug_assert_eq!(
+            self.len,
+            self.in_ring + self.current.len() + self.later.len()
+        );
+        self.len
     }
 }
 
