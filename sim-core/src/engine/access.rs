@@ -45,6 +45,9 @@ pub(super) struct IssueAt {
     pub(super) cpu: LinuxCpu,
     pub(super) now: Cycle,
     pub(super) core: u32,
+    /// `fetches_ahead` for the access queued at its line, when the caller
+    /// knows it (a fused atomic's, tabled in its `AtomicHead`).
+    pub(super) fetches_ahead_queued: Option<bool>,
 }
 
 impl Simulation<'_> {
@@ -292,6 +295,7 @@ impl Simulation<'_> {
             cpu: cpu.spec.cpu,
             now: cpu.now,
             core: cpu.core,
+            fetches_ahead_queued: None,
         };
         self.issue_at(i, at, pending, need, hold, probe)?;
         Ok(())
@@ -316,6 +320,7 @@ impl Simulation<'_> {
             cpu: cpu_id,
             now,
             core,
+            fetches_ahead_queued,
         } = at;
         // A load to a line the core is still fetching shares that fetch
         // (`in_flight`).
@@ -414,7 +419,8 @@ impl Simulation<'_> {
                     let (window_entries, frame) = (cpu.window_entries, cpu.frame);
                     if pending.op.is_some()
                         && window_entries != 0
-                        && self.fetches_ahead(frame, Waiting::Queued(0))
+                        && fetches_ahead_queued
+                            .unwrap_or_else(|| self.fetches_ahead(frame, Waiting::Queued(0)))
                     {
                         // Its value predicted as the line's now.
                         let old = self.read_value(pending.address, pending.size_bytes);

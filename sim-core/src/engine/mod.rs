@@ -753,6 +753,9 @@ struct AtomicHead {
     target: Target,
     /// The operation after the atomic drops its value (`Op::Pop`).
     discarded: bool,
+    /// A shadow run from past the atomic, queued at its line, can fetch
+    /// something (`Simulation::fetches_ahead`), tabled once per head.
+    fetches_ahead_queued: bool,
 }
 
 /// CPU `cpu`'s random stream (`random(n)`): one ChaCha stream per CPU,

@@ -738,11 +738,13 @@ impl Simulation<'_> {
             })
             .collect();
         let global_targets = &self.global_targets;
+        let reaches_access = &self.reaches_access;
         let fused_atomics = self.options.fused_atomics;
         self.atomic_heads = self
             .code_ops
             .iter()
-            .map(|ops| {
+            .enumerate()
+            .map(|(code, ops)| {
                 if !fused_atomics {
                     return Vec::new();
                 }
@@ -757,6 +759,12 @@ impl Simulation<'_> {
                                 .expect("fused only where the place has a fixed target"),
                             // The push at `pc`, the atomic, then the pop.
                             discarded: ops.get(pc + 2) == Some(&Op::Pop),
+                            // `fetches_ahead` of the atomic queued: from
+                            // the operation after it.
+                            fetches_ahead_queued: reaches_access[code]
+                                .get(pc + 2)
+                                .copied()
+                                .unwrap_or(false),
                         })
                     })
                     .collect()
@@ -862,6 +870,10 @@ impl Simulation<'_> {
             discard: head.discarded,
         };
         let hold = Cycles::new(self.topology.spec.latency.locked_op_cycles);
+        let at = IssueAt {
+            fetches_ahead_queued: Some(head.fetches_ahead_queued),
+            ..at
+        };
         let parked = self.issue_at(i, at, pending, Need::Write, hold, probe)?;
         count_shortcut!(self.shortcut_entries, 5);
         Ok(parked)
@@ -1111,5 +1123,6 @@ fn enter_head(memory_ops: &mut u64, cpu: &mut Cpu, now: Cycle) -> IssueAt {
         cpu: cpu.spec.cpu,
         now,
         core: cpu.core,
+        fetches_ahead_queued: None,
     }
 }
