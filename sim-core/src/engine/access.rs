@@ -279,10 +279,11 @@ impl Simulation<'_> {
         self.issue_inline(i, pending, need, hold, probe)
     }
 
-    /// [`Simulation::issue`], always inline: for a fused atomic
-    /// (`issue_head`, every contended handover's next atomic).
+    /// [`Simulation::issue`]'s body: the CPU's number, clock and core
+    /// looked up, then [`Simulation::issue_at`] (which a fused atomic's
+    /// issue, `issue_head`, calls with them at hand).
     #[inline(always)]
-    pub(super) fn issue_inline(
+    fn issue_inline(
         &mut self,
         i: CpuIndex,
         pending: PendingAccess,
