@@ -597,6 +597,16 @@ fn a_store_into_an_owned_line_is_posted_and_an_atomic_after_it_waits_for_its_wri
     // So does a fence.
     let fenced = owned_lines_iteration("work 50\nwork 50\na.v = 1\nfence\nfetch_add(b.v, 1)");
     assert_eq!(fenced, close);
+    // And so does a futex operation (the kernel's futex_wake and
+    // futex_wait each issue a full barrier first), with work after it
+    // before the locked instruction.
+    let woke_apart = owned_lines_iteration(
+        "work 50\na.v = 1\nwork 50\nlet w = futex_wake(&b.v, 1)\nwork 50\nfetch_add(b.v, 1)",
+    );
+    let woke_close = owned_lines_iteration(
+        "work 50\nwork 50\na.v = 1\nlet w = futex_wake(&b.v, 1)\nwork 50\nfetch_add(b.v, 1)",
+    );
+    assert_eq!(woke_close - woke_apart, l.l1_hit_cycles - 1);
 }
 
 // ---------------------------------------------------------------------------

@@ -677,7 +677,20 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let cpu = &mut self.cpus[i];
-        if cpu.store_written_at > cpu.now && matches!(op, Op::Atomic(..) | Op::Fence) {
+        // What waits for the store buffer to drain waits for a posted store
+        // too: a locked instruction, a fence, and the futex operations. The
+        // kernel's futex_wake issues a full barrier before it looks for
+        // waiters (futex_hb_waiters_pending: smp_mb(), "Full barrier (B)",
+        // kernel/futex/futex.h) and futex_wait one before it reads the word
+        // (futex_q_lock: futex_hb_waiters_inc's atomic_inc and
+        // smp_mb__after_atomic(), "Full barrier (A)"); on x86 each is a
+        // locked instruction, which drains the store buffer (`sched::futex`
+        // waits for a buffered store likewise).
+        let fenced = matches!(
+            op,
+            Op::Atomic(..) | Op::Fence | Op::Builtin(Builtin::FutexWait | Builtin::FutexWake)
+        );
+        if cpu.store_written_at > cpu.now && fenced {
             // A store the empty buffer took at once is still being written
             // into its line: waited for as a drain (`store`); the operation
             // is stepped again at the new cycle (an access takes its turn).
