@@ -90,9 +90,16 @@ pub const MODULES: &[Module] = &[
         text: include_str!("locks/local_lock.toml"),
     },
     Module {
+        name: "locks/spinlock",
+        summary: "the kernel's `spin_lock(p)` / `spin_unlock(p)` (preemption off, then qspinlock) and `spin_lock_irqsave(p)` / `spin_unlock_irqrestore(p)` (interrupts off, preemption off, then qspinlock), as include/linux/spinlock_api_smp.h builds them",
+        requires: &["locks/local_lock", "locks/qspinlock", "sched/preempt"],
+        needs: "",
+        text: include_str!("locks/spinlock.toml"),
+    },
+    Module {
         name: "locks/percpu_spinlock",
-        summary: "a spinlock in per-CPU data taken with `spin_lock_irqsave` (interrupts off, then qspinlock): `percpu_spinlock_lock(p)`, `percpu_spinlock_unlock(p)`",
-        requires: &["locks/local_lock", "locks/qspinlock"],
+        summary: "a spinlock in per-CPU data taken with `spin_lock_irqsave` (interrupts off, preemption off, then qspinlock): `percpu_spinlock_lock(p)`, `percpu_spinlock_unlock(p)`",
+        requires: &["locks/spinlock"],
         needs: "",
         text: include_str!("locks/percpu_spinlock.toml"),
     },
@@ -225,6 +232,8 @@ mod tests {
                 "locks/local_lock",
                 "locks/cpu_relax",
                 "locks/qspinlock",
+                "sched/preempt",
+                "locks/spinlock",
                 "locks/percpu_spinlock",
                 "memcg/stock"
             ]
