@@ -148,7 +148,7 @@ pub const MODULES: &[Module] = &[
     Module {
         name: "counters/percpu_counter",
         summary: "`struct percpu_counter` with the kernel's batch: `percpu_counter_add(lock, count, counters, pcpu, amount, batch)` reads the struct's `counters` pointer, adds to this CPU's delta with preemption off, and folds into the shared count under its raw spinlock once the delta reaches the batch; `percpu_counter_read(count)`",
-        requires: &["locks/local_lock", "locks/qspinlock", "sched/preempt"],
+        requires: &["locks/spinlock", "sched/preempt"],
         needs: "",
         text: include_str!("counters/percpu_counter.toml"),
     },
