@@ -609,6 +609,41 @@ fn a_store_into_an_owned_line_is_posted_and_an_atomic_after_it_waits_for_its_wri
     assert_eq!(woke_close - woke_apart, l.l1_hit_cycles - 1);
 }
 
+/// CPU 0's first iteration of `script` over `a` and `b` (a line each,
+/// homed on its own node, both uncached at the start), alone on the machine.
+fn first_iteration(script: &str) -> u64 {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![line_struct()])
+        .instances(vec![global("a", "line", 0), global("b", "line", 0)])
+        .script("r", script)
+        .threads([0], "r")
+        .stop(StopRule::Iterations(1))
+        .run();
+    rec.log
+        .iter()
+        .find_map(|seen| match seen {
+            Seen::Iteration(0, 0, start, end) => Some(end - start),
+            _ => None,
+        })
+        .expect("CPU 0 finished its first iteration")
+}
+
+#[test]
+fn buffered_stores_into_an_owned_line_commit_one_a_cycle() {
+    // `a` is read first (Exclusive, so writable); the store to `b` misses
+    // and waits in the buffer, and the stores to `a` queue behind it. Once
+    // `b` is written, the buffer commits one store a cycle into the L1,
+    // pipelined (each write still takes an L1 access to reach its line),
+    // so the fence after four more stores waits four cycles longer, not
+    // four L1 accesses.
+    let l = small_machine(Protocol::Mesif, Lookup::Local).latency;
+    assert!(l.l1_hit_cycles > 1);
+    let one = first_iteration("let x = a.v\nb.v = 1\na.v = 1\nfence");
+    let five =
+        first_iteration("let x = a.v\nb.v = 1\na.v = 1\na.v = 2\na.v = 3\na.v = 4\na.v = 5\nfence");
+    assert_eq!(five - one, 4);
+}
+
 // ---------------------------------------------------------------------------
 // Determinism
 // ---------------------------------------------------------------------------

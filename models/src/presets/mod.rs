@@ -57,7 +57,7 @@ macro_rules! store_buffer_note {
     ($reason:literal) => {
         concat!(
             $reason,
-            "; a store costs the core 1 cycle to post (x86-TSO stores post; LLVM X86ScheduleZnver1.td's WriteStore has WriteRes's default latency, 1), also when the empty buffer writes it into an owned line at once: that write reaches the line an L1 access later, and a locked instruction or fence waits for it"
+            "; a store costs the core 1 cycle to post (x86-TSO stores post; LLVM X86ScheduleZnver1.td's WriteStore has WriteRes's default latency, 1), also when the empty buffer writes it into an owned line at once: that write reaches the line an L1 access later, and a locked instruction, fence or futex operation waits for it; a buffered store into an owned line leaves the buffer after 1 cycle (one store committed to the L1 per cycle, pipelined: Intel's published limit on Skylake, and T. Downs's 1 cycle per random store within the L1, 2019), its write reaching the line an L1 access later as well"
         )
     };
 }

@@ -281,9 +281,11 @@ struct Cpu {
     wait_since: Cycle,
     store_buffer: VecDeque<BufferedStore>,
     draining: bool,
-    /// When the last store taken at once by an empty buffer (`store`) is in
-    /// its line: the CPU went on after posting it, and a locked instruction
-    /// or a fence waits for it as for a buffered store's drain.
+    /// When the last store taken at once by an empty buffer (`store`), or
+    /// drained from the buffer into a line the core holds (`finish_drain`:
+    /// its entry leaves after its commit cycle), is in its line: a locked
+    /// instruction, a fence or a futex operation waits for it as for a
+    /// buffered store's drain.
     store_written_at: Cycle,
     pending: Option<PendingAccess>,
     /// Loaded values whose lines have not arrived (`in_flight`).

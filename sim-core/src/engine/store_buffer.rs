@@ -1,8 +1,10 @@
 //! The x86-TSO store buffer: stores drain in order, one line transaction
-//! at a time, and a CPU waiting for an entry or for the buffer to empty
+//! at a time (into a line the core holds, one commit a cycle, the L1 write
+//! behind it), and a CPU waiting for an entry or for the buffer to empty
 //! resumes when a drain completes.
 
 use super::*;
+use crate::coherence::Route;
 
 /// What a store costs the core: it retires into the store buffer and the
 /// CPU goes on the next cycle, whether or not the buffer writes the line at
@@ -10,6 +12,17 @@ use super::*;
 /// latency: X86ScheduleZnver1.td defines `WriteStore` on an AGU with
 /// `WriteRes`'s default latency, 1 cycle (TargetSchedule.td).
 pub(in crate::engine) const STORE_POST_CYCLES: Cycles = Cycles::new(1);
+
+/// How long a buffered store to a line the core holds keeps its entry: the
+/// buffer commits one store per cycle into the L1, pipelined, so the next
+/// entry goes on a cycle later while this one's write is still reaching the
+/// line (an L1 access). Intel publishes a limit of one store per cycle to
+/// the L1 on Skylake, and random stores within the L1 measure almost
+/// exactly 1 cycle each (T. Downs, "Random writes and microcode, oh my",
+/// 2019); AMD's Zen 1 has one store pipe. What waits for the buffer to
+/// drain waits for that write too (`Cpu::store_written_at`, as for a store
+/// the empty buffer took at once).
+const STORE_COMMIT_CYCLES: Cycles = Cycles::new(1);
 
 impl Simulation<'_> {
     pub(super) fn start_drain(
@@ -86,7 +99,17 @@ impl Simulation<'_> {
             stall_cycles: 0,
             misses_in_flight: 0,
         });
-        self.schedule(report.done, EventKind::DrainDone, i);
+        // A hit's entry leaves after its commit cycle (`STORE_COMMIT_CYCLES`);
+        // an entry that needed a transaction (or the SMT sibling's line)
+        // leaves once its line is here and written.
+        let leaves_at = if report.route == Route::Hit {
+            let cpu = &mut self.cpus[i];
+            cpu.store_written_at = cpu.store_written_at.max(report.done);
+            report.started + STORE_COMMIT_CYCLES
+        } else {
+            report.done
+        };
+        self.schedule(leaves_at, EventKind::DrainDone, i);
     }
 
     pub(super) fn drain_done(
