@@ -142,7 +142,7 @@ error: unknown library module `locks/tiket` in `use`
 3 | use = ["locks/tiket"]
   |        ^^^^^^^^^^^^^
   |
-  = valid: locks/tas, locks/ttas, locks/cpu_relax, locks/ticket, locks/mcs, locks/qspinlock, locks/local_lock, locks/percpu_spinlock, locks/mutex, locks/rwsem, locks/percpu_rwsem, measure/tsc, sched/preempt, counters/atomic, counters/percpu_counter, memcg/page_counter, memcg/stock
+  = valid: locks/tas, locks/ttas, locks/cpu_relax, locks/ticket, locks/mcs, locks/qspinlock, locks/local_lock, locks/spinlock, locks/percpu_spinlock, locks/mutex, locks/rwsem, locks/percpu_rwsem, measure/tsc, sched/preempt, counters/atomic, counters/percpu_counter, memcg/page_counter, memcg/stock
   = help: did you mean `locks/ticket`?
 "#,
     );

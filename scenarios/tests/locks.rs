@@ -236,6 +236,48 @@ script = "s"
 }
 
 #[test]
+fn spin_lock_irqsave_raises_the_preemption_count_and_local_lock_irqsave_does_not() {
+    // include/linux/spinlock_api_smp.h: __raw_spin_lock_irqsave is
+    // local_irq_save, preempt_disable, then the lock; its unlock drops the
+    // lock, restores interrupts, then preempt_enable. local_lock_irqsave on
+    // a !PREEMPT_RT kernel is local_irq_save alone
+    // (include/linux/local_lock_internal.h).
+    let text = r#"schema = 1
+machine = "icelake-sp-2s"
+use = ["locks/percpu_spinlock", "locks/spinlock"]
+[run]
+iterations = 10
+[structs.stock]
+fields = [{ name = "stock_lock", type = "spinlock_t" }]
+[instances.st]
+struct = "stock"
+kind = "per-cpu"
+[scripts]
+s = """
+percpu_spinlock_lock(&st.stock_lock)
+assert preempt_count.count == 1
+percpu_spinlock_unlock(&st.stock_lock)
+assert preempt_count.count == 0
+spin_lock(&st.stock_lock)
+assert preempt_count.count == 1
+spin_unlock(&st.stock_lock)
+local_lock_lock(0)
+assert preempt_count.count == 0
+local_lock_unlock(0)
+"""
+[[threads]]
+cpus = "0-1"
+script = "s"
+"#;
+    let built = &build(text)[0];
+    let outcome = run(&built.config, &mut Recorder::default()).expect("every assert holds");
+    // Per iteration of each of the two CPUs: for each of the two spinlock
+    // calls the lock word's cmpxchg and release and preempt_count's load
+    // and store twice; the four asserts' loads; nothing for the local_lock.
+    assert_eq!(outcome.memory_ops, 2 * 10 * (2 * (2 + 4) + 4));
+}
+
+#[test]
 fn the_local_lock_touches_no_memory() {
     // local_lock_irqsave without lockdep: interrupts off and on, nothing else.
     let text = r#"schema = 1
