@@ -266,13 +266,15 @@ fn memcg_stock_lock_keeps_its_orderings_at_full_length() {
     let rows = run(&shipped("memcg-stock-lock.toml"), &[]);
     assert_stock_lock_orderings(&rows);
     // consume_stock and refill_stock per call, each with the thread's
-    // rdtsc_ordered() bracket (`measure/tsc`), meet their 25 % targets, and
-    // so does consume_stock's spinlock-minus-local_lock difference: the
-    // locked instruction on a line CPU 8 holds costs its 8 cycles once and
-    // the unlocking store its posting cycle, 9 in all, against 10.2. The
-    // refill difference does not (the scenario's header: the machine's is
-    // 2.0 with the same lock code); it is held to its side, so that a
-    // change closing the gap updates this test and the header.
+    // rdtsc_ordered() bracket (`measure/tsc`), meet their 25 % targets.
+    // The spinlock-minus-local_lock differences do not: spin_lock_irqsave
+    // adds the locked instruction on a line CPU 8 holds (8 cycles), the
+    // unlocking store's posting cycle and the preemption count's increment
+    // and decrement, which the model charges L1 access by L1 access (13
+    // cycles), 22.9 in all against 10.2 and 2.0 (the scenario's header).
+    // Both are held to their side, so that a change closing the gap (a
+    // core that overlaps independent hits) updates this test and the
+    // header.
     let verdict = |label: &str| {
         let c = rows
             .iter()
@@ -283,14 +285,15 @@ fn memcg_stock_lock_keeps_its_orderings_at_full_length() {
     for label in [
         "consume_stock, local_lock",
         "consume_stock, spinlock",
-        "consume_stock, spinlock - local_lock",
         "refill_stock, local_lock",
         "refill_stock, spinlock",
     ] {
         assert_eq!(verdict(label).0, Some(true), "{label}\n{}", table(&rows));
     }
-    {
-        let label = "refill_stock, spinlock - local_lock";
+    for label in [
+        "consume_stock, spinlock - local_lock",
+        "refill_stock, spinlock - local_lock",
+    ] {
         let (met, over) = verdict(label);
         assert_eq!(
             met,
