@@ -639,6 +639,7 @@ impl Simulation<'_> {
             })
             .collect();
         let places = &self.program.places;
+        let reached = self.places_reached();
         // One slot per distinct field, however often the code names it
         // (`mine.a = mine.a + 1` names it twice): the places of a slot land
         // on the same bytes for every CPU, and one slot is one look at the
@@ -649,7 +650,11 @@ impl Simulation<'_> {
             .map(|p| {
                 let place = &places[p];
                 let fixed = !place.has_index && place.count > 0 && place.bits.is_none();
-                if !(self.private.place[p] && fixed) {
+                // A place no running code names gets none: a module's
+                // procedure that no script calls (sched/preempt's count,
+                // brought in with locks/spinlock by memcg/stock) would
+                // otherwise make every run ahead take the summed policy.
+                if !(self.private.place[p] && fixed && reached[p]) {
                     return None;
                 }
                 let bytes_of =
@@ -710,6 +715,49 @@ impl Simulation<'_> {
         self.private.targets = targets;
         self.private.hits = sums;
         self.private.lines = vec![super::hoisted::SlotLine::default(); slots as usize];
+    }
+
+    /// Per place, whether code that can run names it: the scripts of the
+    /// CPUs, the scheduler's switch hooks, and the procedures they call,
+    /// directly or through each other.
+    fn places_reached(&self) -> Vec<bool> {
+        let program = &self.program;
+        let mut reached = vec![false; program.places.len()];
+        let mut called = vec![false; program.procedures.len()];
+        let mut pending: Vec<&Code> = Vec::new();
+        let mut scripts = vec![false; program.scripts.len()];
+        for cpu in self.cpus.iter() {
+            let script = cpu.spec.script as usize;
+            if !scripts[script] {
+                scripts[script] = true;
+                pending.push(&program.scripts[script]);
+            }
+        }
+        let hooks = [
+            self.config.scheduler.switch_in,
+            self.config.scheduler.switch_out,
+        ];
+        for proc_index in hooks.into_iter().flatten() {
+            if !called[proc_index as usize] {
+                called[proc_index as usize] = true;
+                pending.push(&program.procedures[proc_index as usize]);
+            }
+        }
+        while let Some(code) = pending.pop() {
+            for op in &code.ops {
+                match *op {
+                    Op::Call(proc_index) if !called[proc_index as usize] => {
+                        called[proc_index as usize] = true;
+                        pending.push(&program.procedures[proc_index as usize]);
+                    }
+                    Op::Load(place) | Op::Store(place) | Op::Atomic(_, place) => {
+                        reached[place as usize] = true;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        reached
     }
 
     /// Builds the run-ahead loop's fused tables. Accesses to private places
