@@ -1784,6 +1784,46 @@ mod tests {
     }
 
     #[test]
+    fn a_private_place_gets_a_slot_only_where_running_code_names_it() {
+        // `mine.v` is private to each CPU; only a procedure names it. A
+        // procedure nobody calls (a library module's, brought in with one
+        // the scenario uses) must not put the run-ahead loop on its summed
+        // policy; one a script calls must.
+        use crate::script::compile::ProcedureSource;
+        for (script, slots) in [("work 3", 0), ("bump()\nwork 3", 1)] {
+            // The scripts compiled again below, with the procedure.
+            let mut config = config(&["work 3"; 3], StopRule::Iterations(4));
+            config.memory.instances.push(InstanceDef {
+                name: "mine".into(),
+                struct_index: 0,
+                kind: InstanceKind::PerCpu,
+                element_addresses: vec![128, 192, 256],
+                element_homes: vec![0, 0, 0],
+            });
+            config.memory.total_bytes = 320;
+            config.memory.unit_homes = vec![0; 5];
+            let procedures = [ProcedureSource {
+                name: "bump".into(),
+                params: vec![],
+                body: parse_block("mine.v = mine.v + 1").unwrap(),
+                cost_cycles: 0,
+            }];
+            let sources: Vec<ScriptSource> = (0..3)
+                .map(|n| ScriptSource {
+                    name: format!("s{n}"),
+                    body: parse_block(script).unwrap(),
+                })
+                .collect();
+            config.program = compile(&config.memory, &[], &procedures, &sources).unwrap();
+            let mut sim = Simulation::new(&config);
+            assert!(sim.private.place.iter().any(|&p| p), "{script:?}");
+            sim.resolve_private_targets();
+            assert_eq!(sim.private.slots, slots, "{script:?}");
+            run(&config, &mut NoProbe).unwrap();
+        }
+    }
+
+    #[test]
     fn a_deadlock_names_the_waiting_cpus_lines_and_states() {
         let scripts = [
             "fetch_add(lines[0].v, 1)\nwork 3",
