@@ -23,15 +23,21 @@ fn line_struct() -> StructSpec {
     strukt("line", vec![v])
 }
 
-/// How long CPU 0's first iteration took (the recorder's iteration log).
-fn first_iteration_cycles(rec: &testkit::Recorder) -> u64 {
+/// How long CPU 0's iteration `index` (from 0) took (the recorder's
+/// iteration log).
+fn cpu0_iteration_cycles(rec: &testkit::Recorder, index: u64) -> u64 {
     rec.log
         .iter()
         .find_map(|seen| match seen {
-            Seen::Iteration(0, 0, start, end) => Some(end - start),
+            Seen::Iteration(0, i, start, end) if *i == index => Some(end - start),
             _ => None,
         })
-        .expect("CPU 0 finished an iteration")
+        .expect("CPU 0 finished the iteration")
+}
+
+/// How long CPU 0's first iteration took.
+fn first_iteration_cycles(rec: &testkit::Recorder) -> u64 {
+    cpu0_iteration_cycles(rec, 0)
 }
 
 fn atomics(rec: &testkit::Recorder) -> Vec<&Access> {
@@ -543,24 +549,24 @@ fn store_buffering_litmus_forbids_both_zero_with_fences() {
     assert_eq!(store_buffering(true, 0), (1, 1));
 }
 
-/// CPU 0's third iteration of `script` over `a` and `b` (a line each,
-/// homed on its own node), alone on the machine: by then both lines are
-/// Modified in its core, so every access hits.
-fn owned_lines_iteration(script: &str) -> u64 {
+/// The cycles of CPU 0's iteration `index` (from 0) of `script` over `a`
+/// and `b` (a line each, homed on its own node, both uncached at the
+/// start), alone on the machine.
+fn iteration_cycles(script: &str, index: u64) -> u64 {
     let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
         .structs(vec![line_struct()])
         .instances(vec![global("a", "line", 0), global("b", "line", 0)])
         .script("r", script)
         .threads([0], "r")
-        .stop(StopRule::Iterations(3))
+        .stop(StopRule::Iterations(index + 1))
         .run();
-    rec.log
-        .iter()
-        .find_map(|seen| match seen {
-            Seen::Iteration(0, 2, start, end) => Some(end - start),
-            _ => None,
-        })
-        .expect("CPU 0 finished its third iteration")
+    cpu0_iteration_cycles(&rec, index)
+}
+
+/// CPU 0's third iteration: by then both lines are Modified in its core,
+/// so every access hits.
+fn owned_lines_iteration(script: &str) -> u64 {
+    iteration_cycles(script, 2)
 }
 
 #[test]
@@ -609,23 +615,9 @@ fn a_store_into_an_owned_line_is_posted_and_an_atomic_after_it_waits_for_its_wri
     assert_eq!(woke_close - woke_apart, l.l1_hit_cycles - 1);
 }
 
-/// CPU 0's first iteration of `script` over `a` and `b` (a line each,
-/// homed on its own node, both uncached at the start), alone on the machine.
+/// CPU 0's first iteration, both lines uncached at its start.
 fn first_iteration(script: &str) -> u64 {
-    let (_, rec) = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
-        .structs(vec![line_struct()])
-        .instances(vec![global("a", "line", 0), global("b", "line", 0)])
-        .script("r", script)
-        .threads([0], "r")
-        .stop(StopRule::Iterations(1))
-        .run();
-    rec.log
-        .iter()
-        .find_map(|seen| match seen {
-            Seen::Iteration(0, 0, start, end) => Some(end - start),
-            _ => None,
-        })
-        .expect("CPU 0 finished its first iteration")
+    iteration_cycles(script, 0)
 }
 
 #[test]
