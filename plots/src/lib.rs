@@ -139,7 +139,8 @@ pub struct FieldRow {
 }
 
 /// Per field, HITM and stall cycles side by side across variants (two
-/// panels, one per metric, each with a bar per variant).
+/// panels, one per metric, each with a bar per variant; a panel that would
+/// be 0 in every bar is left out, and the chart says so under its title).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttributionChart {
     pub title: String,
@@ -899,12 +900,39 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     };
     let hitm = per_variant(|r| &r.hitm);
     let stall = per_variant(|r| &r.stall_cycles);
+    // A panel whose every bar is 0 (a run without HITM transfers, most
+    // often) is left out, and a line under the title says so: an empty
+    // panel on a made-up 0-1 axis reads as a drawing error.
+    let zero = |get: fn(&FieldRow) -> &Vec<f64>| {
+        chart.rows.iter().all(|r| get(r).iter().all(|v| *v == 0.0))
+    };
+    let hitm_zero = zero(|r| &r.hitm);
+    let stall_zero = zero(|r| &r.stall_cycles);
+    if hitm_zero && stall_zero {
+        return Err(PlotError::Empty(
+            "the fields' values (0 in every panel)".into(),
+        ));
+    }
+    let note = if hitm_zero {
+        "No HITM transfers in this run (0 for every field in every variant): \
+         the HITM panel is left out"
+    } else if stall_zero {
+        "No cycles waited in this run (0 for every field in every variant): \
+         the waiting panel is left out"
+    } else {
+        ""
+    };
     let label_area = label_area_for(&names);
     let panel = 110 + (2 * k as u32 + 2) * 9 * chart.rows.len() as u32;
-    let width = (label_area + 700).max(800).max(title_width(&chart.title));
-    let height = 50 + 2 * panel;
+    let head_h: u32 = if note.is_empty() { 50 } else { 80 };
+    let width = (label_area + 700)
+        .max(800)
+        .max(title_width(&chart.title))
+        .max(text_width(note, 15.0) as u32 + 40);
+    let panels = if note.is_empty() { 2 } else { 1 };
+    let height = head_h + panels * panel;
     render(width, height, |root| {
-        let (head, body) = root.split_vertically(50);
+        let (head, body) = root.split_vertically(head_h);
         head.draw(&Text::new(
             chart.title.as_str(),
             (width as i32 / 2, 25),
@@ -913,27 +941,49 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
                 .pos(Pos::new(HPos::Center, VPos::Center)),
         ))
         .map_err(draw_err)?;
-        let (upper, lower) = body.split_vertically(panel);
-        hbars(
-            &upper,
-            "HITM (misses served from another core's modified line)",
-            &chart.hitm_label,
-            "field",
-            &names,
-            &hitm,
-            None,
-            label_area,
-        )?;
-        hbars(
-            &lower,
-            "Cycles waited on the field's accesses, stalled or spinning",
-            &chart.stall_label,
-            "field",
-            &names,
-            &stall,
-            None,
-            label_area,
-        )
+        if !note.is_empty() {
+            head.draw(&Text::new(
+                note,
+                (width as i32 / 2, 60),
+                TextStyle::from((FONT, 15).into_font())
+                    .color(&BLACK)
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            ))
+            .map_err(draw_err)?;
+        }
+        let hitm_panel = |area: &DrawingArea<SVGBackend<'_>, Shift>| {
+            hbars(
+                area,
+                "HITM (misses served from another core's modified line)",
+                &chart.hitm_label,
+                "field",
+                &names,
+                &hitm,
+                None,
+                label_area,
+            )
+        };
+        let stall_panel = |area: &DrawingArea<SVGBackend<'_>, Shift>| {
+            hbars(
+                area,
+                "Cycles waited on the field's accesses, stalled or spinning",
+                &chart.stall_label,
+                "field",
+                &names,
+                &stall,
+                None,
+                label_area,
+            )
+        };
+        if hitm_zero {
+            stall_panel(&body)
+        } else if stall_zero {
+            hitm_panel(&body)
+        } else {
+            let (upper, lower) = body.split_vertically(panel);
+            hitm_panel(&upper)?;
+            stall_panel(&lower)
+        }
     })
 }
 

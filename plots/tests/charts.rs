@@ -215,6 +215,28 @@ fn nothing_to_draw_is_an_error() {
 }
 
 #[test]
+fn a_run_without_hitm_draws_no_hitm_panel_and_says_so() {
+    let mut a = attribution_chart();
+    for r in &mut a.rows {
+        r.hitm.iter_mut().for_each(|v| *v = 0.0);
+    }
+    let svg = attribution(&a).unwrap();
+    dump("attribution-no-hitm.svg", &svg);
+    assert!(svg.contains("No HITM transfers in this run"), "{svg}");
+    assert!(
+        !svg.contains("HITM (misses served"),
+        "an empty HITM panel is drawn"
+    );
+    assert!(!svg.contains(&a.hitm_label), "an empty HITM axis is drawn");
+    assert!(svg.contains(&a.stall_label));
+    // Nothing at all to draw: no chart.
+    for r in &mut a.rows {
+        r.stall_cycles.iter_mut().for_each(|v| *v = 0.0);
+    }
+    assert!(matches!(attribution(&a), Err(PlotError::Empty(_))));
+}
+
+#[test]
 fn bad_values_are_errors() {
     let mut s = scaling_chart();
     s.series[0].points[0].1 = f64::NAN;
