@@ -9,8 +9,9 @@
 //! - `measured.svg`: when the scenario has measured figures, each one's
 //!   simulated value against it in units of its target (the band of one
 //!   target shaded), numbered as the `measured vs simulated` table;
-//! - `comparison.svg`: each variant's throughput change against the first
-//!   variant, in the last case of the sweep;
+//! - `comparison.svg`: each variant's throughput change against its
+//!   baseline (the first variant unless the scenario names another with
+//!   `baseline`), per case of a sweep;
 //! - `attribution.svg`: per field, HITM and stall cycles per iteration
 //!   across variants, in the last case;
 //! - `lines-STRUCT-VARIANT.svg`: each struct's cache-line map per variant
@@ -110,7 +111,7 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
                     out.push((file_name, plots::grouped_comparison(&chart)?));
                 }
             }
-        } else if let Some(chart) = comparison(&case, name, &where_) {
+        } else if let Some(chart) = comparison(file, &case, name, &where_) {
             out.push(("comparison.svg".into(), plots::comparison(&chart)?));
         }
     }
@@ -355,22 +356,51 @@ fn targets(file: &ResultsFile) -> TargetsChart {
     }
 }
 
-fn comparison(case: &[&Record], name: &str, where_: &str) -> Option<ComparisonChart> {
-    let base = case.first()?;
-    let b = base.throughput_iterations_per_second;
-    if b <= 0.0 {
-        return None;
-    }
+/// Each variant's throughput change against its baseline (the first
+/// variant unless the scenario names another, `baseline`): one bar per
+/// variant that has a baseline, labelled with it when the baselines differ.
+fn comparison(
+    file: &ResultsFile,
+    case: &[&Record],
+    name: &str,
+    where_: &str,
+) -> Option<ComparisonChart> {
+    let compared: Vec<(&Record, &Record)> = case
+        .iter()
+        .filter_map(|r| {
+            let b = file.baseline_of(&r.variant)?;
+            let base = case.iter().find(|o| o.variant == b)?;
+            (base.throughput_iterations_per_second > 0.0).then_some((*r, *base))
+        })
+        .collect();
+    let first = compared.first()?.1;
+    let one_baseline = compared.iter().all(|(_, b)| b.variant == first.variant);
+    let (title, value_label) = if one_baseline {
+        (
+            format!("{name}: change against {}{where_}", first.variant),
+            format!("throughput change against `{}` (%)", first.variant),
+        )
+    } else {
+        (
+            format!("{name}: change against each variant's baseline{where_}"),
+            "throughput change against the variant's baseline (%)".to_string(),
+        )
+    };
     Some(ComparisonChart {
-        title: format!("{name}: change against {}{where_}", base.variant),
-        value_label: format!("throughput change against `{}` (%)", base.variant),
+        title,
+        value_label,
         category_label: "variant".into(),
-        bars: case
+        bars: compared
             .iter()
-            .skip(1)
-            .map(|r| Bar {
-                label: r.variant.clone(),
-                value: (r.throughput_iterations_per_second / b - 1.0) * 100.0,
+            .map(|(r, base)| Bar {
+                label: if one_baseline {
+                    r.variant.clone()
+                } else {
+                    format!("{} vs {}", r.variant, base.variant)
+                },
+                value: (r.throughput_iterations_per_second / base.throughput_iterations_per_second
+                    - 1.0)
+                    * 100.0,
             })
             .collect(),
     })
@@ -393,19 +423,31 @@ fn case_label(file: &ResultsFile, r: &Record) -> String {
 }
 
 /// A sweep's comparison on one machine: per case, each variant's
-/// throughput change against the same case's first variant.
+/// throughput change against the same case's run of its baseline (the
+/// first variant unless the scenario names another).
 fn sweep_comparison(
     file: &ResultsFile,
     records: &[&Record],
     name: &str,
 ) -> Option<plots::GroupedComparisonChart> {
-    let base_name = file.variants.first()?;
-    let mut categories = Vec::new();
-    let mut series: Vec<(String, Vec<f64>)> = file
+    let compared: Vec<(&String, &str)> = file
         .variants
         .iter()
-        .skip(1)
-        .map(|v| (v.clone(), Vec::new()))
+        .filter_map(|v| Some((v, file.baseline_of(v)?)))
+        .collect();
+    let first_baseline = compared.first()?.1;
+    let one_baseline = compared.iter().all(|(_, b)| *b == first_baseline);
+    let mut categories = Vec::new();
+    let mut series: Vec<(String, Vec<f64>)> = compared
+        .iter()
+        .map(|(v, b)| {
+            let label = if one_baseline {
+                v.to_string()
+            } else {
+                format!("{v} vs {b}")
+            };
+            (label, Vec::new())
+        })
         .collect();
     let mut cases: Vec<usize> = records.iter().map(|r| r.case_index).collect();
     cases.dedup();
@@ -415,23 +457,23 @@ fn sweep_comparison(
                 .iter()
                 .find(|r| r.case_index == case && r.variant == v)
         };
-        let Some(base) = of_case(base_name) else {
-            continue;
-        };
-        let b = base.throughput_iterations_per_second;
-        if b <= 0.0 {
-            continue;
-        }
-        let values: Option<Vec<f64>> = series
+        let values: Option<Vec<f64>> = compared
             .iter()
-            .map(|(v, _)| {
-                of_case(v).map(|r| (r.throughput_iterations_per_second / b - 1.0) * 100.0)
+            .map(|(v, b)| {
+                let base = of_case(b)?.throughput_iterations_per_second;
+                if base <= 0.0 {
+                    return None;
+                }
+                of_case(v).map(|r| (r.throughput_iterations_per_second / base - 1.0) * 100.0)
             })
             .collect();
         let Some(values) = values else {
             continue;
         };
-        categories.push(case_label(file, base));
+        let Some(label_record) = records.iter().find(|r| r.case_index == case) else {
+            continue;
+        };
+        categories.push(case_label(file, label_record));
         for ((_, list), v) in series.iter_mut().zip(values) {
             list.push(v);
         }
@@ -446,9 +488,20 @@ fn sweep_comparison(
     } else {
         String::new()
     };
+    let (title, value_label) = if one_baseline {
+        (
+            format!("{name}: throughput against `{first_baseline}`, per case{machine}"),
+            format!("throughput change against the same case's `{first_baseline}` (%)"),
+        )
+    } else {
+        (
+            format!("{name}: throughput against each variant's baseline, per case{machine}"),
+            "throughput change against the same case's baseline (%)".to_string(),
+        )
+    };
     Some(plots::GroupedComparisonChart {
-        title: format!("{name}: throughput against `{base_name}`, per case{machine}"),
-        value_label: format!("throughput change against the same case's `{base_name}` (%)"),
+        title,
+        value_label,
         category_label: "case".into(),
         categories,
         series,

@@ -441,3 +441,147 @@ fn measured_figures_are_drawn_against_their_targets() {
     assert!(svg.contains("vs 107.8 ns (no target)"), "{svg}");
     assert!(svg.contains("no bar: the figure has no target"));
 }
+
+/// Two measurements in one file: a fast call (the base, and `fast-2`) and a
+/// slow one (`slow`, the baseline of `slow-preempt`); sched/preempt brings
+/// its per-CPU `preempt_count`, which only `slow-preempt`'s code names.
+const BASELINES: &str = r#"schema = 1
+name = "baselines"
+machine = "icelake-sp-2s"
+base_name = "fast"
+use = ["sched/preempt"]
+
+[run]
+iterations = 20
+
+[params]
+slow = 0
+
+[structs.counter]
+fields = [{ name = "value", type = "unsigned long" }]
+
+[instances.ctr]
+struct = "counter"
+kind = "global"
+
+[scripts]
+inc = """
+work 1 + 2000 * slow
+fetch_add(ctr.value, 1)
+"""
+
+[[threads]]
+name = "workers"
+cpus = "0-3"
+script = "inc"
+
+[[variants]]
+name = "fast-2"
+set = { "run.iterations" = 30 }
+
+[[variants]]
+name = "slow"
+baseline = "slow"
+set = { "params.slow" = 1 }
+
+[[variants]]
+name = "slow-preempt"
+baseline = "slow"
+[variants.set]
+"params.slow" = 1
+"scripts.inc" = """
+work 1 + 2000 * slow
+preempt_disable()
+fetch_add(ctr.value, 1)
+preempt_enable()
+"""
+"#;
+
+#[test]
+fn variants_are_compared_with_their_own_baseline_only() {
+    let tmp = TempDir::new("baselines");
+    let file = tmp.join("baselines.toml");
+    std::fs::write(&file, BASELINES).unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "--quiet"]);
+    assert_ok(&o);
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        report
+            .lines()
+            .next()
+            .unwrap()
+            .contains("base `fast`, each variant beside its baseline (`fast`, `slow`)"),
+        "{report}"
+    );
+    // The text report: `slow` heads its own table, beside `slow-preempt`.
+    let heads: Vec<&str> = report
+        .lines()
+        .filter(|l| l.ends_with("  metric"))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(heads, ["fast", "slow"], "{report}");
+    let slow_table = report
+        .lines()
+        .find(|l| l.trim_start().starts_with("slow ") && l.ends_with("  metric"))
+        .unwrap();
+    assert_eq!(
+        slow_table.split_whitespace().collect::<Vec<_>>(),
+        ["slow", "%change", "slow-preempt", "metric"]
+    );
+    // The chart: each bar against its own baseline, never slow against fast.
+    let svg = std::fs::read_to_string(Path::new(&out).join("charts/comparison.svg")).unwrap();
+    assert!(svg.contains("fast-2 vs fast"), "{svg}");
+    assert!(svg.contains("slow-preempt vs slow"), "{svg}");
+    assert!(
+        !svg.contains("slow vs fast") && !svg.contains(">slow<"),
+        "{svg}"
+    );
+    // The results say which baseline each variant has.
+    let json = std::fs::read_to_string(Path::new(&out).join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        v["baselines"],
+        serde_json::json!({"fast-2": "fast", "slow-preempt": "slow"})
+    );
+}
+
+#[test]
+fn instances_no_running_code_names_are_not_charted_or_reported() {
+    let tmp = TempDir::new("unnamed");
+    let file = tmp.join("unnamed.toml");
+    std::fs::write(&file, BASELINES.replace("baseline = \"slow\"\n", "")).unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "--quiet"]);
+    assert_ok(&o);
+    let names: Vec<String> = charts(&out).into_iter().map(|(n, _)| n).collect();
+    // Only `slow-preempt` runs code that names `preempt_count`.
+    assert!(
+        names.contains(&"lines-preempt_count_pcpu-slow-preempt.svg".to_string()),
+        "{names:?}"
+    );
+    for v in ["fast", "fast-2", "slow"] {
+        assert!(
+            !names.contains(&format!("lines-preempt_count_pcpu-{v}.svg")),
+            "{names:?}"
+        );
+    }
+    let fields = std::fs::read_to_string(Path::new(&out).join("fields.csv")).unwrap();
+    let preempt_rows: Vec<&str> = fields
+        .lines()
+        .filter(|l| l.contains("preempt_count.count"))
+        .collect();
+    assert!(!preempt_rows.is_empty());
+    assert!(
+        preempt_rows.iter().all(|l| l.contains(",slow-preempt,")),
+        "{preempt_rows:?}"
+    );
+    // The report says once per variant what it left out and why.
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    let notes: Vec<&str> = report
+        .lines()
+        .filter(|l| l.contains("not reported: `preempt_count`"))
+        .collect();
+    assert_eq!(notes.len(), 3, "{report}");
+    assert!(notes[0].contains("no script or procedure this variant runs names it"));
+}

@@ -555,8 +555,66 @@ error: unknown key `sets` in `variants.padded`
 17 | sets = { seed = 2 }
    | ^^^^
    |
-   = valid: name, description, set
+   = valid: name, description, baseline, set
    = help: did you mean `set`?
+"#,
+    );
+}
+
+#[test]
+fn a_baseline_that_is_no_variant_names_the_valid_ones() {
+    let input = format!(
+        "{BASE}[[variants]]\nname = \"drain-1\"\nbaseline = \"drain-1\"\nset = {{ seed = 2 }}\n\
+         [[variants]]\nname = \"drain-8\"\nbaseline = \"drain_1\"\nset = {{ seed = 3 }}\n"
+    );
+    check(
+        &input,
+        r#"
+error: `variants.drain-8.baseline` is `drain_1`, which is neither the base (`base_name`) nor a variant
+  --> scenarios/test.toml:21:12
+   |
+21 | baseline = "drain_1"
+   |            ^^^^^^^^^
+   |
+   = valid: base, drain-1, drain-8
+   = help: did you mean `drain-1`?
+"#,
+    );
+}
+
+#[test]
+fn a_baseline_must_be_a_string() {
+    let input =
+        format!("{BASE}[[variants]]\nname = \"padded\"\nbaseline = 1\nset = {{ seed = 2 }}\n");
+    check(
+        &input,
+        r#"
+error: expected a string for `variants.padded.baseline` (the name of the variant it is compared with), found an integer
+  --> scenarios/test.toml:17:12
+   |
+17 | baseline = 1
+   |            ^
+"#,
+    );
+}
+
+#[test]
+fn a_sweep_runs_the_baseline_of_every_variant_it_runs() {
+    let input = format!(
+        "{BASE}[[variants]]\nname = \"drain-1\"\nbaseline = \"drain-1\"\nset = {{ seed = 2 }}\n\
+         [[variants]]\nname = \"drain-8\"\nbaseline = \"drain-1\"\nset = {{ seed = 3 }}\n\
+         [sweep]\nvariants = [\"base\", \"drain-8\"]\nseed = [1, 2]\n"
+    );
+    check(
+        &input,
+        r#"
+error: `sweep.variants` runs `drain-8`, whose `baseline` is `drain-1`, but not `drain-1`
+  --> scenarios/test.toml:24:21
+   |
+24 | variants = ["base", "drain-8"]
+   |                     ^^^^^^^^^
+   |
+   = valid: `drain-1` in `sweep.variants` as well, or `drain-8` left out
 "#,
     );
 }

@@ -4,7 +4,7 @@
 
 use super::scripts::{file_positions_in_message, position_in_string, ScriptSources};
 use super::structs::{layout_error, struct_specs};
-use crate::format::document::library_of_procedure;
+use crate::format::document::{baselines, library_of_procedure, Variant};
 use crate::format::error::InputError;
 use crate::format::schema::{self, CpuSet, RunLength, ScenarioDoc};
 use crate::format::LoadedScenario;
@@ -39,6 +39,11 @@ impl Default for BuildOptions {
 pub struct BuiltVariant {
     pub name: String,
     pub description: Option<String>,
+    /// The variant of the same case its changes are computed against
+    /// (`baseline`, or the first variant run); `None` for a baseline that
+    /// is compared with nothing (the base, a variant that is its own
+    /// `baseline`). Set by the caller, as the name is.
+    pub baseline: Option<String>,
     pub config: SimConfig,
     /// CPU lists of the thread groups, for reports.
     pub groups: Vec<(String, Vec<LinuxCpu>)>,
@@ -122,11 +127,14 @@ pub fn build_all(
 ) -> Result<Vec<BuiltVariant>, InputError> {
     let mut all = Vec::new();
     let (mut configs, mut largest_run) = (0u64, 0u64);
-    for v in loaded.all() {
+    let variants: Vec<&Variant> = loaded.all().collect();
+    let baselines = baselines(&variants);
+    for (v, baseline) in variants.iter().zip(baselines) {
         let mut built =
             build_config(loaded, &v.doc, options).map_err(|e| in_variant(e, &v.name, loaded))?;
         built.name = v.name.clone();
         built.description = v.description.clone();
+        built.baseline = baseline.map(|i| variants[i].name.clone());
         // They are held together: checked as the process's bound says.
         configs = configs.saturating_add(built.config_bytes);
         largest_run = largest_run.max(built.run_bytes);
@@ -433,6 +441,7 @@ pub fn build_config(
     Ok(BuiltVariant {
         name: String::new(),
         description: None,
+        baseline: None,
         run_bytes: estimate,
         config_bytes: config_bytes(&config),
         config,

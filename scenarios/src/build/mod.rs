@@ -13,19 +13,24 @@
 //!   take them, and layout errors at their keys;
 //! - `scripts`: [`position_in_string`], script positions as file positions;
 //!   [`ScriptSources`], which a [`BuiltVariant`] carries so that its run's
-//!   errors can point at the file's lines (or a library module's).
+//!   errors can point at the file's lines (or a library module's);
+//! - `reach`: which instances the code that runs names
+//!   ([`instances_named_by_running_code`]): the others are placed but not
+//!   reported.
 
 // `InputError` is returned by value by design (it is the public error type);
 // errors are rare and never on a hot path.
 #![allow(clippy::result_large_err)]
 
 mod config;
+mod reach;
 mod scripts;
 mod structs;
 
 pub use config::{
     build_all, build_config, check_held_bytes, config_bytes, run_bytes, BuildOptions, BuiltVariant,
 };
+pub use reach::{instances_named_by_running_code, instances_no_running_code_names};
 pub use scripts::{library_module_path, position_in_string, ScriptSources};
 pub(crate) use structs::layout_error;
 pub use structs::struct_specs;

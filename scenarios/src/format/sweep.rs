@@ -868,9 +868,14 @@ pub(super) fn expand(
                 .spec
                 .and_then(|i| loading.variants.get(i))
                 .and_then(|v| v.description.clone());
+            let baseline = sel
+                .spec
+                .and_then(|i| loading.variants.get(i))
+                .and_then(|v| v.baseline.clone());
             docs.push(Variant {
                 name: sel.name.clone(),
                 description,
+                baseline,
                 doc,
             });
         }
@@ -1231,6 +1236,32 @@ fn select_variants(
             name: all[pos].name.clone(),
             spec: all[pos].spec,
         });
+    }
+    // A variant is compared with its `baseline` in every case, so the
+    // sweep runs that one too.
+    for (w, s) in wanted.iter().zip(&out) {
+        let baseline = s
+            .spec
+            .and_then(|i| loading.variants.get(i))
+            .and_then(|v| v.baseline.as_deref())
+            .filter(|b| *b != s.name);
+        if let Some(b) = baseline {
+            if !out.iter().any(|o| o.name == b) {
+                return Err(at(
+                    loading.source,
+                    w.span(),
+                    "sweep.variants",
+                    format!(
+                        "`sweep.variants` runs `{}`, whose `baseline` is `{b}`, but not `{b}`",
+                        s.name
+                    ),
+                )
+                .with_valid(format!(
+                    "`{b}` in `sweep.variants` as well, or `{}` left out",
+                    s.name
+                )));
+            }
+        }
     }
     Ok(out)
 }

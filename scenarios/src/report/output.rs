@@ -47,6 +47,13 @@ pub struct ResultsFile {
     pub axes: Vec<AxisInfo>,
     /// The variants each case runs, in order.
     pub variants: Vec<String>,
+    /// Each variant's baseline, the variant of the same case its changes
+    /// are computed against (`baseline` in the scenario, or the first
+    /// variant); a variant that is compared with nothing (the first, one
+    /// that is its own `baseline`) is not listed. `None` in files written
+    /// before it: every variant against the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baselines: Option<IndexMap<String, String>>,
     /// How CPU counts became CPUs, when there is a `cpus` axis and no
     /// `placement` axis.
     pub placement: Option<String>,
@@ -58,6 +65,20 @@ pub struct ResultsFile {
     /// (`[[measured]]`; absent when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub measured: Vec<Comparison>,
+}
+
+impl ResultsFile {
+    /// The variant `variant`'s changes are computed against ([`Self::baselines`]).
+    pub fn baseline_of(&self, variant: &str) -> Option<&str> {
+        match &self.baselines {
+            Some(map) => map.get(variant).map(String::as_str),
+            None => self
+                .variants
+                .first()
+                .filter(|first| first.as_str() != variant)
+                .map(String::as_str),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -339,6 +360,20 @@ pub fn header(loaded: &LoadedScenario, tool_version: &str) -> ResultsFile {
             Some(s) => s.variants.clone(),
             None => loaded.all().map(|v| v.name.clone()).collect(),
         },
+        baselines: Some(
+            loaded
+                .cases
+                .first()
+                .map(|case| {
+                    let run: Vec<&crate::format::Variant> = case.variants.iter().collect();
+                    crate::format::document::baselines(&run)
+                        .into_iter()
+                        .zip(&run)
+                        .filter_map(|(b, v)| b.map(|i| (v.name.clone(), run[i].name.clone())))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
         placement: loaded.sweep.as_ref().and_then(|s| s.placement.clone()),
         cases: loaded
             .cases
@@ -455,6 +490,7 @@ fn record(
     };
     let mut sorted_cpus = r.cpus.clone();
     sorted_cpus.sort_unstable();
+    let named = crate::build::instances_named_by_running_code(&built.config);
     Record {
         case_index: case.index,
         case_id: case.id.clone(),
@@ -493,10 +529,14 @@ fn record(
         store_buffer_stall_cycles: r.store_buffer_stall_cycles,
         spin_cycles_per_iteration: r.per_iteration(r.total.spin_cycles),
         queue_wait_cycles_per_iteration: r.per_iteration(r.total.queue_wait_cycles),
+        // The fields of instances that no running code names (a library
+        // module's the variant never calls) are left out: rows of zeros
+        // that would draw empty charts.
         fields: r
             .fields
             .iter()
             .zip(&built.config.program.field_names)
+            .filter(|(_, &(inst, _))| named.get(inst as usize).copied().unwrap_or(true))
             .map(|(f, &(inst, field))| {
                 let memory = &built.config.memory;
                 let s = &memory.structs[memory.instances[inst as usize].struct_index];

@@ -183,13 +183,60 @@ const PREFETCH_METRIC: Metric = Metric {
 /// How many variants share one block of the comparison table.
 const VARIANTS_PER_BLOCK: usize = 3;
 
-/// The comparison table, in blocks of up to three variants beside the base.
+/// The comparison table: each baseline (the first variant, and every
+/// variant another names as its `baseline`) beside the variants compared
+/// with it, in blocks of up to three variants. Without `baseline`s, one
+/// group: every variant beside the first.
 pub fn comparison_table(results: &[&VariantResult]) -> String {
     let mut out = String::new();
-    let Some(base) = results.first() else {
-        return out;
+    for (g, (base, others)) in comparison_groups(results).into_iter().enumerate() {
+        if g > 0 {
+            out.push('\n');
+        }
+        out.push_str(&comparison_block(results, base, &others));
+    }
+    out
+}
+
+/// The results in groups of a baseline and the variants compared with it,
+/// in the order the baselines come. A variant whose baseline did not run
+/// (it failed) or that is compared with nothing and is no one's baseline
+/// has a group of its own.
+fn comparison_groups<'a>(
+    results: &[&'a VariantResult],
+) -> Vec<(&'a VariantResult, Vec<&'a VariantResult>)> {
+    let baseline_of = |r: &VariantResult| -> Option<usize> {
+        let b = r.baseline.as_deref()?;
+        results.iter().position(|o| o.name == b && o.name != r.name)
     };
-    let others = &results[1..];
+    let mut groups: Vec<(&VariantResult, Vec<&VariantResult>)> = Vec::new();
+    for r in results {
+        if baseline_of(r).is_none() {
+            groups.push((r, Vec::new()));
+        }
+    }
+    for r in results {
+        if let Some(b) = baseline_of(r) {
+            if let Some(g) = groups.iter_mut().find(|g| g.0.name == results[b].name) {
+                g.1.push(r);
+            } else {
+                // Its baseline is compared with another: a group of its own.
+                groups.push((results[b], vec![r]));
+            }
+        }
+    }
+    // In the order of the baselines' runs.
+    groups.sort_by_key(|g| results.iter().position(|r| r.name == g.0.name));
+    groups
+}
+
+/// One baseline beside its variants, in blocks of up to three.
+fn comparison_block(
+    results: &[&VariantResult],
+    base: &VariantResult,
+    others: &[&VariantResult],
+) -> String {
+    let mut out = String::new();
     let blocks: Vec<&[&VariantResult]> = if others.is_empty() {
         vec![&[]]
     } else {
@@ -296,6 +343,20 @@ pub fn attribution(result: &VariantResult) -> String {
             truncate(&f.name, 22),
             lines,
             traffic_columns(&f.traffic)
+        );
+    }
+    if !result.unnamed_instances.is_empty() {
+        let names: Vec<String> = result
+            .unnamed_instances
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  not reported: {} (placed in memory, but no script or procedure this variant \
+             runs names {})",
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" }
         );
     }
     let _ = writeln!(
@@ -486,9 +547,16 @@ pub fn full_report(
     // figures, a visible part of a short run's cost at 512 CPUs.
     let ok: Vec<&VariantResult> = results.iter().filter_map(|r| r.as_ref().ok()).collect();
     if let Some(base) = ok.first() {
+        let groups = comparison_groups(&ok);
+        let baselines = if groups.len() > 1 {
+            let names: Vec<String> = groups.iter().map(|g| format!("`{}`", g.0.name)).collect();
+            format!(", each variant beside its baseline ({})", names.join(", "))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             out,
-            "bounce: {scenario_name} on {} ({} MHz), {} variant(s), base `{}`\n",
+            "bounce: {scenario_name} on {} ({} MHz), {} variant(s), base `{}`{baselines}\n",
             base.machine,
             base.clock_mhz,
             results.len(),
@@ -603,6 +671,7 @@ fn pivot(
             .cloned()
     };
     let per_metric = variants.len() == 1 && metric.is_none();
+    let baselines = sweep_baselines(cases, variants);
     if per_metric {
         heading.extend(
             CASE_TABLE_METRICS
@@ -611,10 +680,14 @@ fn pivot(
         );
     } else {
         // The order of the per-case tables and of lkp-tests' compare
-        // output: each variant's %change against the base just before it.
+        // output: each variant's %change against its baseline (the first
+        // variant unless it names another) just before it; a variant
+        // compared with nothing has none.
         for (j, v) in variants.iter().enumerate() {
-            if j > 0 {
-                heading.push("%change".into());
+            match baselines[j] {
+                Some(0) => heading.push("%change".into()),
+                Some(b) => heading.push(format!("%change vs {}", variants[b])),
+                None => {}
             }
             heading.push(v.clone());
         }
@@ -642,10 +715,10 @@ fn pivot(
             }
         } else {
             let metric = metric.unwrap_or(&METRICS[0]);
-            let base = result(case, &variants[0]).map(|r| (metric.value)(&r));
             for (j, v) in variants.iter().enumerate() {
                 let value = result(case, v).map(|r| (metric.value)(&r));
-                if j > 0 {
+                if let Some(b) = baselines[j] {
+                    let base = result(case, &variants[b]).map(|r| (metric.value)(&r));
                     row.push(match (base, value) {
                         (Some(b), Some(v)) => percent_change(b, v),
                         _ => "-".into(),
@@ -657,6 +730,29 @@ fn pivot(
         rows.push(row);
     }
     aligned(&rows)
+}
+
+/// Per variant of a sweep, the index of its baseline among `variants`
+/// (as its runs record it; the first variant for one that never ran).
+fn sweep_baselines(cases: &[&CaseResult], variants: &[String]) -> Vec<Option<usize>> {
+    variants
+        .iter()
+        .enumerate()
+        .map(|(j, v)| {
+            let ran = cases
+                .iter()
+                .flat_map(|c| c.results.iter().flatten())
+                .find(|r| r.name == *v);
+            match ran {
+                Some(r) => r
+                    .baseline
+                    .as_ref()
+                    .and_then(|b| variants.iter().position(|o| o == b))
+                    .filter(|&b| b != j),
+                None => (j > 0).then_some(0),
+            }
+        })
+        .collect()
 }
 
 /// A case's label in headings: its axis values but the machine.
@@ -766,10 +862,18 @@ pub fn sweep_report_with(
             }
             (_, m) => {
                 let m = m.unwrap_or(&METRICS[0]);
+                let own = sweep_baselines(machine_cases, &sweep.variants)
+                    .iter()
+                    .any(|b| b.is_some_and(|b| b > 0));
                 let _ = writeln!(
                     out,
-                    "{} per case; %change: against the same case's `{base_name}`",
-                    m.name
+                    "{} per case; %change: against the same case's `{base_name}`{}",
+                    m.name,
+                    if own {
+                        " (%change vs V: against the same case's V)"
+                    } else {
+                        ""
+                    }
                 );
             }
         }
@@ -786,11 +890,16 @@ pub fn sweep_report_with(
             if ok.is_empty() {
                 continue;
             }
+            let groups = comparison_groups(&ok);
+            let beside = if groups.len() > 1 {
+                "its baseline".to_string()
+            } else {
+                format!("`{}`", ok[0].name)
+            };
             let _ = writeln!(
                 out,
-                "\ncase {}: each variant beside `{}`\n",
-                case_label(&axes, case),
-                ok[0].name
+                "\ncase {}: each variant beside {beside}\n",
+                case_label(&axes, case)
             );
             out.push_str(&comparison_table(&ok));
         }

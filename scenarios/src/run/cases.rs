@@ -13,6 +13,7 @@ use rayon::prelude::*;
 use super::budget::MemoryBudget;
 use super::results::{run_variant, VariantFailure, VariantResult};
 use crate::build::{build_all, build_config, BuildOptions, BuiltVariant};
+use crate::format::document::{baselines, Variant};
 use crate::format::error::InputError;
 use crate::format::sweep::{AxisValue, Case};
 use crate::format::LoadedScenario;
@@ -51,10 +52,13 @@ pub fn build_case(
     case: &Case,
     options: BuildOptions,
 ) -> Result<BuiltCase, InputError> {
+    let documents: Vec<&Variant> = case.variants.iter().collect();
+    let baselines = baselines(&documents);
     let variants = case
         .variants
         .iter()
-        .map(|v| {
+        .zip(baselines)
+        .map(|(v, baseline)| {
             let mut built = build_config(loaded, &v.doc, options).map_err(|mut e| {
                 if !case.id.is_empty() {
                     e.message = format!(
@@ -68,6 +72,7 @@ pub fn build_case(
             })?;
             built.name = v.name.clone();
             built.description = v.description.clone();
+            built.baseline = baseline.map(|i| case.variants[i].name.clone());
             Ok(built)
         })
         .collect::<Result<Vec<_>, InputError>>()?;

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::build::{BuiltVariant, ScriptSources};
+use crate::build::{instances_no_running_code_names, BuiltVariant, ScriptSources};
 use crate::format::error::{Place, Report};
 use rayon::prelude::*;
 use sim_core::cpu::LinuxCpu;
@@ -72,6 +72,9 @@ pub struct CpuShare {
 pub struct VariantResult {
     pub name: String,
     pub description: Option<String>,
+    /// The variant of the same case its changes are computed against
+    /// ([`BuiltVariant::baseline`]).
+    pub baseline: Option<String>,
     pub machine: String,
     pub clock_mhz: u64,
     pub cpus: Vec<LinuxCpu>,
@@ -83,6 +86,11 @@ pub struct VariantResult {
     pub lines: Vec<LineResult>,
     /// One per CPU that ran a script, in CPU order.
     pub per_cpu: Vec<CpuShare>,
+    /// Instances that no code of the run names (a library module's that
+    /// the variant never calls, [`instances_no_running_code_names`]): in
+    /// `fields` with no traffic, left out of the results files and charts,
+    /// and named once in the text report.
+    pub unnamed_instances: Vec<String>,
 }
 
 impl VariantResult {
@@ -505,6 +513,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
     Ok(VariantResult {
         name: built.name.clone(),
         description: built.description.clone(),
+        baseline: built.baseline.clone(),
         machine: config.topology.spec.name.clone(),
         clock_mhz: config.topology.spec.clock_mhz,
         cpus,
@@ -515,6 +524,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         fields,
         lines,
         per_cpu,
+        unnamed_instances: instances_no_running_code_names(config),
     })
 }
 

@@ -72,7 +72,31 @@ pub struct Variant {
     /// The variant's description (`None` for the base; the scenario's own
     /// description is `doc.description`).
     pub description: Option<String>,
+    /// `baseline`: the name of the variant (or the base) it is compared
+    /// with, as written (checked to exist); `None` when not written (then
+    /// the first variant run, [`baselines`]). Its own name: a baseline of
+    /// others, compared with none.
+    pub baseline: Option<String>,
     pub doc: ScenarioDoc,
+}
+
+/// For the variants `run` (in the order they run), the index in `run` of
+/// each one's baseline: the variant its changes are computed against.
+/// A variant with a `baseline` gets that one, one without it the first
+/// variant run; the first variant without a `baseline`, and a variant
+/// whose `baseline` is itself, have none (`None`). A `baseline` that is
+/// not among `run` (a sweep's `variants` list may leave it out) gives none
+/// either: loading refuses that ([`crate::format::sweep`]).
+pub fn baselines(run: &[&Variant]) -> Vec<Option<usize>> {
+    run.iter()
+        .enumerate()
+        .map(|(j, v)| match &v.baseline {
+            Some(name) if *name == v.name => None,
+            Some(name) => run.iter().position(|o| o.name == *name),
+            None if j == 0 => None,
+            None => Some(0),
+        })
+        .collect()
 }
 
 /// Bytes of memory one run's document takes, at most, per byte of the
@@ -262,6 +286,30 @@ pub(super) fn load_source<'a>(
         .with_valid("a variant name different from `base_name` and from the other variants"));
     }
 
+    // Each `baseline` names the base or a variant (itself included).
+    let mut names: Vec<&str> = vec![base_name.get_ref().as_str()];
+    names.extend(specs.iter().map(|s| s.name.get_ref().as_str()));
+    for spec in &specs {
+        if let Some(b) = &spec.baseline {
+            if !names.contains(&b.get_ref().as_str()) {
+                let key = format!(
+                    "variants.{}.baseline",
+                    tree::join_path(&[spec.name.get_ref()])
+                );
+                return Err(InputError::at(
+                    source,
+                    b.span(),
+                    &key,
+                    format!(
+                        "`{key}` is `{}`, which is neither the base (`base_name`) nor a variant",
+                        b.get_ref()
+                    ),
+                )
+                .with_choices(b.get_ref(), &names));
+            }
+        }
+    }
+
     let mut variants = Vec::with_capacity(specs.len());
     for spec in specs {
         let name = spec.name.get_ref().clone();
@@ -285,12 +333,14 @@ pub(super) fn load_source<'a>(
         variants.push(Variant {
             name,
             description: spec.description,
+            baseline: spec.baseline.map(Spanned::into_inner),
             doc,
         });
     }
     let base = Variant {
         name: base_name.into_inner(),
         description: None,
+        baseline: None,
         doc: base_doc,
     };
     Ok((base, variants, sweep.is_some()))

@@ -15,6 +15,9 @@ use crate::format::error::{InputError, SourceFile};
 pub(crate) struct VariantSpec<'i> {
     pub name: Spanned<String>,
     pub description: Option<String>,
+    /// `baseline`: the variant (or the base) this one is compared with, as
+    /// written; checked once every name is known.
+    pub baseline: Option<Spanned<String>>,
     /// In file order.
     pub sets: Vec<SetEntry<'i>>,
 }
@@ -35,7 +38,7 @@ impl SetEntry<'_> {
     }
 }
 
-const VARIANT_KEYS: &[&str] = &["name", "description", "set"];
+const VARIANT_KEYS: &[&str] = &["name", "description", "baseline", "set"];
 
 /// Parses the `variants` value (removed from the root table).
 pub(crate) fn parse_variants<'i>(
@@ -154,6 +157,25 @@ pub(crate) fn parse_variants<'i>(
             },
             None => None,
         };
+        let baseline = match table.remove("baseline") {
+            Some(v) => match v.get_ref() {
+                DeValue::String(s) => Some(Spanned::new(v.span(), s.to_string())),
+                other => {
+                    let key = format!("{prefix}.baseline");
+                    return Err(InputError::at(
+                        source,
+                        v.span(),
+                        &key,
+                        format!(
+                            "expected a string for `{key}` (the name of the variant it is \
+                             compared with), found {}",
+                            type_phrase(other)
+                        ),
+                    ));
+                }
+            },
+            None => None,
+        };
         let set = match table.remove("set") {
             Some(v) => v,
             None => {
@@ -192,6 +214,7 @@ pub(crate) fn parse_variants<'i>(
         specs.push(VariantSpec {
             name,
             description,
+            baseline,
             sets,
         });
     }
