@@ -448,6 +448,20 @@ enum Format {
 const EXIT_RUN_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
+/// Creates the directory `dir` that option `option` names (and its
+/// parents), or says why not: a path that is a file is named as such
+/// rather than as the system's bare "File exists".
+fn create_dir(dir: &Path, option: &str) -> Result<(), String> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "error: `{}` is a file, and {option} takes a directory (created if missing)",
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("error: cannot create `{}`: {e}", dir.display()))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -687,8 +701,8 @@ fn man_pages(dir: Option<&Path>) -> ExitCode {
         emit(format_args!("{}", String::from_utf8_lossy(&page)));
         return ExitCode::SUCCESS;
     };
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        eprintln!("error: cannot create `{}`: {e}", dir.display());
+    if let Err(e) = create_dir(dir, "--dir") {
+        eprintln!("{e}");
         return ExitCode::from(EXIT_BAD_INPUT);
     }
     // Pages name subcommands `bounce-run` etc., as git's do.
@@ -818,8 +832,8 @@ fn run(
     };
     // Fail before the runs, not after, when the results cannot be written.
     if let Some(dir) = out {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!("error: cannot create `{}`: {e}", dir.display());
+        if let Err(e) = create_dir(dir, "--out") {
+            eprintln!("{e}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
         if !resume {

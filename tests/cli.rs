@@ -750,3 +750,61 @@ error: variant `base` has no result: script failed on CPU 0 at cycle 0: division
         )
     );
 }
+
+/// A change of thousands of percent keeps its row of the comparison table in
+/// line: the %change column is as wide as its widest cell.
+#[test]
+fn a_large_change_keeps_the_comparison_table_aligned() {
+    let dir = common::TempDir::new("wide-change");
+    let file = dir.join("wide.toml");
+    let scenario = one_cpu_scenario(
+        "base_name = \"fast\"",
+        "[params]\nslow = 0\n",
+        "work 1 + 100000 * slow\nc.value = c.value + 1",
+    ) + "\n[[variants]]\nname = \"slow\"\nset = { \"params.slow\" = 1 }\n";
+    std::fs::write(&file, scenario).unwrap();
+    let o = bounce(&["run", &file, "--quiet"]);
+    assert_exit(&o, 0);
+    let report = stdout(&o);
+    assert!(
+        report
+            .split_whitespace()
+            .any(|w| w.ends_with('%') && w.len() > 9),
+        "no change wider than the table's 9 columns: {report}"
+    );
+    // Every row of the table ends its figures at the same column: where
+    // the metric's name starts.
+    let table: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.ends_with("  metric"))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(table.len() > 10, "{report}");
+    let metric_column = |l: &str| l.len() - l.rsplit("  ").next().unwrap().len();
+    let first = metric_column(table[0]);
+    for row in &table[2..] {
+        assert_eq!(metric_column(row), first, "out of line: {row}\n{report}");
+    }
+}
+
+/// `--out` names a directory; a file there is said to be one, before any
+/// run.
+#[test]
+fn out_naming_a_file_says_it_is_a_file() {
+    let dir = common::TempDir::new("out-file");
+    let out = dir.join("results.txt");
+    std::fs::write(&out, "not a directory").unwrap();
+    let o = bounce(&[
+        "run",
+        "scenarios/shipped/false-sharing.toml",
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    assert_exit(&o, 2);
+    assert!(stdout(&o).is_empty());
+    assert_eq!(
+        stderr(&o),
+        format!("error: `{out}` is a file, and --out takes a directory (created if missing)\n")
+    );
+}

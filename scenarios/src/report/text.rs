@@ -246,23 +246,42 @@ fn comparison_block(
         if b > 0 {
             out.push('\n');
         }
+        let prefetched = results.iter().any(|r| r.total.prefetches > 0);
+        let metrics: Vec<&Metric> = METRICS
+            .iter()
+            .chain(prefetched.then_some(&PREFETCH_METRIC))
+            .collect();
+        // The %change column as wide as its widest change (`+157340.0%`),
+        // so that a large change does not push its row out of line.
+        let change_width = metrics
+            .iter()
+            .flat_map(|m| {
+                block
+                    .iter()
+                    .map(|v| percent_change((m.value)(base), (m.value)(v)).len())
+            })
+            .fold(9, usize::max);
         let mut header = format!("{:>16}", truncate(&base.name, 16));
         let mut rule = format!("{:->16}", "");
         for v in block.iter() {
-            let _ = write!(header, "  {:>9}  {:>16}", "%change", truncate(&v.name, 16));
-            let _ = write!(rule, "  {:->9}  {:->16}", "", "");
+            let _ = write!(
+                header,
+                "  {:>change_width$}  {:>16}",
+                "%change",
+                truncate(&v.name, 16)
+            );
+            let _ = write!(rule, "  {:->change_width$}  {:->16}", "", "");
         }
         let _ = writeln!(out, "{header}  metric");
         let _ = writeln!(out, "{rule}  {:-<34}", "");
-        let prefetched = results.iter().any(|r| r.total.prefetches > 0);
-        for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
+        for m in metrics {
             let base_value = (m.value)(base);
             let mut row = format!("{:>16}", si(base_value));
             for v in block.iter() {
                 let value = (m.value)(v);
                 let _ = write!(
                     row,
-                    "  {:>9}  {:>16}",
+                    "  {:>change_width$}  {:>16}",
                     percent_change(base_value, value),
                     si(value)
                 );
@@ -389,7 +408,7 @@ pub fn attribution(result: &VariantResult) -> String {
     if lines.len() > MAX_LINES_SHOWN {
         let _ = writeln!(
             out,
-            "  ... {} more lines with traffic (see --json for all)",
+            "  ... {} more lines with traffic (every line: `--format json`, or fields.csv of `--out DIR`)",
             lines.len() - MAX_LINES_SHOWN
         );
     }
