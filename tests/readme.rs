@@ -170,6 +170,46 @@ fn the_readme_example_variant_changes_the_layout() {
     );
 }
 
+/// The README shows what its first command prints: the comparison table of
+/// `bounce run scenarios/shipped/false-sharing.toml`, as the build prints
+/// it now (a model change that moves it updates the README with
+/// `BOUNCE_BLESS=1 cargo test --test readme`).
+#[test]
+fn the_readme_shows_what_its_first_command_prints() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let o = bounce(&["run", "scenarios/shipped/false-sharing.toml"]);
+    assert_exit(&o, 0);
+    let printed = stdout(&o);
+    // The header and the comparison table: up to the second blank line.
+    let table: String = printed
+        .split_inclusive('\n')
+        .scan(0, |blank, line| {
+            if line == "\n" {
+                *blank += 1;
+            }
+            (*blank < 2).then_some(line)
+        })
+        .collect();
+    let start = readme
+        .find("```\nbounce: false-sharing")
+        .expect("the README's example output")
+        + "```\n".len();
+    let end = start + readme[start..].find("```").expect("the example's end");
+    if std::env::var_os("BOUNCE_BLESS").is_some() {
+        let updated = format!("{}{}{}", &readme[..start], table, &readme[end..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        readme[start..end],
+        table,
+        "README.md's example output is not what `bounce run \
+         scenarios/shipped/false-sharing.toml` prints; update it with \
+         `BOUNCE_BLESS=1 cargo test --test readme`"
+    );
+}
+
 /// The tags `[Sn]` and the sections `calibration.md §N` a text cites.
 fn citations(text: &str) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut tags = BTreeSet::new();
