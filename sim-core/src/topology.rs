@@ -353,15 +353,35 @@ pub struct Topology {
     /// distances: one leg between them ([`NodeDistances`]); empty otherwise.
     node_leg_cycles: Vec<u64>,
     /// Per (requester's L3 domain, target's L3 domain, directory node), as
-    /// `(a * l3_count + b) * nodes + node`: the three legs of
-    /// [`Topology::directory_path_cycles`] (a place is its L3 domain's);
-    /// empty on a machine with more than `DIRECTORY_PATHS_TABLED` of them,
-    /// which computes each.
-    directory_paths: Vec<u64>,
+    /// `(a * l3_count + b) * nodes + node`: [`Topology::directory_legs`]
+    /// (a place is its L3 domain's); empty on a machine with more than
+    /// `DIRECTORY_PATHS_TABLED` of them, which computes each.
+    directory_paths: Vec<DirectoryLegs>,
 }
 
-/// The most entries `Topology::directory_paths` tables (512 KB).
+/// The most entries `Topology::directory_paths` tables (1.5 MB).
 const DIRECTORY_PATHS_TABLED: u64 = 1 << 16;
+
+/// A transaction's way between a requesting core and one other cache (the
+/// target) through the directory at one node, as
+/// [`Topology::directory_legs`] answers it: the legs and what they cross.
+/// Tabled per (L3 domain, L3 domain, node), because the contended handover
+/// asks for all of it on every transfer of a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DirectoryLegs {
+    /// leg(requester, directory) + leg(directory, target) + leg(target,
+    /// requester).
+    pub path: Cycles,
+    /// leg(target, requester) alone ([`Topology::hop_between_places`]): 0
+    /// inside one L3 domain.
+    pub back: Cycles,
+    /// How the two cores are related ([`Topology::class_of_places`]).
+    pub class: PairClass,
+    /// The target is on another socket than the requester.
+    pub target_cross_socket: bool,
+    /// The directory's node is on another socket than the requester.
+    pub directory_cross_socket: bool,
+}
 
 /// Where a core sits: its L3 domain, node and socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -572,7 +592,7 @@ impl Topology {
             // Every core's place is its L3 domain's (`place_by_division`).
             let place_of_l3 =
                 |l3: u64| topology.place_by_division(l3 as u32 * topology.spec.cores_per_l3);
-            // `directory_path_computed`'s legs, each computed once: an L3
+            // `directory_legs_computed`'s legs, each computed once: an L3
             // domain's to every node, then per pair of domains the leg
             // between them (a machine's set-up, not only its transactions:
             // 2048 paths on bergamo-2s).
@@ -582,15 +602,28 @@ impl Topology {
                 .flat_map(|&place| (0..nodes).map(move |node| (place, node)))
                 .map(|(place, node)| topology.hop_place_to_node(place, node as u32))
                 .collect();
+            let node_sockets: Vec<u32> = (0..nodes as u32)
+                .map(|node| topology.socket_of_node(node))
+                .collect();
             let mut paths = Vec::with_capacity((l3s * l3s * nodes) as usize);
             for a in 0..l3s {
+                let requester_place = places[a as usize];
                 let requester = &to_node[(a * nodes) as usize..][..nodes as usize];
                 for b in 0..l3s {
+                    let target_place = places[b as usize];
                     let target = &to_node[(b * nodes) as usize..][..nodes as usize];
-                    let between =
-                        topology.hop_between_places(places[b as usize], places[a as usize]);
-                    for (&to_requester, &to_target) in requester.iter().zip(target) {
-                        paths.push((to_requester + to_target + between).get());
+                    let back = topology.hop_between_places(target_place, requester_place);
+                    let class = Topology::class_of_places(requester_place, target_place);
+                    let target_cross_socket = target_place.socket != requester_place.socket;
+                    let legs = requester.iter().zip(target).zip(&node_sockets);
+                    for ((&to_requester, &to_target), &node_socket) in legs {
+                        paths.push(DirectoryLegs {
+                            path: to_requester + to_target + back,
+                            back,
+                            class,
+                            target_cross_socket,
+                            directory_cross_socket: node_socket != requester_place.socket,
+                        });
                     }
                 }
             }
@@ -600,17 +633,18 @@ impl Topology {
     }
 
     /// A transaction's way through the directory at `directory_node` to
-    /// one other cache: the sum of leg(requester, directory),
-    /// leg(directory, target) and leg(target, requester). Tabled per L3
-    /// domains and node where the machine is small enough (every contended
-    /// handover asks).
+    /// one other cache ([`DirectoryLegs`]: the sum of leg(requester,
+    /// directory), leg(directory, target) and leg(target, requester), the
+    /// last alone, the cores' relation and the sockets crossed). Tabled per
+    /// L3 domains and node where the machine is small enough (every
+    /// contended handover asks).
     #[inline]
-    pub fn directory_path_cycles(
+    pub fn directory_legs(
         &self,
         requester: CorePlace,
         target: CorePlace,
         directory_node: u32,
-    ) -> Cycles {
+    ) -> DirectoryLegs {
         debug_assert!(
             requester.l3 < self.l3_count()
                 && target.l3 < self.l3_count()
@@ -620,21 +654,28 @@ impl Topology {
             * self.node_count() as usize
             + directory_node as usize;
         match self.directory_paths.get(index) {
-            Some(&cycles) => Cycles::new(cycles),
-            None => self.directory_path_computed(requester, target, directory_node),
+            Some(&legs) => legs,
+            None => self.directory_legs_computed(requester, target, directory_node),
         }
     }
 
-    /// [`Topology::directory_path_cycles`] from the legs.
-    fn directory_path_computed(
+    /// [`Topology::directory_legs`] from the legs.
+    fn directory_legs_computed(
         &self,
         requester: CorePlace,
         target: CorePlace,
         directory_node: u32,
-    ) -> Cycles {
-        self.hop_place_to_node(requester, directory_node)
-            + self.hop_place_to_node(target, directory_node)
-            + self.hop_between_places(target, requester)
+    ) -> DirectoryLegs {
+        let back = self.hop_between_places(target, requester);
+        DirectoryLegs {
+            path: self.hop_place_to_node(requester, directory_node)
+                + self.hop_place_to_node(target, directory_node)
+                + back,
+            back,
+            class: Topology::class_of_places(requester, target),
+            target_cross_socket: target.socket != requester.socket,
+            directory_cross_socket: self.socket_of_node(directory_node) != requester.socket,
+        }
     }
 
     /// The round-trip cycles one SLIT distance unit stands for
@@ -1143,6 +1184,50 @@ mod tests {
         assert_eq!(t.hop_core_to_node(0, 2), 200);
         assert_eq!(t.hop_core_to_node(0, 3), 100);
         assert_eq!(t.socket_hops(3, 1), 2);
+    }
+
+    /// The tabled [`DirectoryLegs`] are the legs computed one by one, for
+    /// every pair of cores and every directory node, on machines with and
+    /// without node distances and with a two-link socket pair; and one
+    /// figure by hand.
+    #[test]
+    fn tabled_directory_legs_are_the_computed_ones() {
+        let mut ring = two_socket_spec();
+        ring.sockets = 4;
+        ring.nodes_per_socket = 1;
+        ring.socket_hops = vec![
+            vec![0, 1, 2, 1],
+            vec![1, 0, 1, 2],
+            vec![2, 1, 0, 1],
+            vec![1, 2, 1, 0],
+        ];
+        let mut snc2 = two_socket_spec();
+        snc2.node_distances.slit = snc2_distances();
+        for spec in [two_socket_spec(), ring, snc2] {
+            let t = Topology::new(spec).unwrap();
+            assert!(!t.directory_paths.is_empty());
+            for a in 0..t.core_count() {
+                for b in 0..t.core_count() {
+                    let (pa, pb) = (t.place_of_core(a), t.place_of_core(b));
+                    for node in 0..t.node_count() {
+                        assert_eq!(
+                            t.directory_legs(pa, pb, node),
+                            t.directory_legs_computed(pa, pb, node),
+                            "cores {a} and {b}, node {node}"
+                        );
+                    }
+                }
+            }
+        }
+        // Core 0 (socket 0, node 0) to core 24 (socket 1, node 3) through
+        // node 3's directory: 100 to node 3 (another socket), 30 inside it,
+        // 100 back across the link.
+        let t = Topology::new(two_socket_spec()).unwrap();
+        let legs = t.directory_legs(t.place_of_core(0), t.place_of_core(24), 3);
+        assert_eq!(legs.path, Cycles::new(100 + 30 + 100));
+        assert_eq!(legs.back, Cycles::new(100));
+        assert_eq!(legs.class, PairClass::CrossSocket);
+        assert!(legs.target_cross_socket && legs.directory_cross_socket);
     }
 
     #[test]

@@ -68,7 +68,8 @@ use crate::error::SimError;
 use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{
-    CorePlace, DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
+    CorePlace, DirectoryLegs, DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol,
+    Topology,
 };
 use std::fmt;
 

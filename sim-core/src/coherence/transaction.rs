@@ -87,10 +87,16 @@ impl TargetReach {
 #[inline]
 fn answer_leg(topology: &Topology, target: CorePlace, requester: CorePlace) -> Cycles {
     if target.l3 == requester.l3 {
-        Cycles::new(topology.spec.latency.l3_transfer_cycles / 3)
+        l3_answer_leg(topology)
     } else {
         topology.hop_between_places(target, requester)
     }
+}
+
+/// [`answer_leg`] inside one L3 domain.
+#[inline(always)]
+fn l3_answer_leg(topology: &Topology) -> Cycles {
+    Cycles::new(topology.spec.latency.l3_transfer_cycles / 3)
 }
 
 /// The route of a transaction through the directory: on Intel
@@ -383,30 +389,36 @@ impl Coherence {
             Lookup::Local => requester.node,
         };
         let data_from_cache = previous.state.supplies_data();
+        // Every leg between the two cores and the directory, and what they
+        // cross, in one look (tabled by the topology).
+        let legs = topology.directory_legs(requester, target, directory_node);
+        let same_l3 = target.l3 == requester.l3;
         let path = only_copy_path(
             topology,
             lookup,
             home,
             directory_node,
             requester,
-            target,
+            same_l3,
+            &legs,
             data_from_cache,
         );
         let start = now;
         // The copy answers no earlier than its data arrived, and the answer
-        // still travels back (as `TargetReach` has it in the walk).
-        let done =
-            (start + path.cost).max(previous.ready_at + answer_leg(topology, target, requester));
+        // still travels back (as `TargetReach` has it in the walk:
+        // `answer_leg`, its leg between L3 domains the tabled one).
+        let answer = if same_l3 {
+            l3_answer_leg(topology)
+        } else {
+            legs.back
+        };
+        let done = (start + path.cost).max(previous.ready_at + answer);
         let (supplier, hitm) = if data_from_cache {
             (
                 // The class of the requesting CPU and the supplier's thread 0
                 // (`pair_class(cpu, previous.core)` in the general walk): two
                 // different cores, so their places decide it.
-                Some((
-                    previous.core,
-                    previous.state,
-                    Topology::class_of_places(requester, target),
-                )),
+                Some((previous.core, previous.state, legs.class)),
                 matches!(previous.state, LineState::Modified | LineState::Owned),
             )
         } else {
@@ -990,11 +1002,12 @@ fn supplier_report(
 }
 
 /// The route and cost of [`Coherence::write_taking_the_only_copy`]: with
-/// one target, `target`, the general walk's [`route_and_cost`] reduces to a
-/// transfer inside the requester's L3 domain, memory at the home (the
-/// target's invalidation in parallel through the directory) when the
-/// target's copy does not answer for the line, or the directory and the
-/// target.
+/// one target (in the requester's L3 domain when `same_l3`, its legs
+/// `legs`), the general walk's [`route_and_cost`] reduces to a transfer
+/// inside the requester's L3 domain, memory at the home (the target's
+/// invalidation in parallel through the directory) when the target's copy
+/// does not answer for the line, or the directory and the target.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn only_copy_path(
     topology: &Topology,
@@ -1002,41 +1015,31 @@ fn only_copy_path(
     home: u32,
     directory_node: u32,
     requester: CorePlace,
-    target: CorePlace,
+    same_l3: bool,
+    legs: &DirectoryLegs,
     data_from_cache: bool,
 ) -> Path {
     let l = &topology.spec.latency;
-    let target_cross_socket = target.socket != requester.socket;
-    // leg(requester, directory) + leg(directory, target) + leg(target,
-    // requester), as `TargetReach` gives for one target (tabled by the
-    // topology).
-    #[inline(always)]
-    fn directory_path(
-        topology: &Topology,
-        requester: CorePlace,
-        target: CorePlace,
-        directory_node: u32,
-    ) -> Cycles {
-        topology.directory_path_cycles(requester, target, directory_node)
-    }
+    // `legs.path` is leg(requester, directory) + leg(directory, target) +
+    // leg(target, requester), as `TargetReach` gives for one target.
     let route;
     let cost;
     let cross_socket;
-    if data_from_cache && target.l3 == requester.l3 {
+    if data_from_cache && same_l3 {
         route = Route::SameL3;
         cost = Cycles::new(l.l3_transfer_cycles);
         cross_socket = false;
     } else if !data_from_cache {
         let memory_path =
             topology.hop_place_to_node(requester, home) * 2 + Cycles::new(l.dram_cycles);
-        cross_socket = topology.socket_of_node(home) != requester.socket || target_cross_socket;
-        route = Route::Memory { node: home };
-        cost = memory_path.max(directory_path(topology, requester, target, directory_node));
-    } else {
         cross_socket =
-            topology.socket_of_node(directory_node) != requester.socket || target_cross_socket;
-        route = directory_route(lookup, directory_node, home, target_cross_socket);
-        cost = directory_path(topology, requester, target, directory_node);
+            topology.socket_of_node(home) != requester.socket || legs.target_cross_socket;
+        route = Route::Memory { node: home };
+        cost = memory_path.max(legs.path);
+    } else {
+        cross_socket = legs.directory_cross_socket || legs.target_cross_socket;
+        route = directory_route(lookup, directory_node, home, legs.target_cross_socket);
+        cost = legs.path;
     }
     Path {
         route,
