@@ -87,6 +87,7 @@ impl Coherence {
         self.lookup = other.lookup;
         self.check_invariants = other.check_invariants;
         self.special_transactions = other.special_transactions;
+        self.atomic_changes_unlisted = other.atomic_changes_unlisted;
         self.unit_bytes = other.unit_bytes;
     }
 

@@ -410,6 +410,13 @@ pub struct Coherence {
     pub special_transactions: bool,
     /// How often it did (counted with the `shortcut-counts` feature only).
     pub special_transactions_taken: u64,
+    /// Whether the report of a CPU's own atomic served from the queue may
+    /// leave its `others` empty (its `invalidations` still counted): set
+    /// by the engine when it sums atomics for the probe
+    /// (`EngineOptions::summed_atomics`), whose sums read the count and
+    /// never the list, so that the contended handover does not build a
+    /// list nobody reads.
+    pub atomic_changes_unlisted: bool,
     unit_bytes: u32,
     /// A report's `others` handed back by the engine ([`Coherence::recycle`]),
     /// reused by the next transaction instead of a new allocation.
@@ -464,6 +471,7 @@ impl Coherence {
             check_invariants: cfg!(debug_assertions),
             special_transactions: true,
             special_transactions_taken: 0,
+            atomic_changes_unlisted: false,
             unit_bytes: memory.unit_bytes,
             spare_changes: SpareChanges::default(),
         }
@@ -739,6 +747,52 @@ mod tests {
         }
         // The special shape is common under random writes, not an accident.
         assert!(taken_specially > 4000, "{taken_specially}");
+    }
+
+    /// With `atomic_changes_unlisted`, a CPU's own atomic served from the
+    /// queue by the special shape leaves its report's `others` empty and
+    /// everything else as with the list (the report's other fields, the
+    /// line's states); a store's drain keeps its list.
+    #[test]
+    fn unlisted_changes_leave_only_the_list_out() {
+        let t = topology();
+        let writer = LinuxCpu::new(0);
+        let waiter = LinuxCpu::new(4);
+        for kind in [RequestKind::Demand, RequestKind::Drain] {
+            let tag = RequestTag::new(CpuIndex::new(4), kind);
+            let served = |unlisted: bool| {
+                let mut c = coherence(&t, &[0]);
+                c.atomic_changes_unlisted = unlisted;
+                // CPU 0 writes the line, holding it 20 cycles; CPU 4's
+                // write queues behind and is served when the line frees.
+                let hold = Cycles::new(20);
+                c.request(&t, Cycle::ZERO, writer, 0, Need::Write, hold, TAG)
+                    .unwrap();
+                let queued = c.request(&t, Cycle::new(1), waiter, 0, Need::Write, hold, tag);
+                let Ok(Requested::Queued { free_at, .. }) = queued else {
+                    panic!("{queued:?}")
+                };
+                let (_, report) = c.serve_next(&t, free_at, 0, &mut |_| 0).unwrap().unwrap();
+                (c, report)
+            };
+            let (listed, listed_report) = served(false);
+            let (unlisted, unlisted_report) = served(true);
+            assert_eq!(listed_report.others.len(), 1);
+            assert_eq!(listed_report.invalidations, 1);
+            let expected_others = match kind {
+                RequestKind::Demand => Vec::new(),
+                _ => listed_report.others.clone(),
+            };
+            assert_eq!(
+                unlisted_report,
+                AccessReport {
+                    others: expected_others,
+                    ..listed_report
+                },
+                "{kind:?}"
+            );
+            assert_eq!(unlisted.units, listed.units, "{kind:?}");
+        }
     }
 
     #[test]

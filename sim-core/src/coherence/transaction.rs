@@ -187,7 +187,7 @@ impl Coherence {
         need: Need,
         hold_cycles: Cycles,
     ) -> Result<Requested, SimError> {
-        let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles);
+        let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles, true);
         if self.check_invariants {
             self.check_unit(unit, report.started)?;
         }
@@ -276,6 +276,10 @@ impl Coherence {
         } else {
             None
         };
+        // A CPU's own write is its atomic (its stores drain as `Drain`).
+        let list_changes = !(self.atomic_changes_unlisted
+            && waiter.need == Need::Write
+            && waiter.tag.kind() == RequestKind::Demand);
         let report = match hit {
             Some(r) => r,
             None => self.transaction(
@@ -286,6 +290,7 @@ impl Coherence {
                 unit,
                 waiter.need,
                 waiter.hold_cycles,
+                list_changes,
             ),
         };
         if self.check_invariants {
@@ -304,6 +309,9 @@ impl Coherence {
     /// line the common transaction is then part of the serve, without a
     /// call of nine arguments and its registers saved and restored (15
     /// instructions per handover; the general walk stays out of line).
+    /// Without `list_changes` the special shape leaves the report's
+    /// `others` empty ([`Coherence::atomic_changes_unlisted`]); the
+    /// general walk lists them always.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn transaction(
@@ -315,6 +323,7 @@ impl Coherence {
         unit_index: usize,
         need: Need,
         hold_cycles: Cycles,
+        list_changes: bool,
     ) -> AccessReport {
         #[cfg(any(test, feature = "planted-bugs"))]
         if let Some(bug) = planted::active_at(planted::Hook::Transaction) {
@@ -349,6 +358,7 @@ impl Coherence {
                         cpu,
                         unit_index,
                         hold_cycles,
+                        list_changes,
                     );
                 }
             }
@@ -364,6 +374,7 @@ impl Coherence {
     /// the route and cost to the one target, when the transaction is done,
     /// the supplier, the hand-over of the line, the report. (The commonest
     /// contended transaction: its steps are `#[inline(always)]`.)
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub(super) fn write_taking_the_only_copy(
         &mut self,
@@ -373,12 +384,11 @@ impl Coherence {
         cpu: LinuxCpu,
         unit_index: usize,
         hold_cycles: Cycles,
+        list_changes: bool,
     ) -> AccessReport {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
         let lookup = self.lookup;
-        let mut others = std::mem::take(&mut self.spare_changes.0);
-        others.clear();
         let u = &mut self.units[unit_index];
         let home = u.home_node;
         let previous = u.holders[0];
@@ -424,11 +434,18 @@ impl Coherence {
         } else {
             (None, false)
         };
-        others.push(StateChange {
-            core: previous.core,
-            before: previous.state,
-            after: LineState::Invalid,
-        });
+        let others = if list_changes {
+            let mut others = std::mem::take(&mut self.spare_changes.0);
+            others.clear();
+            others.push(StateChange {
+                core: previous.core,
+                before: previous.state,
+                after: LineState::Invalid,
+            });
+            others
+        } else {
+            Vec::new()
+        };
         u.hand_over_to_writer(previous.core, core, thread, done, hold_cycles);
         AccessReport {
             unit: unit_index,

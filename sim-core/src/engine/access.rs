@@ -510,6 +510,11 @@ impl Simulation<'_> {
                 // A load sees the CPU's atomics before it (`summed`).
                 self.summed.report(cpu.spec.cpu, probe);
             }
+            // The probe reads the changes: they were listed (only summed
+            // atomics go without, `Coherence::atomic_changes_unlisted`).
+            debug_assert!(
+                report.need == Need::Read || report.others.len() as u32 == report.invalidations
+            );
             probe.on_access(&AccessEvent {
                 cpu: cpu.spec.cpu,
                 issued: report.issued,

@@ -561,6 +561,8 @@ pub fn run_counting(
         options.batched_iterations && probe.batched_iterations(),
         config.topology.cpu_count() as usize,
     );
+    // Summed atomics read their reports' counts only, not the changes.
+    sim.coherence.atomic_changes_unlisted = sim.summed.atomics;
     sim.fuse_code();
     let outcome = sim.run(probe)?;
     let mut entries = sim.shortcut_entries;
