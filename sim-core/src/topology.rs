@@ -357,6 +357,10 @@ pub struct Topology {
     /// (a place is its L3 domain's); empty on a machine with more than
     /// `DIRECTORY_PATHS_TABLED` of them, which computes each.
     directory_paths: Vec<DirectoryLegs>,
+    /// The machine's L3 domains and nodes, as the table's strides (read on
+    /// every look, instead of multiplying the shape out each time).
+    l3s: usize,
+    nodes: usize,
 }
 
 /// The most entries `Topology::directory_paths` tables (1.5 MB).
@@ -567,7 +571,11 @@ impl Topology {
             socket_leg_cycles: Vec::new(),
             node_leg_cycles: Vec::new(),
             directory_paths: Vec::new(),
+            l3s: 0,
+            nodes: 0,
         };
+        topology.nodes = topology.node_count() as usize;
+        topology.l3s = topology.l3_count() as usize;
         let sockets = topology.spec.sockets;
         topology.socket_leg_cycles = (0..sockets * sockets)
             .map(|pair| {
@@ -650,8 +658,7 @@ impl Topology {
                 && target.l3 < self.l3_count()
                 && directory_node < self.node_count()
         );
-        let index = (requester.l3 as usize * self.l3_count() as usize + target.l3 as usize)
-            * self.node_count() as usize
+        let index = (requester.l3 as usize * self.l3s + target.l3 as usize) * self.nodes
             + directory_node as usize;
         match self.directory_paths.get(index) {
             Some(&legs) => legs,

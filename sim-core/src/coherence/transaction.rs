@@ -631,9 +631,11 @@ impl Unit {
         // handovers of an owned line, the first (cyclically from the drawn
         // one) of the waiters nearest the owner. The coin is drawn only on
         // machines with a preference, so uniform machines draw as before.
+        // (The machine's preference looked at first: most machines have
+        // none, and it decides alone.)
         let near = topology.spec.arbitration_near_owner_percent;
-        if let (Some(owner), Some(_)) = (self.dir_owner, chosen) {
-            if near > 0 && (pick(100) as u32) < near {
+        if let (true, Some(owner), Some(_)) = (near > 0, self.dir_owner, chosen) {
+            if (pick(100) as u32) < near {
                 let owner_place = topology.place_of_core(owner);
                 let distance = |w: &Waiter| {
                     if w.core == owner {
