@@ -1826,6 +1826,46 @@ mod tests {
     }
 
     #[test]
+    fn a_procedure_nobody_calls_leaves_a_private_cpu_without_turns() {
+        // Each CPU calls `bump`, which touches only its own `mine.v`; a
+        // second procedure, `touch`, writes the shared `lines[0].v`. A CPU
+        // that cannot reach `touch` makes private accesses only and takes
+        // no turns; one whose script calls it does.
+        use crate::script::compile::ProcedureSource;
+        for (script, private_only) in [("bump()\nwork 3", true), ("bump()\ntouch()", false)] {
+            let mut config = config(&["work 3"; 3], StopRule::Iterations(4));
+            config.memory.instances.push(InstanceDef {
+                name: "mine".into(),
+                struct_index: 0,
+                kind: InstanceKind::PerCpu,
+                element_addresses: vec![128, 192, 256],
+                element_homes: vec![0, 0, 0],
+            });
+            config.memory.total_bytes = 320;
+            config.memory.unit_homes = vec![0; 5];
+            let procedures = [("bump", "mine.v = mine.v + 1"), ("touch", "lines[0].v = 1")].map(
+                |(name, body)| ProcedureSource {
+                    name: name.into(),
+                    params: vec![],
+                    body: parse_block(body).unwrap(),
+                    cost_cycles: 0,
+                },
+            );
+            let sources: Vec<ScriptSource> = (0..3)
+                .map(|n| ScriptSource {
+                    name: format!("s{n}"),
+                    body: parse_block(script).unwrap(),
+                })
+                .collect();
+            config.program = compile(&config.memory, &[], &procedures, &sources).unwrap();
+            let mut sim = Simulation::new(&config);
+            sim.resolve_private_targets();
+            assert_eq!(sim.private.only, vec![private_only; 3], "{script:?}");
+            run(&config, &mut NoProbe).unwrap();
+        }
+    }
+
+    #[test]
     fn a_deadlock_names_the_waiting_cpus_lines_and_states() {
         let scripts = [
             "fetch_add(lines[0].v, 1)\nwork 3",

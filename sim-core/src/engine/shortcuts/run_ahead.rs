@@ -621,7 +621,16 @@ impl Simulation<'_> {
                 _ => true,
             })
         };
-        let procedures_private = self.program.procedures.iter().all(private_code);
+        // Only the procedures that running code can call (`code_reached`):
+        // one nobody calls, a library module's brought in with one the
+        // scenario uses, cannot make an access.
+        let (places_reached, procedures_reached) = self.code_reached();
+        let procedures_private = self
+            .program
+            .procedures
+            .iter()
+            .zip(&procedures_reached)
+            .all(|(code, &reached)| !reached || private_code(code));
         let smt_dynamic = &self.sched.smt_dynamic;
         self.private.only = self
             .cpus
@@ -639,7 +648,6 @@ impl Simulation<'_> {
             })
             .collect();
         let places = &self.program.places;
-        let reached = self.places_reached();
         // One slot per distinct field, however often the code names it
         // (`mine.a = mine.a + 1` names it twice): the places of a slot land
         // on the same bytes for every CPU, and one slot is one look at the
@@ -654,7 +662,7 @@ impl Simulation<'_> {
                 // procedure that no script calls (sched/preempt's count,
                 // brought in with locks/spinlock by memcg/stock) would
                 // otherwise make every run ahead take the summed policy.
-                if !(self.private.place[p] && fixed && reached[p]) {
+                if !(self.private.place[p] && fixed && places_reached[p]) {
                     return None;
                 }
                 let bytes_of =
@@ -717,10 +725,11 @@ impl Simulation<'_> {
         self.private.lines = vec![super::hoisted::SlotLine::default(); slots as usize];
     }
 
-    /// Per place, whether code that can run names it: the scripts of the
-    /// CPUs, the scheduler's switch hooks, and the procedures they call,
-    /// directly or through each other.
-    fn places_reached(&self) -> Vec<bool> {
+    /// What code that can run reaches: the scripts of the CPUs, the
+    /// scheduler's switch hooks, and the procedures they call, directly or
+    /// through each other. Answers, per place, whether that code names it,
+    /// and per procedure, whether it is called.
+    fn code_reached(&self) -> (Vec<bool>, Vec<bool>) {
         let program = &self.program;
         let mut reached = vec![false; program.places.len()];
         let mut called = vec![false; program.procedures.len()];
@@ -757,7 +766,7 @@ impl Simulation<'_> {
                 }
             }
         }
-        reached
+        (reached, called)
     }
 
     /// Builds the run-ahead loop's fused tables. Accesses to private places
