@@ -944,6 +944,19 @@ impl Turn {
     }
 }
 
+/// CPU `i`'s turn against `queue` as it is ([`Turn`]), from the pieces
+/// of the simulation it reads (for a caller that holds a CPU borrowed).
+#[inline(always)]
+pub(super) fn queue_turn(queue: &EventQueue, tie_seed: u64, i: CpuIndex) -> Turn {
+    let next = queue.next();
+    Turn {
+        next_cycle: Cycle::new(next.cycle),
+        next_key: next.key,
+        tie_seed,
+        cpu: i,
+    }
+}
+
 /// Where CPU `cpu`'s resume at `cycle` stands in the (cycle, key) order:
 /// the place of its accesses at that cycle, which every turn and every
 /// waking spinner compares against.
@@ -1187,13 +1200,7 @@ impl<'c> Simulation<'c> {
     /// CPU `i`'s turn against the queue as it is ([`Turn`]).
     #[inline]
     fn turn(&self, i: CpuIndex) -> Turn {
-        let next = self.queue.next();
-        Turn {
-            next_cycle: Cycle::new(next.cycle),
-            next_key: next.key,
-            tie_seed: self.tie_seed,
-            cpu: i,
-        }
+        queue_turn(&self.queue, self.tie_seed, i)
     }
 
     /// The turn CPU `i`'s private accesses take when it runs ahead: none

@@ -33,6 +33,58 @@ fn fresh_locals(locals: &mut Vec<i64>, count: usize) {
     locals.resize(count, 0);
 }
 
+/// What an iteration's end touches besides its CPU: the simulation's
+/// pieces, borrowed apart so that a caller holding the CPU keeps it.
+pub(super) struct IterationEnd<'a, 'c> {
+    pub config: &'c SimConfig,
+    pub program: &'c Program,
+    pub summed: &'a mut shortcuts::summed::Summed,
+    pub measure_start: &'a mut Cycle,
+    pub shortcut_entries: &'a mut ShortcutEntries,
+}
+
+/// `cpu`'s iteration ends (its summed private hits already reported, see
+/// [`Simulation::end_iteration`]): the probe told or the batch added to,
+/// the count moved on, and the next iteration started, or, after the
+/// last one, its frames dropped. Answers whether that was its last
+/// iteration (the caller then finishes it).
+#[inline(always)]
+pub(super) fn end_iteration_of(cpu: &mut Cpu, with: IterationEnd, probe: &mut dyn Probe) -> bool {
+    let warmup = with.config.warmup_iterations;
+    let measured = cpu.iteration >= warmup;
+    if measured && with.summed.iterations {
+        count_shortcut!(with.shortcut_entries, 10);
+        let cycles = (cpu.now - cpu.iteration_start).get();
+        with.summed.add_iteration(cpu.spec.cpu, cycles, probe);
+    } else {
+        if !measured {
+            // A warm-up iteration's end may start the CPU's measured
+            // window: its atomics before it count as warm-up (`summed`).
+            with.summed.report(cpu.spec.cpu, probe);
+        }
+        probe.on_iteration(
+            cpu.spec.cpu,
+            cpu.iteration,
+            cpu.iteration_start,
+            cpu.now,
+            measured,
+        );
+    }
+    cpu.iteration += 1;
+    if cpu.iteration == warmup {
+        *with.measure_start = (*with.measure_start).max(cpu.now);
+    }
+    if let StopRule::Iterations(n) = with.config.stop {
+        if cpu.iteration >= warmup.saturating_add(n) {
+            cpu.callers.clear();
+            return true;
+        }
+    }
+    cpu.iteration_start = cpu.now;
+    start_iteration(cpu, with.program);
+    false
+}
+
 // A pointer is an integer that carries its target: the address in bits
 // 0-39, the size (at most 8 bytes are read or written) in bits 40-43, and
 // the field's identity, for attribution, in bits 44-62. Zero is never a
@@ -876,52 +928,36 @@ impl Simulation<'_> {
 
     #[inline(always)]
     pub(super) fn end_iteration(&mut self, i: CpuIndex, probe: &mut dyn Probe) {
-        let warmup = self.config.warmup_iterations;
         // Before `on_iteration`, which may start the measured window; a
         // measured iteration's at the end of the run where the probe allows
         // it (`Probe::measured_hits_at_end`).
-        if self.private.summed
-            && self.private.slots > 0
-            && !(self.cpus[i].iteration >= warmup && self.private.measured_at_end)
-        {
+        if self.reports_private_hits_at_end_of(&self.cpus[i]) {
             self.report_private_hits(i, probe);
         }
-        // Looked up once here (not before the private hits' report, which
-        // needs the whole simulation): every iteration's end of the
-        // contended handover comes this way.
-        let cpu = &mut self.cpus[i];
-        let measured = cpu.iteration >= warmup;
-        if measured && self.summed.iterations {
-            count_shortcut!(self.shortcut_entries, 10);
-            let cycles = (cpu.now - cpu.iteration_start).get();
-            self.summed.add_iteration(cpu.spec.cpu, cycles, probe);
-        } else {
-            if !measured {
-                // A warm-up iteration's end may start the CPU's measured
-                // window: its atomics before it count as warm-up (`summed`).
-                self.summed.report(cpu.spec.cpu, probe);
-            }
-            probe.on_iteration(
-                cpu.spec.cpu,
-                cpu.iteration,
-                cpu.iteration_start,
-                cpu.now,
-                measured,
-            );
+        let last = end_iteration_of(
+            &mut self.cpus[i],
+            IterationEnd {
+                config: self.config,
+                program: self.program,
+                summed: &mut self.summed,
+                measure_start: &mut self.measure_start,
+                shortcut_entries: &mut self.shortcut_entries,
+            },
+            probe,
+        );
+        if last {
+            self.finish(i);
         }
-        cpu.iteration += 1;
-        if cpu.iteration == warmup {
-            self.measure_start = self.measure_start.max(cpu.now);
-        }
-        if let StopRule::Iterations(n) = self.config.stop {
-            if cpu.iteration >= warmup.saturating_add(n) {
-                cpu.callers.clear();
-                self.finish(i);
-                return;
-            }
-        }
-        cpu.iteration_start = cpu.now;
-        start_iteration(cpu, self.program);
+    }
+
+    /// Whether `cpu`'s iteration end reports its summed private hits
+    /// first (a warm-up one's always; a measured one's only where the
+    /// probe does not take them at the end of the run).
+    #[inline(always)]
+    pub(super) fn reports_private_hits_at_end_of(&self, cpu: &Cpu) -> bool {
+        self.private.summed
+            && self.private.slots > 0
+            && !(cpu.iteration >= self.config.warmup_iterations && self.private.measured_at_end)
     }
 
     #[inline]

@@ -962,7 +962,8 @@ impl Simulation<'_> {
         event_cycle: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<bool, SimError> {
-        // The CPU looked up once for the checks and the count below.
+        // The CPU looked up once for the checks, the iteration's end and
+        // the atomic's entry: the rest of the simulation is borrowed apart.
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
         if cpu.finished
@@ -977,6 +978,13 @@ impl Simulation<'_> {
             || cpu.speculating_until > now
             || (cpu.window_entries > 0 && !cpu.window.is_empty())
             || (now == cpu.still_at && cpu.still_steps >= self.config.max_steps_without_time)
+        {
+            return Ok(true);
+        }
+        // The private hits' report takes the whole simulation: `run_cpu`'s.
+        if self.private.summed
+            && self.private.slots > 0
+            && !(cpu.iteration >= self.config.warmup_iterations && self.private.measured_at_end)
         {
             return Ok(true);
         }
@@ -998,19 +1006,30 @@ impl Simulation<'_> {
             cpu.still_steps = 1;
         }
         count_shortcut!(self.shortcut_entries, 5);
-        self.end_iteration(i, probe);
+        let last = end_iteration_of(
+            cpu,
+            IterationEnd {
+                config: self.config,
+                program: self.program,
+                summed: &mut self.summed,
+                measure_start: &mut self.measure_start,
+                shortcut_entries: &mut self.shortcut_entries,
+            },
+            probe,
+        );
+        if last {
+            self.finish(i);
+            self.cpus[i].dispatched += 1;
+            return Ok(true);
+        }
         debug_assert!(
-            now != event_cycle || !self.must_yield(now, i),
+            now != event_cycle || !queue_turn(&self.queue, self.tie_seed, i).must_yield(now),
             "the resume's turn has come"
         );
-        let cpu = &mut self.cpus[i];
         cpu.dispatched += 1;
         // `fused_atomic`, after an iteration's end: the CPU at its script's
         // start (`head`), with an empty stack and fresh locals; its clock,
         // store buffer and loads as the checks above found them.
-        if cpu.finished {
-            return Ok(true);
-        }
         let operand = match head.operand {
             Operand::Const(v) => v,
             Operand::Local(slot) => match cpu.locals.get(slot as usize) {
@@ -1019,16 +1038,14 @@ impl Simulation<'_> {
             },
             Operand::Private(_) => return Ok(true),
         };
-        // The CPU kept at hand where the turn is known to have come (the
-        // usual case), looked up again after the turn rule otherwise.
-        let cpu = if now != event_cycle {
-            if !self.private.only[i.get()] && self.must_yield(now, i) {
-                return Ok(true);
-            }
-            &mut self.cpus[i]
-        } else {
-            cpu
-        };
+        // Where the turn is known to have come (the usual case), it is not
+        // computed again.
+        if now != event_cycle
+            && !self.private.only[i.get()]
+            && queue_turn(&self.queue, self.tie_seed, i).must_yield(now)
+        {
+            return Ok(true);
+        }
         let at = enter_head(&mut self.memory_ops, cpu, now);
         Ok(!self.issue_head(i, head, operand, at, probe)?)
     }
