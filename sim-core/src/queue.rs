@@ -125,7 +125,7 @@ pub(crate) struct EventQueue {
     free: SlotLink,
     /// Bit `c & RING_MASK` is set when that bucket is not empty.
     occupied: [u64; RING_WORDS],
-    /// Events in the ring's buckets (and the one `alone`).
+    /// Events in the ring's buckets (not the one `alone`).
     in_ring: usize,
     /// The earliest cycle with an event in the ring (when `in_ring > 0`).
     head: u64,
@@ -139,15 +139,15 @@ pub(crate) struct EventQueue {
     later: BinaryHeap<Reverse<Event>>,
     /// An event was pushed before `base`: from then on the ring is unused.
     heap_only: bool,
-    /// The queue's only event is `alone_event`, kept out of its bucket: an
-    /// event pushed into an empty queue within the ring's reach waits here
-    /// (counted in `in_ring`, its cycle the `head`) until it is popped or a
-    /// second event comes, which first puts it into its bucket as it would
-    /// have been. A queue that holds one event at a time, such as a
-    /// contended line's next free while every CPU waits at that line, then
-    /// never touches the buckets.
+    /// The queue's only event is `next`, kept out of its bucket: an event
+    /// pushed into an empty queue within the ring's reach waits there (in
+    /// no bucket, not counted in `in_ring`) until it is popped or a second
+    /// event comes, which first puts it into its bucket as it would have
+    /// been. A queue that holds one event at a time, such as a contended
+    /// line's next free while every CPU waits at that line, then never
+    /// touches the buckets, and its push and pop write `next` and this
+    /// flag only.
     alone: bool,
-    alone_event: Event,
     /// The earliest queued event (`NO_EVENT` when none): the engine asks
     /// for it before every access, far more often than it pushes or pops.
     next: Event,
@@ -177,7 +177,6 @@ impl Default for EventQueue {
             later: BinaryHeap::new(),
             heap_only: false,
             alone: false,
-            alone_event: Event { cycle: 0, key: 0 },
             next: NO_EVENT,
             len: 0,
         }
@@ -197,12 +196,8 @@ impl EventQueue {
             // `next` is `NO_EVENT`, after every event.
             debug_assert!(!self.alone && self.next == NO_EVENT);
             debug_assert!(self.in_ring == 0 && self.current.is_empty() && self.later.is_empty());
-            let event = Event { cycle, key };
-            self.next = event;
+            self.next = Event { cycle, key };
             self.alone = true;
-            self.alone_event = event;
-            self.in_ring = 1;
-            self.head = cycle;
             return;
         }
         self.push_into_occupied(cycle, key);
@@ -213,18 +208,17 @@ impl EventQueue {
     #[inline(never)]
     fn push_into_occupied(&mut self, cycle: u64, key: u64) {
         let event = Event { cycle, key };
+        if self.alone {
+            // Still within the ring's reach: `base` moves only on a pop.
+            self.alone = false;
+            self.put_in_ring(self.next);
+        }
         if event < self.next {
             self.next = event;
         }
         if self.heap_only {
             self.later.push(Reverse(event));
             return;
-        }
-        if self.alone {
-            // Still within the ring's reach: `base` moves only on a pop.
-            self.alone = false;
-            self.in_ring = 0;
-            self.put_in_ring(self.alone_event);
         }
         if cycle < self.base {
             self.give_up_ring();
@@ -308,9 +302,8 @@ impl EventQueue {
             // is empty after it, as `take` and `earliest` would find.
             debug_assert!(!self.heap_only && self.current.is_empty() && self.later.is_empty());
             self.alone = false;
-            self.in_ring = 0;
             self.len = 0;
-            let event = self.alone_event;
+            let event = self.next;
             self.base = self.base.max(event.cycle);
             self.next = NO_EVENT;
             return Some(event);
@@ -337,8 +330,7 @@ impl EventQueue {
         let event = if self.alone {
             // The queue's only event (nothing in the heap to move).
             self.alone = false;
-            self.in_ring = 0;
-            self.alone_event
+            self.next
         } else if self.in_ring > 0 {
             // Every heap event is at `base + RING_CYCLES` or later, after
             // every ring event: the head bucket holds the next ones.
@@ -447,7 +439,7 @@ impl EventQueue {
                 };
             }
             if self.alone {
-                return self.alone_event;
+                return self.next;
             }
             if self.in_ring > 0 {
                 return Event {
@@ -462,7 +454,7 @@ impl EventQueue {
     pub fn len(&self) -> usize {
         debug_assert_eq!(
             self.len,
-            self.in_ring + self.current.len() + self.later.len()
+            self.alone as usize + self.in_ring + self.current.len() + self.later.len()
         );
         self.len
     }
