@@ -48,6 +48,10 @@ pub(super) struct IssueAt {
     /// `fetches_ahead` for the access queued at its line, when the caller
     /// knows it (a fused atomic's, tabled in its `AtomicHead`).
     pub(super) fetches_ahead_queued: Option<bool>,
+    /// The access is a load (`PendingAccess::op` is `None`): given by the
+    /// caller, for whom it is a constant (a fused atomic's issue), so that
+    /// the issue's branches on it fold away there.
+    pub(super) load: bool,
 }
 
 impl Simulation<'_> {
@@ -297,6 +301,7 @@ impl Simulation<'_> {
             now: cpu.now,
             core: cpu.core,
             fetches_ahead_queued: None,
+            load: pending.op.is_none(),
         };
         self.issue_at(i, at, pending, need, hold, probe)?;
         Ok(())
@@ -322,10 +327,12 @@ impl Simulation<'_> {
             now,
             core,
             fetches_ahead_queued,
+            load,
         } = at;
+        debug_assert_eq!(load, pending.op.is_none());
         // A load to a line the core is still fetching shares that fetch
         // (`in_flight`).
-        let arriving = pending.op.is_none()
+        let arriving = load
             && self
                 .coherence
                 .copy_ready_at(core, unit)
@@ -347,19 +354,19 @@ impl Simulation<'_> {
                     .load_in_flight(i, &pending, &report, true, probe)
                     .map(|()| false);
             }
-            if pending.op.is_none() && !self.cpus[i].deferred.is_empty() {
+            if load && !self.cpus[i].deferred.is_empty() {
                 // Behind a load queued at its home (`in_flight`).
                 return self.defer_hit(i, &pending, report).map(|()| false);
             }
             self.complete_access(i, &pending, &report, probe)?;
-            if pending.op.is_none() {
+            if load {
                 let value = self.cpus[i].stack.last().copied().unwrap_or_default();
                 let latency = report.done - report.issued;
                 self.poll_load_hit(i, &pending, report.issued, value, latency);
             }
             return Ok(false);
         }
-        if pending.op.is_none()
+        if load
             && self.cpus[i]
                 .deferred
                 .iter()
@@ -385,7 +392,7 @@ impl Simulation<'_> {
             Err(error) => return Err(error),
             Ok(Requested::Done(report)) => {
                 // A load's miss does not hold the CPU (`in_flight`).
-                let completed = if pending.op.is_none() {
+                let completed = if load {
                     self.load_in_flight(i, &pending, &report, false, probe)
                 } else {
                     self.complete_access(i, &pending, &report, probe)
@@ -395,7 +402,7 @@ impl Simulation<'_> {
                 completed?;
                 // A locked instruction's miss: what comes after it runs
                 // ahead meanwhile (`speculate`).
-                if pending.op.is_some() {
+                if !load {
                     self.speculate_past_lock(i, issued, Waiting::Issued, Vec::new(), probe)?;
                 }
             }
@@ -407,7 +414,7 @@ impl Simulation<'_> {
                     self.schedule_line_free(free_at, unit);
                 }
                 let cpu = &mut self.cpus[i];
-                if pending.op.is_none() && cpu.window_entries > 0 {
+                if load && cpu.window_entries > 0 {
                     // With a reorder window, a queued load does not hold the
                     // CPU either (`in_flight`).
                     self.queue_load(i, pending, unit, false)?;
@@ -418,7 +425,7 @@ impl Simulation<'_> {
                     cpu.wait_since = cpu.now;
                     parked = true;
                     let (window_entries, frame) = (cpu.window_entries, cpu.frame);
-                    if pending.op.is_some()
+                    if !load
                         && window_entries != 0
                         && fetches_ahead_queued
                             .unwrap_or_else(|| self.fetches_ahead(frame, Waiting::Queued(0)))

@@ -1198,5 +1198,6 @@ fn enter_head(memory_ops: &mut u64, cpu: &mut Cpu, now: Cycle) -> IssueAt {
         now,
         core: cpu.core,
         fetches_ahead_queued: None,
+        load: false,
     }
 }
