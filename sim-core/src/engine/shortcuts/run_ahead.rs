@@ -989,7 +989,9 @@ impl Simulation<'_> {
             return Ok(true);
         }
         let code = cpu.frame.code as usize;
-        let Some(&Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
+        // Read in place until the issue (a copy made here was held on the
+        // stack across the iteration's end).
+        let Some(Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
             return Ok(true);
         };
         if !matches!(
@@ -1047,7 +1049,7 @@ impl Simulation<'_> {
             return Ok(true);
         }
         let at = enter_head(&mut self.memory_ops, cpu, now);
-        Ok(!self.issue_head(i, head, operand, at, probe)?)
+        Ok(!self.issue_head(i, *head, operand, at, probe)?)
     }
 
     /// Runs CPU `i` ahead of the event queue as far as it can without
