@@ -695,6 +695,11 @@ struct Simulation<'c> {
     global_targets: Vec<Option<Target>>,
     /// Which thread runs on which CPU, the run queues, the futex sleepers.
     sched: Sched,
+    /// The iteration count at which a CPU has run its last iteration: the
+    /// warm-up plus `StopRule::Iterations`, saturated; `u64::MAX` (never
+    /// reached) for a run that stops at a cycle. Made once, since every
+    /// iteration's end compares with it.
+    last_iteration: u64,
     /// Per Linux CPU, its atomics and measured iterations not yet
     /// reported to the probe (`summed_atomics`, `batched_iterations`).
     summed: shortcuts::summed::Summed,
@@ -1181,6 +1186,10 @@ impl<'c> Simulation<'c> {
                 StopRule::Iterations(_) => config.max_cycles.saturating_add(1),
             }),
             sched,
+            last_iteration: match config.stop {
+                StopRule::Iterations(n) => config.warmup_iterations.saturating_add(n),
+                StopRule::Cycles(_) => u64::MAX,
+            },
             summed: Default::default(),
         }
     }

@@ -41,6 +41,8 @@ pub(super) struct IterationEnd<'a, 'c> {
     pub summed: &'a mut shortcuts::summed::Summed,
     pub measure_start: &'a mut Cycle,
     pub shortcut_entries: &'a mut ShortcutEntries,
+    /// `Simulation::last_iteration`.
+    pub last_iteration: u64,
 }
 
 /// `cpu`'s iteration ends (its summed private hits already reported, see
@@ -74,11 +76,9 @@ pub(super) fn end_iteration_of(cpu: &mut Cpu, with: IterationEnd, probe: &mut dy
     if cpu.iteration == warmup {
         *with.measure_start = (*with.measure_start).max(cpu.now);
     }
-    if let StopRule::Iterations(n) = with.config.stop {
-        if cpu.iteration >= warmup.saturating_add(n) {
-            cpu.callers.clear();
-            return true;
-        }
+    if cpu.iteration >= with.last_iteration {
+        cpu.callers.clear();
+        return true;
     }
     cpu.iteration_start = cpu.now;
     start_iteration(cpu, with.program);
@@ -942,6 +942,7 @@ impl Simulation<'_> {
                 summed: &mut self.summed,
                 measure_start: &mut self.measure_start,
                 shortcut_entries: &mut self.shortcut_entries,
+                last_iteration: self.last_iteration,
             },
             probe,
         );

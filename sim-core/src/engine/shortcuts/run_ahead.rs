@@ -1016,6 +1016,7 @@ impl Simulation<'_> {
                 summed: &mut self.summed,
                 measure_start: &mut self.measure_start,
                 shortcut_entries: &mut self.shortcut_entries,
+                last_iteration: self.last_iteration,
             },
             probe,
         );
