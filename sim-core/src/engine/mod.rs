@@ -260,6 +260,11 @@ struct BufferedStore {
 
 struct Cpu {
     spec: ThreadSpec,
+    /// Its script's operation count and locals (`Code::ops`,
+    /// `Code::local_count`), kept with it: every iteration's start reads
+    /// them ([`start_iteration`]).
+    script_ops: u64,
+    script_locals: u16,
     /// The CPU's core (whose cache it uses) and SMT thread in it.
     core: u32,
     thread: u8,
@@ -1063,8 +1068,11 @@ impl<'c> Simulation<'c> {
                 &config.topology.spec,
                 threads_on_core[config.topology.core_of(t.cpu) as usize] > 1,
             );
+            let script = &config.program.scripts[t.script as usize];
             cpus.push(Cpu {
                 spec: t.clone(),
+                script_ops: script.ops.len() as u64,
+                script_locals: script.local_count,
                 core: config.topology.core_of(t.cpu),
                 work_share_percent,
                 thread: config.topology.thread_of(t.cpu) as u8,
@@ -1112,7 +1120,7 @@ impl<'c> Simulation<'c> {
                 hook_done: false,
             });
             let cpu = cpus.last_mut().expect("just pushed");
-            start_iteration(cpu, &config.program);
+            start_iteration(cpu);
         }
         let mut cpus = Cpus(cpus);
         for i in queued {

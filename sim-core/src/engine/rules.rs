@@ -10,15 +10,14 @@ use rand_distr::Exp1;
 /// every iteration's end, the contended handover's included); a script
 /// with locals sets them up out of line.
 #[inline(always)]
-pub(super) fn start_iteration(cpu: &mut Cpu, program: &Program) {
-    let code = &program.scripts[cpu.spec.script as usize];
-    cpu.operations += code.ops.len() as u64;
+pub(super) fn start_iteration(cpu: &mut Cpu) {
+    cpu.operations += cpu.script_ops;
     cpu.stack.clear();
     cpu.callers.clear();
     cpu.locals.clear();
     // Most scripts have no locals: skip the call.
-    if code.local_count > 0 {
-        fresh_locals(&mut cpu.locals, code.local_count as usize);
+    if cpu.script_locals > 0 {
+        fresh_locals(&mut cpu.locals, cpu.script_locals as usize);
     }
     cpu.frame = Frame {
         code: cpu.spec.script,
@@ -37,7 +36,6 @@ fn fresh_locals(locals: &mut Vec<i64>, count: usize) {
 /// pieces, borrowed apart so that a caller holding the CPU keeps it.
 pub(super) struct IterationEnd<'a, 'c> {
     pub config: &'c SimConfig,
-    pub program: &'c Program,
     pub summed: &'a mut shortcuts::summed::Summed,
     pub measure_start: &'a mut Cycle,
     pub shortcut_entries: &'a mut ShortcutEntries,
@@ -81,7 +79,7 @@ pub(super) fn end_iteration_of(cpu: &mut Cpu, with: IterationEnd, probe: &mut dy
         return true;
     }
     cpu.iteration_start = cpu.now;
-    start_iteration(cpu, with.program);
+    start_iteration(cpu);
     false
 }
 
@@ -938,7 +936,6 @@ impl Simulation<'_> {
             &mut self.cpus[i],
             IterationEnd {
                 config: self.config,
-                program: self.program,
                 summed: &mut self.summed,
                 measure_start: &mut self.measure_start,
                 shortcut_entries: &mut self.shortcut_entries,

@@ -1012,7 +1012,6 @@ impl Simulation<'_> {
             cpu,
             IterationEnd {
                 config: self.config,
-                program: self.program,
                 summed: &mut self.summed,
                 measure_start: &mut self.measure_start,
                 shortcut_entries: &mut self.shortcut_entries,
