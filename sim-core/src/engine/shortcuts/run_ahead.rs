@@ -988,18 +988,21 @@ impl Simulation<'_> {
         {
             return Ok(true);
         }
-        let code = cpu.frame.code as usize;
+        // At its script's last operation, the `EndIteration` every script
+        // ends with (`compile`), known from the CPU alone; one in the middle
+        // (a script's `return`) is left to `run_cpu`.
+        if cpu.frame.code != cpu.spec.script || u64::from(cpu.frame.pc) + 1 != cpu.script_ops {
+            return Ok(true);
+        }
+        debug_assert!(matches!(
+            self.code_ops[cpu.frame.code as usize].get(cpu.frame.pc as usize),
+            Some(Op::EndIteration)
+        ));
         // Read in place until the issue (a copy made here was held on the
         // stack across the iteration's end).
         let Some(Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
             return Ok(true);
         };
-        if !matches!(
-            self.code_ops[code].get(cpu.frame.pc as usize),
-            Some(Op::EndIteration)
-        ) {
-            return Ok(true);
-        }
         // `run_cpu`'s count of steps without time, then `step`.
         if now == cpu.still_at {
             cpu.still_steps += 1;
