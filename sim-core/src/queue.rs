@@ -23,8 +23,8 @@
 //!
 //! A queue that holds one event at a time (every CPU waiting at one
 //! contended line, whose next free is the only event) keeps that event
-//! apart from the buckets (`alone`), which the next push puts in its
-//! bucket first.
+//! apart from the buckets (`alone`), which the next push puts where it
+//! belongs first.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -140,10 +140,9 @@ pub(crate) struct EventQueue {
     /// An event was pushed before `base`: from then on the ring is unused.
     heap_only: bool,
     /// The queue's only event is `next`, kept out of its bucket: an event
-    /// pushed into an empty queue within the ring's reach waits there (in
-    /// no bucket, not counted in `in_ring`) until it is popped or a second
-    /// event comes, which first puts it into its bucket as it would have
-    /// been. A queue that holds one event at a time, such as a contended
+    /// pushed into an empty queue, wherever its cycle, waits there (in no
+    /// bucket, not counted in `in_ring`) until it is popped or a second
+    /// event comes, which first places it as its own push would have. A queue that holds one event at a time, such as a contended
     /// line's next free while every CPU waits at that line, then never
     /// touches the buckets, and its push and pop write `next` and this
     /// flag only.
@@ -192,7 +191,8 @@ impl EventQueue {
     pub fn push(&mut self, cycle: u64, key: u64) {
         let empty = self.len == 0;
         self.len += 1;
-        if empty && !self.heap_only && cycle >= self.base && cycle - self.base < RING_CYCLES {
+        // Wherever its cycle is: it is placed only if a second event comes.
+        if empty && !self.heap_only {
             // `next` is `NO_EVENT`, after every event.
             debug_assert!(!self.alone && self.next == NO_EVENT);
             debug_assert!(self.in_ring == 0 && self.current.is_empty() && self.later.is_empty());
@@ -204,23 +204,30 @@ impl EventQueue {
     }
 
     /// [`EventQueue::push`] into a queue that holds events (or into the
-    /// heap, or beyond the ring's reach).
+    /// heap).
     #[inline(never)]
     fn push_into_occupied(&mut self, cycle: u64, key: u64) {
         let event = Event { cycle, key };
         if self.alone {
-            // Still within the ring's reach: `base` moves only on a pop.
+            // Placed first, as its own push would have placed it (`base`
+            // moves only on a pop).
             self.alone = false;
-            self.put_in_ring(self.next);
+            self.place(self.next);
         }
         if event < self.next {
             self.next = event;
         }
+        self.place(event);
+    }
+
+    /// Puts `event` where it waits: the heap, the events of the current
+    /// cycle, or the ring.
+    #[inline]
+    fn place(&mut self, event: Event) {
+        let Event { cycle, key } = event;
         if self.heap_only {
             self.later.push(Reverse(event));
-            return;
-        }
-        if cycle < self.base {
+        } else if cycle < self.base {
             self.give_up_ring();
             self.later.push(Reverse(event));
         } else if cycle == self.base && !self.current.is_empty() {
