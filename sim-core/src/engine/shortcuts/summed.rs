@@ -96,11 +96,15 @@ impl Summed {
         probe: &mut dyn Probe,
     ) {
         let pending = &mut self.pending[cpu.slot()];
-        if pending.iterations == BATCH_ITERATIONS {
+        let mut held = pending.iterations;
+        // `>=`, so that below `held` is known to index the batch (no
+        // second comparison for the bounds).
+        if held >= BATCH_ITERATIONS {
             report_iterations(cpu, pending, probe);
+            held = 0;
         }
-        pending.cycles[pending.iterations] = cycles;
-        pending.iterations += 1;
+        pending.cycles[held] = cycles;
+        pending.iterations = held + 1;
     }
 
     /// Reports what CPU `cpu` holds back, if anything: before anything of
