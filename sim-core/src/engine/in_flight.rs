@@ -384,7 +384,7 @@ impl Simulation<'_> {
         let Some(&oldest) = cpu.window.front() else {
             return false;
         };
-        if cpu.dispatched - oldest.seq + entries <= cpu.window_entries {
+        if (cpu.dispatched - oldest.seq).saturating_add(entries) <= cpu.window_entries {
             return false;
         }
         if oldest.ready == Cycle::MAX {
@@ -418,7 +418,7 @@ impl Simulation<'_> {
         // Nothing past a queued load's entry + the window can dispatch
         // until it is served (its arrival is unknown).
         if let Some(queued) = cpu.window.iter().find(|e| e.ready == Cycle::MAX) {
-            if cpu.dispatched.saturating_add(left) > queued.seq + cpu.window_entries {
+            if cpu.dispatched.saturating_add(left) > queued.seq.saturating_add(cpu.window_entries) {
                 await_served(cpu);
                 return None;
             }
@@ -431,7 +431,8 @@ impl Simulation<'_> {
             let Some(&oldest) = cpu.window.front() else {
                 break;
             };
-            let free = (cpu.window_entries + oldest.seq).saturating_sub(cpu.dispatched);
+            let free =
+                (cpu.window_entries.saturating_add(oldest.seq)).saturating_sub(cpu.dispatched);
             if left <= free {
                 break;
             }
@@ -442,7 +443,8 @@ impl Simulation<'_> {
             at = (at + Cycles::new(free.div_ceil(width))).max(oldest.ready);
             cpu.window.pop_front();
         }
-        cpu.dispatched += left;
+        // Saturating: `work` of a huge count takes every entry there is.
+        cpu.dispatched = cpu.dispatched.saturating_add(left);
         let end = at + Cycles::new(left.div_ceil(width));
         Some((end - start).get().saturating_sub(cycles))
     }

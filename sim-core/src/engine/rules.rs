@@ -783,7 +783,7 @@ impl Simulation<'_> {
         let registers = CpuRegisters { sim: self, i };
         let done = execute(&mut Ordered { registers, probe }, op);
         let cpu = &mut self.cpus[i];
-        cpu.dispatched += entries;
+        cpu.dispatched = cpu.dispatched.saturating_add(entries);
         if !cpu.late.is_empty() {
             self.forget_dropped(i);
         }
