@@ -165,6 +165,13 @@ impl CoreSet {
     fn remove(&mut self, core: u32) {
         self.words[(core / 64) as usize] &= !(1 << (core % 64));
     }
+    /// `remove(from)` then `insert(to)`, on the words borrowed once (two
+    /// calls reload the list's pointer and length after the first store).
+    fn move_bit(&mut self, from: u32, to: u32) {
+        let words = self.words.as_mut_slice();
+        words[(from / 64) as usize] &= !(1 << (from % 64));
+        words[(to / 64) as usize] |= 1 << (to % 64);
+    }
     fn contains(&self, core: u32) -> bool {
         self.words[(core / 64) as usize] & (1 << (core % 64)) != 0
     }

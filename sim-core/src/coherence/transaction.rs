@@ -187,7 +187,8 @@ impl Coherence {
         need: Need,
         hold_cycles: Cycles,
     ) -> Result<Requested, SimError> {
-        let report = self.transaction(topology, now, now, cpu, unit, need, hold_cycles, true);
+        let core = topology.core_of(cpu);
+        let report = self.transaction(topology, now, now, cpu, core, unit, need, hold_cycles, true);
         if self.check_invariants {
             self.check_unit(unit, report.started)?;
         }
@@ -287,6 +288,7 @@ impl Coherence {
                 waiter.issued,
                 now,
                 waiter.cpu,
+                waiter.core,
                 unit,
                 waiter.need,
                 waiter.hold_cycles,
@@ -320,6 +322,7 @@ impl Coherence {
         issued: Cycle,
         now: Cycle,
         cpu: LinuxCpu,
+        core: u32,
         unit_index: usize,
         need: Need,
         hold_cycles: Cycles,
@@ -344,8 +347,7 @@ impl Coherence {
                 // A broadcast directory invalidates more than the one copy.
                 let broadcast = self.directory == DirectoryPrecision::BroadcastShared
                     && matches!(only.state, LineState::Shared | LineState::Owned);
-                let taking =
-                    self.special_transactions && only.core != topology.core_of(cpu) && !broadcast;
+                let taking = self.special_transactions && only.core != core && !broadcast;
                 if taking {
                     #[cfg(feature = "shortcut-counts")]
                     {
@@ -356,6 +358,7 @@ impl Coherence {
                         issued,
                         now,
                         cpu,
+                        core,
                         unit_index,
                         hold_cycles,
                         list_changes,
@@ -382,11 +385,12 @@ impl Coherence {
         issued: Cycle,
         now: Cycle,
         cpu: LinuxCpu,
+        core: u32,
         unit_index: usize,
         hold_cycles: Cycles,
         list_changes: bool,
     ) -> AccessReport {
-        let core = topology.core_of(cpu);
+        debug_assert_eq!(core, topology.core_of(cpu));
         let thread = topology.thread_of(cpu) as u8;
         let lookup = self.lookup;
         let u = &mut self.units[unit_index];
@@ -849,8 +853,7 @@ impl Unit {
             version: self.version,
             last_writer_thread: Some(thread),
         };
-        self.dir_sharers.remove(previous);
-        self.dir_sharers.insert(writer);
+        self.dir_sharers.move_bit(previous, writer);
         self.dir_owner = Some(writer);
         // A write holds the line for its whole cost, and an atomic on.
         self.busy_until = done;
