@@ -137,14 +137,16 @@ impl Coherence {
             }
             return Ok(Requested::Done(report));
         }
-        self.request_after_miss(topology, now, cpu, unit, need, hold_cycles, tag)
+        let core = topology.core_of(cpu);
+        self.request_after_miss(topology, now, cpu, core, unit, need, hold_cycles, tag)
     }
 
     /// [`Coherence::request`] for a caller that has just tried
     /// [`Coherence::try_hit`] at `now` and missed (a failed try changes
     /// nothing, so trying again would miss again). Always inline: on a
     /// contended line queueing is the usual answer, a few stores, which
-    /// the call's eight arguments cost as much again.
+    /// the call's eight arguments cost as much again. `core` is `cpu`'s
+    /// (`Topology::core_of`), which the engine keeps with its CPU.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     pub fn request_after_miss(
@@ -152,16 +154,18 @@ impl Coherence {
         topology: &Topology,
         now: Cycle,
         cpu: LinuxCpu,
+        core: u32,
         unit: usize,
         need: Need,
         hold_cycles: Cycles,
         tag: RequestTag,
     ) -> Result<Requested, SimError> {
+        debug_assert_eq!(core, topology.core_of(cpu));
         let u = &mut self.units[unit];
         if u.busy_until > now || !u.waiting.is_empty() {
             u.waiting.push(Waiter {
                 cpu,
-                core: topology.core_of(cpu),
+                core,
                 need,
                 hold_cycles,
                 issued: now,
@@ -242,7 +246,7 @@ impl Coherence {
             return Ok(None);
         }
         let requested =
-            self.request_after_miss(topology, now, cpu, unit, need, Cycles::ZERO, tag)?;
+            self.request_after_miss(topology, now, cpu, core, unit, need, Cycles::ZERO, tag)?;
         #[cfg(any(test, feature = "planted-bugs"))]
         planted::after_prefetch(self, unit, &requested)?;
         Ok(Some(requested))

@@ -383,6 +383,7 @@ impl Simulation<'_> {
             self.topology,
             now,
             cpu_id,
+            core,
             unit,
             need,
             hold,
