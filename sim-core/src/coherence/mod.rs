@@ -428,6 +428,52 @@ pub struct Coherence {
     /// A report's `others` handed back by the engine ([`Coherence::recycle`]),
     /// reused by the next transaction instead of a new allocation.
     spare_changes: SpareChanges,
+    /// The report of the last waiter served by
+    /// [`Coherence::serve_next_in_place`], where the engine reads it.
+    served: ServedReport,
+}
+
+/// Scratch, not protocol state, like [`SpareChanges`]: equal and hashed
+/// alike whatever it holds, and a clone starts empty.
+#[derive(Debug)]
+struct ServedReport(AccessReport);
+
+impl Default for ServedReport {
+    fn default() -> Self {
+        ServedReport(AccessReport {
+            unit: 0,
+            need: Need::Read,
+            issued: Cycle::ZERO,
+            started: Cycle::ZERO,
+            done: Cycle::ZERO,
+            route: Route::Hit,
+            supplier: None,
+            requester_before: LineState::Invalid,
+            requester_after: LineState::Invalid,
+            others: Vec::new(),
+            invalidations: 0,
+            hitm: false,
+            cross_socket: false,
+        })
+    }
+}
+
+impl Clone for ServedReport {
+    fn clone(&self) -> Self {
+        ServedReport::default()
+    }
+}
+
+impl PartialEq for ServedReport {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ServedReport {}
+
+impl std::hash::Hash for ServedReport {
+    fn hash<H: std::hash::Hasher>(&self, _state: &mut H) {}
 }
 
 /// Spare capacity, not protocol state: equal and hashed alike whatever it
@@ -481,7 +527,21 @@ impl Coherence {
             atomic_changes_unlisted: false,
             unit_bytes: memory.unit_bytes,
             spare_changes: SpareChanges::default(),
+            served: ServedReport::default(),
         }
+    }
+
+    /// The report of the waiter [`Coherence::serve_next_in_place`] served
+    /// last.
+    #[inline(always)]
+    pub fn served(&self) -> &AccessReport {
+        &self.served.0
+    }
+
+    /// [`Coherence::served`] taken out (for a caller that must own it; it
+    /// hands it back with [`Coherence::recycle`]).
+    pub fn take_served(&mut self) -> AccessReport {
+        std::mem::take(&mut self.served).0
     }
 
     /// Takes back a finished report's storage, for the next transaction.
@@ -800,6 +860,84 @@ mod tests {
             );
             assert_eq!(unlisted.units, listed.units, "{kind:?}");
         }
+    }
+
+    /// A waiter served in place (`serve_next_in_place`, the special shape
+    /// writing its report into `served` field by field) gets the general
+    /// walk's report and states, under every protocol: a write queued
+    /// behind another's, then a read, then a write again, each served in
+    /// turn, listed and unlisted (the unlisted one's `served` left with no
+    /// stale list from the listed report before it).
+    #[test]
+    fn a_report_served_in_place_is_the_general_walks() {
+        let t = topology();
+        let mut served_in_place = 0;
+        for protocol in [Protocol::Mesi, Protocol::Mesif, Protocol::Moesi] {
+            for unlisted in [false, true] {
+                let mut spec = t.spec.clone();
+                spec.protocol = protocol;
+                let t = Topology::new(spec).unwrap();
+                let mut fast = coherence(&t, &[0]);
+                fast.atomic_changes_unlisted = unlisted;
+                let mut general = fast.clone();
+                general.special_transactions = false;
+                let hold = Cycles::new(20);
+                let mut at = Cycle::ZERO;
+                for (k, (cpu, need)) in [
+                    (0, Need::Write),
+                    (4, Need::Write),
+                    (1, Need::Read),
+                    (5, Need::Write),
+                    (0, Need::Write),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    let cpu = LinuxCpu::new(cpu);
+                    let kind = if k % 2 == 0 {
+                        RequestKind::Drain
+                    } else {
+                        RequestKind::Demand
+                    };
+                    let tag = RequestTag::new(CpuIndex::new(cpu.get() as usize), kind);
+                    let mut served = Vec::new();
+                    for c in [&mut fast, &mut general] {
+                        let queued = c.request(&t, at, cpu, 0, need, hold, tag).unwrap();
+                        let report = match queued {
+                            Requested::Done(report) => report,
+                            Requested::Queued { free_at, .. } => {
+                                let waiter = c.serve_next_in_place(&t, free_at, 0, &mut |_| 0);
+                                assert_eq!(waiter.unwrap().map(|w| w.cpu), Some(cpu));
+                                served_in_place += 1;
+                                c.served().clone()
+                            }
+                        };
+                        served.push(report);
+                    }
+                    let (a, b) = (&served[0], &served[1]);
+                    // Unlisted, the special shape's list is empty (the
+                    // general walk lists always).
+                    let listed = !(unlisted && need == Need::Write && kind == RequestKind::Demand);
+                    let others = if listed || !a.others.is_empty() {
+                        b.others.clone()
+                    } else {
+                        Vec::new()
+                    };
+                    let b_as_fast = AccessReport {
+                        others,
+                        ..b.clone()
+                    };
+                    assert_eq!(
+                        a, &b_as_fast,
+                        "{protocol:?} unlisted {unlisted} request {k}"
+                    );
+                    assert_eq!(fast.units, general.units, "{protocol:?} request {k}");
+                    at = b.done + Cycles::new(1);
+                }
+            }
+        }
+        // Every request after the first queued behind its predecessor's hold.
+        assert_eq!(served_in_place, 3 * 2 * 4 * 2, "{served_in_place}");
     }
 
     #[test]

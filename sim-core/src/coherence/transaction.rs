@@ -266,9 +266,29 @@ impl Coherence {
         unit: usize,
         pick: &mut P,
     ) -> Result<Option<(Waiter, AccessReport)>, SimError> {
+        let served = self.serve_next_in_place(topology, now, unit, pick)?;
+        Ok(served.map(|waiter| (waiter, self.take_served())))
+    }
+
+    /// [`Coherence::serve_next`] with the report left in place, where
+    /// [`Coherence::served`] reads it: the engine's serve of every
+    /// contended handover, which then moves no report (about 90 bytes,
+    /// moved twice through the result and the pair in the option).
+    #[inline(always)]
+    pub fn serve_next_in_place<P: FnMut(usize) -> usize + ?Sized>(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        unit: usize,
+        pick: &mut P,
+    ) -> Result<Option<Waiter>, SimError> {
         #[cfg(any(test, feature = "planted-bugs"))]
         if let Some(bug) = planted::active_at(planted::Hook::Serve) {
-            return planted::serve_next(self, bug, topology, now, unit, &mut |n| pick(n));
+            let served = planted::serve_next(self, bug, topology, now, unit, &mut |n| pick(n))?;
+            return Ok(served.map(|(waiter, report)| {
+                self.served.0 = report;
+                waiter
+            }));
         }
         let u = &mut self.units[unit];
         let busy = u.busy_until > now;
@@ -276,6 +296,11 @@ impl Coherence {
             return Ok(None);
         }
         let (waiter, holder) = u.take_next_waiter(topology, pick);
+        // The last report's list, if it has one, becomes the spare for
+        // this transaction's.
+        if self.served.0.others.capacity() > self.spare_changes.0.capacity() {
+            self.spare_changes.0 = std::mem::take(&mut self.served.0.others);
+        }
         let hit = if holder {
             self.try_hit_for_waiter(topology, now, &waiter, unit)
         } else {
@@ -285,9 +310,9 @@ impl Coherence {
         let list_changes = !(self.atomic_changes_unlisted
             && waiter.need == Need::Write
             && waiter.tag.kind() == RequestKind::Demand);
-        let report = match hit {
-            Some(r) => r,
-            None => self.transaction(
+        match hit {
+            Some(r) => self.served.0 = r,
+            None => self.transaction_into_served(
                 topology,
                 waiter.issued,
                 now,
@@ -298,11 +323,95 @@ impl Coherence {
                 waiter.hold_cycles,
                 list_changes,
             ),
-        };
-        if self.check_invariants {
-            self.check_unit(unit, report.started)?;
         }
-        Ok(Some((waiter, report)))
+        if self.check_invariants {
+            self.check_unit(unit, self.served.0.started)?;
+        }
+        Ok(Some(waiter))
+    }
+
+    /// [`Coherence::transaction`] with its report left in `served`, the
+    /// special shape's written there field by field (assigned whole, a
+    /// report goes through a copy on the stack: the old one's list is
+    /// dropped first).
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn transaction_into_served(
+        &mut self,
+        topology: &Topology,
+        issued: Cycle,
+        now: Cycle,
+        cpu: LinuxCpu,
+        core: u32,
+        unit_index: usize,
+        need: Need,
+        hold_cycles: Cycles,
+        list_changes: bool,
+    ) {
+        #[cfg(any(test, feature = "planted-bugs"))]
+        if planted::active_at(planted::Hook::Transaction).is_some() {
+            self.served.0 = self.transaction(
+                topology,
+                issued,
+                now,
+                cpu,
+                core,
+                unit_index,
+                need,
+                hold_cycles,
+                list_changes,
+            );
+            return;
+        }
+        if self.takes_the_only_copy(core, unit_index, need) {
+            #[cfg(feature = "shortcut-counts")]
+            {
+                self.special_transactions_taken += 1;
+            }
+            let taken = self.only_copy_taken(topology, now, cpu, core, unit_index, hold_cycles);
+            let others = if list_changes {
+                Some(self.only_copy_change(&taken))
+            } else {
+                None
+            };
+            let r = &mut self.served.0;
+            match others {
+                Some(list) => r.others = list,
+                None => r.others.clear(),
+            }
+            r.unit = unit_index;
+            r.need = Need::Write;
+            r.issued = issued;
+            r.started = now;
+            r.done = taken.done;
+            r.route = taken.route;
+            r.supplier = taken.supplier;
+            r.requester_before = LineState::Invalid;
+            r.requester_after = LineState::Modified;
+            r.invalidations = 1;
+            r.hitm = taken.hitm;
+            r.cross_socket = taken.cross_socket;
+            return;
+        }
+        self.served.0 =
+            self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles);
+    }
+
+    /// Whether a transaction takes [`Coherence::write_taking_the_only_copy`]:
+    /// a write by core `core`, which holds no copy, of a line one other
+    /// cache holds.
+    #[inline(always)]
+    fn takes_the_only_copy(&self, core: u32, unit_index: usize, need: Need) -> bool {
+        if need != Need::Write {
+            return false;
+        }
+        let [only] = self.units[unit_index].holders.as_slice() else {
+            return false;
+        };
+        // A broadcast directory invalidates more than the one copy.
+        let broadcast = self.directory == DirectoryPrecision::BroadcastShared
+            && matches!(only.state, LineState::Shared | LineState::Owned);
+        self.special_transactions && only.core != core && !broadcast
     }
 
     /// A transaction at the home: the line's new states and what it cost.
@@ -346,29 +455,21 @@ impl Coherence {
                 hold_cycles,
             );
         }
-        if need == Need::Write {
-            if let [only] = self.units[unit_index].holders.as_slice() {
-                // A broadcast directory invalidates more than the one copy.
-                let broadcast = self.directory == DirectoryPrecision::BroadcastShared
-                    && matches!(only.state, LineState::Shared | LineState::Owned);
-                let taking = self.special_transactions && only.core != core && !broadcast;
-                if taking {
-                    #[cfg(feature = "shortcut-counts")]
-                    {
-                        self.special_transactions_taken += 1;
-                    }
-                    return self.write_taking_the_only_copy(
-                        topology,
-                        issued,
-                        now,
-                        cpu,
-                        core,
-                        unit_index,
-                        hold_cycles,
-                        list_changes,
-                    );
-                }
+        if self.takes_the_only_copy(core, unit_index, need) {
+            #[cfg(feature = "shortcut-counts")]
+            {
+                self.special_transactions_taken += 1;
             }
+            return self.write_taking_the_only_copy(
+                topology,
+                issued,
+                now,
+                cpu,
+                core,
+                unit_index,
+                hold_cycles,
+                list_changes,
+            );
         }
         self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles)
     }
@@ -394,6 +495,56 @@ impl Coherence {
         hold_cycles: Cycles,
         list_changes: bool,
     ) -> AccessReport {
+        let taken = self.only_copy_taken(topology, now, cpu, core, unit_index, hold_cycles);
+        let others = if list_changes {
+            self.only_copy_change(&taken)
+        } else {
+            Vec::new()
+        };
+        AccessReport {
+            unit: unit_index,
+            need: Need::Write,
+            issued,
+            started: now,
+            done: taken.done,
+            route: taken.route,
+            supplier: taken.supplier,
+            requester_before: LineState::Invalid,
+            requester_after: LineState::Modified,
+            others,
+            invalidations: 1,
+            hitm: taken.hitm,
+            cross_socket: taken.cross_socket,
+        }
+    }
+
+    /// The one change of [`Coherence::write_taking_the_only_copy`], listed
+    /// in the spare list: the previous holder's copy invalidated.
+    #[inline(always)]
+    fn only_copy_change(&mut self, taken: &OnlyCopyTaken) -> Vec<StateChange> {
+        let mut others = std::mem::take(&mut self.spare_changes.0);
+        others.clear();
+        others.push(StateChange {
+            core: taken.previous_core,
+            before: taken.previous_state,
+            after: LineState::Invalid,
+        });
+        others
+    }
+
+    /// [`Coherence::write_taking_the_only_copy`]'s steps up to the report:
+    /// the route and cost, when it is done, the supplier, and the line
+    /// handed over to the writer.
+    #[inline(always)]
+    fn only_copy_taken(
+        &mut self,
+        topology: &Topology,
+        now: Cycle,
+        cpu: LinuxCpu,
+        core: u32,
+        unit_index: usize,
+        hold_cycles: Cycles,
+    ) -> OnlyCopyTaken {
         debug_assert_eq!(core, topology.core_of(cpu));
         let thread = topology.thread_of(cpu) as u8;
         let lookup = self.lookup;
@@ -442,33 +593,15 @@ impl Coherence {
         } else {
             (None, false)
         };
-        let others = if list_changes {
-            let mut others = std::mem::take(&mut self.spare_changes.0);
-            others.clear();
-            others.push(StateChange {
-                core: previous.core,
-                before: previous.state,
-                after: LineState::Invalid,
-            });
-            others
-        } else {
-            Vec::new()
-        };
         u.hand_over_to_writer(previous.core, core, thread, done, hold_cycles);
-        AccessReport {
-            unit: unit_index,
-            need: Need::Write,
-            issued,
-            started: start,
+        OnlyCopyTaken {
             done,
             route: path.route,
             supplier,
-            requester_before: LineState::Invalid,
-            requester_after: LineState::Modified,
-            others,
-            invalidations: 1,
             hitm,
             cross_socket: path.cross_socket,
+            previous_core: previous.core,
+            previous_state: previous.state,
         }
     }
 
@@ -1025,6 +1158,18 @@ fn supplier_report(
         None
     };
     (supplier, hitm)
+}
+
+/// What [`Coherence::only_copy_taken`] found: the report's parts that
+/// vary, and the previous holder for the listed change.
+struct OnlyCopyTaken {
+    done: Cycle,
+    route: Route,
+    supplier: Option<(u32, LineState, PairClass)>,
+    hitm: bool,
+    cross_socket: bool,
+    previous_core: u32,
+    previous_state: LineState,
 }
 
 /// The route and cost of [`Coherence::write_taking_the_only_copy`]: with

@@ -455,21 +455,29 @@ impl Simulation<'_> {
         report: &AccessReport,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        self.complete_access_inline(i, p, report, probe)?;
+        self.complete_access_inline(i, p, Some(report), probe)?;
         Ok(())
     }
 
     /// [`Simulation::complete_access`], always inline: at the home's serve
-    /// of a waiting CPU (`line_free`, every contended handover). Returns
-    /// the CPU's clock after the access, read while the CPU is at hand.
+    /// of a waiting CPU (`line_free`, every contended handover), where the
+    /// report is `None`: the one the serve left in place
+    /// (`Coherence::served`), read there. Returns the CPU's clock after the
+    /// access, read while the CPU is at hand.
     #[inline(always)]
     fn complete_access_inline(
         &mut self,
         i: CpuIndex,
         p: &PendingAccess,
-        report: &AccessReport,
+        report: Option<&AccessReport>,
         probe: &mut dyn Probe,
     ) -> Result<Cycle, SimError> {
+        // (Borrowed from the coherence alone: the CPU, the bytes and the
+        // sums below are other fields.)
+        let report = match report {
+            Some(report) => report,
+            None => self.coherence.served(),
+        };
         let old = self.read_value(p.address, p.size_bytes);
         let old = p.bits.map_or(old, |b| b.extract(old));
         let (kind, written) = match p.op {
@@ -484,7 +492,7 @@ impl Simulation<'_> {
                     AtomicOp::CmpXchg => (old == p.expected).then_some(p.operand),
                 };
                 if let Some(n) = new {
-                    self.write_value(p.address, p.size_bytes, n);
+                    write_value(&mut self.bytes, p.address, p.size_bytes, n);
                 }
                 (
                     AccessKind::Atomic(op),
@@ -581,16 +589,16 @@ impl Simulation<'_> {
             }
             uniform_below_in_zone(arbitration, bound, zone.1) as usize
         };
-        // Matched in place: `?` would copy the report (about 150 bytes
-        // with the waiter) out of the result first.
+        // The report stays where the serve wrote it (`served`): a waiting
+        // CPU's access reads it there; the rarer kinds take it out.
         let mut resume = None;
         match self
             .coherence
-            .serve_next(self.topology, at, unit, &mut pick)
+            .serve_next_in_place(self.topology, at, unit, &mut pick)
         {
             Err(error) => return Err(error),
             Ok(None) => {}
-            Ok(Some((waiter, report))) => {
+            Ok(Some(waiter)) => {
                 let cpu = waiter.tag.cpu();
                 let i = cpu;
                 match waiter.tag.kind() {
@@ -601,29 +609,36 @@ impl Simulation<'_> {
                             .position(|&(line, c, _)| line == unit && c == cpu);
                         if let Some(k) = queued {
                             let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
+                            let report = self.coherence.take_served();
                             self.report_prefetch(i, field_id, &report, probe);
+                            self.coherence.recycle(report);
                         }
                     }
-                    RequestKind::Drain => self.finish_drain(i, &report, probe),
+                    RequestKind::Drain => {
+                        let report = self.coherence.take_served();
+                        self.finish_drain(i, &report, probe);
+                        self.coherence.recycle(report);
+                    }
                     RequestKind::Demand => {
                         // The CPU looked up once for both questions.
                         let cpu = &mut self.cpus[i];
                         if cpu.deferred.iter().any(|d| d.unserved && d.unit == unit) {
                             // A queued load that did not hold its CPU: the
                             // CPU goes on from here only if it waits for it.
+                            let report = self.coherence.take_served();
                             resume = self
                                 .serve_deferred(i, unit, at, &report, probe)
                                 .map(|now| (now, i));
+                            self.coherence.recycle(report);
                         } else if let Some(p) = cpu.pending.take() {
                             // The waiting load or atomic completed; the CPU
                             // goes on (its resume is scheduled below).
                             cpu.wait = Wait::None;
-                            let now = self.complete_access_inline(i, &p, &report, probe)?;
+                            let now = self.complete_access_inline(i, &p, None, probe)?;
                             resume = Some((now, i));
                         }
                     }
                 }
-                self.coherence.recycle(report);
             }
         }
         // The line's next free, its key computed once for the comparison
