@@ -11,7 +11,9 @@
 //!   target shaded), numbered as the `measured vs simulated` table;
 //! - `comparison.svg`: each variant's throughput change against its
 //!   baseline (the first variant unless the scenario names another with
-//!   `baseline`), per case of a sweep;
+//!   `baseline`), per case of a sweep; without a sweep, the change of the
+//!   cycles per iteration of the thread group the `[[measured]]` rows
+//!   measure, when they name one;
 //! - `attribution.svg`: per field, HITM and stall cycles per iteration
 //!   across variants, in the last case;
 //! - `lines-STRUCT-VARIANT.svg`: each struct's cache-line map per variant
@@ -356,34 +358,71 @@ fn targets(file: &ResultsFile) -> TargetsChart {
     }
 }
 
-/// Each variant's throughput change against its baseline (the first
-/// variant unless the scenario names another, `baseline`): one bar per
-/// variant that has a baseline, labelled with it when the baselines differ.
+/// Each variant's change against its baseline (the first variant unless
+/// the scenario names another, `baseline`): one bar per variant that has a
+/// baseline, labelled with it when the baselines differ. The change is of
+/// the cycles per iteration of the thread group the scenario's
+/// `[[measured]]` rows measure when every bar's two runs have the same one
+/// (`Record::measured_threads`: where the other CPUs idle, the machine's
+/// throughput does not move), else of the throughput over every CPU.
 fn comparison(
     file: &ResultsFile,
     case: &[&Record],
     name: &str,
     where_: &str,
 ) -> Option<ComparisonChart> {
-    let compared: Vec<(&Record, &Record)> = case
+    let pairs: Vec<(&Record, &Record)> = case
         .iter()
         .filter_map(|r| {
             let b = file.baseline_of(&r.variant)?;
-            let base = case.iter().find(|o| o.variant == b)?;
-            (base.throughput_iterations_per_second > 0.0).then_some((*r, *base))
+            Some((*r, *case.iter().find(|o| o.variant == b)?))
         })
+        .collect();
+    let group = pairs.first().and_then(|(r, _)| r.measured_threads.as_ref());
+    let group = group.filter(|g| {
+        pairs.iter().all(|(r, base)| {
+            [r, base].iter().all(|x| {
+                x.measured_threads
+                    .as_ref()
+                    .is_some_and(|o| o.threads == g.threads)
+            })
+        })
+    });
+    let figure = |r: &Record| match group {
+        Some(_) => r
+            .measured_threads
+            .as_ref()
+            .map_or(0.0, |g| g.cycles_per_iteration_mean),
+        None => r.throughput_iterations_per_second,
+    };
+    let compared: Vec<(&Record, &Record)> = pairs
+        .into_iter()
+        .filter(|(_, base)| figure(base) > 0.0)
         .collect();
     let first = compared.first()?.1;
     let one_baseline = compared.iter().all(|(_, b)| b.variant == first.variant);
+    let what = match group {
+        Some(g) => format!(
+            "cycles per iteration of `{}` ({} {}, as measured)",
+            g.threads,
+            if g.cpu_list.contains([',', '-']) {
+                "CPUs"
+            } else {
+                "CPU"
+            },
+            g.cpu_list
+        ),
+        None => "throughput".to_string(),
+    };
     let (title, value_label) = if one_baseline {
         (
             format!("{name}: change against {}{where_}", first.variant),
-            format!("throughput change against `{}` (%)", first.variant),
+            format!("{what}: change against `{}` (%)", first.variant),
         )
     } else {
         (
             format!("{name}: change against each variant's baseline{where_}"),
-            "throughput change against the variant's baseline (%)".to_string(),
+            format!("{what}: change against the variant's baseline (%)"),
         )
     };
     Some(ComparisonChart {
@@ -398,9 +437,7 @@ fn comparison(
                 } else {
                     format!("{} vs {}", r.variant, base.variant)
                 },
-                value: (r.throughput_iterations_per_second / base.throughput_iterations_per_second
-                    - 1.0)
-                    * 100.0,
+                value: (figure(r) / figure(base) - 1.0) * 100.0,
             })
             .collect(),
     })

@@ -585,3 +585,112 @@ fn instances_no_running_code_names_are_not_charted_or_reported() {
     assert_eq!(notes.len(), 3, "{report}");
     assert!(notes[0].contains("no script or procedure this variant runs names it"));
 }
+
+/// One CPU measured (`caller`, as a `[[measured]]` row says) while seven
+/// others spin through cheap iterations of their own: over every CPU the
+/// variants would look alike.
+const MEASURED_GROUP: &str = r#"schema = 1
+name = "measured-group"
+machine = "icelake-sp-2s"
+seed = 1
+base_name = "short"
+
+[run]
+iterations = 50
+
+[params]
+calls = 1
+
+[structs.counter]
+fields = [{ name = "value", type = "u64" }]
+
+[instances.c]
+struct = "counter"
+kind = "global"
+
+[scripts]
+caller = """
+let i = 0
+while i < calls {
+  fetch_add(c.value, 1)
+  work 40
+  i = i + 1
+}
+"""
+idle = "work 10"
+
+[[threads]]
+name = "caller"
+cpus = "0"
+script = "caller"
+
+[[threads]]
+name = "others"
+cpus = "1-7"
+script = "idle"
+
+[[variants]]
+name = "long"
+[variants.set]
+"params.calls" = 4
+
+[[measured]]
+label = "a call"
+variant = "short"
+metric = "cycles-per-iteration"
+threads = "caller"
+value = 50
+source = "assumed for the test"
+
+[[measured]]
+label = "four calls"
+variant = "long"
+metric = "cycles-per-iteration"
+threads = "caller"
+value = 200
+source = "assumed for the test"
+"#;
+
+#[test]
+fn the_comparison_is_over_the_thread_group_the_measured_rows_measure() {
+    let tmp = TempDir::new("measured-group");
+    let file = tmp.join("measured-group.toml");
+    std::fs::write(&file, MEASURED_GROUP).unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "--quiet"]);
+    assert_ok(&o);
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        report.contains(
+            "rows ending \"of `caller`\" are over the thread group the scenario's \
+             [[measured]] rows measure, the other rows over every CPU"
+        ),
+        "{report}"
+    );
+    // The caller's four calls take about four times one call's cycles.
+    let row = report
+        .lines()
+        .find(|l| l.ends_with("cycles_per_iteration.mean of `caller`"))
+        .unwrap_or_else(|| panic!("{report}"));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let (short, change, long) = (
+        cells[0].parse::<f64>().unwrap(),
+        cells[1],
+        cells[2].parse::<f64>().unwrap(),
+    );
+    assert!(long > 3.0 * short, "{row}");
+    assert!(change.starts_with('+'), "{row}");
+    // The chart's bar is that change, and says of what.
+    let svg = std::fs::read_to_string(Path::new(&out).join("charts/comparison.svg")).unwrap();
+    assert!(
+        svg.contains(
+            "cycles per iteration of `caller` (CPU 0, as measured): change against `short` (%)"
+        ),
+        "{svg}"
+    );
+    assert!(svg.contains(change), "{change} not in {svg}");
+    let json = std::fs::read_to_string(Path::new(&out).join("results.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["records"][0]["measured_threads"]["threads"], "caller");
+    assert_eq!(v["records"][0]["measured_threads"]["cpu_list"], "0");
+}

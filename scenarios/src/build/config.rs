@@ -44,6 +44,11 @@ pub struct BuiltVariant {
     /// is compared with nothing (the base, a variant that is its own
     /// `baseline`). Set by the caller, as the name is.
     pub baseline: Option<String>,
+    /// The thread group whose iterations the scenario's `[[measured]]`
+    /// rows of this variant measure ([`measured_threads`]): the comparison
+    /// table and chart set its figures first. Set by the caller, as the
+    /// name is.
+    pub measured_threads: Option<String>,
     pub config: SimConfig,
     /// CPU lists of the thread groups, for reports.
     pub groups: Vec<(String, Vec<LinuxCpu>)>,
@@ -120,6 +125,36 @@ pub fn run_bytes(config: &SimConfig) -> u64 {
         .saturating_add((config.threads.len() as u64).saturating_mul(TRAFFIC_BYTES))
 }
 
+/// The thread group whose iterations the `[[measured]]` rows of case
+/// `case_id` (empty without a sweep) measure in variant `variant`: the
+/// `threads` every row naming the variant (as `variant` or `relative_to`)
+/// gives, when there is such a row and they all give the same group. None
+/// when a row measures every CPU (no `threads`) or rows disagree: the
+/// comparison then stays over every CPU, as the rows are.
+pub fn measured_threads(
+    measured: &[schema::MeasuredDef],
+    variant: &str,
+    case_id: &str,
+) -> Option<String> {
+    let mut group: Option<&str> = None;
+    for m in measured {
+        let case = m.case.as_ref().map_or("", |c| c.get_ref().as_str());
+        let names_it = m.variant.get_ref() == variant
+            || m.relative_to
+                .as_ref()
+                .is_some_and(|r| r.get_ref() == variant);
+        if case != case_id || !names_it {
+            continue;
+        }
+        let threads = m.threads.as_ref()?.get_ref().as_str();
+        if group.is_some_and(|g| g != threads) {
+            return None;
+        }
+        group = Some(threads);
+    }
+    group.map(str::to_string)
+}
+
 /// Builds every variant (base first). The first error stops the build.
 pub fn build_all(
     loaded: &LoadedScenario,
@@ -135,6 +170,7 @@ pub fn build_all(
         built.name = v.name.clone();
         built.description = v.description.clone();
         built.baseline = baseline.map(|i| variants[i].name.clone());
+        built.measured_threads = measured_threads(&loaded.base.doc.measured, &v.name, "");
         // They are held together: checked as the process's bound says.
         configs = configs.saturating_add(built.config_bytes);
         largest_run = largest_run.max(built.run_bytes);
@@ -442,6 +478,7 @@ pub fn build_config(
         name: String::new(),
         description: None,
         baseline: None,
+        measured_threads: None,
         run_bytes: estimate,
         config_bytes: config_bytes(&config),
         config,

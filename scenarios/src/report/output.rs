@@ -157,6 +157,12 @@ pub struct Record {
     pub spin_cycles_per_iteration: f64,
     #[serde(default)]
     pub queue_wait_cycles_per_iteration: f64,
+    /// The iterations of the thread group the scenario's `[[measured]]`
+    /// rows of this variant measure (`threads`), when they name one;
+    /// `comparison.svg` compares these. Absent otherwise, and in files
+    /// written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_threads: Option<GroupRecord>,
     pub fields: Vec<FieldRecord>,
     pub lines: Vec<LineRecord>,
     /// SHA-256 of the record's content ([`record_hash`]): the scenario's
@@ -165,6 +171,18 @@ pub struct Record {
     /// after bounce wrote it is refused; empty in files written before it.
     #[serde(default)]
     pub content_sha256: String,
+}
+
+/// A thread group's iterations ([`Record::measured_threads`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRecord {
+    /// The group's name in the scenario.
+    pub threads: String,
+    pub cpu_list: String,
+    pub measured_iterations: u64,
+    pub cycles_per_iteration_mean: f64,
+    pub throughput_iterations_per_second: f64,
 }
 
 /// Traffic counts of a field or a line, over the measured window.
@@ -529,6 +547,17 @@ fn record(
         store_buffer_stall_cycles: r.store_buffer_stall_cycles,
         spin_cycles_per_iteration: r.per_iteration(r.total.spin_cycles),
         queue_wait_cycles_per_iteration: r.per_iteration(r.total.queue_wait_cycles),
+        measured_threads: r.measured_threads.as_ref().map(|g| {
+            let mut cpus = g.cpus.clone();
+            cpus.sort_unstable();
+            GroupRecord {
+                threads: g.threads.clone(),
+                cpu_list: format_cpulist(&cpus),
+                measured_iterations: g.iterations,
+                cycles_per_iteration_mean: g.cycles_per_iteration_mean(),
+                throughput_iterations_per_second: r.group_throughput(g),
+            }
+        }),
         // The fields of instances that no running code names (a library
         // module's the variant never calls) are left out: rows of zeros
         // that would draw empty charts.

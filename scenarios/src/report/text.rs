@@ -7,7 +7,7 @@
 
 use crate::format::sweep::Sweep;
 use crate::run::cases::CaseResult;
-use crate::run::results::{failure_line, VariantFailure, VariantResult};
+use crate::run::results::{failure_line, GroupIterations, VariantFailure, VariantResult};
 use sim_core::cpu::LinuxCpu;
 use sim_core::stats::Traffic;
 use std::fmt::Write;
@@ -180,6 +180,9 @@ const PREFETCH_METRIC: Metric = Metric {
     value: |r| r.per_iteration(r.total.prefetches),
 };
 
+/// A figure of the measured thread group of a variant's run.
+type GroupFigure = fn(&VariantResult, &GroupIterations) -> f64;
+
 /// How many variants share one block of the comparison table.
 const VARIANTS_PER_BLOCK: usize = 3;
 
@@ -247,19 +250,59 @@ fn comparison_block(
             out.push('\n');
         }
         let prefetched = results.iter().any(|r| r.total.prefetches > 0);
-        let metrics: Vec<&Metric> = METRICS
-            .iter()
-            .chain(prefetched.then_some(&PREFETCH_METRIC))
-            .collect();
+        // Each row: its label, the baseline's value and each variant's
+        // (None: the variant does not measure the baseline's thread group).
+        let mut rows: Vec<(String, Option<f64>, Vec<Option<f64>>)> = Vec::new();
+        // First the figures of the thread group the scenario's `[[measured]]`
+        // rows measure, when they name one: where the other CPUs idle or
+        // do other work, the rows over every CPU hide what it measures.
+        if let Some(group) = &base.measured_threads {
+            fn of<'v>(
+                v: &'v VariantResult,
+                group: &str,
+            ) -> Option<(&'v VariantResult, &'v GroupIterations)> {
+                v.measured_threads
+                    .as_ref()
+                    .filter(|g| g.threads == group)
+                    .map(|g| (v, g))
+            }
+            let group_rows: [(&str, GroupFigure); 3] = [
+                ("cycles_per_iteration.mean", |_, g| {
+                    g.cycles_per_iteration_mean()
+                }),
+                ("ns_per_iteration.mean", |v, g| {
+                    v.cycles_to_ns(g.cycles_per_iteration_mean())
+                }),
+                ("throughput (iterations/s)", |v, g| v.group_throughput(g)),
+            ];
+            for (name, figure) in group_rows {
+                rows.push((
+                    format!("{name} of `{}`", group.threads),
+                    of(base, &group.threads).map(|(v, g)| figure(v, g)),
+                    block
+                        .iter()
+                        .map(|v| of(v, &group.threads).map(|(v, g)| figure(v, g)))
+                        .collect(),
+                ));
+            }
+        }
+        for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
+            rows.push((
+                m.name.to_string(),
+                Some((m.value)(base)),
+                block.iter().map(|v| Some((m.value)(v))).collect(),
+            ));
+        }
+        let change = |base: Option<f64>, value: Option<f64>| match (base, value) {
+            (Some(b), Some(v)) => percent_change(b, v),
+            _ => "n/a".to_string(),
+        };
+        let cell = |value: Option<f64>| value.map_or("n/a".to_string(), si);
         // The %change column as wide as its widest change (`+157340.0%`),
         // so that a large change does not push its row out of line.
-        let change_width = metrics
+        let change_width = rows
             .iter()
-            .flat_map(|m| {
-                block
-                    .iter()
-                    .map(|v| percent_change((m.value)(base), (m.value)(v)).len())
-            })
+            .flat_map(|(_, b, values)| values.iter().map(|v| change(*b, *v).len()))
             .fold(9, usize::max);
         let mut header = format!("{:>16}", truncate(&base.name, 16));
         let mut rule = format!("{:->16}", "");
@@ -274,19 +317,17 @@ fn comparison_block(
         }
         let _ = writeln!(out, "{header}  metric");
         let _ = writeln!(out, "{rule}  {:-<34}", "");
-        for m in metrics {
-            let base_value = (m.value)(base);
-            let mut row = format!("{:>16}", si(base_value));
-            for v in block.iter() {
-                let value = (m.value)(v);
+        for (name, base_value, values) in rows {
+            let mut row = format!("{:>16}", cell(base_value));
+            for value in values {
                 let _ = write!(
                     row,
                     "  {:>change_width$}  {:>16}",
-                    percent_change(base_value, value),
-                    si(value)
+                    change(base_value, value),
+                    cell(value)
                 );
             }
-            let _ = writeln!(out, "{row}  {}", m.name);
+            let _ = writeln!(out, "{row}  {name}");
         }
     }
     out
@@ -575,12 +616,28 @@ pub fn full_report(
         };
         let _ = writeln!(
             out,
-            "bounce: {scenario_name} on {} ({} MHz), {} variant(s), base `{}`{baselines}\n",
+            "bounce: {scenario_name} on {} ({} MHz), {} variant(s), base `{}`{baselines}",
             base.machine,
             base.clock_mhz,
             results.len(),
             base.name
         );
+        // Which rows are over which CPUs, when a table has both.
+        let mut measured: Vec<&str> = ok
+            .iter()
+            .filter_map(|r| r.measured_threads.as_ref().map(|g| g.threads.as_str()))
+            .collect();
+        measured.dedup();
+        if !measured.is_empty() {
+            let names: Vec<String> = measured.iter().map(|g| format!("\"of `{g}`\"")).collect();
+            let _ = writeln!(
+                out,
+                "rows ending {} are over the thread group the scenario's [[measured]] rows \
+                 measure, the other rows over every CPU",
+                names.join(" or ")
+            );
+        }
+        out.push('\n');
     }
     out.push_str(&comparison_table(&ok));
     for r in results {

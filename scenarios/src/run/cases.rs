@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::budget::MemoryBudget;
 use super::results::{run_variant, VariantFailure, VariantResult};
-use crate::build::{build_all, build_config, BuildOptions, BuiltVariant};
+use crate::build::{build_all, build_config, measured_threads, BuildOptions, BuiltVariant};
 use crate::format::document::{baselines, Variant};
 use crate::format::error::InputError;
 use crate::format::sweep::{AxisValue, Case};
@@ -73,6 +73,7 @@ pub fn build_case(
             built.name = v.name.clone();
             built.description = v.description.clone();
             built.baseline = baseline.map(|i| case.variants[i].name.clone());
+            built.measured_threads = measured_threads(&loaded.base.doc.measured, &v.name, &case.id);
             Ok(built)
         })
         .collect::<Result<Vec<_>, InputError>>()?;

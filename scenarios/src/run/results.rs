@@ -67,6 +67,31 @@ pub struct CpuShare {
     pub iteration_cycles_total: u64,
 }
 
+/// The iterations of the thread group the scenario's `[[measured]]` rows
+/// measure ([`BuiltVariant::measured_threads`]): the comparison's figures
+/// over the population the scenario compares with a machine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupIterations {
+    /// The thread group's name.
+    pub threads: String,
+    /// Its CPUs.
+    pub cpus: Vec<LinuxCpu>,
+    pub iterations: u64,
+    /// Cycles of its measured iterations added up.
+    pub iteration_cycles_total: u64,
+}
+
+impl GroupIterations {
+    /// Mean cycles of one of its iterations (0 without one).
+    pub fn cycles_per_iteration_mean(&self) -> f64 {
+        if self.iterations == 0 {
+            0.0
+        } else {
+            self.iteration_cycles_total as f64 / self.iterations as f64
+        }
+    }
+}
+
 /// Everything measured for one variant.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VariantResult {
@@ -91,9 +116,21 @@ pub struct VariantResult {
     /// `fields` with no traffic, left out of the results files and charts,
     /// and named once in the text report.
     pub unnamed_instances: Vec<String>,
+    /// The thread group the scenario's `[[measured]]` rows measure, when
+    /// they name one ([`GroupIterations`]).
+    pub measured_threads: Option<GroupIterations>,
 }
 
 impl VariantResult {
+    /// Iterations per simulated second of the measured thread group.
+    pub fn group_throughput(&self, group: &GroupIterations) -> f64 {
+        let s = self.elapsed_seconds();
+        if s == 0.0 {
+            0.0
+        } else {
+            group.iterations as f64 / s
+        }
+    }
     pub fn measured_iterations(&self) -> u64 {
         self.outcome
             .cpus
@@ -509,7 +546,22 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
                     .unwrap_or(0),
             }
         })
-        .collect();
+        .collect::<Vec<CpuShare>>();
+    let measured_threads = built.measured_threads.as_ref().and_then(|name| {
+        let cpus = built.groups.iter().find(|(g, _)| g == name)?.1.clone();
+        let (iterations, iteration_cycles_total) = per_cpu
+            .iter()
+            .filter(|c| cpus.contains(&c.cpu))
+            .fold((0, 0), |(n, c), s| {
+                (n + s.iterations, c + s.iteration_cycles_total)
+            });
+        Some(GroupIterations {
+            threads: name.clone(),
+            cpus,
+            iterations,
+            iteration_cycles_total,
+        })
+    });
     Ok(VariantResult {
         name: built.name.clone(),
         description: built.description.clone(),
@@ -525,6 +577,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         lines,
         per_cpu,
         unnamed_instances: instances_no_running_code_names(config),
+        measured_threads,
     })
 }
 
