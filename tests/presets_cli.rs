@@ -262,3 +262,35 @@ fn an_unknown_preset_exits_2_with_a_suggestion() {
     );
     assert!(err.contains("did you mean `smt-off`?"), "{err}");
 }
+
+#[test]
+fn a_shortened_preset_name_gets_the_one_preset_it_names() {
+    // On the command line: the family alone, the list kept.
+    let o = bounce(&["presets", "show", "icelake"]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: unknown preset `icelake`; presets: icelake-sp-2s, "),
+        "{err}"
+    );
+    assert!(
+        err.trim_end()
+            .ends_with("= help: did you mean `icelake-sp-2s`?"),
+        "{err}"
+    );
+    // In a scenario: the part between the dashes.
+    let file = TempScenario::new(&scenario("machine = \"naples\"", ""));
+    let o = bounce(&["check", file.path()]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.contains("= valid: icelake-sp-2s, "), "{err}");
+    assert!(
+        err.trim_end()
+            .ends_with("= help: did you mean `epyc-naples-2s`?"),
+        "{err}"
+    );
+    // Two presets hold `genoa`: no guess between them.
+    let o = bounce(&["presets", "show", "genoa"]);
+    assert_exit(&o, 2);
+    assert!(!stderr(&o).contains("did you mean"), "{}", stderr(&o));
+}

@@ -391,7 +391,10 @@ impl std::error::Error for InputError {}
 /// The candidate closest to `given` by Damerau-Levenshtein distance, if it is
 /// close enough to be a plausible typo (distance at most a third of the length,
 /// at least 1), or equal ignoring ASCII case. Ties go to the higher
-/// Jaro-Winkler similarity, then to the earliest candidate.
+/// Jaro-Winkler similarity, then to the earliest candidate. Failing that,
+/// the one candidate (if only one) that holds `given` (3 characters or more,
+/// ignoring ASCII case) at its start or after a `-`, `_`, `.` or `:`: a
+/// shortened name, such as `icelake` or `milan` for a preset.
 pub fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
     if given.is_empty() {
         return None;
@@ -416,6 +419,25 @@ pub fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
         }
     }
     best.map(|(_, _, c)| c)
+        .or_else(|| shortened_from(given, candidates))
+}
+
+/// The one candidate `given` is a shortening of ([`closest`]), if only one.
+fn shortened_from<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    if given.chars().count() < 3 {
+        return None;
+    }
+    let given = given.to_ascii_lowercase();
+    let holds = |c: &str| {
+        let c = c.to_ascii_lowercase();
+        c.match_indices(&given)
+            .any(|(at, _)| at == 0 || c[..at].ends_with(['-', '_', '.', ':']))
+    };
+    let mut holding = candidates.iter().filter(|c| holds(c));
+    match (holding.next(), holding.next()) {
+        (Some(c), None) => Some(c),
+        _ => None,
+    }
 }
 
 /// Marker that starts a custom serde error message built by [`de_custom`].
@@ -539,5 +561,17 @@ error: unknown machine preset `icelake` (in `machine`)
         assert_eq!(closest("zzzz", &["name", "align"]), None);
         assert_eq!(closest("", &["a"]), None);
         assert_eq!(closest("NAME", &["name"]), Some("name"));
+        // A shortened name, when only one candidate holds it.
+        let presets = [
+            "icelake-sp-2s",
+            "epyc-milan-2s",
+            "epyc-genoa-1s",
+            "epyc-genoa-2s",
+        ];
+        assert_eq!(closest("icelake", &presets), Some("icelake-sp-2s"));
+        assert_eq!(closest("Milan", &presets), Some("epyc-milan-2s"));
+        assert_eq!(closest("genoa", &presets), None);
+        assert_eq!(closest("lake", &presets), None);
+        assert_eq!(closest("ic", &presets), None);
     }
 }
