@@ -646,6 +646,7 @@ error: unknown key `dram` in `machine.latency`
   | ^^^^
   |
   = valid: l1_hit_cycles, locked_op_cycles, smt_transfer_cycles, l3_transfer_cycles, hop_in_node_cycles, hop_between_nodes_cycles, hop_between_sockets_cycles, dram_cycles, l3_hit_cycles, home_occupancy_cycles
+  = help: did you mean `dram_cycles`?
 "#,
     );
 }
@@ -778,6 +779,7 @@ error: unknown value `broadcast` for `machine.directory`
   |             ^^^^^^^^^^^
   |
   = valid: exact, broadcast-shared
+  = help: did you mean `broadcast-shared`?
 "#,
     );
 }
