@@ -338,10 +338,19 @@ fn targets(file: &ResultsFile) -> TargetsChart {
                     Some(case) => format!("[{}] {} ({case})", i + 1, c.label),
                     None => format!("[{}] {}", i + 1, c.label),
                 };
-                let unit = scenarios::report::measured::unit_suffix(&c.unit);
+                // The unit the `[[measured]]` row's metric gives: a
+                // percentage's sign on each figure, a word (cycles, ns)
+                // once after the two figures it applies to.
+                let (per_figure, after) = match c.unit.as_str() {
+                    "%" => ("%", ""),
+                    "% of cycles" => ("%", " of cycles"),
+                    "cycles" => ("", " cycles"),
+                    "ns" => ("", " ns"),
+                    _ => ("", ""),
+                };
                 let simulated = c
                     .simulated
-                    .map_or("n/a".to_string(), |v| format!("{}{unit}", figure(v)));
+                    .map_or("n/a".to_string(), |v| format!("{}{per_figure}", figure(v)));
                 let target = c.tolerance.map_or(" (no target)".to_string(), |t| {
                     format!(" (target ±{})", figure(t))
                 });
@@ -351,7 +360,10 @@ fn targets(file: &ResultsFile) -> TargetsChart {
                         (Some(d), Some(t)) if t > 0.0 => Some(d / t),
                         _ => None,
                     },
-                    figures: format!("{simulated} vs {}{unit}{target}", figure(c.measured)),
+                    figures: format!(
+                        "{simulated} vs {}{per_figure}{after}{target}",
+                        figure(c.measured)
+                    ),
                 }
             })
             .collect(),

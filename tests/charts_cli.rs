@@ -641,6 +641,7 @@ metric = "cycles-per-iteration"
 threads = "caller"
 value = 50
 source = "assumed for the test"
+tolerance = 10
 
 [[measured]]
 label = "four calls"
@@ -649,6 +650,7 @@ metric = "cycles-per-iteration"
 threads = "caller"
 value = 200
 source = "assumed for the test"
+tolerance = 40
 "#;
 
 #[test]
@@ -693,4 +695,18 @@ fn the_comparison_is_over_the_thread_group_the_measured_rows_measure() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["records"][0]["measured_threads"]["threads"], "caller");
     assert_eq!(v["records"][0]["measured_threads"]["cpu_list"], "0");
+}
+
+#[test]
+fn measured_chart_figures_say_their_unit() {
+    let tmp = TempDir::new("measured-unit");
+    let file = tmp.join("measured-unit.toml");
+    std::fs::write(&file, MEASURED_GROUP).unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "--quiet"]);
+    assert_ok(&o);
+    let svg = std::fs::read_to_string(Path::new(&out).join("charts/measured.svg")).unwrap();
+    // `cycles-per-iteration` rows are in cycles, said after both figures.
+    assert!(svg.contains(" vs 50.0 cycles (target"), "{svg}");
+    assert!(svg.contains(" vs 200.0 cycles (target ±40.0)"), "{svg}");
 }
