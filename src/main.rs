@@ -321,7 +321,7 @@ enum Command {
     Layout {
         /// The scenario file (TOML).
         file: PathBuf,
-        /// The struct to show (default: every struct an instance uses).
+        /// The struct to show (default: every struct of an instance that code the variant runs names, as the report keeps them).
         #[arg(long = "struct", value_name = "NAME")]
         struct_name: Option<String>,
         /// The variant whose layout to show (default: the base).
@@ -1941,6 +1941,8 @@ fn layout(
         Err(e) => return input_error(&e),
     };
     let memory = &chosen.config.memory;
+    // Structs not shown though instances of them are placed.
+    let mut left_out: Vec<String> = Vec::new();
     let shown: Vec<&models::layout::LaidOutStruct> = match struct_name {
         Some(name) => match structs.iter().find(|s| s.name == name) {
             Some(s) => vec![s],
@@ -1962,19 +1964,39 @@ fn layout(
             }
         },
         None => {
-            let used: Vec<&str> = memory
+            // The structs of instances that code this variant runs names,
+            // as the report and charts keep them
+            // (`instances_named_by_running_code`); failing those, of every
+            // instance; failing those, every struct.
+            let named = scenarios::build::instances_named_by_running_code(&chosen.config);
+            let struct_of =
+                |i: &sim_core::memory::InstanceDef| memory.structs[i.struct_index].name.as_str();
+            let used: Vec<&str> = memory.instances.iter().map(struct_of).collect();
+            let used_named: Vec<&str> = memory
                 .instances
                 .iter()
-                .map(|i| memory.structs[i.struct_index].name.as_str())
+                .zip(&named)
+                .filter(|(_, &n)| n)
+                .map(|(i, _)| struct_of(i))
                 .collect();
-            let instantiated: Vec<_> = structs
-                .iter()
-                .filter(|s| used.contains(&s.name.as_str()))
-                .collect();
-            if instantiated.is_empty() {
-                structs.iter().collect()
-            } else {
+            let of = |names: &[&str]| -> Vec<&models::layout::LaidOutStruct> {
+                structs
+                    .iter()
+                    .filter(|s| names.contains(&s.name.as_str()))
+                    .collect()
+            };
+            let (shown_named, instantiated) = (of(&used_named), of(&used));
+            if !shown_named.is_empty() {
+                left_out = instantiated
+                    .iter()
+                    .filter(|s| !used_named.contains(&s.name.as_str()))
+                    .map(|s| format!("`{}`", s.name))
+                    .collect();
+                shown_named
+            } else if !instantiated.is_empty() {
                 instantiated
+            } else {
+                structs.iter().collect()
             }
         }
     };
@@ -2034,6 +2056,18 @@ fn layout(
         print!(
             "{}",
             render_struct(def, memory.line_size_bytes, traffic.as_ref())
+        );
+    }
+    if !left_out.is_empty() {
+        println!(
+            "\nnot shown: {} (placed in memory, but no script or procedure this variant runs \
+             names {}; --struct NAME shows one)",
+            left_out.join(", "),
+            if left_out.len() == 1 {
+                "its instances"
+            } else {
+                "their instances"
+            }
         );
     }
     ExitCode::SUCCESS

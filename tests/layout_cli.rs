@@ -140,3 +140,59 @@ fn unknown_struct_or_variant_is_a_usage_error_with_a_suggestion() {
     let o = bounce(&["layout", "tests/fixtures/no-such-file.toml"]);
     assert_exit(&o, 2);
 }
+
+/// Two structs placed, one named by the script: the other's instance is a
+/// library's that this variant never calls.
+const ONE_NAMED: &str = r#"schema = 1
+name = "one-named"
+machine = "icelake-sp-2s"
+seed = 1
+
+[run]
+iterations = 5
+
+[structs.counter]
+fields = [{ name = "value", type = "u64" }]
+
+[structs.spare]
+fields = [{ name = "word", type = "u64" }]
+
+[instances.c]
+struct = "counter"
+kind = "global"
+
+[instances.unused]
+struct = "spare"
+kind = "global"
+
+[scripts]
+inc = "fetch_add(c.value, 1)"
+
+[[threads]]
+name = "t"
+cpus = "0"
+script = "inc"
+"#;
+
+#[test]
+fn without_a_struct_named_it_shows_the_structs_running_code_names() {
+    let tmp = common::TempDir::new("layout-one-named");
+    let file = tmp.join("one-named.toml");
+    std::fs::write(&file, ONE_NAMED).unwrap();
+    let o = bounce(&["layout", &file]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("struct counter {"), "{out}");
+    assert!(!out.contains("struct spare {"), "{out}");
+    assert!(
+        out.trim_end().ends_with(
+            "not shown: `spare` (placed in memory, but no script or procedure this variant \
+             runs names its instances; --struct NAME shows one)"
+        ),
+        "{out}"
+    );
+    // Asked for, it is shown.
+    let o = bounce(&["layout", &file, "--struct", "spare"]);
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("struct spare {"), "{}", stdout(&o));
+}
