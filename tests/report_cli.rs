@@ -127,7 +127,8 @@ fn metric_chooses_the_column_of_the_sweep_table() {
     assert_eq!(stdout(&o), "");
     assert_eq!(
         stderr(&o),
-        "error: --metric: no metric `hitm`; metrics (results.csv columns): \
+        "error: --metric: no metric `hitm` (did you mean `hitm_per_iteration`?); \
+         metrics (results.csv columns): \
          throughput_iterations_per_second, throughput_per_cpu_iterations_per_second, \
          cycles_per_iteration_mean, cycles_per_iteration_p50, cycles_per_iteration_p99, \
          ns_per_iteration_mean, misses_per_iteration, hitm_per_iteration, \
