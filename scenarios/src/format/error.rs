@@ -517,7 +517,8 @@ error: unknown machine preset `icelake` (in `machine`)
 1 | machine = \"icelake\"
   |           ^^^^^^^^^
   |
-  = valid: icelake-sp-2s, zen4-1s"
+  = valid: icelake-sp-2s, zen4-1s
+  = help: did you mean `icelake-sp-2s`?"
         );
     }
 
