@@ -415,7 +415,7 @@ fn comparison(
     let one_baseline = compared.iter().all(|(_, b)| b.variant == first.variant);
     let what = match group {
         Some(g) => format!(
-            "cycles per iteration of `{}` ({} {}, as measured)",
+            "cycles per iteration of `{}` ({} {}, as measured):",
             g.threads,
             if g.cpu_list.contains([',', '-']) {
                 "CPUs"
@@ -429,12 +429,12 @@ fn comparison(
     let (title, value_label) = if one_baseline {
         (
             format!("{name}: change against {}{where_}", first.variant),
-            format!("{what}: change against `{}` (%)", first.variant),
+            format!("{what} change against `{}` (%)", first.variant),
         )
     } else {
         (
             format!("{name}: change against each variant's baseline{where_}"),
-            format!("{what}: change against the variant's baseline (%)"),
+            format!("{what} change against the variant's baseline (%)"),
         )
     };
     Some(ComparisonChart {
