@@ -1816,38 +1816,48 @@ mod tests {
         }
     }
 
+    /// Three CPUs, each running `script`, with a per-CPU instance `mine`
+    /// beside the test machine's shared `lines`, and `procedures` (name,
+    /// body) compiled with the scripts.
+    fn config_with_private_mine(script: &str, procedures: &[(&str, &str)]) -> SimConfig {
+        use crate::script::compile::ProcedureSource;
+        let mut config = config(&["work 3"; 3], StopRule::Iterations(4));
+        config.memory.instances.push(InstanceDef {
+            name: "mine".into(),
+            struct_index: 0,
+            kind: InstanceKind::PerCpu,
+            element_addresses: vec![128, 192, 256],
+            element_homes: vec![0, 0, 0],
+        });
+        config.memory.total_bytes = 320;
+        config.memory.unit_homes = vec![0; 5];
+        let procedures: Vec<ProcedureSource> = procedures
+            .iter()
+            .map(|(name, body)| ProcedureSource {
+                name: (*name).into(),
+                params: vec![],
+                body: parse_block(body).unwrap(),
+                cost_cycles: 0,
+            })
+            .collect();
+        let sources: Vec<ScriptSource> = (0..3)
+            .map(|n| ScriptSource {
+                name: format!("s{n}"),
+                body: parse_block(script).unwrap(),
+            })
+            .collect();
+        config.program = compile(&config.memory, &[], &procedures, &sources).unwrap();
+        config
+    }
+
     #[test]
     fn a_private_place_gets_a_slot_only_where_running_code_names_it() {
         // `mine.v` is private to each CPU; only a procedure names it. A
         // procedure nobody calls (a library module's, brought in with one
         // the scenario uses) must not put the run-ahead loop on its summed
         // policy; one a script calls must.
-        use crate::script::compile::ProcedureSource;
         for (script, slots) in [("work 3", 0), ("bump()\nwork 3", 1)] {
-            // The scripts compiled again below, with the procedure.
-            let mut config = config(&["work 3"; 3], StopRule::Iterations(4));
-            config.memory.instances.push(InstanceDef {
-                name: "mine".into(),
-                struct_index: 0,
-                kind: InstanceKind::PerCpu,
-                element_addresses: vec![128, 192, 256],
-                element_homes: vec![0, 0, 0],
-            });
-            config.memory.total_bytes = 320;
-            config.memory.unit_homes = vec![0; 5];
-            let procedures = [ProcedureSource {
-                name: "bump".into(),
-                params: vec![],
-                body: parse_block("mine.v = mine.v + 1").unwrap(),
-                cost_cycles: 0,
-            }];
-            let sources: Vec<ScriptSource> = (0..3)
-                .map(|n| ScriptSource {
-                    name: format!("s{n}"),
-                    body: parse_block(script).unwrap(),
-                })
-                .collect();
-            config.program = compile(&config.memory, &[], &procedures, &sources).unwrap();
+            let config = config_with_private_mine(script, &[("bump", "mine.v = mine.v + 1")]);
             let mut sim = Simulation::new(&config);
             assert!(sim.private.place.iter().any(|&p| p), "{script:?}");
             sim.resolve_private_targets();
@@ -1862,33 +1872,11 @@ mod tests {
         // second procedure, `touch`, writes the shared `lines[0].v`. A CPU
         // that cannot reach `touch` makes private accesses only and takes
         // no turns; one whose script calls it does.
-        use crate::script::compile::ProcedureSource;
         for (script, private_only) in [("bump()\nwork 3", true), ("bump()\ntouch()", false)] {
-            let mut config = config(&["work 3"; 3], StopRule::Iterations(4));
-            config.memory.instances.push(InstanceDef {
-                name: "mine".into(),
-                struct_index: 0,
-                kind: InstanceKind::PerCpu,
-                element_addresses: vec![128, 192, 256],
-                element_homes: vec![0, 0, 0],
-            });
-            config.memory.total_bytes = 320;
-            config.memory.unit_homes = vec![0; 5];
-            let procedures = [("bump", "mine.v = mine.v + 1"), ("touch", "lines[0].v = 1")].map(
-                |(name, body)| ProcedureSource {
-                    name: name.into(),
-                    params: vec![],
-                    body: parse_block(body).unwrap(),
-                    cost_cycles: 0,
-                },
+            let config = config_with_private_mine(
+                script,
+                &[("bump", "mine.v = mine.v + 1"), ("touch", "lines[0].v = 1")],
             );
-            let sources: Vec<ScriptSource> = (0..3)
-                .map(|n| ScriptSource {
-                    name: format!("s{n}"),
-                    body: parse_block(script).unwrap(),
-                })
-                .collect();
-            config.program = compile(&config.memory, &[], &procedures, &sources).unwrap();
             let mut sim = Simulation::new(&config);
             sim.resolve_private_targets();
             assert_eq!(sim.private.only, vec![private_only; 3], "{script:?}");
