@@ -7,60 +7,23 @@
 //! addresses of the other instances do not depend on which code a variant
 //! runs, but has nothing to report of them.
 
-use sim_core::engine::SimConfig;
-use sim_core::script::compile::{Code, Op};
+use sim_core::engine::{code_reached, SimConfig};
 
 /// Per instance of `config.memory`, whether an access (`x.f`, `x[i].f`,
-/// an atomic on it) or an address (`&x.f`) in code that can run names it.
-/// An access through a pointer (`*p`) names no instance: the pointer's
-/// `&` does.
+/// an atomic on it) or an address (`&x.f`) in code that can run names it
+/// (the engine's own walk, [`code_reached`]). An access through a pointer
+/// (`*p`) names no instance: the pointer's `&` does.
 pub fn instances_named_by_running_code(config: &SimConfig) -> Vec<bool> {
-    let program = &config.program;
+    let reached = code_reached(config);
     let mut named = vec![false; config.memory.instances.len()];
-    let mut called = vec![false; program.procedures.len()];
-    let mut ran = vec![false; program.scripts.len()];
-    let mut pending: Vec<&Code> = Vec::new();
-    for thread in &config.threads {
-        let script = thread.script as usize;
-        if let Some(done) = ran.get_mut(script) {
-            if !*done {
-                *done = true;
-                pending.push(&program.scripts[script]);
-            }
-        }
-    }
-    let hooks = [config.scheduler.switch_in, config.scheduler.switch_out];
-    for index in hooks.into_iter().flatten() {
-        let index = index as usize;
-        if index < called.len() && !called[index] {
-            called[index] = true;
-            pending.push(&program.procedures[index]);
-        }
-    }
-    while let Some(code) = pending.pop() {
-        for op in &code.ops {
-            match *op {
-                Op::Call(index) => {
-                    let index = index as usize;
-                    if index < called.len() && !called[index] {
-                        called[index] = true;
-                        pending.push(&program.procedures[index]);
-                    }
-                }
-                Op::Load(place)
-                | Op::Store(place)
-                | Op::AddressOf(place)
-                | Op::Atomic(_, place) => {
-                    if let Some(p) = program.places.get(place as usize) {
-                        if !p.pointer {
-                            if let Some(n) = named.get_mut(p.instance as usize) {
-                                *n = true;
-                            }
-                        }
-                    }
-                }
-                _ => {}
-            }
+    let places = reached
+        .accessed_places
+        .iter()
+        .zip(&reached.addressed_places)
+        .map(|(&accessed, &addressed)| accessed || addressed);
+    for (place, named_here) in config.program.places.iter().zip(places) {
+        if named_here && !place.pointer {
+            named[place.instance as usize] = true;
         }
     }
     named

@@ -49,12 +49,14 @@ use std::collections::VecDeque;
 
 mod access;
 mod in_flight;
+mod reach;
 mod rules;
 mod sched;
 mod shortcuts;
 mod speculate;
 mod store_buffer;
 
+pub use reach::{code_reached, CodeReached};
 pub use sched::{SchedulerParams, SchedulingCounts};
 
 use access::*;
@@ -1848,6 +1850,43 @@ mod tests {
             .collect();
         config.program = compile(&config.memory, &[], &procedures, &sources).unwrap();
         config
+    }
+
+    #[test]
+    fn code_reached_follows_calls_from_the_scripts_only() {
+        // `bump` (called) touches `mine.v`; `touch` (called by nobody)
+        // writes `lines[0].v` and takes its address: neither counts.
+        let config = config_with_private_mine(
+            "bump()\nwork 3",
+            &[
+                ("bump", "mine.v = mine.v + 1"),
+                ("touch", "lines[0].v = 1\nlet p = &lines[0].v"),
+            ],
+        );
+        let reached = code_reached(&config);
+        assert_eq!(reached.called_procedures, vec![true, false]);
+        let names: Vec<(&str, bool, bool)> = config
+            .program
+            .places
+            .iter()
+            .enumerate()
+            .map(|(p, place)| {
+                (
+                    config.memory.instances[place.instance as usize]
+                        .name
+                        .as_str(),
+                    reached.accessed_places[p],
+                    reached.addressed_places[p],
+                )
+            })
+            .collect();
+        assert!(names.contains(&("mine", true, false)), "{names:?}");
+        assert!(
+            names
+                .iter()
+                .all(|&(name, accessed, addressed)| name == "mine" || (!accessed && !addressed)),
+            "{names:?}"
+        );
     }
 
     #[test]

@@ -624,7 +624,11 @@ impl Simulation<'_> {
         // Only the procedures that running code can call (`code_reached`):
         // one nobody calls, a library module's brought in with one the
         // scenario uses, cannot make an access.
-        let (places_reached, procedures_reached) = self.code_reached();
+        let CodeReached {
+            accessed_places: places_reached,
+            called_procedures: procedures_reached,
+            ..
+        } = code_reached(self.config);
         let procedures_private = self
             .program
             .procedures
@@ -723,50 +727,6 @@ impl Simulation<'_> {
         self.private.targets = targets;
         self.private.hits = sums;
         self.private.lines = vec![super::hoisted::SlotLine::default(); slots as usize];
-    }
-
-    /// What code that can run reaches: the scripts of the CPUs, the
-    /// scheduler's switch hooks, and the procedures they call, directly or
-    /// through each other. Answers, per place, whether that code names it,
-    /// and per procedure, whether it is called.
-    fn code_reached(&self) -> (Vec<bool>, Vec<bool>) {
-        let program = &self.program;
-        let mut reached = vec![false; program.places.len()];
-        let mut called = vec![false; program.procedures.len()];
-        let mut pending: Vec<&Code> = Vec::new();
-        let mut scripts = vec![false; program.scripts.len()];
-        for cpu in self.cpus.iter() {
-            let script = cpu.spec.script as usize;
-            if !scripts[script] {
-                scripts[script] = true;
-                pending.push(&program.scripts[script]);
-            }
-        }
-        let hooks = [
-            self.config.scheduler.switch_in,
-            self.config.scheduler.switch_out,
-        ];
-        for proc_index in hooks.into_iter().flatten() {
-            if !called[proc_index as usize] {
-                called[proc_index as usize] = true;
-                pending.push(&program.procedures[proc_index as usize]);
-            }
-        }
-        while let Some(code) = pending.pop() {
-            for op in &code.ops {
-                match *op {
-                    Op::Call(proc_index) if !called[proc_index as usize] => {
-                        called[proc_index as usize] = true;
-                        pending.push(&program.procedures[proc_index as usize]);
-                    }
-                    Op::Load(place) | Op::Store(place) | Op::Atomic(_, place) => {
-                        reached[place as usize] = true;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        (reached, called)
     }
 
     /// Builds the run-ahead loop's fused tables. Accesses to private places
