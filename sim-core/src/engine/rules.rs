@@ -844,13 +844,13 @@ impl Simulation<'_> {
                         self.script_error(i, format!("random({n}): the bound must be >= 1"))
                     );
                 }
-                uniform_below(&mut self.cpus[i].rng, n as u64) as i64
+                uniform_below(self.cpus[i].rng.rng(), n as u64) as i64
             }
             Builtin::Uniform => {
                 let b = self.pop(i)?;
                 let a = self.pop(i)?;
                 match Uniform::new_inclusive(a, b) {
-                    Ok(range) => range.sample(&mut self.cpus[i].rng),
+                    Ok(range) => range.sample(self.cpus[i].rng.rng()),
                     Err(_) => {
                         return Err(self.script_error(
                             i,
@@ -868,7 +868,7 @@ impl Simulation<'_> {
                 // scaled; computed with libm, so the same on every host. The
                 // float is only a value here, rounded (and saturated) to an
                 // integer, never compared to decide an order.
-                let draw: f64 = Exp1.sample(&mut self.cpus[i].rng);
+                let draw: f64 = Exp1.sample(self.cpus[i].rng.rng());
                 (draw * mean as f64).round() as i64
             }
             Builtin::Min => {

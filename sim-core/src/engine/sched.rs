@@ -230,12 +230,43 @@ impl Sched {
 /// A thread's own random stream: its CPU's for the first thread of a CPU
 /// (so a run without more threads than CPUs draws what it always drew),
 /// and a stream of its own, beside its CPU's, for the `k`th after it.
-/// `seeded` is the generator seeded with the run's seed and not drawn
-/// from (seeded once per run: a copy of it is the generator seeded anew).
-pub(super) fn thread_stream(seeded: &ChaCha8Rng, cpu: LinuxCpu, k: u32) -> ChaCha8Rng {
-    let mut rng = seeded.clone();
-    rng.set_stream(cpu.get() as u64 | (k as u64) << 32);
-    rng
+///
+/// Made at the thread's first draw (`random`, `uniform`, `exp`), not at
+/// the run's start: most scripts never draw, and a generator per CPU is a
+/// seeding and a copy of its 300-byte state for each of hundreds of CPUs.
+/// A generator made later is the same one: nothing is drawn from it before.
+pub(super) struct ThreadStream {
+    seed: u64,
+    stream: u64,
+    rng: Option<Box<ChaCha8Rng>>,
+}
+
+impl ThreadStream {
+    /// The stream of the `k`th thread of CPU `cpu` in a run seeded with
+    /// `seed`, not made yet.
+    pub(super) fn new(seed: u64, cpu: LinuxCpu, k: u32) -> Self {
+        ThreadStream {
+            seed,
+            stream: cpu.get() as u64 | (k as u64) << 32,
+            rng: None,
+        }
+    }
+
+    /// The generator, made at the first call.
+    #[inline]
+    pub(super) fn rng(&mut self) -> &mut ChaCha8Rng {
+        let (seed, stream) = (self.seed, self.stream);
+        self.rng.get_or_insert_with(|| {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            rng.set_stream(stream);
+            Box::new(rng)
+        })
+    }
+
+    /// How many words have been drawn (0 before the first draw).
+    pub(super) fn get_word_pos(&self) -> u128 {
+        self.rng.as_ref().map_or(0, |rng| rng.get_word_pos())
+    }
 }
 
 impl Simulation<'_> {
