@@ -1589,6 +1589,15 @@ impl<'c> Simulation<'c> {
     /// inline in one place.)
     fn run_cpu(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<(), SimError> {
         let any_atomic_heads = self.any_atomic_heads;
+        // A CPU resumed at a code's start, where an `AtomicHead` may be:
+        // its first iteration's (later ones are entered by a step, below,
+        // or by `end_iteration_into_atomic`). Issued as after that step,
+        // so that the first iteration takes the same path as the others
+        // (its atomic, issued by `step`, would also leave the CPU before
+        // the `Pop` the head drops, and its iteration's end to this loop).
+        if any_atomic_heads && self.cpus[i].frame.pc == 0 {
+            self.fused_atomic(i, probe)?;
+        }
         loop {
             let cpu = &self.cpus[i];
             if cpu.finished || cpu.wait != Wait::None {
