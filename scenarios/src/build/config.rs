@@ -8,7 +8,7 @@ use crate::format::document::{baselines, library_of_procedure, Variant};
 use crate::format::error::InputError;
 use crate::format::schema::{self, CpuSet, RunLength, ScenarioDoc};
 use crate::format::LoadedScenario;
-use crate::machine::{build_machine, instruction_costs};
+use crate::machine::{build_machine_with_preset, instruction_costs_from};
 use models::layout::{self, InstanceSpec};
 use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
@@ -228,7 +228,8 @@ pub fn build_config(
     doc: &ScenarioDoc,
     options: BuildOptions,
 ) -> Result<BuiltVariant, InputError> {
-    let topology = build_machine(&loaded.source, doc)?;
+    // The preset resolved once, for the machine and its instruction costs.
+    let (topology, preset_params) = build_machine_with_preset(&loaded.source, doc)?;
 
     let structs = struct_specs(loaded, doc)?;
     let instances: Vec<InstanceSpec> = doc
@@ -305,7 +306,7 @@ pub fn build_config(
         .iter()
         .map(|(k, v)| (k.clone(), *v.get_ref()))
         .collect();
-    let costs = instruction_costs(doc);
+    let costs = instruction_costs_from(doc, preset_params.as_deref());
     let program =
         compile_with_costs(&memory, &params, &costs, &procedures, &scripts).map_err(|e| {
             if let Some(mut error) = e

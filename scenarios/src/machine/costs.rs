@@ -1,7 +1,7 @@
 //! The instruction costs a document's machine gives `cost(NAME)` in
 //! scripts.
 
-use models::presets;
+use models::presets::{self, Param};
 
 use crate::format::schema::{MachineRef, ScenarioDoc};
 
@@ -15,8 +15,19 @@ pub fn instruction_costs(doc: &ScenarioDoc) -> Vec<(String, i64)> {
         MachineRef::Preset(name) => Some(name),
         MachineRef::Inline(m) => m.preset.as_ref(),
     };
-    let mut costs = match preset.and_then(|name| presets::resolve_preset(name.get_ref()).ok()) {
-        Some(resolved) => presets::instruction_costs(&resolved.params),
+    let resolved = preset.and_then(|name| presets::resolve_preset(name.get_ref()).ok());
+    instruction_costs_from(doc, resolved.as_ref().map(|r| r.params.as_slice()))
+}
+
+/// [`instruction_costs`] with the document's preset already resolved:
+/// `preset_params` are its parameters (`None` for a machine without a
+/// preset, or one that does not resolve).
+pub(crate) fn instruction_costs_from(
+    doc: &ScenarioDoc,
+    preset_params: Option<&[Param]>,
+) -> Vec<(String, i64)> {
+    let mut costs = match preset_params {
+        Some(params) => presets::instruction_costs(params),
         None => presets::instruction_costs(&presets::default_instruction_costs()),
     };
     if let MachineRef::Inline(m) = &doc.machine {

@@ -17,4 +17,6 @@ mod costs;
 mod resolve;
 
 pub use costs::instruction_costs;
+pub(crate) use costs::instruction_costs_from;
 pub use resolve::build_machine;
+pub(crate) use resolve::build_machine_with_preset;

@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use models::presets::{self, ResolveError};
+use models::presets::{self, Param, ResolveError, Resolved};
 use sim_core::topology::{
     DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, NodeDistances, Protocol,
     SpecError, Topology,
@@ -18,40 +18,60 @@ use crate::format::schema::{self, MachineRef, ScenarioDoc};
 /// Resolves the machine of a document; errors point into `source`, the
 /// file the document was read from.
 pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology, InputError> {
+    build_machine_with_preset(source, doc).map(|(topology, _)| topology)
+}
+
+/// [`build_machine`], also handing back the parameters of the preset the
+/// machine is or starts from (`None` without one), so that a build takes
+/// its instruction costs from them ([`instruction_costs_from`]) rather
+/// than resolving the preset again.
+///
+/// [`instruction_costs_from`]: crate::machine::costs::instruction_costs_from
+pub(crate) fn build_machine_with_preset(
+    source: &SourceFile,
+    doc: &ScenarioDoc,
+) -> Result<(Topology, Option<Vec<Param>>), InputError> {
     let err =
         |span: Range<usize>, key: &str, message: String| InputError::at(source, span, key, message);
     let preset_names = presets::names();
     // A preset reference: `NAME` or `NAME:MODE,MODE` (`epyc-milan-2s:nps4`).
-    let from_preset = |name: &Spanned<String>, key: &str| -> Result<MachineSpec, InputError> {
-        presets::resolve_preset(name.get_ref())
-            .map(|r| r.spec)
-            .map_err(|e| match e {
-                ResolveError::UnknownPreset { name: given } => err(
-                    name.span(),
-                    key,
-                    format!("unknown machine preset `{given}`"),
-                )
-                .with_choices(&given, &preset_names),
-                ResolveError::UnknownMode {
-                    preset,
-                    mode,
-                    modes,
-                } => err(
-                    name.span(),
-                    key,
-                    format!("preset `{preset}` has no mode `{mode}`"),
-                )
-                .with_choices(&mode, &modes),
-                e @ (ResolveError::ConflictingModes { .. } | ResolveError::RepeatedMode { .. }) => {
-                    err(name.span(), key, e.to_string())
-                }
-            })
+    let from_preset = |name: &Spanned<String>, key: &str| -> Result<Resolved, InputError> {
+        presets::resolve_preset(name.get_ref()).map_err(|e| match e {
+            ResolveError::UnknownPreset { name: given } => err(
+                name.span(),
+                key,
+                format!("unknown machine preset `{given}`"),
+            )
+            .with_choices(&given, &preset_names),
+            ResolveError::UnknownMode {
+                preset,
+                mode,
+                modes,
+            } => err(
+                name.span(),
+                key,
+                format!("preset `{preset}` has no mode `{mode}`"),
+            )
+            .with_choices(&mode, &modes),
+            e @ (ResolveError::ConflictingModes { .. } | ResolveError::RepeatedMode { .. }) => {
+                err(name.span(), key, e.to_string())
+            }
+        })
     };
+    let mut preset_params = None;
     let spec = match &doc.machine {
-        MachineRef::Preset(name) => from_preset(name, "machine")?,
+        MachineRef::Preset(name) => {
+            let resolved = from_preset(name, "machine")?;
+            preset_params = Some(resolved.params);
+            resolved.spec
+        }
         MachineRef::Inline(m) => {
             let base = match &m.preset {
-                Some(name) => Some(from_preset(name, "machine.preset")?),
+                Some(name) => {
+                    let resolved = from_preset(name, "machine.preset")?;
+                    preset_params = Some(resolved.params);
+                    Some(resolved.spec)
+                }
                 None => None,
             };
             let machine_span = machine_table_span(source);
@@ -324,7 +344,8 @@ pub fn build_machine(source: &SourceFile, doc: &ScenarioDoc) -> Result<Topology,
             spec
         }
     };
-    Topology::new(spec).map_err(|e| spec_error(source, doc, e))
+    let topology = Topology::new(spec).map_err(|e| spec_error(source, doc, e))?;
+    Ok((topology, preset_params))
 }
 
 fn spec_error(source: &SourceFile, doc: &ScenarioDoc, e: SpecError) -> InputError {
