@@ -635,20 +635,29 @@ impl Simulation<'_> {
             .iter()
             .zip(&procedures_reached)
             .all(|(code, &reached)| !reached || private_code(code));
+        // A switch hook is a call the script does not make.
+        let hooks =
+            self.config.scheduler.switch_in.is_some() || self.config.scheduler.switch_out.is_some();
+        // Per script (not per CPU: hundreds of CPUs run one script): its
+        // accesses are private and so are those of what it may call.
+        let script_private: Vec<bool> = self
+            .program
+            .scripts
+            .iter()
+            .map(|script| {
+                let calls = script.ops.iter().any(|op| matches!(op, Op::Call(_)));
+                private_code(script) && (procedures_private || (!calls && !hooks))
+            })
+            .collect();
         let smt_dynamic = &self.sched.smt_dynamic;
         self.private.only = self
             .cpus
             .iter()
             .zip(smt_dynamic)
             .map(|(cpu, &smt_dynamic)| {
-                let script = &self.program.scripts[cpu.spec.script as usize];
-                let calls = script.ops.iter().any(|op| matches!(op, Op::Call(_)));
-                // A switch hook is a call the script does not make.
-                let hooks = self.config.scheduler.switch_in.is_some()
-                    || self.config.scheduler.switch_out.is_some();
                 // A thread whose share of its core follows its siblings
                 // (`sched`) depends on another CPU.
-                !smt_dynamic && private_code(script) && (procedures_private || (!calls && !hooks))
+                !smt_dynamic && script_private[cpu.spec.script as usize]
             })
             .collect();
         let places = &self.program.places;
