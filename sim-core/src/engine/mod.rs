@@ -1083,7 +1083,10 @@ impl<'c> Simulation<'c> {
                 work_share_percent,
                 thread: config.topology.thread_of(t.cpu) as u8,
                 now: start,
-                stack: Vec::with_capacity(64),
+                // Allocated at the first push: a CPU whose script pushes
+                // nothing but a fused atomic's operand (`AtomicHead`, the
+                // contended counter's) never allocates one, nor frees it.
+                stack: Vec::new(),
                 locals: Vec::new(),
                 frame: Frame {
                     code: 0,
