@@ -822,11 +822,15 @@ fn run(
     };
     let in_this_shard =
         |index| shard.is_none_or(|(i, n)| scenarios::run::cases::in_shard(index, i, n));
-    let header = scenarios::report::output::header(&loaded, env!("CARGO_PKG_VERSION"));
+    // The results' header (with the scenario's SHA-256) is for the records,
+    // which only `--out` and the csv and json formats make: a text run
+    // without `--out` skips it (see the records below).
+    let header = (out.is_some() || format != Format::Text)
+        .then(|| scenarios::report::output::header(&loaded, env!("CARGO_PKG_VERSION")));
     // The cases an earlier run into --out finished (--resume), of this shard.
     let mut resumed = resumed_cases::Resumed::default();
-    if let (Some(dir), true) = (out, resume) {
-        match resumed_cases::load(dir, &header, inputs.limits.data_file_bytes) {
+    if let (Some(dir), true, Some(header)) = (out, resume, &header) {
+        match resumed_cases::load(dir, header, inputs.limits.data_file_bytes) {
             Ok(r) => resumed = r,
             Err(e) => {
                 eprintln!("error: {e}");
@@ -893,13 +897,15 @@ fn run(
             budget,
             &|| progress.done_one(),
             &|built, result| {
-                let Some(dir) = out else { return };
+                let (Some(dir), Some(header)) = (out, &header) else {
+                    return;
+                };
                 let measured = scenarios::run::measured::compare_cases(
                     &loaded,
                     std::slice::from_ref(built),
                     std::slice::from_ref(result),
                 );
-                match resumed_cases::save(dir, &header, built, result, measured) {
+                match resumed_cases::save(dir, header, built, result, measured) {
                     Ok(true) => {
                         kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -988,12 +994,12 @@ fn run(
     }
     // The records (each with a content hash over its JSON) are for the
     // formats that print them and for `--out`: a text run without `--out`
-    // has printed everything it shows, and skips building them.
-    if matches!(format, Format::Text) && out.is_none() {
+    // has printed everything it shows, and skips building them (it has no
+    // header either).
+    let Some(mut file) = header else {
         return ExitCode::SUCCESS;
-    }
+    };
     // Every case's records: those run now and those resumed.
-    let mut file = header;
     let now = scenarios::report::output::records(&file, &cases, &results);
     (file.records, file.measured) = resumed_cases::combine(now, measured, resumed);
     match format {
