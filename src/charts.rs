@@ -30,6 +30,7 @@ use plots::{
     AttributionChart, Bar, Boundary, BoundaryKind, ComparisonChart, FieldRow, LineMapChart,
     MapField, PlotError, ScalingChart, Series, TargetRow, TargetsChart,
 };
+use scenarios::report::compare::{compared_figure, ComparedFigure};
 use scenarios::report::output::{Record, ResultsFile};
 
 /// A number of a record to draw.
@@ -373,10 +374,10 @@ fn targets(file: &ResultsFile) -> TargetsChart {
 /// Each variant's change against its baseline (the first variant unless
 /// the scenario names another, `baseline`): one bar per variant that has a
 /// baseline, labelled with it when the baselines differ. The change is of
-/// the cycles per iteration of the thread group the scenario's
-/// `[[measured]]` rows measure when every bar's two runs have the same one
-/// (`Record::measured_threads`: where the other CPUs idle, the machine's
-/// throughput does not move), else of the throughput over every CPU.
+/// the figure the run report compares ([`compared_figure`]: the cycles per
+/// iteration of the thread group the scenario's `[[measured]]` rows
+/// measure when every bar's two runs have the same one, else the
+/// throughput over every CPU).
 fn comparison(
     file: &ResultsFile,
     case: &[&Record],
@@ -390,41 +391,18 @@ fn comparison(
             Some((*r, *case.iter().find(|o| o.variant == b)?))
         })
         .collect();
-    let group = pairs.first().and_then(|(r, _)| r.measured_threads.as_ref());
-    let group = group.filter(|g| {
-        pairs.iter().all(|(r, base)| {
-            [r, base].iter().all(|x| {
-                x.measured_threads
-                    .as_ref()
-                    .is_some_and(|o| o.threads == g.threads)
-            })
-        })
-    });
-    let figure = |r: &Record| match group {
-        Some(_) => r
-            .measured_threads
-            .as_ref()
-            .map_or(0.0, |g| g.cycles_per_iteration_mean),
-        None => r.throughput_iterations_per_second,
-    };
-    let compared: Vec<(&Record, &Record)> = pairs
+    let figure = compared_figure(pairs.iter().flat_map(|(r, base)| [*r, *base]));
+    let compared: Vec<(&Record, &Record, f64)> = pairs
         .into_iter()
-        .filter(|(_, base)| figure(base) > 0.0)
+        .filter_map(|(r, base)| Some((r, base, figure.change(base, r)?)))
         .collect();
     let first = compared.first()?.1;
-    let one_baseline = compared.iter().all(|(_, b)| b.variant == first.variant);
-    let what = match group {
-        Some(g) => format!(
-            "cycles per iteration of `{}` ({} {}, as measured):",
-            g.threads,
-            if g.cpu_list.contains([',', '-']) {
-                "CPUs"
-            } else {
-                "CPU"
-            },
-            g.cpu_list
-        ),
-        None => "throughput".to_string(),
+    let one_baseline = compared.iter().all(|(_, b, _)| b.variant == first.variant);
+    // `throughput change against ...`, `cycles per iteration of ... (CPU 8,
+    // as measured): change against ...`.
+    let what = match figure {
+        ComparedFigure::Throughput => figure.describe(),
+        ComparedFigure::GroupCycles { .. } => format!("{}:", figure.describe()),
     };
     let (title, value_label) = if one_baseline {
         (
@@ -443,13 +421,13 @@ fn comparison(
         category_label: "variant".into(),
         bars: compared
             .iter()
-            .map(|(r, base)| Bar {
+            .map(|(r, base, change)| Bar {
                 label: if one_baseline {
                     r.variant.clone()
                 } else {
                     format!("{} vs {}", r.variant, base.variant)
                 },
-                value: (figure(r) / figure(base) - 1.0) * 100.0,
+                value: *change,
             })
             .collect(),
     })
@@ -471,9 +449,11 @@ fn case_label(file: &ResultsFile, r: &Record) -> String {
     }
 }
 
-/// A sweep's comparison on one machine: per case, each variant's
-/// throughput change against the same case's run of its baseline (the
-/// first variant unless the scenario names another).
+/// A sweep's comparison on one machine: per case, each variant's change
+/// against the same case's run of its baseline (the first variant unless
+/// the scenario names another), of the figure the run report compares
+/// ([`compared_figure`]: the measured thread group's cycles per iteration
+/// when every run carries one group, else the throughput).
 fn sweep_comparison(
     file: &ResultsFile,
     records: &[&Record],
@@ -500,21 +480,23 @@ fn sweep_comparison(
         .collect();
     let mut cases: Vec<usize> = records.iter().map(|r| r.case_index).collect();
     cases.dedup();
+    let of_case = |case: usize, v: &str| {
+        records
+            .iter()
+            .find(|r| r.case_index == case && r.variant == v)
+            .copied()
+    };
+    // The figure the run report compares, over every run of the chart.
+    let figure = compared_figure(cases.iter().flat_map(|&case| {
+        compared
+            .iter()
+            .flat_map(move |(v, b)| [of_case(case, v), of_case(case, b)])
+            .flatten()
+    }));
     for case in cases {
-        let of_case = |v: &str| {
-            records
-                .iter()
-                .find(|r| r.case_index == case && r.variant == v)
-        };
         let values: Option<Vec<f64>> = compared
             .iter()
-            .map(|(v, b)| {
-                let base = of_case(b)?.throughput_iterations_per_second;
-                if base <= 0.0 {
-                    return None;
-                }
-                of_case(v).map(|r| (r.throughput_iterations_per_second / base - 1.0) * 100.0)
-            })
+            .map(|(v, b)| figure.change(of_case(case, b)?, of_case(case, v)?))
             .collect();
         let Some(values) = values else {
             continue;
@@ -537,15 +519,16 @@ fn sweep_comparison(
     } else {
         String::new()
     };
+    let what = figure.describe();
     let (title, value_label) = if one_baseline {
         (
-            format!("{name}: throughput against `{first_baseline}`, per case{machine}"),
-            format!("throughput change against the same case's `{first_baseline}` (%)"),
+            format!("{name}: {what} against `{first_baseline}`, per case{machine}"),
+            format!("{what} change against the same case's `{first_baseline}` (%)"),
         )
     } else {
         (
-            format!("{name}: throughput against each variant's baseline, per case{machine}"),
-            "throughput change against the same case's baseline (%)".to_string(),
+            format!("{name}: {what} against each variant's baseline, per case{machine}"),
+            format!("{what} change against the same case's baseline (%)"),
         )
     };
     Some(plots::GroupedComparisonChart {

@@ -665,7 +665,8 @@ fn the_comparison_is_over_the_thread_group_the_measured_rows_measure() {
     assert!(
         report.contains(
             "rows ending \"of `caller`\" are over the thread group the scenario's \
-             [[measured]] rows measure, the other rows over every CPU"
+             [[measured]] rows measure; rows ending \"(every CPU)\" over every CPU that runs \
+             a script"
         ),
         "{report}"
     );

@@ -6,6 +6,8 @@
 //!
 //! - [`text`]: the text report (each variant beside the base, attribution
 //!   per field and per line, fairness; a sweep's table);
+//! - [`compare`]: what a comparison of two runs compares (the measured
+//!   thread group's cycles, or the throughput), for the reports and charts;
 //! - [`measured`]: the "measured vs simulated" table;
 //! - [`output`]: the results files (`results.csv`, `results.json`,
 //!   `fields.csv`), shard manifests and their merge;
@@ -15,6 +17,7 @@
 //! - [`timeline`]: the messages of the first coherence transactions, for the
 //!   timeline chart.
 
+pub mod compare;
 pub mod measured;
 pub mod output;
 pub mod resume;

@@ -684,6 +684,11 @@ pub const RESULTS_COLUMNS: &[&str] = &[
     "store_buffer_stall_cycles",
     "spin_cycles_per_iteration",
     "queue_wait_cycles_per_iteration",
+    "measured_threads",
+    "measured_threads_cpu_list",
+    "measured_threads_iterations",
+    "measured_threads_cycles_per_iteration_mean",
+    "measured_threads_throughput_iterations_per_second",
 ];
 
 /// `results.csv`: `case_index, case_id, variant`, one `axis.NAME` column per
@@ -740,6 +745,18 @@ pub fn results_csv(file: &ResultsFile) -> String {
             r.spin_cycles_per_iteration.to_string(),
             r.queue_wait_cycles_per_iteration.to_string(),
         ]);
+        // The measured thread group's figures (`measured_threads`), empty
+        // when the scenario's [[measured]] rows name none.
+        match &r.measured_threads {
+            Some(g) => row.extend([
+                g.threads.clone(),
+                g.cpu_list.clone(),
+                g.measured_iterations.to_string(),
+                g.cycles_per_iteration_mean.to_string(),
+                g.throughput_iterations_per_second.to_string(),
+            ]),
+            None => row.extend(std::iter::repeat_n(String::new(), 5)),
+        }
         out.push(row);
     }
     csv_records(&out)

@@ -6,6 +6,7 @@
 //! [`crate::report::measured`]'s.
 
 use crate::format::sweep::Sweep;
+use crate::report::compare::{compared_figure, ComparedFigure};
 use crate::run::cases::CaseResult;
 use crate::run::results::{failure_line, GroupIterations, VariantFailure, VariantResult};
 use sim_core::cpu::LinuxCpu;
@@ -171,6 +172,33 @@ pub const METRICS: &[Metric] = &[
     },
 ];
 
+/// The figures of the thread group the scenario's `[[measured]]` rows
+/// measure, as `--metric` takes them (the `measured_threads_*` columns of
+/// `results.csv`); NaN for a run without that group (printed `n/a`). The
+/// run report prints them as its first rows.
+pub const GROUP_METRICS: &[Metric] = &[
+    Metric {
+        name: "cycles_per_iteration.mean of the measured threads",
+        key: "measured_threads_cycles_per_iteration_mean",
+        heading: "cycles/iter of measured threads",
+        value: |r| {
+            r.measured_threads
+                .as_ref()
+                .map_or(f64::NAN, |g| g.cycles_per_iteration_mean())
+        },
+    },
+    Metric {
+        name: "throughput of the measured threads (iterations/s)",
+        key: "measured_threads_throughput_iterations_per_second",
+        heading: "iterations/s of measured threads",
+        value: |r| {
+            r.measured_threads
+                .as_ref()
+                .map_or(f64::NAN, |g| r.group_throughput(g))
+        },
+    },
+];
+
 /// Adjacent-line prefetches: a row of the comparison table only when some
 /// variant's machine prefetched.
 const PREFETCH_METRIC: Metric = Metric {
@@ -286,9 +314,15 @@ fn comparison_block(
                 ));
             }
         }
+        // Beside the group's rows, the others say they are over every CPU.
+        let over = if base.measured_threads.is_some() {
+            format!(" {EVERY_CPU}")
+        } else {
+            String::new()
+        };
         for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
             rows.push((
-                m.name.to_string(),
+                format!("{}{over}", m.name),
                 Some((m.value)(base)),
                 block.iter().map(|v| Some((m.value)(v))).collect(),
             ));
@@ -622,21 +656,7 @@ pub fn full_report(
             results.len(),
             base.name
         );
-        // Which rows are over which CPUs, when a table has both.
-        let mut measured: Vec<&str> = ok
-            .iter()
-            .filter_map(|r| r.measured_threads.as_ref().map(|g| g.threads.as_str()))
-            .collect();
-        measured.dedup();
-        if !measured.is_empty() {
-            let names: Vec<String> = measured.iter().map(|g| format!("\"of `{g}`\"")).collect();
-            let _ = writeln!(
-                out,
-                "rows ending {} are over the thread group the scenario's [[measured]] rows \
-                 measure, the other rows over every CPU",
-                names.join(" or ")
-            );
-        }
+        out.push_str(&group_rows_note(&ok));
         out.push('\n');
     }
     out.push_str(&comparison_table(&ok));
@@ -657,6 +677,32 @@ pub fn full_report(
     out
 }
 
+/// Which rows of the comparison tables are over which CPUs, when a table
+/// has both (some run carries the thread group the scenario's
+/// `[[measured]]` rows measure); empty otherwise.
+fn group_rows_note(runs: &[&VariantResult]) -> String {
+    let mut measured: Vec<&str> = runs
+        .iter()
+        .filter_map(|r| r.measured_threads.as_ref().map(|g| g.threads.as_str()))
+        .collect();
+    measured.sort_unstable();
+    measured.dedup();
+    if measured.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = measured.iter().map(|g| format!("\"of `{g}`\"")).collect();
+    format!(
+        "rows ending {} are over the thread group the scenario's [[measured]] rows measure; \
+         rows ending \"{EVERY_CPU}\" over every CPU that runs a script, helper threads' \
+         included (the percentiles and traffic are not kept per thread group)\n",
+        names.join(" or ")
+    )
+}
+
+/// The suffix of a comparison row over every CPU, in a table that also has
+/// rows over the measured thread group.
+const EVERY_CPU: &str = "(every CPU)";
+
 /// How `bounce run` prints a sweep.
 #[derive(Clone, Default)]
 pub struct SweepView {
@@ -671,10 +717,10 @@ pub struct SweepView {
 /// The metric whose results.csv column is `key`, or an error naming the
 /// valid ones (and the closest).
 pub fn metric_by_key(key: &str) -> Result<&'static Metric, String> {
-    if let Some(m) = METRICS.iter().find(|m| m.key == key) {
+    if let Some(m) = METRICS.iter().chain(GROUP_METRICS).find(|m| m.key == key) {
         return Ok(m);
     }
-    let keys: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
+    let keys: Vec<&str> = METRICS.iter().chain(GROUP_METRICS).map(|m| m.key).collect();
     let hint = crate::format::error::closest(key, &keys)
         .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default();
@@ -727,7 +773,9 @@ fn aligned(rows: &[Vec<String>]) -> String {
 /// but the machine), a column per variant with the metric, and beside each
 /// variant after the first its change against the same case's first
 /// variant. With one variant and no metric chosen, a column per main
-/// metric instead.
+/// metric instead (after the measured thread group's cycles per iteration,
+/// when its runs carry one). Without a metric chosen, the figure the run
+/// report compares ([`pivot_figure`]).
 fn pivot(
     axes: &[String],
     cases: &[&CaseResult],
@@ -739,16 +787,23 @@ fn pivot(
     if heading.is_empty() {
         heading.push("case".into());
     }
-    let result = |case: &CaseResult, variant: &str| -> Option<VariantResult> {
+    fn result<'c>(case: &'c CaseResult, variant: &str) -> Option<&'c VariantResult> {
         case.results
             .iter()
             .flatten()
             .find(|r| r.name == variant)
-            .cloned()
-    };
+    }
     let per_metric = variants.len() == 1 && metric.is_none();
     let baselines = sweep_baselines(cases, variants);
+    let figure = pivot_figure(cases);
+    let group = match &figure {
+        ComparedFigure::GroupCycles { threads, .. } => Some(threads.clone()),
+        ComparedFigure::Throughput => None,
+    };
     if per_metric {
+        if let Some(threads) = &group {
+            heading.push(format!("cycles/iter of {threads}"));
+        }
         heading.extend(
             CASE_TABLE_METRICS
                 .iter()
@@ -768,6 +823,11 @@ fn pivot(
             heading.push(v.clone());
         }
     }
+    // A run without the metric's figure (a group metric's, NaN) has none.
+    let value = |r: &VariantResult| match metric {
+        Some(m) => Some((m.value)(r)).filter(|v| !v.is_nan()),
+        None => figure.value(r),
+    };
     let mut rows = vec![heading];
     for case in cases {
         let mut row: Vec<String> = key_axes
@@ -783,29 +843,43 @@ fn pivot(
         }
         if per_metric {
             let r = result(case, &variants[0]);
+            if group.is_some() {
+                row.push(match r {
+                    None => "FAILED".into(),
+                    Some(r) => figure.value(r).map_or("n/a".into(), si),
+                });
+            }
             for &m in &CASE_TABLE_METRICS {
-                row.push(
-                    r.as_ref()
-                        .map_or("FAILED".into(), |r| si((METRICS[m].value)(r))),
-                );
+                row.push(r.map_or("FAILED".into(), |r| si((METRICS[m].value)(r))));
             }
         } else {
-            let metric = metric.unwrap_or(&METRICS[0]);
             for (j, v) in variants.iter().enumerate() {
-                let value = result(case, v).map(|r| (metric.value)(&r));
+                let run = result(case, v);
+                let cell = run.and_then(value);
                 if let Some(b) = baselines[j] {
-                    let base = result(case, &variants[b]).map(|r| (metric.value)(&r));
-                    row.push(match (base, value) {
+                    let base = result(case, &variants[b]).and_then(value);
+                    row.push(match (base, cell) {
                         (Some(b), Some(v)) => percent_change(b, v),
                         _ => "-".into(),
                     });
                 }
-                row.push(value.map_or("FAILED".into(), si));
+                row.push(match (run, cell) {
+                    (None, _) => "FAILED".into(),
+                    (Some(_), None) => "n/a".into(),
+                    (Some(_), Some(v)) => si(v),
+                });
             }
         }
         rows.push(row);
     }
     aligned(&rows)
+}
+
+/// The figure a sweep's pivot table compares without `--metric`: the one
+/// the run report's comparison puts first and `comparison.svg` draws
+/// ([`compared_figure`]) over every run of `cases`.
+fn pivot_figure(cases: &[&CaseResult]) -> ComparedFigure {
+    compared_figure(cases.iter().flat_map(|c| c.results.iter().flatten()))
 }
 
 /// Per variant of a sweep, the index of its baseline among `variants`
@@ -894,6 +968,11 @@ pub fn sweep_report_with(
         let _ = write!(out, ", shard {i}/{n}: {} case(s)", cases.len());
     }
     out.push('\n');
+    let every_run: Vec<&VariantResult> = cases
+        .iter()
+        .flat_map(|c| c.results.iter().flatten())
+        .collect();
+    out.push_str(&group_rows_note(&every_run));
     let machine_axis = axes.iter().position(|a| a == "machine");
     let mut by_machine: Vec<(String, Vec<&CaseResult>)> = Vec::new();
     for case in cases {
@@ -926,25 +1005,32 @@ pub fn sweep_report_with(
             machine_cases.len(),
             sweep.variants.len()
         );
+        let figure = pivot_figure(machine_cases);
         match (sweep.variants.len(), view.metric) {
             (1, None) => {
+                let group = match &figure {
+                    ComparedFigure::GroupCycles { threads, .. } => format!(
+                        "; cycles/iter of {threads}: of the thread group the scenario's \
+                         [[measured]] rows measure"
+                    ),
+                    ComparedFigure::Throughput => String::new(),
+                };
                 let _ = writeln!(
                     out,
-                    "per case (per iteration: per measured iteration of all CPUs)"
+                    "per case (per iteration: per measured iteration of all CPUs{group})"
                 );
             }
             (1, Some(m)) => {
                 let _ = writeln!(out, "{} per case", m.name);
             }
             (_, m) => {
-                let m = m.unwrap_or(&METRICS[0]);
+                let name = m.map_or_else(|| figure.row_name(), |m| m.name.to_string());
                 let own = sweep_baselines(machine_cases, &sweep.variants)
                     .iter()
                     .any(|b| b.is_some_and(|b| b > 0));
                 let _ = writeln!(
                     out,
-                    "{} per case; %change: against the same case's `{base_name}`{}",
-                    m.name,
+                    "{name} per case; %change: against the same case's `{base_name}`{}",
                     if own {
                         " (%change vs V: against the same case's V)"
                     } else {
