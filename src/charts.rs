@@ -39,71 +39,113 @@ type Metric = fn(&Record) -> f64;
 /// Most fields an attribution chart shows (those with the most traffic).
 const MAX_ATTRIBUTED_FIELDS: usize = 24;
 
-/// Every chart of `file`, as (file name, SVG), in a fixed order. A chart
-/// with nothing to draw (no fields, no records) is left out.
+/// Which charts [`charts_with`] draws beyond the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChartOptions {
+    /// For a sweep, each case's own charts too (attribution, c2c, line
+    /// maps), under `cases/CASE/` (`bounce run --case-charts`): one to a
+    /// few dozen files per case, which a sweep of a hundred cases would
+    /// bury its summary under.
+    pub per_case: bool,
+}
+
+/// Where a sweep's per-case charts go, under `charts/`.
+pub const CASES_DIR: &str = "cases";
+/// Where a sweep's per-machine scaling charts go, under `charts/`.
+pub const MACHINES_DIR: &str = "machines";
+
+/// The summary charts of `file` ([`charts_with`] without per-case charts).
 pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
+    charts_with(file, ChartOptions::default())
+}
+
+/// Every chart of `file`, as (path under `charts/`, SVG), in a fixed order.
+/// A chart with nothing to draw (no fields, no records) is left out.
+///
+/// One case (no sweep): its measured figures, comparison, attribution, c2c
+/// and line maps. A sweep: a chart per metric with the swept axis on x and
+/// a line per variant (`scaling-*` against the CPUs; `sweep-*` against the
+/// first numeric axis when there is no `cpus` axis), the measured figures,
+/// the comparison per case (one chart per machine), and under `machines/`
+/// the scaling charts of each machine with its socket boundaries; each
+/// case's own charts only with `options.per_case`, under `cases/CASE/`.
+pub fn charts_with(
+    file: &ResultsFile,
+    options: ChartOptions,
+) -> Result<Vec<(String, String)>, PlotError> {
     let mut out = Vec::new();
-    let Some(last) = file.records.last() else {
+    if file.records.is_empty() {
         return Ok(out);
-    };
+    }
     let name = &file.scenario.name;
-    if file.axes.iter().any(|a| a.name == "cpus") {
+    let sweep = file.cases.len() > 1;
+    let mut machines: IndexMap<&str, Vec<&Record>> = IndexMap::new();
+    for r in &file.records {
+        machines.entry(r.machine.as_str()).or_default().push(r);
+    }
+    // The swept axis on x: the running CPUs, or else the first axis whose
+    // values are numbers (not the machine's).
+    let x_axis = if file.axes.iter().any(|a| a.name == "cpus") {
+        Some(XAxis::Cpus)
+    } else {
+        file.axes
+            .iter()
+            .find(|a| {
+                a.name != "machine" && a.values.len() > 1 && a.values.iter().all(|v| v.is_number())
+            })
+            .map(|a| XAxis::Axis(a.name.clone()))
+    };
+    if let Some(x) = &x_axis {
+        let stem = match x {
+            XAxis::Cpus => "scaling",
+            XAxis::Axis(_) => "sweep",
+        };
         let metrics: [(&str, &str, Metric); 2] = [
             (
-                "scaling-throughput",
+                "throughput",
                 "throughput (iterations per simulated second)",
                 |r| r.throughput_iterations_per_second,
             ),
             (
-                "scaling-cycles",
+                "cycles",
                 "cycles per iteration, mean (cycles)",
                 |r| r.cycles_per_iteration_mean,
             ),
         ];
         let all: Vec<&Record> = file.records.iter().collect();
-        let mut machines: IndexMap<&str, Vec<&Record>> = IndexMap::new();
-        for r in &file.records {
-            machines.entry(r.machine.as_str()).or_default().push(r);
+        for (metric_name, y_label, metric) in metrics {
+            let chart = scaling(file, &all, name, x, y_label, metric);
+            out.push((
+                format!("{stem}-{metric_name}.svg"),
+                plots::scaling(&chart)?,
+            ));
         }
-        for (file_name, y_label, metric) in metrics {
-            let chart = scaling(file, &all, name, y_label, metric);
-            out.push((format!("{file_name}.svg"), plots::scaling(&chart)?));
-            // With several machines, one chart per machine too, where its
-            // socket and L3 boundaries can be marked.
-            if machines.len() > 1 {
+        // With several machines, one chart per machine too, where its
+        // socket and L3 boundaries can be marked: detail, in a folder.
+        if machines.len() > 1 && *x == XAxis::Cpus {
+            for (metric_name, y_label, metric) in metrics {
                 for (machine, records) in &machines {
-                    let chart = scaling(file, records, name, y_label, metric);
+                    let chart = scaling(file, records, name, x, y_label, metric);
                     out.push((
-                        format!("{file_name}-{}.svg", file_safe(machine)),
+                        format!(
+                            "{MACHINES_DIR}/{stem}-{metric_name}-{}.svg",
+                            file_safe(machine)
+                        ),
                         plots::scaling(&chart)?,
                     ));
                 }
             }
         }
     }
-    let case: Vec<&Record> = file
-        .records
-        .iter()
-        .filter(|r| r.case_index == last.case_index)
-        .collect();
-    let where_ = if last.case_id.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", last.case_id)
-    };
     // The measured figures first: what a case study is read for.
     if !file.measured.is_empty() {
         out.push(("measured.svg".into(), plots::targets(&targets(file))?));
     }
     // One variant has nothing to compare with.
     if file.variants.len() > 1 {
-        if file.cases.len() > 1 {
+        if sweep {
             // A sweep: per case, its variants against its own base; one
             // chart per machine when there are several.
-            let mut machines: IndexMap<&str, Vec<&Record>> = IndexMap::new();
-            for r in &file.records {
-                machines.entry(r.machine.as_str()).or_default().push(r);
-            }
             for (machine, records) in &machines {
                 if let Some(chart) = sweep_comparison(file, records, name) {
                     let file_name = if machines.len() > 1 {
@@ -114,12 +156,18 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
                     out.push((file_name, plots::grouped_comparison(&chart)?));
                 }
             }
-        } else if let Some(chart) = comparison(file, &case, name, &where_) {
-            out.push(("comparison.svg".into(), plots::comparison(&chart)?));
+        } else {
+            let case: Vec<&Record> = file.records.iter().collect();
+            if let Some(chart) = comparison(file, &case, name, "") {
+                out.push(("comparison.svg".into(), plots::comparison(&chart)?));
+            }
         }
     }
-    // The attribution of every case: `attribution.svg` without a sweep,
-    // `attribution-CASE.svg` per case of one.
+    if sweep && !options.per_case {
+        return Ok(distinct_names(out));
+    }
+    // Each case's own charts: at the top without a sweep, under
+    // `cases/CASE/` for each case of one.
     for c in &file.cases {
         let records: Vec<&Record> = file
             .records
@@ -129,52 +177,56 @@ pub fn charts(file: &ResultsFile) -> Result<Vec<(String, String)>, PlotError> {
         if records.is_empty() {
             continue;
         }
-        let (file_name, where_) = if file.cases.len() > 1 {
+        let (dir, where_) = if sweep {
             (
-                format!("attribution-{}.svg", file_safe(&c.id)),
+                format!("{CASES_DIR}/{}/", file_safe(&c.id)),
                 format!(" ({})", c.id),
             )
         } else {
-            ("attribution.svg".to_string(), String::new())
+            (String::new(), String::new())
         };
         match plots::attribution(&attribution(&records, name, &where_)) {
-            Ok(svg) => out.push((file_name, svg)),
+            Ok(svg) => out.push((format!("{dir}attribution.svg"), svg)),
             Err(PlotError::Empty(_)) => {}
             Err(e) => return Err(e),
         }
         // The hot lines of the case (perf c2c style), when any has HITM.
-        let c2c_name = if file.cases.len() > 1 {
-            format!("c2c-{}.svg", file_safe(&c.id))
-        } else {
-            "c2c.svg".to_string()
-        };
         match plots::c2c_lines(&c2c(&records, name, &where_)) {
-            Ok(svg) => out.push((c2c_name, svg)),
+            Ok(svg) => out.push((format!("{dir}c2c.svg"), svg)),
             Err(PlotError::Empty(_)) => {}
             Err(e) => return Err(e),
         }
-    }
-    // One colour scale per struct across the case's variants.
-    let mut scale: BTreeMap<String, f64> = BTreeMap::new();
-    for r in &case {
-        for (s, chart) in line_maps(r, &where_, 0.0) {
-            let top = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
-            let e = scale.entry(s).or_insert(0.0);
-            *e = e.max(top);
+        // One colour scale per struct across the case's variants.
+        let mut scale: BTreeMap<String, f64> = BTreeMap::new();
+        for r in &records {
+            for (s, chart) in line_maps(r, &where_, 0.0) {
+                let top = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
+                let e = scale.entry(s).or_insert(0.0);
+                *e = e.max(top);
+            }
         }
-    }
-    for r in &case {
-        for mut chart in line_maps(r, &where_, 0.0) {
-            chart.1.traffic_max = scale.get(&chart.0).copied().unwrap_or(0.0);
-            let file_name = format!(
-                "lines-{}-{}.svg",
-                file_safe(&chart.0),
-                file_safe(&r.variant)
-            );
-            out.push((file_name, plots::line_map(&chart.1)?));
+        for r in &records {
+            for mut chart in line_maps(r, &where_, 0.0) {
+                chart.1.traffic_max = scale.get(&chart.0).copied().unwrap_or(0.0);
+                let file_name = format!(
+                    "{dir}lines-{}-{}.svg",
+                    file_safe(&chart.0),
+                    file_safe(&r.variant)
+                );
+                out.push((file_name, plots::line_map(&chart.1)?));
+            }
         }
     }
     Ok(distinct_names(out))
+}
+
+/// What a sweep's summary charts put on x.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum XAxis {
+    /// The running CPUs (a `cpus` axis).
+    Cpus,
+    /// A numeric axis's value.
+    Axis(String),
 }
 
 /// Two charts whose names came out the same (names that differ only in
@@ -239,9 +291,18 @@ fn scaling(
     file: &ResultsFile,
     records: &[&Record],
     name: &str,
+    x: &XAxis,
     y_label: &str,
     metric: Metric,
 ) -> ScalingChart {
+    let x_name = match x {
+        XAxis::Cpus => "cpus",
+        XAxis::Axis(a) => a.as_str(),
+    };
+    let x_of = |r: &Record| match x {
+        XAxis::Cpus => r.cpus as f64,
+        XAxis::Axis(a) => r.axes.get(a).and_then(|v| v.as_f64()).unwrap_or(0.0),
+    };
     let mut lines: IndexMap<String, Vec<(f64, f64)>> = IndexMap::new();
     let first = records[0];
     let one_machine = records.iter().all(|r| r.machine == first.machine);
@@ -249,7 +310,7 @@ fn scaling(
     let varying: Vec<&str> = file
         .axes
         .iter()
-        .filter(|a| a.name != "cpus")
+        .filter(|a| a.name != x_name)
         .filter(|a| {
             records
                 .iter()
@@ -258,8 +319,9 @@ fn scaling(
         .map(|a| a.name.as_str())
         .collect();
     // A line's label: its variant when the file has several, and the
-    // values of the other varying axes (bare when one axis varies), so a
-    // legend reads `icelake-sp-2s`, not `base, machine=icelake-sp-2s`.
+    // values of the other varying axes (a name bare when one axis varies),
+    // so a legend reads `icelake-sp-2s`, not `base, machine=icelake-sp-2s`,
+    // and `spinlock, threads.contenders.count=8`, not `spinlock, 8`.
     let many_variants = file.variants.len() > 1;
     for r in records {
         let others: Vec<String> = r
@@ -267,7 +329,9 @@ fn scaling(
             .iter()
             .filter(|(k, _)| varying.contains(&k.as_str()))
             .map(|(k, v)| {
-                if varying.len() == 1 {
+                // A machine or a placement names itself; a bare number or
+                // CPU list would not say what it is.
+                if varying.len() == 1 && (k.as_str() == "machine" || k.as_str() == "placement") {
                     axis_text(v)
                 } else {
                     format!("{k}={}", axis_text(v))
@@ -282,13 +346,17 @@ fn scaling(
         lines
             .entry(parts.join(", "))
             .or_default()
-            .push((r.cpus as f64, metric(r)));
+            .push((x_of(r), metric(r)));
     }
     // At most one line per socket: each socket boundary, and the first L3
     // domain boundary (where the CPUs first stop sharing an L3), not every
     // L3 domain's (32 lines on a Bergamo).
     let mut boundaries = Vec::new();
-    if one_machine && file.placement.as_deref() == Some("compact") && first.machine_sockets > 0 {
+    if *x == XAxis::Cpus
+        && one_machine
+        && file.placement.as_deref() == Some("compact")
+        && first.machine_sockets > 0
+    {
         let per_socket = first.machine_cores / first.machine_sockets;
         for s in 1..first.machine_sockets {
             boundaries.push(Boundary {
@@ -311,9 +379,16 @@ fn scaling(
     } else {
         String::new()
     };
+    let (title, x_label) = match x {
+        XAxis::Cpus => (
+            format!("{name}: scaling{machine}"),
+            "running CPUs (count)".to_string(),
+        ),
+        XAxis::Axis(a) => (format!("{name}: against {a}{machine}"), a.clone()),
+    };
     ScalingChart {
-        title: format!("{name}: scaling{machine}"),
-        x_label: "running CPUs (count)".into(),
+        title,
+        x_label,
         y_label: y_label.into(),
         series: lines
             .into_iter()

@@ -147,6 +147,12 @@ enum Command {
         /// same bytes as a run never stopped.
         #[arg(long, requires = "out")]
         resume: bool,
+        /// For a sweep: also draw each case's own charts (attribution, c2c,
+        /// line maps) into DIR/charts/cases/CASE/; without it, the charts
+        /// are the sweep's summary (scaling or sweep charts, comparison,
+        /// measured) and a scenario without a sweep draws all of its own.
+        #[arg(long, requires = "out")]
+        case_charts: bool,
         /// Print no progress (by default: a progress bar on a terminal,
         /// otherwise a line every few seconds, always on stderr).
         #[arg(long, short)]
@@ -157,7 +163,9 @@ enum Command {
         format: Format,
         /// For a sweep: the metric of the table with a row per case and a
         /// column per variant, named as its results.csv column (default:
-        /// throughput_iterations_per_second).
+        /// what the report compares: measured_threads_cycles_per_iteration_mean
+        /// when the [[measured]] rows name a thread group that every run
+        /// has, else throughput_iterations_per_second).
         #[arg(long, value_name = "COLUMN")]
         metric: Option<String>,
         /// For a sweep: print only that table, not each case's comparison.
@@ -172,6 +180,10 @@ enum Command {
         /// The shards' output directories, one per shard.
         #[arg(required = true)]
         shards: Vec<PathBuf>,
+        /// Also draw each case's own charts into OUT/charts/cases/CASE/, as
+        /// `run --case-charts` does.
+        #[arg(long)]
+        case_charts: bool,
     },
     /// List the bounds on input size and run length: each value, and why.
     Limits,
@@ -521,6 +533,7 @@ fn main() -> ExitCode {
             out,
             shard,
             resume,
+            case_charts,
             quiet,
             format,
             metric,
@@ -534,6 +547,9 @@ fn main() -> ExitCode {
                 dir: out.as_deref(),
                 shard,
                 resume,
+                charts: charts::ChartOptions {
+                    per_case: case_charts,
+                },
             },
             quiet,
             RunPrint {
@@ -559,7 +575,18 @@ fn main() -> ExitCode {
                     write,
                 },
         } => import_btf(&file, &struct_name, write.as_deref()),
-        Command::Merge { out, shards } => merge(&out, &shards, &inputs.limits),
+        Command::Merge {
+            out,
+            shards,
+            case_charts,
+        } => merge(
+            &out,
+            &shards,
+            &inputs.limits,
+            charts::ChartOptions {
+                per_case: case_charts,
+            },
+        ),
         Command::Check { file, format } => check(&file, inputs, format),
         Command::Presets { action, format } => presets(action, format),
         Command::Validate {
@@ -776,6 +803,8 @@ struct RunOut<'a> {
     dir: Option<&'a Path>,
     shard: Option<(usize, usize)>,
     resume: bool,
+    /// Which charts to draw into `dir/charts/`.
+    charts: charts::ChartOptions,
 }
 
 /// What `bounce run` prints on stdout: the format, and for a sweep's
@@ -800,6 +829,7 @@ fn run(
         dir: out,
         shard,
         resume,
+        charts: chart_options,
     } = out;
     let RunPrint {
         format,
@@ -1016,7 +1046,7 @@ fn run(
             );
             return ExitCode::from(EXIT_BAD_INPUT);
         }
-        if let Err(e) = write_charts(dir, &file) {
+        if let Err(e) = write_charts(dir, &file, chart_options, quiet) {
             eprintln!("error: {e}");
             return ExitCode::from(EXIT_RUN_FAILED);
         }
@@ -1031,26 +1061,83 @@ fn run(
     ExitCode::SUCCESS
 }
 
-/// Writes `DIR/charts/*.svg` (after the results files, in one atomic write
-/// of their own), removing SVGs an earlier run left there.
-fn write_charts(dir: &Path, file: &scenarios::report::output::ResultsFile) -> Result<(), String> {
-    let charts = charts::charts(file).map_err(|e| format!("cannot draw the charts: {e}"))?;
+/// Writes `DIR/charts/` (after the results files, in one atomic write of
+/// their own), removing the SVGs an earlier run left there (in `charts/`,
+/// `charts/machines/` and `charts/cases/*/`) that this one does not draw.
+/// Unless `quiet`, says on stderr where a sweep's per-case charts are.
+fn write_charts(
+    dir: &Path,
+    file: &scenarios::report::output::ResultsFile,
+    options: charts::ChartOptions,
+    quiet: bool,
+) -> Result<(), String> {
+    let drawn =
+        charts::charts_with(file, options).map_err(|e| format!("cannot draw the charts: {e}"))?;
     let chart_dir = dir.join("charts");
-    let names: Vec<&str> = charts.iter().map(|c| c.0.as_str()).collect();
-    if let Ok(entries) = std::fs::read_dir(&chart_dir) {
+    let names: std::collections::BTreeSet<&str> = drawn.iter().map(|c| c.0.as_str()).collect();
+    // The folders bounce draws into: `charts/`, `machines/`, each case's.
+    let mut folders = vec![chart_dir.clone(), chart_dir.join(charts::MACHINES_DIR)];
+    if let Ok(entries) = std::fs::read_dir(chart_dir.join(charts::CASES_DIR)) {
+        folders.extend(entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+    }
+    for folder in &folders {
+        let Ok(entries) = std::fs::read_dir(folder) else {
+            continue;
+        };
         for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if name.ends_with(".svg") && !names.contains(&name.as_str()) {
-                let _ = std::fs::remove_file(entry.path());
+            let path = entry.path();
+            let relative = path
+                .strip_prefix(&chart_dir)
+                .map(|p| p.to_string_lossy().replace('\\', "/"))
+                .unwrap_or_default();
+            if relative.ends_with(".svg") && !names.contains(relative.as_str()) {
+                let _ = std::fs::remove_file(&path);
             }
         }
+        // A folder left empty goes too (not `charts/` itself).
+        if *folder != chart_dir {
+            let _ = std::fs::remove_dir(folder);
+        }
     }
-    let files: Vec<(&str, String)> = charts
+    let _ = std::fs::remove_dir(chart_dir.join(charts::CASES_DIR));
+    let files: Vec<(&str, String)> = drawn
         .iter()
         .map(|(n, s)| (n.as_str(), s.clone()))
         .collect();
     scenarios::report::output::write_atomically(&chart_dir, &files)
-        .map_err(|e| format!("cannot write the charts to `{}`: {e}", chart_dir.display()))
+        .map_err(|e| format!("cannot write the charts to `{}`: {e}", chart_dir.display()))?;
+    if !quiet && file.cases.len() > 1 {
+        let in_folder = |folder: &str| {
+            drawn
+                .iter()
+                .filter(|(n, _)| n.starts_with(&format!("{folder}/")))
+                .count()
+        };
+        let top = drawn.iter().filter(|(n, _)| !n.contains('/')).count();
+        let mut parts = vec![format!("{top} for the sweep")];
+        let machines = in_folder(charts::MACHINES_DIR);
+        if machines > 0 {
+            parts.push(format!("{machines} per machine in `{}/`", charts::MACHINES_DIR));
+        }
+        let cases = file.cases.len();
+        if options.per_case {
+            parts.push(format!(
+                "{} of the {cases} cases' own in `{}/CASE/`",
+                in_folder(charts::CASES_DIR),
+                charts::CASES_DIR
+            ));
+        } else {
+            parts.push(format!(
+                "each case's own (attribution, c2c, line maps; {cases} cases) with --case-charts"
+            ));
+        }
+        eprintln!(
+            "bounce: charts in `{}`: {}",
+            chart_dir.display(),
+            parts.join("; ")
+        );
+    }
+    Ok(())
 }
 
 /// Runs every variant of every case one at a time on this thread, timing
@@ -1121,7 +1208,12 @@ fn import_btf(file: &Path, struct_name: &str, write: Option<&Path>) -> ExitCode 
     }
 }
 
-fn merge(out: &Path, shards: &[PathBuf], limits: &scenarios::Limits) -> ExitCode {
+fn merge(
+    out: &Path,
+    shards: &[PathBuf],
+    limits: &scenarios::Limits,
+    chart_options: charts::ChartOptions,
+) -> ExitCode {
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     if shards.iter().any(|s| canonical(s) == canonical(out)) {
         eprintln!(
@@ -1150,7 +1242,7 @@ fn merge(out: &Path, shards: &[PathBuf], limits: &scenarios::Limits) -> ExitCode
         );
         return ExitCode::from(EXIT_BAD_INPUT);
     }
-    if let Err(e) = write_charts(out, &merged) {
+    if let Err(e) = write_charts(out, &merged, chart_options, false) {
         eprintln!("error: {e}");
         return ExitCode::from(EXIT_RUN_FAILED);
     }

@@ -56,18 +56,22 @@ set = { "structs.counter.fields.other.align" = 64 }
 cpus = [1, 2, 44]
 "#;
 
-/// The charts directory's files, by name.
+/// The charts directory's files, by path under it (`cases/cpus_1/c2c.svg`).
 fn charts(dir: &str) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(Path::new(dir).join("charts"))
-        .expect("charts directory")
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
+    fn walk(root: &Path, folder: &Path, files: &mut Vec<(String, Vec<u8>)>) {
+        for e in std::fs::read_dir(folder).expect("charts directory") {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, files);
+            } else {
+                let name = path.strip_prefix(root).unwrap().to_string_lossy();
+                files.push((name.replace('\\', "/"), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let root = Path::new(dir).join("charts");
+    let mut files = Vec::new();
+    walk(&root, &root, &mut files);
     files.sort();
     files
 }
@@ -78,23 +82,55 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     let file = tmp.join("sweep.toml");
     std::fs::write(&file, SWEEP).unwrap();
     let (a, b, c) = (tmp.join("a"), tmp.join("b"), tmp.join("c"));
-    assert_ok(&bounce(&["--jobs", "2", "run", &file, "--out", &a, "-q"]));
-    assert_ok(&bounce(&["--jobs", "2", "run", &file, "--out", &b, "-q"]));
-    assert_ok(&bounce(&["--jobs", "1", "run", &file, "--out", &c, "-q"]));
+    let case_charts = "--case-charts";
+    assert_ok(&bounce(&[
+        "--jobs",
+        "2",
+        "run",
+        &file,
+        "--out",
+        &a,
+        "-q",
+        case_charts,
+    ]));
+    assert_ok(&bounce(&[
+        "--jobs",
+        "2",
+        "run",
+        &file,
+        "--out",
+        &b,
+        "-q",
+        case_charts,
+    ]));
+    assert_ok(&bounce(&[
+        "--jobs",
+        "1",
+        "run",
+        &file,
+        "--out",
+        &c,
+        "-q",
+        case_charts,
+    ]));
     let first = charts(&a);
     let names: Vec<&str> = first.iter().map(|f| f.0.as_str()).collect();
     assert_eq!(
         names,
         [
-            "attribution-cpus_1.svg",
-            "attribution-cpus_2.svg",
-            "attribution-cpus_44.svg",
+            "cases/cpus_1/attribution.svg",
             // One CPU shares no line: no c2c chart for cpus=1.
-            "c2c-cpus_2.svg",
-            "c2c-cpus_44.svg",
+            "cases/cpus_1/lines-counter-base.svg",
+            "cases/cpus_1/lines-counter-padded.svg",
+            "cases/cpus_2/attribution.svg",
+            "cases/cpus_2/c2c.svg",
+            "cases/cpus_2/lines-counter-base.svg",
+            "cases/cpus_2/lines-counter-padded.svg",
+            "cases/cpus_44/attribution.svg",
+            "cases/cpus_44/c2c.svg",
+            "cases/cpus_44/lines-counter-base.svg",
+            "cases/cpus_44/lines-counter-padded.svg",
             "comparison.svg",
-            "lines-counter-base.svg",
-            "lines-counter-padded.svg",
             "scaling-cycles.svg",
             "scaling-throughput.svg",
         ]
@@ -131,12 +167,12 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     // The base is not a bar of its own: the background and three groups
     // of one bar.
     assert_eq!(comparison.matches("<rect").count(), 1 + 3, "{comparison}");
-    let attribution = text("attribution-cpus_44.svg");
+    let attribution = text("cases/cpus_44/attribution.svg");
     assert!(attribution.contains("per-field attribution (cpus=44)"));
     assert!(attribution.contains("HITM per iteration (count)"));
     assert!(attribution.contains("cycles waited per iteration, stalled or spinning (cycles)"));
     assert!(attribution.contains("ctr.value"));
-    let lines = text("lines-counter-padded.svg");
+    let lines = text("cases/cpus_44/lines-counter-padded.svg");
     assert!(lines.contains("struct counter, variant padded"));
     assert!(
         lines.contains("line 1"),
@@ -145,8 +181,27 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
 
     // A later run removes charts it no longer makes.
     std::fs::write(Path::new(&a).join("charts/stale.svg"), "x").unwrap();
-    assert_ok(&bounce(&["run", &file, "--out", &a, "-q"]));
+    assert_ok(&bounce(&["run", &file, "--out", &a, "-q", case_charts]));
     assert!(charts(&a) == first);
+    // Without --case-charts, the sweep's summary alone: the cases' own
+    // charts go, and their folders.
+    let o = bounce(&["run", &file, "--out", &a]);
+    assert_ok(&o);
+    let names: Vec<String> = charts(&a).into_iter().map(|f| f.0).collect();
+    assert_eq!(
+        names,
+        ["comparison.svg", "scaling-cycles.svg", "scaling-throughput.svg"]
+    );
+    assert!(!Path::new(&a).join("charts/cases").exists());
+    // ... and it says where the rest is.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(
+            "/charts`: 3 for the sweep; each case's own (attribution, c2c, line maps; 3 \
+             cases) with --case-charts"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -159,19 +214,7 @@ fn a_one_variant_sweep_draws_no_comparison() {
     let out = tmp.join("out");
     assert_ok(&bounce(&["run", &file, "--out", &out, "-q"]));
     let names: Vec<String> = charts(&out).into_iter().map(|f| f.0).collect();
-    assert_eq!(
-        names,
-        [
-            "attribution-cpus_1.svg",
-            "attribution-cpus_2.svg",
-            "attribution-cpus_44.svg",
-            "c2c-cpus_2.svg",
-            "c2c-cpus_44.svg",
-            "lines-counter-base.svg",
-            "scaling-cycles.svg",
-            "scaling-throughput.svg",
-        ]
-    );
+    assert_eq!(names, ["scaling-cycles.svg", "scaling-throughput.svg"]);
 }
 
 #[test]
@@ -185,14 +228,14 @@ fn merged_shards_write_the_charts_of_an_unsharded_run() {
         tmp.join("s1"),
         tmp.join("m"),
     );
-    assert_ok(&bounce(&["run", &file, "--out", &full, "-q"]));
+    assert_ok(&bounce(&["run", &file, "--out", &full, "-q", "--case-charts"]));
     assert_ok(&bounce(&[
         "run", &file, "--shard", "0/2", "--out", &s0, "-q",
     ]));
     assert_ok(&bounce(&[
         "run", &file, "--shard", "1/2", "--out", &s1, "-q",
     ]));
-    assert_ok(&bounce(&["merge", &merged, &s1, &s0]));
+    assert_ok(&bounce(&["merge", &merged, &s1, &s0, "--case-charts"]));
     assert!(
         charts(&full) == charts(&merged),
         "the merge drew other charts"
@@ -710,4 +753,156 @@ fn measured_chart_figures_say_their_unit() {
     // `cycles-per-iteration` rows are in cycles, said after both figures.
     assert!(svg.contains(" vs 50.0 cycles (target"), "{svg}");
     assert!(svg.contains(" vs 200.0 cycles (target ±40.0)"), "{svg}");
+}
+
+/// An instance that code the variant runs names but no CPU accesses in the
+/// run (a branch never taken: a lock's slow path when it is not
+/// contended) has no rows in the results files, no line map, and a line
+/// in the report saying why.
+#[test]
+fn instances_no_cpu_accessed_are_not_charted_and_the_report_says_why() {
+    let tmp = TempDir::new("unaccessed");
+    let file = tmp.join("unaccessed.toml");
+    std::fs::write(
+        &file,
+        r#"schema = 1
+name = "unaccessed"
+machine = "icelake-sp-2s"
+[run]
+iterations = 20
+[structs.counter]
+fields = [{ name = "value", type = "u64" }]
+[structs.spare]
+fields = [{ name = "slot", type = "u64" }]
+[instances.ctr]
+struct = "counter"
+kind = "global"
+[instances.fallback]
+struct = "spare"
+kind = "global"
+[scripts]
+inc = """
+let old = fetch_add(ctr.value, 1)
+if old < 0 {
+  fallback.slot = 1
+}
+"""
+[[threads]]
+name = "w"
+cpus = "0-1"
+script = "inc"
+"#,
+    )
+    .unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "--quiet"]);
+    assert_ok(&o);
+    let names: Vec<String> = charts(&out).into_iter().map(|(n, _)| n).collect();
+    assert!(names.contains(&"lines-counter-base.svg".to_string()), "{names:?}");
+    assert!(!names.contains(&"lines-spare-base.svg".to_string()), "{names:?}");
+    let fields = std::fs::read_to_string(Path::new(&out).join("fields.csv")).unwrap();
+    assert!(!fields.contains("fallback.slot"), "{fields}");
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        report.contains(
+            "not reported: `fallback` (code this variant runs names it, but no CPU accessed it \
+             in this run: a path not taken, such as a lock's slow path)"
+        ),
+        "{report}"
+    );
+}
+
+/// A sweep without a `cpus` axis draws its metrics against its first
+/// numeric axis, a line per variant (and per value of the other axes,
+/// named), and each case's own charts only on request.
+#[test]
+fn a_sweep_without_cpus_draws_its_metrics_against_its_numeric_axis() {
+    let tmp = TempDir::new("numeric-axis");
+    let file = tmp.join("sweep.toml");
+    let sweep = SWEEP.replace(
+        "[sweep]\ncpus = [1, 2, 44]\n",
+        "[sweep]\n\"run.iterations\" = [10, 20, 40]\n\"threads.workers.cpus\" = [\"0-1\", \"0-3\"]\n",
+    );
+    std::fs::write(&file, sweep).unwrap();
+    let out = tmp.join("out");
+    assert_ok(&bounce(&["run", &file, "--out", &out, "-q"]));
+    let files = charts(&out);
+    let names: Vec<&str> = files.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(
+        names,
+        ["comparison.svg", "sweep-cycles.svg", "sweep-throughput.svg"]
+    );
+    let svg = String::from_utf8(files[2].1.clone()).unwrap();
+    for s in [
+        "chart-sweep: against run.iterations on icelake-sp-2s",
+        "padded, threads.workers.cpus=0-3",
+    ] {
+        assert!(svg.contains(s), "sweep-throughput.svg lacks {s}: {svg}");
+    }
+}
+
+/// A sweep's pivot table and grouped comparison compare what the run
+/// report compares: the cycles per iteration of the thread group the
+/// `[[measured]]` rows measure, when every run has it.
+#[test]
+fn a_sweep_compares_the_measured_thread_group_as_the_run_report_does() {
+    let tmp = TempDir::new("measured-group-sweep");
+    let file = tmp.join("sweep.toml");
+    let at = MEASURED_GROUP.find("[[measured]]").unwrap();
+    let rows = &MEASURED_GROUP[at..];
+    let per_case = |case: &str| rows.replace("[[measured]]", &format!("[[measured]]\ncase = \"{case}\""));
+    std::fs::write(
+        &file,
+        format!(
+            "{}[sweep]\n\"threads.others.cpus\" = [\"1-7\", \"1-3\"]\n\n{}\n{}",
+            &MEASURED_GROUP[..at],
+            per_case("threads.others.cpus=1-7"),
+            per_case("threads.others.cpus=1-3")
+        ),
+    )
+    .unwrap();
+    let out = tmp.join("out");
+    let o = bounce(&["run", &file, "--out", &out, "-q", "--compact"]);
+    assert_ok(&o);
+    let report = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        report.contains(
+            "cycles_per_iteration.mean of `caller` per case; %change: against the same case's `short`"
+        ),
+        "{report}"
+    );
+    // The caller's four calls take about four times one call's cycles, in
+    // both cases: over every CPU the idle others would hide it.
+    let table: Vec<&str> = report
+        .lines()
+        .filter(|l| l.trim_start().starts_with("1-"))
+        .collect();
+    assert_eq!(table.len(), 2, "{report}");
+    for row in &table {
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let (short, long) = (
+            cells[1].parse::<f64>().unwrap(),
+            cells[3].parse::<f64>().unwrap(),
+        );
+        assert!(long > 3.0 * short, "{row}");
+    }
+    let svg = std::fs::read_to_string(Path::new(&out).join("charts/comparison.svg")).unwrap();
+    assert!(
+        svg.contains(
+            "cycles per iteration of `caller` (CPU 0, as measured) change against the same \
+             case&apos;s `short` (%)"
+        ),
+        "{svg}"
+    );
+    // results.csv carries the group's figures.
+    let csv = std::fs::read_to_string(Path::new(&out).join("results.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = head
+        .iter()
+        .position(|c| *c == "measured_threads_cycles_per_iteration_mean")
+        .expect("measured_threads column");
+    let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(head[column - 3], "measured_threads");
+    assert_eq!(first[column - 3], "caller");
+    assert!(first[column].parse::<f64>().unwrap() > 0.0, "{csv}");
 }

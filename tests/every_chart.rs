@@ -109,15 +109,31 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
     let scenario = dir.join("sweep.toml");
     std::fs::write(&scenario, SWEEP).unwrap();
     let out = dir.join("out");
-    assert_exit(&bounce(&["run", &scenario, "--out", &out, "-q"]), 0);
+    assert_exit(
+        &bounce(&["run", &scenario, "--out", &out, "-q", "--case-charts"]),
+        0,
+    );
     let charts = Path::new(&out).join("charts");
+    // The sweep's charts, then each case's (`cases/CASE/NAME`), by path.
     let mut names: Vec<String> = std::fs::read_dir(&charts)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".svg"))
         .collect();
+    for case in std::fs::read_dir(charts.join("cases")).unwrap() {
+        let case = case.unwrap().file_name().to_string_lossy().into_owned();
+        for e in std::fs::read_dir(charts.join("cases").join(&case)).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            names.push(format!("cases/{case}/{name}"));
+        }
+    }
     names.sort();
-    let kind_of =
-        |prefix: &str| -> Vec<&String> { names.iter().filter(|n| n.starts_with(prefix)).collect() };
+    let kind_of = |prefix: &str| -> Vec<&String> {
+        names
+            .iter()
+            .filter(|n| n.rsplit('/').next().is_some_and(|f| f.starts_with(prefix)))
+            .collect()
+    };
     for (prefix, elements, texts) in [
         (
             "scaling-",
@@ -129,10 +145,10 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
             &[("rect", 3)][..],
             &["against the same case"][..],
         ),
-        ("attribution-", &[("rect", 2)][..], &["ctr.value"][..]),
+        ("attribution", &[("rect", 2)][..], &["ctr.value"][..]),
         ("lines-", &[("rect", 2)][..], &["value", "other"][..]),
         (
-            "c2c-",
+            "c2c",
             // Per offset a HITM bar and an access bar, and the key.
             &[("rect", 5 + 4)][..],
             &[
@@ -146,9 +162,9 @@ fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
         ),
     ] {
         let files = kind_of(prefix);
-        if prefix == "c2c-" {
+        if prefix == "c2c" {
             // One CPU shares nothing: the cases with HITM only.
-            assert_eq!(files, ["c2c-cpus_2.svg", "c2c-cpus_8.svg"]);
+            assert_eq!(files, ["cases/cpus_2/c2c.svg", "cases/cpus_8/c2c.svg"]);
         }
         assert!(
             !files.is_empty(),

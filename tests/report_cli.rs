@@ -134,7 +134,8 @@ fn metric_chooses_the_column_of_the_sweep_table() {
          ns_per_iteration_mean, misses_per_iteration, hitm_per_iteration, \
          invalidations_per_iteration, cross_socket_misses_per_iteration, \
          stall_cycles_per_iteration, spin_cycles_per_iteration, \
-         queue_wait_cycles_per_iteration\n"
+         queue_wait_cycles_per_iteration, measured_threads_cycles_per_iteration_mean, \
+         measured_threads_throughput_iterations_per_second\n"
     );
 }
 

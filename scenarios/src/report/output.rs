@@ -509,6 +509,7 @@ fn record(
     let mut sorted_cpus = r.cpus.clone();
     sorted_cpus.sort_unstable();
     let named = crate::build::instances_named_by_running_code(&built.config);
+    let accessed = crate::run::results::instances_accessed(&built.config, &r.fields);
     Record {
         case_index: case.index,
         case_id: case.id.clone(),
@@ -559,13 +560,17 @@ fn record(
             }
         }),
         // The fields of instances that no running code names (a library
-        // module's the variant never calls) are left out: rows of zeros
+        // module's the variant never calls), or that no CPU accessed in
+        // the run (a slow path never taken), are left out: rows of zeros
         // that would draw empty charts.
         fields: r
             .fields
             .iter()
             .zip(&built.config.program.field_names)
-            .filter(|(_, &(inst, _))| named.get(inst as usize).copied().unwrap_or(true))
+            .filter(|(_, &(inst, _))| {
+                let i = inst as usize;
+                named.get(i).copied().unwrap_or(true) && accessed.get(i).copied().unwrap_or(true)
+            })
             .map(|(f, &(inst, field))| {
                 let memory = &built.config.memory;
                 let s = &memory.structs[memory.instances[inst as usize].struct_index];
@@ -892,17 +897,24 @@ pub fn manifest(file: &ResultsFile, shard_index: usize, shard_count: usize) -> S
     }
 }
 
-/// Writes `files` into `dir` (created if missing): each to a temporary name
-/// first, then all renamed into place. If any write fails, the temporary
-/// files are removed and no final name is touched.
+/// Writes `files` into `dir` (created if missing; a name may hold folders,
+/// `cases/a/c2c.svg`, created too): each to a temporary name beside its
+/// final one first, then all renamed into place. If any write fails, the
+/// temporary files are removed and no final name is touched.
 pub fn write_atomically(dir: &Path, files: &[(&str, String)]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let pid = std::process::id();
     let mut temps: Vec<(PathBuf, PathBuf)> = Vec::new();
     let written = (|| {
         for (name, contents) in files {
-            let tmp = dir.join(format!(".{name}.{pid}.partial"));
-            temps.push((tmp.clone(), dir.join(name)));
+            let path = dir.join(name);
+            let folder = path.parent().unwrap_or(dir);
+            std::fs::create_dir_all(folder)?;
+            let base = path
+                .file_name()
+                .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned());
+            let tmp = folder.join(format!(".{base}.{pid}.partial"));
+            temps.push((tmp.clone(), path.clone()));
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(contents.as_bytes())?;
             f.sync_all()?;

@@ -453,6 +453,21 @@ pub fn attribution(result: &VariantResult) -> String {
             if names.len() == 1 { "it" } else { "them" }
         );
     }
+    if !result.unaccessed_instances.is_empty() {
+        let names: Vec<String> = result
+            .unaccessed_instances
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  not reported: {} (code this variant runs names {}, but no CPU accessed {} in \
+             this run: a path not taken, such as a lock's slow path)",
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" }
+        );
+    }
     let _ = writeln!(
         out,
         "\n  per line   address  home {}  fields",

@@ -3,7 +3,10 @@
 
 use std::sync::Arc;
 
-use crate::build::{instances_no_running_code_names, BuiltVariant, ScriptSources};
+use crate::build::{
+    instances_named_by_running_code, instances_no_running_code_names, BuiltVariant,
+    ScriptSources,
+};
 use crate::format::error::{Place, Report};
 use rayon::prelude::*;
 use sim_core::cpu::LinuxCpu;
@@ -116,6 +119,11 @@ pub struct VariantResult {
     /// `fields` with no traffic, left out of the results files and charts,
     /// and named once in the text report.
     pub unnamed_instances: Vec<String>,
+    /// Instances that running code names but that no CPU accessed in the
+    /// run (a lock's slow-path queue nodes when the lock was never
+    /// contended): left out of the results files and charts as the unnamed
+    /// ones are, and named once in the text report with the reason.
+    pub unaccessed_instances: Vec<String>,
     /// The thread group the scenario's `[[measured]]` rows measure, when
     /// they name one ([`GroupIterations`]).
     pub measured_threads: Option<GroupIterations>,
@@ -456,7 +464,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         });
     }
     let memory = &config.memory;
-    let fields = config
+    let fields: Vec<FieldResult> = config
         .program
         .field_names
         .iter()
@@ -573,12 +581,50 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         iteration_cycles: stats.iteration_cycles.clone(),
         store_buffer_stall_cycles: stats.stalled_on_store_buffer_cycles,
         outcome,
-        fields,
         lines,
         per_cpu,
+        unaccessed_instances: {
+            let named = instances_named_by_running_code(config);
+            let accessed = instances_accessed(config, &fields);
+            config
+                .memory
+                .instances
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| {
+                    named.get(i).copied().unwrap_or(true) && !accessed.get(i).copied().unwrap_or(true)
+                })
+                .map(|(_, inst)| inst.name.clone())
+                .collect()
+        },
         unnamed_instances: instances_no_running_code_names(config),
+        fields,
         measured_threads,
     })
+}
+
+/// Per instance of `config`'s memory, in its order: whether any field of it
+/// had traffic in the run (an access, a miss or a prefetch), by `fields`
+/// (one per `config.program.field_names` entry, as [`run_variant`] gives
+/// them). An instance with no field entry counts as accessed (nothing says
+/// otherwise).
+pub fn instances_accessed(config: &SimConfig, fields: &[FieldResult]) -> Vec<bool> {
+    let count = config.memory.instances.len();
+    let mut listed = vec![false; count];
+    let mut accessed = vec![false; count];
+    for (f, &(inst, _)) in fields.iter().zip(&config.program.field_names) {
+        let i = inst as usize;
+        if i < count {
+            listed[i] = true;
+            let t = &f.traffic;
+            accessed[i] |= t.accesses() > 0 || t.misses > 0 || t.prefetches > 0;
+        }
+    }
+    listed
+        .iter()
+        .zip(&accessed)
+        .map(|(&l, &a)| !l || a)
+        .collect()
 }
 
 /// The byte ranges (relative to the struct) a field covers: one for a
