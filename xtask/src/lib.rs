@@ -137,7 +137,8 @@ impl Files {
     /// them, under `prefix/`. A wanted chart the run does not draw is an
     /// error, so a chapter never points at a missing figure.
     fn add_charts(&mut self, prefix: &str, run: &Run, wanted: &[&str]) -> Result<(), String> {
-        let charts = charts::charts(&run.file)
+        // Each case's own charts too, as `--case-charts` draws them.
+        let charts = charts::charts_with(&run.file, charts::ChartOptions { per_case: true })
             .map_err(|e| format!("{}: cannot draw the charts: {e}", run.path))?;
         for name in wanted {
             let (_, svg) = charts
@@ -1325,10 +1326,10 @@ fn tutorial(root: &Path, out: &mut Files) -> Result<(), String> {
             "scaling-cycles.svg",
             "scaling-throughput.svg",
             "comparison.svg",
-            "attribution-cpus_16.svg",
-            "c2c-cpus_16.svg",
-            "lines-stats-packed.svg",
-            "lines-stats-split.svg",
+            "cases/cpus_16/attribution.svg",
+            "cases/cpus_16/c2c.svg",
+            "cases/cpus_16/lines-stats-packed.svg",
+            "cases/cpus_16/lines-stats-split.svg",
         ],
     )?;
     Ok(())
