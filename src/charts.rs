@@ -1,27 +1,32 @@
 //! The charts of `bounce run FILE --out DIR`: the results file turned into
-//! the plain data of the `plots` crate, and its SVGs named for `DIR/charts/`.
+//! the plain data of the `plots` crate, and its SVGs named for `DIR/charts/`
+//! ([`charts_with`] says which a sweep draws where).
 //!
 //! - `scaling-throughput.svg`, `scaling-cycles.svg` (and one of each per
-//!   machine, `scaling-throughput-MACHINE.svg`, when there are several): when the sweep has a
-//!   `cpus` axis, a line per variant (and per value of the other axes)
-//!   against the running CPU count, with socket and L3-domain boundaries
-//!   when every case ran on one machine with compact placement;
+//!   machine, `machines/scaling-throughput-MACHINE.svg`, when there are
+//!   several): when the sweep has a `cpus` axis, a line per variant (and
+//!   per value of the other axes) against the running CPU count, with
+//!   socket and L3-domain boundaries when every case ran on one machine
+//!   with compact placement; `sweep-throughput.svg`, `sweep-cycles.svg`:
+//!   the same against the first numeric axis of a sweep without `cpus`;
 //! - `measured.svg`: when the scenario has measured figures, each one's
 //!   simulated value against it in units of its target (the band of one
 //!   target shaded), numbered as the `measured vs simulated` table;
-//! - `comparison.svg`: each variant's throughput change against its
-//!   baseline (the first variant unless the scenario names another with
-//!   `baseline`), per case of a sweep; without a sweep, the change of the
-//!   cycles per iteration of the thread group the `[[measured]]` rows
-//!   measure, when they name one;
+//! - `comparison.svg`: each variant's change against its baseline (the
+//!   first variant unless the scenario names another with `baseline`), per
+//!   case of a sweep, of the figure the run report compares
+//!   ([`compared_figure`]);
 //! - `attribution.svg`: per field, HITM and stall cycles per iteration
-//!   across variants, in the last case;
-//! - `lines-STRUCT-VARIANT.svg`: each struct's cache-line map per variant
-//!   in the last case, fields coloured by writes and misses per iteration;
-//! - `c2c.svg` (`c2c-CASE.svg` per case of a sweep): per variant its
-//!   hottest lines by HITM (`perf c2c` style), per byte offset the HITM
-//!   (local, remote) and the loads, stores and atomics there, per
-//!   iteration, and the CPUs and nodes that touched each line.
+//!   across variants;
+//! - `lines-STRUCT-VARIANT.svg`: each struct's cache-line map per variant,
+//!   fields coloured by misses per iteration;
+//! - `c2c.svg`: per variant its hottest lines by HITM (`perf c2c` style),
+//!   per byte offset the HITM (local, remote) and the loads, stores and
+//!   atomics there, per iteration, and the CPUs and nodes that touched
+//!   each line.
+//!
+//! The last three are a case's own: for a sweep, drawn only on request
+//! (`--case-charts`), into `cases/CASE/`.
 
 use std::collections::BTreeMap;
 
@@ -106,19 +111,14 @@ pub fn charts_with(
                 "throughput (iterations per simulated second)",
                 |r| r.throughput_iterations_per_second,
             ),
-            (
-                "cycles",
-                "cycles per iteration, mean (cycles)",
-                |r| r.cycles_per_iteration_mean,
-            ),
+            ("cycles", "cycles per iteration, mean (cycles)", |r| {
+                r.cycles_per_iteration_mean
+            }),
         ];
         let all: Vec<&Record> = file.records.iter().collect();
         for (metric_name, y_label, metric) in metrics {
             let chart = scaling(file, &all, name, x, y_label, metric);
-            out.push((
-                format!("{stem}-{metric_name}.svg"),
-                plots::scaling(&chart)?,
-            ));
+            out.push((format!("{stem}-{metric_name}.svg"), plots::scaling(&chart)?));
         }
         // With several machines, one chart per machine too, where its
         // socket and L3 boundaries can be marked: detail, in a folder.

@@ -1100,10 +1100,7 @@ fn write_charts(
         }
     }
     let _ = std::fs::remove_dir(chart_dir.join(charts::CASES_DIR));
-    let files: Vec<(&str, String)> = drawn
-        .iter()
-        .map(|(n, s)| (n.as_str(), s.clone()))
-        .collect();
+    let files: Vec<(&str, String)> = drawn.iter().map(|(n, s)| (n.as_str(), s.clone())).collect();
     scenarios::report::output::write_atomically(&chart_dir, &files)
         .map_err(|e| format!("cannot write the charts to `{}`: {e}", chart_dir.display()))?;
     if !quiet && file.cases.len() > 1 {
@@ -1117,7 +1114,10 @@ fn write_charts(
         let mut parts = vec![format!("{top} for the sweep")];
         let machines = in_folder(charts::MACHINES_DIR);
         if machines > 0 {
-            parts.push(format!("{machines} per machine in `{}/`", charts::MACHINES_DIR));
+            parts.push(format!(
+                "{machines} per machine in `{}/`",
+                charts::MACHINES_DIR
+            ));
         }
         let cases = file.cases.len();
         if options.per_case {

@@ -190,7 +190,11 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     let names: Vec<String> = charts(&a).into_iter().map(|f| f.0).collect();
     assert_eq!(
         names,
-        ["comparison.svg", "scaling-cycles.svg", "scaling-throughput.svg"]
+        [
+            "comparison.svg",
+            "scaling-cycles.svg",
+            "scaling-throughput.svg"
+        ]
     );
     assert!(!Path::new(&a).join("charts/cases").exists());
     // ... and it says where the rest is.
@@ -228,7 +232,14 @@ fn merged_shards_write_the_charts_of_an_unsharded_run() {
         tmp.join("s1"),
         tmp.join("m"),
     );
-    assert_ok(&bounce(&["run", &file, "--out", &full, "-q", "--case-charts"]));
+    assert_ok(&bounce(&[
+        "run",
+        &file,
+        "--out",
+        &full,
+        "-q",
+        "--case-charts",
+    ]));
     assert_ok(&bounce(&[
         "run", &file, "--shard", "0/2", "--out", &s0, "-q",
     ]));
@@ -798,8 +809,14 @@ script = "inc"
     let o = bounce(&["run", &file, "--out", &out, "--quiet"]);
     assert_ok(&o);
     let names: Vec<String> = charts(&out).into_iter().map(|(n, _)| n).collect();
-    assert!(names.contains(&"lines-counter-base.svg".to_string()), "{names:?}");
-    assert!(!names.contains(&"lines-spare-base.svg".to_string()), "{names:?}");
+    assert!(
+        names.contains(&"lines-counter-base.svg".to_string()),
+        "{names:?}"
+    );
+    assert!(
+        !names.contains(&"lines-spare-base.svg".to_string()),
+        "{names:?}"
+    );
     let fields = std::fs::read_to_string(Path::new(&out).join("fields.csv")).unwrap();
     assert!(!fields.contains("fallback.slot"), "{fields}");
     let report = String::from_utf8_lossy(&o.stdout).into_owned();
@@ -850,7 +867,8 @@ fn a_sweep_compares_the_measured_thread_group_as_the_run_report_does() {
     let file = tmp.join("sweep.toml");
     let at = MEASURED_GROUP.find("[[measured]]").unwrap();
     let rows = &MEASURED_GROUP[at..];
-    let per_case = |case: &str| rows.replace("[[measured]]", &format!("[[measured]]\ncase = \"{case}\""));
+    let per_case =
+        |case: &str| rows.replace("[[measured]]", &format!("[[measured]]\ncase = \"{case}\""));
     std::fs::write(
         &file,
         format!(

@@ -60,14 +60,20 @@ fn a_variant_moves_the_nested_counter_and_the_run_shows_who_touched_what() {
     assert!(line("loads").ends_with("loads    stores   atomics      HITM"));
     // `usage` alone on line 1 (64..128), `min` on the next: holes and
     // boundaries as a compiler leaves them.
-    assert!(line(" usage;").contains("/*    64     8 */"), "{out}");
-    assert!(line(" min;").contains("/*   128     8 */"), "{out}");
+    assert!(
+        line(" usage __attribute__((__aligned__(64)));").contains("/*    64     8 */"),
+        "{out}"
+    );
+    assert!(
+        line(" min __attribute__((__aligned__(64)));").contains("/*   128     8 */"),
+        "{out}"
+    );
     assert!(out.contains("        /* XXX 56 bytes hole, try to pack */\n        /* --- cacheline 2 boundary (128 bytes) --- */\n"));
     assert!(out.contains("        /* XXX 40 bytes tail padding */\n"));
     assert!(out.contains("    /* size: 320, cachelines: 5, members: 4 */\n    /* sum members: 224, holes: 1, sum holes: 40 */\n    /* padding: 56 */\n"));
     // Every CPU's atomic on usage, 4 x 200, and the transfers they caused;
     // `min` untouched shows no traffic.
-    let usage: Vec<u64> = line(" usage;")
+    let usage: Vec<u64> = line(" usage __attribute__((__aligned__(64)));")
         .split("*/")
         .nth(1)
         .unwrap()
@@ -76,7 +82,7 @@ fn a_variant_moves_the_nested_counter_and_the_run_shows_who_touched_what() {
         .collect();
     assert_eq!(&usage[..3], &[0, 0, 800]);
     assert!(usage[3] > 0 && usage[3] <= 800, "{usage:?}");
-    assert!(line(" min;").ends_with("*/"));
+    assert!(line(" min __attribute__((__aligned__(64)));").ends_with("*/"));
     let parent: Vec<&str> = line("pointer")
         .split("*/")
         .nth(1)
@@ -111,7 +117,7 @@ fn one_struct_on_request() {
 
 /* instances: counters[8] (global) */
 struct counter {
-    unsigned long value;  /*     0     8 */
+    unsigned long value __attribute__((__aligned__(64)));  /*     0     8 */
 
     /* size: 64, cachelines: 1, members: 1 */
     /* padding: 56 */

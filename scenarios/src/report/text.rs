@@ -803,10 +803,7 @@ fn pivot(
         heading.push("case".into());
     }
     fn result<'c>(case: &'c CaseResult, variant: &str) -> Option<&'c VariantResult> {
-        case.results
-            .iter()
-            .flatten()
-            .find(|r| r.name == variant)
+        case.results.iter().flatten().find(|r| r.name == variant)
     }
     let per_metric = variants.len() == 1 && metric.is_none();
     let baselines = sweep_baselines(cases, variants);

@@ -4,8 +4,7 @@
 use std::sync::Arc;
 
 use crate::build::{
-    instances_named_by_running_code, instances_no_running_code_names, BuiltVariant,
-    ScriptSources,
+    instances_named_by_running_code, instances_no_running_code_names, BuiltVariant, ScriptSources,
 };
 use crate::format::error::{Place, Report};
 use rayon::prelude::*;
@@ -592,7 +591,8 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
                 .iter()
                 .enumerate()
                 .filter(|&(i, _)| {
-                    named.get(i).copied().unwrap_or(true) && !accessed.get(i).copied().unwrap_or(true)
+                    named.get(i).copied().unwrap_or(true)
+                        && !accessed.get(i).copied().unwrap_or(true)
                 })
                 .map(|(_, inst)| inst.name.clone())
                 .collect()

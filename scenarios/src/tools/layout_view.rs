@@ -193,6 +193,16 @@ fn declarator(f: &LaidOutField) -> String {
     if let Some(b) = f.bit_field {
         d.push_str(&format!(":{}", b.bits));
     }
+    // An alignment above the type's own (a field's `align`, as
+    // `____cacheline_aligned` gives) is written as pahole writes it, so
+    // that the hole or padding it makes has its reason beside it.
+    let natural = match &f.nested {
+        Some(inner) => Some(inner.align_bytes),
+        None => models::layout::c_type(&f.type_name).map(|(_, align)| align),
+    };
+    if natural.is_some_and(|n| f.align_bytes > n) {
+        d.push_str(&format!(" __attribute__((__aligned__({})))", f.align_bytes));
+    }
     d
 }
 
