@@ -823,7 +823,7 @@ script = "inc"
     assert!(
         report.contains(
             "not reported: `fallback` (code this variant runs names it, but no CPU accessed it \
-             in this run: a path not taken, such as a lock's slow path)"
+             in the measured iterations: a branch never taken, such as a lock's slow path)"
         ),
         "{report}"
     );

@@ -462,7 +462,7 @@ pub fn attribution(result: &VariantResult) -> String {
         let _ = writeln!(
             out,
             "  not reported: {} (code this variant runs names {}, but no CPU accessed {} in \
-             this run: a path not taken, such as a lock's slow path)",
+             the measured iterations: a branch never taken, such as a lock's slow path)",
             names.join(", "),
             if names.len() == 1 { "it" } else { "them" },
             if names.len() == 1 { "it" } else { "them" }

@@ -119,8 +119,8 @@ pub struct VariantResult {
     /// and named once in the text report.
     pub unnamed_instances: Vec<String>,
     /// Instances that running code names but that no CPU accessed in the
-    /// run (a lock's slow-path queue nodes when the lock was never
-    /// contended): left out of the results files and charts as the unnamed
+    /// measured window (a lock's slow-path queue nodes when the lock was
+    /// never contended; the counts start after the warm-up): left out of the results files and charts as the unnamed
     /// ones are, and named once in the text report with the reason.
     pub unaccessed_instances: Vec<String>,
     /// The thread group the scenario's `[[measured]]` rows measure, when
@@ -604,7 +604,7 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
 }
 
 /// Per instance of `config`'s memory, in its order: whether any field of it
-/// had traffic in the run (an access, a miss or a prefetch), by `fields`
+/// had traffic in the measured window (an access, a miss or a prefetch), by `fields`
 /// (one per `config.program.field_names` entry, as [`run_variant`] gives
 /// them). An instance with no field entry counts as accessed (nothing says
 /// otherwise).
