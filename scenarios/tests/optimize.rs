@@ -64,10 +64,18 @@ fn readers_and_writers_get_lines_of_their_own_behind_the_fixed_prefix() {
     // Offsets as the winner's pahole-style listing gives them.
     let offset_of = |name: &str| -> u32 {
         let declarator = format!("{name};");
+        // `name;`, or `name __attribute__((__aligned__(64)));` when the
+        // layout gives it a line of its own.
         let row = report
             .winner_view
             .lines()
-            .find(|l| l.split_whitespace().any(|w| w == declarator))
+            .find(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                words.iter().any(|w| *w == declarator)
+                    || words
+                        .windows(2)
+                        .any(|p| p[0] == name && p[1].starts_with("__attribute__"))
+            })
             .unwrap_or_else(|| panic!("{name} in {text}"));
         row.split("/*")
             .nth(1)
