@@ -70,7 +70,7 @@ impl Simulation<'_> {
         // bytes (the same bits of a bitfield's unit) answers; a partial
         // overlap waits for the buffer to drain.
         let mut forwarded = None;
-        for entry in self.cpus[i].store_buffer.iter().rev() {
+        for entry in self.cpus[i].outstanding.store_buffer.iter().rev() {
             let overlaps = entry.address < address + size as u64
                 && address < entry.address + entry.size_bytes as u64;
             if overlaps {
@@ -136,12 +136,12 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let place = &self.program.places[place_id as usize];
-        if self.cpus[i].store_buffer.len() >= self.store_buffer_entries {
+        if self.cpus[i].outstanding.store_buffer.len() >= self.store_buffer_entries {
             // Full: retried whole once a drain frees an entry.
             self.block_on(i, Wait::BufferSlot);
             return Ok(());
         }
-        if !self.cpus[i].deferred.is_empty() {
+        if !self.cpus[i].outstanding.deferred.is_empty() {
             // A load is still queued at its home: the store's place in the
             // buffer's drain order waits for its arrival, not yet known
             // (`in_flight`).
@@ -163,11 +163,11 @@ impl Simulation<'_> {
         // loads before it still arriving (`in_flight`).
         let cpu = &self.cpus[i];
         let not_before = if cpu.window_entries > 0 {
-            cpu.speculating_until.max(now)
+            cpu.outstanding.speculating_until.max(now)
         } else {
             now
         };
-        if self.cpus[i].store_buffer.is_empty() && not_before == now {
+        if self.cpus[i].outstanding.store_buffer.is_empty() && not_before == now {
             // An empty buffer drains at once into a line the core owns; the
             // store itself is posted as any other (the CPU goes on after
             // `STORE_POST_CYCLES`, the L1 write at `report.done` behind it).
@@ -182,7 +182,7 @@ impl Simulation<'_> {
                 self.write_field_merging_bits(address, size, bits, value);
                 let cpu = &mut self.cpus[i];
                 cpu.now = now + STORE_POST_CYCLES;
-                cpu.store_written_at = report.done;
+                cpu.outstanding.edit().store_written_at = report.done;
                 probe.on_access(&AccessEvent {
                     cpu: cpu_id,
                     issued: report.issued,
@@ -202,15 +202,18 @@ impl Simulation<'_> {
             }
         }
         let cpu = &mut self.cpus[i];
-        cpu.store_buffer.push_back(BufferedStore {
-            address,
-            size_bytes: size,
-            value,
-            bits,
-            unit,
-            field_id,
-            not_before,
-        });
+        cpu.outstanding
+            .edit()
+            .store_buffer
+            .push_back(BufferedStore {
+                address,
+                size_bytes: size,
+                value,
+                bits,
+                unit,
+                field_id,
+                not_before,
+            });
         probe.on_store_posted(cpu_id, now, address, field_id, value);
         // Posting a store takes one cycle of the core.
         cpu.now += STORE_POST_CYCLES;
@@ -229,7 +232,7 @@ impl Simulation<'_> {
         place_id: u32,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        if !self.cpus[i].store_buffer.is_empty() {
+        if !self.cpus[i].outstanding.store_buffer.is_empty() {
             // A locked instruction drains the store buffer first; its line
             // may be requested meanwhile (`in_flight`).
             let now = self.cpus[i].now;
@@ -354,7 +357,7 @@ impl Simulation<'_> {
                     .load_in_flight(i, &pending, &report, true, probe)
                     .map(|()| false);
             }
-            if load && !self.cpus[i].deferred.is_empty() {
+            if load && !self.cpus[i].outstanding.deferred.is_empty() {
                 // Behind a load queued at its home (`in_flight`).
                 return self.defer_hit(i, &pending, report).map(|()| false);
             }
@@ -368,6 +371,7 @@ impl Simulation<'_> {
         }
         if load
             && self.cpus[i]
+                .outstanding
                 .deferred
                 .iter()
                 .any(|d| d.unserved && d.unit == unit)
@@ -553,8 +557,9 @@ impl Simulation<'_> {
         if p.discard
             && self.run_local_ops
             && !self.sched.active
-            && cpu.late.is_empty()
-            && cpu.speculating_until <= cpu.now
+            && (cpu.outstanding.none_at(cpu.now)
+                || (cpu.outstanding.late.is_empty()
+                    && cpu.outstanding.speculating_until <= cpu.now))
             && cpu.now < self.time_limit
         {
             cpu.frame.pc += 2;
@@ -622,7 +627,12 @@ impl Simulation<'_> {
                     RequestKind::Demand => {
                         // The CPU looked up once for both questions.
                         let cpu = &mut self.cpus[i];
-                        if cpu.deferred.iter().any(|d| d.unserved && d.unit == unit) {
+                        if cpu
+                            .outstanding
+                            .deferred
+                            .iter()
+                            .any(|d| d.unserved && d.unit == unit)
+                        {
                             // A queued load that did not hold its CPU: the
                             // CPU goes on from here only if it waits for it.
                             let report = self.coherence.take_served();

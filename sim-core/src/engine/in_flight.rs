@@ -126,9 +126,10 @@ fn await_served(cpu: &mut Cpu) -> bool {
     true
 }
 
-/// Whether the value at `slot` is not read yet (a deferred load's).
-fn unknown_at(cpu: &Cpu, slot: Slot) -> bool {
-    cpu.late.iter().any(|v| v.slot == slot && v.ticket != 0)
+/// Whether the value at `slot` is not read yet (a deferred load's), among
+/// a CPU's late values.
+fn unknown_at(late: &[LateValue], slot: Slot) -> bool {
+    late.iter().any(|v| v.slot == slot && v.ticket != 0)
 }
 
 /// A load still arriving, in the CPU's reorder window.
@@ -166,8 +167,11 @@ impl Simulation<'_> {
     ) -> Result<bool, SimError> {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
-        cpu.late.retain(|v| v.ready > now);
-        cpu.in_flight.retain(|&ready| ready > now);
+        // One edit of the outstanding work for the marks moved and the
+        // waits below, ended before the CPU is parked or the clock moves.
+        let mut work = cpu.outstanding.edit();
+        work.late.retain(|v| v.ready > now);
+        work.in_flight.retain(|&ready| ready > now);
         let depth = cpu.stack.len() as u32;
         let base = cpu.frame.locals_base;
         let local_slot = |slot: u16| Slot::Local(base + slot as u32);
@@ -175,8 +179,8 @@ impl Simulation<'_> {
             Op::Push(_) | Op::Jump(_) | Op::LoopBack(_) => return Ok(false),
             Op::Local(slot) => {
                 let from = local_slot(slot);
-                if let Some(v) = cpu.late.iter().find(|v| v.slot == from).copied() {
-                    cpu.late.push(LateValue {
+                if let Some(v) = work.late.iter().find(|v| v.slot == from).copied() {
+                    work.late.push(LateValue {
                         slot: Slot::Stack(depth),
                         ..v
                     });
@@ -185,8 +189,8 @@ impl Simulation<'_> {
             }
             Op::SetLocal(slot) => {
                 let to = local_slot(slot);
-                cpu.late.retain(|v| v.slot != to);
-                if let Some(v) = cpu
+                work.late.retain(|v| v.slot != to);
+                if let Some(v) = work
                     .late
                     .iter_mut()
                     .find(|v| depth > 0 && v.slot == Slot::Stack(depth - 1))
@@ -196,7 +200,7 @@ impl Simulation<'_> {
                 return Ok(false);
             }
             Op::Pop => {
-                cpu.late
+                work.late
                     .retain(|v| depth == 0 || v.slot != Slot::Stack(depth - 1));
                 return Ok(false);
             }
@@ -204,28 +208,32 @@ impl Simulation<'_> {
             // is late until its last operand arrives. A value not read yet
             // (a queued load's) cannot be computed with: it waits.
             Op::Unary(_) if cpu.window_entries > 0 => {
-                return Ok(unknown_at(cpu, Slot::Stack(depth.wrapping_sub(1))) && await_served(cpu));
+                let unknown = unknown_at(&work.late, Slot::Stack(depth.wrapping_sub(1)));
+                drop(work);
+                return Ok(unknown && await_served(cpu));
             }
             Op::Binary(_) if cpu.window_entries > 0 => {
                 let (a, b) = (
                     Slot::Stack(depth.wrapping_sub(2)),
                     Slot::Stack(depth.wrapping_sub(1)),
                 );
-                if unknown_at(cpu, a) || unknown_at(cpu, b) {
+                if unknown_at(&work.late, a) || unknown_at(&work.late, b) {
+                    drop(work);
                     return Ok(await_served(cpu));
                 }
-                let later = cpu.late.iter().find(|v| v.slot == b).copied();
-                cpu.late.retain(|v| v.slot != b);
+                let later = work.late.iter().find(|v| v.slot == b).copied();
+                work.late.retain(|v| v.slot != b);
                 if let Some(later) = later {
-                    match cpu.late.iter_mut().find(|v| v.slot == a) {
+                    match work.late.iter_mut().find(|v| v.slot == a) {
                         Some(v) if v.ready >= later.ready => {}
                         Some(v) => *v = LateValue { slot: a, ..later },
-                        None => cpu.late.push(LateValue { slot: a, ..later }),
+                        None => work.late.push(LateValue { slot: a, ..later }),
                     }
                 }
                 return Ok(false);
             }
             Op::JumpIfZero(_) | Op::JumpIfNonZero(_) if cpu.window_entries > 0 => {
+                drop(work);
                 return Ok(self.predict_branch(i, op, probe));
             }
             Op::Unary(_)
@@ -254,7 +262,7 @@ impl Simulation<'_> {
         // take for a known address: the values still arriving, whose marks
         // the wait below clears.
         let arriving: Vec<i64> = if matches!(op, Op::Atomic(..)) && cpu.window_entries > 0 {
-            super::speculate::late_values(cpu).collect()
+            super::speculate::late_values(&work.late, &cpu.stack, &cpu.locals).collect()
         } else {
             Vec::new()
         };
@@ -262,14 +270,15 @@ impl Simulation<'_> {
         match reads {
             Reads::Top(n) => {
                 let lowest = depth.saturating_sub(n as u32);
-                let unknown = cpu
+                let unknown = work
                     .late
                     .iter()
                     .any(|v| v.ticket != 0 && matches!(v.slot, Slot::Stack(k) if k >= lowest));
                 if unknown {
+                    drop(work);
                     return Ok(await_served(cpu));
                 }
-                cpu.late.retain(|v| match v.slot {
+                work.late.retain(|v| match v.slot {
                     Slot::Stack(k) if k >= lowest => {
                         if v.ready > ready {
                             (ready, waited_for) = (v.ready, Some(*v));
@@ -280,26 +289,30 @@ impl Simulation<'_> {
                 });
             }
             // A load still queued: its arrival is unknown until served.
-            Reads::Everything if !cpu.deferred.is_empty() => return Ok(await_served(cpu)),
+            Reads::Everything if !work.deferred.is_empty() => {
+                drop(work);
+                return Ok(await_served(cpu));
+            }
             Reads::Everything => {
-                for v in cpu.late.drain(..) {
+                for v in work.late.drain(..) {
                     if v.ready > ready {
                         (ready, waited_for) = (v.ready, Some(v));
                     }
                 }
                 // A miss whose value was dropped still holds its buffer
                 // until its line arrives.
-                if let Some(&last) = cpu.in_flight.iter().max() {
+                if let Some(&last) = work.in_flight.iter().max() {
                     ready = ready.max(last);
                 }
-                cpu.in_flight.clear();
+                work.in_flight.clear();
                 // And every load in the window has arrived by then.
                 if cpu.window_entries > 0 {
-                    ready = ready.max(cpu.speculating_until);
-                    cpu.window.clear();
+                    ready = ready.max(work.speculating_until);
+                    work.window.clear();
                 }
             }
         }
+        drop(work);
         if ready <= now {
             return Ok(false);
         }
@@ -328,15 +341,15 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         let depth = cpu.stack.len() as u32;
         let top = Slot::Stack(depth.wrapping_sub(1));
-        let Some(k) = cpu.late.iter().position(|v| v.slot == top) else {
+        let Some(k) = cpu.outstanding.late.iter().position(|v| v.slot == top) else {
             return false;
         };
-        if cpu.late[k].ticket != 0 {
+        if cpu.outstanding.late[k].ticket != 0 {
             // Not read yet: the branch waits for the home to serve the load,
             // then is predicted as any other (no wrong path is executed).
             return await_served(cpu);
         }
-        let late = cpu.late.swap_remove(k);
+        let late = cpu.outstanding.edit().late.swap_remove(k);
         let value = cpu.stack.last().copied().unwrap_or_default();
         let taken = (value == 0) == matches!(op, Op::JumpIfZero(_));
         let predicted = cpu
@@ -378,10 +391,11 @@ impl Simulation<'_> {
     ) -> bool {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
-        while cpu.window.front().is_some_and(|e| e.ready <= now) {
-            cpu.window.pop_front();
+        let mut work = cpu.outstanding.edit();
+        while work.window.front().is_some_and(|e| e.ready <= now) {
+            work.window.pop_front();
         }
-        let Some(&oldest) = cpu.window.front() else {
+        let Some(&oldest) = work.window.front() else {
             return false;
         };
         if (cpu.dispatched - oldest.seq).saturating_add(entries) <= cpu.window_entries {
@@ -389,10 +403,12 @@ impl Simulation<'_> {
         }
         if oldest.ready == Cycle::MAX {
             // Still queued at its home.
+            drop(work);
             return await_served(cpu);
         }
+        work.window.pop_front();
+        drop(work);
         cpu.now = oldest.ready;
-        cpu.window.pop_front();
         probe.on_load_wait(
             cpu.spec.cpu,
             now,
@@ -417,18 +433,24 @@ impl Simulation<'_> {
         let mut left = cycles.saturating_mul(width);
         // Nothing past a queued load's entry + the window can dispatch
         // until it is served (its arrival is unknown).
-        if let Some(queued) = cpu.window.iter().find(|e| e.ready == Cycle::MAX) {
+        if let Some(queued) = cpu
+            .outstanding
+            .window
+            .iter()
+            .find(|e| e.ready == Cycle::MAX)
+        {
             if cpu.dispatched.saturating_add(left) > queued.seq.saturating_add(cpu.window_entries) {
                 await_served(cpu);
                 return None;
             }
         }
         let mut at = start;
+        let mut work = cpu.outstanding.edit();
         loop {
-            while cpu.window.front().is_some_and(|e| e.ready <= at) {
-                cpu.window.pop_front();
+            while work.window.front().is_some_and(|e| e.ready <= at) {
+                work.window.pop_front();
             }
-            let Some(&oldest) = cpu.window.front() else {
+            let Some(&oldest) = work.window.front() else {
                 break;
             };
             let free =
@@ -441,8 +463,9 @@ impl Simulation<'_> {
             cpu.dispatched += free;
             left -= free;
             at = (at + Cycles::new(free.div_ceil(width))).max(oldest.ready);
-            cpu.window.pop_front();
+            work.window.pop_front();
         }
+        drop(work);
         // Saturating: `work` of a huge count takes every entry there is.
         cpu.dispatched = cpu.dispatched.saturating_add(left);
         let end = at + Cycles::new(left.div_ceil(width));
@@ -455,7 +478,7 @@ impl Simulation<'_> {
     pub(super) fn forget_dropped(&mut self, i: CpuIndex) {
         let cpu = &mut self.cpus[i];
         let (depth, locals) = (cpu.stack.len() as u32, cpu.locals.len() as u32);
-        cpu.late.retain(|v| match v.slot {
+        cpu.outstanding.edit().late.retain(|v| match v.slot {
             Slot::Stack(k) => k < depth,
             Slot::Local(k) => k < locals,
         });
@@ -472,7 +495,7 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> bool {
         let cpu = &self.cpus[i];
-        if cpu.in_flight.len() < self.outstanding_misses {
+        if cpu.outstanding.in_flight.len() < self.outstanding_misses {
             return false;
         }
         let now = cpu.now;
@@ -480,21 +503,29 @@ impl Simulation<'_> {
             return false;
         }
         // It would share the request of an older load queued for the line.
-        if cpu.deferred.iter().any(|d| d.unserved && d.unit == unit) {
+        if cpu
+            .outstanding
+            .deferred
+            .iter()
+            .any(|d| d.unserved && d.unit == unit)
+        {
             return false;
         }
         let cpu = &mut self.cpus[i];
-        cpu.in_flight.retain(|&ready| ready > now);
-        if cpu.in_flight.len() < self.outstanding_misses {
+        let mut work = cpu.outstanding.edit();
+        work.in_flight.retain(|&ready| ready > now);
+        if work.in_flight.len() < self.outstanding_misses {
             return false;
         }
-        let first = *cpu.in_flight.iter().min().expect("every buffer is taken");
+        let first = *work.in_flight.iter().min().expect("every buffer is taken");
         if first == Cycle::MAX {
             // Every buffer is held by a load still queued at its home.
+            drop(work);
             return await_served(cpu);
         }
+        work.in_flight.retain(|&ready| ready > first);
+        drop(work);
         cpu.now = first;
-        cpu.in_flight.retain(|&ready| ready > first);
         probe.on_load_wait(cpu.spec.cpu, now, first, 0, None);
         true
     }
@@ -513,7 +544,7 @@ impl Simulation<'_> {
         merged: bool,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        let deferring = !self.cpus[i].deferred.is_empty();
+        let deferring = !self.cpus[i].outstanding.deferred.is_empty();
         let value = if deferring {
             0
         } else {
@@ -523,9 +554,10 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         // Those that have arrived are free (they are dropped lazily).
         let now = cpu.now;
-        cpu.in_flight.retain(|&ready| ready > now);
+        let mut work = cpu.outstanding.edit();
+        work.in_flight.retain(|&ready| ready > now);
         if !merged {
-            cpu.in_flight.push(report.done);
+            work.in_flight.push(report.done);
         }
         if !deferring {
             // A load sees the CPU's atomics before it (`summed`).
@@ -543,25 +575,25 @@ impl Simulation<'_> {
                 report: Some(report),
                 // The CPU goes on; its waits are reported when a use meets them.
                 stall_cycles: 0,
-                misses_in_flight: cpu.in_flight.len().max(1) as u32,
+                misses_in_flight: work.in_flight.len().max(1) as u32,
             });
         }
         // Issuing the load takes a cycle of the core, as posting a store does.
         cpu.now += Cycles::new(1);
         let slot = Slot::Stack(cpu.stack.len() as u32);
         if cpu.window_entries > 0 {
-            cpu.window.push_back(WindowEntry {
+            work.window.push_back(WindowEntry {
                 seq: cpu.dispatched,
                 ready: report.done,
                 address: p.address,
                 field_id: p.field_id,
             });
         }
-        cpu.speculating_until = cpu.speculating_until.max(report.done);
+        work.speculating_until = work.speculating_until.max(report.done);
         cpu.speculating_known = cpu.speculating_known.max(report.done);
         let ticket = if deferring {
-            let ticket = take_ticket(cpu);
-            cpu.deferred.push_back(DeferredLoad {
+            let ticket = take_ticket(&mut cpu.next_ticket);
+            work.deferred.push_back(DeferredLoad {
                 ticket,
                 access: *p,
                 unit: report.unit,
@@ -576,9 +608,10 @@ impl Simulation<'_> {
         } else {
             0
         };
+        drop(work);
         self.push(i, value)?;
         let cpu = &mut self.cpus[i];
-        cpu.late.push(LateValue {
+        cpu.outstanding.edit().late.push(LateValue {
             slot,
             ready: if deferring { Cycle::MAX } else { report.done },
             address: p.address,
@@ -601,8 +634,8 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         cpu.now = cpu.now.max(report.done);
         let slot = Slot::Stack(cpu.stack.len() as u32);
-        let ticket = take_ticket(cpu);
-        cpu.deferred.push_back(DeferredLoad {
+        let ticket = take_ticket(&mut cpu.next_ticket);
+        cpu.outstanding.edit().deferred.push_back(DeferredLoad {
             ticket,
             access: *p,
             unit: report.unit,
@@ -614,7 +647,7 @@ impl Simulation<'_> {
             report: Some(report),
         });
         self.push(i, 0)?;
-        self.cpus[i].late.push(LateValue {
+        self.cpus[i].outstanding.edit().late.push(LateValue {
             slot,
             ready: Cycle::MAX,
             address: p.address,
@@ -639,20 +672,21 @@ impl Simulation<'_> {
     ) -> Result<(), SimError> {
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
-        cpu.in_flight.retain(|&ready| ready > now);
+        let mut work = cpu.outstanding.edit();
+        work.in_flight.retain(|&ready| ready > now);
         if !merged {
-            cpu.in_flight.push(Cycle::MAX);
+            work.in_flight.push(Cycle::MAX);
         }
         let seq = cpu.dispatched;
-        cpu.window.push_back(WindowEntry {
+        work.window.push_back(WindowEntry {
             seq,
             ready: Cycle::MAX,
             address: p.address,
             field_id: p.field_id,
         });
-        cpu.speculating_until = Cycle::MAX;
-        let ticket = take_ticket(cpu);
-        cpu.deferred.push_back(DeferredLoad {
+        work.speculating_until = Cycle::MAX;
+        let ticket = take_ticket(&mut cpu.next_ticket);
+        work.deferred.push_back(DeferredLoad {
             ticket,
             access: p,
             unit,
@@ -663,11 +697,12 @@ impl Simulation<'_> {
             done: Cycle::MAX,
             report: None,
         });
+        drop(work);
         // Issuing the load takes a cycle of the core, as for a miss.
         cpu.now += Cycles::new(1);
         let slot = Slot::Stack(cpu.stack.len() as u32);
         self.push(i, 0)?;
-        self.cpus[i].late.push(LateValue {
+        self.cpus[i].outstanding.edit().late.push(LateValue {
             slot,
             ready: Cycle::MAX,
             address: p.address,
@@ -693,7 +728,10 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         let mut first = true;
         let mut served_load = (0, None);
-        for d in cpu.deferred.iter_mut() {
+        // One edit for the whole serve: the lists are walked side by side.
+        let mut edit = cpu.outstanding.edit();
+        let work = &mut *edit;
+        for d in work.deferred.iter_mut() {
             if !(d.unserved && d.unit == unit) {
                 continue;
             }
@@ -703,7 +741,7 @@ impl Simulation<'_> {
             d.unserved = false;
             d.done = report.done;
             if d.buffer {
-                if let Some(held) = cpu.in_flight.iter_mut().find(|r| **r == Cycle::MAX) {
+                if let Some(held) = work.in_flight.iter_mut().find(|r| **r == Cycle::MAX) {
                     *held = report.done;
                 }
             }
@@ -712,7 +750,7 @@ impl Simulation<'_> {
                 d.report = Some(report.clone());
                 first = false;
             }
-            if let Some(entry) = cpu.window.iter_mut().find(|e| Some(e.seq) == d.seq) {
+            if let Some(entry) = work.window.iter_mut().find(|e| Some(e.seq) == d.seq) {
                 entry.ready = report.done;
             }
         }
@@ -720,12 +758,12 @@ impl Simulation<'_> {
         // The deferred loads whose older loads have all been served read
         // their values now, in program order.
         let bytes = &self.bytes;
-        while cpu.deferred.front().is_some_and(|d| !d.unserved) {
-            let d = cpu.deferred.pop_front().expect("a front");
+        while work.deferred.front().is_some_and(|d| !d.unserved) {
+            let d = work.deferred.pop_front().expect("a front");
             let p = d.access;
             let value = read_value(bytes, p.address, p.size_bytes);
             let value = p.bits.map_or(value, |b| b.extract(value));
-            for v in cpu.late.iter_mut().filter(|v| v.ticket == d.ticket) {
+            for v in work.late.iter_mut().filter(|v| v.ticket == d.ticket) {
                 let place = match v.slot {
                     Slot::Stack(k) => cpu.stack.get_mut(k as usize),
                     Slot::Local(k) => cpu.locals.get_mut(k as usize),
@@ -749,11 +787,11 @@ impl Simulation<'_> {
                 new_value: None,
                 report: d.report.as_ref(),
                 stall_cycles: 0,
-                misses_in_flight: cpu.in_flight.iter().filter(|&&r| r > at).count().max(1) as u32,
+                misses_in_flight: work.in_flight.iter().filter(|&&r| r > at).count().max(1) as u32,
             });
         }
-        if cpu.deferred.is_empty() {
-            cpu.speculating_until = cpu.speculating_known;
+        if work.deferred.is_empty() {
+            work.speculating_until = cpu.speculating_known;
         }
         if cpu.wait != Wait::Served || cpu.finished {
             return None;
@@ -768,10 +806,10 @@ impl Simulation<'_> {
     }
 }
 
-/// A new deferred load's ticket (never 0).
-fn take_ticket(cpu: &mut Cpu) -> u32 {
-    let ticket = cpu.next_ticket;
-    cpu.next_ticket = cpu.next_ticket.wrapping_add(1).max(1);
+/// A new deferred load's ticket (never 0), from the CPU's next.
+fn take_ticket(next_ticket: &mut u32) -> u32 {
+    let ticket = *next_ticket;
+    *next_ticket = next_ticket.wrapping_add(1).max(1);
     ticket
 }
 

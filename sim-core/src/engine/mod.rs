@@ -22,7 +22,9 @@
 //! (`run_events`, `run_cpu`); `rules` what each script operation does,
 //! stated once (`execute`, over a `Machine`), and `step`'s machine;
 //! `access` the loads, stores and atomics sent to the coherence model;
-//! `store_buffer` the drains; `shortcuts` the faster ways of getting the
+//! `store_buffer` the drains; `outstanding` what a CPU's memory system
+//! still has under way (store buffer, loads in flight, reorder window),
+//! with its one-comparison summary; `shortcuts` the faster ways of getting the
 //! same result (`run_ahead`: the same rules on a machine that runs a CPU
 //! ahead of the queue; `hoisted`; `spin`), each behind its switch in
 //! [`EngineOptions`].
@@ -49,6 +51,7 @@ use std::collections::VecDeque;
 
 mod access;
 mod in_flight;
+mod outstanding;
 mod reach;
 mod rules;
 mod sched;
@@ -61,6 +64,7 @@ pub use sched::{SchedulerParams, SchedulingCounts};
 
 use access::*;
 use in_flight::*;
+use outstanding::Outstanding;
 use rules::*;
 use sched::*;
 use shortcuts::run_ahead::*;
@@ -286,33 +290,18 @@ struct Cpu {
     finished: bool,
     wait: Wait,
     wait_since: Cycle,
-    store_buffer: VecDeque<BufferedStore>,
+    /// The store buffer, the stores being written, the loads arriving and
+    /// not yet served, the reorder window and the speculation past them,
+    /// with the summary that says at once whether any of it is there.
+    outstanding: Outstanding,
     draining: bool,
-    /// When the last store taken at once by an empty buffer (`store`), or
-    /// drained from the buffer into a line the core holds (`finish_drain`:
-    /// its entry leaves after its commit cycle), is in its line: a locked
-    /// instruction, a fence or a futex operation waits for it as for a
-    /// buffered store's drain.
-    store_written_at: Cycle,
     pending: Option<PendingAccess>,
-    /// Loaded values whose lines have not arrived (`in_flight`).
-    late: Vec<LateValue>,
-    /// When each miss holding one of the core's miss buffers arrives
-    /// (`MachineSpec::outstanding_misses`); entries in the past are free.
-    in_flight: Vec<Cycle>,
     /// When each line requested ahead of a waiting locked instruction
     /// arrives (`speculate`): they hold miss buffers too, but no operation
     /// waits for them; entries in the past are free.
     ahead_in_flight: Vec<Cycle>,
-    /// The loads still arriving, oldest first, in the reorder window
-    /// (`MachineSpec::reorder_window_entries`; entries in the past are
-    /// done).
-    window: VecDeque<WindowEntry>,
     /// Window entries the CPU has taken (`step`): an operation's position.
     dispatched: u64,
-    /// The latest arrival of a load in `window` (its speculation lasts
-    /// until then; the shortcuts stay out before it).
-    speculating_until: Cycle,
     /// This CPU's reorder window in entries: the machine's, halved while
     /// its SMT sibling runs a thread too ([`core_share`]); 0 is none
     /// (branches wait).
@@ -324,10 +313,6 @@ struct Cpu {
     /// The store buffer's head waits for its `not_before`: the DrainDone
     /// event due then starts it instead of ending a drain.
     drain_deferred: bool,
-    /// Loads whose values are not read yet (`in_flight`): the oldest is
-    /// queued at its line's home, and every later load waits for it to
-    /// read its value (x86-TSO's load order). Empty without a window.
-    deferred: VecDeque<DeferredLoad>,
     /// The next deferred load's ticket (never 0: a known value's).
     next_ticket: u32,
     /// `speculating_until` once no load is queued: the latest known
@@ -1099,16 +1084,11 @@ impl<'c> Simulation<'c> {
                 finished: false,
                 wait: Wait::None,
                 wait_since: start,
-                store_buffer: VecDeque::new(),
+                outstanding: Outstanding::default(),
                 draining: false,
-                store_written_at: Cycle::ZERO,
                 pending: None,
-                late: Vec::new(),
-                in_flight: Vec::new(),
                 ahead_in_flight: Vec::new(),
-                window: VecDeque::new(),
                 dispatched: 0,
-                speculating_until: Cycle::ZERO,
                 window_entries,
                 predictor: if predicts {
                     branch_sites.iter().map(|&n| vec![0; n]).collect()
@@ -1116,7 +1096,6 @@ impl<'c> Simulation<'c> {
                     Vec::new()
                 },
                 drain_deferred: false,
-                deferred: VecDeque::new(),
                 next_ticket: 1,
                 speculating_known: Cycle::ZERO,
                 rng: ThreadStream::new(config.seed, t.cpu, k),
@@ -1485,11 +1464,16 @@ impl<'c> Simulation<'c> {
                     Wait::Futex | Wait::Queued => self.sleep_description(i),
                     Wait::Spin => self.spin_wait_description(cpu),
                     Wait::Line => cpu.pending.map(|p| line(p.address)),
-                    Wait::Served => cpu.deferred.front().map(|d| line(d.access.address)),
+                    Wait::Served => cpu
+                        .outstanding
+                        .deferred
+                        .front()
+                        .map(|d| line(d.access.address)),
                     Wait::BufferEmpty | Wait::BufferSlot => Some(format!(
                         "its store buffer ({} entries) to drain{}",
-                        cpu.store_buffer.len(),
-                        cpu.store_buffer
+                        cpu.outstanding.store_buffer.len(),
+                        cpu.outstanding
+                            .store_buffer
                             .front()
                             .map(|e| format!(", the oldest to {}", line(e.address)))
                             .unwrap_or_default()
@@ -1694,7 +1678,8 @@ impl<'c> Simulation<'c> {
                 // (and post instead of writing into the cache). Everything
                 // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
-                    let ordered = !self.private.only[i.get()] || !cpu.store_buffer.is_empty();
+                    let ordered =
+                        !self.private.only[i.get()] || !cpu.outstanding.store_buffer.is_empty();
                     if !ordered {
                         count_shortcut!(self.shortcut_entries, 1);
                     }

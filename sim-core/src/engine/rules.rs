@@ -682,7 +682,7 @@ impl Machine for Ordered<'_, '_, '_> {
                 self.set_pc(self.pc() + 1);
             }
             Op::Fence => {
-                if sim.cpus[i].store_buffer.is_empty() {
+                if sim.cpus[i].outstanding.store_buffer.is_empty() {
                     self.set_pc(self.pc() + 1);
                 } else {
                     sim.block_on(i, Wait::BufferEmpty);
@@ -726,65 +726,72 @@ impl Simulation<'_> {
         op: Op,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        let cpu = &mut self.cpus[i];
-        // What waits for the store buffer to drain waits for a posted store
-        // too: a locked instruction, a fence, and the futex operations. The
-        // kernel's futex_wake issues a full barrier before it looks for
-        // waiters (futex_hb_waiters_pending: smp_mb(), "Full barrier (B)",
-        // kernel/futex/futex.h) and futex_wait one before it reads the word
-        // (futex_q_lock: futex_hb_waiters_inc's atomic_inc and
-        // smp_mb__after_atomic(), "Full barrier (A)"); on x86 each is a
-        // locked instruction, which drains the store buffer (`sched::futex`
-        // waits for a buffered store likewise).
-        let fenced = matches!(
-            op,
-            Op::Atomic(..) | Op::Fence | Op::Builtin(Builtin::FutexWait | Builtin::FutexWake)
-        );
-        if cpu.store_written_at > cpu.now && fenced {
-            // A store the empty buffer took at once is still being written
-            // into its line: waited for as a drain (`store`); the operation
-            // is stepped again at the new cycle (an access takes its turn).
-            cpu.now = cpu.store_written_at;
-            return Ok(());
-        }
-        let cpu = &self.cpus[i];
-        let waits = !cpu.late.is_empty()
-            || (!cpu.in_flight.is_empty()
-                && matches!(op, Op::Atomic(..) | Op::Fence | Op::EndIteration))
-            || (cpu.speculating_until > cpu.now
-                && matches!(
-                    op,
-                    Op::Atomic(..) | Op::Fence | Op::EndIteration | Op::Builtin(_)
-                ));
-        if waits && self.await_operands(i, op, probe)? {
-            // The CPU waited for a value or a miss: the operation is stepped
-            // again at the new cycle (an access takes its turn there).
-            return Ok(());
-        }
         // The reorder window: an operation takes one entry, `work N`
         // N x the dispatch width (`in_flight`).
-        let cpu = &self.cpus[i];
         let mut entries = 1;
-        if cpu.window_entries > 0 && !cpu.window.is_empty() {
-            if op == Op::Work {
-                // Its operand is at hand (`await_operands` waited for it).
-                if let Some(&cycles) = cpu.stack.last().filter(|&&c| c >= 0) {
-                    let Some(stall) = self.work_window_stall(i, cycles as u64) else {
-                        // A load queued at its home fills the window.
-                        return Ok(());
-                    };
-                    self.cpus[i].now += Cycles::new(stall);
-                    entries = 0;
-                }
-            } else if self.await_window(i, 1, probe) {
+        // With nothing outstanding (usually), nothing below waits.
+        let cpu = &mut self.cpus[i];
+        if !cpu.outstanding.none_at(cpu.now) {
+            // What waits for the store buffer to drain waits for a posted
+            // store too: a locked instruction, a fence, and the futex
+            // operations. The kernel's futex_wake issues a full barrier
+            // before it looks for waiters (futex_hb_waiters_pending:
+            // smp_mb(), "Full barrier (B)", kernel/futex/futex.h) and
+            // futex_wait one before it reads the word (futex_q_lock:
+            // futex_hb_waiters_inc's atomic_inc and smp_mb__after_atomic(),
+            // "Full barrier (A)"); on x86 each is a locked instruction,
+            // which drains the store buffer (`sched::futex` waits for a
+            // buffered store likewise).
+            let fenced = matches!(
+                op,
+                Op::Atomic(..) | Op::Fence | Op::Builtin(Builtin::FutexWait | Builtin::FutexWake)
+            );
+            let written_at = cpu.outstanding.store_written_at;
+            if written_at > cpu.now && fenced {
+                // A store the empty buffer took at once is still being
+                // written into its line: waited for as a drain (`store`);
+                // the operation is stepped again at the new cycle (an
+                // access takes its turn).
+                cpu.now = written_at;
                 return Ok(());
+            }
+            let work = &*cpu.outstanding;
+            let waits = !work.late.is_empty()
+                || (!work.in_flight.is_empty()
+                    && matches!(op, Op::Atomic(..) | Op::Fence | Op::EndIteration))
+                || (work.speculating_until > cpu.now
+                    && matches!(
+                        op,
+                        Op::Atomic(..) | Op::Fence | Op::EndIteration | Op::Builtin(_)
+                    ));
+            if waits && self.await_operands(i, op, probe)? {
+                // The CPU waited for a value or a miss: the operation is
+                // stepped again at the new cycle (an access takes its turn
+                // there).
+                return Ok(());
+            }
+            let cpu = &self.cpus[i];
+            if cpu.window_entries > 0 && !cpu.outstanding.window.is_empty() {
+                if op == Op::Work {
+                    // Its operand is at hand (`await_operands` waited for it).
+                    if let Some(&cycles) = cpu.stack.last().filter(|&&c| c >= 0) {
+                        let Some(stall) = self.work_window_stall(i, cycles as u64) else {
+                            // A load queued at its home fills the window.
+                            return Ok(());
+                        };
+                        self.cpus[i].now += Cycles::new(stall);
+                        entries = 0;
+                    }
+                } else if self.await_window(i, 1, probe) {
+                    return Ok(());
+                }
             }
         }
         let registers = CpuRegisters { sim: self, i };
         let done = execute(&mut Ordered { registers, probe }, op);
         let cpu = &mut self.cpus[i];
         cpu.dispatched = cpu.dispatched.saturating_add(entries);
-        if !cpu.late.is_empty() {
+        if !cpu.outstanding.late.is_empty() {
             self.forget_dropped(i);
         }
         done

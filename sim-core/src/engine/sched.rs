@@ -333,7 +333,7 @@ impl Simulation<'_> {
     /// and its `switch_out` hook must have run. False when it waits for
     /// either (the operation runs again afterwards).
     fn ready_to_leave(&mut self, i: CpuIndex) -> Result<bool, SimError> {
-        if !self.cpus[i].store_buffer.is_empty() {
+        if !self.cpus[i].outstanding.store_buffer.is_empty() {
             self.block_on(i, Wait::BufferEmpty);
             return Ok(false);
         }
@@ -619,7 +619,7 @@ impl Simulation<'_> {
         builtin: Builtin,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        if !self.cpus[i].store_buffer.is_empty() {
+        if !self.cpus[i].outstanding.store_buffer.is_empty() {
             self.block_on(i, Wait::BufferEmpty);
             return Ok(());
         }

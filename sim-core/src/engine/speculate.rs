@@ -124,7 +124,12 @@ impl Simulation<'_> {
         cpu.ahead_in_flight.retain(|&ready| ready > at);
         // The buffers taken: the CPU's misses, the lines already requested
         // ahead, and the waiting instruction's own miss.
-        let taken = cpu.in_flight.iter().filter(|&&ready| ready > at).count()
+        let taken = cpu
+            .outstanding
+            .in_flight
+            .iter()
+            .filter(|&&ready| ready > at)
+            .count()
             + cpu.ahead_in_flight.len()
             + own_miss as usize;
         let misses_left = self.outstanding_misses.saturating_sub(taken);
@@ -142,7 +147,7 @@ impl Simulation<'_> {
         callers.clone_from(&cpu.callers);
         let frame = cpu.frame;
         let width = self.dispatch_width;
-        arriving.extend(late_values(cpu));
+        arriving.extend(late_values(&cpu.outstanding.late, &cpu.stack, &cpu.locals));
         let mut shadow = Shadow {
             sim: self,
             probe,
@@ -245,12 +250,16 @@ pub(super) fn reaches_access(code: &[Op]) -> Box<[bool]> {
     reaches.into_boxed_slice()
 }
 
-/// The values CPU `cpu` holds that are loads still arriving (its late
-/// marks).
-pub(super) fn late_values(cpu: &Cpu) -> impl Iterator<Item = i64> + '_ {
-    cpu.late.iter().filter_map(|v| match v.slot {
-        in_flight::Slot::Stack(k) => cpu.stack.get(k as usize).copied(),
-        in_flight::Slot::Local(k) => cpu.locals.get(k as usize).copied(),
+/// The values a CPU holds (in `stack` and `locals`) that are loads still
+/// arriving (its `late` marks).
+pub(super) fn late_values<'a>(
+    late: &'a [LateValue],
+    stack: &'a [i64],
+    locals: &'a [i64],
+) -> impl Iterator<Item = i64> + 'a {
+    late.iter().filter_map(|v| match v.slot {
+        in_flight::Slot::Stack(k) => stack.get(k as usize).copied(),
+        in_flight::Slot::Local(k) => locals.get(k as usize).copied(),
     })
 }
 
@@ -267,6 +276,7 @@ impl Shadow<'_, '_, '_> {
             return v;
         }
         if let Some(entry) = self.sim.cpus[self.i]
+            .outstanding
             .store_buffer
             .iter()
             .rev()

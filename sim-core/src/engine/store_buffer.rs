@@ -31,7 +31,7 @@ impl Simulation<'_> {
         at: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
+        let Some(entry) = self.cpus[i].outstanding.store_buffer.front().copied() else {
             return Ok(());
         };
         let cpu_id = self.cpus[i].spec.cpu;
@@ -80,7 +80,7 @@ impl Simulation<'_> {
         report: &AccessReport,
         probe: &mut dyn Probe,
     ) {
-        let Some(entry) = self.cpus[i].store_buffer.front().copied() else {
+        let Some(entry) = self.cpus[i].outstanding.store_buffer.front().copied() else {
             return;
         };
         // The store takes its place in coherence order when the home orders it.
@@ -103,8 +103,8 @@ impl Simulation<'_> {
         // an entry that needed a transaction (or the SMT sibling's line)
         // leaves once its line is here and written.
         let leaves_at = if report.route == Route::Hit {
-            let cpu = &mut self.cpus[i];
-            cpu.store_written_at = cpu.store_written_at.max(report.done);
+            let mut work = self.cpus[i].outstanding.edit();
+            work.store_written_at = work.store_written_at.max(report.done);
             report.started + STORE_COMMIT_CYCLES
         } else {
             report.done
@@ -123,10 +123,10 @@ impl Simulation<'_> {
             cpu.drain_deferred = false;
             return self.start_drain(i, at, probe);
         }
-        let drained = cpu.store_buffer.pop_front();
+        let drained = cpu.outstanding.edit().store_buffer.pop_front();
         cpu.draining = false;
         let resume = match cpu.wait {
-            Wait::BufferEmpty => cpu.store_buffer.is_empty(),
+            Wait::BufferEmpty => cpu.outstanding.store_buffer.is_empty(),
             Wait::BufferSlot => true,
             Wait::None
             | Wait::Line
@@ -137,7 +137,7 @@ impl Simulation<'_> {
             | Wait::Waking
             | Wait::Served => false,
         };
-        if !cpu.store_buffer.is_empty() {
+        if !cpu.outstanding.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;
         }
         if resume {

@@ -248,7 +248,7 @@ impl Simulation<'_> {
             && self.private.summed
             && self.private.disjoint
             && self.store_buffer_entries != 0
-            && cpu.store_buffer.is_empty();
+            && cpu.outstanding.store_buffer.is_empty();
         if !hoistable {
             return self.run_ahead_summed::<true>(i);
         }
@@ -337,7 +337,10 @@ impl Simulation<'_> {
             thread,
         );
         let cpu = &mut cpus[i];
-        cpu.store_written_at = cpu.store_written_at.max(written_at);
+        // The later write only (no edit of the outstanding work otherwise).
+        if written_at > cpu.outstanding.store_written_at {
+            cpu.outstanding.edit().store_written_at = written_at;
+        }
         count_accesses(memory_ops, cpu, accesses);
         match failed {
             None => Ok(()),

@@ -851,14 +851,17 @@ impl Simulation<'_> {
         let Some(operand) = operand else {
             return Ok(false);
         };
+        let work = &*cpu.outstanding;
         if now >= self.time_limit
             || cpu.stack.len() >= MAX_STACK
-            || !cpu.store_buffer.is_empty()
-            || cpu.store_written_at > now
-            // An atomic waits for the misses in flight (`in_flight`).
-            || !cpu.late.is_empty()
-            || cpu.in_flight.iter().any(|&ready| ready > now)
-            || cpu.speculating_until > now
+            // Usually nothing is outstanding; otherwise, piece by piece.
+            || (!cpu.outstanding.none_at(now)
+                && (!work.store_buffer.is_empty()
+                    || work.store_written_at > now
+                    // An atomic waits for the misses in flight (`in_flight`).
+                    || !work.late.is_empty()
+                    || work.in_flight.iter().any(|&ready| ready > now)
+                    || work.speculating_until > now))
             || (!self.private.only[i.get()] && self.must_yield(now, i))
         {
             return Ok(false);
@@ -935,17 +938,22 @@ impl Simulation<'_> {
         // the atomic's entry: the rest of the simulation is borrowed apart.
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
+        // Nothing outstanding implies none of the pieces checked after it
+        // (the store buffer, the last store's write, late values, misses
+        // in flight, speculation, the reorder window).
+        let work = &*cpu.outstanding;
         if cpu.finished
             || cpu.wait != Wait::None
             || now >= self.time_limit
             || self.sched.active
             || cpu.operations > self.config.max_operations
-            || !cpu.store_buffer.is_empty()
-            || cpu.store_written_at > now
-            || !cpu.late.is_empty()
-            || !cpu.in_flight.is_empty()
-            || cpu.speculating_until > now
-            || (cpu.window_entries > 0 && !cpu.window.is_empty())
+            || (!cpu.outstanding.none_at(now)
+                && (!work.store_buffer.is_empty()
+                    || work.store_written_at > now
+                    || !work.late.is_empty()
+                    || !work.in_flight.is_empty()
+                    || work.speculating_until > now
+                    || (cpu.window_entries > 0 && !work.window.is_empty())))
             || (now == cpu.still_at && cpu.still_steps >= self.config.max_steps_without_time)
         {
             return Ok(true);
@@ -1054,7 +1062,11 @@ impl Simulation<'_> {
         // A late value is the plain path's, and so is every operation
         // while loads are arriving: each takes its place in the reorder
         // window (`in_flight`).
-        if stops_at_once || !cpu.late.is_empty() || cpu.speculating_until > cpu.now {
+        if stops_at_once
+            || (!cpu.outstanding.none_at(cpu.now)
+                && (!cpu.outstanding.late.is_empty()
+                    || cpu.outstanding.speculating_until > cpu.now))
+        {
             return Ok(());
         }
         // The code cannot change here: calls are left to `step`.
@@ -1114,7 +1126,7 @@ impl Simulation<'_> {
         } = self;
         let cpu = &mut cpus[i];
         let code = cpu.frame.code as usize;
-        let loads = private.summed && cpu.store_buffer.is_empty();
+        let loads = private.summed && cpu.outstanding.store_buffer.is_empty();
         let first_slot = i.get() * private.slots;
         let policy = Summed {
             coherence,
@@ -1151,7 +1163,10 @@ impl Simulation<'_> {
         let _ = shortcut_entries;
         let failed = machine.private.take_failure();
         let cpu = &mut cpus[i];
-        cpu.store_written_at = cpu.store_written_at.max(written_at);
+        // The later write only (no edit of the outstanding work otherwise).
+        if written_at > cpu.outstanding.store_written_at {
+            cpu.outstanding.edit().store_written_at = written_at;
+        }
         count_accesses(memory_ops, cpu, accesses);
         match failed {
             None => Ok(()),

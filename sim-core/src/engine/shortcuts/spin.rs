@@ -186,10 +186,10 @@ impl Simulation<'_> {
         self.options.spin_fast_forward
             && self.private.summed
             && !self.private.place[place_id as usize]
-            && self.cpus[i].store_buffer.is_empty()
+            && self.cpus[i].outstanding.store_buffer.is_empty()
             // Loads still arriving: every operation takes its place in the
             // reorder window (`in_flight`).
-            && self.cpus[i].speculating_until <= self.cpus[i].now
+            && self.cpus[i].outstanding.speculating_until <= self.cpus[i].now
             // A period's `work` may change length when a sibling of its
             // core starts or stops running (`sched`): no two periods are
             // known to be alike.
