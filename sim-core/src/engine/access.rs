@@ -554,9 +554,12 @@ impl Simulation<'_> {
         // `Pop` at once, where the run-ahead would run it first thing when
         // the CPU resumes (nothing of the CPU changes before then: no load
         // arriving, no scheduler to switch it, the run's end not reached).
+        debug_assert_eq!(
+            self.discard_past_pop,
+            self.run_local_ops && !self.sched.active
+        );
         if p.discard
-            && self.run_local_ops
-            && !self.sched.active
+            && self.discard_past_pop
             && (cpu.outstanding.none_at(cpu.now)
                 || (cpu.outstanding.late.is_empty()
                     && cpu.outstanding.speculating_until <= cpu.now))

@@ -664,6 +664,16 @@ struct Simulation<'c> {
     any_atomic_heads: bool,
     /// Run register-only operations in a tight loop ahead of `step`.
     run_local_ops: bool,
+    /// Made once per run (`run_events`) from what does not change during
+    /// it: a scheduler runs, or private hits are summed into slots, so
+    /// that a resumed CPU's iteration end may need `run_cpu` (its switch,
+    /// its private hits' report): `end_iteration_into_atomic` looks at
+    /// those only then.
+    resume_may_need_run_cpu: bool,
+    /// Likewise: no scheduler and the run-ahead on, so that a completed
+    /// fused atomic whose value is dropped may go past its `Pop` at once
+    /// (`complete_access`).
+    discard_past_pop: bool,
     /// The shortcuts this run may take, and how often it took each
     /// (`count_shortcut`).
     options: EngineOptions,
@@ -1167,6 +1177,8 @@ impl<'c> Simulation<'c> {
             atomic_heads: Vec::new(),
             any_atomic_heads: false,
             run_local_ops: true,
+            resume_may_need_run_cpu: true,
+            discard_past_pop: false,
             options: EngineOptions::ALL,
             shortcut_entries: [0; 11],
             position: spin::Position::START,
@@ -1257,6 +1269,9 @@ impl<'c> Simulation<'c> {
                 self.schedule(self.cpus[i].now, EventKind::Resume, i);
             }
         }
+        self.resume_may_need_run_cpu =
+            self.sched.active || (self.private.summed && self.private.slots > 0);
+        self.discard_past_pop = self.run_local_ops && !self.sched.active;
         let max_events = self.config.max_events;
         let max_in_flight = events_in_flight_bound(self.config);
         let mut stopped = false;

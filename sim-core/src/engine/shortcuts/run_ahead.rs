@@ -945,7 +945,6 @@ impl Simulation<'_> {
         if cpu.finished
             || cpu.wait != Wait::None
             || now >= self.time_limit
-            || self.sched.active
             || cpu.operations > self.config.max_operations
             || (!cpu.outstanding.none_at(now)
                 && (!work.store_buffer.is_empty()
@@ -958,10 +957,18 @@ impl Simulation<'_> {
         {
             return Ok(true);
         }
-        // The private hits' report takes the whole simulation: `run_cpu`'s.
-        if self.private.summed
-            && self.private.slots > 0
-            && !(cpu.iteration >= self.config.warmup_iterations && self.private.measured_at_end)
+        // A scheduler, or the private hits' report (which takes the whole
+        // simulation): `run_cpu`'s. Neither, usually: one test.
+        debug_assert_eq!(
+            self.resume_may_need_run_cpu,
+            self.sched.active || (self.private.summed && self.private.slots > 0)
+        );
+        if self.resume_may_need_run_cpu
+            && (self.sched.active
+                || (self.private.summed
+                    && self.private.slots > 0
+                    && !(cpu.iteration >= self.config.warmup_iterations
+                        && self.private.measured_at_end)))
         {
             return Ok(true);
         }
