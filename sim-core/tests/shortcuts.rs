@@ -50,6 +50,9 @@ use sim_core::stats::Stats;
 use sim_core::topology::{Lookup, PairClass, Protocol};
 use testkit::*;
 
+#[path = "shortcuts/spin_edges.rs"]
+mod spin_edges;
+
 /// One access or statement, drawn from a mix where private accesses
 /// dominate, so CPUs run ahead often and meet shared traffic in between.
 /// With `only_mine`, it touches nothing but `mine` (no shared access, no

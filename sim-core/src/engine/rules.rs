@@ -843,7 +843,15 @@ impl Simulation<'_> {
             Builtin::Ncpus => self.topology.cpu_count() as i64,
             Builtin::Nnodes => self.topology.node_count() as i64,
             Builtin::Iteration => self.cpus[i].iteration as i64,
-            Builtin::Now => self.cpus[i].now.get() as i64,
+            Builtin::Now => {
+                // A loop that reads the clock is not the same each turn
+                // however alike its registers are (a spin with a deadline
+                // leaves when the clock passes it, not when its line
+                // changes): the spin watch forgets the period around it.
+                let cpu = &mut self.cpus[i];
+                cpu.spin.forget();
+                cpu.now.get() as i64
+            }
             Builtin::Random => {
                 let n = self.pop(i)?;
                 if n <= 0 {

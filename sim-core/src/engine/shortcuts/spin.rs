@@ -9,9 +9,12 @@
 //! time. Here a CPU whose load is a plain hit on a shared line, made in the
 //! same state (code position, callers, locals, stack, random stream,
 //! iteration) as its previous access, which was also such a load of the
-//! same bytes giving the same value, sleeps instead: nothing it does in a
-//! period can change anything but its clock, so every later period would be
-//! the same until some other access reaches that line.
+//! same bytes giving the same value, with no value of its still late,
+//! sleeps instead: nothing it does in a period can change anything but its
+//! clock, so every later period would be the same until some other access
+//! reaches that line. A period that reads what the state leaves out (the
+//! clock, `now()`; another thread's run state) is never taken as one
+//! (`SpinWatch::forget`).
 //!
 //! It sleeps until an access by another CPU reaches the line (a request, a
 //! drain, a prefetch, a write hit, the home serving a waiter): at that
@@ -170,8 +173,10 @@ pub(in crate::engine) struct Sleep {
 
 impl SpinWatch {
     /// Forgets the period being watched: a scheduling operation in it reads
-    /// what other threads do (`task_running`, `need_resched`), so no two
-    /// periods around it are known to be alike.
+    /// what other threads do (`task_running`, `need_resched`), and `now()`
+    /// reads the clock (a poll with a deadline leaves when the clock passes
+    /// it, with its line unchanged), so no two periods around them are
+    /// known to be alike.
     pub(in crate::engine) fn forget(&mut self) {
         self.last_start = None;
         self.current_taken = false;
@@ -212,7 +217,13 @@ impl Simulation<'_> {
             .last_start
             .is_some_and(|(code, pc, accesses)| (code, pc, accesses + 1) == start);
         cpu.spin.last_start = Some(start);
-        if !candidate {
+        // A value still late (its line arriving) would make the periods
+        // differ: a branch on it is predicted, an operation on it waits.
+        // `speculating_until` covers every load the CPU has in flight; this
+        // also covers a late value whose arrival it does not (a hit read
+        // behind a queued load, `in_flight`'s deferred loads).
+        let now = cpu.now;
+        if !candidate || cpu.late.iter().any(|v| v.ready > now) {
             cpu.spin.current_taken = false;
             return;
         }
