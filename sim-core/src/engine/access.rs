@@ -364,8 +364,7 @@ impl Simulation<'_> {
             self.complete_access(i, &pending, &report, probe)?;
             if load {
                 let value = self.cpus[i].stack.last().copied().unwrap_or_default();
-                let latency = report.done - report.issued;
-                self.poll_load_hit(i, &pending, report.issued, value, latency);
+                self.poll_load_hit(i, &pending, &report, value);
             }
             return Ok(false);
         }

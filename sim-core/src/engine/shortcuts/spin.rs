@@ -31,6 +31,7 @@
 //! Only for a probe that takes summed hits (`Probe::needs_every_access`
 //! false): a trace sees every poll.
 
+use crate::coherence::{AccessReport, Route};
 use crate::cpu::CpuIndex;
 use crate::engine::{resume_position, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
 use crate::probe::{PrivateHits, Probe};
@@ -233,23 +234,33 @@ impl Simulation<'_> {
         cpu.spin.current_taken = true;
     }
 
-    /// Called after a load by CPU `i` that was a plain hit at `issued`
-    /// (returning `value`, `latency` cycles): puts the CPU to sleep when it
-    /// completes a period, or keeps the load as the next comparison.
+    /// Called after a load by CPU `i` that hit (`report`, returning
+    /// `value`): puts the CPU to sleep when it completes a period, or keeps
+    /// the load as the next comparison.
+    ///
+    /// Only a hit that changed nothing and waited for nothing counts: the
+    /// core's own copy (`Route::Hit`), started when issued. A hit on a line
+    /// the SMT sibling last wrote takes longer and clears that mark (the
+    /// next hit is a plain one), and a hit that waited for the copy or for
+    /// a locked instruction's hold waited for something that passes; two
+    /// such hits in a row (the sibling writing other bytes of the line
+    /// between them) looked like a period that the next would not repeat.
     pub(in crate::engine) fn poll_load_hit(
         &mut self,
         i: CpuIndex,
         pending: &PendingAccess,
-        issued: Cycle,
+        report: &AccessReport,
         value: i64,
-        latency: Cycles,
     ) {
         let cpu = &mut self.cpus[i];
-        if !cpu.spin.current_taken {
+        let unchanged = report.route == Route::Hit && report.started == report.issued;
+        if !cpu.spin.current_taken || !unchanged {
+            cpu.spin.current_taken = false;
             cpu.spin.previous_load = None;
             return;
         }
         cpu.spin.current_taken = false;
+        let (issued, latency) = (report.issued, report.done - report.issued);
         let load = PollLoad {
             at: issued,
             address: pending.address,
