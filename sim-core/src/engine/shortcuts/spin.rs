@@ -224,7 +224,7 @@ impl Simulation<'_> {
         // also covers a late value whose arrival it does not (a hit read
         // behind a queued load, `in_flight`'s deferred loads).
         let now = cpu.now;
-        if !candidate || cpu.late.iter().any(|v| v.ready > now) {
+        if !candidate || cpu.outstanding.late.iter().any(|v| v.ready > now) {
             cpu.spin.current_taken = false;
             return;
         }
