@@ -98,7 +98,20 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
         13 => "v = v + mine.a * 3 + random(5)\n".to_string(),
         // Loads in flight: independent loads issued back to back, a value
         // kept in a local across work, a private line's miss shared.
-        18 => match gen.below(8) {
+        18 => match gen.below(10) {
+            // Loads whose address is a load still arriving (an index read
+            // from a shared line, a private one): the dependent load issues
+            // when its address arrives while the CPU goes on.
+            // Several at once, two of them on one line (the second shares
+            // the first's request), more than a small core's miss buffers.
+            8 => format!(
+                "w = (g.{shared_field} % ncpus() + ncpus()) % ncpus()\nw = peer[w].x + peer[(w + 1) % ncpus()].x + peer[w].x + g.f{}\nv = v + mine.{private_field}\nv = v + w\n",
+                gen.below(6)
+            ),
+            9 => format!(
+                "w = mine.arr[(g.{shared_field} % 4 + 4) % 4] + mine.arr[(g.f{} % 4 + 4) % 4]\nv = v + w\n",
+                gen.below(6)
+            ),
             // A locked add that waits (the line is shared), then loads and
             // another locked add behind it: the core runs ahead of the
             // waiting one (`speculate`), fetching their lines.
@@ -132,7 +145,10 @@ fn random_statement(gen: &mut Gen, depth: u32, only_mine: bool) -> String {
         },
         // A private line's miss, then (its value dropped) another load of
         // the line while it is still arriving, which runs ahead no further.
-        19 => match gen.below(2) {
+        19 => match gen.below(3) {
+            // A private index loaded, then the element it names (on the same
+            // line, whose fetch the dependent load shares, or arriving).
+            2 => format!("w = mine.arr[(mine.{private_field} % 4 + 4) % 4]\nv = v + w + mine.c\n"),
             0 => format!(
                 "w = mine.{private_field}\nv = mine.arr[random(4)]\nwork {}\nv = v + w\n",
                 gen.below(80)

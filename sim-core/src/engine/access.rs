@@ -373,7 +373,7 @@ impl Simulation<'_> {
                 .outstanding
                 .deferred
                 .iter()
-                .any(|d| d.unserved && d.unit == unit)
+                .any(|d| d.queued_for(unit))
         {
             // An older load of the CPU is queued for the line: this one
             // shares its request (`in_flight`).
@@ -629,12 +629,7 @@ impl Simulation<'_> {
                     RequestKind::Demand => {
                         // The CPU looked up once for both questions.
                         let cpu = &mut self.cpus[i];
-                        if cpu
-                            .outstanding
-                            .deferred
-                            .iter()
-                            .any(|d| d.unserved && d.unit == unit)
-                        {
+                        if cpu.outstanding.deferred.iter().any(|d| d.queued_for(unit)) {
                             // A queued load that did not hold its CPU: the
                             // CPU goes on from here only if it waits for it.
                             let report = self.coherence.take_served();

@@ -103,8 +103,14 @@ pub(super) struct DeferredLoad {
     pub(super) ticket: u32,
     pub(super) access: PendingAccess,
     pub(super) unit: usize,
-    /// Still queued at the line's home: its arrival is unknown.
+    /// Still queued at the line's home, or not issued yet: its arrival is
+    /// unknown.
     pub(super) unserved: bool,
+    /// Not issued yet: its address is a value still arriving, and the load
+    /// issues at `issued`, that value's arrival (`EventKind::IssueLoad`);
+    /// `Cycle::MAX` while every miss buffer is held by a load still queued
+    /// at its home (the home's serve of one sets it).
+    pub(super) awaits_address: bool,
     /// It holds a miss buffer (a request of its own, not one shared with
     /// an older queued load to the same line).
     pub(super) buffer: bool,
@@ -116,6 +122,13 @@ pub(super) struct DeferredLoad {
     /// The coherence report, for the probe (a load sharing a fetch has
     /// none, as a hit).
     pub(super) report: Option<AccessReport>,
+}
+
+impl DeferredLoad {
+    /// Issued and queued at `unit`'s home (its request may be shared).
+    pub(super) fn queued_for(&self, unit: usize) -> bool {
+        self.unserved && !self.awaits_address && self.unit == unit
+    }
 }
 
 /// Parks CPU `cpu` until the home serves one of its queued loads (true:
@@ -165,6 +178,15 @@ impl Simulation<'_> {
         op: Op,
         probe: &mut dyn Probe,
     ) -> Result<bool, SimError> {
+        // A load whose address is still arriving (known, not a queued
+        // load's) does not hold the CPU (`park_load`).
+        if let Op::Load(place) = op {
+            if let Some(address_ready) = self.late_address(i, place) {
+                if let Some(stepped) = self.park_load(i, place, address_ready, probe)? {
+                    return Ok(stepped);
+                }
+            }
+        }
         let cpu = &mut self.cpus[i];
         let now = cpu.now;
         // One edit of the outstanding work for the marks moved and the
@@ -503,12 +525,7 @@ impl Simulation<'_> {
             return false;
         }
         // It would share the request of an older load queued for the line.
-        if cpu
-            .outstanding
-            .deferred
-            .iter()
-            .any(|d| d.unserved && d.unit == unit)
-        {
+        if cpu.outstanding.deferred.iter().any(|d| d.queued_for(unit)) {
             return false;
         }
         let cpu = &mut self.cpus[i];
@@ -598,6 +615,7 @@ impl Simulation<'_> {
                 access: *p,
                 unit: report.unit,
                 unserved: false,
+                awaits_address: false,
                 buffer: false,
                 seq: None,
                 issued: report.issued,
@@ -640,6 +658,7 @@ impl Simulation<'_> {
             access: *p,
             unit: report.unit,
             unserved: false,
+            awaits_address: false,
             buffer: false,
             seq: None,
             issued: report.issued,
@@ -691,6 +710,7 @@ impl Simulation<'_> {
             access: p,
             unit,
             unserved: true,
+            awaits_address: false,
             buffer: !merged,
             seq: Some(seq),
             issued: now,
@@ -728,11 +748,12 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         let mut first = true;
         let mut served_load = (0, None);
-        // One edit for the whole serve: the lists are walked side by side.
+        let mut buffer_freed = false;
+        // One edit for the serve: the lists are walked side by side.
         let mut edit = cpu.outstanding.edit();
         let work = &mut *edit;
         for d in work.deferred.iter_mut() {
-            if !(d.unserved && d.unit == unit) {
+            if !d.queued_for(unit) {
                 continue;
             }
             if first {
@@ -743,6 +764,7 @@ impl Simulation<'_> {
             if d.buffer {
                 if let Some(held) = work.in_flight.iter_mut().find(|r| **r == Cycle::MAX) {
                     *held = report.done;
+                    buffer_freed = true;
                 }
             }
             // The first holds the request; the others share its fetch.
@@ -754,10 +776,33 @@ impl Simulation<'_> {
                 entry.ready = report.done;
             }
         }
+        drop(edit);
         cpu.speculating_known = cpu.speculating_known.max(report.done);
-        // The deferred loads whose older loads have all been served read
-        // their values now, in program order.
+        // A load waiting for a miss buffer that only queued loads held
+        // issues when this one's frees.
+        if buffer_freed {
+            self.schedule_blocked_issues(i, report.done);
+        }
+        self.read_deferred_values(i, at, at, served_load, probe)
+    }
+
+    /// CPU `i`'s deferred loads whose older loads have all been served
+    /// read their values, in program order (at `at`); the CPU goes on (the
+    /// answer), from `resume_at` at the earliest, if it was waiting for
+    /// them (`Wait::Served`; `served_load` names the load it waited for).
+    fn read_deferred_values(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        resume_at: Cycle,
+        served_load: (u64, Option<u32>),
+        probe: &mut dyn Probe,
+    ) -> Option<Cycle> {
+        let cpu = &mut self.cpus[i];
         let bytes = &self.bytes;
+        // One edit for the values read: the lists are walked side by side.
+        let mut edit = cpu.outstanding.edit();
+        let work = &mut *edit;
         while work.deferred.front().is_some_and(|d| !d.unserved) {
             let d = work.deferred.pop_front().expect("a front");
             let p = d.access;
@@ -793,16 +838,305 @@ impl Simulation<'_> {
         if work.deferred.is_empty() {
             work.speculating_until = cpu.speculating_known;
         }
+        drop(edit);
         if cpu.wait != Wait::Served || cpu.finished {
             return None;
         }
         cpu.wait = Wait::None;
         let since = cpu.wait_since;
-        cpu.now = cpu.now.max(at);
+        cpu.now = cpu.now.max(resume_at);
         if cpu.now > since {
             probe.on_load_wait(cpu.spec.cpu, since, cpu.now, served_load.0, served_load.1);
         }
         Some(cpu.now)
+    }
+
+    /// With a reorder window, when the address operands of CPU `i`'s load
+    /// of `place_id` are all known but one still arrives: the arrival of
+    /// the latest.
+    fn late_address(&self, i: CpuIndex, place_id: u32) -> Option<Cycle> {
+        let cpu = &self.cpus[i];
+        if cpu.window_entries == 0 {
+            return None;
+        }
+        let operands = operand_count(&self.program.places[place_id as usize]) as u32;
+        let lowest = (cpu.stack.len() as u32).checked_sub(operands)?;
+        let mut ready = cpu.now;
+        for v in &cpu.outstanding.late {
+            if matches!(v.slot, Slot::Stack(k) if k >= lowest) {
+                if v.ticket != 0 {
+                    return None;
+                }
+                ready = ready.max(v.ready);
+            }
+        }
+        (ready > cpu.now).then_some(ready)
+    }
+
+    /// Before CPU `i` steps the load of `place_id`, whose address operands
+    /// are known but the latest of them still arriving (at `address_ready`):
+    /// the load does not hold the CPU (a core issues it once its address is
+    /// there, and goes on meanwhile). It takes its window entry now and is
+    /// deferred, its value unknown, and `EventKind::IssueLoad` issues it at
+    /// `address_ready`, in the global order (`issue_parked_loads`). Younger
+    /// loads read their values after it (x86-TSO's load order, as behind a
+    /// queued load). None, with nothing done, where the load is taken as
+    /// before, waiting for its address: a buffered store overlaps its bytes
+    /// (forwarding, or a wait for the buffer's drain, is decided at the
+    /// load's own turn). Some(true): the CPU is past the load, or waits
+    /// for room in its window and steps the load again.
+    fn park_load(
+        &mut self,
+        i: CpuIndex,
+        place_id: u32,
+        address_ready: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<Option<bool>, SimError> {
+        let place = &self.program.places[place_id as usize];
+        let target = self.target_of(i, place_id, place, 0)?;
+        let (address, size) = (target.address, target.size_bytes);
+        let overlaps_a_store = self.cpus[i].outstanding.store_buffer.iter().any(|entry| {
+            entry.address < address + size as u64
+                && address < entry.address + entry.size_bytes as u64
+        });
+        if overlaps_a_store {
+            return Ok(None);
+        }
+        if self.await_window(i, 1, probe) {
+            return Ok(Some(true));
+        }
+        self.poll_load_starts(i, place_id);
+        let place = &self.program.places[place_id as usize];
+        let bits = place.bits;
+        let operands = operand_count(place) as u32;
+        let cpu = &mut self.cpus[i];
+        let lowest = (cpu.stack.len() as u32).saturating_sub(operands);
+        cpu.outstanding
+            .edit()
+            .late
+            .retain(|v| !matches!(v.slot, Slot::Stack(k) if k >= lowest));
+        self.drop_indices(i, &self.program.places[place_id as usize]);
+        count_accesses(&mut self.memory_ops, &mut self.cpus[i], 1);
+        let unit = self.memory.unit_of(address);
+        let cpu = &mut self.cpus[i];
+        let seq = cpu.dispatched;
+        let mut work = cpu.outstanding.edit();
+        work.window.push_back(WindowEntry {
+            seq,
+            ready: Cycle::MAX,
+            address,
+            field_id: target.field_id,
+        });
+        work.speculating_until = Cycle::MAX;
+        // One issue event per cycle does every load parked for it.
+        let scheduled = work
+            .deferred
+            .iter()
+            .any(|d| d.awaits_address && d.issued == address_ready);
+        let ticket = take_ticket(&mut cpu.next_ticket);
+        work.deferred.push_back(DeferredLoad {
+            ticket,
+            access: PendingAccess {
+                op: None,
+                address,
+                size_bytes: size,
+                field_id: target.field_id,
+                bits,
+                operand: 0,
+                expected: 0,
+                discard: false,
+            },
+            unit,
+            unserved: true,
+            awaits_address: true,
+            buffer: false,
+            seq: Some(seq),
+            issued: address_ready,
+            done: Cycle::MAX,
+            report: None,
+        });
+        drop(work);
+        // Dispatching the load takes a cycle of the core, as issuing a
+        // miss does.
+        cpu.now += Cycles::new(1);
+        cpu.dispatched = cpu.dispatched.saturating_add(1);
+        let slot = Slot::Stack(cpu.stack.len() as u32);
+        self.push(i, 0)?;
+        self.cpus[i].outstanding.edit().late.push(LateValue {
+            slot,
+            ready: Cycle::MAX,
+            address,
+            field_id: target.field_id,
+            ticket,
+        });
+        self.advance_pc(i);
+        if !scheduled {
+            self.schedule(address_ready, EventKind::IssueLoad, i);
+        }
+        Ok(Some(true))
+    }
+
+    /// Loads of CPU `i` parked for their addresses (`park_load`) that
+    /// waited for a miss buffer only queued loads held: they issue at
+    /// `free`, when one of those frees.
+    fn schedule_blocked_issues(&mut self, i: CpuIndex, free: Cycle) {
+        let mut work = self.cpus[i].outstanding.edit();
+        let scheduled = work
+            .deferred
+            .iter()
+            .any(|d| d.awaits_address && d.issued == free);
+        let mut any = false;
+        for d in work.deferred.iter_mut() {
+            if d.awaits_address && d.issued == Cycle::MAX {
+                d.issued = free;
+                any = true;
+            }
+        }
+        drop(work);
+        if any && !scheduled {
+            self.schedule(free, EventKind::IssueLoad, i);
+        }
+    }
+
+    /// `EventKind::IssueLoad` at `at`: CPU `i`'s loads parked for their
+    /// addresses until `at` issue, in program order, as a load issues at
+    /// its turn: a hit (or a share of a fetch already arriving for the
+    /// core), a share of an older queued load's request, a miss (when a
+    /// miss buffer is free at `at`; else the load issues when the first
+    /// frees) or a request queued at the line's home. Then the deferred
+    /// loads whose older loads are all served read their values. Answers
+    /// the CPU's resume, if it was waiting for them.
+    pub(super) fn issue_parked_loads(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<Option<Cycle>, SimError> {
+        let mut served_load = (0, None);
+        let mut from = 0;
+        loop {
+            let cpu = &self.cpus[i];
+            let Some(k) = cpu
+                .outstanding
+                .deferred
+                .iter()
+                .skip(from)
+                .position(|d| d.awaits_address && d.issued <= at)
+                .map(|k| k + from)
+            else {
+                break;
+            };
+            from = k + 1;
+            let d = &cpu.outstanding.deferred[k];
+            let (p, unit, seq) = (d.access, d.unit, d.seq);
+            let (cpu_id, core) = (cpu.spec.cpu, cpu.core);
+            let hit =
+                self.coherence
+                    .try_hit(self.topology, at, cpu_id, unit, Need::Read, Cycles::ZERO);
+            let done = if let Some(report) = hit {
+                // A hit, or a share of the core's fetch still arriving.
+                if self.coherence.check_invariants {
+                    self.coherence.check_unit(unit, report.done)?;
+                }
+                Some(report)
+            } else if self.cpus[i]
+                .outstanding
+                .deferred
+                .iter()
+                .any(|d| d.queued_for(unit))
+            {
+                // An older load of the CPU is queued for the line: this one
+                // shares its request, served with it.
+                self.cpus[i].outstanding.edit().deferred[k].awaits_address = false;
+                None
+            } else {
+                let cpu = &self.cpus[i];
+                let held: Vec<Cycle> = cpu
+                    .outstanding
+                    .in_flight
+                    .iter()
+                    .copied()
+                    .filter(|&r| r > at)
+                    .collect();
+                if held.len() >= self.outstanding_misses {
+                    // Every miss buffer taken: the load issues when the
+                    // first frees (a queued load's, once served).
+                    let first = held.iter().copied().min().expect("every buffer is taken");
+                    let scheduled = cpu
+                        .outstanding
+                        .deferred
+                        .iter()
+                        .any(|d| d.awaits_address && d.issued == first);
+                    self.cpus[i].outstanding.edit().deferred[k].issued = first;
+                    if first != Cycle::MAX && !scheduled {
+                        self.schedule(first, EventKind::IssueLoad, i);
+                    }
+                    continue;
+                }
+                self.poll_line_reached(unit, probe);
+                let misses = self.demand_misses(cpu_id, unit, Need::Read);
+                let requested = self.coherence.request_after_miss(
+                    self.topology,
+                    at,
+                    cpu_id,
+                    core,
+                    unit,
+                    Need::Read,
+                    Cycles::ZERO,
+                    RequestTag::new(i, RequestKind::Demand),
+                )?;
+                let done = match requested {
+                    Requested::Done(report) => {
+                        self.cpus[i].outstanding.edit().in_flight.push(report.done);
+                        Some(report)
+                    }
+                    Requested::Queued {
+                        free_at,
+                        first_waiter,
+                    } => {
+                        if first_waiter {
+                            self.schedule_line_free(free_at, unit);
+                        }
+                        let mut work = self.cpus[i].outstanding.edit();
+                        work.in_flight.push(Cycle::MAX);
+                        let d = &mut work.deferred[k];
+                        d.awaits_address = false;
+                        d.buffer = true;
+                        d.issued = at;
+                        None
+                    }
+                };
+                if misses {
+                    self.prefetch_buddy(i, unit, at, p.field_id, probe)?;
+                }
+                done
+            };
+            let Some(report) = done else {
+                continue;
+            };
+            if served_load.1.is_none() {
+                served_load = (p.address, Some(p.field_id));
+            }
+            let cpu = &mut self.cpus[i];
+            let mut edit = cpu.outstanding.edit();
+            let work = &mut *edit;
+            let d = &mut work.deferred[k];
+            d.awaits_address = false;
+            d.unserved = false;
+            d.issued = at;
+            d.done = report.done;
+            d.report = Some(report.clone());
+            if let Some(entry) = work.window.iter_mut().find(|e| Some(e.seq) == seq) {
+                entry.ready = report.done;
+            }
+            drop(edit);
+            cpu.speculating_known = cpu.speculating_known.max(report.done);
+            self.coherence.recycle(report);
+        }
+        // A CPU waiting for them resumes in the next cycle: its resume in
+        // this one would come before this event among the cycle's events
+        // (`event_class`), which have been taken up to here.
+        Ok(self.read_deferred_values(i, at, at + Cycles::new(1), served_load, probe))
     }
 }
 

@@ -194,6 +194,9 @@ enum EventKind {
     DrainDone,
     /// A line's current transaction ends: its home serves a waiting request.
     LineFree,
+    /// A CPU's loads whose addresses have arrived issue (`in_flight`,
+    /// `park_load`).
+    IssueLoad,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -896,11 +899,16 @@ fn count_accesses(memory_ops: &mut u64, cpu: &mut Cpu, n: u64) {
 /// reaches a line's home in the cycle the line frees is among the waiters
 /// the home chooses from (homes resolve such races by retry, not by
 /// arrival: see `coherence`), rather than losing to every earlier waiter.
+/// Loads parked for their addresses issue last: an address that arrives in
+/// a cycle is used in the next (an assumption, as every order of a cycle's
+/// events is; it keeps such a load out of the waiters of a line freeing in
+/// the cycle its address arrives).
 fn event_class(kind: EventKind) -> u64 {
     match kind {
         EventKind::Resume => 0,
         EventKind::DrainDone => 1,
         EventKind::LineFree => 2,
+        EventKind::IssueLoad => 3,
     }
 }
 
@@ -985,14 +993,13 @@ fn resume_position(tie_seed: u64, cycle: Cycle, cpu: CpuIndex) -> (Cycle, u64) {
 /// What an event's key says: its kind and its target.
 #[inline]
 fn event_of_key(key: u64) -> (EventKind, usize) {
-    // Indexed by the class in the key's top two bits (`event_class`; the
-    // fourth is never made): a load, where a `match` took eight
-    // instructions for every event.
+    // Indexed by the class in the key's top two bits (`event_class`): a
+    // load, where a `match` took eight instructions for every event.
     const KIND_OF_CLASS: [EventKind; 4] = [
         EventKind::Resume,
         EventKind::DrainDone,
         EventKind::LineFree,
-        EventKind::LineFree,
+        EventKind::IssueLoad,
     ];
     (
         KIND_OF_CLASS[(key >> 62) as usize],
@@ -1349,6 +1356,12 @@ impl<'c> Simulation<'c> {
                 EventKind::LineFree => {
                     next_resume = self.line_free(target, cycle, probe)?;
                 }
+                EventKind::IssueLoad => {
+                    let i = CpuIndex::new(target);
+                    if let Some(now) = self.issue_parked_loads(i, cycle, probe)? {
+                        self.schedule(now, EventKind::Resume, i);
+                    }
+                }
             }
             let in_flight = self.queue.len() + next_resume.is_some() as usize;
             if in_flight as u64 > max_in_flight {
@@ -1693,8 +1706,11 @@ impl<'c> Simulation<'c> {
                 // (and post instead of writing into the cache). Everything
                 // else runs ahead.
                 Op::Load(_) | Op::Store(_) | Op::Atomic(..) => {
-                    let ordered =
-                        !self.private.only[i.get()] || !cpu.outstanding.store_buffer.is_empty();
+                    // A load parked for its address issues at an event of
+                    // its own (`in_flight`), which the CPU's accesses wait for too.
+                    let ordered = !self.private.only[i.get()]
+                        || !cpu.outstanding.store_buffer.is_empty()
+                        || !cpu.outstanding.deferred.is_empty();
                     if !ordered {
                         count_shortcut!(self.shortcut_entries, 1);
                     }
