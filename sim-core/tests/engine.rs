@@ -1302,6 +1302,48 @@ fn a_walk_of_branches_on_misses_overlaps_up_to_the_window() {
 }
 
 #[test]
+fn a_load_through_an_arriving_index_issues_when_it_arrives_and_the_cpu_goes_on() {
+    // `w[i]`'s index is `a.v`, a miss; `b.v` and `c.v` depend on nothing.
+    let script = "let i = a.v\nlet x = w[i].v\nlet y = b.v\nlet z = c.v";
+    let times = |rec: &testkit::Recorder| -> Vec<(u64, u64)> {
+        rec.of_cpu(0)
+            .iter()
+            .map(|access| {
+                let report = access.report.as_ref().expect("every load misses");
+                (report.issued.get(), report.done.get())
+            })
+            .collect()
+    };
+    // Without a window the CPU waits for the index at the dependent load:
+    // every load after `a.v` issues once it has arrived.
+    let (_, rec) = walk(windowed(0, 0), script);
+    let plain = times(&rec);
+    assert_eq!(plain.len(), 4);
+    let index_arrives = plain[0].1;
+    assert!(
+        plain[1..]
+            .iter()
+            .all(|&(issued, _)| issued >= index_arrives),
+        "{plain:?}"
+    );
+    // With one, the dependent load issues exactly when its index arrives,
+    // and the two loads after it issue before that.
+    let (_, rec) = walk(windowed(1000, 0), script);
+    let overlapped = times(&rec);
+    assert_eq!(overlapped.len(), 4);
+    let index_arrives = overlapped[0].1;
+    let at_arrival = overlapped
+        .iter()
+        .filter(|&&(issued, _)| issued == index_arrives)
+        .count();
+    let before = overlapped
+        .iter()
+        .filter(|&&(issued, _)| issued < index_arrives)
+        .count();
+    assert_eq!((at_arrival, before), (1, 3), "{overlapped:?}");
+}
+
+#[test]
 fn a_mispredicted_branch_waits_for_its_value_and_pays_the_penalty() {
     // `a.v == 7` is false: the branch skips the body, where the predictor
     // guessed a branch never run would not.

@@ -65,6 +65,18 @@
 //! copied, and resumes the CPU only if it was parked; the operation is
 //! stepped again.
 //!
+//! Loads whose address is still arriving (with a window): a load whose
+//! address operands are all known but one is a load still arriving does not
+//! hold the CPU either (`park_load`). It takes its window entry and is
+//! deferred as a queued load is (its value unknown, younger loads reading
+//! theirs after it), and `EventKind::IssueLoad` issues it at the address's
+//! arrival, in the global order, as a load issues at its turn
+//! (`issue_parked_loads`: a hit, a share of a fetch or of an older queued
+//! request, a miss when a miss buffer is free then, or a request queued at
+//! the home). What needs its value waits for it as for a queued load's. A
+//! buffered store overlapping its bytes, or an address that is itself a
+//! value not read yet, keeps the wait for the address.
+//!
 //! Only `step` (the `Ordered` machine) meets late values: the run-ahead
 //! loop does not start while a CPU has one or is speculating, and stops
 //! before a private load on a line still arriving, so the shortcuts leave
