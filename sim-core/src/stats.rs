@@ -384,7 +384,12 @@ impl CpuState {
                 if (last.address, last.size_bytes, last.value)
                     == (load.address, load.size_bytes, load.value) =>
             {
-                (load.issued - last.issued).saturating_sub(last.stall_cycles)
+                // A load parked for a miss buffer issues after a younger
+                // one that hit (`issue_parked_loads`), yet reports first
+                // (program order): the younger one polled no cycles.
+                load.issued
+                    .saturating_sub(last.issued)
+                    .saturating_sub(last.stall_cycles)
             }
             _ => 0,
         };

@@ -774,7 +774,15 @@ fn named(options: EngineOptions) -> String {
 
 /// The combinations tried on one seed: every shortcut, every shortcut but
 /// one (which one turns with the seed), and two drawn from the seed.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a test's flags come from the environment; the rule binds the simulator, not its tests"
+)]
 fn combinations(seed: u64) -> Vec<EngineOptions> {
+    if let Ok(bits) = std::env::var("BOUNCE_SHORTCUT_FLAGS") {
+        let bits: u32 = bits.parse().expect("BOUNCE_SHORTCUT_FLAGS is a number");
+        return vec![EngineOptions::from_bits(bits)];
+    }
     let mut gen = Gen(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
     vec![
         EngineOptions::ALL,
