@@ -182,7 +182,12 @@ impl Simulation<'_> {
                 self.write_field_merging_bits(address, size, bits, value);
                 let cpu = &mut self.cpus[i];
                 cpu.now = now + STORE_POST_CYCLES;
-                cpu.outstanding.edit().store_written_at = report.done;
+                // The latest write, not the last store's: a store after
+                // the SMT sibling's write takes longer than a later hit
+                // (as the run-ahead policies keep it).
+                let mut work = cpu.outstanding.edit();
+                work.store_written_at = work.store_written_at.max(report.done);
+                drop(work);
                 probe.on_access(&AccessEvent {
                     cpu: cpu_id,
                     issued: report.issued,
