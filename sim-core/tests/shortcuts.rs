@@ -900,8 +900,10 @@ const SEEDS: u64 = 240;
 /// forgotten by the next store's quicker hit, so a locked instruction
 /// waited for it only with the run-ahead's private stores), 672 and 771
 /// (a load parked for a miss buffer issued after a younger one of the
-/// same bytes: the statistics' poll subtracted backwards).
-const REGRESSION_SEEDS: [u64; 4] = [265, 593, 672, 771];
+/// same bytes: the statistics' poll subtracted backwards), 1218 (a fused
+/// atomic's completion moved past its `Pop` before the locked
+/// instruction's run ahead, which then had one more window entry).
+const REGRESSION_SEEDS: [u64; 5] = [265, 593, 672, 771, 1218];
 
 /// The fewest entries into each shortcut (`EngineOptions::NAMES` order)
 /// that the seeds must reach: about a quarter of what they reached when

@@ -558,12 +558,16 @@ impl Simulation<'_> {
         // `Pop` at once, where the run-ahead would run it first thing when
         // the CPU resumes (nothing of the CPU changes before then: no load
         // arriving, no scheduler to switch it, the run's end not reached).
+        // Not with a reorder window: a locked instruction's miss then runs
+        // ahead from here (`speculate_past_lock`), and that run counts the
+        // `Pop` in its window as the plain path's does.
         debug_assert_eq!(
             self.discard_past_pop,
             self.run_local_ops && !self.sched.active
         );
         if p.discard
             && self.discard_past_pop
+            && cpu.window_entries == 0
             && (cpu.outstanding.none_at(cpu.now)
                 || (cpu.outstanding.late.is_empty()
                     && cpu.outstanding.speculating_until <= cpu.now))
