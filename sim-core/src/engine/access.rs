@@ -241,7 +241,7 @@ impl Simulation<'_> {
             // A locked instruction drains the store buffer first; its line
             // may be requested meanwhile (`in_flight`).
             let now = self.cpus[i].now;
-            self.speculate_past_lock(i, now, Waiting::NotIssued, Vec::new(), probe)?;
+            self.speculate_past_lock(i, now, Waiting::NotIssued, Vec::new(), 0, probe)?;
             self.block_on(i, Wait::BufferEmpty);
             return Ok(());
         }
@@ -401,6 +401,7 @@ impl Simulation<'_> {
             Err(error) => return Err(error),
             Ok(Requested::Done(report)) => {
                 // A load's miss does not hold the CPU (`in_flight`).
+                let depth = self.cpus[i].stack.len();
                 let completed = if load {
                     self.load_in_flight(i, &pending, &report, false, probe)
                 } else {
@@ -411,8 +412,19 @@ impl Simulation<'_> {
                 completed?;
                 // A locked instruction's miss: what comes after it runs
                 // ahead meanwhile (`speculate`).
+                // (Past the `Pop` already where the completion dropped the
+                // value at once, `complete_access`: the plain path pushes it,
+                // and its run takes the `Pop` as its first window entry.)
                 if !load {
-                    self.speculate_past_lock(i, issued, Waiting::Issued, Vec::new(), probe)?;
+                    let popped = u64::from(self.cpus[i].stack.len() == depth);
+                    self.speculate_past_lock(
+                        i,
+                        issued,
+                        Waiting::Issued,
+                        Vec::new(),
+                        popped,
+                        probe,
+                    )?;
                 }
             }
             Ok(Requested::Queued {
@@ -442,7 +454,7 @@ impl Simulation<'_> {
                         // Its value predicted as the line's now.
                         let old = self.read_value(pending.address, pending.size_bytes);
                         let waiting = Waiting::Queued(old);
-                        self.shadow_run_past_lock(i, now, waiting, Vec::new(), probe)?;
+                        self.shadow_run_past_lock(i, now, waiting, Vec::new(), 0, probe)?;
                         parked = false;
                     }
                 }
@@ -558,16 +570,12 @@ impl Simulation<'_> {
         // `Pop` at once, where the run-ahead would run it first thing when
         // the CPU resumes (nothing of the CPU changes before then: no load
         // arriving, no scheduler to switch it, the run's end not reached).
-        // Not with a reorder window: a locked instruction's miss then runs
-        // ahead from here (`speculate_past_lock`), and that run counts the
-        // `Pop` in its window as the plain path's does.
         debug_assert_eq!(
             self.discard_past_pop,
             self.run_local_ops && !self.sched.active
         );
         if p.discard
             && self.discard_past_pop
-            && cpu.window_entries == 0
             && (cpu.outstanding.none_at(cpu.now)
                 || (cpu.outstanding.late.is_empty()
                     && cpu.outstanding.speculating_until <= cpu.now))

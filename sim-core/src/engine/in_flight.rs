@@ -359,6 +359,7 @@ impl Simulation<'_> {
                 now,
                 super::speculate::Waiting::NotIssued,
                 arriving,
+                0,
                 probe,
             )?;
         }

@@ -84,8 +84,10 @@ impl Simulation<'_> {
     /// its script is run ahead in shadow past the instruction, requesting
     /// the lines the instructions after it will need. `arriving`: values
     /// of loads still arriving that the CPU's late marks no longer show
-    /// (an address made of one is not fetched ahead). The CPU's registers
-    /// are left as they were.
+    /// (an address made of one is not fetched ahead). `entries_taken`:
+    /// window entries the run has used already (a fused atomic's completion
+    /// that went past its `Pop`, which the run would otherwise take first).
+    /// The CPU's registers are left as they were.
     ///
     /// Whether there is anything to fetch is looked at here, inline (a
     /// lock followed by the end of its iteration, the contended counter's
@@ -97,13 +99,14 @@ impl Simulation<'_> {
         at: Cycle,
         waiting: Waiting,
         arriving: Vec<i64>,
+        entries_taken: u64,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let cpu = &self.cpus[i];
         if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, waiting) {
             return Ok(());
         }
-        self.shadow_run_past_lock(i, at, waiting, arriving, probe)
+        self.shadow_run_past_lock(i, at, waiting, arriving, entries_taken, probe)
     }
 
     /// [`Simulation::speculate_past_lock`]'s shadow run, once it has
@@ -116,6 +119,7 @@ impl Simulation<'_> {
         at: Cycle,
         waiting: Waiting,
         mut arriving: Vec<i64>,
+        entries_taken: u64,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         // Its own request, once issued, holds a miss buffer.
@@ -158,7 +162,7 @@ impl Simulation<'_> {
             stores: Vec::new(),
             at_waiting_lock: matches!(waiting, Waiting::NotIssued),
         };
-        let mut used = 0u64;
+        let mut used = entries_taken;
         let mut halt: Halt = None;
         if let Waiting::Queued(value) = waiting {
             if push(&mut shadow, value).is_err() {
