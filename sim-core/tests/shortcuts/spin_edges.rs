@@ -505,12 +505,7 @@ fn a_poll_woken_at_every_phase_of_its_period_leaves_as_stepping_leaves() {
         let machine = (models::presets::find(preset).expect("a preset").build)();
         let topology = sim_core::topology::Topology::new(machine.clone()).expect("valid");
         let waiter = 2u32;
-        let core = topology.core_of(LinuxCpu::new(waiter));
-        let sibling = topology
-            .cpus()
-            .map(|c| c.get())
-            .find(|&c| c != waiter && topology.core_of(LinuxCpu::new(c)) == core)
-            .expect("an SMT sibling");
+        let sibling = smt_sibling(&topology, waiter);
         // A core on the other socket, and the waiter's sibling.
         let far_cpu = topology.cpu_count() / 2 + 1;
         for writer in [far_cpu, sibling] {
@@ -584,12 +579,7 @@ fn a_poll_beside_its_siblings_writes_matches_the_reference() {
     for machine in [icelake(), small_machine(Protocol::Mesif, Lookup::Local)] {
         let topology = sim_core::topology::Topology::new(machine.clone()).expect("valid");
         let waiter = 3u32;
-        let core = topology.core_of(LinuxCpu::new(waiter));
-        let sibling = topology
-            .cpus()
-            .map(|c| c.get())
-            .find(|&c| c != waiter && topology.core_of(LinuxCpu::new(c)) == core)
-            .expect("an SMT sibling");
+        let sibling = smt_sibling(&topology, waiter);
         for body in ["", "work 3\n"] {
             let wait = format!("while g.turn == 0 {{\n{body}}}\n");
             for gap in 8..40 {
@@ -624,4 +614,15 @@ fn a_poll_beside_its_siblings_writes_matches_the_reference() {
         }
     }
     assert!(slept > 0, "no poll slept");
+}
+
+/// The other CPU of `cpu`'s core (the machines of these tests have two
+/// threads a core).
+fn smt_sibling(topology: &sim_core::topology::Topology, cpu: u32) -> u32 {
+    let core = topology.core_of(LinuxCpu::new(cpu));
+    topology
+        .cpus()
+        .map(|c| c.get())
+        .find(|&c| c != cpu && topology.core_of(LinuxCpu::new(c)) == core)
+        .expect("an SMT sibling")
 }
