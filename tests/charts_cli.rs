@@ -719,9 +719,16 @@ fn the_comparison_is_over_the_thread_group_the_measured_rows_measure() {
     assert!(
         report.contains(
             "rows ending \"of `caller`\" are over the thread group the scenario's \
-             [[measured]] rows measure; rows ending \"(every CPU)\" over every CPU that runs \
+             [[measured]] rows measure; rows marked \"every CPU\" over every CPU that runs \
              a script"
         ),
+        "{report}"
+    );
+    // A row with a unit carries the mark inside the unit's brackets.
+    assert!(
+        report
+            .lines()
+            .any(|l| l.ends_with("throughput.total (iterations/s, every CPU)")),
         "{report}"
     );
     // The caller's four calls take about four times one call's cycles.

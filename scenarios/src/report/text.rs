@@ -315,14 +315,14 @@ fn comparison_block(
             }
         }
         // Beside the group's rows, the others say they are over every CPU.
-        let over = if base.measured_threads.is_some() {
-            format!(" {EVERY_CPU}")
-        } else {
-            String::new()
-        };
+        let over_every_cpu = base.measured_threads.is_some();
         for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
             rows.push((
-                format!("{}{over}", m.name),
+                if over_every_cpu {
+                    every_cpu_row(m.name)
+                } else {
+                    m.name.to_string()
+                },
                 Some((m.value)(base)),
                 block.iter().map(|v| Some((m.value)(v))).collect(),
             ));
@@ -708,15 +708,25 @@ fn group_rows_note(runs: &[&VariantResult]) -> String {
     let names: Vec<String> = measured.iter().map(|g| format!("\"of `{g}`\"")).collect();
     format!(
         "rows ending {} are over the thread group the scenario's [[measured]] rows measure; \
-         rows ending \"{EVERY_CPU}\" over every CPU that runs a script, helper threads' \
+         rows marked \"{EVERY_CPU}\" over every CPU that runs a script, helper threads' \
          included (the percentiles and traffic are not kept per thread group)\n",
         names.join(" or ")
     )
 }
 
-/// The suffix of a comparison row over every CPU, in a table that also has
+/// The mark of a comparison row over every CPU, in a table that also has
 /// rows over the measured thread group.
-const EVERY_CPU: &str = "(every CPU)";
+const EVERY_CPU: &str = "every CPU";
+
+/// A metric's row name marked as over every CPU: inside the unit's
+/// brackets where it has them (`throughput.total (iterations/s, every
+/// CPU)`), in brackets of its own otherwise.
+fn every_cpu_row(name: &str) -> String {
+    match name.strip_suffix(')') {
+        Some(open) => format!("{open}, {EVERY_CPU})"),
+        None => format!("{name} ({EVERY_CPU})"),
+    }
+}
 
 /// How `bounce run` prints a sweep.
 #[derive(Clone, Default)]
