@@ -902,8 +902,11 @@ const SEEDS: u64 = 240;
 /// (a load parked for a miss buffer issued after a younger one of the
 /// same bytes: the statistics' poll subtracted backwards), 1218 (a fused
 /// atomic's completion moved past its `Pop` before the locked
-/// instruction's run ahead, which then had one more window entry).
-const REGRESSION_SEEDS: [u64; 5] = [265, 593, 672, 771, 1218];
+/// instruction's run ahead, which then had one more window entry), 1501
+/// (a CPU resumed at a line's free, its resume queued by the free below
+/// the free's key, took the polled line from a sleeping spinner, which
+/// woke one poll early: its poll at that cycle came before the free).
+const REGRESSION_SEEDS: [u64; 6] = [265, 593, 672, 771, 1218, 1501];
 
 /// The fewest entries into each shortcut (`EngineOptions::NAMES` order)
 /// that the seeds must reach: about a quarter of what they reached when

@@ -1294,15 +1294,18 @@ impl<'c> Simulation<'c> {
                     self.position = spin::Position {
                         event: spin::EventAt::Resume { cycle, cpu },
                         access: None,
+                        ..self.position
                     };
                     (cycle, (EventKind::Resume, cpu.get()))
                 }
                 None => match self.queue.pop() {
                     Some(event) => {
+                        let at = (Cycle::new(event.cycle), event.key);
                         self.position = spin::Position {
+                            taken: self.position.taken.max(at),
                             event: spin::EventAt::Queued {
-                                cycle: Cycle::new(event.cycle),
-                                key: event.key,
+                                cycle: at.0,
+                                key: at.1,
                             },
                             access: None,
                         };

@@ -626,3 +626,67 @@ fn smt_sibling(topology: &sim_core::topology::Topology, cpu: u32) -> u32 {
         .find(|&c| c != cpu && topology.core_of(LinuxCpu::new(c)) == core)
         .expect("an SMT sibling")
 }
+
+/// A poll whose line is reached by a CPU resumed at a line's free, at the
+/// free's own cycle: the resume, queued by the free, comes after the free
+/// whatever its key against the poller's at that cycle, so the poll at
+/// that cycle was made before it (seed 1501 of the random test: the
+/// poller woke one poll early). Here a CPU's load queues at its line's
+/// home behind two CPUs incrementing the line, and its exchange of the
+/// polled flag waits for that load (`in_flight`); the home serves it at a
+/// line's free, the CPU resumes there, and its exchange, still waiting for
+/// the load to arrive, requests the flag's line ahead for ownership
+/// (`speculate`, `lock_rfo_ahead`) at that cycle. The poller starts later
+/// by up to a period, so that the free lands at every phase of the poll,
+/// on seeds that break the ties both ways.
+#[test]
+fn a_poll_reached_from_a_resume_queued_by_a_line_free_wakes_as_stepping_has_it() {
+    let machine = sim_core::topology::MachineSpec {
+        outstanding_misses: 4,
+        reorder_window_entries: 16,
+        dispatch_width: 2,
+        lock_rfo_ahead: true,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    };
+    let mut slept = 0;
+    for phase_cycles in 0..5 {
+        for delay_cycles in (600..680).step_by(10) {
+            let wait = format!("work {}\nwhile g.f0 == 0 {{\n}}\n", 1 + phase_cycles);
+            let exchange = format!("work {delay_cycles}\nlet v = h.m\nxchg(g.f0, 1)\nv = v + 1\n");
+            let config = Setup::new(machine.clone())
+                .structs(vec![
+                    strukt("shared", vec![field("f0", "u64")]),
+                    strukt("busy", vec![field("m", "u64")]),
+                    strukt("local", vec![field("a", "u64")]),
+                ])
+                .instances(vec![
+                    global("g", "shared", 0),
+                    global("h", "busy", 0),
+                    per_cpu("mine", "local"),
+                ])
+                .script("wait", &wait)
+                .script("exchange", &exchange)
+                .script("count", "repeat 100 {\n  fetch_add(h.m, 1)\n}\n")
+                .thread(0, "wait")
+                .thread(5, "exchange")
+                .thread(9, "count")
+                .thread(13, "count")
+                .stop(StopRule::Iterations(1))
+                .seed(delay_cycles)
+                .build();
+            let what = format!("phase {phase_cycles}, delay {delay_cycles}");
+            let reference = observe(&config, EngineOptions::REFERENCE);
+            for options in [
+                EngineOptions::ALL,
+                EngineOptions::from_bits(1 << 8 | 1 << 2),
+            ] {
+                match compare(delay_cycles, &reference, &config, options) {
+                    Ok(Some(with)) => slept += with.entries[8],
+                    Ok(None) => panic!("{what}: the run fails"),
+                    Err(e) => panic!("{what}: {e}"),
+                }
+            }
+        }
+    }
+    assert!(slept > 0, "no poll slept");
+}

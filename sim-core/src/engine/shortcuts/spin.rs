@@ -47,8 +47,21 @@ pub(in crate::engine) enum EventAt {
 
 /// Where in the global (cycle, key) order the engine is: the event being
 /// processed, and the access a CPU is making during it, if any.
+///
+/// Events are taken in (cycle, key) order, but for one queued during an
+/// event of its own cycle with a key below that event's (a CPU's resume,
+/// class 0, queued by a line's free, class 2, that served the CPU at the
+/// free's cycle; or taken at once, `EventAt::Resume`): it comes right
+/// after the event that queued it. A spinning CPU, stepped, takes its turn
+/// at a poll when no queued event comes before it, so its polls at that
+/// cycle with keys below the free's were made before the free, and before
+/// the resume the free queued, whatever that resume's own key. Where the
+/// order has got to is the greatest (cycle, key) taken so far (`taken`),
+/// not the current event's.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::engine) struct Position {
+    /// The greatest (cycle, key) of the queued events taken so far.
+    pub(in crate::engine) taken: (Cycle, u64),
     pub(in crate::engine) event: EventAt,
     /// CPU `cpu`'s access at `cycle`: at the CPU's own turn, but never
     /// before the event (a CPU resumed inside another event, as
@@ -59,6 +72,7 @@ pub(in crate::engine) struct Position {
 
 impl Position {
     pub(in crate::engine) const START: Position = Position {
+        taken: (Cycle::ZERO, 0),
         event: EventAt::Queued {
             cycle: Cycle::ZERO,
             key: 0,
@@ -72,6 +86,7 @@ impl Position {
             EventAt::Queued { cycle, key } => (cycle, key),
             EventAt::Resume { cycle, cpu } => resume(cycle, cpu),
         };
+        let event = event.max(self.taken);
         match self.access {
             Some((cycle, cpu)) => resume(cycle, cpu).max(event),
             None => event,
