@@ -1291,25 +1291,14 @@ impl<'c> Simulation<'c> {
         loop {
             let (cycle, (kind, target)) = match next_resume.take() {
                 Some((cycle, cpu)) => {
-                    self.position = spin::Position {
-                        event: spin::EventAt::Resume { cycle, cpu },
-                        access: None,
-                        ..self.position
-                    };
+                    self.position.take_direct(cycle, cpu);
                     (cycle, (EventKind::Resume, cpu.get()))
                 }
                 None => match self.queue.pop() {
                     Some(event) => {
-                        let at = (Cycle::new(event.cycle), event.key);
-                        self.position = spin::Position {
-                            taken: self.position.taken.max(at),
-                            event: spin::EventAt::Queued {
-                                cycle: at.0,
-                                key: at.1,
-                            },
-                            access: None,
-                        };
-                        (Cycle::new(event.cycle), event_of_key(event.key))
+                        let cycle = Cycle::new(event.cycle);
+                        self.position.take_queued((cycle, event.key));
+                        (cycle, event_of_key(event.key))
                     }
                     None => break,
                 },
@@ -1684,9 +1673,12 @@ impl<'c> Simulation<'c> {
                     }
                     // An iteration's end may preempt: it reads the run
                     // queue, so it takes its turn (`sched`).
-                    if op == Op::EndIteration && self.sched.active && self.must_yield(now, i) {
-                        self.schedule(now, EventKind::Resume, i);
-                        return Ok(());
+                    if op == Op::EndIteration && self.sched.active {
+                        if self.must_yield(now, i) {
+                            self.schedule(now, EventKind::Resume, i);
+                            return Ok(());
+                        }
+                        self.position.take_scheduling_turn(now, i, self.tie_seed);
                     }
                 }
                 // The scheduling operations read and change which thread
@@ -1698,6 +1690,7 @@ impl<'c> Simulation<'c> {
                         self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
+                    self.position.take_scheduling_turn(now, i, self.tie_seed);
                 }
                 // An access waits for its turn, a private one too, unless
                 // the CPU makes private accesses only and its store buffer
@@ -1721,10 +1714,7 @@ impl<'c> Simulation<'c> {
                         self.schedule(now, EventKind::Resume, i);
                         return Ok(());
                     }
-                    self.position = spin::Position {
-                        access: Some((now, i)),
-                        ..self.position
-                    };
+                    self.position.turn = Some((now, i));
                 }
                 _ => {}
             }

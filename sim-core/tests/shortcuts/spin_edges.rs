@@ -690,3 +690,70 @@ fn a_poll_reached_from_a_resume_queued_by_a_line_free_wakes_as_stepping_has_it()
     }
     assert!(slept > 0, "no poll slept");
 }
+
+/// The same with a scheduling operation's turn: a thread that yields its
+/// CPU at a cycle switches the next thread in at that same cycle (no
+/// switch cost), and the incoming thread's store takes the polled line.
+/// Its resume is queued below the yield's key, and a poll at that cycle
+/// whose key is below the yield's was made before the yield, whatever
+/// the incoming thread's key. The yielding thread comes to its yield from
+/// a miss's arrival through `work`, with nothing queued before it (the
+/// poller asleep), so that the yield is a turn inside an earlier event,
+/// not an event of its own.
+#[test]
+fn a_poll_reached_by_a_thread_switched_in_at_a_yields_cycle_wakes_as_stepping_has_it() {
+    let mut slept = 0;
+    for phase_cycles in 0..5 {
+        for delay_cycles in (300..500).step_by(5) {
+            let wait = format!("work {}\nwhile g.f0 == 0 {{\n}}\n", 1 + phase_cycles);
+            let yields = format!("work 300\nlet v = o.x\nwork {delay_cycles}\nv = v + yield()\n");
+            let config = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))
+                .structs(vec![
+                    strukt("shared", vec![field("f0", "u64")]),
+                    strukt("other", vec![field("x", "u64")]),
+                    strukt("local", vec![field("a", "u64")]),
+                ])
+                .instances(vec![
+                    global("g", "shared", 0),
+                    global("o", "other", 0),
+                    per_cpu("mine", "local"),
+                ])
+                .script("wait", &wait)
+                .script("yield", &yields)
+                .script("write", "g.f0 = 1\n");
+            // The waiter's place among the threads (their indices turn
+            // the ties); the yielding thread runs first on its CPU.
+            let config = match delay_cycles % 3 {
+                0 => config
+                    .thread(0, "wait")
+                    .thread(5, "yield")
+                    .thread(5, "write"),
+                1 => config
+                    .thread(5, "yield")
+                    .thread(0, "wait")
+                    .thread(5, "write"),
+                _ => config
+                    .thread(5, "yield")
+                    .thread(5, "write")
+                    .thread(0, "wait"),
+            }
+            .scheduler(1_000_000, 0, 0)
+            .stop(StopRule::Iterations(1))
+            .seed(delay_cycles * 5 + phase_cycles)
+            .build();
+            let what = format!("phase {phase_cycles}, delay {delay_cycles}");
+            let reference = observe(&config, EngineOptions::REFERENCE);
+            for options in [
+                EngineOptions::ALL,
+                EngineOptions::from_bits(1 << 8 | 1 << 2),
+            ] {
+                match compare(delay_cycles, &reference, &config, options) {
+                    Ok(Some(with)) => slept += with.entries[8],
+                    Ok(None) => panic!("{what}: the run fails"),
+                    Err(e) => panic!("{what}: {e}"),
+                }
+            }
+        }
+    }
+    assert!(slept > 0, "no poll slept");
+}

@@ -884,10 +884,7 @@ impl Simulation<'_> {
         at: IssueAt,
         probe: &mut dyn Probe,
     ) -> Result<bool, SimError> {
-        self.position = spin::Position {
-            access: Some((at.now, i)),
-            ..self.position
-        };
+        self.position.turn = Some((at.now, i));
         let pending = PendingAccess {
             op: Some(head.op),
             address: head.target.address,

@@ -37,59 +37,90 @@ use crate::engine::{resume_position, Cpu, EventKind, Frame, PendingAccess, Simul
 use crate::probe::{PrivateHits, Probe};
 use crate::time::{Cycle, Cycles};
 
-/// The event the engine is processing: a queued one, or a CPU's resume
-/// taken without the queue (its key is made only if a spinner needs it).
-#[derive(Clone, Copy, Debug)]
-pub(in crate::engine) enum EventAt {
-    Queued { cycle: Cycle, key: u64 },
-    Resume { cycle: Cycle, cpu: CpuIndex },
-}
-
-/// Where in the global (cycle, key) order the engine is: the event being
-/// processed, and the access a CPU is making during it, if any.
+/// Where in the global (cycle, key) order the engine is, for a spinner
+/// woken there: the order passed so far, the current event's resume when
+/// it was taken without the queue, and the turn a CPU is taking during
+/// it, if any (their keys made only when a spinner needs them).
 ///
-/// Events are taken in (cycle, key) order, but for one queued during an
-/// event of its own cycle with a key below that event's (a CPU's resume,
-/// class 0, queued by a line's free, class 2, that served the CPU at the
-/// free's cycle; or taken at once, `EventAt::Resume`): it comes right
-/// after the event that queued it. A spinning CPU, stepped, takes its turn
-/// at a poll when no queued event comes before it, so its polls at that
-/// cycle with keys below the free's were made before the free, and before
-/// the resume the free queued, whatever that resume's own key. Where the
-/// order has got to is the greatest (cycle, key) taken so far (`taken`),
-/// not the current event's.
+/// Events are taken in (cycle, key) order, but for one queued at the
+/// current cycle with a key below what the order has passed: a CPU's
+/// resume (class 0) queued by a line's free (class 2) that served it at
+/// the free's cycle, a drain's end queued by a free, a thread switched in
+/// or woken at once by a scheduling operation's turn. It is taken right
+/// after what queued it, however its key compares with a poller's at that
+/// cycle. A spinning CPU, stepped, takes its turn at a poll when nothing
+/// queued comes before it, so its polls at that cycle with keys below the
+/// free's (or the turn's) were made before the free, and before what the
+/// free queued. Where the order has got to is the greatest (cycle, key)
+/// passed so far (`taken`), not the current event's.
+///
+/// Only events and scheduling turns queue such events: an access, a
+/// direct resume or a wake queues nothing of another CPU at its own cycle
+/// below its own key, so their keys need not join `taken`.
 #[derive(Clone, Copy, Debug)]
 pub(in crate::engine) struct Position {
-    /// The greatest (cycle, key) of the queued events taken so far.
-    pub(in crate::engine) taken: (Cycle, u64),
-    pub(in crate::engine) event: EventAt,
-    /// CPU `cpu`'s access at `cycle`: at the CPU's own turn, but never
-    /// before the event (a CPU resumed inside another event, as
-    /// `drain_done` does, acts at that event's place when it is at that
-    /// event's cycle).
-    pub(in crate::engine) access: Option<(Cycle, CpuIndex)>,
+    /// The greatest (cycle, key) of the queued events and scheduling turns
+    /// taken while a CPU sleeps (`sleepers`).
+    taken: (Cycle, u64),
+    /// The current event, when it is CPU `cpu`'s resume at `cycle` taken
+    /// without the queue (`line_free`'s direct resume).
+    direct: Option<(Cycle, CpuIndex)>,
+    /// CPU `cpu`'s turn at `cycle` (an access, or a scheduling operation or
+    /// iteration end while the scheduler is on), taken during the current
+    /// event: never before the event (a CPU resumed inside another event,
+    /// as `drain_done` does, acts at that event's place when it is at that
+    /// event's cycle). (A private-only CPU's access is taken for one,
+    /// though it takes no turn: nobody polls its lines.)
+    pub(in crate::engine) turn: Option<(Cycle, CpuIndex)>,
+    /// CPUs asleep in a spin-wait. While none is, `taken` is left as it
+    /// is: a sleeper's polls come after the cycle it falls asleep at, so
+    /// only what passes after that can come after one of them (and nothing
+    /// is compared where no wait sleeps).
+    sleepers: u32,
 }
 
 impl Position {
     pub(in crate::engine) const START: Position = Position {
         taken: (Cycle::ZERO, 0),
-        event: EventAt::Queued {
-            cycle: Cycle::ZERO,
-            key: 0,
-        },
-        access: None,
+        direct: None,
+        turn: None,
+        sleepers: 0,
     };
 
     fn key(self, tie_seed: u64) -> (Cycle, u64) {
-        let resume = |cycle: Cycle, cpu: CpuIndex| resume_position(tie_seed, cycle, cpu);
-        let event = match self.event {
-            EventAt::Queued { cycle, key } => (cycle, key),
-            EventAt::Resume { cycle, cpu } => resume(cycle, cpu),
-        };
-        let event = event.max(self.taken);
-        match self.access {
-            Some((cycle, cpu)) => resume(cycle, cpu).max(event),
-            None => event,
+        let resume = |(cycle, cpu): (Cycle, CpuIndex)| resume_position(tie_seed, cycle, cpu);
+        let direct = self.direct.map_or(self.taken, resume).max(self.taken);
+        self.turn.map_or(direct, resume).max(direct)
+    }
+
+    /// The engine takes the queued event at `at`.
+    #[inline(always)]
+    pub(in crate::engine) fn take_queued(&mut self, at: (Cycle, u64)) {
+        if self.sleepers > 0 && at > self.taken {
+            self.taken = at;
+        }
+        (self.direct, self.turn) = (None, None);
+    }
+
+    /// The engine takes CPU `cpu`'s resume at `cycle` without the queue.
+    #[inline(always)]
+    pub(in crate::engine) fn take_direct(&mut self, cycle: Cycle, cpu: CpuIndex) {
+        (self.direct, self.turn) = (Some((cycle, cpu)), None);
+    }
+
+    /// CPU `cpu` takes its turn at `cycle` for a scheduling operation (or
+    /// an iteration's end, which may preempt), which may queue another
+    /// thread's resume at that cycle below its key (`sched`).
+    #[inline]
+    pub(in crate::engine) fn take_scheduling_turn(
+        &mut self,
+        cycle: Cycle,
+        cpu: CpuIndex,
+        tie_seed: u64,
+    ) {
+        self.turn = Some((cycle, cpu));
+        if self.sleepers > 0 {
+            self.taken = self.taken.max(resume_position(tie_seed, cycle, cpu));
         }
     }
 }
@@ -309,6 +340,7 @@ impl Simulation<'_> {
         });
         cpu.spin.previous_load = None;
         cpu.wait = Wait::Spin;
+        self.position.sleepers += 1;
         crate::engine::count_shortcut!(self.shortcut_entries, 8);
         if self.watchers.len() <= unit {
             self.watchers.resize(unit + 1, Vec::new());
@@ -346,6 +378,7 @@ impl Simulation<'_> {
         let tie_seed = self.tie_seed;
         let cpu = &mut self.cpus[s];
         let sleep = cpu.spin.asleep.take().expect("a sleeping CPU");
+        self.position.sleepers -= 1;
         let own = |cycle: Cycle| resume_position(tie_seed, cycle, s);
         // Loads at cycles up to `at`'s, the one at its cycle only if it
         // comes first there.
