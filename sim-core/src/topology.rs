@@ -396,158 +396,11 @@ pub struct CorePlace {
 }
 
 impl Topology {
+    /// The machine `spec` describes: checked (`check_counts`,
+    /// `check_ranges`), then its lookup tables built.
     pub fn new(spec: MachineSpec) -> Result<Topology, SpecError> {
-        fn at_least_one(key: &'static str, value: u32) -> Result<(), SpecError> {
-            if value == 0 {
-                return Err(SpecError {
-                    key,
-                    message: "must be at least 1".into(),
-                });
-            }
-            Ok(())
-        }
-        at_least_one("sockets", spec.sockets)?;
-        at_least_one("nodes_per_socket", spec.nodes_per_socket)?;
-        at_least_one("l3_per_node", spec.l3_per_node)?;
-        at_least_one("cores_per_l3", spec.cores_per_l3)?;
-        at_least_one("threads_per_core", spec.threads_per_core)?;
-        if spec.sockets > MAX_SOCKETS {
-            return Err(SpecError {
-                key: "sockets",
-                message: format!("{} is more than the limit of {MAX_SOCKETS}", spec.sockets),
-            });
-        }
-        let nodes = spec.sockets as u64 * spec.nodes_per_socket as u64;
-        if nodes > MAX_NODES {
-            return Err(SpecError {
-                key: if spec.sockets > spec.nodes_per_socket {
-                    "sockets"
-                } else {
-                    "nodes_per_socket"
-                },
-                message: format!(
-                    "the machine would have {nodes} nodes; the limit is {MAX_NODES} \
-                     (sockets x nodes_per_socket)"
-                ),
-            });
-        }
-        let cpus = spec.sockets as u64
-            * spec.nodes_per_socket as u64
-            * spec.l3_per_node as u64
-            * spec.cores_per_l3 as u64
-            * spec.threads_per_core as u64;
-        if cpus > MAX_CPUS {
-            // Blame the largest factor: the one most likely mistyped.
-            let factors = [
-                ("sockets", spec.sockets),
-                ("nodes_per_socket", spec.nodes_per_socket),
-                ("l3_per_node", spec.l3_per_node),
-                ("cores_per_l3", spec.cores_per_l3),
-                ("threads_per_core", spec.threads_per_core),
-            ];
-            let key = factors
-                .iter()
-                .fold(factors[0], |best, &f| if f.1 > best.1 { f } else { best })
-                .0;
-            return Err(SpecError {
-                key,
-                message: format!(
-                    "the machine would have {cpus} CPUs; the limit is {MAX_CPUS} \
-                     (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core)"
-                ),
-            });
-        }
-        if !spec.line_size_bytes.is_power_of_two() || !(16..=4096).contains(&spec.line_size_bytes) {
-            return Err(SpecError {
-                key: "line_size_bytes",
-                message: format!(
-                    "{} must be a power of two from 16 to 4096",
-                    spec.line_size_bytes
-                ),
-            });
-        }
-        // The machine's scalar keys and the ranges a machine can have.
-        for (key, value, range) in [
-            ("threads_per_core", u64::from(spec.threads_per_core), 1..=8),
-            ("clock_mhz", spec.clock_mhz, 1..=100_000),
-            (
-                "store_buffer_entries",
-                u64::from(spec.store_buffer_entries),
-                1..=1024,
-            ),
-            (
-                "smt_share_percent",
-                u64::from(spec.smt_share_percent),
-                1..=100,
-            ),
-            (
-                "outstanding_misses",
-                u64::from(spec.outstanding_misses),
-                1..=256,
-            ),
-            (
-                "reorder_window_entries",
-                u64::from(spec.reorder_window_entries),
-                0..=4096,
-            ),
-            ("dispatch_width", u64::from(spec.dispatch_width), 1..=64),
-            (
-                "mispredict_penalty_cycles",
-                u64::from(spec.mispredict_penalty_cycles),
-                0..=1000,
-            ),
-            (
-                "arbitration_near_owner_percent",
-                u64::from(spec.arbitration_near_owner_percent),
-                0..=100,
-            ),
-        ] {
-            if !range.contains(&value) {
-                return Err(SpecError {
-                    key,
-                    message: format!(
-                        "{value} is out of range {}..={}",
-                        range.start(),
-                        range.end()
-                    ),
-                });
-            }
-        }
-        let latency_limit = 1_000_000;
-        let l = &spec.latency;
-        for (key, value) in [
-            ("latency.l1_hit_cycles", l.l1_hit_cycles),
-            ("latency.locked_op_cycles", l.locked_op_cycles),
-            ("latency.smt_transfer_cycles", l.smt_transfer_cycles),
-            ("latency.l3_transfer_cycles", l.l3_transfer_cycles),
-            ("latency.hop_in_node_cycles", l.hop_in_node_cycles),
-            (
-                "latency.hop_between_nodes_cycles",
-                l.hop_between_nodes_cycles,
-            ),
-            (
-                "latency.hop_between_sockets_cycles",
-                l.hop_between_sockets_cycles,
-            ),
-            ("latency.dram_cycles", l.dram_cycles),
-            ("latency.l3_hit_cycles", l.l3_hit_cycles),
-            ("latency.home_occupancy_cycles", l.home_occupancy_cycles),
-        ] {
-            if value > latency_limit {
-                return Err(SpecError {
-                    key,
-                    message: format!("{value} is out of range 0..={latency_limit}"),
-                });
-            }
-        }
-        check_socket_hops(&spec)?;
-        check_node_distances(&spec)?;
-        if l.l1_hit_cycles == 0 {
-            return Err(SpecError {
-                key: "latency.l1_hit_cycles",
-                message: "must be at least 1, so that every access takes time".into(),
-            });
-        }
+        let cpus = check_counts(&spec)?;
+        check_ranges(&spec)?;
         let mut spec = spec;
         // A matrix of ones says what the empty one says: one form per machine.
         if spec
@@ -595,49 +448,56 @@ impl Topology {
                 .map(|pair| topology.slit_leg_cycles(pair / nodes, pair % nodes))
                 .collect();
         }
-        let (l3s, nodes) = (topology.l3_count() as u64, topology.node_count() as u64);
-        if l3s * l3s * nodes <= DIRECTORY_PATHS_TABLED {
-            // Every core's place is its L3 domain's (`place_by_division`).
-            let place_of_l3 =
-                |l3: u64| topology.place_by_division(l3 as u32 * topology.spec.cores_per_l3);
-            // `directory_legs_computed`'s legs, each computed once: an L3
-            // domain's to every node, then per pair of domains the leg
-            // between them (a machine's set-up, not only its transactions:
-            // 2048 paths on bergamo-2s).
-            let places: Vec<CorePlace> = (0..l3s).map(place_of_l3).collect();
-            let to_node: Vec<Cycles> = places
-                .iter()
-                .flat_map(|&place| (0..nodes).map(move |node| (place, node)))
-                .map(|(place, node)| topology.hop_place_to_node(place, node as u32))
-                .collect();
-            let node_sockets: Vec<u32> = (0..nodes as u32)
-                .map(|node| topology.socket_of_node(node))
-                .collect();
-            let mut paths = Vec::with_capacity((l3s * l3s * nodes) as usize);
-            for a in 0..l3s {
-                let requester_place = places[a as usize];
-                let requester = &to_node[(a * nodes) as usize..][..nodes as usize];
-                for b in 0..l3s {
-                    let target_place = places[b as usize];
-                    let target = &to_node[(b * nodes) as usize..][..nodes as usize];
-                    let back = topology.hop_between_places(target_place, requester_place);
-                    let class = Topology::class_of_places(requester_place, target_place);
-                    let target_cross_socket = target_place.socket != requester_place.socket;
-                    let legs = requester.iter().zip(target).zip(&node_sockets);
-                    for ((&to_requester, &to_target), &node_socket) in legs {
-                        paths.push(DirectoryLegs {
-                            path: to_requester + to_target + back,
-                            back,
-                            class,
-                            target_cross_socket,
-                            directory_cross_socket: node_socket != requester_place.socket,
-                        });
-                    }
+        topology.directory_paths = topology.directory_paths_table();
+        Ok(topology)
+    }
+
+    /// Every [`DirectoryLegs`] by (requester's L3 domain, target's L3
+    /// domain, directory node), or none where the machine has more than
+    /// `DIRECTORY_PATHS_TABLED` of them (`directory_legs` computes each).
+    fn directory_paths_table(&self) -> Vec<DirectoryLegs> {
+        let (l3s, nodes) = (self.l3_count() as u64, self.node_count() as u64);
+        if l3s * l3s * nodes > DIRECTORY_PATHS_TABLED {
+            return Vec::new();
+        }
+        // Every core's place is its L3 domain's (`place_by_division`).
+        let place_of_l3 = |l3: u64| self.place_by_division(l3 as u32 * self.spec.cores_per_l3);
+        // `directory_legs_computed`'s legs, each computed once: an L3
+        // domain's to every node, then per pair of domains the leg
+        // between them (a machine's set-up, not only its transactions:
+        // 2048 paths on bergamo-2s).
+        let places: Vec<CorePlace> = (0..l3s).map(place_of_l3).collect();
+        let to_node: Vec<Cycles> = places
+            .iter()
+            .flat_map(|&place| (0..nodes).map(move |node| (place, node)))
+            .map(|(place, node)| self.hop_place_to_node(place, node as u32))
+            .collect();
+        let node_sockets: Vec<u32> = (0..nodes as u32)
+            .map(|node| self.socket_of_node(node))
+            .collect();
+        let mut paths = Vec::with_capacity((l3s * l3s * nodes) as usize);
+        for a in 0..l3s {
+            let requester_place = places[a as usize];
+            let requester = &to_node[(a * nodes) as usize..][..nodes as usize];
+            for b in 0..l3s {
+                let target_place = places[b as usize];
+                let target = &to_node[(b * nodes) as usize..][..nodes as usize];
+                let back = self.hop_between_places(target_place, requester_place);
+                let class = Topology::class_of_places(requester_place, target_place);
+                let target_cross_socket = target_place.socket != requester_place.socket;
+                let legs = requester.iter().zip(target).zip(&node_sockets);
+                for ((&to_requester, &to_target), &node_socket) in legs {
+                    paths.push(DirectoryLegs {
+                        path: to_requester + to_target + back,
+                        back,
+                        class,
+                        target_cross_socket,
+                        directory_cross_socket: node_socket != requester_place.socket,
+                    });
                 }
             }
-            topology.directory_paths = paths;
         }
-        Ok(topology)
+        paths
     }
 
     /// A transaction's way through the directory at `directory_node` to
@@ -947,6 +807,169 @@ impl Topology {
     pub fn cycles_to_ns(&self, cycles: f64) -> f64 {
         cycles * 1000.0 / self.spec.clock_mhz as f64
     }
+}
+
+/// The machine's shape: every count at least 1, and the sockets, nodes and
+/// CPUs it makes within the fixed limits. Returns the number of CPUs.
+fn check_counts(spec: &MachineSpec) -> Result<u64, SpecError> {
+    fn at_least_one(key: &'static str, value: u32) -> Result<(), SpecError> {
+        if value == 0 {
+            return Err(SpecError {
+                key,
+                message: "must be at least 1".into(),
+            });
+        }
+        Ok(())
+    }
+    at_least_one("sockets", spec.sockets)?;
+    at_least_one("nodes_per_socket", spec.nodes_per_socket)?;
+    at_least_one("l3_per_node", spec.l3_per_node)?;
+    at_least_one("cores_per_l3", spec.cores_per_l3)?;
+    at_least_one("threads_per_core", spec.threads_per_core)?;
+    if spec.sockets > MAX_SOCKETS {
+        return Err(SpecError {
+            key: "sockets",
+            message: format!("{} is more than the limit of {MAX_SOCKETS}", spec.sockets),
+        });
+    }
+    let nodes = spec.sockets as u64 * spec.nodes_per_socket as u64;
+    if nodes > MAX_NODES {
+        return Err(SpecError {
+            key: if spec.sockets > spec.nodes_per_socket {
+                "sockets"
+            } else {
+                "nodes_per_socket"
+            },
+            message: format!(
+                "the machine would have {nodes} nodes; the limit is {MAX_NODES} \
+                 (sockets x nodes_per_socket)"
+            ),
+        });
+    }
+    let cpus = spec.sockets as u64
+        * spec.nodes_per_socket as u64
+        * spec.l3_per_node as u64
+        * spec.cores_per_l3 as u64
+        * spec.threads_per_core as u64;
+    if cpus > MAX_CPUS {
+        // Blame the largest factor: the one most likely mistyped.
+        let factors = [
+            ("sockets", spec.sockets),
+            ("nodes_per_socket", spec.nodes_per_socket),
+            ("l3_per_node", spec.l3_per_node),
+            ("cores_per_l3", spec.cores_per_l3),
+            ("threads_per_core", spec.threads_per_core),
+        ];
+        let key = factors
+            .iter()
+            .fold(factors[0], |best, &f| if f.1 > best.1 { f } else { best })
+            .0;
+        return Err(SpecError {
+            key,
+            message: format!(
+                "the machine would have {cpus} CPUs; the limit is {MAX_CPUS} \
+                 (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core)"
+            ),
+        });
+    }
+    Ok(cpus)
+}
+
+/// The machine's scalar keys, latencies and tables, each within the range a
+/// machine can have.
+fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
+    if !spec.line_size_bytes.is_power_of_two() || !(16..=4096).contains(&spec.line_size_bytes) {
+        return Err(SpecError {
+            key: "line_size_bytes",
+            message: format!(
+                "{} must be a power of two from 16 to 4096",
+                spec.line_size_bytes
+            ),
+        });
+    }
+    // The machine's scalar keys and the ranges a machine can have.
+    for (key, value, range) in [
+        ("threads_per_core", u64::from(spec.threads_per_core), 1..=8),
+        ("clock_mhz", spec.clock_mhz, 1..=100_000),
+        (
+            "store_buffer_entries",
+            u64::from(spec.store_buffer_entries),
+            1..=1024,
+        ),
+        (
+            "smt_share_percent",
+            u64::from(spec.smt_share_percent),
+            1..=100,
+        ),
+        (
+            "outstanding_misses",
+            u64::from(spec.outstanding_misses),
+            1..=256,
+        ),
+        (
+            "reorder_window_entries",
+            u64::from(spec.reorder_window_entries),
+            0..=4096,
+        ),
+        ("dispatch_width", u64::from(spec.dispatch_width), 1..=64),
+        (
+            "mispredict_penalty_cycles",
+            u64::from(spec.mispredict_penalty_cycles),
+            0..=1000,
+        ),
+        (
+            "arbitration_near_owner_percent",
+            u64::from(spec.arbitration_near_owner_percent),
+            0..=100,
+        ),
+    ] {
+        if !range.contains(&value) {
+            return Err(SpecError {
+                key,
+                message: format!(
+                    "{value} is out of range {}..={}",
+                    range.start(),
+                    range.end()
+                ),
+            });
+        }
+    }
+    let latency_limit = 1_000_000;
+    let l = &spec.latency;
+    for (key, value) in [
+        ("latency.l1_hit_cycles", l.l1_hit_cycles),
+        ("latency.locked_op_cycles", l.locked_op_cycles),
+        ("latency.smt_transfer_cycles", l.smt_transfer_cycles),
+        ("latency.l3_transfer_cycles", l.l3_transfer_cycles),
+        ("latency.hop_in_node_cycles", l.hop_in_node_cycles),
+        (
+            "latency.hop_between_nodes_cycles",
+            l.hop_between_nodes_cycles,
+        ),
+        (
+            "latency.hop_between_sockets_cycles",
+            l.hop_between_sockets_cycles,
+        ),
+        ("latency.dram_cycles", l.dram_cycles),
+        ("latency.l3_hit_cycles", l.l3_hit_cycles),
+        ("latency.home_occupancy_cycles", l.home_occupancy_cycles),
+    ] {
+        if value > latency_limit {
+            return Err(SpecError {
+                key,
+                message: format!("{value} is out of range 0..={latency_limit}"),
+            });
+        }
+    }
+    check_socket_hops(spec)?;
+    check_node_distances(spec)?;
+    if l.l1_hit_cycles == 0 {
+        return Err(SpecError {
+            key: "latency.l1_hit_cycles",
+            message: "must be at least 1, so that every access takes time".into(),
+        });
+    }
+    Ok(())
 }
 
 /// The hop matrix is square over the sockets, 0 on the diagonal only,
