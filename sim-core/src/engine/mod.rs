@@ -1007,6 +1007,44 @@ fn event_of_key(key: u64) -> (EventKind, usize) {
     )
 }
 
+/// How many CPUs of the run each core has (siblings that both run a thread
+/// share the core: `core_share`).
+fn running_cpus_per_core(config: &SimConfig) -> Vec<u32> {
+    let mut threads_on_core = vec![0u32; config.topology.core_count() as usize];
+    let mut counted = vec![false; config.topology.cpu_count() as usize];
+    for t in &config.threads {
+        if !counted[t.cpu.slot()] {
+            threads_on_core[config.topology.core_of(t.cpu) as usize] += 1;
+        }
+        counted[t.cpu.slot()] = true;
+    }
+    threads_on_core
+}
+
+/// Per code (scripts, then procedures), the predictor's sites it needs:
+/// one per operation where it has a conditional branch, else none.
+fn branch_sites(program: &Program) -> Vec<usize> {
+    // A code without a conditional branch trains and asks no predictor:
+    // its sites stay unallocated (`get` finds none), and so does the
+    // whole table when no code has one.
+    program
+        .scripts
+        .iter()
+        .chain(&program.procedures)
+        .map(|c| {
+            let branches = c
+                .ops
+                .iter()
+                .any(|op| matches!(op, Op::JumpIfZero(_) | Op::JumpIfNonZero(_)));
+            if branches {
+                c.ops.len()
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
 impl<'c> Simulation<'c> {
     /// The simulation at cycle 0: every CPU at the start of its first
     /// iteration, every line in memory. (One field initialiser each: long
@@ -1015,15 +1053,6 @@ impl<'c> Simulation<'c> {
     fn new(config: &'c SimConfig) -> Self {
         let mut coherence = Coherence::new(&config.topology, &config.memory);
         coherence.check_invariants = config.check_invariants;
-        // CPUs of the run per core: siblings that both run share the core.
-        let mut threads_on_core = vec![0u32; config.topology.core_count() as usize];
-        let mut threads_on_cpu = vec![0u32; config.topology.cpu_count() as usize];
-        for t in &config.threads {
-            if threads_on_cpu[t.cpu.slot()] == 0 {
-                threads_on_core[config.topology.core_of(t.cpu) as usize] += 1;
-            }
-            threads_on_cpu[t.cpu.slot()] += 1;
-        }
         let (mut sched, queued) = Sched::new(
             &config.threads,
             config.topology.cpu_count(),
@@ -1033,101 +1062,7 @@ impl<'c> Simulation<'c> {
         sched.find_smt_cores(&config.threads, config.topology.core_count(), |c| {
             config.topology.core_of(c)
         });
-        threads_on_cpu.iter_mut().for_each(|n| *n = 0);
-        // Seeded once: each CPU's start stream is a copy set to its number.
-        let start_base = start_stream_base(config.seed);
-        // A code without a conditional branch trains and asks no predictor:
-        // its sites stay unallocated (`get` finds none), and so does the
-        // whole table when no code has one.
-        let branch_sites: Vec<usize> = config
-            .program
-            .scripts
-            .iter()
-            .chain(&config.program.procedures)
-            .map(|c| {
-                let branches = c
-                    .ops
-                    .iter()
-                    .any(|op| matches!(op, Op::JumpIfZero(_) | Op::JumpIfNonZero(_)));
-                if branches {
-                    c.ops.len()
-                } else {
-                    0
-                }
-            })
-            .collect();
-        let predicts =
-            config.topology.spec.reorder_window_entries > 0 && branch_sites.iter().any(|&n| n > 0);
-        // Each CPU built in its slot (pushed into room reserved, then its
-        // first iteration started in place): no copies of the large state.
-        let mut cpus: Vec<Cpu> = Vec::with_capacity(config.threads.len());
-        for t in &config.threads {
-            // The kth thread of its CPU: its own random stream.
-            let k = threads_on_cpu[t.cpu.slot()];
-            threads_on_cpu[t.cpu.slot()] += 1;
-            let start = Cycle::new(start_offset_from(
-                &start_base,
-                t.cpu,
-                config.topology.cpu_count(),
-                config.start_spread_cycles,
-            ));
-            // At the start every CPU with a thread runs one.
-            let (work_share_percent, window_entries) = core_share(
-                &config.topology.spec,
-                threads_on_core[config.topology.core_of(t.cpu) as usize] > 1,
-            );
-            let script = &config.program.scripts[t.script as usize];
-            cpus.push(Cpu {
-                spec: t.clone(),
-                script_ops: script.ops.len() as u64,
-                script_locals: script.local_count,
-                core: config.topology.core_of(t.cpu),
-                work_share_percent,
-                thread: config.topology.thread_of(t.cpu) as u8,
-                now: start,
-                // Allocated at the first push: a CPU whose script pushes
-                // nothing but a fused atomic's operand (`AtomicHead`, the
-                // contended counter's) never allocates one, nor frees it.
-                stack: Vec::new(),
-                locals: Vec::new(),
-                frame: Frame {
-                    code: 0,
-                    pc: 0,
-                    locals_base: 0,
-                },
-                callers: Vec::new(),
-                iteration: 0,
-                iteration_start: start,
-                finished: false,
-                wait: Wait::None,
-                wait_since: start,
-                outstanding: Outstanding::default(),
-                draining: false,
-                pending: None,
-                ahead_in_flight: Vec::new(),
-                dispatched: 0,
-                window_entries,
-                predictor: if predicts {
-                    branch_sites.iter().map(|&n| vec![0; n]).collect()
-                } else {
-                    Vec::new()
-                },
-                drain_deferred: false,
-                next_ticket: 1,
-                speculating_known: Cycle::ZERO,
-                rng: ThreadStream::new(config.seed, t.cpu, k),
-                operations: 0,
-                still_steps: 0,
-                still_at: start,
-                accesses: 0,
-                spin: spin::SpinWatch::default(),
-                hook: None,
-                hook_done: false,
-            });
-            let cpu = cpus.last_mut().expect("just pushed");
-            start_iteration(cpu);
-        }
-        let mut cpus = Cpus(cpus);
+        let mut cpus = Cpus(Self::start_cpus(config));
         for i in queued {
             cpus[i].wait = Wait::Queued;
         }
@@ -1207,6 +1142,90 @@ impl<'c> Simulation<'c> {
             },
             summed: Default::default(),
         }
+    }
+
+    /// Every CPU of the run at the start of its first iteration: its
+    /// start cycle from the seeded spread, its own random stream, its
+    /// share of its core. (One field initialiser each: long because the
+    /// CPU's state is.)
+    fn start_cpus(config: &SimConfig) -> Vec<Cpu> {
+        let threads_on_core = running_cpus_per_core(config);
+        let mut threads_on_cpu = vec![0u32; config.topology.cpu_count() as usize];
+        // Seeded once: each CPU's start stream is a copy set to its number.
+        let start_base = start_stream_base(config.seed);
+        let branch_sites = branch_sites(&config.program);
+        let predicts =
+            config.topology.spec.reorder_window_entries > 0 && branch_sites.iter().any(|&n| n > 0);
+        // Each CPU built in its slot (pushed into room reserved, then its
+        // first iteration started in place): no copies of the large state.
+        let mut cpus: Vec<Cpu> = Vec::with_capacity(config.threads.len());
+        for t in &config.threads {
+            // The kth thread of its CPU: its own random stream.
+            let k = threads_on_cpu[t.cpu.slot()];
+            threads_on_cpu[t.cpu.slot()] += 1;
+            let start = Cycle::new(start_offset_from(
+                &start_base,
+                t.cpu,
+                config.topology.cpu_count(),
+                config.start_spread_cycles,
+            ));
+            // At the start every CPU with a thread runs one.
+            let (work_share_percent, window_entries) = core_share(
+                &config.topology.spec,
+                threads_on_core[config.topology.core_of(t.cpu) as usize] > 1,
+            );
+            let script = &config.program.scripts[t.script as usize];
+            cpus.push(Cpu {
+                spec: t.clone(),
+                script_ops: script.ops.len() as u64,
+                script_locals: script.local_count,
+                core: config.topology.core_of(t.cpu),
+                work_share_percent,
+                thread: config.topology.thread_of(t.cpu) as u8,
+                now: start,
+                // Allocated at the first push: a CPU whose script pushes
+                // nothing but a fused atomic's operand (`AtomicHead`, the
+                // contended counter's) never allocates one, nor frees it.
+                stack: Vec::new(),
+                locals: Vec::new(),
+                frame: Frame {
+                    code: 0,
+                    pc: 0,
+                    locals_base: 0,
+                },
+                callers: Vec::new(),
+                iteration: 0,
+                iteration_start: start,
+                finished: false,
+                wait: Wait::None,
+                wait_since: start,
+                outstanding: Outstanding::default(),
+                draining: false,
+                pending: None,
+                ahead_in_flight: Vec::new(),
+                dispatched: 0,
+                window_entries,
+                predictor: if predicts {
+                    branch_sites.iter().map(|&n| vec![0; n]).collect()
+                } else {
+                    Vec::new()
+                },
+                drain_deferred: false,
+                next_ticket: 1,
+                speculating_known: Cycle::ZERO,
+                rng: ThreadStream::new(config.seed, t.cpu, k),
+                operations: 0,
+                still_steps: 0,
+                still_at: start,
+                accesses: 0,
+                spin: spin::SpinWatch::default(),
+                hook: None,
+                hook_done: false,
+            });
+            let cpu = cpus.last_mut().expect("just pushed");
+            start_iteration(cpu);
+        }
+        cpus
     }
 
     fn schedule(&mut self, cycle: Cycle, kind: EventKind, i: CpuIndex) {
