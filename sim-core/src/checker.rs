@@ -79,6 +79,7 @@ use crate::topology::{
     DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
 };
 use std::cell::Cell;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::num::NonZeroU32;
 
@@ -433,7 +434,9 @@ impl Violation {
     /// are in that order too, which x86-TSO allows (a buffered store takes
     /// effect after later loads). What depends on requests waiting
     /// together (the order at the home) is not replayed; requests still
-    /// waiting at the end of the path are issued last.
+    /// waiting at the end of the path are issued last. (One walk over the
+    /// path, one arm per step kind: every arm reads and changes the posted
+    /// stores and the waiting requests, so they stay together.)
     pub fn replay_scripts(&self) -> Vec<(u32, String)> {
         let mut scripts: Vec<(u32, String)> = Vec::new();
         // Lines of each cache's posted stores, oldest first.
@@ -893,6 +896,56 @@ struct Explorer<'c> {
 /// or nothing (the step is not enabled, or is another step's duplicate).
 type StepResult = Result<Option<(String, Effect)>, Found>;
 
+/// A step being taken: the state it starts from, the state it makes, and
+/// whether its outcome is wanted in words.
+struct Stepping<'s> {
+    before: &'s State,
+    next: &'s mut State,
+    describe: bool,
+}
+
+impl Stepping<'_> {
+    /// The outcome in words where it is wanted (a path being reported),
+    /// else nothing: `text` is not even made.
+    fn say(&self, text: impl FnOnce() -> String) -> String {
+        if self.describe {
+            text()
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// A step that took place, before the checks every step ends with: what
+/// happened in words, its effect, and the line it wrote, if any.
+struct Taken {
+    outcome: String,
+    effect: Effect,
+    written: Option<usize>,
+}
+
+impl Taken {
+    fn completed(outcome: String, written: Option<usize>) -> Taken {
+        Taken {
+            outcome,
+            effect: Effect::Completed,
+            written,
+        }
+    }
+
+    fn waits(outcome: String) -> Taken {
+        Taken {
+            outcome,
+            effect: Effect::Waits,
+            written: None,
+        }
+    }
+}
+
+/// One rule's step: taken, not taken (not enabled, or another step's
+/// duplicate), or a violation found.
+type TakenResult = Result<Option<Taken>, Found>;
+
 impl<'c> Explorer<'c> {
     fn new(config: &'c CheckConfig) -> Result<Explorer<'c>, String> {
         let topology = Topology::new(config.machine()).map_err(|e| e.to_string())?;
@@ -1002,15 +1055,7 @@ impl<'c> Explorer<'c> {
             stopped_by: None,
             routes: RouteCounts::default(),
         };
-        // A state in a frontier: the struct, and on the heap each line's
-        // entry with its holders and waiters (a small vector each, with the
-        // allocator's overhead).
-        let lines = self.config.lines as u64;
-        let state_bytes = std::mem::size_of::<(u32, State)>() as u64
-            + lines
-                * (Coherence::line_state_bytes(self.config.caches)
-                    + self.config.caches as u64 * 16
-                    + 4 * 16);
+        let state_bytes = self.frontier_state_bytes();
         let mut seen = Seen::new();
         // The parent and the step that first reached each state, by number.
         let mut parents: Vec<(MaybeState, Action)> = Vec::new();
@@ -1032,7 +1077,7 @@ impl<'c> Explorer<'c> {
         let mut actions = Vec::new();
         // Membership only (never iterated), so an ordered set costs nothing in
         // determinism and little in time.
-        let mut probed: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
+        let mut probed: BTreeSet<Vec<u8>> = BTreeSet::new();
         let mut unit_key = Vec::new();
         while !frontier.is_empty() {
             let mut next_frontier = Vec::new();
@@ -1046,21 +1091,7 @@ impl<'c> Explorer<'c> {
                 let mut completions = 0;
                 for &action in &actions {
                     if let Action::ServeBusy { line } = action {
-                        // What the home does when asked to serve a busy
-                        // line depends on that line's state alone: ask once
-                        // per distinct one.
-                        unit_key.clear();
-                        state.coherence.encode(
-                            &Renaming {
-                                cores: &self.symmetries[0].caches,
-                                core_at: &self.symmetries[0].cache_at,
-                                cpus: &self.symmetries[0].caches,
-                                tags: &|t| t,
-                                units: &[line as usize],
-                            },
-                            &mut unit_key,
-                        );
-                        if !probed.insert(unit_key.clone()) {
+                        if self.serve_busy_asked(&state, line, &mut probed, &mut unit_key) {
                             continue;
                         }
                     }
@@ -1078,14 +1109,7 @@ impl<'c> Explorer<'c> {
                         completions += 1;
                         let after = self.measure(&next);
                         if after >= pending {
-                            let f = found(
-                                Invariant::Deadlock,
-                                format!(
-                                    "no progress: the step took the pending work from \
-                                     {pending:?} to {after:?}, so steps like it could go on \
-                                     forever (livelock)"
-                                ),
-                            );
+                            let f = livelock(pending, after);
                             report.states = seen.len() as u64;
                             report.violation = Some(self.violation(&parents, id, Some(action), f));
                             return report;
@@ -1151,6 +1175,43 @@ impl<'c> Explorer<'c> {
         report.complete = true;
         report.bytes = exploration_bytes(&seen, &parents, 0, state_bytes);
         report
+    }
+
+    /// What a state in a frontier takes in memory: the struct, and on the
+    /// heap each line's entry with its holders and waiters (a small vector
+    /// each, with the allocator's overhead).
+    fn frontier_state_bytes(&self) -> u64 {
+        let lines = self.config.lines as u64;
+        std::mem::size_of::<(u32, State)>() as u64
+            + lines
+                * (Coherence::line_state_bytes(self.config.caches)
+                    + self.config.caches as u64 * 16
+                    + 4 * 16)
+    }
+
+    /// Whether the home was already asked to serve a waiter of busy `line`
+    /// in a state where that line is as in `state` (then the step is
+    /// skipped): what it does depends on that line's state alone, so it is
+    /// asked once per distinct one, each remembered in `probed`.
+    fn serve_busy_asked(
+        &self,
+        state: &State,
+        line: u8,
+        probed: &mut BTreeSet<Vec<u8>>,
+        unit_key: &mut Vec<u8>,
+    ) -> bool {
+        unit_key.clear();
+        state.coherence.encode(
+            &Renaming {
+                cores: &self.symmetries[0].caches,
+                core_at: &self.symmetries[0].cache_at,
+                cpus: &self.symmetries[0].caches,
+                tags: &|t| t,
+                units: &[line as usize],
+            },
+            unit_key,
+        );
+        !probed.insert(unit_key.clone())
     }
 
     /// The steps to try from `state`. A load that would hit, or that the
@@ -1255,145 +1316,31 @@ impl<'c> Explorer<'c> {
     }
 
     /// Takes one step; `describe` asks for the outcome in words (for a
-    /// path being reported; otherwise it is left empty). (One arm per
-    /// action kind, each the protocol's rule for it: long because the
-    /// protocol has that many, kept together so they read as its table.)
+    /// path being reported; otherwise it is left empty). The protocol's
+    /// table: one rule per action kind, each a method of its own; every
+    /// step that takes place ends with the same checks.
     fn step(&self, state: &State, action: Action, describe: bool, next: &mut State) -> StepResult {
-        macro_rules! say {
-            ($text:expr) => {
-                if describe {
-                    $text
-                } else {
-                    String::new()
-                }
-            };
-        }
-        let t = &self.topology;
         next.copy_from(state);
-        let mut written = None;
-        let mut effect = Effect::Completed;
-        let outcome = match action {
-            Action::Load { cache, line } => {
-                let (c, l) = (cache as usize, line as usize);
-                let had_waiters = !state.coherence.waiters(l).is_empty();
-                match self.request(next, c, l, Need::Read, 0, false)? {
-                    Requested::Done(report) => {
-                        check_no_bypass(had_waiters, l)?;
-                        let value = self.apply(state, next, l, c, &report, None)?;
-                        say!(describe_report(&report, &format!("reads {value}: ")))
-                    }
-                    Requested::Queued { .. } => {
-                        next.cpus[c].blocked = Some(Blocked::Load(line));
-                        effect = Effect::Waits;
-                        say!(describe_queued(state, l))
-                    }
-                }
-            }
-            Action::Store { cache, line, value } => {
-                let (c, l) = (cache as usize, line as usize);
-                let had_waiters = !state.coherence.waiters(l).is_empty();
-                let hit = if next.cpus[c].buffered == 0 {
-                    next.coherence.try_hit(
-                        t,
-                        NOW,
-                        LinuxCpu::new(c as u32),
-                        l,
-                        Need::Write,
-                        Cycles::ZERO,
-                    )
-                } else {
-                    None
-                };
-                match hit {
-                    Some(report) => {
-                        check_no_bypass(had_waiters, l)?;
-                        self.apply(state, next, l, c, &report, Some(value))?;
-                        written = Some(l);
-                        say!(describe_report(
-                            &report,
-                            &format!("the buffer is empty, writes {value} at once: "),
-                        ))
-                    }
-                    None if value == 0 => {
-                        next.cpus[c].push(line);
-                        effect = Effect::Posted;
-                        say!("posted to its store buffer (the value it writes is chosen when it drains)".to_string())
-                    }
-                    None => return Ok(None),
-                }
-            }
-            Action::Drain { cache, value } => {
-                let c = cache as usize;
-                let line = next.cpus[c].buffer()[0];
-                let l = line as usize;
-                let had_waiters = !state.coherence.waiters(l).is_empty();
-                match self.request(next, c, l, Need::Write, 0, true)? {
-                    Requested::Done(report) => {
-                        check_no_bypass(had_waiters, l)?;
-                        self.apply(state, next, l, c, &report, Some(value))?;
-                        written = Some(l);
-                        next.cpus[c].pop();
-                        say!(describe_report(&report, &format!("line {line}: ")))
-                    }
-                    Requested::Queued { .. } if value == 0 => {
-                        next.cpus[c].draining = true;
-                        effect = Effect::Waits;
-                        say!(format!("line {line}: {}", describe_queued(state, l)))
-                    }
-                    Requested::Queued { .. } => return Ok(None),
-                }
-            }
+        let mut s = Stepping {
+            before: state,
+            next,
+            describe,
+        };
+        let taken = match action {
+            Action::Load { cache, line } => self.step_load(&mut s, cache, line)?,
+            Action::Store { cache, line, value } => self.step_store(&mut s, cache, line, value)?,
+            Action::Drain { cache, value } => self.step_drain(&mut s, cache, value)?,
             Action::Atomic { cache, line, value } => {
-                let (c, l) = (cache as usize, line as usize);
-                let had_waiters = !state.coherence.waiters(l).is_empty();
-                match self.request(next, c, l, Need::Write, ATOMIC_HOLD, false)? {
-                    Requested::Done(report) => {
-                        check_no_bypass(had_waiters, l)?;
-                        let old = self.apply(state, next, l, c, &report, Some(value))?;
-                        written = Some(l);
-                        say!(describe_report(
-                            &report,
-                            &format!("reads {old}, writes {value}: ")
-                        ))
-                    }
-                    Requested::Queued { .. } if value == 0 => {
-                        next.cpus[c].blocked = Some(Blocked::Atomic(line));
-                        effect = Effect::Waits;
-                        say!(describe_queued(state, l))
-                    }
-                    Requested::Queued { .. } => return Ok(None),
-                }
+                self.step_atomic(&mut s, cache, line, value)?
             }
-            Action::Prefetch { cache, line } => {
-                let (c, l) = (cache as usize, line as usize);
-                let had_waiters = !state.coherence.waiters(l).is_empty();
-                let prefetched = next
-                    .coherence
-                    .prefetch(
-                        t,
-                        NOW,
-                        LinuxCpu::new(c as u32),
-                        l,
-                        request_tag(c, false, true),
-                    )
-                    .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
-                match prefetched {
-                    None => return Ok(None),
-                    Some(Requested::Done(report)) => {
-                        check_no_bypass(had_waiters, l)?;
-                        let value = self.apply(state, next, l, c, &report, None)?;
-                        say!(describe_report(&report, &format!("reads {value}: ")))
-                    }
-                    Some(Requested::Queued { .. }) => {
-                        effect = Effect::Waits;
-                        say!(describe_queued(state, l))
-                    }
-                }
-            }
+            Action::Prefetch { cache, line } => self.step_prefetch(&mut s, cache, line)?,
             Action::Complete { line } => {
-                next.coherence.end_busy(line as usize, NOW);
-                effect = Effect::Freed;
-                say!("the line is free".to_string())
+                s.next.coherence.end_busy(line as usize, NOW);
+                Some(Taken {
+                    outcome: s.say(|| "the line is free".to_string()),
+                    effect: Effect::Freed,
+                    written: None,
+                })
             }
             Action::Serve {
                 line,
@@ -1402,100 +1349,289 @@ impl<'c> Explorer<'c> {
                 prefetch,
                 value,
             } => {
-                let l = line as usize;
                 let tag = request_tag(cache as usize, drain, prefetch);
-                let Some(index) = state.coherence.waiters(l).iter().position(|w| w.tag == tag)
-                else {
-                    return Ok(None);
-                };
-                next.coherence.end_busy(l, NOW);
-                let served = next
-                    .coherence
-                    .serve_next(t, NOW, l, &mut |_| index)
-                    .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
-                let Some((waiter, report)) = served else {
-                    // The home serves nobody: the line ends free with its
-                    // waiters (and, if the home never serves them, stuck).
-                    if state.coherence.busy_until(l) > NOW && index == 0 {
-                        next.coherence.abstract_time(NOW, true);
-                        let outcome = say!(
-                            "the line is free, but the home serves nobody: the requests stay \
-                             waiting"
-                                .to_string()
-                        );
-                        return Ok(Some((outcome, Effect::Freed)));
-                    }
-                    return Ok(None);
-                };
-                if waiter.tag != tag {
-                    // The home passed over the drawn waiter for another; that
-                    // one's own step covers it.
-                    return Ok(None);
-                }
-                let c = cache as usize;
-                let cpu = &state.cpus[c];
-                effect = Effect::Served;
-                if prefetch {
-                    let read = self.apply(state, next, l, c, &report, None)?;
-                    say!(describe_report(
-                        &report,
-                        &format!("its prefetch reads {read}: ")
-                    ))
-                } else if drain {
-                    if !cpu.draining || cpu.buffer().first() != Some(&line) {
-                        return Err(unasked(l, c));
-                    }
-                    self.apply(state, next, l, c, &report, Some(value))?;
-                    written = Some(l);
-                    let cpu = &mut next.cpus[c];
-                    cpu.pop();
-                    cpu.draining = false;
-                    say!(describe_report(&report, ""))
-                } else {
-                    match cpu.blocked {
-                        Some(Blocked::Load(b)) if b == line => {
-                            let read = self.apply(state, next, l, c, &report, None)?;
-                            next.cpus[c].blocked = None;
-                            say!(describe_report(
-                                &report,
-                                &format!("its load reads {read}: ")
-                            ))
-                        }
-                        Some(Blocked::Atomic(b)) if b == line => {
-                            let old = self.apply(state, next, l, c, &report, Some(value))?;
-                            written = Some(l);
-                            next.cpus[c].blocked = None;
-                            say!(describe_report(
-                                &report,
-                                &format!("its exchange reads {old}, writes {value}: "),
-                            ))
-                        }
-                        _ => return Err(unasked(l, c)),
-                    }
-                }
+                self.step_serve(&mut s, line, tag, value)?
             }
-            Action::ServeBusy { line } => {
-                let l = line as usize;
-                let served = next
-                    .coherence
-                    .serve_next(t, NOW, l, &mut |_| 0)
-                    .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
-                if let Some((waiter, _)) = served {
-                    return Err(found(
-                        Invariant::HomeOrder,
-                        format!(
-                            "the home of line {line} served cache {}'s request while the \
-                             line's transaction was still in flight: two transactions at once",
-                            waiter.core
-                        ),
-                    ));
-                }
-                return Ok(None);
-            }
+            Action::ServeBusy { line } => self.step_serve_busy(&mut s, line)?,
         };
-        self.check_versions(state, next, written)?;
-        next.coherence.abstract_time(NOW, true);
+        let Some(Taken {
+            outcome,
+            effect,
+            written,
+        }) = taken
+        else {
+            return Ok(None);
+        };
+        self.check_versions(state, s.next, written)?;
+        s.next.coherence.abstract_time(NOW, true);
         Ok(Some((outcome, effect)))
+    }
+
+    /// A load: a hit reads its own copy (and is never offered: it changes
+    /// nothing); a miss is served at once or waits at the line's home.
+    fn step_load(&self, s: &mut Stepping, cache: u8, line: u8) -> TakenResult {
+        let (c, l) = (cache as usize, line as usize);
+        let had_waiters = !s.before.coherence.waiters(l).is_empty();
+        Ok(Some(
+            match self.request(s.next, c, l, Need::Read, 0, false)? {
+                Requested::Done(report) => {
+                    check_no_bypass(had_waiters, l)?;
+                    let value = self.apply(s.before, s.next, l, c, &report, None)?;
+                    Taken::completed(
+                        s.say(|| describe_report(&report, &format!("reads {value}: "))),
+                        None,
+                    )
+                }
+                Requested::Queued { .. } => {
+                    s.next.cpus[c].blocked = Some(Blocked::Load(line));
+                    Taken::waits(s.say(|| describe_queued(s.before, l)))
+                }
+            },
+        ))
+    }
+
+    /// A store: written at once where the buffer is empty and the line
+    /// writable, else posted to the store buffer (value 0 standing for
+    /// it: the value is chosen when it drains).
+    fn step_store(&self, s: &mut Stepping, cache: u8, line: u8, value: u8) -> TakenResult {
+        let (c, l) = (cache as usize, line as usize);
+        let had_waiters = !s.before.coherence.waiters(l).is_empty();
+        let hit = if s.next.cpus[c].buffered == 0 {
+            s.next.coherence.try_hit(
+                &self.topology,
+                NOW,
+                LinuxCpu::new(c as u32),
+                l,
+                Need::Write,
+                Cycles::ZERO,
+            )
+        } else {
+            None
+        };
+        Ok(match hit {
+            Some(report) => {
+                check_no_bypass(had_waiters, l)?;
+                self.apply(s.before, s.next, l, c, &report, Some(value))?;
+                Some(Taken::completed(
+                    s.say(|| {
+                        describe_report(
+                            &report,
+                            &format!("the buffer is empty, writes {value} at once: "),
+                        )
+                    }),
+                    Some(l),
+                ))
+            }
+            None if value == 0 => {
+                s.next.cpus[c].push(line);
+                Some(Taken {
+                    outcome: s.say(|| {
+                        "posted to its store buffer (the value it writes is chosen when it \
+                         drains)"
+                            .to_string()
+                    }),
+                    effect: Effect::Posted,
+                    written: None,
+                })
+            }
+            None => None,
+        })
+    }
+
+    /// The oldest buffered store drains: written at once, or waits at the
+    /// line's home (value 0 standing for the request).
+    fn step_drain(&self, s: &mut Stepping, cache: u8, value: u8) -> TakenResult {
+        let c = cache as usize;
+        let line = s.next.cpus[c].buffer()[0];
+        let l = line as usize;
+        let had_waiters = !s.before.coherence.waiters(l).is_empty();
+        Ok(match self.request(s.next, c, l, Need::Write, 0, true)? {
+            Requested::Done(report) => {
+                check_no_bypass(had_waiters, l)?;
+                self.apply(s.before, s.next, l, c, &report, Some(value))?;
+                s.next.cpus[c].pop();
+                Some(Taken::completed(
+                    s.say(|| describe_report(&report, &format!("line {line}: "))),
+                    Some(l),
+                ))
+            }
+            Requested::Queued { .. } if value == 0 => {
+                s.next.cpus[c].draining = true;
+                Some(Taken::waits(s.say(|| {
+                    format!("line {line}: {}", describe_queued(s.before, l))
+                })))
+            }
+            Requested::Queued { .. } => None,
+        })
+    }
+
+    /// An exchange: done at once, or waits at the line's home (value 0
+    /// standing for the request).
+    fn step_atomic(&self, s: &mut Stepping, cache: u8, line: u8, value: u8) -> TakenResult {
+        let (c, l) = (cache as usize, line as usize);
+        let had_waiters = !s.before.coherence.waiters(l).is_empty();
+        Ok(
+            match self.request(s.next, c, l, Need::Write, ATOMIC_HOLD, false)? {
+                Requested::Done(report) => {
+                    check_no_bypass(had_waiters, l)?;
+                    let old = self.apply(s.before, s.next, l, c, &report, Some(value))?;
+                    Some(Taken::completed(
+                        s.say(|| {
+                            describe_report(&report, &format!("reads {old}, writes {value}: "))
+                        }),
+                        Some(l),
+                    ))
+                }
+                Requested::Queued { .. } if value == 0 => {
+                    s.next.cpus[c].blocked = Some(Blocked::Atomic(line));
+                    Some(Taken::waits(s.say(|| describe_queued(s.before, l))))
+                }
+                Requested::Queued { .. } => None,
+            },
+        )
+    }
+
+    /// An adjacent-line prefetch read: dropped where the cache holds the
+    /// line or waits for it already, else served or queued as a read.
+    fn step_prefetch(&self, s: &mut Stepping, cache: u8, line: u8) -> TakenResult {
+        let (c, l) = (cache as usize, line as usize);
+        let had_waiters = !s.before.coherence.waiters(l).is_empty();
+        let prefetched = s
+            .next
+            .coherence
+            .prefetch(
+                &self.topology,
+                NOW,
+                LinuxCpu::new(c as u32),
+                l,
+                request_tag(c, false, true),
+            )
+            .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
+        Ok(match prefetched {
+            None => None,
+            Some(Requested::Done(report)) => {
+                check_no_bypass(had_waiters, l)?;
+                let value = self.apply(s.before, s.next, l, c, &report, None)?;
+                Some(Taken::completed(
+                    s.say(|| describe_report(&report, &format!("reads {value}: "))),
+                    None,
+                ))
+            }
+            Some(Requested::Queued { .. }) => {
+                Some(Taken::waits(s.say(|| describe_queued(s.before, l))))
+            }
+        })
+    }
+
+    /// The line's transaction ends and the home serves the waiter `tag`
+    /// (its load, exchange, drain or prefetch; `value` the one written).
+    /// Not taken where the home would pass over it for another waiter:
+    /// that one's own step covers it.
+    fn step_serve(&self, s: &mut Stepping, line: u8, tag: RequestTag, value: u8) -> TakenResult {
+        let l = line as usize;
+        let Some(index) = s
+            .before
+            .coherence
+            .waiters(l)
+            .iter()
+            .position(|w| w.tag == tag)
+        else {
+            return Ok(None);
+        };
+        s.next.coherence.end_busy(l, NOW);
+        let served = s
+            .next
+            .coherence
+            .serve_next(&self.topology, NOW, l, &mut |_| index)
+            .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
+        let Some((waiter, report)) = served else {
+            // The home serves nobody: the line ends free with its
+            // waiters (and, if the home never serves them, stuck).
+            if s.before.coherence.busy_until(l) > NOW && index == 0 {
+                return Ok(Some(Taken {
+                    outcome: s.say(|| {
+                        "the line is free, but the home serves nobody: the requests stay \
+                         waiting"
+                            .to_string()
+                    }),
+                    effect: Effect::Freed,
+                    written: None,
+                }));
+            }
+            return Ok(None);
+        };
+        if waiter.tag != tag {
+            return Ok(None);
+        }
+        let c = tag.cpu().get();
+        let cpu = &s.before.cpus[c];
+        let served = |outcome: String, written: Option<usize>| {
+            Ok(Some(Taken {
+                outcome,
+                effect: Effect::Served,
+                written,
+            }))
+        };
+        match tag.kind() {
+            RequestKind::Prefetch => {
+                let read = self.apply(s.before, s.next, l, c, &report, None)?;
+                let outcome =
+                    s.say(|| describe_report(&report, &format!("its prefetch reads {read}: ")));
+                served(outcome, None)
+            }
+            RequestKind::Drain => {
+                if !cpu.draining || cpu.buffer().first() != Some(&line) {
+                    return Err(unasked(l, c));
+                }
+                self.apply(s.before, s.next, l, c, &report, Some(value))?;
+                let cpu = &mut s.next.cpus[c];
+                cpu.pop();
+                cpu.draining = false;
+                served(s.say(|| describe_report(&report, "")), Some(l))
+            }
+            RequestKind::Demand => match cpu.blocked {
+                Some(Blocked::Load(b)) if b == line => {
+                    let read = self.apply(s.before, s.next, l, c, &report, None)?;
+                    s.next.cpus[c].blocked = None;
+                    let outcome =
+                        s.say(|| describe_report(&report, &format!("its load reads {read}: ")));
+                    served(outcome, None)
+                }
+                Some(Blocked::Atomic(b)) if b == line => {
+                    let old = self.apply(s.before, s.next, l, c, &report, Some(value))?;
+                    s.next.cpus[c].blocked = None;
+                    let outcome = s.say(|| {
+                        describe_report(
+                            &report,
+                            &format!("its exchange reads {old}, writes {value}: "),
+                        )
+                    });
+                    served(outcome, Some(l))
+                }
+                _ => Err(unasked(l, c)),
+            },
+        }
+    }
+
+    /// The home asked to serve a waiter while the line's transaction is
+    /// still in flight: it must serve nobody (never taken as a step).
+    fn step_serve_busy(&self, s: &mut Stepping, line: u8) -> TakenResult {
+        let served = s
+            .next
+            .coherence
+            .serve_next(&self.topology, NOW, line as usize, &mut |_| 0)
+            .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
+        if let Some((waiter, _)) = served {
+            return Err(found(
+                Invariant::HomeOrder,
+                format!(
+                    "the home of line {line} served cache {}'s request while the \
+                     line's transaction was still in flight: two transactions at once",
+                    waiter.core
+                ),
+            ));
+        }
+        Ok(None)
     }
 
     fn request(
@@ -1959,6 +2095,18 @@ impl<'c> Explorer<'c> {
             states,
         }
     }
+}
+
+/// A step that completes work left as much pending (`pending` before,
+/// `after` after, by `Explorer::measure`): steps like it could go on for ever.
+fn livelock(pending: (u64, u64), after: (u64, u64)) -> Found {
+    found(
+        Invariant::Deadlock,
+        format!(
+            "no progress: the step took the pending work from {pending:?} to {after:?}, so \
+             steps like it could go on forever (livelock)"
+        ),
+    )
 }
 
 /// An access completed on a line where others wait: they should have gone first.

@@ -111,7 +111,8 @@ pub enum SimError {
 }
 
 impl fmt::Display for SimError {
-    // One arm per error kind, each the message a user reads.
+    // One arm per error kind, each the message a user reads (the longer
+    // parts in `write_call_chain`, `budget_text` and `write_stall`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SimError::ProtocolViolation {
@@ -137,20 +138,7 @@ impl fmt::Display for SimError {
                     "script failed on CPU {cpu} at cycle {cycle}, {origin} line {}, column {}",
                     pos.line, pos.column
                 )?;
-                // The outermost call is the user's own line: with more
-                // calls than `SHOWN`, the innermost ones and the outermost
-                // are named, the ones between counted.
-                const SHOWN: usize = 4;
-                let n = called_from.len();
-                for (k, (o, p)) in called_from.iter().enumerate() {
-                    if n > SHOWN && k == SHOWN - 1 {
-                        write!(f, ", ({} more calls)", n - SHOWN)?;
-                    }
-                    if n > SHOWN && k >= SHOWN - 1 && k + 1 < n {
-                        continue;
-                    }
-                    write!(f, ", called from {o} line {}, column {}", p.line, p.column)?;
-                }
+                write_call_chain(f, called_from)?;
                 write!(f, ": {message}")
             }
             SimError::Truncated {
@@ -159,20 +147,7 @@ impl fmt::Display for SimError {
                 cycle,
                 unfinished,
             } => {
-                let what = match budget {
-                    Budget::Cycles => format!("the cycle budget (run.max_cycles = {limit})"),
-                    Budget::EventsInFlight => format!(
-                        "the bound on events in flight ({limit}: 2 per CPU and 1 per line; \
-                         a bug in the simulator, please report it)"
-                    ),
-                    Budget::Events => format!(
-                        "the event budget ({limit} events; `--set-limit events=N` raises it)"
-                    ),
-                    Budget::Operations { cpu } => format!(
-                        "the operation budget ({limit} script operations on one CPU; CPU {cpu} \
-                         ran past it; `--set-limit operations=N` raises it)"
-                    ),
-                };
+                let what = budget_text(*budget, *limit);
                 write!(
                     f,
                     "run truncated at cycle {cycle}: it hit {what} before every CPU finished; \
@@ -198,52 +173,7 @@ impl fmt::Display for SimError {
                 cycle,
                 cpus,
             } => {
-                match stall {
-                    Stall::Deadlock => write!(
-                        f,
-                        "deadlock at cycle {cycle}: every unfinished CPU waits and no event is \
-                         queued that could wake it; no result is reported. This is a bug in the \
-                         simulator; please report it with the scenario."
-                    )?,
-                    Stall::SpinsForever => write!(
-                        f,
-                        "no progress at cycle {cycle}: every unfinished CPU waits, and those \
-                         spinning read lines that nothing still running will write (a lock \
-                         never released, a flag never set), so the run could only end at its \
-                         cycle budget; no result is reported. Give the wait a writer, or stop \
-                         the run by time (`run.cycles`)."
-                    )?,
-                    Stall::LostWakeup => write!(
-                        f,
-                        "lost wake-up at cycle {cycle}: every unfinished thread sleeps in \
-                         `futex_wait` and nothing still running will call `futex_wake` on its \
-                         place; no result is reported. Wake each sleeper (a `futex_wake` after \
-                         every change a waiter waits for), or stop the run by time (`run.cycles`)."
-                    )?,
-                    Stall::ZeroTimeSteps => write!(
-                        f,
-                        "no progress at cycle {cycle}: a CPU made {limit} procedure calls \
-                         and iteration ends without simulated time advancing; no result is reported. A script \
-                         whose iteration makes no memory access, no `work` and no loop takes \
-                         no time, so the run never reaches its end: give it some work \
-                         (`work 1`), or raise the bound with `--set-limit steps_without_time=N`."
-                    )?,
-                    Stall::ZeroTimeEvents if *limit < DEFAULT_STEPS_WITHOUT_TIME => write!(
-                        f,
-                        "no progress at cycle {cycle}: the run processed {limit} events \
-                         without simulated time advancing, the bound `steps_without_time` as \
-                         lowered from its default {DEFAULT_STEPS_WITHOUT_TIME}; no result is \
-                         reported. CPUs that meet at one cycle take several events there: \
-                         raise the bound with `--set-limit steps_without_time=N`."
-                    )?,
-                    Stall::ZeroTimeEvents => write!(
-                        f,
-                        "no progress at cycle {cycle}: the run processed {limit} events \
-                         without simulated time advancing; no result is reported. This is a \
-                         bug in the simulator unless the machine is very large: raise the \
-                         bound with `--set-limit steps_without_time=N`."
-                    )?,
-                }
+                write_stall(f, *stall, *limit, *cycle)?;
                 write!(f, "\n  {} CPU(s) involved", cpus.len())?;
                 for c in cpus.iter().take(8) {
                     write!(f, "\n    CPU {}: at {} line {}", c.cpu, c.origin, c.pos.line)?;
@@ -279,6 +209,96 @@ impl fmt::Display for SimError {
                 write!(f, ".")
             }
         }
+    }
+}
+
+/// The calls a script error happened in, innermost first. The outermost
+/// call is the user's own line: with more calls than `SHOWN`, the innermost
+/// ones and the outermost are named, the ones between counted.
+fn write_call_chain(
+    f: &mut fmt::Formatter<'_>,
+    called_from: &[(String, SourcePos)],
+) -> fmt::Result {
+    const SHOWN: usize = 4;
+    let n = called_from.len();
+    for (k, (o, p)) in called_from.iter().enumerate() {
+        if n > SHOWN && k == SHOWN - 1 {
+            write!(f, ", ({} more calls)", n - SHOWN)?;
+        }
+        if n > SHOWN && k >= SHOWN - 1 && k + 1 < n {
+            continue;
+        }
+        write!(f, ", called from {o} line {}, column {}", p.line, p.column)?;
+    }
+    Ok(())
+}
+
+/// The budget a truncated run hit, in words, with its `limit`.
+fn budget_text(budget: Budget, limit: u64) -> String {
+    match budget {
+        Budget::Cycles => format!("the cycle budget (run.max_cycles = {limit})"),
+        Budget::EventsInFlight => format!(
+            "the bound on events in flight ({limit}: 2 per CPU and 1 per line; \
+             a bug in the simulator, please report it)"
+        ),
+        Budget::Events => {
+            format!("the event budget ({limit} events; `--set-limit events=N` raises it)")
+        }
+        Budget::Operations { cpu } => format!(
+            "the operation budget ({limit} script operations on one CPU; CPU {cpu} \
+             ran past it; `--set-limit operations=N` raises it)"
+        ),
+    }
+}
+
+/// What a run that stopped making progress at `cycle` did, and what to
+/// do about it (`limit`: the bound on steps or events without time).
+fn write_stall(f: &mut fmt::Formatter<'_>, stall: Stall, limit: u64, cycle: Cycle) -> fmt::Result {
+    match stall {
+        Stall::Deadlock => write!(
+            f,
+            "deadlock at cycle {cycle}: every unfinished CPU waits and no event is \
+             queued that could wake it; no result is reported. This is a bug in the \
+             simulator; please report it with the scenario."
+        ),
+        Stall::SpinsForever => write!(
+            f,
+            "no progress at cycle {cycle}: every unfinished CPU waits, and those \
+             spinning read lines that nothing still running will write (a lock \
+             never released, a flag never set), so the run could only end at its \
+             cycle budget; no result is reported. Give the wait a writer, or stop \
+             the run by time (`run.cycles`)."
+        ),
+        Stall::LostWakeup => write!(
+            f,
+            "lost wake-up at cycle {cycle}: every unfinished thread sleeps in \
+             `futex_wait` and nothing still running will call `futex_wake` on its \
+             place; no result is reported. Wake each sleeper (a `futex_wake` after \
+             every change a waiter waits for), or stop the run by time (`run.cycles`)."
+        ),
+        Stall::ZeroTimeSteps => write!(
+            f,
+            "no progress at cycle {cycle}: a CPU made {limit} procedure calls \
+             and iteration ends without simulated time advancing; no result is reported. A script \
+             whose iteration makes no memory access, no `work` and no loop takes \
+             no time, so the run never reaches its end: give it some work \
+             (`work 1`), or raise the bound with `--set-limit steps_without_time=N`."
+        ),
+        Stall::ZeroTimeEvents if limit < DEFAULT_STEPS_WITHOUT_TIME => write!(
+            f,
+            "no progress at cycle {cycle}: the run processed {limit} events \
+             without simulated time advancing, the bound `steps_without_time` as \
+             lowered from its default {DEFAULT_STEPS_WITHOUT_TIME}; no result is \
+             reported. CPUs that meet at one cycle take several events there: \
+             raise the bound with `--set-limit steps_without_time=N`."
+        ),
+        Stall::ZeroTimeEvents => write!(
+            f,
+            "no progress at cycle {cycle}: the run processed {limit} events \
+             without simulated time advancing; no result is reported. This is a \
+             bug in the simulator unless the machine is very large: raise the \
+             bound with `--set-limit steps_without_time=N`."
+        ),
     }
 }
 

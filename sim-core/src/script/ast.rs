@@ -149,6 +149,20 @@ impl AtomicOp {
             AtomicOp::CmpXchg => "cmpxchg",
         }
     }
+    /// The value the atomic writes over `old`, given its `operand` (and,
+    /// for `cmpxchg`, the `expected` value): `None` where a `cmpxchg`
+    /// finds another value and writes nothing.
+    #[inline]
+    pub fn written(self, old: i64, operand: i64, expected: i64) -> Option<i64> {
+        match self {
+            AtomicOp::FetchAdd => Some(old.wrapping_add(operand)),
+            AtomicOp::FetchSub => Some(old.wrapping_sub(operand)),
+            AtomicOp::FetchOr => Some(old | operand),
+            AtomicOp::FetchAnd => Some(old & operand),
+            AtomicOp::Xchg => Some(operand),
+            AtomicOp::CmpXchg => (old == expected).then_some(operand),
+        }
+    }
     /// Number of value operands after the place.
     pub fn operand_count(self) -> usize {
         match self {

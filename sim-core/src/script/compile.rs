@@ -604,51 +604,13 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         (self.locals.len() - 1) as u16
     }
 
-    /// Compiles one statement. (One arm per statement kind, each short:
-    /// long because the language has that many statements.)
+    /// Compiles one statement: one arm per statement kind, the longer ones
+    /// a method each.
     fn stmt(&mut self, stmt: &Stmt) -> Result<(), CompileError> {
         self.current = stmt.pos;
         match &stmt.kind {
-            StmtKind::Let { name, value } => {
-                if self.local_slot(name).is_some() {
-                    return Err(self.error(
-                        stmt.pos,
-                        format!("`{name}` is already declared here; assign it with `{name} = ...`"),
-                    ));
-                }
-                if self.context.params.iter().any(|(p, _)| p == name) {
-                    return Err(self.error(
-                        stmt.pos,
-                        format!(
-                            "`{name}` is a scenario parameter; choose another name for the local"
-                        ),
-                    ));
-                }
-                self.expr(value)?;
-                self.locals.push(name.clone());
-                let slot = (self.locals.len() - 1) as u16;
-                self.declared.push((name.clone(), slot, stmt.pos));
-                self.emit(Op::SetLocal(slot));
-            }
-            StmtKind::Assign { name, value } => {
-                let Some(slot) = self.local_slot(name) else {
-                    if self.context.params.iter().any(|(p, _)| p == name) {
-                        return Err(self.error(
-                            stmt.pos,
-                            format!("`{name}` is a scenario parameter and cannot be assigned"),
-                        ));
-                    }
-                    let message = self.undeclared(
-                        name,
-                        format!("`{name}` is not declared; declare it with `let {name} = ...`"),
-                    );
-                    let mut e = self.error(stmt.pos, message);
-                    e.suggestion = self.suggest(name);
-                    return Err(e);
-                };
-                self.expr(value)?;
-                self.emit(Op::SetLocal(slot));
-            }
+            StmtKind::Let { name, value } => self.let_local(stmt.pos, name, value)?,
+            StmtKind::Assign { name, value } => self.assign_local(stmt.pos, name, value)?,
             StmtKind::Store { place, value } => {
                 let place_id = self.place(place)?;
                 self.expr(value)?;
@@ -665,58 +627,9 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 cond,
                 then_block,
                 else_block,
-            } => {
-                self.expr(cond)?;
-                let to_else = self.emit(Op::JumpIfZero(0));
-                self.block(then_block)?;
-                if let Some(else_block) = else_block {
-                    let to_end = self.emit(Op::Jump(0));
-                    let else_start = self.here();
-                    self.patch(to_else, else_start);
-                    self.block(else_block)?;
-                    let end = self.here();
-                    self.patch(to_end, end);
-                } else {
-                    let end = self.here();
-                    self.patch(to_else, end);
-                }
-            }
-            StmtKind::While { cond, body } => {
-                let top = self.here();
-                self.expr(cond)?;
-                let exit = self.emit(Op::JumpIfZero(0));
-                self.loops.push(LoopLabels {
-                    continue_target: top,
-                    break_patches: vec![exit],
-                });
-                self.block(body)?;
-                self.current = stmt.pos;
-                self.emit(Op::LoopBack(top));
-                self.close_loop();
-            }
-            StmtKind::Repeat { count, body } => {
-                self.refuse_pointer(count, "the count of `repeat`")?;
-                self.expr(count)?;
-                let counter = self.new_hidden_local();
-                self.emit(Op::SetLocal(counter));
-                let top = self.here();
-                self.emit(Op::Local(counter));
-                self.emit(Op::Push(0));
-                self.emit(Op::Binary(BinaryOp::Gt));
-                let exit = self.emit(Op::JumpIfZero(0));
-                self.emit(Op::Local(counter));
-                self.emit(Op::Push(1));
-                self.emit(Op::Binary(BinaryOp::Sub));
-                self.emit(Op::SetLocal(counter));
-                self.loops.push(LoopLabels {
-                    continue_target: top,
-                    break_patches: vec![exit],
-                });
-                self.block(body)?;
-                self.current = stmt.pos;
-                self.emit(Op::LoopBack(top));
-                self.close_loop();
-            }
+            } => self.if_else(cond, then_block, else_block.as_ref())?,
+            StmtKind::While { cond, body } => self.while_loop(stmt.pos, cond, body)?,
+            StmtKind::Repeat { count, body } => self.repeat_loop(stmt.pos, count, body)?,
             StmtKind::Break => {
                 if self.loops.is_empty() {
                     return Err(self.error(stmt.pos, "`break` outside a loop".into()));
@@ -730,26 +643,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 };
                 self.emit(Op::LoopBack(target));
             }
-            StmtKind::Return(value) => {
-                if self.program.origins[self.origin as usize].starts_with("scripts.") {
-                    if value.is_some() {
-                        return Err(self.error(
-                            stmt.pos,
-                            "a script's `return` ends the iteration and takes no value".into(),
-                        ));
-                    }
-                    self.emit(Op::EndIteration);
-                } else {
-                    match value {
-                        Some(v) => self.expr(v)?,
-                        None => {
-                            self.emit(Op::Push(0));
-                        }
-                    }
-                    self.current = stmt.pos;
-                    self.emit(Op::Return);
-                }
-            }
+            StmtKind::Return(value) => self.return_stmt(stmt.pos, value.as_ref())?,
             StmtKind::Fence => {
                 self.emit(Op::Fence);
             }
@@ -764,6 +658,156 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.expr(e)?;
                 self.emit(Op::Pop);
             }
+        }
+        Ok(())
+    }
+
+    /// `let name = value`: a new local, refused where the name is taken.
+    fn let_local(&mut self, pos: SourcePos, name: &str, value: &Expr) -> Result<(), CompileError> {
+        if self.local_slot(name).is_some() {
+            return Err(self.error(
+                pos,
+                format!("`{name}` is already declared here; assign it with `{name} = ...`"),
+            ));
+        }
+        if self.context.params.iter().any(|(p, _)| p == name) {
+            return Err(self.error(
+                pos,
+                format!("`{name}` is a scenario parameter; choose another name for the local"),
+            ));
+        }
+        self.expr(value)?;
+        self.locals.push(name.to_string());
+        let slot = (self.locals.len() - 1) as u16;
+        self.declared.push((name.to_string(), slot, pos));
+        self.emit(Op::SetLocal(slot));
+        Ok(())
+    }
+
+    /// `name = value`: a local declared before.
+    fn assign_local(
+        &mut self,
+        pos: SourcePos,
+        name: &str,
+        value: &Expr,
+    ) -> Result<(), CompileError> {
+        let Some(slot) = self.local_slot(name) else {
+            if self.context.params.iter().any(|(p, _)| p == name) {
+                return Err(self.error(
+                    pos,
+                    format!("`{name}` is a scenario parameter and cannot be assigned"),
+                ));
+            }
+            let message = self.undeclared(
+                name,
+                format!("`{name}` is not declared; declare it with `let {name} = ...`"),
+            );
+            let mut e = self.error(pos, message);
+            e.suggestion = self.suggest(name);
+            return Err(e);
+        };
+        self.expr(value)?;
+        self.emit(Op::SetLocal(slot));
+        Ok(())
+    }
+
+    /// `if cond { } else { }`: a jump past each branch.
+    fn if_else(
+        &mut self,
+        cond: &Expr,
+        then_block: &Block,
+        else_block: Option<&Block>,
+    ) -> Result<(), CompileError> {
+        self.expr(cond)?;
+        let to_else = self.emit(Op::JumpIfZero(0));
+        self.block(then_block)?;
+        if let Some(else_block) = else_block {
+            let to_end = self.emit(Op::Jump(0));
+            let else_start = self.here();
+            self.patch(to_else, else_start);
+            self.block(else_block)?;
+            let end = self.here();
+            self.patch(to_end, end);
+        } else {
+            let end = self.here();
+            self.patch(to_else, end);
+        }
+        Ok(())
+    }
+
+    /// `while cond { }`: the test at the top, a back-edge at the end.
+    fn while_loop(
+        &mut self,
+        pos: SourcePos,
+        cond: &Expr,
+        body: &Block,
+    ) -> Result<(), CompileError> {
+        let top = self.here();
+        self.expr(cond)?;
+        let exit = self.emit(Op::JumpIfZero(0));
+        self.loops.push(LoopLabels {
+            continue_target: top,
+            break_patches: vec![exit],
+        });
+        self.block(body)?;
+        self.current = pos;
+        self.emit(Op::LoopBack(top));
+        self.close_loop();
+        Ok(())
+    }
+
+    /// `repeat count { }`: the count evaluated once into a hidden local,
+    /// counted down at the top.
+    fn repeat_loop(
+        &mut self,
+        pos: SourcePos,
+        count: &Expr,
+        body: &Block,
+    ) -> Result<(), CompileError> {
+        self.refuse_pointer(count, "the count of `repeat`")?;
+        self.expr(count)?;
+        let counter = self.new_hidden_local();
+        self.emit(Op::SetLocal(counter));
+        let top = self.here();
+        self.emit(Op::Local(counter));
+        self.emit(Op::Push(0));
+        self.emit(Op::Binary(BinaryOp::Gt));
+        let exit = self.emit(Op::JumpIfZero(0));
+        self.emit(Op::Local(counter));
+        self.emit(Op::Push(1));
+        self.emit(Op::Binary(BinaryOp::Sub));
+        self.emit(Op::SetLocal(counter));
+        self.loops.push(LoopLabels {
+            continue_target: top,
+            break_patches: vec![exit],
+        });
+        self.block(body)?;
+        self.current = pos;
+        self.emit(Op::LoopBack(top));
+        self.close_loop();
+        Ok(())
+    }
+
+    /// `return`: a script's ends the iteration; a procedure's returns its
+    /// value (0 without one).
+    fn return_stmt(&mut self, pos: SourcePos, value: Option<&Expr>) -> Result<(), CompileError> {
+        if self.program.origins[self.origin as usize].starts_with("scripts.") {
+            if value.is_some() {
+                return Err(self.error(
+                    pos,
+                    "a script's `return` ends the iteration and takes no value".into(),
+                ));
+            }
+            self.emit(Op::EndIteration);
+        } else {
+            match value {
+                Some(v) => self.expr(v)?,
+                None => {
+                    self.emit(Op::Push(0));
+                }
+            }
+            self.current = pos;
+            self.emit(Op::Return);
         }
         Ok(())
     }
@@ -790,36 +834,15 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         closest(name, &candidates).map(str::to_string)
     }
 
-    /// Compiles one expression, its value left on the operand stack. (One
-    /// arm per expression kind.)
+    /// Compiles one expression, its value left on the operand stack: one
+    /// arm per expression kind, the longer ones a method each.
     fn expr(&mut self, expr: &Expr) -> Result<(), CompileError> {
         self.current = expr.pos;
         match &expr.kind {
             ExprKind::Int(v) => {
                 self.emit(Op::Push(*v));
             }
-            ExprKind::Var(name) => {
-                if let Some(slot) = self.local_slot(name) {
-                    self.emit(Op::Local(slot));
-                } else if let Some((_, value)) = self.context.params.iter().find(|(p, _)| p == name)
-                {
-                    self.emit(Op::Push(*value));
-                } else {
-                    if self.context.memory.instance_index(name).is_some() {
-                        return Err(self.error(
-                            expr.pos,
-                            format!("`{name}` is an instance: name a field, as `{name}.field`"),
-                        ));
-                    }
-                    let message = self.undeclared(
-                        name,
-                        format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter"),
-                    );
-                    let mut e = self.error(expr.pos, message);
-                    e.suggestion = self.suggest(name);
-                    return Err(e);
-                }
-            }
+            ExprKind::Var(name) => self.var(expr.pos, name)?,
             ExprKind::Unary(op, inner) => {
                 if *op != UnaryOp::Not {
                     self.refuse_pointer(inner, &format!("the operand of `{}`", op.symbol()))?;
@@ -846,31 +869,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 self.current = expr.pos;
                 self.emit(Op::Load(id));
             }
-            ExprKind::Atomic(op, place, operands) => {
-                let id = self.place(place)?;
-                self.refuse_bitfield(id, &format!("`{}` of", op.name()))?;
-                if operands.len() != op.operand_count() {
-                    return Err(self.error(
-                        expr.pos,
-                        format!(
-                            "`{}` takes a place and {} value(s), found {}",
-                            op.name(),
-                            op.operand_count(),
-                            operands.len()
-                        ),
-                    ));
-                }
-                for operand in operands {
-                    // An exchange stores a pointer as it is; an add or a
-                    // bit operation would compute with it.
-                    if !matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg) {
-                        self.refuse_pointer(operand, &format!("the operand of `{}`", op.name()))?;
-                    }
-                    self.expr(operand)?;
-                }
-                self.current = expr.pos;
-                self.emit(Op::Atomic(*op, id));
-            }
+            ExprKind::Atomic(op, place, operands) => self.atomic(expr.pos, *op, place, operands)?,
             ExprKind::AddressOf(place) => {
                 if let Some(pointer) = &place.pointer {
                     // `&*p` is `p`.
@@ -883,77 +882,168 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 }
             }
             ExprKind::Call(name, args) if name == COST_BUILTIN => self.cost(expr.pos, args)?,
-            ExprKind::Call(name, args) => {
-                if let Some(&(_, builtin, arity)) = Builtin::ALL.iter().find(|(n, _, _)| n == name)
-                {
-                    if args.len() != arity {
-                        return Err(self.error(
-                            expr.pos,
-                            format!("`{name}` takes {arity} argument(s), found {}", args.len()),
-                        ));
-                    }
-                    for (k, a) in args.iter().enumerate() {
-                        if builtin.takes_pointer(k) {
-                            if self.kind(a).only_integers() {
-                                let mut e = self.error(
-                                    a.pos,
-                                    format!("`{name}` takes a pointer first, and this value is always an integer"),
-                                );
-                                e.valid = Some(MADE_BY.into());
-                                return Err(e);
-                            }
-                        } else {
-                            self.refuse_pointer(a, &format!("argument {} of `{name}`", k + 1))?;
-                        }
-                        self.expr(a)?;
-                    }
-                    self.current = expr.pos;
-                    self.emit(Op::Builtin(builtin));
-                } else if let Some(index) =
-                    self.context.procedures.iter().position(|p| &p.name == name)
-                {
-                    let arity = self.context.procedures[index].params.len();
-                    if args.len() != arity {
-                        return Err(self.error(
-                            expr.pos,
-                            format!(
-                                "procedure `{name}` takes {arity} argument(s), found {}",
-                                args.len()
-                            ),
-                        ));
-                    }
-                    for (k, a) in args.iter().enumerate() {
-                        self.refuse_value_for_pointer(index, k, a)?;
-                        self.expr(a)?;
-                    }
-                    self.current = expr.pos;
-                    self.emit(Op::Call(index as u32));
-                } else {
-                    let mut candidates: Vec<&str> =
-                        Builtin::ALL.iter().map(|(n, _, _)| *n).collect();
-                    candidates.push(COST_BUILTIN);
-                    candidates.extend(self.context.procedures.iter().map(|p| p.name.as_str()));
-                    candidates.extend(
-                        [
-                            "fetch_add",
-                            "fetch_sub",
-                            "fetch_or",
-                            "fetch_and",
-                            "xchg",
-                            "cmpxchg",
-                        ]
-                        .iter(),
-                    );
-                    return Err(self.error_with_choices(
-                        expr.pos,
-                        format!("unknown procedure or builtin `{name}`"),
-                        name,
-                        &candidates,
-                    ));
-                }
-            }
+            ExprKind::Call(name, args) => self.call(expr.pos, name, args)?,
         }
         Ok(())
+    }
+
+    /// A name's value: a local's, or a scenario parameter's.
+    fn var(&mut self, pos: SourcePos, name: &str) -> Result<(), CompileError> {
+        if let Some(slot) = self.local_slot(name) {
+            self.emit(Op::Local(slot));
+        } else if let Some((_, value)) = self.context.params.iter().find(|(p, _)| p == name) {
+            self.emit(Op::Push(*value));
+        } else {
+            if self.context.memory.instance_index(name).is_some() {
+                return Err(self.error(
+                    pos,
+                    format!("`{name}` is an instance: name a field, as `{name}.field`"),
+                ));
+            }
+            let message = self.undeclared(
+                name,
+                format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter"),
+            );
+            let mut e = self.error(pos, message);
+            e.suggestion = self.suggest(name);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// An atomic on a place, its operands checked against the operation.
+    fn atomic(
+        &mut self,
+        pos: SourcePos,
+        op: AtomicOp,
+        place: &Place,
+        operands: &[Expr],
+    ) -> Result<(), CompileError> {
+        let id = self.place(place)?;
+        self.refuse_bitfield(id, &format!("`{}` of", op.name()))?;
+        if operands.len() != op.operand_count() {
+            return Err(self.error(
+                pos,
+                format!(
+                    "`{}` takes a place and {} value(s), found {}",
+                    op.name(),
+                    op.operand_count(),
+                    operands.len()
+                ),
+            ));
+        }
+        for operand in operands {
+            // An exchange stores a pointer as it is; an add or a
+            // bit operation would compute with it.
+            if !matches!(op, AtomicOp::Xchg | AtomicOp::CmpXchg) {
+                self.refuse_pointer(operand, &format!("the operand of `{}`", op.name()))?;
+            }
+            self.expr(operand)?;
+        }
+        self.current = pos;
+        self.emit(Op::Atomic(op, id));
+        Ok(())
+    }
+
+    /// A call of a builtin or a procedure (`cost` is compiled apart).
+    fn call(&mut self, pos: SourcePos, name: &str, args: &[Expr]) -> Result<(), CompileError> {
+        if let Some(&(_, builtin, arity)) = Builtin::ALL.iter().find(|(n, _, _)| *n == name) {
+            self.builtin_call(pos, name, builtin, arity, args)
+        } else if let Some(index) = self.context.procedures.iter().position(|p| p.name == name) {
+            self.procedure_call(pos, name, index, args)
+        } else {
+            Err(self.unknown_call(pos, name))
+        }
+    }
+
+    /// A builtin's call: its arity, and a pointer where it takes one.
+    fn builtin_call(
+        &mut self,
+        pos: SourcePos,
+        name: &str,
+        builtin: Builtin,
+        arity: usize,
+        args: &[Expr],
+    ) -> Result<(), CompileError> {
+        if args.len() != arity {
+            return Err(self.error(
+                pos,
+                format!("`{name}` takes {arity} argument(s), found {}", args.len()),
+            ));
+        }
+        for (k, a) in args.iter().enumerate() {
+            if builtin.takes_pointer(k) {
+                if self.kind(a).only_integers() {
+                    let mut e = self.error(
+                        a.pos,
+                        format!(
+                            "`{name}` takes a pointer first, and this value is always an integer"
+                        ),
+                    );
+                    e.valid = Some(MADE_BY.into());
+                    return Err(e);
+                }
+            } else {
+                self.refuse_pointer(a, &format!("argument {} of `{name}`", k + 1))?;
+            }
+            self.expr(a)?;
+        }
+        self.current = pos;
+        self.emit(Op::Builtin(builtin));
+        Ok(())
+    }
+
+    /// Procedure `index`'s call: its arity, and a pointer for each
+    /// parameter it uses as one.
+    fn procedure_call(
+        &mut self,
+        pos: SourcePos,
+        name: &str,
+        index: usize,
+        args: &[Expr],
+    ) -> Result<(), CompileError> {
+        let arity = self.context.procedures[index].params.len();
+        if args.len() != arity {
+            return Err(self.error(
+                pos,
+                format!(
+                    "procedure `{name}` takes {arity} argument(s), found {}",
+                    args.len()
+                ),
+            ));
+        }
+        for (k, a) in args.iter().enumerate() {
+            self.refuse_value_for_pointer(index, k, a)?;
+            self.expr(a)?;
+        }
+        self.current = pos;
+        self.emit(Op::Call(index as u32));
+        Ok(())
+    }
+
+    /// A call of a name that is neither a builtin nor a procedure, with the
+    /// closest of those.
+    fn unknown_call(&self, pos: SourcePos, name: &str) -> CompileError {
+        let mut candidates: Vec<&str> = Builtin::ALL.iter().map(|(n, _, _)| *n).collect();
+        candidates.push(COST_BUILTIN);
+        candidates.extend(self.context.procedures.iter().map(|p| p.name.as_str()));
+        candidates.extend(
+            [
+                "fetch_add",
+                "fetch_sub",
+                "fetch_or",
+                "fetch_and",
+                "xchg",
+                "cmpxchg",
+            ]
+            .iter(),
+        );
+        self.error_with_choices(
+            pos,
+            format!("unknown procedure or builtin `{name}`"),
+            name,
+            &candidates,
+        )
     }
 
     /// Argument `k` of a call of procedure `procedure`, when the procedure
@@ -1159,41 +1249,91 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
 
     /// Resolves a place (`inst.field`, `inst[e].field[i]`, `*p`, a bitfield)
     /// to its entry in the program's places, its run-time operands
-    /// compiled. (Long because each of those forms has its own checks and
-    /// error messages, which share the lookup.)
+    /// compiled: the instance and field looked up (`field_of`), their use
+    /// checked (`check_field_use`), then the entry made.
     fn place(&mut self, place: &Place) -> Result<u32, CompileError> {
         if let Some(pointer) = &place.pointer {
-            if self.kind(pointer).only_integers() {
-                let mut e = self.error(
-                    place.pos,
-                    "`*` takes a pointer, and this value is always an integer (a number, \
-                     arithmetic, a comparison or a builtin's value)"
-                        .into(),
-                );
-                e.valid = Some(MADE_BY.into());
-                return Err(e);
-            }
-            self.expr(pointer)?;
-            let id = self.program.places.len() as u32;
-            self.program.places.push(PlaceRef {
-                pointer: true,
-                instance: 0,
-                field: 0,
-                kind: InstanceKind::Global,
-                has_element: false,
-                has_index: false,
-                offset_bytes: 0,
-                size_bytes: 0,
-                count: 1,
-                stride_bytes: 0,
-                field_id: 0,
-                bits: None,
-                text: "*..".to_string(),
-                origin: self.origin,
-                pos: place.pos,
-            });
-            return Ok(id);
+            return self.pointer_place(place, pointer);
         }
+        let (instance, field) = self.field_of(place)?;
+        self.check_field_use(place, instance, field)?;
+        let memory = self.context.memory;
+        let f = &memory.struct_of(instance).fields[field];
+        let inst = &memory.instances[instance];
+        self.refuse_straddling(place, instance, field)?;
+        // Operands in stack order: element, then field index.
+        if let Some(e) = &place.element {
+            self.refuse_pointer(e, "the element index")?;
+            self.expr(e)?;
+        }
+        if let Some(i) = &place.field_index {
+            self.refuse_pointer(i, "the field index")?;
+            self.expr(i)?;
+        }
+        let text = format!(
+            "{}{}.{}",
+            place.instance,
+            if place.element.is_some() { "[..]" } else { "" },
+            f.written("..")
+        );
+        let id = self.program.places.len() as u32;
+        self.program.places.push(PlaceRef {
+            pointer: false,
+            instance: instance as u32,
+            field: field as u32,
+            kind: inst.kind,
+            has_element: place.element.is_some(),
+            has_index: place.field_index.is_some(),
+            offset_bytes: f.offset_bytes,
+            size_bytes: f.size_bytes,
+            count: f.count,
+            stride_bytes: f.stride_bytes,
+            field_id: self.context.field_base[instance] + field as u32,
+            bits: f.bits,
+            text,
+            origin: self.origin,
+            pos: place.pos,
+        });
+        Ok(id)
+    }
+
+    /// `*p`: the pointer's value is the address, known at run time only.
+    fn pointer_place(&mut self, place: &Place, pointer: &Expr) -> Result<u32, CompileError> {
+        if self.kind(pointer).only_integers() {
+            let mut e = self.error(
+                place.pos,
+                "`*` takes a pointer, and this value is always an integer (a number, \
+                 arithmetic, a comparison or a builtin's value)"
+                    .into(),
+            );
+            e.valid = Some(MADE_BY.into());
+            return Err(e);
+        }
+        self.expr(pointer)?;
+        let id = self.program.places.len() as u32;
+        self.program.places.push(PlaceRef {
+            pointer: true,
+            instance: 0,
+            field: 0,
+            kind: InstanceKind::Global,
+            has_element: false,
+            has_index: false,
+            offset_bytes: 0,
+            size_bytes: 0,
+            count: 1,
+            stride_bytes: 0,
+            field_id: 0,
+            bits: None,
+            text: "*..".to_string(),
+            origin: self.origin,
+            pos: place.pos,
+        });
+        Ok(id)
+    }
+
+    /// The instance and field a place names, or the error naming the
+    /// closest of those there are.
+    fn field_of(&self, place: &Place) -> Result<(usize, usize), CompileError> {
         let memory = self.context.memory;
         let Some(instance) = memory.instance_index(&place.instance) else {
             let names: Vec<&str> = memory.instances.iter().map(|i| i.name.as_str()).collect();
@@ -1228,6 +1368,20 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 &names,
             ));
         };
+        Ok((instance, field))
+    }
+
+    /// Whether the place uses its field as the field is: not of size 0,
+    /// indexed where (and only where) it is an array, one element of an
+    /// array of instances chosen.
+    fn check_field_use(
+        &self,
+        place: &Place,
+        instance: usize,
+        field: usize,
+    ) -> Result<(), CompileError> {
+        let memory = self.context.memory;
+        let def = memory.struct_of(instance);
         let f = &def.fields[field];
         if f.size_bytes == 0 {
             return Err(self.error(
@@ -1283,41 +1437,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 ),
             ));
         }
-        self.refuse_straddling(place, instance, field)?;
-        // Operands in stack order: element, then field index.
-        if let Some(e) = &place.element {
-            self.refuse_pointer(e, "the element index")?;
-            self.expr(e)?;
-        }
-        if let Some(i) = &place.field_index {
-            self.refuse_pointer(i, "the field index")?;
-            self.expr(i)?;
-        }
-        let text = format!(
-            "{}{}.{}",
-            place.instance,
-            if place.element.is_some() { "[..]" } else { "" },
-            f.written("..")
-        );
-        let id = self.program.places.len() as u32;
-        self.program.places.push(PlaceRef {
-            pointer: false,
-            instance: instance as u32,
-            field: field as u32,
-            kind: inst.kind,
-            has_element: place.element.is_some(),
-            has_index: place.field_index.is_some(),
-            offset_bytes: f.offset_bytes,
-            size_bytes: f.size_bytes,
-            count: f.count,
-            stride_bytes: f.stride_bytes,
-            field_id: self.context.field_base[instance] + field as u32,
-            bits: f.bits,
-            text,
-            origin: self.origin,
-            pos: place.pos,
-        });
-        Ok(id)
+        Ok(())
     }
 }
 
