@@ -43,7 +43,7 @@ use crate::format::error::closest;
 use crate::format::schema::{FieldDef, FieldShape, ScenarioDoc, StructDef};
 use crate::format::LoadedScenario;
 use crate::run::budget::MemoryBudget;
-use crate::run::cases::{build_cases, run_budget_bytes, run_cases_observed};
+use crate::run::cases::{build_cases, run_budget_bytes, run_cases_observed, BuiltCase, CaseResult};
 use crate::run::results::run_variant;
 
 /// What to optimise and within which limits.
@@ -478,35 +478,159 @@ pub fn optimize_observed(
     run_done: &(dyn Fn() + Sync),
 ) -> Result<OptimizeReport, String> {
     let path = &loaded.source.path;
-    let start = match &options.variant {
-        None => 0,
-        Some(name) => {
-            let names: Vec<&str> = loaded.cases[0]
-                .variants
-                .iter()
-                .map(|v| v.name.as_str())
-                .collect();
-            match names.iter().position(|n| n == name) {
-                Some(i) => i,
-                None => {
-                    let hint = closest(name, &names)
-                        .map(|c| format!(" (did you mean `{c}`?)"))
-                        .unwrap_or_default();
-                    return Err(format!(
-                        "`{path}` has no variant `{name}`{hint}; variants: {}",
-                        names.join(", ")
-                    ));
-                }
-            }
-        }
-    };
+    let start = start_variant(loaded, options)?;
     let doc = &loaded.cases[0].variants[start].doc;
-    let Some(def) = doc.structs.get(&options.struct_name) else {
+    let def = searched_struct(doc, options, path)?;
+    let names = checked_field_names(def, options)?;
+    // Explicit offsets of the fields that move are dropped: the search lays
+    // them out by C rules after the prefix.
+    let dropped_offsets: Vec<String> = def.fields[options.fixed.len()..]
+        .iter()
+        .filter(|f| f.offset.is_some())
+        .map(|f| f.name.get_ref().clone())
+        .collect();
+    if options.top == 0 {
+        return Err("--top must be at least 1".into());
+    }
+
+    // Phase 1: the base and the file's variants, as written.
+    let cases = build_cases(loaded, BuildOptions::default()).map_err(|e| e.to_string())?;
+    let line = cases
+        .first()
+        .and_then(|c| c.variants.first())
+        .map_or(64, |b| b.config.memory.line_size_bytes);
+    let results = run_cases_observed(
+        &cases,
+        run_budget_bytes(loaded, &cases),
+        run_done,
+        &|_, _| {},
+    );
+    let (fields, base_cycles) = base_field_use(&cases, &results, start, &names, options)?;
+    // No layout can change the cost of a struct nothing touches: say so
+    // rather than simulate hundreds of layouts that all tie with the base.
+    if fields.iter().all(|f| f.class == TrafficClass::Untouched) {
+        let variant = match &options.variant {
+            Some(v) => format!("variant `{v}`"),
+            None => "the base".to_string(),
+        };
+        return Err(format!(
+            "struct `{}` has no traffic in {variant} of `{path}`: no thread loads, stores or \
+             updates any of its fields in any case, so every layout costs the same; nothing \
+             to optimize (choose a struct the scripts use: `bounce layout {path} --run` shows \
+             each member's traffic)",
+            options.struct_name
+        ));
+    }
+    let hand_made = hand_made_variants(&cases, &results, start, &base_cycles, options);
+
+    let n = names.len();
+    let fixed = options.fixed.len();
+    let base_layout = declared_layout(def, line as u64);
+    let mut search = Search {
+        loaded,
+        start,
+        options,
+        line: line as u64,
+        names: names.clone(),
+        base_cycles: base_cycles.clone(),
+        done: BTreeMap::new(),
+        candidates: 0,
+        over_budget: 0,
+        failed: 0,
+        run_done,
+    };
+    let base = Evaluated {
+        text: layout_text(&base_layout, &names),
+        layout: base_layout.clone(),
+        size_bytes: struct_size_in(&cases[0].variants[start], &options.struct_name),
+        cost: 1.0,
+        cycles_per_iteration: base_cycles.clone(),
+    };
+    // The base is a candidate like the others (when within the budget).
+    search.evaluate(vec![base_layout.clone()]);
+
+    // Phase 2: placements of the traffic classes.
+    search.evaluate(class_placements(&fields, fixed, &base_layout));
+
+    // Phase 3: local search from the two best layouts so far.
+    let rounds = local_search(&mut search, fixed, n);
+
+    let ranked = search.ranked();
+    let best: Vec<Evaluated> = ranked
+        .iter()
+        .filter(|e| e.cost.is_finite())
+        .take(options.top)
+        .map(|e| (*e).clone())
+        .collect();
+    let Some(winner) = best.first() else {
+        return Err(format!(
+            "no layout of struct `{}` within the budget ran to a result",
+            options.struct_name
+        ));
+    };
+    let (winner_view, winner_variant) =
+        render_winner(&search, def, winner, line, &dropped_offsets)?;
+    let movable_count = n - fixed;
+    Ok(OptimizeReport {
+        scenario: doc.name.clone(),
+        struct_name: options.struct_name.clone(),
+        line_bytes: line,
+        cases: cases.len(),
+        fields,
+        fixed,
+        budget_bytes: options.budget_bytes,
+        base,
+        hand_made,
+        best: best.clone(),
+        candidates: search.candidates,
+        evaluated: search.done.len(),
+        over_budget: search.over_budget,
+        failed: search.failed,
+        space_size: factorial(movable_count) * 2f64.powi(movable_count as i32) * 2.0,
+        rounds,
+        budget_exhausted: search.exhausted(),
+        variant: options.variant.clone(),
+        dropped_offsets: dropped_offsets.clone(),
+        winner_view,
+        winner_variant,
+    })
+}
+
+/// Index of the variant the search starts from (`--variant`, else the
+/// base), or an error listing the variants.
+fn start_variant(loaded: &LoadedScenario, options: &OptimizeOptions) -> Result<usize, String> {
+    let Some(name) = &options.variant else {
+        return Ok(0);
+    };
+    let path = &loaded.source.path;
+    let names: Vec<&str> = loaded.cases[0]
+        .variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    names.iter().position(|n| n == name).ok_or_else(|| {
+        let hint = closest(name, &names)
+            .map(|c| format!(" (did you mean `{c}`?)"))
+            .unwrap_or_default();
+        format!(
+            "`{path}` has no variant `{name}`{hint}; variants: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// The struct the search lays out, or an error listing the structs.
+fn searched_struct<'d>(
+    doc: &'d ScenarioDoc,
+    options: &OptimizeOptions,
+    path: &str,
+) -> Result<&'d StructDef, String> {
+    doc.structs.get(&options.struct_name).ok_or_else(|| {
         let names: Vec<&str> = doc.structs.keys().map(String::as_str).collect();
         let hint = closest(&options.struct_name, &names)
             .map(|c| format!(" (did you mean `{c}`?)"))
             .unwrap_or_default();
-        return Err(format!(
+        format!(
             "`{path}` has no struct `{}`{hint}; structs: {}",
             options.struct_name,
             if names.is_empty() {
@@ -514,8 +638,13 @@ pub fn optimize_observed(
             } else {
                 names.join(", ")
             }
-        ));
-    };
+        )
+    })
+}
+
+/// The struct's field names as declared, once `--fixed` is checked to name
+/// existing fields that are a prefix of them.
+fn checked_field_names(def: &StructDef, options: &OptimizeOptions) -> Result<Vec<String>, String> {
     let names: Vec<String> = def
         .fields
         .iter()
@@ -546,33 +675,24 @@ pub fn optimize_observed(
             ));
         }
     }
-    // Explicit offsets of the fields that move are dropped: the search lays
-    // them out by C rules after the prefix.
-    let dropped_offsets: Vec<String> = def.fields[options.fixed.len()..]
-        .iter()
-        .filter(|f| f.offset.is_some())
-        .map(|f| f.name.get_ref().clone())
-        .collect();
-    if options.top == 0 {
-        return Err("--top must be at least 1".into());
-    }
+    Ok(names)
+}
 
-    // Phase 1: the base and the file's variants, as written.
-    let cases = build_cases(loaded, BuildOptions::default()).map_err(|e| e.to_string())?;
-    let line = cases
-        .first()
-        .and_then(|c| c.variants.first())
-        .map_or(64, |b| b.config.memory.line_size_bytes);
-    let results = run_cases_observed(
-        &cases,
-        run_budget_bytes(loaded, &cases),
-        run_done,
-        &|_, _| {},
-    );
+/// Phase 1's reading of the starting layout's runs: each field's traffic
+/// class and traffic per iteration over the cases, and the mean cycles per
+/// iteration of each case (what candidates' costs are divided by). An
+/// error is the starting layout's failure to run, as its report says it.
+fn base_field_use(
+    cases: &[BuiltCase],
+    results: &[CaseResult],
+    start: usize,
+    names: &[String],
+    options: &OptimizeOptions,
+) -> Result<(Vec<FieldUse>, Vec<f64>), String> {
     let mut traffic = vec![0.0; names.len()];
     let mut access = vec![(0u64, 0u64, 0u64); names.len()];
     let mut base_cycles = Vec::new();
-    for (case, result) in cases.iter().zip(&results) {
+    for (case, result) in cases.iter().zip(results) {
         let base = match &result.results[start] {
             Ok(r) => r,
             Err(f) => {
@@ -612,7 +732,7 @@ pub fn optimize_observed(
             }
         }
     }
-    let fields: Vec<FieldUse> = names
+    let fields = names
         .iter()
         .enumerate()
         .map(|(k, n)| FieldUse {
@@ -626,30 +746,29 @@ pub fn optimize_observed(
             traffic_per_iteration: traffic[k],
         })
         .collect();
-    // No layout can change the cost of a struct nothing touches: say so
-    // rather than simulate hundreds of layouts that all tie with the base.
-    if fields.iter().all(|f| f.class == TrafficClass::Untouched) {
-        let variant = match &options.variant {
-            Some(v) => format!("variant `{v}`"),
-            None => "the base".to_string(),
-        };
-        return Err(format!(
-            "struct `{}` has no traffic in {variant} of `{path}`: no thread loads, stores or \
-             updates any of its fields in any case, so every layout costs the same; nothing \
-             to optimize (choose a struct the scripts use: `bounce layout {path} --run` shows \
-             each member's traffic)",
-            options.struct_name
-        ));
-    }
-    let size_in = |b: &BuiltVariant| {
-        b.config
-            .memory
-            .structs
-            .iter()
-            .find(|s| s.name == options.struct_name)
-            .map_or(0, |s| s.size_bytes)
-    };
-    let hand_made: Vec<HandMade> = (0..cases[0].variants.len())
+    Ok((fields, base_cycles))
+}
+
+/// `sizeof` of the searched struct in a built variant (0 when absent).
+fn struct_size_in(variant: &BuiltVariant, struct_name: &str) -> u32 {
+    variant
+        .config
+        .memory
+        .structs
+        .iter()
+        .find(|s| s.name == struct_name)
+        .map_or(0, |s| s.size_bytes)
+}
+
+/// The file's other variants, costed against the starting layout.
+fn hand_made_variants(
+    cases: &[BuiltCase],
+    results: &[CaseResult],
+    start: usize,
+    base_cycles: &[f64],
+    options: &OptimizeOptions,
+) -> Vec<HandMade> {
+    (0..cases[0].variants.len())
         .filter(|&v| v != start)
         .map(|v| {
             let cycles: Option<Vec<f64>> = results
@@ -663,59 +782,34 @@ pub fn optimize_observed(
                 .collect();
             HandMade {
                 name: cases[0].variants[v].name.clone(),
-                cost: cycles.map_or(f64::INFINITY, |c| geomean_ratio(&c, &base_cycles)),
-                size_bytes: size_in(&cases[0].variants[v]),
+                cost: cycles.map_or(f64::INFINITY, |c| geomean_ratio(&c, base_cycles)),
+                size_bytes: struct_size_in(&cases[0].variants[v], &options.struct_name),
             }
         })
-        .collect();
+        .collect()
+}
 
-    let n = names.len();
-    let fixed = options.fixed.len();
-    let base_layout = Layout {
-        order: (0..n).collect(),
+/// The struct as declared, as a [`Layout`]: fields in order, a line start
+/// where a field's `align` is at least a line.
+fn declared_layout(def: &StructDef, line: u64) -> Layout {
+    Layout {
+        order: (0..def.fields.len()).collect(),
         line_start: def
             .fields
             .iter()
-            .map(|f| {
-                f.align
-                    .as_ref()
-                    .is_some_and(|a| *a.get_ref() >= line as u64)
-            })
+            .map(|f| f.align.as_ref().is_some_and(|a| *a.get_ref() >= line))
             .collect(),
-        struct_line_aligned: def
-            .align
-            .as_ref()
-            .is_some_and(|a| *a.get_ref() >= line as u64),
-    };
-    let mut search = Search {
-        loaded,
-        start,
-        options,
-        line: line as u64,
-        names: names.clone(),
-        base_cycles: base_cycles.clone(),
-        done: BTreeMap::new(),
-        candidates: 0,
-        over_budget: 0,
-        failed: 0,
-        run_done,
-    };
-    let base_size = size_in(&cases[0].variants[start]);
-    let base = Evaluated {
-        text: layout_text(&base_layout, &names),
-        layout: base_layout.clone(),
-        size_bytes: base_size,
-        cost: 1.0,
-        cycles_per_iteration: base_cycles.clone(),
-    };
-    // The base is a candidate like the others (when within the budget).
-    search.evaluate(vec![base_layout.clone()]);
+        struct_line_aligned: def.align.as_ref().is_some_and(|a| *a.get_ref() >= line),
+    }
+}
 
-    // Phase 2: placements of the traffic classes.
-    let movable: Vec<usize> = (fixed..n).collect();
+/// Phase 2's candidates: every placement of the traffic classes (see the
+/// module's comment), the fixed prefix first and untouched fields last,
+/// sorted and without duplicates.
+fn class_placements(fields: &[FieldUse], fixed: usize, base_layout: &Layout) -> Vec<Layout> {
     let mut groups: BTreeMap<TrafficClass, Vec<usize>> = BTreeMap::new();
-    for &i in &movable {
-        groups.entry(fields[i].class).or_default().push(i);
+    for (i, field) in fields.iter().enumerate().skip(fixed) {
+        groups.entry(field.class).or_default().push(i);
     }
     for members in groups.values_mut() {
         // Hottest first, then as declared.
@@ -774,9 +868,13 @@ pub fn optimize_observed(
     }
     phase2.sort();
     phase2.dedup();
-    search.evaluate(phase2);
+    phase2
+}
 
-    // Phase 3: local search from the two best layouts so far.
+/// Phase 3: from each of the two best layouts so far, move to the best
+/// improving neighbour until none improves or the budget is spent.
+/// Returns the rounds run.
+fn local_search(search: &mut Search, fixed: usize, n: usize) -> usize {
     let mut rounds = 0;
     let seeds: Vec<Evaluated> = search
         .ranked()
@@ -789,25 +887,7 @@ pub fn optimize_observed(
         let mut current = seed;
         while !search.exhausted() {
             rounds += 1;
-            let mut neighbours = Vec::new();
-            let l = &current.layout;
-            for k in fixed..n.saturating_sub(1) {
-                let mut order = l.order.clone();
-                order.swap(k, k + 1);
-                neighbours.push(Layout { order, ..l.clone() });
-            }
-            for &i in &movable {
-                let mut line_start = l.line_start.clone();
-                line_start[i] = !line_start[i];
-                neighbours.push(Layout {
-                    line_start,
-                    ..l.clone()
-                });
-            }
-            neighbours.push(Layout {
-                struct_line_aligned: !l.struct_line_aligned,
-                ..l.clone()
-            });
+            let neighbours = neighbours(&current.layout, fixed, n);
             search.evaluate(neighbours.clone());
             let best = neighbours
                 .iter()
@@ -821,20 +901,43 @@ pub fn optimize_observed(
             }
         }
     }
+    rounds
+}
 
-    let ranked = search.ranked();
-    let best: Vec<Evaluated> = ranked
-        .iter()
-        .filter(|e| e.cost.is_finite())
-        .take(options.top)
-        .map(|e| (*e).clone())
-        .collect();
-    let Some(winner) = best.first() else {
-        return Err(format!(
-            "no layout of struct `{}` within the budget ran to a result",
-            options.struct_name
-        ));
-    };
+/// A layout's neighbours: each pair of neighbouring movable fields
+/// swapped, each movable field's line start toggled, the struct's line
+/// alignment toggled.
+fn neighbours(l: &Layout, fixed: usize, n: usize) -> Vec<Layout> {
+    let mut neighbours = Vec::new();
+    for k in fixed..n.saturating_sub(1) {
+        let mut order = l.order.clone();
+        order.swap(k, k + 1);
+        neighbours.push(Layout { order, ..l.clone() });
+    }
+    for i in fixed..n {
+        let mut line_start = l.line_start.clone();
+        line_start[i] = !line_start[i];
+        neighbours.push(Layout {
+            line_start,
+            ..l.clone()
+        });
+    }
+    neighbours.push(Layout {
+        struct_line_aligned: !l.struct_line_aligned,
+        ..l.clone()
+    });
+    neighbours
+}
+
+/// The winner as `bounce layout` lists it and as a `[[variants]]` entry.
+fn render_winner(
+    search: &Search,
+    def: &StructDef,
+    winner: &Evaluated,
+    line: u32,
+    dropped_offsets: &[String],
+) -> Result<(String, String), String> {
+    let (loaded, options) = (search.loaded, search.options);
     let docs = search.docs(&winner.layout);
     let built =
         build_config(loaded, &docs[0], BuildOptions::default()).map_err(|e| e.to_string())?;
@@ -863,36 +966,13 @@ pub fn optimize_observed(
     let winner_variant = variant_text(
         def,
         &winner.layout,
-        &names,
+        &search.names,
         line as u64,
         winner,
         options,
         &winner_offsets,
     );
-    let movable_count = n - fixed;
-    Ok(OptimizeReport {
-        scenario: doc.name.clone(),
-        struct_name: options.struct_name.clone(),
-        line_bytes: line,
-        cases: cases.len(),
-        fields,
-        fixed,
-        budget_bytes: options.budget_bytes,
-        base,
-        hand_made,
-        best: best.clone(),
-        candidates: search.candidates,
-        evaluated: search.done.len(),
-        over_budget: search.over_budget,
-        failed: search.failed,
-        space_size: factorial(movable_count) * 2f64.powi(movable_count as i32) * 2.0,
-        rounds,
-        budget_exhausted: search.exhausted(),
-        variant: options.variant.clone(),
-        dropped_offsets: dropped_offsets.clone(),
-        winner_view,
-        winner_variant,
-    })
+    Ok((winner_view, winner_variant))
 }
 
 fn toml_string(s: &str) -> String {
