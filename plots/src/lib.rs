@@ -1002,27 +1002,7 @@ fn heat(share: f64) -> RGBColor {
 
 /// The cache-line map as an SVG document.
 pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
-    if chart.fields.is_empty() {
-        return Err(PlotError::Empty("the list of fields".into()));
-    }
-    if chart.size == 0 || chart.line_bytes == 0 {
-        return Err(PlotError::Invalid("a struct or line size of zero".into()));
-    }
-    for f in &chart.fields {
-        check_finite(&format!("traffic of `{}`", f.name), f.traffic)?;
-        if f.traffic < 0.0 {
-            return Err(PlotError::Invalid(format!(
-                "traffic of `{}` is negative",
-                f.name
-            )));
-        }
-        if f.size == 0 || f.offset.saturating_add(f.size) > chart.size {
-            return Err(PlotError::Invalid(format!(
-                "field `{}` (offset {}, size {}) is not inside the struct of {} bytes",
-                f.name, f.offset, f.size, chart.size
-            )));
-        }
-    }
+    check_line_map(chart)?;
     // Bytes after the last field: the tail padding up to `sizeof`; the
     // other bytes no field covers are holes.
     let fields_end = chart
@@ -1052,12 +1032,16 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
     };
     let lb = chart.line_bytes;
     let rows = chart.size.div_ceil(lb);
-    let cell = (768 / lb).max(4) as i32;
-    let left = 100;
-    let top = 110;
-    let row_h = 46;
-    let row_gap = 10;
-    let grid_w = cell * lb as i32;
+    let grid = LineGrid {
+        line_bytes: lb,
+        cell: (768 / lb).max(4) as i32,
+        left: 100,
+        top: 110,
+        row_h: 46,
+        row_gap: 10,
+    };
+    let left = grid.left;
+    let grid_w = grid.cell * lb as i32;
     // The key's columns: the names as wide as the longest.
     let name_w = widest(chart.fields.iter().map(|f| f.name.as_str()), 12.0, 280.0) as i32 + 20;
     let cols = [
@@ -1077,7 +1061,7 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         13.0,
         (width - left - 20) as f64,
     );
-    let key_top = top + rows as i32 * (row_h + row_gap) + 20;
+    let key_top = grid.top + rows as i32 * (grid.row_h + grid.row_gap) + 20;
     let key_line = 18;
     let key_extra = 16 * (key_text.len() as i32 - 1);
     let height = key_top + key_extra + 70 + key_line * (chart.fields.len() as i32 + 1) + 20;
@@ -1094,188 +1078,37 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
             0.0
         }
     };
-    let text = |size: i32, h: HPos| {
-        TextStyle::from((FONT, size).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(h, VPos::Center))
-    };
     render(width as u32, height as u32, |root| {
         let d = |e: Result<(), _>| e.map_err(draw_err);
         d(root.draw(&Text::new(
             chart.title.as_str(),
             (width / 2, 25),
-            text(22, HPos::Center),
+            map_text(22, HPos::Center),
         )))?;
         d(root.draw(&Text::new(
             sizes.as_str(),
             (width / 2, 50),
-            text(14, HPos::Center),
+            map_text(14, HPos::Center),
         )))?;
         d(root.draw(&Text::new(
             format!("{lb} bytes per row (one cache line); x: byte offset in the line"),
             (width / 2, 70),
-            text(14, HPos::Center),
+            map_text(14, HPos::Center),
         )))?;
-        // Byte ruler.
-        for b in (0..=lb).step_by(8) {
-            let x = left + b as i32 * cell;
-            d(root.draw(&Text::new(
-                format!("{b}"),
-                (x, top - 14),
-                text(12, HPos::Center),
-            )))?;
-            d(root.draw(&PathElement::new(
-                vec![(x, top - 6), (x, top)],
-                BLACK.stroke_width(1),
-            )))?;
-        }
-        for r in 0..rows {
-            let y = top + r as i32 * (row_h + row_gap);
-            d(root.draw(&Text::new(
-                format!("line {r}"),
-                (left - 12, y + row_h / 2 - 8),
-                text(13, HPos::Right),
-            )))?;
-            d(root.draw(&Text::new(
-                format!("+{}", r * lb),
-                (left - 12, y + row_h / 2 + 9),
-                text(12, HPos::Right),
-            )))?;
-            let bytes = (chart.size - r * lb).min(lb) as i32;
-            // Holes: what no field covers shows this hatched grey.
-            d(root.draw(&Rectangle::new(
-                [(left, y), (left + bytes * cell, y + row_h)],
-                RGBColor(232, 232, 232).filled(),
-            )))?;
-            let mut x = left - row_h;
-            while x < left + bytes * cell {
-                let (x0, y0) = (x.max(left), y + row_h - (x.max(left) - x));
-                let x1 = (x + row_h).min(left + bytes * cell);
-                let y1 = y + row_h - (x1 - x);
-                d(root.draw(&PathElement::new(
-                    vec![(x0, y0), (x1, y1)],
-                    RGBColor(200, 200, 200).stroke_width(1),
-                )))?;
-                x += 8;
-            }
-            d(root.draw(&Rectangle::new(
-                [(left, y), (left + bytes * cell, y + row_h)],
-                BLACK.stroke_width(1),
-            )))?;
-        }
+        draw_line_rows(root, &grid, chart.size)?;
         for (i, f) in chart.fields.iter().enumerate() {
-            let fill = heat(share(f.traffic));
-            let end = f.offset + f.size;
-            let mut start = f.offset;
-            let mut first = true;
-            while start < end {
-                let r = start / lb;
-                let stop = end.min((r + 1) * lb);
-                let y = top + r as i32 * (row_h + row_gap);
-                let x0 = left + (start - r * lb) as i32 * cell;
-                let x1 = left + (stop - r * lb) as i32 * cell;
-                d(root.draw(&Rectangle::new([(x0, y), (x1, y + row_h)], fill.filled())))?;
-                d(root.draw(&Rectangle::new(
-                    [(x0, y), (x1, y + row_h)],
-                    BLACK.stroke_width(1),
-                )))?;
-                let room = (x1 - x0 - 6) as f64;
-                let tag = format!("{}", i + 1);
-                let label = if first && text_width(&f.name, 12.0) <= room {
-                    Some(f.name.clone())
-                } else if text_width(&tag, 12.0) <= room {
-                    Some(tag)
-                } else {
-                    None
-                };
-                // The field's offset under its name, where it starts.
-                let offset = format!("+{}", f.offset);
-                let offset_fits = first && text_width(&offset, 11.0) <= room;
-                if let Some(label) = label {
-                    let y_label = if offset_fits {
-                        y + row_h / 2 - 8
-                    } else {
-                        y + row_h / 2
-                    };
-                    d(root.draw(&Text::new(
-                        label,
-                        ((x0 + x1) / 2, y_label),
-                        text(12, HPos::Center),
-                    )))?;
-                }
-                if offset_fits {
-                    d(root.draw(&Text::new(
-                        offset,
-                        ((x0 + x1) / 2, y + row_h / 2 + 10),
-                        text(11, HPos::Center),
-                    )))?;
-                }
-                first = false;
-                start = stop;
-            }
+            draw_map_field(root, &grid, i, f, heat(share(f.traffic)))?;
         }
-        // Tail padding: from the end of the last field to `sizeof`.
-        let mut start = fields_end;
-        while start < chart.size {
-            let r = start / lb;
-            let stop = chart.size.min((r + 1) * lb);
-            let y = top + r as i32 * (row_h + row_gap);
-            let x0 = left + (start - r * lb) as i32 * cell;
-            let x1 = left + (stop - r * lb) as i32 * cell;
-            d(root.draw(&Rectangle::new([(x0, y), (x1, y + row_h)], TAIL.filled())))?;
-            d(root.draw(&Rectangle::new(
-                [(x0, y), (x1, y + row_h)],
-                BLACK.stroke_width(1),
-            )))?;
-            let label = format!("tail {} B", stop - start);
-            if text_width(&label, 12.0) <= (x1 - x0 - 6) as f64 {
-                d(root.draw(&Text::new(
-                    label,
-                    ((x0 + x1) / 2, y + row_h / 2),
-                    text(12, HPos::Center),
-                )))?;
-            }
-            start = stop;
-        }
+        draw_tail_padding(root, &grid, fields_end, chart.size)?;
         // Colour key.
         for (i, line) in key_text.iter().enumerate() {
             d(root.draw(&Text::new(
                 line.as_str(),
                 (left, key_top + 16 * i as i32),
-                text(13, HPos::Left),
+                map_text(13, HPos::Left),
             )))?;
         }
         let ky = key_top + key_extra;
-        let bar_w = 300;
-        // A scale from 0 to 0 says nothing: with no traffic anywhere the
-        // key says so in words instead.
-        let mut sx = left;
-        if max_traffic <= 0.0 {
-            let none = "0 in every field (and every variant): no scale";
-            d(root.draw(&Text::new(none, (left, ky + 22), text(12, HPos::Left))))?;
-            sx += text_width(none, 12.0) as i32 + 30;
-        }
-        // 60 steps of 5 px.
-        for s in (0..60).filter(|_| max_traffic > 0.0) {
-            let col = heat((s + 1) as f64 / 60.0);
-            d(root.draw(&Rectangle::new(
-                [(left + 5 * s, ky + 14), (left + 5 * s + 5, ky + 30)],
-                col.filled(),
-            )))?;
-        }
-        if max_traffic > 0.0 {
-            d(root.draw(&Rectangle::new(
-                [(left, ky + 14), (left + bar_w, ky + 30)],
-                BLACK.stroke_width(1),
-            )))?;
-            d(root.draw(&Text::new("0", (left, ky + 42), text(12, HPos::Center))))?;
-            d(root.draw(&Text::new(
-                short_number(max_traffic),
-                (left + bar_w, ky + 42),
-                text(12, HPos::Center),
-            )))?;
-            sx = left + bar_w + 40;
-        }
         // Swatches for what the map shows besides the scale: only those
         // drawn.
         let mut swatches: Vec<(RGBColor, &str, i32)> = Vec::new();
@@ -1288,37 +1121,308 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         if tail_bytes > 0 {
             swatches.push((TAIL, "tail padding (to sizeof)", 200));
         }
-        for (colour, name, w) in swatches {
-            d(root.draw(&Rectangle::new(
-                [(sx, ky + 14), (sx + 16, ky + 30)],
-                colour.filled(),
-            )))?;
-            d(root.draw(&Rectangle::new(
-                [(sx, ky + 14), (sx + 16, ky + 30)],
-                BLACK.stroke_width(1),
-            )))?;
-            d(root.draw(&Text::new(name, (sx + 22, ky + 22), text(12, HPos::Left))))?;
-            sx += w;
-        }
-        // Field key.
-        let ty = ky + 70;
-        let head = ["#", "field", "offset", "size", "colour"];
-        for (x, h) in cols.iter().zip(head) {
-            d(root.draw(&Text::new(h, (*x, ty), text(12, HPos::Left))))?;
-        }
-        for (i, f) in chart.fields.iter().enumerate() {
-            let y = ty + key_line * (i as i32 + 1);
-            let cells = [
-                format!("{}", i + 1),
-                f.name.clone(),
-                format!("{} B", f.offset),
-                format!("{} B", f.size),
-                short_number(f.traffic),
-            ];
-            for (x, s) in cols.iter().zip(cells) {
-                d(root.draw(&Text::new(s, (*x, y), text(12, HPos::Left))))?;
-            }
-        }
-        Ok(())
+        draw_heat_scale(root, left, ky, max_traffic, &swatches)?;
+        draw_field_table(root, &cols, ky + 70, key_line, &chart.fields)
     })
+}
+
+/// Refuses a map with no fields, a zero size, a traffic that is not a
+/// finite non-negative number, or a field outside the struct.
+fn check_line_map(chart: &LineMapChart) -> Result<(), PlotError> {
+    if chart.fields.is_empty() {
+        return Err(PlotError::Empty("the list of fields".into()));
+    }
+    if chart.size == 0 || chart.line_bytes == 0 {
+        return Err(PlotError::Invalid("a struct or line size of zero".into()));
+    }
+    for f in &chart.fields {
+        check_finite(&format!("traffic of `{}`", f.name), f.traffic)?;
+        if f.traffic < 0.0 {
+            return Err(PlotError::Invalid(format!(
+                "traffic of `{}` is negative",
+                f.name
+            )));
+        }
+        if f.size == 0 || f.offset.saturating_add(f.size) > chart.size {
+            return Err(PlotError::Invalid(format!(
+                "field `{}` (offset {}, size {}) is not inside the struct of {} bytes",
+                f.name, f.offset, f.size, chart.size
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Where the line map's rows are: one cache line per row, `cell` pixels a
+/// byte, from (`left`, `top`).
+struct LineGrid {
+    line_bytes: u32,
+    cell: i32,
+    left: i32,
+    top: i32,
+    row_h: i32,
+    row_gap: i32,
+}
+
+impl LineGrid {
+    /// The top of row `r`.
+    fn row_y(&self, r: u32) -> i32 {
+        self.top + r as i32 * (self.row_h + self.row_gap)
+    }
+
+    /// The part of the bytes `start..end` in `start`'s row: its end and
+    /// its box (x0, x1, y).
+    fn piece(&self, start: u32, end: u32) -> (u32, i32, i32, i32) {
+        let lb = self.line_bytes;
+        let r = start / lb;
+        let stop = end.min((r + 1) * lb);
+        let x0 = self.left + (start - r * lb) as i32 * self.cell;
+        let x1 = self.left + (stop - r * lb) as i32 * self.cell;
+        (stop, x0, x1, self.row_y(r))
+    }
+}
+
+/// The line map's text style: black, centred vertically.
+fn map_text(size: i32, h: HPos) -> TextStyle<'static> {
+    TextStyle::from((FONT, size).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(h, VPos::Center))
+}
+
+/// The byte ruler and each line's row, hatched grey where no field will
+/// cover it (holes).
+fn draw_line_rows(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    grid: &LineGrid,
+    size: u32,
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let (lb, left, top, cell, row_h) =
+        (grid.line_bytes, grid.left, grid.top, grid.cell, grid.row_h);
+    // Byte ruler.
+    for b in (0..=lb).step_by(8) {
+        let x = left + b as i32 * cell;
+        d(root.draw(&Text::new(
+            format!("{b}"),
+            (x, top - 14),
+            map_text(12, HPos::Center),
+        )))?;
+        d(root.draw(&PathElement::new(
+            vec![(x, top - 6), (x, top)],
+            BLACK.stroke_width(1),
+        )))?;
+    }
+    for r in 0..size.div_ceil(lb) {
+        let y = grid.row_y(r);
+        d(root.draw(&Text::new(
+            format!("line {r}"),
+            (left - 12, y + row_h / 2 - 8),
+            map_text(13, HPos::Right),
+        )))?;
+        d(root.draw(&Text::new(
+            format!("+{}", r * lb),
+            (left - 12, y + row_h / 2 + 9),
+            map_text(12, HPos::Right),
+        )))?;
+        let bytes = (size - r * lb).min(lb) as i32;
+        // Holes: what no field covers shows this hatched grey.
+        d(root.draw(&Rectangle::new(
+            [(left, y), (left + bytes * cell, y + row_h)],
+            RGBColor(232, 232, 232).filled(),
+        )))?;
+        let mut x = left - row_h;
+        while x < left + bytes * cell {
+            let (x0, y0) = (x.max(left), y + row_h - (x.max(left) - x));
+            let x1 = (x + row_h).min(left + bytes * cell);
+            let y1 = y + row_h - (x1 - x);
+            d(root.draw(&PathElement::new(
+                vec![(x0, y0), (x1, y1)],
+                RGBColor(200, 200, 200).stroke_width(1),
+            )))?;
+            x += 8;
+        }
+        d(root.draw(&Rectangle::new(
+            [(left, y), (left + bytes * cell, y + row_h)],
+            BLACK.stroke_width(1),
+        )))?;
+    }
+    Ok(())
+}
+
+/// Field `i` (0-based) in `fill`, one box per line it spans, labelled
+/// with its name (or its number where the name does not fit) and, where
+/// it starts, its offset.
+fn draw_map_field(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    grid: &LineGrid,
+    i: usize,
+    f: &MapField,
+    fill: RGBColor,
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let row_h = grid.row_h;
+    let end = f.offset + f.size;
+    let mut start = f.offset;
+    let mut first = true;
+    while start < end {
+        let (stop, x0, x1, y) = grid.piece(start, end);
+        d(root.draw(&Rectangle::new([(x0, y), (x1, y + row_h)], fill.filled())))?;
+        d(root.draw(&Rectangle::new(
+            [(x0, y), (x1, y + row_h)],
+            BLACK.stroke_width(1),
+        )))?;
+        let room = (x1 - x0 - 6) as f64;
+        let tag = format!("{}", i + 1);
+        let label = if first && text_width(&f.name, 12.0) <= room {
+            Some(f.name.clone())
+        } else if text_width(&tag, 12.0) <= room {
+            Some(tag)
+        } else {
+            None
+        };
+        // The field's offset under its name, where it starts.
+        let offset = format!("+{}", f.offset);
+        let offset_fits = first && text_width(&offset, 11.0) <= room;
+        if let Some(label) = label {
+            let y_label = if offset_fits {
+                y + row_h / 2 - 8
+            } else {
+                y + row_h / 2
+            };
+            d(root.draw(&Text::new(
+                label,
+                ((x0 + x1) / 2, y_label),
+                map_text(12, HPos::Center),
+            )))?;
+        }
+        if offset_fits {
+            d(root.draw(&Text::new(
+                offset,
+                ((x0 + x1) / 2, y + row_h / 2 + 10),
+                map_text(11, HPos::Center),
+            )))?;
+        }
+        first = false;
+        start = stop;
+    }
+    Ok(())
+}
+
+/// Tail padding: from the end of the last field to `sizeof`.
+fn draw_tail_padding(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    grid: &LineGrid,
+    fields_end: u32,
+    size: u32,
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let row_h = grid.row_h;
+    let mut start = fields_end;
+    while start < size {
+        let (stop, x0, x1, y) = grid.piece(start, size);
+        d(root.draw(&Rectangle::new([(x0, y), (x1, y + row_h)], TAIL.filled())))?;
+        d(root.draw(&Rectangle::new(
+            [(x0, y), (x1, y + row_h)],
+            BLACK.stroke_width(1),
+        )))?;
+        let label = format!("tail {} B", stop - start);
+        if text_width(&label, 12.0) <= (x1 - x0 - 6) as f64 {
+            d(root.draw(&Text::new(
+                label,
+                ((x0 + x1) / 2, y + row_h / 2),
+                map_text(12, HPos::Center),
+            )))?;
+        }
+        start = stop;
+    }
+    Ok(())
+}
+
+/// The colour scale from 0 to `max_traffic` at (`left`, `ky`), then the
+/// swatches (colour, name, width taken).
+fn draw_heat_scale(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    left: i32,
+    ky: i32,
+    max_traffic: f64,
+    swatches: &[(RGBColor, &str, i32)],
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let bar_w = 300;
+    // A scale from 0 to 0 says nothing: with no traffic anywhere the
+    // key says so in words instead.
+    let mut sx = left;
+    if max_traffic <= 0.0 {
+        let none = "0 in every field (and every variant): no scale";
+        d(root.draw(&Text::new(none, (left, ky + 22), map_text(12, HPos::Left))))?;
+        sx += text_width(none, 12.0) as i32 + 30;
+    }
+    // 60 steps of 5 px.
+    for s in (0..60).filter(|_| max_traffic > 0.0) {
+        let col = heat((s + 1) as f64 / 60.0);
+        d(root.draw(&Rectangle::new(
+            [(left + 5 * s, ky + 14), (left + 5 * s + 5, ky + 30)],
+            col.filled(),
+        )))?;
+    }
+    if max_traffic > 0.0 {
+        d(root.draw(&Rectangle::new(
+            [(left, ky + 14), (left + bar_w, ky + 30)],
+            BLACK.stroke_width(1),
+        )))?;
+        d(root.draw(&Text::new("0", (left, ky + 42), map_text(12, HPos::Center))))?;
+        d(root.draw(&Text::new(
+            short_number(max_traffic),
+            (left + bar_w, ky + 42),
+            map_text(12, HPos::Center),
+        )))?;
+        sx = left + bar_w + 40;
+    }
+    for &(colour, name, w) in swatches {
+        d(root.draw(&Rectangle::new(
+            [(sx, ky + 14), (sx + 16, ky + 30)],
+            colour.filled(),
+        )))?;
+        d(root.draw(&Rectangle::new(
+            [(sx, ky + 14), (sx + 16, ky + 30)],
+            BLACK.stroke_width(1),
+        )))?;
+        d(root.draw(&Text::new(
+            name,
+            (sx + 22, ky + 22),
+            map_text(12, HPos::Left),
+        )))?;
+        sx += w;
+    }
+    Ok(())
+}
+
+/// The field key: number, name, offset, size and traffic of each field,
+/// one row of `key_line` pixels each under a header at `ty`.
+fn draw_field_table(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    cols: &[i32; 5],
+    ty: i32,
+    key_line: i32,
+    fields: &[MapField],
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let head = ["#", "field", "offset", "size", "colour"];
+    for (x, h) in cols.iter().zip(head) {
+        d(root.draw(&Text::new(h, (*x, ty), map_text(12, HPos::Left))))?;
+    }
+    for (i, f) in fields.iter().enumerate() {
+        let y = ty + key_line * (i as i32 + 1);
+        let cells = [
+            format!("{}", i + 1),
+            f.name.clone(),
+            format!("{} B", f.offset),
+            format!("{} B", f.size),
+            short_number(f.traffic),
+        ];
+        for (x, s) in cols.iter().zip(cells) {
+            d(root.draw(&Text::new(s, (*x, y), map_text(12, HPos::Left))))?;
+        }
+    }
+    Ok(())
 }
