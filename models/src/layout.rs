@@ -354,147 +354,251 @@ fn lay_out_spec_noting(
     redundant: &mut Vec<bool>,
 ) -> Result<LaidOutStruct, LayoutError> {
     redundant.clear();
-    let err = |field: Option<&str>, key: &'static str, message: String| LayoutError {
+    let mut cursor = Cursor {
+        offset: 0,
+        size: 0,
+        solid_end: 0,
+        bit_unit: None,
+        struct_align: 1,
+    };
+    let mut fields = Vec::new();
+    for f in &spec.fields {
+        let ty = member_type(spec, f, specs, done, stack)?;
+        let align = check_member(spec, f, &ty)?;
+        let (start, offset_redundant) = cursor.place(spec, f, ty.elem_size, align)?;
+        redundant.push(offset_redundant);
+        fields.push(LaidOutField {
+            name: f.name.clone(),
+            type_name: ty.type_name,
+            offset_bytes: start as u32,
+            size_bytes: ty.elem_size,
+            count: f.count,
+            align_bytes: align as u32,
+            anonymous: f.anonymous,
+            bit_field: f.bit_field,
+            nested: ty.nested,
+        });
+    }
+    let mut struct_align = cursor.struct_align;
+    if let Some(a) = spec.align {
+        if !a.is_power_of_two() {
+            return Err(layout_err(
+                spec,
+                None,
+                "align",
+                format!("{a} is not a power of two"),
+            ));
+        }
+        struct_align = struct_align.max(a as u64);
+    }
+    let total = round_up(cursor.size.max(1), struct_align);
+    if total > MAX_STRUCT_BYTES {
+        return Err(layout_err(
+            spec,
+            None,
+            "align",
+            format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
+        ));
+    }
+    Ok(LaidOutStruct {
+        name: spec.name.clone(),
+        is_union: spec.is_union,
+        size_bytes: total as u32,
+        align_bytes: struct_align as u32,
+        fields,
+    })
+}
+
+/// An error in struct `spec`, in `field` when the fault is in one.
+fn layout_err(
+    spec: &StructSpec,
+    field: Option<&str>,
+    key: &'static str,
+    message: String,
+) -> LayoutError {
+    LayoutError {
         owner: spec.name.clone(),
         field: field.map(str::to_string),
         key,
         message,
+    }
+}
+
+/// A member's type, resolved: one element's size and natural alignment,
+/// the type as a view names it, and the struct or union it is, laid out.
+struct MemberType {
+    elem_size: u32,
+    natural_align: u32,
+    type_name: String,
+    nested: Option<Box<LaidOutStruct>>,
+}
+
+/// Resolves member `f`'s type, laying out the struct it names first (a
+/// struct that contains itself, or nesting too deep, is an error).
+fn member_type(
+    spec: &StructSpec,
+    f: &FieldSpec,
+    specs: &[StructSpec],
+    done: &mut Vec<Option<LaidOutStruct>>,
+    stack: &mut Vec<usize>,
+) -> Result<MemberType, LayoutError> {
+    let fail = |key: &'static str, message: String| layout_err(spec, Some(&f.name), key, message);
+    let laid_out = |def: LaidOutStruct, type_name: String| MemberType {
+        elem_size: def.size_bytes,
+        natural_align: def.align_bytes,
+        type_name,
+        nested: Some(Box::new(def)),
     };
-    let mut offset: u64 = 0;
-    let mut size: u64 = 0;
-    // Where the last ordinary (non-bitfield) member ends: bitfields may share
-    // a storage unit, nothing else may overlap.
-    let mut solid_end: u64 = 0;
-    // The storage unit of the bitfield just placed: start, size and the
-    // first bit after it. A bitfield without an offset that fits after it
-    // in a unit of the same size shares it, as C packs them.
-    let mut bit_unit: Option<(u64, u32, u32)> = None;
-    let mut struct_align: u64 = 1;
-    let mut fields = Vec::new();
-    for f in &spec.fields {
-        let (elem_size, natural_align, type_name, nested) = match &f.ty {
-            FieldType::Named(name) => match resolve_type(name, specs) {
-                Ok(Resolved::Scalar(size, align)) => (size, align, name.trim().to_string(), None),
-                Ok(Resolved::Struct(inner)) => {
-                    if let Some(at) = stack.iter().position(|&s| s == inner) {
-                        let mut cycle: Vec<&str> = stack[at..]
-                            .iter()
-                            .map(|&s| specs[s].name.as_str())
-                            .collect();
-                        cycle.push(&specs[inner].name);
-                        return Err(err(
-                            Some(&f.name),
-                            "type",
-                            format!(
-                                "`{}` contains itself ({}); a struct can hold a pointer to \
-                                 itself (`struct {} *`), not itself",
-                                specs[inner].name,
-                                cycle.join(" -> "),
-                                specs[inner].name
-                            ),
-                        ));
-                    }
-                    if stack.len() >= MAX_NESTING_DEPTH {
-                        return Err(err(
-                            Some(&f.name),
-                            "type",
-                            format!("structs nest more than {MAX_NESTING_DEPTH} deep"),
-                        ));
-                    }
-                    lay_out(inner, specs, done, stack)?;
-                    let def = done[inner].clone().expect("laid out above");
-                    let type_name = format!(
-                        "{} {}",
-                        if def.is_union { "union" } else { "struct" },
-                        def.name
-                    );
-                    (
-                        def.size_bytes,
-                        def.align_bytes,
-                        type_name,
-                        Some(Box::new(def)),
-                    )
+    match &f.ty {
+        FieldType::Named(name) => match resolve_type(name, specs) {
+            Ok(Resolved::Scalar(size, align)) => Ok(MemberType {
+                elem_size: size,
+                natural_align: align,
+                type_name: name.trim().to_string(),
+                nested: None,
+            }),
+            Ok(Resolved::Struct(inner)) => {
+                if let Some(at) = stack.iter().position(|&s| s == inner) {
+                    let mut cycle: Vec<&str> = stack[at..]
+                        .iter()
+                        .map(|&s| specs[s].name.as_str())
+                        .collect();
+                    cycle.push(&specs[inner].name);
+                    return Err(fail(
+                        "type",
+                        format!(
+                            "`{}` contains itself ({}); a struct can hold a pointer to \
+                             itself (`struct {} *`), not itself",
+                            specs[inner].name,
+                            cycle.join(" -> "),
+                            specs[inner].name
+                        ),
+                    ));
                 }
-                Err(message) => {
-                    return Err(err(Some(&f.name), "type", message));
+                if stack.len() >= MAX_NESTING_DEPTH {
+                    return Err(fail(
+                        "type",
+                        format!("structs nest more than {MAX_NESTING_DEPTH} deep"),
+                    ));
                 }
-            },
-            FieldType::Inline(inner) => {
-                let def = lay_out_spec(inner, specs, done, stack)?;
+                lay_out(inner, specs, done, stack)?;
+                let def = done[inner].clone().expect("laid out above");
                 let type_name = format!(
-                    "{}{}",
+                    "{} {}",
                     if def.is_union { "union" } else { "struct" },
-                    if def.name.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" {}", def.name)
-                    }
+                    def.name
                 );
-                (
-                    def.size_bytes,
-                    def.align_bytes,
-                    type_name,
-                    Some(Box::new(def)),
-                )
+                Ok(laid_out(def, type_name))
             }
-            FieldType::Bytes(size) => {
-                // Raw bytes align like the largest power of two that divides
-                // them, up to 8, as a member of that size would.
-                let natural = (*size).max(1);
-                (
-                    *size,
-                    (1u32 << natural.trailing_zeros()).min(8),
-                    f.type_label
-                        .clone()
-                        .unwrap_or_else(|| format!("{size} bytes")),
-                    None,
-                )
-            }
-        };
-        let fail = |key: &'static str, message: String| err(Some(&f.name), key, message);
-        let check = || -> Result<(), LayoutError> {
-            if f.anonymous && nested.is_none() {
-                return Err(fail(
-                    "anonymous",
-                    "only a struct or union member can be anonymous".into(),
-                ));
-            }
-            if f.anonymous && f.count != 1 {
-                return Err(fail(
-                    "count",
-                    "an anonymous member cannot be an array".into(),
-                ));
-            }
-            Ok(())
-        };
-        check()?;
-        if let Some(b) = f.bit_field {
-            // The bits lie inside their storage unit, whatever its size:
-            // C refuses a bitfield wider than its type.
-            let end = b.bit_offset as u64 + b.bits as u64;
-            let unit_bits = elem_size as u64 * 8;
-            if end > unit_bits {
-                return Err(fail(
-                    "bits",
-                    format!(
-                        "the bitfield's bits {}..{end} do not fit its storage unit `{type_name}` of {unit_bits} bits",
-                        b.bit_offset
-                    ),
-                ));
-            }
+            Err(message) => Err(fail("type", message)),
+        },
+        FieldType::Inline(inner) => {
+            let def = lay_out_spec(inner, specs, done, stack)?;
+            let type_name = format!(
+                "{}{}",
+                if def.is_union { "union" } else { "struct" },
+                if def.name.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", def.name)
+                }
+            );
+            Ok(laid_out(def, type_name))
         }
-        let align = f.align.unwrap_or(natural_align) as u64;
-        if !align.is_power_of_two() {
-            return Err(fail("align", format!("{align} is not a power of two")));
+        FieldType::Bytes(size) => {
+            // Raw bytes align like the largest power of two that divides
+            // them, up to 8, as a member of that size would.
+            let natural = (*size).max(1);
+            Ok(MemberType {
+                elem_size: *size,
+                natural_align: (1u32 << natural.trailing_zeros()).min(8),
+                type_name: f
+                    .type_label
+                    .clone()
+                    .unwrap_or_else(|| format!("{size} bytes")),
+                nested: None,
+            })
         }
-        if f.count == 0 || f.count > MAX_INSTANCE_COUNT {
+    }
+}
+
+/// Checks what member `f` asks for besides its place (anonymity, its
+/// bits, its alignment, its count) and returns its alignment.
+fn check_member(spec: &StructSpec, f: &FieldSpec, ty: &MemberType) -> Result<u64, LayoutError> {
+    let fail = |key: &'static str, message: String| layout_err(spec, Some(&f.name), key, message);
+    if f.anonymous && ty.nested.is_none() {
+        return Err(fail(
+            "anonymous",
+            "only a struct or union member can be anonymous".into(),
+        ));
+    }
+    if f.anonymous && f.count != 1 {
+        return Err(fail(
+            "count",
+            "an anonymous member cannot be an array".into(),
+        ));
+    }
+    if let Some(b) = f.bit_field {
+        // The bits lie inside their storage unit, whatever its size:
+        // C refuses a bitfield wider than its type.
+        let end = b.bit_offset as u64 + b.bits as u64;
+        let unit_bits = ty.elem_size as u64 * 8;
+        if end > unit_bits {
             return Err(fail(
-                "count",
-                format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", f.count),
+                "bits",
+                format!(
+                    "the bitfield's bits {}..{end} do not fit its storage unit `{}` of {unit_bits} bits",
+                    b.bit_offset, ty.type_name
+                ),
             ));
         }
+    }
+    let align = f.align.unwrap_or(ty.natural_align) as u64;
+    if !align.is_power_of_two() {
+        return Err(fail("align", format!("{align} is not a power of two")));
+    }
+    if f.count == 0 || f.count > MAX_INSTANCE_COUNT {
+        return Err(fail(
+            "count",
+            format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", f.count),
+        ));
+    }
+    Ok(align)
+}
+
+/// Where the next member of a struct goes, as C lays them out one after
+/// the other.
+struct Cursor {
+    /// Where the members so far end (bitfields: after the bits they use).
+    offset: u64,
+    /// The end of the furthest member's bytes.
+    size: u64,
+    /// Where the last ordinary (non-bitfield) member ends: bitfields may
+    /// share a storage unit, nothing else may overlap.
+    solid_end: u64,
+    /// The storage unit of the bitfield just placed: start, size and the
+    /// first bit after it. A bitfield without an offset that fits after it
+    /// in a unit of the same size shares it, as C packs them.
+    bit_unit: Option<(u64, u32, u32)>,
+    struct_align: u64,
+}
+
+impl Cursor {
+    /// Places member `f` (elements of `elem_size` bytes aligned to
+    /// `align`): its start, and whether its explicit offset (if any) is
+    /// where the C rules put it anyway.
+    fn place(
+        &mut self,
+        spec: &StructSpec,
+        f: &FieldSpec,
+        elem_size: u32,
+        align: u64,
+    ) -> Result<(u64, bool), LayoutError> {
+        let fail =
+            |key: &'static str, message: String| layout_err(spec, Some(&f.name), key, message);
+        let offset = self.offset;
         // Where the C rules put the field after the ones before it.
-        let by_rule = match (f.bit_field, bit_unit) {
+        let by_rule = match (f.bit_field, self.bit_unit) {
             (Some(b), Some((unit_start, unit_size, free_bit)))
                 if unit_size == elem_size && b.bit_offset >= free_bit =>
             {
@@ -520,12 +624,12 @@ fn lay_out_spec_noting(
                     // before it (C packs its bits after theirs); its bits
                     // may not.
                     let overlaps = match f.bit_field {
-                        Some(b) => explicit * 8 + u64::from(b.bit_offset) < solid_end * 8,
+                        Some(b) => explicit * 8 + u64::from(b.bit_offset) < self.solid_end * 8,
                         None => explicit < offset,
                     };
                     if overlaps {
                         let floor = if f.bit_field.is_some() {
-                            solid_end
+                            self.solid_end
                         } else {
                             offset
                         };
@@ -542,8 +646,8 @@ fn lay_out_spec_noting(
                 None => by_rule,
             }
         };
-        redundant.push(f.offset.is_none() || start == by_rule);
-        bit_unit = f
+        let redundant = f.offset.is_none() || start == by_rule;
+        self.bit_unit = f
             .bit_field
             .map(|b| (start, elem_size, b.bit_offset + b.bits));
         let bytes = elem_size as u64 * f.count as u64;
@@ -574,46 +678,15 @@ fn lay_out_spec_noting(
             ));
         }
         if !spec.is_union {
-            offset = offset.max(used_end);
+            self.offset = offset.max(used_end);
             if f.bit_field.is_none() {
-                solid_end = offset;
+                self.solid_end = self.offset;
             }
         }
-        size = size.max(end);
-        struct_align = struct_align.max(align);
-        fields.push(LaidOutField {
-            name: f.name.clone(),
-            type_name,
-            offset_bytes: start as u32,
-            size_bytes: elem_size,
-            count: f.count,
-            align_bytes: align as u32,
-            anonymous: f.anonymous,
-            bit_field: f.bit_field,
-            nested,
-        });
+        self.size = self.size.max(end);
+        self.struct_align = self.struct_align.max(align);
+        Ok((start, redundant))
     }
-    if let Some(a) = spec.align {
-        if !a.is_power_of_two() {
-            return Err(err(None, "align", format!("{a} is not a power of two")));
-        }
-        struct_align = struct_align.max(a as u64);
-    }
-    let total = round_up(size.max(1), struct_align);
-    if total > MAX_STRUCT_BYTES {
-        return Err(err(
-            None,
-            "align",
-            format!("the struct would exceed {MAX_STRUCT_BYTES} bytes"),
-        ));
-    }
-    Ok(LaidOutStruct {
-        name: spec.name.clone(),
-        is_union: spec.is_union,
-        size_bytes: total as u32,
-        align_bytes: struct_align as u32,
-        fields,
-    })
 }
 
 /// `spec` without the explicit `offset`s the C rules give anyway, in it
