@@ -14,8 +14,9 @@ use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{SimConfig, StopRule, ThreadSpec};
 use sim_core::memory::InstanceKind;
 use sim_core::script::ast::SourcePos;
-use sim_core::script::compile::{compile_with_costs, ProcedureSource, ScriptSource};
+use sim_core::script::compile::{compile_with_costs, CompileError, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
+use sim_core::topology::Topology;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -232,8 +233,76 @@ pub fn build_config(
     let (topology, preset_params) = build_machine_with_preset(&loaded.source, doc)?;
 
     let structs = struct_specs(loaded, doc)?;
-    let instances: Vec<InstanceSpec> = doc
-        .instances
+    let memory = layout::build_memory(&topology, &structs, &instance_specs(doc))
+        .map_err(|e| layout_error(loaded, doc, e))?;
+
+    let procedures = parse_procedures(loaded, doc)?;
+    // Only scripts that some thread group runs are compiled and run.
+    let mut scripts = Vec::new();
+    for (name, s) in &doc.scripts {
+        let body = parse_block(s.get_ref()).map_err(|e| {
+            script_error(
+                loaded,
+                s.span(),
+                format!("scripts.{name}"),
+                e.pos,
+                e.message,
+            )
+        })?;
+        scripts.push(ScriptSource {
+            name: name.clone(),
+            body,
+        });
+    }
+    let params: Vec<(String, i64)> = doc
+        .params
+        .iter()
+        .map(|(k, v)| (k.clone(), *v.get_ref()))
+        .collect();
+    let costs = instruction_costs_from(doc, preset_params.as_deref());
+    let program = compile_with_costs(&memory, &params, &costs, &procedures, &scripts)
+        .map_err(|e| compile_error(loaded, doc, e))?;
+
+    let (threads, groups) = place_threads(loaded, doc, &topology)?;
+    let scheduler = scheduler_params(loaded, doc, &topology, &procedures)?;
+
+    let stop = match doc.run.length() {
+        RunLength::Iterations(n) => StopRule::Iterations(n),
+        RunLength::Cycles(c) => StopRule::Cycles(c),
+    };
+    let config = SimConfig {
+        topology,
+        memory,
+        program,
+        threads,
+        stop,
+        warmup_iterations: doc.run.warmup_iterations,
+        max_cycles: *doc.run.max_cycles.get_ref(),
+        max_events: loaded.limits.events,
+        max_steps_without_time: loaded.limits.steps_without_time,
+        max_operations: loaded.limits.operations,
+        seed: doc.seed,
+        start_spread_cycles: doc.run.start_spread_cycles,
+        check_invariants: options.check_invariants,
+        scheduler,
+    };
+    let estimate = check_run_fits(loaded, &config)?;
+    Ok(BuiltVariant {
+        name: String::new(),
+        description: None,
+        baseline: None,
+        measured_threads: None,
+        run_bytes: estimate,
+        config_bytes: config_bytes(&config),
+        config,
+        groups,
+        sources: Arc::new(ScriptSources::of(loaded, doc)),
+    })
+}
+
+/// The document's `[instances]` as the layout takes them.
+fn instance_specs(doc: &ScenarioDoc) -> Vec<InstanceSpec> {
+    doc.instances
         .iter()
         .map(|(name, i)| InstanceSpec {
             name: name.clone(),
@@ -247,34 +316,55 @@ pub fn build_config(
             count: u32::try_from(i.count()).unwrap_or(u32::MAX),
             shared_aligned: i.shared_aligned(),
         })
-        .collect();
-    let memory = layout::build_memory(&topology, &structs, &instances)
-        .map_err(|e| layout_error(loaded, doc, e))?;
+        .collect()
+}
 
+/// A script error at `pos` of the script or body at `span` of the file.
+fn script_error(
+    loaded: &LoadedScenario,
+    span: Range<usize>,
+    key: String,
+    pos: SourcePos,
+    message: String,
+) -> InputError {
     let text = &loaded.source.text;
-    let script_error = |span: Range<usize>, key: String, pos: SourcePos, message: String| {
-        let message = file_positions_in_message(loaded, text, span.clone(), &message);
-        loaded.error_at(position_in_string(text, span, pos), &key, message)
-    };
-    // A script error inside a library's procedure points at the `use` entry
-    // that brought it in and names the module and the position in its body.
-    let library_error = |name: &str, pos: SourcePos, message: &str| -> Option<InputError> {
-        let module = library_of_procedure(doc, name)?;
-        let span = doc.procedures[name].body.span();
-        let mut text = format!(
-            "in procedure `{name}` of library module `{}` (line {}, column {} of its body): {message}",
-            module.name, pos.line, pos.column
-        );
-        if !module.needs.is_empty() {
-            text.push_str(&format!("; `{}` needs {}", module.name, module.needs));
-        }
-        Some(loaded.error_at(span, &format!("procedures.{name}.body"), text))
-    };
+    let message = file_positions_in_message(loaded, text, span.clone(), &message);
+    loaded.error_at(position_in_string(text, span, pos), &key, message)
+}
+
+/// A script error inside a library's procedure points at the `use` entry
+/// that brought it in and names the module and the position in its body;
+/// `None` when procedure `name` is the file's own.
+fn library_error(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    name: &str,
+    pos: SourcePos,
+    message: &str,
+) -> Option<InputError> {
+    let module = library_of_procedure(doc, name)?;
+    let span = doc.procedures[name].body.span();
+    let mut text = format!(
+        "in procedure `{name}` of library module `{}` (line {}, column {} of its body): {message}",
+        module.name, pos.line, pos.column
+    );
+    if !module.needs.is_empty() {
+        text.push_str(&format!("; `{}` needs {}", module.name, module.needs));
+    }
+    Some(loaded.error_at(span, &format!("procedures.{name}.body"), text))
+}
+
+/// The document's procedures, parsed.
+fn parse_procedures(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+) -> Result<Vec<ProcedureSource>, InputError> {
     let mut procedures = Vec::new();
     for (name, p) in &doc.procedures {
         let body = parse_block(p.body.get_ref()).map_err(|e| {
-            library_error(name, e.pos, &e.message).unwrap_or_else(|| {
+            library_error(loaded, doc, name, e.pos, &e.message).unwrap_or_else(|| {
                 script_error(
+                    loaded,
                     p.body.span(),
                     format!("procedures.{name}.body"),
                     e.pos,
@@ -289,48 +379,44 @@ pub fn build_config(
             cost_cycles: p.cost_cycles,
         });
     }
-    // Only scripts that some thread group runs are compiled and run.
-    let mut scripts = Vec::new();
-    let mut script_names: Vec<&String> = Vec::new();
-    for (name, s) in &doc.scripts {
-        let body = parse_block(s.get_ref())
-            .map_err(|e| script_error(s.span(), format!("scripts.{name}"), e.pos, e.message))?;
-        scripts.push(ScriptSource {
-            name: name.clone(),
-            body,
-        });
-        script_names.push(name);
-    }
-    let params: Vec<(String, i64)> = doc
-        .params
-        .iter()
-        .map(|(k, v)| (k.clone(), *v.get_ref()))
-        .collect();
-    let costs = instruction_costs_from(doc, preset_params.as_deref());
-    let program =
-        compile_with_costs(&memory, &params, &costs, &procedures, &scripts).map_err(|e| {
-            if let Some(mut error) = e
-                .origin
-                .strip_prefix("procedures.")
-                .and_then(|name| library_error(name, e.pos, &e.message))
-            {
-                error.suggestion = e.suggestion.clone();
-                error.valid = e.valid.clone();
-                return error;
-            }
-            let (span, key) = if let Some(name) = e.origin.strip_prefix("procedures.") {
-                let p = &doc.procedures[name];
-                (p.body.span(), format!("procedures.{name}.body"))
-            } else {
-                let name = e.origin.strip_prefix("scripts.").unwrap_or(&e.origin);
-                (doc.scripts[name].span(), format!("scripts.{name}"))
-            };
-            let mut error = script_error(span, key, e.pos, e.message);
-            error.suggestion = e.suggestion;
-            error.valid = e.valid;
-            error
-        })?;
+    Ok(procedures)
+}
 
+/// A compile error at the procedure or script it arose in.
+fn compile_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: CompileError) -> InputError {
+    if let Some(mut error) = e
+        .origin
+        .strip_prefix("procedures.")
+        .and_then(|name| library_error(loaded, doc, name, e.pos, &e.message))
+    {
+        error.suggestion = e.suggestion.clone();
+        error.valid = e.valid.clone();
+        return error;
+    }
+    let (span, key) = if let Some(name) = e.origin.strip_prefix("procedures.") {
+        let p = &doc.procedures[name];
+        (p.body.span(), format!("procedures.{name}.body"))
+    } else {
+        let name = e.origin.strip_prefix("scripts.").unwrap_or(&e.origin);
+        (doc.scripts[name].span(), format!("scripts.{name}"))
+    };
+    let mut error = script_error(loaded, span, key, e.pos, e.message);
+    error.suggestion = e.suggestion;
+    error.valid = e.valid;
+    error
+}
+
+/// The threads of every `[[threads]]` group on their CPUs (thread k of a
+/// group on the group's (k mod n)th CPU), sorted by CPU, and each group's
+/// name and CPUs; an error names a CPU the machine lacks, a count out of
+/// range, a CPU with too many threads or an unknown script.
+#[allow(clippy::type_complexity)]
+fn place_threads(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    topology: &Topology,
+) -> Result<(Vec<ThreadSpec>, Vec<(String, Vec<LinuxCpu>)>), InputError> {
+    let script_names: Vec<&String> = doc.scripts.keys().collect();
     let mut threads = Vec::new();
     let mut groups = Vec::new();
     let mut threads_on_cpu = vec![0u32; topology.cpu_count() as usize];
@@ -423,31 +509,14 @@ pub fn build_config(
     // By CPU, then group and tid (a stable sort): the first thread of each
     // CPU runs first, the others queue in this order.
     threads.sort_by_key(|t| t.cpu);
-    let scheduler = scheduler_params(loaded, doc, &topology, &procedures)?;
+    Ok((threads, groups))
+}
 
-    let stop = match doc.run.length() {
-        RunLength::Iterations(n) => StopRule::Iterations(n),
-        RunLength::Cycles(c) => StopRule::Cycles(c),
-    };
-    let config = SimConfig {
-        topology,
-        memory,
-        program,
-        threads,
-        stop,
-        warmup_iterations: doc.run.warmup_iterations,
-        max_cycles: *doc.run.max_cycles.get_ref(),
-        max_events: loaded.limits.events,
-        max_steps_without_time: loaded.limits.steps_without_time,
-        max_operations: loaded.limits.operations,
-        seed: doc.seed,
-        start_spread_cycles: doc.run.start_spread_cycles,
-        check_invariants: options.check_invariants,
-        scheduler,
-    };
-    // Refused before the run allocates it: a run must fit beside the
-    // documents, since the limit is the whole process's.
-    let estimate = run_bytes(&config);
+/// The run's estimated host memory, refused before the run allocates it:
+/// a run must fit beside the documents, since the limit is the whole
+/// process's.
+fn check_run_fits(loaded: &LoadedScenario, config: &SimConfig) -> Result<u64, InputError> {
+    let estimate = run_bytes(config);
     if estimate > loaded.run_budget_bytes() {
         let documents = if loaded.documents_bytes > 0 {
             format!(
@@ -475,17 +544,7 @@ pub fn build_config(
              `--set-limit host_memory_bytes={needed}`"
         )));
     }
-    Ok(BuiltVariant {
-        name: String::new(),
-        description: None,
-        baseline: None,
-        measured_threads: None,
-        run_bytes: estimate,
-        config_bytes: config_bytes(&config),
-        config,
-        groups,
-        sources: Arc::new(ScriptSources::of(loaded, doc)),
-    })
+    Ok(estimate)
 }
 
 /// The scheduler's parameters: the machine's preset's (`sched.*`, or the
