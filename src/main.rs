@@ -879,33 +879,8 @@ fn run(
     };
     // Fail before the runs, not after, when the results cannot be written.
     if let Some(dir) = out {
-        if let Err(e) = create_dir(dir, "--out") {
-            eprintln!("{e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
-        }
-        if !resume {
-            if let Err(e) = resumed_cases::clear(dir) {
-                eprintln!(
-                    "error: cannot remove the finished cases of an earlier run from `{}`: {e}",
-                    dir.display()
-                );
-                return ExitCode::from(EXIT_BAD_INPUT);
-            }
-        } else {
-            eprintln!(
-                "bounce: resuming in `{}`: {} case(s) already done, {} to run{}",
-                dir.display(),
-                resumed.cases.len(),
-                cases.len(),
-                if resumed.stale > 0 {
-                    format!(
-                        " ({} kept case(s) of another scenario file, version or case run again)",
-                        resumed.stale
-                    )
-                } else {
-                    String::new()
-                }
-            );
+        if let Err(code) = prepare_run_out(dir, resume, &resumed, cases.len()) {
+            return code;
         }
     }
     let kept = std::sync::atomic::AtomicUsize::new(0);
@@ -916,96 +891,20 @@ fn run(
         }
         results
     } else {
-        let runs: usize = cases.iter().map(|c| c.variants.len()).sum();
-        let progress = progress::Progress::new(runs, "runs", quiet);
-        // Each finished case is kept in --out as it finishes, so that a run
-        // cut short can be resumed.
-        let keep_failed = std::sync::atomic::AtomicBool::new(false);
-        let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
-        let results = scenarios::run::cases::run_cases_observed(
-            &cases,
-            budget,
-            &|| progress.done_one(),
-            &|built, result| {
-                let (Some(dir), Some(header)) = (out, &header) else {
-                    return;
-                };
-                let measured = scenarios::run::measured::compare_cases(
-                    &loaded,
-                    std::slice::from_ref(built),
-                    std::slice::from_ref(result),
-                );
-                match resumed_cases::save(dir, header, built, result, measured) {
-                    Ok(true) => {
-                        kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    Ok(false) => {}
-                    Err(e) if !keep_failed.swap(true, std::sync::atomic::Ordering::Relaxed) => {
-                        eprintln!(
-                            "warning: cannot keep finished cases in `{}` for --resume: {e}",
-                            dir.display()
-                        );
-                    }
-                    Err(_) => {}
-                }
-            },
-        );
-        progress.finish();
-        results
+        run_keeping_cases(&loaded, &cases, out.zip(header.as_ref()), quiet, &kept)
     };
-    let name = &loaded.base.doc.name;
     let measured = scenarios::run::measured::compare_cases(&loaded, &cases, &results);
     if format == Format::Text {
-        match (&loaded.sweep, results.first()) {
-            (Some(sweep), _) => {
-                print!(
-                    "{}",
-                    scenarios::report::text::sweep_report_with(
-                        name,
-                        sweep,
-                        &results,
-                        loaded.cases.len(),
-                        shard,
-                        &scenarios::report::text::SweepView { metric, compact },
-                    )
-                );
-                let table = scenarios::report::measured::table(&measured);
-                if !table.is_empty() {
-                    print!("\n{table}");
-                }
-            }
-            (None, Some(case)) => {
-                print!(
-                    "{}",
-                    scenarios::report::text::full_report(name, &case.results)
-                );
-                let table = scenarios::report::measured::table(&measured);
-                if !table.is_empty() {
-                    print!("\n{table}");
-                }
-            }
-            (None, None) if !resumed.cases.is_empty() => {
-                println!("bounce: {name}: its one case was done already; nothing run");
-            }
-            (None, None) => {
-                let (i, n) = shard.unwrap_or((0, 1));
-                println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
-            }
-        }
+        print_run_report(
+            &loaded,
+            &results,
+            &measured,
+            !resumed.cases.is_empty(),
+            shard,
+            &scenarios::report::text::SweepView { metric, compact },
+        );
     }
-    let mut failed = false;
-    for case in &results {
-        for f in case.failures() {
-            failed = true;
-            let run = if case.id.is_empty() {
-                format!("variant `{}`", f.name)
-            } else {
-                format!("case `{}`, variant `{}`", case.id, f.name)
-            };
-            eprintln!("{}", f.report(&run).render(stderr_in_colour()));
-        }
-    }
-    if failed {
+    if report_run_failures(&results) {
         if let Some(dir) = out {
             let kept = kept.into_inner() + resumed.cases.len();
             if kept > 0 {
@@ -1037,26 +936,192 @@ fn run(
         Format::Csv => print!("{}", scenarios::report::output::results_csv(&file)),
         Format::Json => print!("{}", scenarios::report::output::results_json(&file)),
     }
-    if let Some(dir) = out {
-        let manifest = shard.map(|(i, n)| scenarios::report::output::manifest(&file, i, n));
-        if let Err(e) = scenarios::report::output::write_results(dir, &file, manifest.as_ref()) {
+    match out {
+        Some(dir) => write_run_out(dir, &file, shard, chart_options, quiet),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// Readies `--out DIR` before the runs: created, and cleared of an earlier
+/// run's finished cases unless `--resume` (which says what it takes over).
+fn prepare_run_out(
+    dir: &Path,
+    resume: bool,
+    resumed: &scenarios::report::resume::Resumed,
+    to_run: usize,
+) -> Result<(), ExitCode> {
+    if let Err(e) = create_dir(dir, "--out") {
+        eprintln!("{e}");
+        return Err(ExitCode::from(EXIT_BAD_INPUT));
+    }
+    if !resume {
+        if let Err(e) = scenarios::report::resume::clear(dir) {
             eprintln!(
-                "error: cannot write the results to `{}`: {e}",
+                "error: cannot remove the finished cases of an earlier run from `{}`: {e}",
                 dir.display()
             );
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return Err(ExitCode::from(EXIT_BAD_INPUT));
         }
-        if let Err(e) = write_charts(dir, &file, chart_options, quiet) {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_RUN_FAILED);
-        }
-        // The results files hold every case now.
-        if let Err(e) = resumed_cases::clear(dir) {
-            eprintln!(
-                "warning: cannot remove `{}`: {e}",
-                dir.join(resumed_cases::RESUME_DIR).display()
+    } else {
+        eprintln!(
+            "bounce: resuming in `{}`: {} case(s) already done, {} to run{}",
+            dir.display(),
+            resumed.cases.len(),
+            to_run,
+            if resumed.stale > 0 {
+                format!(
+                    " ({} kept case(s) of another scenario file, version or case run again)",
+                    resumed.stale
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
+
+/// Runs the cases with a progress display; with `--out` (its directory
+/// and the results' header), each finished case is kept there as it
+/// finishes, so that a run cut short can be resumed, and counted in
+/// `kept`.
+fn run_keeping_cases(
+    loaded: &LoadedScenario,
+    cases: &[scenarios::run::cases::BuiltCase],
+    out: Option<(&Path, &scenarios::report::output::ResultsFile)>,
+    quiet: bool,
+    kept: &std::sync::atomic::AtomicUsize,
+) -> Vec<scenarios::run::cases::CaseResult> {
+    let runs: usize = cases.iter().map(|c| c.variants.len()).sum();
+    let progress = progress::Progress::new(runs, "runs", quiet);
+    let keep_failed = std::sync::atomic::AtomicBool::new(false);
+    let budget = scenarios::run::cases::run_budget_bytes(loaded, cases);
+    let results = scenarios::run::cases::run_cases_observed(
+        cases,
+        budget,
+        &|| progress.done_one(),
+        &|built, result| {
+            let Some((dir, header)) = out else {
+                return;
+            };
+            let measured = scenarios::run::measured::compare_cases(
+                loaded,
+                std::slice::from_ref(built),
+                std::slice::from_ref(result),
             );
+            match scenarios::report::resume::save(dir, header, built, result, measured) {
+                Ok(true) => {
+                    kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                Ok(false) => {}
+                Err(e) if !keep_failed.swap(true, std::sync::atomic::Ordering::Relaxed) => {
+                    eprintln!(
+                        "warning: cannot keep finished cases in `{}` for --resume: {e}",
+                        dir.display()
+                    );
+                }
+                Err(_) => {}
+            }
+        },
+    );
+    progress.finish();
+    results
+}
+
+/// Prints the text report of `bounce run`: a sweep's table, or the one
+/// case's comparison and attribution, then the measured comparison; or
+/// why nothing ran.
+fn print_run_report(
+    loaded: &LoadedScenario,
+    results: &[scenarios::run::cases::CaseResult],
+    measured: &[scenarios::run::measured::Comparison],
+    any_resumed: bool,
+    shard: Option<(usize, usize)>,
+    view: &scenarios::report::text::SweepView,
+) {
+    let name = &loaded.base.doc.name;
+    match (&loaded.sweep, results.first()) {
+        (Some(sweep), _) => {
+            print!(
+                "{}",
+                scenarios::report::text::sweep_report_with(
+                    name,
+                    sweep,
+                    results,
+                    loaded.cases.len(),
+                    shard,
+                    view,
+                )
+            );
+            let table = scenarios::report::measured::table(measured);
+            if !table.is_empty() {
+                print!("\n{table}");
+            }
         }
+        (None, Some(case)) => {
+            print!(
+                "{}",
+                scenarios::report::text::full_report(name, &case.results)
+            );
+            let table = scenarios::report::measured::table(measured);
+            if !table.is_empty() {
+                print!("\n{table}");
+            }
+        }
+        (None, None) if any_resumed => {
+            println!("bounce: {name}: its one case was done already; nothing run");
+        }
+        (None, None) => {
+            let (i, n) = shard.unwrap_or((0, 1));
+            println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
+        }
+    }
+}
+
+/// Reports each run without a result on stderr; whether there was one.
+fn report_run_failures(results: &[scenarios::run::cases::CaseResult]) -> bool {
+    let mut failed = false;
+    for case in results {
+        for f in case.failures() {
+            failed = true;
+            let run = if case.id.is_empty() {
+                format!("variant `{}`", f.name)
+            } else {
+                format!("case `{}`, variant `{}`", case.id, f.name)
+            };
+            eprintln!("{}", f.report(&run).render(stderr_in_colour()));
+        }
+    }
+    failed
+}
+
+/// Writes the results files and the charts into `--out DIR`, then removes
+/// the finished cases kept for `--resume` (the results hold them now).
+fn write_run_out(
+    dir: &Path,
+    file: &scenarios::report::output::ResultsFile,
+    shard: Option<(usize, usize)>,
+    chart_options: charts::ChartOptions,
+    quiet: bool,
+) -> ExitCode {
+    let manifest = shard.map(|(i, n)| scenarios::report::output::manifest(file, i, n));
+    if let Err(e) = scenarios::report::output::write_results(dir, file, manifest.as_ref()) {
+        eprintln!(
+            "error: cannot write the results to `{}`: {e}",
+            dir.display()
+        );
+        return ExitCode::from(EXIT_BAD_INPUT);
+    }
+    if let Err(e) = write_charts(dir, file, chart_options, quiet) {
+        eprintln!("error: {e}");
+        return ExitCode::from(EXIT_RUN_FAILED);
+    }
+    // The results files hold every case now.
+    if let Err(e) = scenarios::report::resume::clear(dir) {
+        eprintln!(
+            "warning: cannot remove `{}`: {e}",
+            dir.join(scenarios::report::resume::RESUME_DIR).display()
+        );
     }
     ExitCode::SUCCESS
 }
