@@ -549,6 +549,81 @@ impl Member {
     }
 }
 
+/// How errors name member `i`: by its name, or as anonymous.
+fn member_label(i: usize, name: &str) -> String {
+    if name.is_empty() {
+        format!("member {i} (anonymous)")
+    } else {
+        format!("member `{name}`")
+    }
+}
+
+/// Places bitfield `member` (`bits` wide from bit `bit_offset` of a
+/// struct of `size` bytes) in its storage unit; an error says why it
+/// fits none, naming the member as `who`.
+fn place_bit_field(
+    member: &mut Member,
+    bit_offset: u64,
+    bits: u32,
+    size: u64,
+    who: &str,
+) -> Result<(), String> {
+    let element_bytes = member.element_bytes;
+    let unit_bits = element_bytes * 8;
+    if u64::from(bits) > unit_bits {
+        return Err(format!(
+            "{who} is {bits} bits wide, wider than its {element_bytes}-byte type"
+        ));
+    }
+    // The storage unit: the multiple of the type's size holding
+    // the bits (as pahole lists it), else the byte they start
+    // in (a packed struct).
+    let mut unit = bit_offset / unit_bits * element_bytes;
+    let mut in_unit = bit_offset - unit * 8;
+    if in_unit + u64::from(bits) > unit_bits {
+        unit = bit_offset / 8;
+        in_unit = bit_offset % 8;
+        if in_unit + u64::from(bits) > unit_bits {
+            return Err(format!(
+                "{who} (bits {bit_offset} to {}) fits in no {element_bytes}-byte storage unit",
+                bit_offset + u64::from(bits)
+            ));
+        }
+    }
+    if unit + element_bytes > size {
+        // A packed struct's last bits: pahole lists the type's
+        // whole unit, past the struct's end; a simulated unit
+        // must stay inside (a store writes all of it back), so
+        // it is the smallest integer that holds the bits, from
+        // where pahole starts the unit or else from their byte.
+        let fits = |unit: u64, in_unit: u64| {
+            [1u64, 2, 4, 8]
+                .into_iter()
+                .find(|&b| in_unit + u64::from(bits) <= b * 8 && unit + b <= size)
+        };
+        let mut found = fits(unit, in_unit);
+        if found.is_none() {
+            unit = bit_offset / 8;
+            in_unit = bit_offset % 8;
+            found = fits(unit, in_unit);
+        }
+        let Some(bytes) = found else {
+            return Err(format!(
+                "the bits of {who} (bits {bit_offset} to {}) end past the struct's {size} bytes",
+                bit_offset + u64::from(bits)
+            ));
+        };
+        member.element_bytes = bytes;
+        member.natural_align = member.natural_align.min(bytes as u32);
+    }
+    member.offset = unit;
+    member.bit_field = Some(BitField {
+        bit_offset: in_unit as u32,
+        bits,
+    });
+    Ok(())
+}
+
 /// A struct or union as BTF lays it out, with its inferred alignment.
 #[derive(Debug)]
 struct StructInfo {
@@ -767,152 +842,9 @@ impl<'b, 'a> Importer<'b, 'a> {
         let mut members: Vec<Member> = Vec::with_capacity(r.vlen);
         let mut previous_end_bits = 0u64;
         for i in 0..r.vlen {
-            let at = r.at + RECORD_BYTES + RECORD_BYTES * i;
-            let member_name = self.btf.name(self.btf.u32_at(at), at)?.to_string();
-            let shown_member = if member_name.is_empty() {
-                format!("member {i} (anonymous)")
-            } else {
-                format!("member `{member_name}`")
-            };
-            let type_id = self.btf.u32_at(at + 4);
-            let raw_offset = self.btf.u32_at(at + 8);
-            let (mut bit_offset, mut bits) = if r.kind_flag {
-                (u64::from(raw_offset & 0x00ff_ffff), raw_offset >> 24)
-            } else {
-                (u64::from(raw_offset), 0)
-            };
-            // Arrays down to the element.
-            let mut element = type_id;
-            let mut count: u64 = 1;
-            let mut from = at + 4;
-            let mut resolved = self.resolve(element, from)?;
-            let mut hops = 0;
-            while resolved.record.kind == Kind::Array {
-                hops += 1;
-                if hops > MAX_CHAIN {
-                    return fail(from, format!("{shown_member}: arrays nest too deep"));
-                }
-                let a = resolved.record;
-                count = count.saturating_mul(u64::from(self.btf.u32_at(a.at + RECORD_BYTES + 8)));
-                element = self.btf.u32_at(a.at + RECORD_BYTES);
-                from = a.at + RECORD_BYTES;
-                resolved = self.resolve(element, from)?;
-            }
-            let (element_bytes, natural_align) = self.size_align(element, from, depth)?;
-            let kind = resolved.record.kind;
-            // Old-style bitfields: the width and shift in the integer type.
-            if !r.kind_flag && kind == Kind::Int && count == 1 {
-                let encoding = self.btf.u32_at(resolved.record.at + RECORD_BYTES);
-                let int_bits = encoding & 0xff;
-                let int_shift = (encoding >> 16) & 0xff;
-                if u64::from(int_bits) != element_bytes * 8 || int_shift != 0 {
-                    bits = int_bits;
-                    bit_offset += u64::from(int_shift);
-                }
-            }
-            let mut names = resolved.names.clone();
-            let own = self.btf.type_name(resolved.id, 0);
-            if !own.is_empty() {
-                names.push(own);
-            }
-            let mut member = Member {
-                name: member_name,
-                at,
-                element,
-                names,
-                kind,
-                layout_type: resolved.id,
-                count,
-                element_bytes,
-                offset: bit_offset / 8,
-                bit_field: None,
-                natural_align,
-                align: natural_align,
-            };
-            if bits > 0 {
-                if !matches!(kind, Kind::Int | Kind::Enum | Kind::Enum64) || count != 1 {
-                    return fail(
-                        at + 8,
-                        format!(
-                            "type {id}: {shown_member} of `{shown}` is a bitfield of `{}`, \
-                             which is no integer or enum",
-                            self.btf.type_name(type_id, 0)
-                        ),
-                    );
-                }
-                let unit_bits = element_bytes * 8;
-                if u64::from(bits) > unit_bits {
-                    return fail(
-                        at + 8,
-                        format!(
-                            "type {id}: {shown_member} of `{shown}` is {bits} bits wide, wider \
-                             than its {element_bytes}-byte type"
-                        ),
-                    );
-                }
-                // The storage unit: the multiple of the type's size holding
-                // the bits (as pahole lists it), else the byte they start
-                // in (a packed struct).
-                let mut unit = bit_offset / unit_bits * element_bytes;
-                let mut in_unit = bit_offset - unit * 8;
-                if in_unit + u64::from(bits) > unit_bits {
-                    unit = bit_offset / 8;
-                    in_unit = bit_offset % 8;
-                    if in_unit + u64::from(bits) > unit_bits {
-                        return fail(
-                            at + 8,
-                            format!(
-                                "type {id}: {shown_member} of `{shown}` (bits {bit_offset} to \
-                                 {}) fits in no {element_bytes}-byte storage unit",
-                                bit_offset + u64::from(bits)
-                            ),
-                        );
-                    }
-                }
-                if unit + element_bytes > size {
-                    // A packed struct's last bits: pahole lists the type's
-                    // whole unit, past the struct's end; a simulated unit
-                    // must stay inside (a store writes all of it back), so
-                    // it is the smallest integer that holds the bits, from
-                    // where pahole starts the unit or else from their byte.
-                    let fits = |unit: u64, in_unit: u64| {
-                        [1u64, 2, 4, 8]
-                            .into_iter()
-                            .find(|&b| in_unit + u64::from(bits) <= b * 8 && unit + b <= size)
-                    };
-                    let mut found = fits(unit, in_unit);
-                    if found.is_none() {
-                        unit = bit_offset / 8;
-                        in_unit = bit_offset % 8;
-                        found = fits(unit, in_unit);
-                    }
-                    let Some(bytes) = found else {
-                        return fail(
-                            at + 8,
-                            format!(
-                                "type {id}: the bits of {shown_member} of `{shown}` (bits \
-                                 {bit_offset} to {}) end past the struct's {size} bytes",
-                                bit_offset + u64::from(bits)
-                            ),
-                        );
-                    };
-                    member.element_bytes = bytes;
-                    member.natural_align = member.natural_align.min(bytes as u32);
-                }
-                member.offset = unit;
-                member.bit_field = Some(BitField {
-                    bit_offset: in_unit as u32,
-                    bits,
-                });
-            } else if bit_offset % 8 != 0 {
-                return fail(
-                    at + 8,
-                    format!(
-                        "type {id}: {shown_member} of `{shown}` starts at bit {bit_offset}, not \
-                         on a byte, and is no bitfield"
-                    ),
-                );
-            }
+            let member = self.read_member(id, r, i, shown, depth)?;
+            let at = member.at;
+            let shown_member = member_label(i, &member.name);
             if member.used_end() > size {
                 return fail(
                     at + 8,
@@ -952,7 +884,7 @@ impl<'b, 'a> Importer<'b, 'a> {
                     None => member.used_end() * 8,
                 };
             }
-            if member.name.is_empty() && !matches!(kind, Kind::Struct | Kind::Union) {
+            if member.name.is_empty() && !matches!(member.kind, Kind::Struct | Kind::Union) {
                 return fail(
                     at,
                     format!(
@@ -978,6 +910,106 @@ impl<'b, 'a> Importer<'b, 'a> {
             align,
             members,
         })
+    }
+
+    /// Member `i` of struct or union `id` (record `r`, `shown` in
+    /// errors): its type down through arrays to the element, and its
+    /// place, a bitfield's storage unit found.
+    fn read_member(
+        &mut self,
+        id: u32,
+        r: Record,
+        i: usize,
+        shown: &str,
+        depth: usize,
+    ) -> Result<Member, BtfError> {
+        let at = r.at + RECORD_BYTES + RECORD_BYTES * i;
+        let member_name = self.btf.name(self.btf.u32_at(at), at)?.to_string();
+        let shown_member = member_label(i, &member_name);
+        let type_id = self.btf.u32_at(at + 4);
+        let raw_offset = self.btf.u32_at(at + 8);
+        let (mut bit_offset, mut bits) = if r.kind_flag {
+            (u64::from(raw_offset & 0x00ff_ffff), raw_offset >> 24)
+        } else {
+            (u64::from(raw_offset), 0)
+        };
+        // Arrays down to the element.
+        let mut element = type_id;
+        let mut count: u64 = 1;
+        let mut from = at + 4;
+        let mut resolved = self.resolve(element, from)?;
+        let mut hops = 0;
+        while resolved.record.kind == Kind::Array {
+            hops += 1;
+            if hops > MAX_CHAIN {
+                return fail(from, format!("{shown_member}: arrays nest too deep"));
+            }
+            let a = resolved.record;
+            count = count.saturating_mul(u64::from(self.btf.u32_at(a.at + RECORD_BYTES + 8)));
+            element = self.btf.u32_at(a.at + RECORD_BYTES);
+            from = a.at + RECORD_BYTES;
+            resolved = self.resolve(element, from)?;
+        }
+        let (element_bytes, natural_align) = self.size_align(element, from, depth)?;
+        let kind = resolved.record.kind;
+        // Old-style bitfields: the width and shift in the integer type.
+        if !r.kind_flag && kind == Kind::Int && count == 1 {
+            let encoding = self.btf.u32_at(resolved.record.at + RECORD_BYTES);
+            let int_bits = encoding & 0xff;
+            let int_shift = (encoding >> 16) & 0xff;
+            if u64::from(int_bits) != element_bytes * 8 || int_shift != 0 {
+                bits = int_bits;
+                bit_offset += u64::from(int_shift);
+            }
+        }
+        let mut names = resolved.names.clone();
+        let own = self.btf.type_name(resolved.id, 0);
+        if !own.is_empty() {
+            names.push(own);
+        }
+        let mut member = Member {
+            name: member_name,
+            at,
+            element,
+            names,
+            kind,
+            layout_type: resolved.id,
+            count,
+            element_bytes,
+            offset: bit_offset / 8,
+            bit_field: None,
+            natural_align,
+            align: natural_align,
+        };
+        if bits > 0 {
+            if !matches!(kind, Kind::Int | Kind::Enum | Kind::Enum64) || count != 1 {
+                return fail(
+                    at + 8,
+                    format!(
+                        "type {id}: {shown_member} of `{shown}` is a bitfield of `{}`, \
+                         which is no integer or enum",
+                        self.btf.type_name(type_id, 0)
+                    ),
+                );
+            }
+            let size = u64::from(r.size_or_type);
+            let who = format!("{shown_member} of `{shown}`");
+            place_bit_field(&mut member, bit_offset, bits, size, &who).map_err(|message| {
+                BtfError {
+                    offset: Some(at + 8),
+                    message: format!("type {id}: {message}"),
+                }
+            })?;
+        } else if bit_offset % 8 != 0 {
+            return fail(
+                at + 8,
+                format!(
+                    "type {id}: {shown_member} of `{shown}` starts at bit {bit_offset}, not \
+                     on a byte, and is no bitfield"
+                ),
+            );
+        }
+        Ok(member)
     }
 
     /// The spec of struct or union `id`, named as BTF names it.
