@@ -712,28 +712,120 @@ pub(super) fn expand(
         None => Vec::new(),
     };
     let raw = read(source, sweep_value, loading.limits.runs)?;
+    let pool_text = range_pool_text(&raw.axes);
+    let mut axes = axis_specs(source, raw.axes, &pool_text);
 
-    // Integer ranges become TOML values parsed from generated text, so that
-    // they patch the document like the values written in the file.
-    let pool_text = {
-        let numbers: Vec<String> = raw
-            .axes
-            .iter()
-            .filter_map(|a| match &a.values {
-                RawValues::Range { values, .. } => Some(values.iter().map(|v| v.to_string())),
-                RawValues::List(_) => None,
-            })
-            .flatten()
-            .collect();
-        format!("[{}]", numbers.join(","))
+    check_axes(source, &root, &specs, &mut axes)?;
+    let selected = select_variants(loading, &specs, raw.variants)?;
+    let has_cpus = axes.iter().any(|a| matches!(a.kind, Kind::Cpus));
+    let group = thread_group(loading, &raw.group, &axes, has_cpus, raw.placement.as_ref())?;
+    let fixed_placement = match &raw.placement {
+        Some(p) => Placement::parse(p.get_ref()).map_err(|why| {
+            placement_error(source, p.span(), "sweep.placement", p.get_ref(), &why)
+        })?,
+        None => Placement::Compact,
     };
-    let pool = match DeValue::parse(&pool_text).map(Spanned::into_inner) {
+    if let Some(group) = &group {
+        check_group_cpus_not_swept(source, group, &axes)?;
+    }
+
+    let mut total: usize = 1;
+    for a in &axes {
+        total = total.saturating_mul(a.values.len());
+    }
+    // Counted, and the memory of their documents estimated, before any is made.
+    document::check_document_budget(
+        source,
+        imports,
+        axes.first().map_or(0..0, |a| a.key_span.clone()),
+        "sweep",
+        (total as u64).saturating_mul(selected.len() as u64),
+        &format!(
+            "the sweep has {total} cases of {} variant(s)",
+            selected.len()
+        ),
+        loading.limits,
+    )?;
+
+    let template = CaseTemplate {
+        root: &root,
+        root_span: &root_span,
+        stem: default_name(&source.path),
+        specs: &specs,
+        selected: &selected,
+    };
+    let mut cases = Vec::with_capacity(total);
+    let mut picks = vec![0usize; axes.len()];
+    for index in 0..total {
+        let mut rest = index;
+        for (a, axis) in axes.iter().enumerate().rev() {
+            picks[a] = rest % axis.values.len();
+            rest /= axis.values.len();
+        }
+        let case = CaseSpec {
+            axes: &axes,
+            picks: &picks,
+            group: group.as_deref(),
+            fixed_placement: &fixed_placement,
+        };
+        cases.push(make_case(loading, &template, &case, index)?);
+    }
+
+    let sweep = Sweep {
+        axes: axes
+            .iter()
+            .map(|a| Axis {
+                name: a.name.clone(),
+                values: a.shown.clone(),
+                thread_group: match a.kind {
+                    Kind::Cpus | Kind::Placement(_) => group.clone(),
+                    Kind::Path(_) => None,
+                },
+            })
+            .collect(),
+        variants: selected.into_iter().map(|s| s.name).collect(),
+        placement: if has_cpus && !axes.iter().any(|a| matches!(a.kind, Kind::Placement(_))) {
+            Some(
+                raw.placement
+                    .map_or_else(|| "compact".to_string(), |p| p.into_inner()),
+            )
+        } else {
+            None
+        },
+    };
+    Ok(Some((sweep, cases)))
+}
+
+/// The integers of the axes' ranges as the text of one TOML array, which
+/// [`axis_specs`] parses: integer ranges become TOML values parsed from
+/// generated text, so that they patch the document like the values
+/// written in the file.
+fn range_pool_text(raw_axes: &[RawAxis<'_>]) -> String {
+    let numbers: Vec<String> = raw_axes
+        .iter()
+        .filter_map(|a| match &a.values {
+            RawValues::Range { values, .. } => Some(values.iter().map(|v| v.to_string())),
+            RawValues::List(_) => None,
+        })
+        .flatten()
+        .collect();
+    format!("[{}]", numbers.join(","))
+}
+
+/// The axes as read, with their values as TOML values (a range's from
+/// `pool_text`, its [`range_pool_text`]) and as a case id shows them.
+fn axis_specs<'i>(
+    source: &SourceFile,
+    raw_axes: Vec<RawAxis<'i>>,
+    pool_text: &'i str,
+) -> Vec<AxisSpec<'i>> {
+    let pool = match DeValue::parse(pool_text).map(Spanned::into_inner) {
         Ok(DeValue::Array(a)) => a.to_vec(),
         _ => Vec::new(),
     };
     let mut pool = pool.into_iter();
     let mut axes: Vec<AxisSpec<'_>> = Vec::new();
-    for a in raw.axes {
+    for a in raw_axes {
         let (values, shown_values): (Vec<Spanned<DeValue<'_>>>, Vec<AxisValue>) = match a.values {
             RawValues::List(items) => {
                 let mut shown_values: Vec<AxisValue> =
@@ -778,142 +870,109 @@ pub(super) fn expand(
             shown: shown_values,
         });
     }
+    axes
+}
 
-    check_axes(source, &root, &specs, &mut axes)?;
-    let selected = select_variants(loading, &specs, raw.variants)?;
-    let has_cpus = axes.iter().any(|a| matches!(a.kind, Kind::Cpus));
-    let group = thread_group(loading, &raw.group, &axes, has_cpus, raw.placement.as_ref())?;
-    let fixed_placement = match &raw.placement {
-        Some(p) => Placement::parse(p.get_ref()).map_err(|why| {
-            placement_error(source, p.span(), "sweep.placement", p.get_ref(), &why)
-        })?,
-        None => Placement::Compact,
-    };
-    if let Some(group) = &group {
-        if let Some(a) = axes.iter().find(|a| match &a.kind {
-            Kind::Path(s) => {
-                s.len() == 3 && s[0].0 == "threads" && s[1].0 == *group && s[2].0 == "cpus"
-            }
-            _ => false,
-        }) {
-            return Err(at(
-                source,
-                a.key_span.clone(),
-                &format!("sweep.{}", a.name),
-                format!(
-                    "the sweep sets the CPUs of thread group `{group}` twice: with `cpus` and with `{}`",
-                    a.name
-                ),
-            ));
-        }
+/// Refuses an axis over `threads.GROUP.cpus` when a `cpus` axis already
+/// sets that group's CPUs.
+fn check_group_cpus_not_swept(
+    source: &SourceFile,
+    group: &str,
+    axes: &[AxisSpec<'_>],
+) -> Result<(), InputError> {
+    if let Some(a) = axes.iter().find(|a| match &a.kind {
+        Kind::Path(s) => s.len() == 3 && s[0].0 == "threads" && s[1].0 == group && s[2].0 == "cpus",
+        _ => false,
+    }) {
+        return Err(at(
+            source,
+            a.key_span.clone(),
+            &format!("sweep.{}", a.name),
+            format!(
+                "the sweep sets the CPUs of thread group `{group}` twice: with `cpus` and with `{}`",
+                a.name
+            ),
+        ));
     }
+    Ok(())
+}
 
-    let mut total: usize = 1;
-    for a in &axes {
-        total = total.saturating_mul(a.values.len());
-    }
-    // Counted, and the memory of their documents estimated, before any is made.
-    document::check_document_budget(
-        source,
-        imports,
-        axes.first().map_or(0..0, |a| a.key_span.clone()),
-        "sweep",
-        (total as u64).saturating_mul(selected.len() as u64),
-        &format!(
-            "the sweep has {total} cases of {} variant(s)",
-            selected.len()
-        ),
-        loading.limits,
-    )?;
+/// What every case of a sweep starts from: the document as written, the
+/// default name, the variants' patches and the variants selected.
+struct CaseTemplate<'a, 'i> {
+    root: &'a DeTable<'i>,
+    root_span: &'a Range<usize>,
+    stem: String,
+    specs: &'a [VariantSpec<'i>],
+    selected: &'a [Selected],
+}
 
-    let stem = default_name(&source.path);
-    let mut cases = Vec::with_capacity(total);
-    let mut picks = vec![0usize; axes.len()];
-    for index in 0..total {
-        let mut rest = index;
-        for (a, axis) in axes.iter().enumerate().rev() {
-            picks[a] = rest % axis.values.len();
-            rest /= axis.values.len();
-        }
-        let values: Vec<AxisValue> = axes
-            .iter()
-            .zip(&picks)
-            .map(|(a, &p)| a.shown[p].clone())
-            .collect();
-        let id = axes
-            .iter()
-            .zip(&values)
-            .map(|(a, v)| format!("{}={v}", a.name))
-            .collect::<Vec<_>>()
-            .join(",");
-        let mut docs = Vec::with_capacity(selected.len());
-        for sel in &selected {
-            let in_case = |mut e: InputError| {
-                e.message = format!(
-                    "in sweep case `{id}`, variant `{}`: {}",
-                    sel.name, e.message
-                );
-                e
-            };
-            let case = CaseSpec {
-                axes: &axes,
-                picks: &picks,
-                group: group.as_deref(),
-                fixed_placement: &fixed_placement,
-            };
-            let mut doc =
-                case_doc(loading, &root, &root_span, &stem, &specs, sel, &case).map_err(in_case)?;
-            doc.seed = case_seed(doc.seed, &id);
-            let description = sel
-                .spec
-                .and_then(|i| loading.variants.get(i))
-                .and_then(|v| v.description.clone());
-            let baseline = sel
-                .spec
-                .and_then(|i| loading.variants.get(i))
-                .and_then(|v| v.baseline.clone());
-            docs.push(Variant {
-                name: sel.name.clone(),
-                description,
-                baseline,
-                doc,
-            });
-        }
-        let seed = docs
-            .first()
-            .map_or_else(|| case_seed(loading.base.doc.seed, &id), |v| v.doc.seed);
-        cases.push(Case {
-            index,
-            id,
-            seed,
-            values,
-            variants: docs,
+/// Case `index`: its id, seed, axis values and each selected variant's
+/// document.
+fn make_case(
+    loading: &Loading<'_>,
+    template: &CaseTemplate<'_, '_>,
+    case: &CaseSpec<'_, '_>,
+    index: usize,
+) -> Result<Case, InputError> {
+    let values: Vec<AxisValue> = case
+        .axes
+        .iter()
+        .zip(case.picks)
+        .map(|(a, &p)| a.shown[p].clone())
+        .collect();
+    let id = case
+        .axes
+        .iter()
+        .zip(&values)
+        .map(|(a, v)| format!("{}={v}", a.name))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut docs = Vec::with_capacity(template.selected.len());
+    for sel in template.selected {
+        let in_case = |mut e: InputError| {
+            e.message = format!(
+                "in sweep case `{id}`, variant `{}`: {}",
+                sel.name, e.message
+            );
+            e
+        };
+        let mut doc = case_doc(
+            loading,
+            template.root,
+            template.root_span,
+            &template.stem,
+            template.specs,
+            sel,
+            case,
+        )
+        .map_err(in_case)?;
+        doc.seed = case_seed(doc.seed, &id);
+        let description = sel
+            .spec
+            .and_then(|i| loading.variants.get(i))
+            .and_then(|v| v.description.clone());
+        let baseline = sel
+            .spec
+            .and_then(|i| loading.variants.get(i))
+            .and_then(|v| v.baseline.clone());
+        docs.push(Variant {
+            name: sel.name.clone(),
+            description,
+            baseline,
+            doc,
         });
     }
-
-    let sweep = Sweep {
-        axes: axes
-            .iter()
-            .map(|a| Axis {
-                name: a.name.clone(),
-                values: a.shown.clone(),
-                thread_group: match a.kind {
-                    Kind::Cpus | Kind::Placement(_) => group.clone(),
-                    Kind::Path(_) => None,
-                },
-            })
-            .collect(),
-        variants: selected.into_iter().map(|s| s.name).collect(),
-        placement: if has_cpus && !axes.iter().any(|a| matches!(a.kind, Kind::Placement(_))) {
-            Some(
-                raw.placement
-                    .map_or_else(|| "compact".to_string(), |p| p.into_inner()),
-            )
-        } else {
-            None
-        },
-    };
-    Ok(Some((sweep, cases)))
+    let seed = docs
+        .first()
+        .map_or_else(|| case_seed(loading.base.doc.seed, &id), |v| v.doc.seed);
+    Ok(Case {
+        index,
+        id,
+        seed,
+        values,
+        variants: docs,
+    })
 }
 
 /// What a case picks from each axis.
