@@ -186,29 +186,7 @@ pub struct TimelineChart {
 
 /// The timeline as an SVG document.
 pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
-    if chart.lanes.is_empty() {
-        return Err(PlotError::Empty("the list of lanes".into()));
-    }
-    if chart.transactions.is_empty() {
-        return Err(PlotError::Empty("the list of transactions".into()));
-    }
-    for t in &chart.transactions {
-        for m in &t.messages {
-            if m.from >= chart.lanes.len() || m.to >= chart.lanes.len() {
-                return Err(PlotError::Invalid(format!(
-                    "message `{}` names a lane beyond the {} lanes",
-                    m.label,
-                    chart.lanes.len()
-                )));
-            }
-            if m.arrive_cycle < m.send_cycle {
-                return Err(PlotError::Invalid(format!(
-                    "message `{}` arrives before it is sent",
-                    m.label
-                )));
-            }
-        }
-    }
+    check_timeline(chart)?;
     let groups = overlap_groups(&chart.transactions);
     let (group_columns, columns) = overlap_columns(&groups);
     // The margin for the overlap bars: a column each, and room for the
@@ -265,156 +243,275 @@ pub fn timeline(chart: &TimelineChart) -> Result<String, PlotError> {
         .max(legend_w + 40)
         .max(text_width(&chart.subtitle, 14.0) as i32 + 40)
         .max(title_width(&chart.title) as i32);
-    let top = 130;
-    let caption_h = 22;
-    let row_h = 26;
-    let band_gap = 8;
+    let mut frame = Frame {
+        margin,
+        gutter,
+        lane_w,
+        width,
+        height: 0,
+        top: 130,
+        caption_h: 22,
+        row_h: 26,
+        band_gap: 8,
+    };
     let rows: i32 = chart
         .transactions
         .iter()
-        .map(|t| caption_h + row_h * t.messages.len() as i32 + band_gap)
+        .map(|t| frame.band_h(t) + frame.band_gap)
         .sum();
-    let height = top + rows + 30;
-    let lane_x = |i: usize| gutter + lane_w * i as i32 + lane_w / 2;
-    let text = |size: i32, h: HPos, color: RGBColor| {
-        let mut style = TextStyle::from((FONT, size).into_font()).pos(Pos::new(h, VPos::Center));
-        style.color = color.to_backend_color();
-        style
-    };
-    render(width as u32, height as u32, |root| {
-        let d = |e: Result<(), _>| e.map_err(draw_err);
-        d(root.draw(&Text::new(
-            chart.title.as_str(),
-            (width / 2, 22),
-            text(22, HPos::Center, BLACK),
-        )))?;
-        d(root.draw(&Text::new(
-            chart.subtitle.as_str(),
-            (width / 2, 48),
-            text(14, HPos::Center, BLACK),
-        )))?;
-        // Legend: one arrow per kind of message.
-        for (k, kind) in kinds.iter().enumerate() {
-            let x = 20 + 150 * k as i32;
-            let y = 74;
-            draw_arrow(root, x, x + 30, y, kind.color())?;
-            d(root.draw(&Text::new(
-                kind.describe(),
-                (x + 38, y),
-                text(12, HPos::Left, BLACK),
-            )))?;
-        }
-        // Column heads and lifelines.
-        d(root.draw(&Text::new(
-            "cycle sent → arrived",
-            (gutter - 10, top - 14),
-            text(12, HPos::Right, BLACK),
-        )))?;
-        for (i, lane) in chart.lanes.iter().enumerate() {
-            d(root.draw(&Text::new(
-                lane.as_str(),
-                (lane_x(i), top - 14),
-                text(13, HPos::Center, BLACK),
-            )))?;
-        }
-        // The bands first, then the lifelines over them, then the messages.
-        let mut y = top;
-        for (n, t) in chart.transactions.iter().enumerate() {
-            let band_h = caption_h + row_h * t.messages.len() as i32;
-            if n % 2 == 0 {
-                d(root.draw(&Rectangle::new(
-                    [(10, y), (width - 10, y + band_h)],
-                    RGBColor(244, 246, 250).filled(),
-                )))?;
-            }
-            y += band_h + band_gap;
-        }
-        for i in 0..chart.lanes.len() {
-            d(root.draw(&PathElement::new(
-                vec![(lane_x(i), top), (lane_x(i), height - 20)],
-                RGBColor(170, 170, 170).stroke_width(1),
-            )))?;
-        }
-        // Where each transaction's caption sits, for the overlap bars.
-        let mut caption_y = Vec::with_capacity(chart.transactions.len());
-        let mut y = top;
+    frame.height = frame.top + rows + 30;
+    render(width as u32, frame.height as u32, |root| {
+        draw_heads(root, &frame, chart, &kinds)?;
+        draw_bands_and_lifelines(root, &frame, chart)?;
+        draw_overlap_bars(root, &frame, chart, &groups, &group_columns)?;
+        let mut y = frame.top;
         for t in &chart.transactions {
-            caption_y.push(y + caption_h / 2);
-            y += caption_h + row_h * t.messages.len() as i32 + band_gap;
-        }
-        for (g, &column) in groups.iter().zip(&group_columns) {
-            let x = 14 + 14 * column as i32;
-            let color = lane_color(g.lane);
-            let (first, last) = (
-                caption_y[g.members[0]],
-                caption_y[*g.members.last().expect("two or more")],
-            );
-            d(root.draw(&PathElement::new(
-                vec![(x, first), (x, last)],
-                color.stroke_width(3),
-            )))?;
-            for &n in &g.members {
-                d(root.draw(&Circle::new((x, caption_y[n]), 4, color.filled())))?;
-            }
-            // Its count, beside the bar's top, in the caption's line.
-            let caption = &chart.transactions[g.members[0]].caption;
-            d(root.draw(&Text::new(
-                format!(
-                    "{} loads of {} in flight at once",
-                    g.members.len(),
-                    chart.lanes[g.lane]
-                ),
-                (margin + 32 + text_width(caption, 12.0) as i32, first),
-                text(12, HPos::Left, color),
-            )))?;
-        }
-        let mut y = top;
-        for t in &chart.transactions {
-            let band_h = caption_h + row_h * t.messages.len() as i32;
-            d(root.draw(&Text::new(
-                t.caption.as_str(),
-                (20 + margin, y + caption_h / 2),
-                text(12, HPos::Left, RGBColor(60, 60, 60)),
-            )))?;
-            let mut row = y + caption_h;
-            for m in &t.messages {
-                let mid = row + row_h / 2;
-                d(root.draw(&Text::new(
-                    format!("{} → {}", m.send_cycle, m.arrive_cycle),
-                    (gutter - 10, mid + 4),
-                    text(12, HPos::Right, BLACK),
-                )))?;
-                let (x0, x1) = (lane_x(m.from), lane_x(m.to));
-                let arrow_y = mid + 7;
-                if x0 == x1 {
-                    // A message to oneself: a short loop to the right.
-                    d(root.draw(&PathElement::new(
-                        vec![
-                            (x0, arrow_y - 6),
-                            (x0 + 24, arrow_y - 6),
-                            (x0 + 24, arrow_y),
-                        ],
-                        m.kind.color().stroke_width(2),
-                    )))?;
-                    draw_arrow(root, x0 + 24, x0, arrow_y, m.kind.color())?;
-                } else {
-                    draw_arrow(root, x0, x1, arrow_y, m.kind.color())?;
-                }
-                // The label above the arrow, in the gap between the
-                // sender's lifeline and the next one towards the receiver,
-                // which is wider than any label: it never crosses a lifeline.
-                let cx = label_centre_x(gutter, lane_w, m.from, m.to);
-                d(root.draw(&Text::new(
-                    m.label.as_str(),
-                    (cx, mid - 4),
-                    text(12, HPos::Center, m.kind.color()),
-                )))?;
-                row += row_h;
-            }
-            y += band_h + band_gap;
+            draw_transaction(root, &frame, t, y)?;
+            y += frame.band_h(t) + frame.band_gap;
         }
         Ok(())
     })
+}
+
+/// Refuses a timeline without lanes or transactions, or with a message
+/// between lanes it lacks or arriving before it is sent.
+fn check_timeline(chart: &TimelineChart) -> Result<(), PlotError> {
+    if chart.lanes.is_empty() {
+        return Err(PlotError::Empty("the list of lanes".into()));
+    }
+    if chart.transactions.is_empty() {
+        return Err(PlotError::Empty("the list of transactions".into()));
+    }
+    for t in &chart.transactions {
+        for m in &t.messages {
+            if m.from >= chart.lanes.len() || m.to >= chart.lanes.len() {
+                return Err(PlotError::Invalid(format!(
+                    "message `{}` names a lane beyond the {} lanes",
+                    m.label,
+                    chart.lanes.len()
+                )));
+            }
+            if m.arrive_cycle < m.send_cycle {
+                return Err(PlotError::Invalid(format!(
+                    "message `{}` arrives before it is sent",
+                    m.label
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Where the timeline's parts are, in pixels.
+struct Frame {
+    /// Left of the captions: the overlap bars' columns.
+    margin: i32,
+    /// Left of the first lane: the margin and the cycles column.
+    gutter: i32,
+    lane_w: i32,
+    width: i32,
+    height: i32,
+    /// The first transaction's band.
+    top: i32,
+    caption_h: i32,
+    row_h: i32,
+    band_gap: i32,
+}
+
+impl Frame {
+    /// The x of lane `i`'s lifeline.
+    fn lane_x(&self, i: usize) -> i32 {
+        self.gutter + self.lane_w * i as i32 + self.lane_w / 2
+    }
+
+    /// A transaction's band: its caption and a row per message.
+    fn band_h(&self, t: &Transaction) -> i32 {
+        self.caption_h + self.row_h * t.messages.len() as i32
+    }
+}
+
+/// The timeline's text style, centred vertically.
+fn timeline_text(size: i32, h: HPos, color: RGBColor) -> TextStyle<'static> {
+    let mut style = TextStyle::from((FONT, size).into_font()).pos(Pos::new(h, VPos::Center));
+    style.color = color.to_backend_color();
+    style
+}
+
+/// The title, the subtitle, the legend (one arrow per kind of message
+/// drawn) and the column heads.
+fn draw_heads(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    frame: &Frame,
+    chart: &TimelineChart,
+    kinds: &[MessageKind],
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let width = frame.width;
+    d(root.draw(&Text::new(
+        chart.title.as_str(),
+        (width / 2, 22),
+        timeline_text(22, HPos::Center, BLACK),
+    )))?;
+    d(root.draw(&Text::new(
+        chart.subtitle.as_str(),
+        (width / 2, 48),
+        timeline_text(14, HPos::Center, BLACK),
+    )))?;
+    // Legend: one arrow per kind of message.
+    for (k, kind) in kinds.iter().enumerate() {
+        let x = 20 + 150 * k as i32;
+        let y = 74;
+        draw_arrow(root, x, x + 30, y, kind.color())?;
+        d(root.draw(&Text::new(
+            kind.describe(),
+            (x + 38, y),
+            timeline_text(12, HPos::Left, BLACK),
+        )))?;
+    }
+    // Column heads.
+    d(root.draw(&Text::new(
+        "cycle sent → arrived",
+        (frame.gutter - 10, frame.top - 14),
+        timeline_text(12, HPos::Right, BLACK),
+    )))?;
+    for (i, lane) in chart.lanes.iter().enumerate() {
+        d(root.draw(&Text::new(
+            lane.as_str(),
+            (frame.lane_x(i), frame.top - 14),
+            timeline_text(13, HPos::Center, BLACK),
+        )))?;
+    }
+    Ok(())
+}
+
+/// Every other transaction's band shaded, then the lifelines over them
+/// (the messages come after, over both).
+fn draw_bands_and_lifelines(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    frame: &Frame,
+    chart: &TimelineChart,
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let mut y = frame.top;
+    for (n, t) in chart.transactions.iter().enumerate() {
+        let band_h = frame.band_h(t);
+        if n % 2 == 0 {
+            d(root.draw(&Rectangle::new(
+                [(10, y), (frame.width - 10, y + band_h)],
+                RGBColor(244, 246, 250).filled(),
+            )))?;
+        }
+        y += band_h + frame.band_gap;
+    }
+    for i in 0..chart.lanes.len() {
+        d(root.draw(&PathElement::new(
+            vec![
+                (frame.lane_x(i), frame.top),
+                (frame.lane_x(i), frame.height - 20),
+            ],
+            RGBColor(170, 170, 170).stroke_width(1),
+        )))?;
+    }
+    Ok(())
+}
+
+/// Each group of overlapping loads: a bar in its lane's colour through
+/// its members' captions, a dot at each, and its count beside the first.
+fn draw_overlap_bars(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    frame: &Frame,
+    chart: &TimelineChart,
+    groups: &[OverlapGroup],
+    group_columns: &[usize],
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    // Where each transaction's caption sits, for the overlap bars.
+    let mut caption_y = Vec::with_capacity(chart.transactions.len());
+    let mut y = frame.top;
+    for t in &chart.transactions {
+        caption_y.push(y + frame.caption_h / 2);
+        y += frame.band_h(t) + frame.band_gap;
+    }
+    for (g, &column) in groups.iter().zip(group_columns) {
+        let x = 14 + 14 * column as i32;
+        let color = lane_color(g.lane);
+        let (first, last) = (
+            caption_y[g.members[0]],
+            caption_y[*g.members.last().expect("two or more")],
+        );
+        d(root.draw(&PathElement::new(
+            vec![(x, first), (x, last)],
+            color.stroke_width(3),
+        )))?;
+        for &n in &g.members {
+            d(root.draw(&Circle::new((x, caption_y[n]), 4, color.filled())))?;
+        }
+        // Its count, beside the bar's top, in the caption's line.
+        let caption = &chart.transactions[g.members[0]].caption;
+        d(root.draw(&Text::new(
+            format!(
+                "{} loads of {} in flight at once",
+                g.members.len(),
+                chart.lanes[g.lane]
+            ),
+            (frame.margin + 32 + text_width(caption, 12.0) as i32, first),
+            timeline_text(12, HPos::Left, color),
+        )))?;
+    }
+    Ok(())
+}
+
+/// One transaction's band from `y`: its caption, then a row per message
+/// with its cycles, its arrow and its label.
+fn draw_transaction(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    frame: &Frame,
+    t: &Transaction,
+    y: i32,
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let (caption_h, row_h) = (frame.caption_h, frame.row_h);
+    d(root.draw(&Text::new(
+        t.caption.as_str(),
+        (20 + frame.margin, y + caption_h / 2),
+        timeline_text(12, HPos::Left, RGBColor(60, 60, 60)),
+    )))?;
+    let mut row = y + caption_h;
+    for m in &t.messages {
+        let mid = row + row_h / 2;
+        d(root.draw(&Text::new(
+            format!("{} → {}", m.send_cycle, m.arrive_cycle),
+            (frame.gutter - 10, mid + 4),
+            timeline_text(12, HPos::Right, BLACK),
+        )))?;
+        let (x0, x1) = (frame.lane_x(m.from), frame.lane_x(m.to));
+        let arrow_y = mid + 7;
+        if x0 == x1 {
+            // A message to oneself: a short loop to the right.
+            d(root.draw(&PathElement::new(
+                vec![
+                    (x0, arrow_y - 6),
+                    (x0 + 24, arrow_y - 6),
+                    (x0 + 24, arrow_y),
+                ],
+                m.kind.color().stroke_width(2),
+            )))?;
+            draw_arrow(root, x0 + 24, x0, arrow_y, m.kind.color())?;
+        } else {
+            draw_arrow(root, x0, x1, arrow_y, m.kind.color())?;
+        }
+        // The label above the arrow, in the gap between the
+        // sender's lifeline and the next one towards the receiver,
+        // which is wider than any label: it never crosses a lifeline.
+        let cx = label_centre_x(frame.gutter, frame.lane_w, m.from, m.to);
+        d(root.draw(&Text::new(
+            m.label.as_str(),
+            (cx, mid - 4),
+            timeline_text(12, HPos::Center, m.kind.color()),
+        )))?;
+        row += row_h;
+    }
+    Ok(())
 }
 
 /// The x of a label's centre: the middle of the gap between the sender's
