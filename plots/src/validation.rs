@@ -5,6 +5,8 @@ use super::{
     check_finite, color, draw_err, render, short_number, text_width, title_width, widest,
     PlotError, FONT,
 };
+use plotters::coord::combinators::WithKeyPoints;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -167,60 +169,9 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
     let hi = values.fold(0.0, f64::max);
     // A decade-aligned margin so the extreme points are not on the frame.
     let (v0, v1) = (lo / 1.4, hi * 1.4);
-    // Ticks at 1, 2 and 5 times the powers of ten inside the range (plotters'
-    // own log ticks can write one value twice).
-    let mut ticks = Vec::new();
-    let mut decade = 10f64.powi(v0.log10().floor() as i32);
-    while decade <= v1 {
-        for m in [1.0, 2.0, 5.0] {
-            let t = decade * m;
-            if t >= v0 && t <= v1 {
-                ticks.push(t);
-            }
-        }
-        decade *= 10.0;
-    }
+    let ticks = one_two_five_ticks(v0, v1);
     let machines = machines(&chart.points);
-    let mut entries: Vec<(String, Swatch)> = machines
-        .iter()
-        .enumerate()
-        .map(|(i, m)| (m.to_string(), Swatch::Machine(i)))
-        .collect();
-    // Marker shapes, then rings, each only where one is drawn.
-    for role in [
-        PointRole::Prediction,
-        PointRole::Calibration,
-        PointRole::Unknown,
-    ] {
-        if chart.points.iter().any(|p| p.role == role) {
-            entries.push((role.describe().to_string(), Swatch::Role(role)));
-        }
-    }
-    entries.push(("simulated = measured".into(), Swatch::Line));
-    entries.push((
-        format!("±{} % band", short_number(chart.band_pct)),
-        Swatch::Band,
-    ));
-    let outside = chart
-        .points
-        .iter()
-        .filter(|p| p.error_pct().abs() > chart.band_pct);
-    for (drawn, label, col) in [
-        (
-            outside.clone().any(|p| !p.known_miss),
-            format!("outside ±{} %", short_number(chart.band_pct)),
-            MISS,
-        ),
-        (
-            outside.clone().any(|p| p.known_miss),
-            "outside, a documented known miss".to_string(),
-            KNOWN_MISS,
-        ),
-    ] {
-        if drawn {
-            entries.push((label, Swatch::Ring(col)));
-        }
-    }
+    let entries = scatter_legend_entries(chart, &machines);
     let legend_w = widest(entries.iter().map(|(e, _)| e.as_str()), 13.0, 0.0) as u32 + 50;
     let plot_w = 760.max(title_width(&chart.title) + 100);
     let height = 720.max(140 + 20 * entries.len() as u32);
@@ -278,78 +229,161 @@ pub fn validation_scatter(chart: &ValidationChart) -> Result<String, PlotError> 
                 )?;
             }
         }
-        // Out of the band: a ring round the point (red, or amber for a
-        // documented known miss) and its machine, class and error beside it.
-        let label_style = TextStyle::from((FONT, 12).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        for p in chart
-            .points
-            .iter()
-            .filter(|p| p.error_pct().abs() > chart.band_pct)
-        {
-            let ring = if p.known_miss { KNOWN_MISS } else { MISS };
-            c.draw_series(std::iter::once(Circle::new(
-                (p.measured, p.simulated),
-                9,
-                ring.stroke_width(2),
-            )))
-            .map_err(draw_err)?;
-            // Two short lines centred below a point under the diagonal,
-            // above one over it: away from the band and the line.
-            let lines = [
-                format!("{}: {}", p.machine, p.class),
-                format!(
-                    "{}{}, {}",
-                    pct(p.error_pct()),
-                    if p.known_miss { " (known miss)" } else { "" },
-                    p.role.short()
-                ),
-            ];
-            let (px, py) = c.backend_coord(&(p.measured, p.simulated));
-            let base = plot.get_base_pixel();
-            let centre = label_style.pos(Pos::new(HPos::Center, VPos::Top));
-            let first_y = if p.simulated < p.measured {
-                py + 14
-            } else {
-                py - 44
-            };
-            for (k, text) in lines.into_iter().enumerate() {
-                let y = first_y + 15 * k as i32;
-                plot.draw(&Text::new(text, (px - base.0, y - base.1), centre.clone()))
-                    .map_err(draw_err)?;
-            }
-        }
-        // The legend, by hand right of the plot so it covers no point.
-        let style = TextStyle::from((FONT, 13).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        let d = |e: Result<(), _>| e.map_err(draw_err);
-        for (i, (label, swatch)) in entries.iter().enumerate() {
-            let y = 70 + 20 * i as i32;
-            match *swatch {
-                Swatch::Machine(k) => {
-                    d(legend.draw(&Circle::new((10, y), 4, color(k).filled())))?;
-                }
-                Swatch::Role(role) => {
-                    draw_marker(&legend, role, (10, y), 4, RGBColor(90, 90, 90).filled())?;
-                }
-                Swatch::Line => d(legend.draw(&PathElement::new(
-                    vec![(0, y), (20, y)],
-                    BLACK.stroke_width(1),
-                )))?,
-                Swatch::Band => d(legend.draw(&Rectangle::new(
-                    [(0, y - 6), (20, y + 6)],
-                    band_fill.filled(),
-                )))?,
-                Swatch::Ring(col) => {
-                    d(legend.draw(&Circle::new((10, y), 7, col.stroke_width(2))))?;
-                }
-            }
-            d(legend.draw(&Text::new(label.as_str(), (28, y), style.clone())))?;
-        }
-        Ok(())
+        draw_scatter_misses(&mut c, &plot, chart)?;
+        draw_scatter_legend(&legend, &entries, band_fill)
     })
+}
+
+/// Ticks at 1, 2 and 5 times the powers of ten inside `v0..=v1`
+/// (plotters' own log ticks can write one value twice).
+fn one_two_five_ticks(v0: f64, v1: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    let mut decade = 10f64.powi(v0.log10().floor() as i32);
+    while decade <= v1 {
+        for m in [1.0, 2.0, 5.0] {
+            let t = decade * m;
+            if t >= v0 && t <= v1 {
+                ticks.push(t);
+            }
+        }
+        decade *= 10.0;
+    }
+    ticks
+}
+
+/// The scatter's legend: the machines, then the marker shapes, the line,
+/// the band and the rings, each only where one is drawn.
+fn scatter_legend_entries(chart: &ValidationChart, machines: &[&str]) -> Vec<(String, Swatch)> {
+    let mut entries: Vec<(String, Swatch)> = machines
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.to_string(), Swatch::Machine(i)))
+        .collect();
+    // Marker shapes, then rings, each only where one is drawn.
+    for role in [
+        PointRole::Prediction,
+        PointRole::Calibration,
+        PointRole::Unknown,
+    ] {
+        if chart.points.iter().any(|p| p.role == role) {
+            entries.push((role.describe().to_string(), Swatch::Role(role)));
+        }
+    }
+    entries.push(("simulated = measured".into(), Swatch::Line));
+    entries.push((
+        format!("±{} % band", short_number(chart.band_pct)),
+        Swatch::Band,
+    ));
+    let outside = chart
+        .points
+        .iter()
+        .filter(|p| p.error_pct().abs() > chart.band_pct);
+    for (drawn, label, col) in [
+        (
+            outside.clone().any(|p| !p.known_miss),
+            format!("outside ±{} %", short_number(chart.band_pct)),
+            MISS,
+        ),
+        (
+            outside.clone().any(|p| p.known_miss),
+            "outside, a documented known miss".to_string(),
+            KNOWN_MISS,
+        ),
+    ] {
+        if drawn {
+            entries.push((label, Swatch::Ring(col)));
+        }
+    }
+    entries
+}
+
+/// The scatter's log-log axes, ticked at chosen values.
+type LogLog = Cartesian2d<WithKeyPoints<LogCoord<f64>>, WithKeyPoints<LogCoord<f64>>>;
+
+/// Out of the band: a ring round the point (red, or amber for a
+/// documented known miss) and its machine, class and error beside it.
+fn draw_scatter_misses(
+    c: &mut ChartContext<'_, SVGBackend<'_>, LogLog>,
+    plot: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &ValidationChart,
+) -> Result<(), PlotError> {
+    let label_style = TextStyle::from((FONT, 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for p in chart
+        .points
+        .iter()
+        .filter(|p| p.error_pct().abs() > chart.band_pct)
+    {
+        let ring = if p.known_miss { KNOWN_MISS } else { MISS };
+        c.draw_series(std::iter::once(Circle::new(
+            (p.measured, p.simulated),
+            9,
+            ring.stroke_width(2),
+        )))
+        .map_err(draw_err)?;
+        // Two short lines centred below a point under the diagonal,
+        // above one over it: away from the band and the line.
+        let lines = [
+            format!("{}: {}", p.machine, p.class),
+            format!(
+                "{}{}, {}",
+                pct(p.error_pct()),
+                if p.known_miss { " (known miss)" } else { "" },
+                p.role.short()
+            ),
+        ];
+        let (px, py) = c.backend_coord(&(p.measured, p.simulated));
+        let base = plot.get_base_pixel();
+        let centre = label_style.pos(Pos::new(HPos::Center, VPos::Top));
+        let first_y = if p.simulated < p.measured {
+            py + 14
+        } else {
+            py - 44
+        };
+        for (k, text) in lines.into_iter().enumerate() {
+            let y = first_y + 15 * k as i32;
+            plot.draw(&Text::new(text, (px - base.0, y - base.1), centre.clone()))
+                .map_err(draw_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// The scatter's legend, by hand right of the plot so it covers no point.
+fn draw_scatter_legend(
+    legend: &DrawingArea<SVGBackend<'_>, Shift>,
+    entries: &[(String, Swatch)],
+    band_fill: RGBAColor,
+) -> Result<(), PlotError> {
+    let style = TextStyle::from((FONT, 13).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    for (i, (label, swatch)) in entries.iter().enumerate() {
+        let y = 70 + 20 * i as i32;
+        match *swatch {
+            Swatch::Machine(k) => {
+                d(legend.draw(&Circle::new((10, y), 4, color(k).filled())))?;
+            }
+            Swatch::Role(role) => {
+                draw_marker(legend, role, (10, y), 4, RGBColor(90, 90, 90).filled())?;
+            }
+            Swatch::Line => d(legend.draw(&PathElement::new(
+                vec![(0, y), (20, y)],
+                BLACK.stroke_width(1),
+            )))?,
+            Swatch::Band => d(legend.draw(&Rectangle::new(
+                [(0, y - 6), (20, y + 6)],
+                band_fill.filled(),
+            )))?,
+            Swatch::Ring(col) => {
+                d(legend.draw(&Circle::new((10, y), 7, col.stroke_width(2))))?;
+            }
+        }
+        d(legend.draw(&Text::new(label.as_str(), (28, y), style.clone())))?;
+    }
+    Ok(())
 }
 
 /// Panels of the grid: columns, and the size of one.
@@ -393,17 +427,80 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
     // shortest so far (the first four fill the top row): no empty rows in
     // a machine with few classes, and the grid as short as it can be.
     let columns = PANEL_COLUMNS.min(machines.len());
-    let panel_h = |classes: usize| 64 + ROW_H * classes as u32 + 34;
     let mut column_h = vec![0u32; columns];
     let mut placed: Vec<(&str, u32, u32, usize)> = Vec::new();
     for m in &machines {
         let classes = classes_of(m).len();
         let column = (0..columns).min_by_key(|&c| (column_h[c], c)).unwrap_or(0);
         placed.push((m, PANEL_W * column as u32, column_h[column], classes));
-        column_h[column] += panel_h(classes);
+        column_h[column] += bar_panel_h(classes);
     }
     let grid_h = column_h.iter().copied().max().unwrap_or(0);
-    // The key, once for every panel, with only the kinds of bar drawn.
+    // The key, once for every panel, laid out left to right, a new line
+    // where the next would not fit.
+    let key_w = (PANEL_W * PANEL_COLUMNS.min(machines.len()) as u32).max(title_width(&chart.title));
+    let mut x = 20;
+    let mut line = 0;
+    let entries: Vec<(String, KeySwatch, (i32, usize))> = bars_key_entries(chart)
+        .into_iter()
+        .map(|(text, swatch)| {
+            let w = 24 + text_width(&text, 13.0) as i32 + 26;
+            if x > 20 && x + w > key_w as i32 {
+                x = 20;
+                line += 1;
+            }
+            let at = (x, line);
+            x += w;
+            (text, swatch, at)
+        })
+        .collect();
+    let title_h = 50;
+    let legend_h = 18 + KEY_LINE_H as u32 * (line as u32 + 1);
+    let width = (PANEL_W * columns as u32).max(title_width(&chart.title));
+    let height = title_h + grid_h + legend_h;
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    render(width, height, |root| {
+        let (top, rest) = root.split_vertically(title_h);
+        let (grid, legend) = rest.split_vertically(grid_h);
+        let title_style = TextStyle::from((FONT, 20).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        d(top.draw(&Text::new(
+            chart.title.as_str(),
+            (width as i32 / 2, title_h as i32 / 2),
+            title_style,
+        )))?;
+        for &(m, x, y, classes) in &placed {
+            let panel = grid.clone().shrink((x, y), (PANEL_W, bar_panel_h(classes)));
+            draw_bar_panel(&panel, m, &classes_of(m), reach, chart.band_pct)?;
+        }
+        let key = TextStyle::from((FONT, 13).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        for (text, swatch, (x, line)) in &entries {
+            let y = 21 + KEY_LINE_H * *line as i32;
+            match *swatch {
+                KeySwatch::Fill(col) => d(legend.draw(&Rectangle::new(
+                    [(*x, y - 7), (x + 18, y + 7)],
+                    col.filled(),
+                )))?,
+                KeySwatch::Role(role) => {
+                    draw_marker(&legend, role, (x + 9, y), 4, ROLE_MARK.filled())?
+                }
+            }
+            d(legend.draw(&Text::new(text.clone(), (x + 24, y), key.clone())))?;
+        }
+        Ok(())
+    })
+}
+
+/// The height of a machine's panel of `classes` bars.
+fn bar_panel_h(classes: usize) -> u32 {
+    64 + ROW_H * classes as u32 + 34
+}
+
+/// The key of the bars, with only the kinds of bar and marker drawn.
+fn bars_key_entries(chart: &ValidationChart) -> Vec<(String, KeySwatch)> {
     let outside = |known: bool| {
         chart
             .points
@@ -452,149 +549,104 @@ pub fn validation_bars(chart: &ValidationChart) -> Result<String, PlotError> {
             entries.push((role.describe().to_string(), KeySwatch::Role(role)));
         }
     }
-    // Laid out left to right, a new line where the next would not fit.
-    let key_w = (PANEL_W * PANEL_COLUMNS.min(machines.len()) as u32).max(title_width(&chart.title));
-    let mut x = 20;
-    let mut line = 0;
-    let entries: Vec<(String, KeySwatch, (i32, usize))> = entries
-        .into_iter()
-        .map(|(text, swatch)| {
-            let w = 24 + text_width(&text, 13.0) as i32 + 26;
-            if x > 20 && x + w > key_w as i32 {
-                x = 20;
-                line += 1;
-            }
-            let at = (x, line);
-            x += w;
-            (text, swatch, at)
-        })
-        .collect();
-    let title_h = 50;
-    let legend_h = 18 + KEY_LINE_H as u32 * (line as u32 + 1);
-    let width = (PANEL_W * columns as u32).max(title_width(&chart.title));
-    let height = title_h + grid_h + legend_h;
+    entries
+}
+
+/// Machine `m`'s panel: a bar per class (its `points`) on the error
+/// scale `-reach..reach`, the ±`band_pct` band shaded, each bar with its
+/// class and role marker left of the plot and its figures right of it.
+fn draw_bar_panel(
+    panel: &DrawingArea<SVGBackend<'_>, Shift>,
+    m: &str,
+    points: &[&ValidationPoint],
+    reach: f64,
+    band_pct: f64,
+) -> Result<(), PlotError> {
     let d = |e: Result<(), _>| e.map_err(draw_err);
-    render(width, height, |root| {
-        let (top, rest) = root.split_vertically(title_h);
-        let (grid, legend) = rest.split_vertically(grid_h);
-        let title_style = TextStyle::from((FONT, 20).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Center, VPos::Center));
-        d(top.draw(&Text::new(
-            chart.title.as_str(),
-            (width as i32 / 2, title_h as i32 / 2),
-            title_style,
+    let small = TextStyle::from((FONT, 11).into_font()).color(&BLACK);
+    let label = TextStyle::from((FONT, 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    let classes = points.len();
+    // Room for the class's name and its role's marker.
+    let label_w = widest(points.iter().map(|p| p.class.as_str()), 12.0, 60.0) as u32 + 24;
+    let mut c = ChartBuilder::on(panel)
+        .caption(m, (FONT, 15))
+        .margin(8)
+        .margin_right(FIGURES_W)
+        .x_label_area_size(34)
+        .y_label_area_size(label_w)
+        .build_cartesian_2d(-reach..reach, 0..(classes as i32))
+        .map_err(draw_err)?;
+    c.configure_mesh()
+        .disable_y_mesh()
+        .y_label_formatter(&|_| String::new())
+        .x_labels(5)
+        .light_line_style(WHITE.mix(0.0))
+        .bold_line_style(RGBColor(235, 235, 235))
+        // The middle and the ends only: a panel is narrow.
+        .x_label_formatter(&|v| {
+            if v.abs() < 1e-9 {
+                "0 %".into()
+            } else if v.abs() >= reach / 1.15 * 0.8 {
+                format!("{v:+.0} %")
+            } else {
+                String::new()
+            }
+        })
+        .label_style((FONT, 11))
+        .draw()
+        .map_err(draw_err)?;
+    let band_fill = RGBColor(160, 200, 160).mix(0.35);
+    c.draw_series(std::iter::once(Rectangle::new(
+        [(-band_pct, 0), (band_pct, classes as i32)],
+        band_fill.filled(),
+    )))
+    .map_err(draw_err)?;
+    c.draw_series(std::iter::once(PathElement::new(
+        vec![(0.0, 0), (0.0, classes as i32)],
+        BLACK.stroke_width(1),
+    )))
+    .map_err(draw_err)?;
+    let base = panel.get_base_pixel();
+    for (k, p) in points.iter().enumerate() {
+        // Nearest class on top.
+        let row = classes as i32 - 1 - k as i32;
+        let e = p.error_pct();
+        let col = if e.abs() <= band_pct {
+            WITHIN
+        } else if p.known_miss {
+            KNOWN_MISS
+        } else {
+            MISS
+        };
+        let (x0, y0) = c.backend_coord(&(0.0, row));
+        let (x1, y1) = c.backend_coord(&(e, row + 1));
+        let (ya, yb) = (y1.min(y0) + 4, y1.max(y0) - 4);
+        d(panel.draw(&Rectangle::new(
+            [
+                (x0.min(x1) - base.0, ya - base.1),
+                (x0.max(x1) - base.0, yb - base.1),
+            ],
+            col.filled(),
         )))?;
-        let small = TextStyle::from((FONT, 11).into_font()).color(&BLACK);
-        let label = TextStyle::from((FONT, 12).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Right, VPos::Center));
-        for &(m, x, y, classes) in &placed {
-            let panel = grid.clone().shrink((x, y), (PANEL_W, panel_h(classes)));
-            let points = classes_of(m);
-            // Room for the class's name and its role's marker.
-            let label_w = widest(points.iter().map(|p| p.class.as_str()), 12.0, 60.0) as u32 + 24;
-            let mut c = ChartBuilder::on(&panel)
-                .caption(m, (FONT, 15))
-                .margin(8)
-                .margin_right(FIGURES_W)
-                .x_label_area_size(34)
-                .y_label_area_size(label_w)
-                .build_cartesian_2d(-reach..reach, 0..(classes as i32))
-                .map_err(draw_err)?;
-            c.configure_mesh()
-                .disable_y_mesh()
-                .y_label_formatter(&|_| String::new())
-                .x_labels(5)
-                .light_line_style(WHITE.mix(0.0))
-                .bold_line_style(RGBColor(235, 235, 235))
-                // The middle and the ends only: a panel is narrow.
-                .x_label_formatter(&|v| {
-                    if v.abs() < 1e-9 {
-                        "0 %".into()
-                    } else if v.abs() >= reach / 1.15 * 0.8 {
-                        format!("{v:+.0} %")
-                    } else {
-                        String::new()
-                    }
-                })
-                .label_style((FONT, 11))
-                .draw()
-                .map_err(draw_err)?;
-            let band_fill = RGBColor(160, 200, 160).mix(0.35);
-            c.draw_series(std::iter::once(Rectangle::new(
-                [(-chart.band_pct, 0), (chart.band_pct, classes as i32)],
-                band_fill.filled(),
-            )))
-            .map_err(draw_err)?;
-            c.draw_series(std::iter::once(PathElement::new(
-                vec![(0.0, 0), (0.0, classes as i32)],
-                BLACK.stroke_width(1),
-            )))
-            .map_err(draw_err)?;
-            let base = panel.get_base_pixel();
-            for (k, p) in points.iter().enumerate() {
-                // Nearest class on top.
-                let row = classes as i32 - 1 - k as i32;
-                let e = p.error_pct();
-                let col = if e.abs() <= chart.band_pct {
-                    WITHIN
-                } else if p.known_miss {
-                    KNOWN_MISS
-                } else {
-                    MISS
-                };
-                let (x0, y0) = c.backend_coord(&(0.0, row));
-                let (x1, y1) = c.backend_coord(&(e, row + 1));
-                let (ya, yb) = (y1.min(y0) + 4, y1.max(y0) - 4);
-                d(panel.draw(&Rectangle::new(
-                    [
-                        (x0.min(x1) - base.0, ya - base.1),
-                        (x0.max(x1) - base.0, yb - base.1),
-                    ],
-                    col.filled(),
-                )))?;
-                let (lx, _) = c.backend_coord(&(-reach, row));
-                let mid = (ya + yb) / 2 - base.1;
-                d(panel.draw(&Text::new(
-                    p.class.as_str(),
-                    (lx - base.0 - 18, mid),
-                    label.clone(),
-                )))?;
-                // The role's marker, as on the scatter.
-                draw_marker(
-                    &panel,
-                    p.role,
-                    (lx - base.0 - 9, mid),
-                    4,
-                    ROLE_MARK.filled(),
-                )?;
-                // The figures in their column right of the plot.
-                let text = format!("{}  {:.1} / {:.1} ns", pct(e), p.simulated, p.measured);
-                let (right, _) = c.backend_coord(&(reach, row));
-                d(panel.draw(&Text::new(
-                    text,
-                    (right - base.0 + 10, mid),
-                    small.pos(Pos::new(HPos::Left, VPos::Center)),
-                )))?;
-            }
-        }
-        let key = TextStyle::from((FONT, 13).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        for (text, swatch, (x, line)) in &entries {
-            let y = 21 + KEY_LINE_H * *line as i32;
-            match *swatch {
-                KeySwatch::Fill(col) => d(legend.draw(&Rectangle::new(
-                    [(*x, y - 7), (x + 18, y + 7)],
-                    col.filled(),
-                )))?,
-                KeySwatch::Role(role) => {
-                    draw_marker(&legend, role, (x + 9, y), 4, ROLE_MARK.filled())?
-                }
-            }
-            d(legend.draw(&Text::new(text.clone(), (x + 24, y), key.clone())))?;
-        }
-        Ok(())
-    })
+        let (lx, _) = c.backend_coord(&(-reach, row));
+        let mid = (ya + yb) / 2 - base.1;
+        d(panel.draw(&Text::new(
+            p.class.as_str(),
+            (lx - base.0 - 18, mid),
+            label.clone(),
+        )))?;
+        // The role's marker, as on the scatter.
+        draw_marker(panel, p.role, (lx - base.0 - 9, mid), 4, ROLE_MARK.filled())?;
+        // The figures in their column right of the plot.
+        let text = format!("{}  {:.1} / {:.1} ns", pct(e), p.simulated, p.measured);
+        let (right, _) = c.backend_coord(&(reach, row));
+        d(panel.draw(&Text::new(
+            text,
+            (right - base.0 + 10, mid),
+            small.pos(Pos::new(HPos::Left, VPos::Center)),
+        )))?;
+    }
+    Ok(())
 }
