@@ -11,7 +11,7 @@
 #![allow(clippy::result_large_err)]
 
 use crate::format::error::InputError;
-use crate::format::schema::{MeasuredMetric, Spanned};
+use crate::format::schema::{MeasuredDef, MeasuredMetric, Spanned};
 use crate::format::LoadedScenario;
 
 /// Checks the base document's `[[measured]]` entries against the loaded
@@ -21,8 +21,6 @@ pub fn check_measured_entries(loaded: &LoadedScenario) -> Result<(), InputError>
     if doc.measured.is_empty() {
         return Ok(());
     }
-    let variants: Vec<&str> = loaded.all().map(|v| v.name.as_str()).collect();
-    let groups: Vec<&str> = doc.threads.iter().map(|t| t.name()).collect();
     let mut field_names: Vec<String> = Vec::new();
     for (inst_name, inst) in &doc.instances {
         if let Some(s) = doc.structs.get(inst.struct_name.get_ref()) {
@@ -31,204 +29,266 @@ pub fn check_measured_entries(loaded: &LoadedScenario) -> Result<(), InputError>
             }
         }
     }
-    let field_refs: Vec<&str> = field_names.iter().map(String::as_str).collect();
-    let case_ids: Vec<&str> = loaded.cases.iter().map(|c| c.id.as_str()).collect();
+    let known = Known {
+        variants: loaded.all().map(|v| v.name.as_str()).collect(),
+        groups: doc.threads.iter().map(|t| t.name()).collect(),
+        fields: field_names.iter().map(String::as_str).collect(),
+        case_ids: loaded.cases.iter().map(|c| c.id.as_str()).collect(),
+    };
     for (i, m) in doc.measured.iter().enumerate() {
-        let key = |k: &str| format!("measured.{i}.{k}");
-        // A figure belongs to one configuration: in a sweep, one case.
-        match (&m.case, loaded.sweep.is_some()) {
-            (None, true) => {
-                return Err(loaded
-                    .error_at(
-                        m.label.span(),
-                        &key("case"),
-                        format!(
-                            "`{}` is missing: in a scenario with `[sweep]`, each measured figure \
-                             names the case it was measured as",
-                            key("case")
-                        ),
-                    )
-                    .with_valid(format!(
-                        "case = \"ID\", one of the sweep's case ids, such as `{}`",
-                        case_ids.first().copied().unwrap_or_default()
-                    )));
+        check_case(loaded, &known, i, m)?;
+        check_variant_name(loaded, &known, i, &m.variant, "variant")?;
+        check_metric_keys(loaded, i, m)?;
+        check_names(loaded, &known, i, m)?;
+        check_figures(loaded, i, m)?;
+    }
+    Ok(())
+}
+
+/// What the entries may name: variants, thread groups, `instance.field`s
+/// and the sweep's case ids.
+struct Known<'a> {
+    variants: Vec<&'a str>,
+    groups: Vec<&'a str>,
+    fields: Vec<&'a str>,
+    case_ids: Vec<&'a str>,
+}
+
+/// Key `k` of entry `i`, as errors name it.
+fn key(i: usize, k: &str) -> String {
+    format!("measured.{i}.{k}")
+}
+
+/// A figure belongs to one configuration: in a sweep, one case, named by
+/// `case`; without a sweep, no `case`.
+fn check_case(
+    loaded: &LoadedScenario,
+    known: &Known,
+    i: usize,
+    m: &MeasuredDef,
+) -> Result<(), InputError> {
+    let case_ids = &known.case_ids;
+    match (&m.case, loaded.sweep.is_some()) {
+        (None, true) => Err(loaded
+            .error_at(
+                m.label.span(),
+                &key(i, "case"),
+                format!(
+                    "`{}` is missing: in a scenario with `[sweep]`, each measured figure \
+                     names the case it was measured as",
+                    key(i, "case")
+                ),
+            )
+            .with_valid(format!(
+                "case = \"ID\", one of the sweep's case ids, such as `{}`",
+                case_ids.first().copied().unwrap_or_default()
+            ))),
+        (Some(case), false) => Err(loaded
+            .error_at(
+                case.span(),
+                &key(i, "case"),
+                format!(
+                    "`{}` names a case, and the scenario has no `[sweep]`",
+                    key(i, "case")
+                ),
+            )
+            .with_valid("remove `case`, or add a `[sweep]`")),
+        (Some(case), true) if !case_ids.contains(&case.get_ref().as_str()) => {
+            let shown: Vec<&str> = case_ids.iter().take(12).copied().collect();
+            let mut error = loaded
+                .error_at(
+                    case.span(),
+                    &key(i, "case"),
+                    format!(
+                        "`{}` is `{}`, which is not a case of the sweep",
+                        key(i, "case"),
+                        case.get_ref()
+                    ),
+                )
+                .with_choices(case.get_ref(), case_ids);
+            if case_ids.len() > shown.len() {
+                error.valid = Some(format!(
+                    "{}, ... ({} cases; `bounce check FILE --format csv` lists them)",
+                    shown.join(", "),
+                    case_ids.len()
+                ));
             }
-            (Some(case), false) => {
-                return Err(loaded
-                    .error_at(
-                        case.span(),
-                        &key("case"),
-                        format!(
-                            "`{}` names a case, and the scenario has no `[sweep]`",
-                            key("case")
-                        ),
-                    )
-                    .with_valid("remove `case`, or add a `[sweep]`"));
-            }
-            (Some(case), true) if !case_ids.contains(&case.get_ref().as_str()) => {
-                let shown: Vec<&str> = case_ids.iter().take(12).copied().collect();
-                let mut error = loaded
-                    .error_at(
-                        case.span(),
-                        &key("case"),
-                        format!(
-                            "`{}` is `{}`, which is not a case of the sweep",
-                            key("case"),
-                            case.get_ref()
-                        ),
-                    )
-                    .with_choices(case.get_ref(), &case_ids);
-                if case_ids.len() > shown.len() {
-                    error.valid = Some(format!(
-                        "{}, ... ({} cases; `bounce check FILE --format csv` lists them)",
-                        shown.join(", "),
-                        case_ids.len()
-                    ));
-                }
-                return Err(error);
-            }
-            _ => {}
+            Err(error)
         }
-        let name_in = |v: &Spanned<String>, k: &str| -> Result<(), InputError> {
-            if variants.contains(&v.get_ref().as_str()) {
-                Ok(())
-            } else {
-                Err(loaded
+        _ => Ok(()),
+    }
+}
+
+/// Key `k` of entry `i` names a variant.
+fn check_variant_name(
+    loaded: &LoadedScenario,
+    known: &Known,
+    i: usize,
+    v: &Spanned<String>,
+    k: &str,
+) -> Result<(), InputError> {
+    if known.variants.contains(&v.get_ref().as_str()) {
+        Ok(())
+    } else {
+        Err(loaded
+            .error_at(
+                v.span(),
+                &key(i, k),
+                format!(
+                    "`{}` is `{}`, which is not a variant",
+                    key(i, k),
+                    v.get_ref()
+                ),
+            )
+            .with_choices(v.get_ref(), &known.variants))
+    }
+}
+
+/// The keys that only some metrics use (`relative_to`, `threads`,
+/// `fields`) are given only with those.
+fn check_metric_keys(loaded: &LoadedScenario, i: usize, m: &MeasuredDef) -> Result<(), InputError> {
+    let metric = *m.metric.get_ref();
+    let only_for = |present: bool, k: &str, for_metric: MeasuredMetric| {
+        if present && metric != for_metric {
+            Err(loaded
+                .error_at(
+                    m.metric.span(),
+                    &key(i, k),
+                    format!(
+                        "`{}` is only used with metric `{}`, and this entry's metric is `{}`",
+                        key(i, k),
+                        for_metric.name(),
+                        metric.name()
+                    ),
+                )
+                .with_valid(format!(
+                    "remove `{k}`, or use metric `{}`",
+                    for_metric.name()
+                )))
+        } else {
+            Ok(())
+        }
+    };
+    if m.relative_to.is_some() && metric == MeasuredMetric::OneWayLatency {
+        return Err(loaded
+            .error_at(
+                m.metric.span(),
+                &key(i, "relative_to"),
+                format!(
+                    "`{}` is not used with metric `one-way-latency`",
+                    key(i, "relative_to")
+                ),
+            )
+            .with_valid("remove `relative_to`"));
+    }
+    if m.relative_to.is_some() && metric == MeasuredMetric::FieldCyclesShare {
+        return Err(loaded
+            .error_at(
+                m.metric.span(),
+                &key(i, "relative_to"),
+                format!(
+                    "`{}` is not used with metric `field-cycles-share`",
+                    key(i, "relative_to")
+                ),
+            )
+            .with_valid(
+                "remove `relative_to`, or use metric `throughput-change` or `cycles-per-iteration`",
+            ));
+    }
+    if metric != MeasuredMetric::OneWayLatency {
+        only_for(
+            m.threads.is_some(),
+            "threads",
+            MeasuredMetric::CyclesPerIteration,
+        )?;
+    }
+    only_for(
+        !m.fields.is_empty(),
+        "fields",
+        MeasuredMetric::FieldCyclesShare,
+    )
+}
+
+/// `relative_to`, `threads` and `fields` name a variant, a thread group
+/// and fields the scenario has (`field-cycles-share` needs fields).
+fn check_names(
+    loaded: &LoadedScenario,
+    known: &Known,
+    i: usize,
+    m: &MeasuredDef,
+) -> Result<(), InputError> {
+    if let Some(r) = &m.relative_to {
+        check_variant_name(loaded, known, i, r, "relative_to")?;
+    }
+    if let Some(t) = &m.threads {
+        if !known.groups.contains(&t.get_ref().as_str()) {
+            return Err(loaded
+                .error_at(
+                    t.span(),
+                    &key(i, "threads"),
+                    format!(
+                        "`{}` is `{}`, which is not a thread group",
+                        key(i, "threads"),
+                        t.get_ref()
+                    ),
+                )
+                .with_choices(t.get_ref(), &known.groups));
+        }
+    }
+    if *m.metric.get_ref() == MeasuredMetric::FieldCyclesShare && m.fields.is_empty() {
+        return Err(loaded
+            .error_at(
+                m.metric.span(),
+                &key(i, "fields"),
+                format!(
+                    "metric `field-cycles-share` needs `{}`: the fields whose accesses count",
+                    key(i, "fields")
+                ),
+            )
+            .with_valid("a list of `instance.field` names, such as [\"memcg.usage\"]"));
+    }
+    for (j, f) in m.fields.iter().enumerate() {
+        if !known.fields.contains(&f.get_ref().as_str()) {
+            let k = format!("{}.{j}", key(i, "fields"));
+            return Err(loaded
+                .error_at(
+                    f.span(),
+                    &k,
+                    format!(
+                        "`{k}` is `{}`, which is not a field of an instance",
+                        f.get_ref()
+                    ),
+                )
+                .with_choices(f.get_ref(), &known.fields));
+        }
+    }
+    Ok(())
+}
+
+/// `value` is a finite number, `tolerance` a finite number, 0 or more.
+fn check_figures(loaded: &LoadedScenario, i: usize, m: &MeasuredDef) -> Result<(), InputError> {
+    for (value, k) in [
+        (Some(&m.value), "value"),
+        (m.tolerance.as_ref(), "tolerance"),
+    ] {
+        if let Some(v) = value {
+            let bad = !v.get_ref().is_finite() || (k == "tolerance" && *v.get_ref() < 0.0);
+            if bad {
+                return Err(loaded
                     .error_at(
                         v.span(),
-                        &key(k),
-                        format!("`{}` is `{}`, which is not a variant", key(k), v.get_ref()),
-                    )
-                    .with_choices(v.get_ref(), &variants))
-            }
-        };
-        name_in(&m.variant, "variant")?;
-        let metric = *m.metric.get_ref();
-        let only_for = |present: bool, k: &str, for_metric: MeasuredMetric| {
-            if present && metric != for_metric {
-                Err(loaded
-                    .error_at(
-                        m.metric.span(),
-                        &key(k),
+                        &key(i, k),
                         format!(
-                            "`{}` is only used with metric `{}`, and this entry's metric is `{}`",
-                            key(k),
-                            for_metric.name(),
-                            metric.name()
+                            "`{}` is {}, which is not a usable figure",
+                            key(i, k),
+                            v.get_ref()
                         ),
                     )
-                    .with_valid(format!(
-                        "remove `{k}`, or use metric `{}`",
-                        for_metric.name()
-                    )))
-            } else {
-                Ok(())
-            }
-        };
-        if m.relative_to.is_some() && metric == MeasuredMetric::OneWayLatency {
-            return Err(loaded
-                .error_at(
-                    m.metric.span(),
-                    &key("relative_to"),
-                    format!(
-                        "`{}` is not used with metric `one-way-latency`",
-                        key("relative_to")
-                    ),
-                )
-                .with_valid("remove `relative_to`"));
-        }
-        if m.relative_to.is_some() && metric == MeasuredMetric::FieldCyclesShare {
-            return Err(loaded
-                .error_at(
-                    m.metric.span(),
-                    &key("relative_to"),
-                    format!(
-                        "`{}` is not used with metric `field-cycles-share`",
-                        key("relative_to")
-                    ),
-                )
-                .with_valid("remove `relative_to`, or use metric `throughput-change` or `cycles-per-iteration`"));
-        }
-        if metric != MeasuredMetric::OneWayLatency {
-            only_for(
-                m.threads.is_some(),
-                "threads",
-                MeasuredMetric::CyclesPerIteration,
-            )?;
-        }
-        only_for(
-            !m.fields.is_empty(),
-            "fields",
-            MeasuredMetric::FieldCyclesShare,
-        )?;
-        if let Some(r) = &m.relative_to {
-            name_in(r, "relative_to")?;
-        }
-        if let Some(t) = &m.threads {
-            if !groups.contains(&t.get_ref().as_str()) {
-                return Err(loaded
-                    .error_at(
-                        t.span(),
-                        &key("threads"),
-                        format!(
-                            "`{}` is `{}`, which is not a thread group",
-                            key("threads"),
-                            t.get_ref()
-                        ),
-                    )
-                    .with_choices(t.get_ref(), &groups));
-            }
-        }
-        if metric == MeasuredMetric::FieldCyclesShare && m.fields.is_empty() {
-            return Err(loaded
-                .error_at(
-                    m.metric.span(),
-                    &key("fields"),
-                    format!(
-                        "metric `field-cycles-share` needs `{}`: the fields whose accesses count",
-                        key("fields")
-                    ),
-                )
-                .with_valid("a list of `instance.field` names, such as [\"memcg.usage\"]"));
-        }
-        for (j, f) in m.fields.iter().enumerate() {
-            if !field_refs.contains(&f.get_ref().as_str()) {
-                let k = format!("{}.{j}", key("fields"));
-                return Err(loaded
-                    .error_at(
-                        f.span(),
-                        &k,
-                        format!(
-                            "`{k}` is `{}`, which is not a field of an instance",
-                            f.get_ref()
-                        ),
-                    )
-                    .with_choices(f.get_ref(), &field_refs));
-            }
-        }
-        for (value, k) in [
-            (Some(&m.value), "value"),
-            (m.tolerance.as_ref(), "tolerance"),
-        ] {
-            if let Some(v) = value {
-                let bad = !v.get_ref().is_finite() || (k == "tolerance" && *v.get_ref() < 0.0);
-                if bad {
-                    return Err(loaded
-                        .error_at(
-                            v.span(),
-                            &key(k),
-                            format!(
-                                "`{}` is {}, which is not a usable figure",
-                                key(k),
-                                v.get_ref()
-                            ),
-                        )
-                        .with_valid(if k == "tolerance" {
-                            "a finite number, 0 or more"
-                        } else {
-                            "a finite number"
-                        }));
-                }
+                    .with_valid(if k == "tolerance" {
+                        "a finite number, 0 or more"
+                    } else {
+                        "a finite number"
+                    }));
             }
         }
     }
