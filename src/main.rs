@@ -495,6 +495,16 @@ fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { EXIT_BAD_INPUT } else { 0 });
         }
     };
+    match global_options(&cli) {
+        Ok(inputs) => dispatch(cli.command, &inputs),
+        Err(code) => code,
+    }
+}
+
+/// Applies the options every subcommand takes (`--jobs`, `--force`) and
+/// reads the ones that go with the inputs (`--set-limit`,
+/// `--allow-imports-outside`); an error has been printed.
+fn global_options(cli: &Cli) -> Result<Inputs, ExitCode> {
     if let Some(jobs) = cli.jobs {
         if jobs == 0 || jobs > scenarios::run::budget::MAX_JOBS {
             eprintln!(
@@ -502,7 +512,7 @@ fn main() -> ExitCode {
                  more threads than cores only add memory), found {jobs}",
                 scenarios::run::budget::MAX_JOBS
             );
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return Err(ExitCode::from(EXIT_BAD_INPUT));
         }
         // Only the size of the pool changes; results are collected in input order.
         let _ = rayon::ThreadPoolBuilder::new()
@@ -514,18 +524,24 @@ fn main() -> ExitCode {
     for assignment in &cli.set_limit {
         if let Err(e) = limits.set(assignment) {
             eprintln!("error: --set-limit {assignment}: {e}");
-            return ExitCode::from(EXIT_BAD_INPUT);
+            return Err(ExitCode::from(EXIT_BAD_INPUT));
         }
     }
-    let inputs = &Inputs {
+    Ok(Inputs {
         limits,
         imports: if cli.allow_imports_outside {
             ImportScope::Anywhere
         } else {
             ImportScope::ScenarioDirectory
         },
-    };
-    match cli.command {
+    })
+}
+
+/// Runs the subcommand. Deliberately one function: an arm per
+/// subcommand that only hands its arguments to the function doing it, so
+/// the whole command line reads in one place.
+fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
+    match command {
         Command::Run {
             file,
             check,
@@ -1691,81 +1707,126 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
             })
             .collect()
     });
-    let estimate_of = |index: usize| estimates.iter().find(|e| e.index == index);
+    let checked = Checked {
+        as_written,
+        names,
+        case_rows,
+        machines,
+        variants_per_case,
+        estimates,
+        case_count,
+        axes,
+    };
     match format {
-        Format::Text => {}
-        Format::Csv => {
-            let mut columns = vec!["case_index", "case_id"];
-            columns.extend(CHECK_COLUMNS);
-            columns.extend(["case_events_estimate", "case_memory_ops_estimate"]);
-            let mut cells: Vec<Vec<String>> = Vec::new();
-            for (index, id, rows) in &case_rows {
-                let e = estimate_of(*index);
-                for r in rows {
-                    let mut row = vec![index.to_string(), id.clone()];
-                    row.extend(r.iter().map(json_cell));
-                    row.push(
-                        e.and_then(|e| e.events)
-                            .map_or(String::new(), |n| n.to_string()),
-                    );
-                    row.push(
-                        e.and_then(|e| e.memory_ops)
-                            .map_or(String::new(), |n| n.to_string()),
-                    );
-                    cells.push(row);
-                }
-            }
-            print!("{}", scenarios::report::output::csv_table(&columns, &cells));
-            return ExitCode::SUCCESS;
-        }
-        Format::Json => {
-            let object = |r: &[serde_json::Value; 5]| {
-                serde_json::Value::Object(
-                    CHECK_COLUMNS
-                        .iter()
-                        .zip(r)
-                        .map(|(k, v)| (k.to_string(), v.clone()))
-                        .collect(),
-                )
-            };
-            let cases_json: Vec<serde_json::Value> = case_rows
-                .iter()
-                .map(|(index, id, rows)| {
-                    let e = estimate_of(*index);
-                    serde_json::json!({
-                        "case_index": index,
-                        "case_id": id,
-                        "variants": rows.iter().map(object).collect::<Vec<_>>(),
-                        "events_estimate": e.and_then(|e| e.events),
-                        "memory_ops_estimate": e.and_then(|e| e.memory_ops),
-                        "estimate_failure": e.and_then(|e| e.failure.clone()),
-                    })
-                })
-                .collect();
-            let doc = serde_json::json!({
-                "file": file.display().to_string(),
-                "scenario": loaded.base.doc.name,
-                "variants": as_written.iter().map(object).collect::<Vec<_>>(),
-                "axes": axes
-                    .iter()
-                    .map(|(name, values)| serde_json::json!({"name": name, "values": values}))
-                    .collect::<Vec<_>>(),
-                "runs": case_count * variants_per_case,
-                "estimate_probe_cycles": scenarios::run::estimate::PROBE_CYCLES,
-                "cases": cases_json,
-            });
-            println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
-            return ExitCode::SUCCESS;
+        Format::Text => print_check_text(file, &loaded, &checked),
+        Format::Csv => print_check_csv(&checked),
+        Format::Json => print_check_json(file, &loaded, &checked),
+    }
+    ExitCode::SUCCESS
+}
+
+/// What `bounce check` found, for each format to print.
+struct Checked {
+    /// A row per variant as the file writes it ([`CHECK_COLUMNS`]).
+    as_written: Vec<[serde_json::Value; 5]>,
+    /// The variants' names.
+    names: Vec<String>,
+    /// Per case: its index, id and a row per variant.
+    case_rows: Vec<(usize, String, Vec<[serde_json::Value; 5]>)>,
+    /// Each machine the cases run on: name, CPUs, cases.
+    machines: Vec<(String, u32, usize)>,
+    variants_per_case: usize,
+    estimates: Vec<scenarios::run::estimate::CaseEstimate>,
+    case_count: usize,
+    /// The sweep's axes: name and values as case ids show them.
+    axes: Vec<(String, Vec<String>)>,
+}
+
+impl Checked {
+    fn estimate_of(&self, index: usize) -> Option<&scenarios::run::estimate::CaseEstimate> {
+        self.estimates.iter().find(|e| e.index == index)
+    }
+}
+
+/// `bounce check --format csv`: a row per variant of each case.
+fn print_check_csv(checked: &Checked) {
+    let mut columns = vec!["case_index", "case_id"];
+    columns.extend(CHECK_COLUMNS);
+    columns.extend(["case_events_estimate", "case_memory_ops_estimate"]);
+    let mut cells: Vec<Vec<String>> = Vec::new();
+    for (index, id, rows) in &checked.case_rows {
+        let e = checked.estimate_of(*index);
+        for r in rows {
+            let mut row = vec![index.to_string(), id.clone()];
+            row.extend(r.iter().map(json_cell));
+            row.push(
+                e.and_then(|e| e.events)
+                    .map_or(String::new(), |n| n.to_string()),
+            );
+            row.push(
+                e.and_then(|e| e.memory_ops)
+                    .map_or(String::new(), |n| n.to_string()),
+            );
+            cells.push(row);
         }
     }
+    print!("{}", scenarios::report::output::csv_table(&columns, &cells));
+}
+
+/// `bounce check --format json`: the variants as written, the axes and
+/// each case with its variants and estimates.
+fn print_check_json(file: &Path, loaded: &LoadedScenario, checked: &Checked) {
+    let object = |r: &[serde_json::Value; 5]| {
+        serde_json::Value::Object(
+            CHECK_COLUMNS
+                .iter()
+                .zip(r)
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        )
+    };
+    let cases_json: Vec<serde_json::Value> = checked
+        .case_rows
+        .iter()
+        .map(|(index, id, rows)| {
+            let e = checked.estimate_of(*index);
+            serde_json::json!({
+                "case_index": index,
+                "case_id": id,
+                "variants": rows.iter().map(object).collect::<Vec<_>>(),
+                "events_estimate": e.and_then(|e| e.events),
+                "memory_ops_estimate": e.and_then(|e| e.memory_ops),
+                "estimate_failure": e.and_then(|e| e.failure.clone()),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "file": file.display().to_string(),
+        "scenario": loaded.base.doc.name,
+        "variants": checked.as_written.iter().map(object).collect::<Vec<_>>(),
+        "axes": checked.axes
+            .iter()
+            .map(|(name, values)| serde_json::json!({"name": name, "values": values}))
+            .collect::<Vec<_>>(),
+        "runs": checked.case_count * checked.variants_per_case,
+        "estimate_probe_cycles": scenarios::run::estimate::PROBE_CYCLES,
+        "cases": cases_json,
+    });
+    println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
+}
+
+/// `bounce check`'s text: the variants, the sweep and its machines, the
+/// runs, then the estimated cost.
+fn print_check_text(file: &Path, loaded: &LoadedScenario, checked: &Checked) {
+    let (axes, case_count) = (&checked.axes, checked.case_count);
     println!(
         "{}: ok: scenario `{}`, {} variant(s): {}",
         file.display(),
         loaded.base.doc.name,
-        names.len(),
-        names.join(", ")
+        checked.names.len(),
+        checked.names.join(", ")
     );
-    for r in &as_written {
+    for r in &checked.as_written {
         let running = r[3].as_u64().unwrap_or(0);
         println!(
             "  {}: {} ({} CPUs), {running} running CPU{}, {} lines of memory",
@@ -1800,7 +1861,8 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
         );
         println!(
             "  machines: {} (each case built and checked on its machine)",
-            machines
+            checked
+                .machines
                 .iter()
                 .map(|(name, cpus, n)| format!("{name} ({cpus} CPUs) in {n} case(s)"))
                 .collect::<Vec<_>>()
@@ -1808,9 +1870,16 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
         );
     }
     println!(
-        "  runs: {case_count} case(s) x {variants_per_case} variant(s) = {} run(s)",
-        case_count * variants_per_case
+        "  runs: {case_count} case(s) x {} variant(s) = {} run(s)",
+        checked.variants_per_case,
+        case_count * checked.variants_per_case
     );
+    print_check_cost(&checked.estimates, case_count);
+}
+
+/// The estimated events and memory operations of the runs (per case and
+/// in all for a sweep), and the cases that have no estimate.
+fn print_check_cost(estimates: &[scenarios::run::estimate::CaseEstimate], case_count: usize) {
     let counted: Vec<(u64, u64, &str)> = estimates
         .iter()
         .filter_map(|e| Some((e.events?, e.memory_ops?, e.id.as_str())))
@@ -1852,7 +1921,6 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
             println!("  cost: no estimate for case `{}`: {first_line}", e.id);
         }
     }
-    ExitCode::SUCCESS
 }
 
 fn trace(
@@ -2336,77 +2404,7 @@ fn check_protocol(
             let Some(path) = write_scenario else {
                 return ExitCode::from(EXIT_RUN_FAILED);
             };
-            // The replay as a scenario: the checker's machine, one line per
-            // element of `lines`, one thread per cache that acts.
-            let m = config.machine();
-            let l = &m.latency;
-            let name = protocol.name();
-            let mut text = format!(
-                "# Replays the shortest path to a protocol violation found by\n\
-                 # `bounce check-protocol --protocol {name} --caches {caches} --lines {lines} \
-                 --values {values} --buffer {buffer} --cores-per-l3 {} --l3-shared-lines {} \
-                 --directory {}`.\n#\n",
-                config.cores_per_l3,
-                config.l3_shared_lines.name(),
-                config.directory.name()
-            );
-            for line in v.to_string().lines() {
-                text.push_str(&format!("# {line}\n"));
-            }
-            text.push_str(&format!(
-                "#\n# Each access is issued where it took effect in the path, \
-                 {} cycles apart, so that\n# each finds its line free (see the scripts). \
-                 Run with `bounce run --check`.\n\n\
-                 schema = 1\nname = \"check-protocol-{name}\"\n\
-                 description = \"Replay of a {} violation\"\nseed = 1\n\n\
-                 [machine]\nname = \"{}\"\nclock_mhz = {}\nsockets = {}\n\
-                 nodes_per_socket = {}\nl3_per_node = {}\ncores_per_l3 = {}\n\
-                 threads_per_core = {}\nline_size_bytes = {}\nprotocol = \"{name}\"\n\
-                 lookup = \"{}\"\nadjacent_line_prefetch = {}\nstore_buffer_entries = {}\n\
-                 l3_shared_lines = \"{}\"\ndirectory = \"{}\"\n\n\
-                 [machine.latency]\nl1_hit_cycles = {}\nlocked_op_cycles = {}\n\
-                 smt_transfer_cycles = {}\nl3_transfer_cycles = {}\nhop_in_node_cycles = {}\n\
-                 hop_between_nodes_cycles = {}\nhop_between_sockets_cycles = {}\n\
-                 dram_cycles = {}\nl3_hit_cycles = {}\nhome_occupancy_cycles = {}\n\n\
-                 [run]\niterations = 1\n\n\
-                 [structs.line]\nalign = 64\nfields = [\n  {{ name = \"v\", type = \"unsigned long\" }},\n]\n\n\
-                 [instances.lines]\nstruct = \"line\"\nkind = \"global\"\ncount = {lines}\nnode = 0\n\n\
-                 [scripts]\n",
-                sim_core::checker::REPLAY_STEP_CYCLES,
-                v.invariant,
-                m.name,
-                m.clock_mhz,
-                m.sockets,
-                m.nodes_per_socket,
-                m.l3_per_node,
-                m.cores_per_l3,
-                m.threads_per_core,
-                m.line_size_bytes,
-                m.lookup.name(),
-                m.adjacent_line_prefetch,
-                m.store_buffer_entries,
-                m.l3_shared_lines.name(),
-                m.directory.name(),
-                l.l1_hit_cycles,
-                l.locked_op_cycles,
-                l.smt_transfer_cycles,
-                l.l3_transfer_cycles,
-                l.hop_in_node_cycles,
-                l.hop_between_nodes_cycles,
-                l.hop_between_sockets_cycles,
-                l.dram_cycles,
-                l.l3_hit_cycles,
-                l.home_occupancy_cycles,
-            ));
-            let scripts = v.replay_scripts();
-            for (cpu, script) in &scripts {
-                text.push_str(&format!("cache{cpu} = \"\"\"\n{script}\"\"\"\n"));
-            }
-            for (cpu, _) in &scripts {
-                text.push_str(&format!(
-                    "\n[[threads]]\nname = \"cache{cpu}\"\ncpus = \"{cpu}\"\nscript = \"cache{cpu}\"\n"
-                ));
-            }
+            let text = replay_scenario(&config, [caches, lines, values, buffer], v);
             if let Err(code) = write_whole(path, text) {
                 return code;
             }
@@ -2435,4 +2433,84 @@ fn check_protocol(
         println!("  no violation: every invariant holds in every reachable state");
     }
     ExitCode::SUCCESS
+}
+
+/// The replay of a violation as a scenario: the checker's machine, one
+/// line per element of `lines`, one thread per cache that acts.
+fn replay_scenario(
+    config: &sim_core::checker::CheckConfig,
+    [caches, lines, values, buffer]: [u32; 4],
+    v: &sim_core::checker::Violation,
+) -> String {
+    let protocol = config.protocol;
+    let m = config.machine();
+    let l = &m.latency;
+    let name = protocol.name();
+    let mut text = format!(
+        "# Replays the shortest path to a protocol violation found by\n\
+         # `bounce check-protocol --protocol {name} --caches {caches} --lines {lines} \
+         --values {values} --buffer {buffer} --cores-per-l3 {} --l3-shared-lines {} \
+         --directory {}`.\n#\n",
+        config.cores_per_l3,
+        config.l3_shared_lines.name(),
+        config.directory.name()
+    );
+    for line in v.to_string().lines() {
+        text.push_str(&format!("# {line}\n"));
+    }
+    text.push_str(&format!(
+        "#\n# Each access is issued where it took effect in the path, \
+         {} cycles apart, so that\n# each finds its line free (see the scripts). \
+         Run with `bounce run --check`.\n\n\
+         schema = 1\nname = \"check-protocol-{name}\"\n\
+         description = \"Replay of a {} violation\"\nseed = 1\n\n\
+         [machine]\nname = \"{}\"\nclock_mhz = {}\nsockets = {}\n\
+         nodes_per_socket = {}\nl3_per_node = {}\ncores_per_l3 = {}\n\
+         threads_per_core = {}\nline_size_bytes = {}\nprotocol = \"{name}\"\n\
+         lookup = \"{}\"\nadjacent_line_prefetch = {}\nstore_buffer_entries = {}\n\
+         l3_shared_lines = \"{}\"\ndirectory = \"{}\"\n\n\
+         [machine.latency]\nl1_hit_cycles = {}\nlocked_op_cycles = {}\n\
+         smt_transfer_cycles = {}\nl3_transfer_cycles = {}\nhop_in_node_cycles = {}\n\
+         hop_between_nodes_cycles = {}\nhop_between_sockets_cycles = {}\n\
+         dram_cycles = {}\nl3_hit_cycles = {}\nhome_occupancy_cycles = {}\n\n\
+         [run]\niterations = 1\n\n\
+         [structs.line]\nalign = 64\nfields = [\n  {{ name = \"v\", type = \"unsigned long\" }},\n]\n\n\
+         [instances.lines]\nstruct = \"line\"\nkind = \"global\"\ncount = {lines}\nnode = 0\n\n\
+         [scripts]\n",
+        sim_core::checker::REPLAY_STEP_CYCLES,
+        v.invariant,
+        m.name,
+        m.clock_mhz,
+        m.sockets,
+        m.nodes_per_socket,
+        m.l3_per_node,
+        m.cores_per_l3,
+        m.threads_per_core,
+        m.line_size_bytes,
+        m.lookup.name(),
+        m.adjacent_line_prefetch,
+        m.store_buffer_entries,
+        m.l3_shared_lines.name(),
+        m.directory.name(),
+        l.l1_hit_cycles,
+        l.locked_op_cycles,
+        l.smt_transfer_cycles,
+        l.l3_transfer_cycles,
+        l.hop_in_node_cycles,
+        l.hop_between_nodes_cycles,
+        l.hop_between_sockets_cycles,
+        l.dram_cycles,
+        l.l3_hit_cycles,
+        l.home_occupancy_cycles,
+    ));
+    let scripts = v.replay_scripts();
+    for (cpu, script) in &scripts {
+        text.push_str(&format!("cache{cpu} = \"\"\"\n{script}\"\"\"\n"));
+    }
+    for (cpu, _) in &scripts {
+        text.push_str(&format!(
+            "\n[[threads]]\nname = \"cache{cpu}\"\ncpus = \"{cpu}\"\nscript = \"cache{cpu}\"\n"
+        ));
+    }
+    text
 }
