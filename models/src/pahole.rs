@@ -417,11 +417,14 @@ fn member_line(
     } else {
         "a member `TYPE NAME; /* offset size */`"
     };
-    let Some(semicolon) = t.find(';') else {
-        return fail(
+    let unexpected = || {
+        fail(
             number,
             format!("expected {expected}, found `{}`", shorten(t)),
-        );
+        )
+    };
+    let Some(semicolon) = t.find(';') else {
+        return unexpected();
     };
     // A function pointer's parameters may hold `;`-free text with commas;
     // the declaration ends at the first `;` all the same.
@@ -442,37 +445,13 @@ fn member_line(
         );
     };
     let (decl, align) = take_aligned(decl, number)?;
-    // Offset (with `:bit` for a bitfield), then size.
-    let (offset_text, rest) = match position.split_once(char::is_whitespace) {
-        Some((a, b)) => (a, b.trim()),
-        None => (position, ""),
-    };
-    let (offset, bit_offset, size_text) = if let Some(o) = offset_text.strip_suffix(':') {
-        // `126: 0  1`
-        let (bit, size) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        (o, Some(bit), size.trim())
-    } else if let Some((o, bit)) = offset_text.split_once(':') {
-        // `126:0 1`
-        (o, Some(bit), rest)
-    } else {
-        (offset_text, None, rest)
-    };
-    let offset = number_at(offset, number, "the offset")?;
-    let size = number_at(size_text, number, "the size")?;
-    let bit_offset = bit_offset
-        .map(|b| number_at(b, number, "the bit offset"))
-        .transpose()?;
+    let (offset, bit_offset, size) = listed_position(position, number)?;
 
     let mut decl = decl.as_str();
     if nested.is_some() {
         decl = match decl.strip_prefix('}') {
             Some(d) => d.trim(),
-            None => {
-                return fail(
-                    number,
-                    format!("expected {expected}, found `{}`", shorten(t)),
-                )
-            }
+            None => return unexpected(),
         };
     }
     // The declarator: NAME, NAME[N], NAME:B, or (*NAME)(...) for a function pointer.
@@ -493,43 +472,10 @@ fn member_line(
             .map(|(i, c)| i + c.len_utf8());
         match split {
             Some(i) => (decl[..i].trim().to_string(), decl[i..].trim().to_string()),
-            None => {
-                return fail(
-                    number,
-                    format!("expected {expected}, found `{}`", shorten(t)),
-                )
-            }
+            None => return unexpected(),
         }
     };
-    let (declarator, bits) = match declarator.split_once(':') {
-        Some((d, b)) => (
-            d.trim().to_string(),
-            Some(number_at(b, number, "the bitfield width")?),
-        ),
-        None => (declarator, None),
-    };
-    let (name, count) = match declarator.split_once('[') {
-        Some((n, rest)) => {
-            let Some(inner) = rest.strip_suffix(']') else {
-                return fail(number, format!("expected `NAME[N]`, found `{declarator}`"));
-            };
-            if inner.contains('[') {
-                return fail(
-                    number,
-                    format!(
-                        "`{declarator}`: arrays of arrays are not supported; list it as one array"
-                    ),
-                );
-            }
-            let count = if inner.trim().is_empty() {
-                0
-            } else {
-                number_at(inner, number, "the array length")?
-            };
-            (n.trim().to_string(), count)
-        }
-        None => (declarator.trim().to_string(), 1),
-    };
+    let (name, count, bits) = declarator_parts(&declarator, number)?;
     let anonymous = nested.is_some() && name.is_empty();
     if !anonymous
         && (name.is_empty()
@@ -599,6 +545,70 @@ fn member_line(
         align,
         nested: nested.map(Box::new),
     })
+}
+
+/// The comment's `OFF SIZE`, with `:BIT` after the offset for a bitfield
+/// (`126: 0  1` or `126:0 1`): offset, bit offset and size.
+fn listed_position(position: &str, number: usize) -> Result<(u32, Option<u32>, u32), PaholeError> {
+    // Offset (with `:bit` for a bitfield), then size.
+    let (offset_text, rest) = match position.split_once(char::is_whitespace) {
+        Some((a, b)) => (a, b.trim()),
+        None => (position, ""),
+    };
+    let (offset, bit_offset, size_text) = if let Some(o) = offset_text.strip_suffix(':') {
+        // `126: 0  1`
+        let (bit, size) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        (o, Some(bit), size.trim())
+    } else if let Some((o, bit)) = offset_text.split_once(':') {
+        // `126:0 1`
+        (o, Some(bit), rest)
+    } else {
+        (offset_text, None, rest)
+    };
+    let offset = number_at(offset, number, "the offset")?;
+    let size = number_at(size_text, number, "the size")?;
+    let bit_offset = bit_offset
+        .map(|b| number_at(b, number, "the bit offset"))
+        .transpose()?;
+    Ok((offset, bit_offset, size))
+}
+
+/// A declarator's name, element count (0 for `NAME[]`) and bitfield
+/// width: `NAME`, `NAME[N]` or `NAME:B`.
+fn declarator_parts(
+    declarator: &str,
+    number: usize,
+) -> Result<(String, u32, Option<u32>), PaholeError> {
+    let (declarator, bits) = match declarator.split_once(':') {
+        Some((d, b)) => (
+            d.trim().to_string(),
+            Some(number_at(b, number, "the bitfield width")?),
+        ),
+        None => (declarator.to_string(), None),
+    };
+    let (name, count) = match declarator.split_once('[') {
+        Some((n, rest)) => {
+            let Some(inner) = rest.strip_suffix(']') else {
+                return fail(number, format!("expected `NAME[N]`, found `{declarator}`"));
+            };
+            if inner.contains('[') {
+                return fail(
+                    number,
+                    format!(
+                        "`{declarator}`: arrays of arrays are not supported; list it as one array"
+                    ),
+                );
+            }
+            let count = if inner.trim().is_empty() {
+                0
+            } else {
+                number_at(inner, number, "the array length")?
+            };
+            (n.trim().to_string(), count)
+        }
+        None => (declarator.trim().to_string(), 1),
+    };
+    Ok((name, count, bits))
 }
 
 /// Builds the struct `name` of a listing as a [`StructSpec`] named
