@@ -835,41 +835,95 @@ pub fn build_memory(
         .collect::<Result<Vec<_>, _>>()?;
     // Allocations start on a fresh granule (a line, or a line pair with the
     // adjacent-line prefetcher); the protocol tracks lines.
-    let granule = topology.allocation_granule_bytes() as u64;
-    let line = topology.line_size_bytes() as u64;
-    let mut placed: Vec<InstanceDef> = Vec::new();
-    let mut next: u64 = 0;
-    let mut homes_by_range: Vec<(u64, u64, u32)> = Vec::new();
-    let struct_index = |inst: &InstanceSpec| -> Result<usize, LayoutError> {
-        defs.iter()
-            .position(|d| d.name == inst.struct_name)
-            .ok_or_else(|| LayoutError {
-                owner: inst.name.clone(),
-                field: None,
-                key: "struct",
-                message: format!("unknown struct `{}`", inst.struct_name),
-            })
+    let mut memory = Allocator {
+        granule: topology.allocation_granule_bytes() as u64,
+        line: topology.line_size_bytes() as u64,
+        next: 0,
+        homes_by_range: Vec::new(),
     };
-    let check_size = |owner: &str, key: &'static str, end: u64| -> Result<(), LayoutError> {
-        if end > MAX_MEMORY_BYTES {
-            return Err(LayoutError {
-                owner: owner.to_string(),
-                field: None,
-                key,
-                message: format!(
-                    "the scenario's memory would reach {end} bytes with it, more than the {} \
-                     MiB of simulated memory",
-                    MAX_MEMORY_BYTES >> 20
-                ),
-            });
-        }
-        Ok(())
-    };
-
     // Globals and per-node objects: each allocation starts a fresh granule.
+    let mut placed: Vec<InstanceDef> = Vec::new();
     for inst in instances {
-        let s = struct_index(inst)?;
-        let def = &defs[s];
+        let s = struct_index(&defs, inst)?;
+        placed.push(memory.place(topology, inst, s, &defs[s])?);
+    }
+    memory.place_per_cpu_areas(topology, instances, &defs, &mut placed)?;
+
+    let (granule, line) = (memory.granule, memory.line);
+    let total = round_up(memory.next.max(granule), granule);
+    let mut unit_homes = vec![0u32; (total / line) as usize];
+    for &(start, end, node) in &memory.homes_by_range {
+        if end > start {
+            // A line shared by two allocations keeps the first one's home.
+            for u in (start / line)..=((end - 1) / line) {
+                if u * line >= start {
+                    unit_homes[u as usize] = node;
+                }
+            }
+        }
+    }
+    Ok(MemoryLayout {
+        structs: defs,
+        instances: placed,
+        total_bytes: total,
+        unit_bytes: line as u32,
+        line_size_bytes: line as u32,
+        unit_homes,
+    })
+}
+
+/// The index of `inst`'s struct among the laid-out `defs`.
+fn struct_index(defs: &[StructDef], inst: &InstanceSpec) -> Result<usize, LayoutError> {
+    defs.iter()
+        .position(|d| d.name == inst.struct_name)
+        .ok_or_else(|| LayoutError {
+            owner: inst.name.clone(),
+            field: None,
+            key: "struct",
+            message: format!("unknown struct `{}`", inst.struct_name),
+        })
+}
+
+/// Refuses an allocation by `owner` (at `key`) that would end past the
+/// simulated memory.
+fn check_memory_end(owner: &str, key: &'static str, end: u64) -> Result<(), LayoutError> {
+    if end > MAX_MEMORY_BYTES {
+        return Err(LayoutError {
+            owner: owner.to_string(),
+            field: None,
+            key,
+            message: format!(
+                "the scenario's memory would reach {end} bytes with it, more than the {} \
+                 MiB of simulated memory",
+                MAX_MEMORY_BYTES >> 20
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The simulated memory as it is handed out: where the next allocation
+/// may start, and the home node of each range handed out.
+struct Allocator {
+    granule: u64,
+    line: u64,
+    next: u64,
+    /// Start, end and home node of each allocation.
+    homes_by_range: Vec<(u64, u64, u32)>,
+}
+
+impl Allocator {
+    /// Places a global instance (its elements one after the other, on its
+    /// node) or a per-node one (a copy per node, each on a fresh granule);
+    /// a per-CPU instance gets its addresses with the per-CPU areas.
+    fn place(
+        &mut self,
+        topology: &Topology,
+        inst: &InstanceSpec,
+        s: usize,
+        def: &StructDef,
+    ) -> Result<InstanceDef, LayoutError> {
+        let granule = self.granule;
         match inst.kind {
             InstanceKind::Global => {
                 if inst.node >= topology.node_count() {
@@ -892,41 +946,41 @@ pub fn build_memory(
                         message: format!("{} is out of range 1..={MAX_INSTANCE_COUNT}", inst.count),
                     });
                 }
-                let base = round_up(next, granule.max(def.align_bytes as u64));
+                let base = round_up(self.next, granule.max(def.align_bytes as u64));
                 let addresses: Vec<u64> = (0..inst.count as u64)
                     .map(|e| base + e * def.size_bytes as u64)
                     .collect();
-                next = base + inst.count as u64 * def.size_bytes as u64;
-                check_size(&inst.name, "count", next)?;
-                homes_by_range.push((base, next, inst.node));
-                placed.push(InstanceDef {
+                self.next = base + inst.count as u64 * def.size_bytes as u64;
+                check_memory_end(&inst.name, "count", self.next)?;
+                self.homes_by_range.push((base, self.next, inst.node));
+                Ok(InstanceDef {
                     name: inst.name.clone(),
                     struct_index: s,
                     kind: inst.kind,
                     element_addresses: addresses,
                     element_homes: vec![inst.node; inst.count as usize],
-                });
+                })
             }
             InstanceKind::PerNode => {
                 let mut addresses = Vec::new();
                 let mut homes = Vec::new();
                 for node in 0..topology.node_count() {
-                    let base = round_up(next, granule.max(def.align_bytes as u64));
-                    next = base + def.size_bytes as u64;
-                    check_size(&inst.name, "kind", next)?;
-                    homes_by_range.push((base, next, node));
+                    let base = round_up(self.next, granule.max(def.align_bytes as u64));
+                    self.next = base + def.size_bytes as u64;
+                    check_memory_end(&inst.name, "kind", self.next)?;
+                    self.homes_by_range.push((base, self.next, node));
                     addresses.push(base);
                     homes.push(node);
                 }
-                placed.push(InstanceDef {
+                Ok(InstanceDef {
                     name: inst.name.clone(),
                     struct_index: s,
                     kind: inst.kind,
                     element_addresses: addresses,
                     element_homes: homes,
-                });
+                })
             }
-            InstanceKind::PerCpu => placed.push(InstanceDef {
+            InstanceKind::PerCpu => Ok(InstanceDef {
                 name: inst.name.clone(),
                 struct_index: s,
                 kind: inst.kind,
@@ -936,46 +990,57 @@ pub fn build_memory(
         }
     }
 
-    // Per-CPU areas: one per CPU, in CPU order, each starting on a fresh
-    // granule; shared-aligned instances first, each on whole lines, then the
-    // others packed in declaration order.
-    let per_cpu: Vec<usize> = instances
-        .iter()
-        .enumerate()
-        .filter(|(_, i)| i.kind == InstanceKind::PerCpu)
-        .map(|(n, _)| n)
-        .collect();
-    if !per_cpu.is_empty() {
+    /// Per-CPU areas: one per CPU, in CPU order, each starting on a fresh
+    /// granule; shared-aligned instances first, each on whole lines, then
+    /// the others packed in declaration order. Each per-CPU instance of
+    /// `placed` gets an element per CPU.
+    fn place_per_cpu_areas(
+        &mut self,
+        topology: &Topology,
+        instances: &[InstanceSpec],
+        defs: &[StructDef],
+        placed: &mut [InstanceDef],
+    ) -> Result<(), LayoutError> {
+        let (granule, line) = (self.granule, self.line);
+        let per_cpu: Vec<usize> = instances
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.kind == InstanceKind::PerCpu)
+            .map(|(n, _)| n)
+            .collect();
+        if per_cpu.is_empty() {
+            return Ok(());
+        }
         let mut offsets = vec![0u64; instances.len()];
         let mut area: u64 = 0;
         for &n in per_cpu.iter().filter(|&&n| instances[n].shared_aligned) {
-            let def = &defs[struct_index(&instances[n])?];
+            let def = &defs[struct_index(defs, &instances[n])?];
             let align = line.max(def.align_bytes as u64);
             area = round_up(area, align);
             offsets[n] = area;
             area = round_up(area + def.size_bytes as u64, line);
         }
         for &n in per_cpu.iter().filter(|&&n| !instances[n].shared_aligned) {
-            let def = &defs[struct_index(&instances[n])?];
+            let def = &defs[struct_index(defs, &instances[n])?];
             area = round_up(area, def.align_bytes as u64);
             offsets[n] = area;
             area += def.size_bytes as u64;
         }
         let area_bytes = round_up(area.max(1), granule);
-        let first = round_up(next, granule);
+        let first = round_up(self.next, granule);
         for cpu in 0..topology.cpu_count() as u64 {
             let base = first + cpu * area_bytes;
             let node = topology.node_of(LinuxCpu::new(cpu as u32));
-            homes_by_range.push((base, base + area_bytes, node));
+            self.homes_by_range.push((base, base + area_bytes, node));
             for &n in &per_cpu {
                 placed[n].element_addresses.push(base + offsets[n]);
                 placed[n].element_homes.push(node);
             }
         }
-        next = first + topology.cpu_count() as u64 * area_bytes;
+        self.next = first + topology.cpu_count() as u64 * area_bytes;
         // Blamed on the last per-CPU instance, whose `kind` makes a copy
         // per CPU: every one of them takes a part of each CPU's area.
-        if next > MAX_MEMORY_BYTES {
+        if self.next > MAX_MEMORY_BYTES {
             let last = &instances[*per_cpu.last().expect("per-CPU instances")];
             return Err(LayoutError {
                 owner: last.name.clone(),
@@ -983,36 +1048,17 @@ pub fn build_memory(
                 key: "kind",
                 message: format!(
                     "the per-CPU areas ({area_bytes} bytes per CPU, for {} per-CPU instance(s), \
-                     x {} CPUs) would take the scenario's memory to {next} bytes, more than the \
+                     x {} CPUs) would take the scenario's memory to {} bytes, more than the \
                      {} MiB of simulated memory",
                     per_cpu.len(),
                     topology.cpu_count(),
+                    self.next,
                     MAX_MEMORY_BYTES >> 20
                 ),
             });
         }
+        Ok(())
     }
-
-    let total = round_up(next.max(granule), granule);
-    let mut unit_homes = vec![0u32; (total / line) as usize];
-    for &(start, end, node) in &homes_by_range {
-        if end > start {
-            // A line shared by two allocations keeps the first one's home.
-            for u in (start / line)..=((end - 1) / line) {
-                if u * line >= start {
-                    unit_homes[u as usize] = node;
-                }
-            }
-        }
-    }
-    Ok(MemoryLayout {
-        structs: defs,
-        instances: placed,
-        total_bytes: total,
-        unit_bytes: line as u32,
-        line_size_bytes: line as u32,
-        unit_homes,
-    })
 }
 
 #[cfg(test)]
