@@ -433,65 +433,14 @@ fn log_ticks(scale: Scale, lo: f64, hi: f64) -> Vec<f64> {
 /// factor of [`LOG_X_MIN_RATIO`] or more (a doubling sweep), the y axis
 /// log10 when y spans [`LOG_Y_MIN_RATIO`] or more; the axis labels say so.
 pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
-    if chart.series.is_empty() {
-        return Err(PlotError::Empty("the list of series".into()));
-    }
-    let mut points = Vec::new();
-    for s in &chart.series {
-        if s.points.is_empty() {
-            return Err(PlotError::Empty(format!("series `{}`", s.label)));
-        }
-        for &(x, y) in &s.points {
-            check_finite(&format!("a point of `{}`", s.label), x)?;
-            check_finite(&format!("a point of `{}`", s.label), y)?;
-            points.push((x, y));
-        }
-    }
-    for b in &chart.boundaries {
-        check_finite("a boundary", b.x)?;
-    }
+    let points = scaling_points(chart)?;
     let xs: Vec<f64> = points.iter().map(|p| p.0).collect();
     let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
     let x_scale = choose_scale(&xs, LOG_X_MIN_RATIO, Scale::Log2);
     let y_scale = choose_scale(&ys, LOG_Y_MIN_RATIO, Scale::Log10);
     let at = |(x, y): (f64, f64)| (x_scale.to_axis(x), y_scale.to_axis(y));
     let axis_points: Vec<(f64, f64)> = points.iter().map(|&p| at(p)).collect();
-    let xmin = axis_points
-        .iter()
-        .map(|p| p.0)
-        .fold(f64::INFINITY, f64::min);
-    let xmax = axis_points
-        .iter()
-        .map(|p| p.0)
-        .fold(f64::NEG_INFINITY, f64::max);
-    let (ymin, ymax) = match y_scale {
-        // A linear axis starts at zero.
-        Scale::Linear => (
-            axis_points.iter().map(|p| p.1).fold(0.0, f64::min),
-            axis_points.iter().map(|p| p.1).fold(0.0, f64::max),
-        ),
-        _ => (
-            axis_points
-                .iter()
-                .map(|p| p.1)
-                .fold(f64::INFINITY, f64::min),
-            axis_points
-                .iter()
-                .map(|p| p.1)
-                .fold(f64::NEG_INFINITY, f64::max),
-        ),
-    };
-    let xpad = match x_scale {
-        Scale::Linear => ((xmax - xmin) * 0.04).max(0.5),
-        _ => ((xmax - xmin) * 0.04).max(0.1),
-    };
-    let (x0, x1) = (xmin - xpad, xmax + xpad);
-    let yspan = if ymax > ymin { ymax - ymin } else { 1.0 };
-    // Headroom above the lines (and below them on a log axis).
-    let (y0, y1) = match y_scale {
-        Scale::Linear => (ymin, ymax + yspan * 0.05),
-        _ => (ymin - yspan * 0.05, ymax + yspan * 0.05),
-    };
+    let ((x0, x1), (y0, y1)) = scaling_ranges(&axis_points, x_scale, y_scale);
     let boundaries: Vec<(f64, BoundaryKind)> = chart
         .boundaries
         .iter()
@@ -501,20 +450,7 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
         .collect();
     // The legend: one entry per series, then one per kind of boundary,
     // drawn by hand to the right of the plot so it never covers a line.
-    let mut entries: Vec<(String, ShapeStyle, bool)> = Vec::new();
-    if chart.series.len() > 1 || !boundaries.is_empty() {
-        for (i, s) in chart.series.iter().enumerate() {
-            entries.push((s.label.clone(), color(i).stroke_width(2), false));
-        }
-        for (kind, name) in [
-            (BoundaryKind::Socket, "socket boundary"),
-            (BoundaryKind::L3Domain, "first L3 domain boundary"),
-        ] {
-            if boundaries.iter().any(|b| b.1 == kind) {
-                entries.push((name.to_string(), boundary_style(kind), true));
-            }
-        }
-    }
+    let entries = scaling_legend_entries(chart, &boundaries);
     let legend_w = if entries.is_empty() {
         0
     } else {
@@ -588,29 +524,129 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
             c.draw_series(LineSeries::new(pts, col.stroke_width(2)))
                 .map_err(draw_err)?;
         }
-        let style = TextStyle::from((FONT, 13).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        for (i, (label, line, dashed)) in entries.iter().enumerate() {
-            let y = 20 + 20 * i as i32;
-            if *dashed {
-                legend
-                    .draw(&PathElement::new(vec![(0, y), (8, y)], *line))
-                    .map_err(draw_err)?;
-                legend
-                    .draw(&PathElement::new(vec![(14, y), (22, y)], *line))
-                    .map_err(draw_err)?;
-            } else {
-                legend
-                    .draw(&PathElement::new(vec![(0, y), (22, y)], *line))
-                    .map_err(draw_err)?;
+        draw_line_legend(&legend, &entries)
+    })
+}
+
+/// Every point of every series, once each is checked to be finite (and
+/// the boundaries too); an error for no series or an empty one.
+fn scaling_points(chart: &ScalingChart) -> Result<Vec<(f64, f64)>, PlotError> {
+    if chart.series.is_empty() {
+        return Err(PlotError::Empty("the list of series".into()));
+    }
+    let mut points = Vec::new();
+    for s in &chart.series {
+        if s.points.is_empty() {
+            return Err(PlotError::Empty(format!("series `{}`", s.label)));
+        }
+        for &(x, y) in &s.points {
+            check_finite(&format!("a point of `{}`", s.label), x)?;
+            check_finite(&format!("a point of `{}`", s.label), y)?;
+            points.push((x, y));
+        }
+    }
+    for b in &chart.boundaries {
+        check_finite("a boundary", b.x)?;
+    }
+    Ok(points)
+}
+
+/// The plotted x and y ranges, in axis units, around the points: padded
+/// on x, with headroom on y (a linear y axis starts at zero).
+fn scaling_ranges(
+    axis_points: &[(f64, f64)],
+    x_scale: Scale,
+    y_scale: Scale,
+) -> ((f64, f64), (f64, f64)) {
+    let xmin = axis_points
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::INFINITY, f64::min);
+    let xmax = axis_points
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (ymin, ymax) = match y_scale {
+        // A linear axis starts at zero.
+        Scale::Linear => (
+            axis_points.iter().map(|p| p.1).fold(0.0, f64::min),
+            axis_points.iter().map(|p| p.1).fold(0.0, f64::max),
+        ),
+        _ => (
+            axis_points
+                .iter()
+                .map(|p| p.1)
+                .fold(f64::INFINITY, f64::min),
+            axis_points
+                .iter()
+                .map(|p| p.1)
+                .fold(f64::NEG_INFINITY, f64::max),
+        ),
+    };
+    let xpad = match x_scale {
+        Scale::Linear => ((xmax - xmin) * 0.04).max(0.5),
+        _ => ((xmax - xmin) * 0.04).max(0.1),
+    };
+    let (x0, x1) = (xmin - xpad, xmax + xpad);
+    let yspan = if ymax > ymin { ymax - ymin } else { 1.0 };
+    // Headroom above the lines (and below them on a log axis).
+    let (y0, y1) = match y_scale {
+        Scale::Linear => (ymin, ymax + yspan * 0.05),
+        _ => (ymin - yspan * 0.05, ymax + yspan * 0.05),
+    };
+    ((x0, x1), (y0, y1))
+}
+
+/// The scaling chart's legend entries: a label, the line's style and
+/// whether it is dashed; none for a single series without boundaries.
+fn scaling_legend_entries(
+    chart: &ScalingChart,
+    boundaries: &[(f64, BoundaryKind)],
+) -> Vec<(String, ShapeStyle, bool)> {
+    let mut entries: Vec<(String, ShapeStyle, bool)> = Vec::new();
+    if chart.series.len() > 1 || !boundaries.is_empty() {
+        for (i, s) in chart.series.iter().enumerate() {
+            entries.push((s.label.clone(), color(i).stroke_width(2), false));
+        }
+        for (kind, name) in [
+            (BoundaryKind::Socket, "socket boundary"),
+            (BoundaryKind::L3Domain, "first L3 domain boundary"),
+        ] {
+            if boundaries.iter().any(|b| b.1 == kind) {
+                entries.push((name.to_string(), boundary_style(kind), true));
             }
+        }
+    }
+    entries
+}
+
+/// A legend of lines (solid, or dashed for a boundary), one per row.
+fn draw_line_legend(
+    legend: &DrawingArea<SVGBackend<'_>, Shift>,
+    entries: &[(String, ShapeStyle, bool)],
+) -> Result<(), PlotError> {
+    let style = TextStyle::from((FONT, 13).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (i, (label, line, dashed)) in entries.iter().enumerate() {
+        let y = 20 + 20 * i as i32;
+        if *dashed {
             legend
-                .draw(&Text::new(label.as_str(), (30, y), style.clone()))
+                .draw(&PathElement::new(vec![(0, y), (8, y)], *line))
+                .map_err(draw_err)?;
+            legend
+                .draw(&PathElement::new(vec![(14, y), (22, y)], *line))
+                .map_err(draw_err)?;
+        } else {
+            legend
+                .draw(&PathElement::new(vec![(0, y), (22, y)], *line))
                 .map_err(draw_err)?;
         }
-        Ok(())
-    })
+        legend
+            .draw(&Text::new(label.as_str(), (30, y), style.clone()))
+            .map_err(draw_err)?;
+    }
+    Ok(())
 }
 
 fn boundary_style(kind: BoundaryKind) -> ShapeStyle {
