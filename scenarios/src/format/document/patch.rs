@@ -62,163 +62,198 @@ pub(crate) fn parse_variants<'i>(
     };
     let mut specs: Vec<VariantSpec<'i>> = Vec::new();
     for (index, element) in elements.into_iter().enumerate() {
-        let element_span = element.span();
-        let mut table = match element.into_inner() {
-            DeValue::Table(t) => t,
-            other => {
-                let key = format!("variants.{index}");
-                return Err(InputError::at(
-                    source,
-                    element_span,
-                    &key,
-                    format!(
-                        "expected a table for `{key}`, found {}",
-                        type_phrase(&other)
-                    ),
-                ));
-            }
-        };
-        if let Some((key, _)) = table
-            .iter()
-            .find(|(k, _)| !VARIANT_KEYS.contains(&k.get_ref().as_ref()))
-        {
-            let given = key.get_ref().to_string();
-            let prefix = match table.get("name").and_then(|n| n.get_ref().as_str()) {
-                Some(n) => format!("variants.{}", join_path(&[n])),
-                None => format!("variants.{index}"),
-            };
-            return Err(InputError::at(
-                source,
-                key.span(),
-                &format!("{prefix}.{}", join_path(&[&given])),
-                format!("unknown key `{given}` in `{prefix}`"),
-            )
-            .with_choices(&given, VARIANT_KEYS));
-        }
-        let name = match table.remove("name") {
-            Some(v) => match v.get_ref() {
-                DeValue::String(s) => Spanned::new(v.span(), s.to_string()),
-                other => {
-                    let key = format!("variants.{index}.name");
-                    return Err(InputError::at(
-                        source,
-                        v.span(),
-                        &key,
-                        format!(
-                            "expected a string for `{key}`, found {}",
-                            type_phrase(other)
-                        ),
-                    ));
-                }
-            },
-            None => {
-                let key = format!("variants.{index}");
-                return Err(InputError::at(
-                    source,
-                    element_span,
-                    &format!("{key}.name"),
-                    format!("missing key `name` in `{key}`"),
-                ));
-            }
-        };
-        let prefix = format!("variants.{}", join_path(&[name.get_ref()]));
-        check_name(
-            source,
-            &name,
-            &format!("{prefix}.name"),
-            "variant name",
-            NameRule::Name,
-        )?;
-        if let Some(first) = specs.iter().find(|s| s.name.get_ref() == name.get_ref()) {
-            let (line, _) = source.line_col(first.name.span().start);
-            return Err(InputError::at(
-                source,
-                name.span(),
-                &prefix,
-                format!("duplicate variant name: `{prefix}` is already defined on line {line}"),
-            )
-            .with_valid("a variant name different from `base_name` and from the other variants"));
-        }
-        let description = match table.remove("description") {
-            Some(v) => match v.get_ref() {
-                DeValue::String(s) => Some(s.to_string()),
-                other => {
-                    let key = format!("{prefix}.description");
-                    return Err(InputError::at(
-                        source,
-                        v.span(),
-                        &key,
-                        format!(
-                            "expected a string for `{key}`, found {}",
-                            type_phrase(other)
-                        ),
-                    ));
-                }
-            },
-            None => None,
-        };
-        let baseline = match table.remove("baseline") {
-            Some(v) => match v.get_ref() {
-                DeValue::String(s) => Some(Spanned::new(v.span(), s.to_string())),
-                other => {
-                    let key = format!("{prefix}.baseline");
-                    return Err(InputError::at(
-                        source,
-                        v.span(),
-                        &key,
-                        format!(
-                            "expected a string for `{key}` (the name of the variant it is \
-                             compared with), found {}",
-                            type_phrase(other)
-                        ),
-                    ));
-                }
-            },
-            None => None,
-        };
-        let set = match table.remove("set") {
-            Some(v) => v,
-            None => {
-                return Err(InputError::at(
-                    source,
-                    element_span,
-                    &format!("{prefix}.set"),
-                    format!("missing key `set` in `{prefix}`"),
-                ))
-            }
-        };
-        let set_span = set.span();
-        let mut sets = Vec::new();
-        match set.into_inner() {
-            DeValue::Table(t) => flatten_set(
-                source,
-                &format!("{prefix}.set"),
-                t,
-                &mut Vec::new(),
-                &mut sets,
-            )?,
-            other => {
-                let key = format!("{prefix}.set");
-                return Err(InputError::at(
-                    source,
-                    set_span,
-                    &key,
-                    format!(
-                        "expected a table of `\"dotted.path\" = value` entries for `{key}`, found {}",
-                        type_phrase(&other)
-                    ),
-                ));
-            }
-        }
-        sets.sort_by_key(|s| s.order);
-        specs.push(VariantSpec {
-            name,
-            description,
-            baseline,
-            sets,
-        });
+        let spec = parse_variant(source, index, element, &specs)?;
+        specs.push(spec);
     }
     Ok(specs)
+}
+
+/// Parses `[[variants]]` entry `index`, whose name must differ from the
+/// entries' before it (`earlier`).
+fn parse_variant<'i>(
+    source: &SourceFile,
+    index: usize,
+    element: Spanned<DeValue<'i>>,
+    earlier: &[VariantSpec<'i>],
+) -> Result<VariantSpec<'i>, InputError> {
+    let element_span = element.span();
+    let mut table = match element.into_inner() {
+        DeValue::Table(t) => t,
+        other => {
+            let key = format!("variants.{index}");
+            return Err(InputError::at(
+                source,
+                element_span,
+                &key,
+                format!(
+                    "expected a table for `{key}`, found {}",
+                    type_phrase(&other)
+                ),
+            ));
+        }
+    };
+    if let Some((key, _)) = table
+        .iter()
+        .find(|(k, _)| !VARIANT_KEYS.contains(&k.get_ref().as_ref()))
+    {
+        let given = key.get_ref().to_string();
+        let prefix = match table.get("name").and_then(|n| n.get_ref().as_str()) {
+            Some(n) => format!("variants.{}", join_path(&[n])),
+            None => format!("variants.{index}"),
+        };
+        return Err(InputError::at(
+            source,
+            key.span(),
+            &format!("{prefix}.{}", join_path(&[&given])),
+            format!("unknown key `{given}` in `{prefix}`"),
+        )
+        .with_choices(&given, VARIANT_KEYS));
+    }
+    let name = variant_name(source, index, &mut table, element_span.clone())?;
+    let prefix = format!("variants.{}", join_path(&[name.get_ref()]));
+    check_name(
+        source,
+        &name,
+        &format!("{prefix}.name"),
+        "variant name",
+        NameRule::Name,
+    )?;
+    if let Some(first) = earlier.iter().find(|s| s.name.get_ref() == name.get_ref()) {
+        let (line, _) = source.line_col(first.name.span().start);
+        return Err(InputError::at(
+            source,
+            name.span(),
+            &prefix,
+            format!("duplicate variant name: `{prefix}` is already defined on line {line}"),
+        )
+        .with_valid("a variant name different from `base_name` and from the other variants"));
+    }
+    let description = match table.remove("description") {
+        Some(v) => match v.get_ref() {
+            DeValue::String(s) => Some(s.to_string()),
+            other => {
+                let key = format!("{prefix}.description");
+                return Err(InputError::at(
+                    source,
+                    v.span(),
+                    &key,
+                    format!(
+                        "expected a string for `{key}`, found {}",
+                        type_phrase(other)
+                    ),
+                ));
+            }
+        },
+        None => None,
+    };
+    let baseline = match table.remove("baseline") {
+        Some(v) => match v.get_ref() {
+            DeValue::String(s) => Some(Spanned::new(v.span(), s.to_string())),
+            other => {
+                let key = format!("{prefix}.baseline");
+                return Err(InputError::at(
+                    source,
+                    v.span(),
+                    &key,
+                    format!(
+                        "expected a string for `{key}` (the name of the variant it is \
+                         compared with), found {}",
+                        type_phrase(other)
+                    ),
+                ));
+            }
+        },
+        None => None,
+    };
+    let sets = variant_sets(source, &prefix, &mut table, element_span)?;
+    Ok(VariantSpec {
+        name,
+        description,
+        baseline,
+        sets,
+    })
+}
+
+/// The `name` of `[[variants]]` entry `index` (taken from its table),
+/// which must be a string.
+fn variant_name(
+    source: &SourceFile,
+    index: usize,
+    table: &mut DeTable<'_>,
+    element_span: Range<usize>,
+) -> Result<Spanned<String>, InputError> {
+    match table.remove("name") {
+        Some(v) => match v.get_ref() {
+            DeValue::String(s) => Ok(Spanned::new(v.span(), s.to_string())),
+            other => {
+                let key = format!("variants.{index}.name");
+                Err(InputError::at(
+                    source,
+                    v.span(),
+                    &key,
+                    format!(
+                        "expected a string for `{key}`, found {}",
+                        type_phrase(other)
+                    ),
+                ))
+            }
+        },
+        None => {
+            let key = format!("variants.{index}");
+            Err(InputError::at(
+                source,
+                element_span,
+                &format!("{key}.name"),
+                format!("missing key `name` in `{key}`"),
+            ))
+        }
+    }
+}
+
+/// The variant's `set` table (taken from its table) as entries in the
+/// order they apply.
+fn variant_sets<'i>(
+    source: &SourceFile,
+    prefix: &str,
+    table: &mut DeTable<'i>,
+    element_span: Range<usize>,
+) -> Result<Vec<SetEntry<'i>>, InputError> {
+    let set = match table.remove("set") {
+        Some(v) => v,
+        None => {
+            return Err(InputError::at(
+                source,
+                element_span,
+                &format!("{prefix}.set"),
+                format!("missing key `set` in `{prefix}`"),
+            ))
+        }
+    };
+    let set_span = set.span();
+    let mut sets = Vec::new();
+    match set.into_inner() {
+        DeValue::Table(t) => flatten_set(
+            source,
+            &format!("{prefix}.set"),
+            t,
+            &mut Vec::new(),
+            &mut sets,
+        )?,
+        other => {
+            let key = format!("{prefix}.set");
+            return Err(InputError::at(
+                source,
+                set_span,
+                &key,
+                format!(
+                    "expected a table of `\"dotted.path\" = value` entries for `{key}`, found {}",
+                    type_phrase(&other)
+                ),
+            ));
+        }
+    }
+    sets.sort_by_key(|s| s.order);
+    Ok(sets)
 }
 
 /// Collects `set` entries. Keys are split on `.`; a value that is a table but
