@@ -138,20 +138,9 @@ impl<'a> TimelineProbe<'a> {
     /// home node: the same total, split as the model documents (the socket
     /// leg to the agent less the leg inside its node, which the agent's
     /// snoop of a core of its own socket then takes).
-    #[allow(clippy::too_many_arguments)]
-    fn directory_messages(
-        &self,
-        r: &AccessReport,
-        core: u32,
-        start: u64,
-        done: u64,
-        request: &str,
-        request_label: String,
-        targets: &[(u32, char, char)],
-        supplier: Option<u32>,
-        messages: &mut Vec<Message>,
-    ) {
+    fn directory_messages(&self, r: &AccessReport, miss: Miss, messages: &mut Vec<Message>) {
         let t = self.topology;
+        let (core, start, done) = (miss.core, miss.start, miss.done);
         let requester = Endpoint::Core(core);
         let requester_socket = t.socket_of_core(core);
         let in_node = t.spec.latency.hop_in_node_cycles;
@@ -177,7 +166,7 @@ impl<'a> TimelineProbe<'a> {
             send_cycle: start,
             arrive_cycle: at_dir.min(done),
             kind: MessageKind::Request,
-            label: request_label,
+            label: miss.request_label.clone(),
         });
         // Intel, across sockets: on from the snoop filter to the home agent.
         let through_agent = |home: &u32| match r.route {
@@ -200,24 +189,78 @@ impl<'a> TimelineProbe<'a> {
                     send_cycle: at_dir.min(done),
                     arrive_cycle: at_agent.min(done),
                     kind: MessageKind::Request,
-                    label: format!("{request} (snoop filter miss)"),
+                    label: format!("{} (snoop filter miss)", miss.request),
                 });
                 Some((Endpoint::HomeAgent(home), at_agent, leg))
             }
             _ => None,
         };
-        for &(c, before, after) in targets {
+        let directory = Directory {
+            node: first_node,
+            at: at_dir,
+            agent,
+        };
+        self.snoops(&miss, &directory, messages);
+        // Who answers at the end: the home agent, when the request went on
+        // to it, else the directory.
+        let (answerer, at_answerer) = match agent {
+            Some((endpoint, at_agent, _)) => (endpoint, at_agent),
+            None => (dir, at_dir),
+        };
+        if let Route::Memory { node } = r.route {
+            // The home reads the line from its memory, which sends the data.
+            let read = at_answerer + t.spec.latency.dram_cycles;
+            messages.push(Message {
+                from: answerer,
+                to: Endpoint::Memory(node),
+                send_cycle: at_answerer.min(done),
+                arrive_cycle: read.min(done),
+                kind: MessageKind::Request,
+                label: "Read (DRAM)".into(),
+            });
+            messages.push(Message {
+                from: Endpoint::Memory(node),
+                to: requester,
+                send_cycle: read.min(done),
+                arrive_cycle: done,
+                kind: MessageKind::Data,
+                label: "Data (DRAM)".into(),
+            });
+        } else if miss.supplier.is_none() {
+            // Permission only (an upgrade): the directory (the home agent,
+            // when the request went on to it) grants it.
+            messages.push(Message {
+                from: answerer,
+                to: requester,
+                send_cycle: at_answerer.min(done),
+                arrive_cycle: done,
+                kind: MessageKind::Ack,
+                label: "Grant".into(),
+            });
+        }
+    }
+
+    /// The directory's snoop of each target (the home agent's, for a
+    /// target on another socket when the request went on to it) and the
+    /// target's reply: the total is leg(directory, target) either way.
+    fn snoops(&self, miss: &Miss, directory: &Directory, messages: &mut Vec<Message>) {
+        let t = self.topology;
+        let (core, done) = (miss.core, miss.done);
+        let requester_socket = t.socket_of_core(core);
+        let dir = Endpoint::Node(directory.node);
+        let at_dir = directory.at;
+        for &(c, before, after) in &miss.targets {
             // Who snoops the target, when it sends, and when the snoop
             // arrives: the total is leg(directory, target) either way.
-            let total = t.hop_core_to_node(c, first_node);
-            let (from, sent, arrives) = match agent {
+            let total = t.hop_core_to_node(c, directory.node);
+            let (from, sent, arrives) = match directory.agent {
                 Some((endpoint, at_agent, leg)) if t.socket_of_core(c) != requester_socket => {
                     (endpoint, at_agent, at_agent + total.saturating_sub(leg))
                 }
                 _ => (dir, at_dir, at_dir + total),
             };
             let back = arrives + t.hop_core_to_core(c, core);
-            let supplies = Some(c) == supplier;
+            let supplies = Some(c) == miss.supplier;
             messages.push(Message {
                 from,
                 to: Endpoint::Core(c),
@@ -231,7 +274,7 @@ impl<'a> TimelineProbe<'a> {
                 label: format!(
                     "{} {before}->{after}",
                     if supplies {
-                        format!("Fwd-{request}")
+                        format!("Fwd-{}", miss.request)
                     } else {
                         "Inv".to_string()
                     }
@@ -239,53 +282,143 @@ impl<'a> TimelineProbe<'a> {
             });
             messages.push(snoop_reply(
                 c,
-                requester,
+                Endpoint::Core(core),
                 arrives.min(done),
                 back.min(done),
                 supplies,
                 before,
             ));
         }
-        if let Route::Memory { node } = r.route {
-            // The home reads the line from its memory, which sends the data.
-            let (reader, at_reader) = match agent {
-                Some((endpoint, at_agent, _)) => (endpoint, at_agent),
-                None => (dir, at_dir),
-            };
-            let read = at_reader + t.spec.latency.dram_cycles;
-            messages.push(Message {
-                from: reader,
-                to: Endpoint::Memory(node),
-                send_cycle: at_reader.min(done),
-                arrive_cycle: read.min(done),
-                kind: MessageKind::Request,
-                label: "Read (DRAM)".into(),
-            });
-            messages.push(Message {
-                from: Endpoint::Memory(node),
-                to: requester,
-                send_cycle: read.min(done),
-                arrive_cycle: done,
-                kind: MessageKind::Data,
-                label: "Data (DRAM)".into(),
-            });
-        } else if supplier.is_none() {
-            // Permission only (an upgrade): the directory (the home agent,
-            // when the request went on to it) grants it.
-            let (granter, at_granter) = match agent {
-                Some((endpoint, at_agent, _)) => (endpoint, at_agent),
-                None => (dir, at_dir),
-            };
-            messages.push(Message {
-                from: granter,
-                to: requester,
-                send_cycle: at_granter.min(done),
-                arrive_cycle: done,
-                kind: MessageKind::Ack,
-                label: "Grant".into(),
-            });
+    }
+
+    /// The messages of a transaction its requester's L3 domain resolves:
+    /// the L3 answering from its copy, or (same L3, a hit on a sibling)
+    /// the L3's tags snooping the copies, drawn as direct snoops.
+    fn l3_messages(&self, route: Route, miss: &Miss, messages: &mut Vec<Message>) {
+        let requester = Endpoint::Core(miss.core);
+        let (start, done) = (miss.start, miss.done);
+        let half = start + (done - start) / 2;
+        match route {
+            Route::L3 { l3 } => {
+                // The requester's L3 answers: a request and the data back.
+                let cache = Endpoint::L3(l3);
+                messages.push(Message {
+                    from: requester,
+                    to: cache,
+                    send_cycle: start,
+                    arrive_cycle: half,
+                    kind: MessageKind::Request,
+                    label: miss.request_label.clone(),
+                });
+                messages.push(Message {
+                    from: cache,
+                    to: requester,
+                    send_cycle: half,
+                    arrive_cycle: done,
+                    kind: MessageKind::Data,
+                    label: "Data (L3 hit)".into(),
+                });
+                for &(c, before, after) in &miss.targets {
+                    if before != after {
+                        // A forwarding copy hands the role to the reader.
+                        messages.push(Message {
+                            from: cache,
+                            to: Endpoint::Core(c),
+                            send_cycle: half,
+                            arrive_cycle: done,
+                            kind: MessageKind::Ack,
+                            label: format!("{before}->{after}"),
+                        });
+                    }
+                }
+            }
+            _ => {
+                // Inside one L3 domain: its tags find the copies, at the
+                // L3 transfer cost; drawn as direct snoops.
+                for &(c, before, after) in &miss.targets {
+                    let supplies = Some(c) == miss.supplier;
+                    messages.push(Message {
+                        from: requester,
+                        to: Endpoint::Core(c),
+                        send_cycle: start,
+                        arrive_cycle: half,
+                        kind: if supplies {
+                            MessageKind::Forward
+                        } else {
+                            MessageKind::Invalidate
+                        },
+                        label: format!(
+                            "{} (L3) {before}->{after}",
+                            if supplies { miss.request } else { "Inv" }
+                        ),
+                    });
+                    messages.push(snoop_reply(c, requester, half, done, supplies, before));
+                }
+            }
         }
     }
+}
+
+/// A transaction as the timeline draws it: the requesting core, when the
+/// home ordered it and when it completed, the request's name (and label,
+/// with the cycles it waited), and the caches it involves (core, state
+/// before, state after), the supplier among them.
+struct Miss {
+    core: u32,
+    start: u64,
+    done: u64,
+    request: &'static str,
+    request_label: String,
+    targets: Vec<(u32, char, char)>,
+    supplier: Option<u32>,
+}
+
+impl Miss {
+    fn of(r: &AccessReport, core: u32, issued: u64) -> Miss {
+        let start = r.started.get();
+        let have_data = r.requester_before.letter() != 'I';
+        let request = need_label(r.need, have_data);
+        let queued = start - issued;
+        let request_label = if queued > 0 {
+            format!("{request} (waited {queued})")
+        } else {
+            request.to_string()
+        };
+        let supplier = r.supplier.map(|s| s.0);
+        // The caches the transaction involves: the supplier, then the
+        // others whose state changed, in core order.
+        let mut targets: Vec<(u32, char, char)> = Vec::new();
+        if let Some((c, state, _)) = r.supplier {
+            let after = r
+                .others
+                .iter()
+                .find(|o| o.core == c)
+                .map_or(state.letter(), |o| o.after.letter());
+            targets.push((c, state.letter(), after));
+        }
+        for o in &r.others {
+            if Some(o.core) != supplier {
+                targets.push((o.core, o.before.letter(), o.after.letter()));
+            }
+        }
+        Miss {
+            core,
+            start,
+            done: r.done.get(),
+            request,
+            request_label,
+            targets,
+            supplier,
+        }
+    }
+}
+
+/// Where a request reached a directory: its node and cycle, and, when it
+/// went on to a home agent, the agent, its cycle and the leg to it.
+struct Directory {
+    node: u32,
+    at: u64,
+    agent: Option<(Endpoint, u64, u64)>,
 }
 
 /// A snooped core's answer to the requester: the line's data if it
@@ -353,108 +486,16 @@ impl Probe for TimelineProbe<'_> {
                 .expect("the list is full");
             self.kept.swap_remove(at);
         }
-        let t = self.topology;
-        let core = t.core_of(e.cpu);
-        let requester = Endpoint::Core(core);
-        let start = r.started.get();
-        let done = r.done.get();
-        let have_data = r.requester_before.letter() != 'I';
-        let request = need_label(r.need, have_data);
-        let queued = start - issued;
+        let core = self.topology.core_of(e.cpu);
+        let miss = Miss::of(r, core, issued);
+        let done = miss.done;
         let mut messages = Vec::new();
-        let request_label = if queued > 0 {
-            format!("{request} (waited {queued})")
-        } else {
-            request.to_string()
-        };
-        let supplier = r.supplier.map(|s| s.0);
-        // The caches the transaction involves: the supplier, then the
-        // others whose state changed, in core order.
-        let mut targets: Vec<(u32, char, char)> = Vec::new();
-        if let Some((c, state, _)) = r.supplier {
-            let after = r
-                .others
-                .iter()
-                .find(|o| o.core == c)
-                .map_or(state.letter(), |o| o.after.letter());
-            targets.push((c, state.letter(), after));
-        }
-        for o in &r.others {
-            if Some(o.core) != supplier {
-                targets.push((o.core, o.before.letter(), o.after.letter()));
-            }
-        }
         match r.route {
             Route::Directory { .. } | Route::HomeAgent { .. } | Route::Memory { .. } => {
-                self.directory_messages(
-                    r,
-                    core,
-                    start,
-                    done,
-                    request,
-                    request_label,
-                    &targets,
-                    supplier,
-                    &mut messages,
-                );
+                self.directory_messages(r, miss, &mut messages);
             }
-            Route::L3 { l3 } => {
-                // The requester's L3 answers: a request and the data back.
-                let cache = Endpoint::L3(l3);
-                let half = start + (done - start) / 2;
-                messages.push(Message {
-                    from: requester,
-                    to: cache,
-                    send_cycle: start,
-                    arrive_cycle: half,
-                    kind: MessageKind::Request,
-                    label: request_label,
-                });
-                messages.push(Message {
-                    from: cache,
-                    to: requester,
-                    send_cycle: half,
-                    arrive_cycle: done,
-                    kind: MessageKind::Data,
-                    label: "Data (L3 hit)".into(),
-                });
-                for &(c, before, after) in &targets {
-                    if before != after {
-                        // A forwarding copy hands the role to the reader.
-                        messages.push(Message {
-                            from: cache,
-                            to: Endpoint::Core(c),
-                            send_cycle: half,
-                            arrive_cycle: done,
-                            kind: MessageKind::Ack,
-                            label: format!("{before}->{after}"),
-                        });
-                    }
-                }
-            }
-            Route::SameL3 | Route::Hit | Route::SmtSibling => {
-                // Inside one L3 domain: its tags find the copies, at the
-                // L3 transfer cost; drawn as direct snoops.
-                let half = start + (done - start) / 2;
-                for &(c, before, after) in &targets {
-                    let supplies = Some(c) == supplier;
-                    messages.push(Message {
-                        from: requester,
-                        to: Endpoint::Core(c),
-                        send_cycle: start,
-                        arrive_cycle: half,
-                        kind: if supplies {
-                            MessageKind::Forward
-                        } else {
-                            MessageKind::Invalidate
-                        },
-                        label: format!(
-                            "{} (L3) {before}->{after}",
-                            if supplies { request } else { "Inv" }
-                        ),
-                    });
-                    messages.push(snoop_reply(c, requester, half, done, supplies, before));
-                }
+            Route::L3 { .. } | Route::SameL3 | Route::Hit | Route::SmtSibling => {
+                self.l3_messages(r.route, &miss, &mut messages);
             }
         }
         // The last message arrives when the access completed.
