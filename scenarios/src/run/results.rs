@@ -462,98 +462,9 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
             sources: built.sources.clone(),
         });
     }
-    let memory = &config.memory;
-    let fields: Vec<FieldResult> = config
-        .program
-        .field_names
-        .iter()
-        .enumerate()
-        .map(|(id, &(inst, field))| {
-            let instance = &memory.instances[inst as usize];
-            let def = &memory.structs[instance.struct_index].fields[field as usize];
-            let mut units: Vec<usize> = Vec::new();
-            let spans = field_spans(def);
-            for &base in &instance.element_addresses {
-                for &(from, to) in &spans {
-                    let start = base + from as u64;
-                    let end = base + to.max(from + 1) as u64;
-                    for u in memory.unit_of(start)..=memory.unit_of(end - 1) {
-                        units.push(u);
-                    }
-                }
-            }
-            units.sort_unstable();
-            units.dedup();
-            FieldResult {
-                name: format!("{}.{}", instance.name, def.name),
-                units,
-                traffic: stats.per_field[id].clone(),
-            }
-        })
-        .collect();
-    let mut on_units = FieldsOnUnits::new(memory);
-    // Each line's detail moved out of the statistics (dropped below): not
-    // copied (two allocations per line, a visible part of a short run over
-    // 512 CPUs' lines).
-    let mut details = std::mem::take(&mut stats.per_unit_detail);
-    let lines = stats
-        .per_unit
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| t.accesses() > 0 || t.misses > 0)
-        .map(|(unit, t)| {
-            let (fields, field_ranges) = on_units.named_ranges(unit);
-            LineResult {
-                unit,
-                address: unit as u64 * memory.unit_bytes as u64,
-                home_node: memory.unit_homes[unit],
-                fields,
-                field_ranges,
-                traffic: t.clone(),
-                detail: details
-                    .get_mut(unit)
-                    .map(std::mem::take)
-                    .unwrap_or_default(),
-            }
-        })
-        .collect();
-    // Per CPU: its threads' iterations together (`Stats` keeps one slot per
-    // CPU, in the order of `Stats::for_run`).
-    // Indexed by CPU number rather than searched per CPU: a search is
-    // quadratic in the CPUs, a visible part of a short 512-CPU run.
-    let slots = Stats::cpu_slots(config);
-    let cpu_limit = config.topology.cpu_count() as usize;
-    let mut slot_of_cpu: Vec<Option<usize>> = vec![None; cpu_limit];
-    for (slot, &cpu) in slots.iter().enumerate() {
-        if let Some(s) = slot_of_cpu.get_mut(cpu.slot()) {
-            s.get_or_insert(slot);
-        }
-    }
-    let mut iterations_of_cpu = vec![0u64; cpu_limit];
-    for c in &outcome.cpus {
-        if let Some(n) = iterations_of_cpu.get_mut(c.cpu.slot()) {
-            *n += c.measured_iterations;
-        }
-    }
-    let per_cpu = cpus
-        .iter()
-        .map(|&cpu| {
-            let slot = slot_of_cpu.get(cpu.slot()).copied().flatten();
-            CpuShare {
-                cpu,
-                node: config.topology.node_of(cpu),
-                iterations: iterations_of_cpu.get(cpu.slot()).copied().unwrap_or(0),
-                longest_iteration_cycles: slot
-                    .and_then(|slot| stats.longest_iteration.get(slot))
-                    .copied()
-                    .unwrap_or(0),
-                iteration_cycles_total: slot
-                    .and_then(|slot| stats.iteration_cycles_per_cpu.get(slot))
-                    .copied()
-                    .unwrap_or(0),
-            }
-        })
-        .collect::<Vec<CpuShare>>();
+    let fields = field_results(config, &stats);
+    let lines = line_results(config, &mut stats);
+    let per_cpu = cpu_shares(config, &cpus, &outcome, &stats);
     let measured_threads = built.measured_threads.as_ref().and_then(|name| {
         let cpus = built.groups.iter().find(|(g, _)| g == name)?.1.clone();
         let (iterations, iteration_cycles_total) = per_cpu
@@ -582,25 +493,140 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
         outcome,
         lines,
         per_cpu,
-        unaccessed_instances: {
-            let named = instances_named_by_running_code(config);
-            let accessed = instances_accessed(config, &fields);
-            config
-                .memory
-                .instances
-                .iter()
-                .enumerate()
-                .filter(|&(i, _)| {
-                    named.get(i).copied().unwrap_or(true)
-                        && !accessed.get(i).copied().unwrap_or(true)
-                })
-                .map(|(_, inst)| inst.name.clone())
-                .collect()
-        },
+        unaccessed_instances: unaccessed_instances(config, &fields),
         unnamed_instances: instances_no_running_code_names(config),
         fields,
         measured_threads,
     })
+}
+
+/// Each field the program names, with the lines it lies on and its
+/// traffic.
+fn field_results(config: &SimConfig, stats: &Stats) -> Vec<FieldResult> {
+    let memory = &config.memory;
+    config
+        .program
+        .field_names
+        .iter()
+        .enumerate()
+        .map(|(id, &(inst, field))| {
+            let instance = &memory.instances[inst as usize];
+            let def = &memory.structs[instance.struct_index].fields[field as usize];
+            let mut units: Vec<usize> = Vec::new();
+            let spans = field_spans(def);
+            for &base in &instance.element_addresses {
+                for &(from, to) in &spans {
+                    let start = base + from as u64;
+                    let end = base + to.max(from + 1) as u64;
+                    for u in memory.unit_of(start)..=memory.unit_of(end - 1) {
+                        units.push(u);
+                    }
+                }
+            }
+            units.sort_unstable();
+            units.dedup();
+            FieldResult {
+                name: format!("{}.{}", instance.name, def.name),
+                units,
+                traffic: stats.per_field[id].clone(),
+            }
+        })
+        .collect()
+}
+
+/// Each line with traffic, with the fields on it and its detail (moved
+/// out of `stats`).
+fn line_results(config: &SimConfig, stats: &mut Stats) -> Vec<LineResult> {
+    let memory = &config.memory;
+    let mut on_units = FieldsOnUnits::new(memory);
+    // Each line's detail moved out of the statistics (dropped below): not
+    // copied (two allocations per line, a visible part of a short run over
+    // 512 CPUs' lines).
+    let mut details = std::mem::take(&mut stats.per_unit_detail);
+    stats
+        .per_unit
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.accesses() > 0 || t.misses > 0)
+        .map(|(unit, t)| {
+            let (fields, field_ranges) = on_units.named_ranges(unit);
+            LineResult {
+                unit,
+                address: unit as u64 * memory.unit_bytes as u64,
+                home_node: memory.unit_homes[unit],
+                fields,
+                field_ranges,
+                traffic: t.clone(),
+                detail: details
+                    .get_mut(unit)
+                    .map(std::mem::take)
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Each running CPU's share of the run: its node, measured iterations,
+/// longest iteration and cycles in iterations.
+fn cpu_shares(
+    config: &SimConfig,
+    cpus: &[LinuxCpu],
+    outcome: &RunOutcome,
+    stats: &Stats,
+) -> Vec<CpuShare> {
+    // Per CPU: its threads' iterations together (`Stats` keeps one slot per
+    // CPU, in the order of `Stats::for_run`).
+    // Indexed by CPU number rather than searched per CPU: a search is
+    // quadratic in the CPUs, a visible part of a short 512-CPU run.
+    let slots = Stats::cpu_slots(config);
+    let cpu_limit = config.topology.cpu_count() as usize;
+    let mut slot_of_cpu: Vec<Option<usize>> = vec![None; cpu_limit];
+    for (slot, &cpu) in slots.iter().enumerate() {
+        if let Some(s) = slot_of_cpu.get_mut(cpu.slot()) {
+            s.get_or_insert(slot);
+        }
+    }
+    let mut iterations_of_cpu = vec![0u64; cpu_limit];
+    for c in &outcome.cpus {
+        if let Some(n) = iterations_of_cpu.get_mut(c.cpu.slot()) {
+            *n += c.measured_iterations;
+        }
+    }
+    cpus.iter()
+        .map(|&cpu| {
+            let slot = slot_of_cpu.get(cpu.slot()).copied().flatten();
+            CpuShare {
+                cpu,
+                node: config.topology.node_of(cpu),
+                iterations: iterations_of_cpu.get(cpu.slot()).copied().unwrap_or(0),
+                longest_iteration_cycles: slot
+                    .and_then(|slot| stats.longest_iteration.get(slot))
+                    .copied()
+                    .unwrap_or(0),
+                iteration_cycles_total: slot
+                    .and_then(|slot| stats.iteration_cycles_per_cpu.get(slot))
+                    .copied()
+                    .unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
+/// The instances that running code names but that had no traffic in the
+/// measured window.
+fn unaccessed_instances(config: &SimConfig, fields: &[FieldResult]) -> Vec<String> {
+    let named = instances_named_by_running_code(config);
+    let accessed = instances_accessed(config, fields);
+    config
+        .memory
+        .instances
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| {
+            named.get(i).copied().unwrap_or(true) && !accessed.get(i).copied().unwrap_or(true)
+        })
+        .map(|(_, inst)| inst.name.clone())
+        .collect()
 }
 
 /// Per instance of `config`'s memory, in its order: whether any field of it
