@@ -187,38 +187,7 @@ pub struct Btf<'a> {
 /// Reads the framing of BTF data: its header, its type records and string
 /// section. Types are checked further when a struct is imported.
 pub fn parse(data: &[u8]) -> Result<Btf<'_>, BtfError> {
-    if data.len() as u64 > MAX_BTF_BYTES {
-        return fail(
-            0,
-            format!(
-                "the BTF is {} bytes, more than the {} MiB read",
-                data.len(),
-                MAX_BTF_BYTES >> 20
-            ),
-        );
-    }
-    if data.len() < HEADER_BYTES {
-        return fail(
-            0,
-            format!(
-                "the data is {} bytes, shorter than the {HEADER_BYTES}-byte BTF header",
-                data.len()
-            ),
-        );
-    }
-    let big_endian = match (data[0], data[1]) {
-        (0x9f, 0xeb) => false,
-        (0xeb, 0x9f) => true,
-        (a, b) => {
-            return fail(
-                0,
-                format!(
-                    "expected the BTF magic 0xeb9f, found bytes {a:#04x} {b:#04x}: this is no \
-                     BTF (/sys/kernel/btf/vmlinux is, and so is the `.BTF` section of a vmlinux)"
-                ),
-            )
-        }
-    };
+    let big_endian = byte_order(data)?;
     let mut btf = Btf {
         data,
         big_endian,
@@ -288,64 +257,108 @@ pub fn parse(data: &[u8]) -> Result<Btf<'_>, BtfError> {
     }
     btf.strings_at = strings_at;
     btf.strings_len = strings_len;
-    let end = types_at + types_len;
-    let mut at = types_at;
-    while at < end {
-        let id = btf.records.len() + 1;
-        if id > MAX_TYPES {
-            return fail(at, format!("more than {MAX_TYPES} types"));
-        }
-        if end - at < RECORD_BYTES {
-            return fail(
-                at,
-                format!(
-                    "type {id}: its record is cut off ({RECORD_BYTES} bytes needed, {} left in \
-                     the type section)",
-                    end - at
-                ),
-            );
-        }
-        let name_off = btf.u32_at(at);
-        let info = btf.u32_at(at + 4);
-        let kind_number = (info >> 24) & 0x1f;
-        let Some(kind) = Kind::from_number(kind_number) else {
-            return fail(
-                at + 4,
-                format!("type {id}: unknown kind {kind_number} (the format defines 1 to 19)"),
-            );
-        };
-        let vlen = (info & 0xffff) as usize;
-        let record_end = at + RECORD_BYTES + kind.data_bytes(vlen);
-        if record_end > end {
-            return fail(
-                at,
-                format!(
-                    "type {id}: its {} bytes of {kind:?} data run past the end of the type \
-                     section (byte {end})",
-                    record_end - at - RECORD_BYTES
-                ),
-            );
-        }
-        if name_off as usize >= strings_len {
-            return fail(
-                at,
-                format!(
-                    "type {id}: its name starts at {name_off}, past the string section's \
-                     {strings_len} bytes"
-                ),
-            );
-        }
-        btf.records.push(Record {
-            at,
-            kind,
-            name_off,
-            vlen,
-            kind_flag: info >> 31 == 1,
-            size_or_type: btf.u32_at(at + 8),
-        });
-        at = record_end;
-    }
+    btf.read_records(types_at, types_at + types_len)?;
     Ok(btf)
+}
+
+/// Whether the data is big-endian, by its magic, once its size is within
+/// bounds and holds a header.
+fn byte_order(data: &[u8]) -> Result<bool, BtfError> {
+    if data.len() as u64 > MAX_BTF_BYTES {
+        return fail(
+            0,
+            format!(
+                "the BTF is {} bytes, more than the {} MiB read",
+                data.len(),
+                MAX_BTF_BYTES >> 20
+            ),
+        );
+    }
+    if data.len() < HEADER_BYTES {
+        return fail(
+            0,
+            format!(
+                "the data is {} bytes, shorter than the {HEADER_BYTES}-byte BTF header",
+                data.len()
+            ),
+        );
+    }
+    match (data[0], data[1]) {
+        (0x9f, 0xeb) => Ok(false),
+        (0xeb, 0x9f) => Ok(true),
+        (a, b) => fail(
+            0,
+            format!(
+                "expected the BTF magic 0xeb9f, found bytes {a:#04x} {b:#04x}: this is no \
+                     BTF (/sys/kernel/btf/vmlinux is, and so is the `.BTF` section of a vmlinux)"
+            ),
+        ),
+    }
+}
+
+impl Btf<'_> {
+    /// Reads the type records in `types_at..end`, each checked to fit the
+    /// type section and to name a string inside the string section.
+    fn read_records(&mut self, types_at: usize, end: usize) -> Result<(), BtfError> {
+        let strings_len = self.strings_len;
+        let mut at = types_at;
+        while at < end {
+            let id = self.records.len() + 1;
+            if id > MAX_TYPES {
+                return fail(at, format!("more than {MAX_TYPES} types"));
+            }
+            if end - at < RECORD_BYTES {
+                return fail(
+                    at,
+                    format!(
+                        "type {id}: its record is cut off ({RECORD_BYTES} bytes needed, {} left in \
+                         the type section)",
+                        end - at
+                    ),
+                );
+            }
+            let name_off = self.u32_at(at);
+            let info = self.u32_at(at + 4);
+            let kind_number = (info >> 24) & 0x1f;
+            let Some(kind) = Kind::from_number(kind_number) else {
+                return fail(
+                    at + 4,
+                    format!("type {id}: unknown kind {kind_number} (the format defines 1 to 19)"),
+                );
+            };
+            let vlen = (info & 0xffff) as usize;
+            let record_end = at + RECORD_BYTES + kind.data_bytes(vlen);
+            if record_end > end {
+                return fail(
+                    at,
+                    format!(
+                        "type {id}: its {} bytes of {kind:?} data run past the end of the type \
+                         section (byte {end})",
+                        record_end - at - RECORD_BYTES
+                    ),
+                );
+            }
+            if name_off as usize >= strings_len {
+                return fail(
+                    at,
+                    format!(
+                        "type {id}: its name starts at {name_off}, past the string section's \
+                         {strings_len} bytes"
+                    ),
+                );
+            }
+            self.records.push(Record {
+                at,
+                kind,
+                name_off,
+                vlen,
+                kind_flag: info >> 31 == 1,
+                size_or_type: self.u32_at(at + 8),
+            });
+            at = record_end;
+        }
+        Ok(())
+    }
 }
 
 impl<'a> Btf<'a> {
