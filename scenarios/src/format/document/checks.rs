@@ -24,6 +24,9 @@ struct Checker<'a, 'i> {
 }
 
 const POWER_OF_TWO: &str = "a power of two such as 1, 2, 4, 8, 16, 32 or 64";
+/// What a field is made of, for the errors about its shape.
+const SHAPES: &str =
+    "exactly one of `type` (a C type name), `size` (bytes) and `fields` (members written out)";
 
 pub(crate) fn check_document(
     source: &SourceFile,
@@ -475,119 +478,141 @@ impl Checker<'_, '_> {
                     ),
                 ));
             }
-            const SHAPES: &str =
-                "exactly one of `type` (a C type name), `size` (bytes) and `fields` (members written out)";
             if let Some(inner) = &f.fields {
-                let clash =
-                    f.ty.as_ref()
-                        .map(|t| ("type", t.span()))
-                        .or_else(|| f.size.as_ref().map(|s| ("size", s.span())))
-                        .or_else(|| f.bits.as_ref().map(|b| ("bits", b.span())));
-                if let Some((what, span)) = clash {
-                    return Err(self
-                        .err(
-                            span,
-                            &format!("{key}.{what}"),
-                            format!("field `{key}` has both `fields` and `{what}`"),
-                        )
-                        .with_valid(SHAPES));
-                }
-                self.at_least_one(&f.count, &format!("{key}.count"))?;
-                self.array_length(&f.count, &format!("{key}.count"))?;
-                self.power_of_two(&f.align, &format!("{key}.align"))?;
-                self.struct_bytes(&f.align, &format!("{key}.align"))?;
-                self.struct_bytes(&f.offset, &format!("{key}.offset"))?;
-                self.fields(&path, inner)?;
+                self.written_out_member(&key, &path, f, inner)?;
                 continue;
             }
-            if let Some(u) = &f.union {
+            self.leaf_field(&key, &fields_path, i, f)?;
+        }
+        Ok(())
+    }
+
+    /// A member written out (`fields = [...]`): no `type`, `size` or
+    /// `bits` beside it, a usable count, alignment and offset, then its
+    /// own fields.
+    fn written_out_member(
+        &self,
+        key: &str,
+        path: &[&str],
+        f: &FieldDef,
+        inner: &[FieldDef],
+    ) -> Result {
+        let clash =
+            f.ty.as_ref()
+                .map(|t| ("type", t.span()))
+                .or_else(|| f.size.as_ref().map(|s| ("size", s.span())))
+                .or_else(|| f.bits.as_ref().map(|b| ("bits", b.span())));
+        if let Some((what, span)) = clash {
+            return Err(self
+                .err(
+                    span,
+                    &format!("{key}.{what}"),
+                    format!("field `{key}` has both `fields` and `{what}`"),
+                )
+                .with_valid(SHAPES));
+        }
+        self.at_least_one(&f.count, &format!("{key}.count"))?;
+        self.array_length(&f.count, &format!("{key}.count"))?;
+        self.power_of_two(&f.align, &format!("{key}.align"))?;
+        self.struct_bytes(&f.align, &format!("{key}.align"))?;
+        self.struct_bytes(&f.offset, &format!("{key}.offset"))?;
+        self.fields(path, inner)
+    }
+
+    /// A field with a `type` or a `size`: exactly one of them, a type
+    /// name that is not empty, bits only on a typed field and inside 64,
+    /// a usable size, count, alignment and offset. `i` is its index in
+    /// the list at `fields_path`.
+    fn leaf_field(&self, key: &str, fields_path: &[&str], i: usize, f: &FieldDef) -> Result {
+        if let Some(u) = &f.union {
+            return Err(self
+                .err(
+                    u.span(),
+                    &format!("{key}.union"),
+                    format!(
+                        "`{key}.union` needs `fields`: only a member written out can be a union"
+                    ),
+                )
+                .with_valid("`union = true` beside `fields = [...]`"));
+        }
+        match (&f.ty, &f.size) {
+            (Some(_), Some(size)) => {
                 return Err(self
                     .err(
-                        u.span(),
-                        &format!("{key}.union"),
-                        format!("`{key}.union` needs `fields`: only a member written out can be a union"),
+                        size.span(),
+                        &format!("{key}.size"),
+                        format!("field `{key}` has both `type` and `size`"),
                     )
-                    .with_valid("`union = true` beside `fields = [...]`"));
+                    .with_valid(SHAPES));
             }
-            match (&f.ty, &f.size) {
-                (Some(_), Some(size)) => {
-                    return Err(self
-                        .err(
-                            size.span(),
-                            &format!("{key}.size"),
-                            format!("field `{key}` has both `type` and `size`"),
-                        )
-                        .with_valid(SHAPES));
-                }
-                (None, None) => {
-                    let span = element_span(self, &fields_path, i);
-                    return Err(self
-                        .err(
-                            span,
-                            &key,
-                            format!("field `{key}` has neither `type` nor `size`"),
-                        )
-                        .with_valid(SHAPES));
-                }
-                (Some(ty), None) if ty.get_ref().trim().is_empty() => {
-                    return Err(self
-                        .err(
-                            ty.span(),
-                            &format!("{key}.type"),
-                            format!("empty type name for `{key}.type`"),
-                        )
-                        .with_valid("a C type name such as u64, atomic_long_t or spinlock_t"));
-                }
-                _ => {}
+            (None, None) => {
+                let span = element_span(self, fields_path, i);
+                return Err(self
+                    .err(
+                        span,
+                        key,
+                        format!("field `{key}` has neither `type` nor `size`"),
+                    )
+                    .with_valid(SHAPES));
             }
-            match (&f.bits, &f.bit_offset, &f.ty) {
-                (None, Some(o), _) => {
-                    return Err(self
-                        .err(
-                            o.span(),
-                            &format!("{key}.bit_offset"),
-                            format!(
-                                "`{key}.bit_offset` needs `bits`: only a bitfield has a bit offset"
-                            ),
-                        )
-                        .with_valid("`bits = N` (and `bit_offset`) beside `type`"));
-                }
-                (Some(b), _, None) => {
-                    return Err(self
-                        .err(
-                            b.span(),
-                            &format!("{key}.bits"),
-                            format!("bitfield `{key}` needs `type`, its storage unit"),
-                        )
-                        .with_valid(
-                            "`type = \"unsigned int\"` (or another integer type) beside `bits`",
-                        ));
-                }
-                (Some(b), o, Some(_)) => {
-                    self.at_least_one(&f.bits, &format!("{key}.bits"))?;
-                    let end = b
-                        .get_ref()
-                        .saturating_add(o.as_ref().map_or(0, |o| *o.get_ref()));
-                    if end > 64 || f.count() != 1 {
-                        return Err(self
-                            .err(
-                                b.span(),
-                                &format!("{key}.bits"),
-                                format!("bitfield `{key}` ends at bit {end}, past any storage unit, or is an array"),
-                            )
-                            .with_valid("bit_offset + bits at most 64, and no `count`"));
-                    }
-                }
-                _ => {}
+            (Some(ty), None) if ty.get_ref().trim().is_empty() => {
+                return Err(self
+                    .err(
+                        ty.span(),
+                        &format!("{key}.type"),
+                        format!("empty type name for `{key}.type`"),
+                    )
+                    .with_valid("a C type name such as u64, atomic_long_t or spinlock_t"));
             }
-            self.at_least_one(&f.size, &format!("{key}.size"))?;
-            self.struct_bytes(&f.size, &format!("{key}.size"))?;
-            self.at_least_one(&f.count, &format!("{key}.count"))?;
-            self.array_length(&f.count, &format!("{key}.count"))?;
-            self.power_of_two(&f.align, &format!("{key}.align"))?;
-            self.struct_bytes(&f.align, &format!("{key}.align"))?;
-            self.struct_bytes(&f.offset, &format!("{key}.offset"))?;
+            _ => {}
         }
+        match (&f.bits, &f.bit_offset, &f.ty) {
+            (None, Some(o), _) => {
+                return Err(self
+                    .err(
+                        o.span(),
+                        &format!("{key}.bit_offset"),
+                        format!(
+                            "`{key}.bit_offset` needs `bits`: only a bitfield has a bit offset"
+                        ),
+                    )
+                    .with_valid("`bits = N` (and `bit_offset`) beside `type`"));
+            }
+            (Some(b), _, None) => {
+                return Err(self
+                    .err(
+                        b.span(),
+                        &format!("{key}.bits"),
+                        format!("bitfield `{key}` needs `type`, its storage unit"),
+                    )
+                    .with_valid(
+                        "`type = \"unsigned int\"` (or another integer type) beside `bits`",
+                    ));
+            }
+            (Some(b), o, Some(_)) => {
+                self.at_least_one(&f.bits, &format!("{key}.bits"))?;
+                let end = b
+                    .get_ref()
+                    .saturating_add(o.as_ref().map_or(0, |o| *o.get_ref()));
+                if end > 64 || f.count() != 1 {
+                    return Err(self
+                    .err(
+                        b.span(),
+                        &format!("{key}.bits"),
+                        format!("bitfield `{key}` ends at bit {end}, past any storage unit, or is an array"),
+                    )
+                    .with_valid("bit_offset + bits at most 64, and no `count`"));
+                }
+            }
+            _ => {}
+        }
+        self.at_least_one(&f.size, &format!("{key}.size"))?;
+        self.struct_bytes(&f.size, &format!("{key}.size"))?;
+        self.at_least_one(&f.count, &format!("{key}.count"))?;
+        self.array_length(&f.count, &format!("{key}.count"))?;
+        self.power_of_two(&f.align, &format!("{key}.align"))?;
+        self.struct_bytes(&f.align, &format!("{key}.align"))?;
+        self.struct_bytes(&f.offset, &format!("{key}.offset"))?;
         Ok(())
     }
 
