@@ -2208,40 +2208,9 @@ fn layout(
             }
         },
         None => {
-            // The structs of instances that code this variant runs names,
-            // as the report and charts keep them
-            // (`instances_named_by_running_code`); failing those, of every
-            // instance; failing those, every struct.
-            let named = scenarios::build::instances_named_by_running_code(&chosen.config);
-            let struct_of =
-                |i: &sim_core::memory::InstanceDef| memory.structs[i.struct_index].name.as_str();
-            let used: Vec<&str> = memory.instances.iter().map(struct_of).collect();
-            let used_named: Vec<&str> = memory
-                .instances
-                .iter()
-                .zip(&named)
-                .filter(|(_, &n)| n)
-                .map(|(i, _)| struct_of(i))
-                .collect();
-            let of = |names: &[&str]| -> Vec<&models::layout::LaidOutStruct> {
-                structs
-                    .iter()
-                    .filter(|s| names.contains(&s.name.as_str()))
-                    .collect()
-            };
-            let (shown_named, instantiated) = (of(&used_named), of(&used));
-            if !shown_named.is_empty() {
-                left_out = instantiated
-                    .iter()
-                    .filter(|s| !used_named.contains(&s.name.as_str()))
-                    .map(|s| format!("`{}`", s.name))
-                    .collect();
-                shown_named
-            } else if !instantiated.is_empty() {
-                instantiated
-            } else {
-                structs.iter().collect()
-            }
+            let (shown, not_named) = structs_of_running_code(&structs, &chosen.config);
+            left_out = not_named;
+            shown
         }
     };
     let result = if run {
@@ -2280,20 +2249,8 @@ fn layout(
         let traffic = result
             .as_ref()
             .map(|r| struct_traffic(r, memory, &config.program.field_names, &def.name));
-        let instances: Vec<String> = memory
-            .instances
-            .iter()
-            .filter(|i| memory.structs[i.struct_index].name == def.name)
-            .map(|i| {
-                let count = i.element_addresses.len();
-                if i.kind == sim_core::memory::InstanceKind::Global && count > 1 {
-                    format!("{}[{count}] ({})", i.name, i.kind.name())
-                } else {
-                    format!("{} ({})", i.name, i.kind.name())
-                }
-            })
-            .collect();
         println!();
+        let instances = instances_of_struct(memory, &def.name);
         if !instances.is_empty() {
             println!("/* instances: {} */", instances.join(", "));
         }
@@ -2315,6 +2272,67 @@ fn layout(
         );
     }
     ExitCode::SUCCESS
+}
+
+/// The instances of struct `name`, as `layout` lists them above it
+/// (`NAME[N] (global)` for an array).
+fn instances_of_struct(memory: &sim_core::memory::MemoryLayout, name: &str) -> Vec<String> {
+    memory
+        .instances
+        .iter()
+        .filter(|i| memory.structs[i.struct_index].name == name)
+        .map(|i| {
+            let count = i.element_addresses.len();
+            if i.kind == sim_core::memory::InstanceKind::Global && count > 1 {
+                format!("{}[{count}] ({})", i.name, i.kind.name())
+            } else {
+                format!("{} ({})", i.name, i.kind.name())
+            }
+        })
+        .collect()
+}
+
+/// The structs `layout` shows without `--struct`, and the structs of
+/// placed instances it leaves out (named as `` `NAME` ``).
+fn structs_of_running_code<'s>(
+    structs: &'s [models::layout::LaidOutStruct],
+    config: &sim_core::engine::SimConfig,
+) -> (Vec<&'s models::layout::LaidOutStruct>, Vec<String>) {
+    let memory = &config.memory;
+    // The structs of instances that code this variant runs names,
+    // as the report and charts keep them
+    // (`instances_named_by_running_code`); failing those, of every
+    // instance; failing those, every struct.
+    let named = scenarios::build::instances_named_by_running_code(config);
+    let struct_of =
+        |i: &sim_core::memory::InstanceDef| memory.structs[i.struct_index].name.as_str();
+    let used: Vec<&str> = memory.instances.iter().map(struct_of).collect();
+    let used_named: Vec<&str> = memory
+        .instances
+        .iter()
+        .zip(&named)
+        .filter(|(_, &n)| n)
+        .map(|(i, _)| struct_of(i))
+        .collect();
+    let of = |names: &[&str]| -> Vec<&models::layout::LaidOutStruct> {
+        structs
+            .iter()
+            .filter(|s| names.contains(&s.name.as_str()))
+            .collect()
+    };
+    let (shown_named, instantiated) = (of(&used_named), of(&used));
+    if !shown_named.is_empty() {
+        let left_out = instantiated
+            .iter()
+            .filter(|s| !used_named.contains(&s.name.as_str()))
+            .map(|s| format!("`{}`", s.name))
+            .collect();
+        (shown_named, left_out)
+    } else if !instantiated.is_empty() {
+        (instantiated, Vec::new())
+    } else {
+        (structs.iter().collect(), Vec::new())
+    }
 }
 
 /// `check-protocol`: runs the exhaustive checker for one protocol or all
