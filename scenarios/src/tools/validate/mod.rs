@@ -179,113 +179,7 @@ impl ValidationReport {
             "bound: each class's simulated median within ±{BOUND_PCT:.0} % of its measured median"
         );
         for r in &self.machines {
-            let m = r.machine;
-            out.push('\n');
-            let _ = writeln!(out, "== {}: {}", m.file, m.sku);
-            let _ = writeln!(out, "   source:   {}", m.source);
-            let _ = writeln!(
-                out,
-                "   measured: {} of {} CPUs ({})",
-                m.cpus_measured,
-                m.cpus_total(),
-                m.coverage
-            );
-            match &r.outcome {
-                Outcome::PresetMissing(why) => {
-                    let _ = writeln!(
-                        out,
-                        "   preset {}: not available yet, not validated ({why})",
-                        m.preset
-                    );
-                    continue;
-                }
-                Outcome::Failed(why) => {
-                    if !r.adjustment.is_empty() {
-                        let _ = writeln!(out, "   preset:   {}", r.adjustment);
-                    }
-                    let _ = writeln!(out, "   FAILED: {why}");
-                    continue;
-                }
-                Outcome::Validated { .. } => {}
-            }
-            let _ = writeln!(out, "   preset:   {}", r.adjustment);
-            let _ = writeln!(
-                out,
-                "   clock:    {} MHz, {}: {}; the clock during the run is not recorded \
-                 (calibration.md §0.3)",
-                m.clock_mhz,
-                m.clock_basis.describe(),
-                m.clock_source
-            );
-            let _ = writeln!(
-                out,
-                "   home:     line homed on {}: {}",
-                match r.home {
-                    Some(calibration::LineHome::Node(node)) => {
-                        format!("node {node} ({})", m.home.describe())
-                    }
-                    _ => m.home.describe(),
-                },
-                m.home_evidence
-            );
-            if let Outcome::Validated {
-                classes,
-                pairs,
-                median_abs_error_pct,
-                simulations,
-            } = &r.outcome
-            {
-                let _ = writeln!(out, "   role:     {}", m.role_source);
-                out.push('\n');
-                let _ = writeln!(
-                    out,
-                    "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {:<11}  {}",
-                    "class",
-                    "pairs",
-                    "measured",
-                    "simulated",
-                    "error",
-                    "median |err|",
-                    "role",
-                    format_args!("within ±{BOUND_PCT:.0} %")
-                );
-                for c in classes {
-                    let _ = writeln!(
-                        out,
-                        "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {:<11}  {}",
-                        c.label,
-                        c.pairs,
-                        fmt_ns(c.measured_median_ns),
-                        fmt_ns(c.simulated_median_ns),
-                        fmt_pct(c.error_pct),
-                        format!("{:.1} %", c.median_abs_error_pct),
-                        m.role(c.class.key()).key(),
-                        match (c.within_bound(), c.known_miss) {
-                            (true, _) => "yes",
-                            (false, None) => "NO",
-                            (false, Some(_)) => "NO (known, below)",
-                        }
-                    );
-                }
-                for c in classes {
-                    if let (false, Some(why)) = (c.within_bound(), c.known_miss) {
-                        let _ = writeln!(out, "   known miss, {}: {why}", c.label);
-                    }
-                }
-                let stale = r.stale_known_misses();
-                if !stale.is_empty() {
-                    let _ = writeln!(
-                        out,
-                        "   known miss(es) that did not miss (within the bound, or no pairs): {}",
-                        stale.join(", ")
-                    );
-                }
-                let _ = writeln!(
-                    out,
-                    "   median absolute error over all {pairs} pairs: {median_abs_error_pct:.1} % \
-                     ({simulations} distinct pair relation(s) simulated)"
-                );
-            }
+            render_machine(&mut out, r);
         }
         out.push('\n');
         let validated = self.machines.iter().filter(|r| r.is_validated()).count();
@@ -509,6 +403,126 @@ impl ValidationReport {
             .filter(|r| matches!(r.outcome, Outcome::PresetMissing(_)))
             .collect()
     }
+}
+
+/// One machine's block of [`ValidationReport::render`]: its source and
+/// coverage, how its preset was adjusted, then its classes.
+fn render_machine(out: &mut String, r: &MachineReport) {
+    let m = r.machine;
+    out.push('\n');
+    let _ = writeln!(out, "== {}: {}", m.file, m.sku);
+    let _ = writeln!(out, "   source:   {}", m.source);
+    let _ = writeln!(
+        out,
+        "   measured: {} of {} CPUs ({})",
+        m.cpus_measured,
+        m.cpus_total(),
+        m.coverage
+    );
+    match &r.outcome {
+        Outcome::PresetMissing(why) => {
+            let _ = writeln!(
+                out,
+                "   preset {}: not available yet, not validated ({why})",
+                m.preset
+            );
+            return;
+        }
+        Outcome::Failed(why) => {
+            if !r.adjustment.is_empty() {
+                let _ = writeln!(out, "   preset:   {}", r.adjustment);
+            }
+            let _ = writeln!(out, "   FAILED: {why}");
+            return;
+        }
+        Outcome::Validated { .. } => {}
+    }
+    let _ = writeln!(out, "   preset:   {}", r.adjustment);
+    let _ = writeln!(
+        out,
+        "   clock:    {} MHz, {}: {}; the clock during the run is not recorded \
+         (calibration.md §0.3)",
+        m.clock_mhz,
+        m.clock_basis.describe(),
+        m.clock_source
+    );
+    let _ = writeln!(
+        out,
+        "   home:     line homed on {}: {}",
+        match r.home {
+            Some(calibration::LineHome::Node(node)) => {
+                format!("node {node} ({})", m.home.describe())
+            }
+            _ => m.home.describe(),
+        },
+        m.home_evidence
+    );
+    render_classes(out, r);
+}
+
+/// The class table of a validated machine, its known misses, and its
+/// median error.
+fn render_classes(out: &mut String, r: &MachineReport) {
+    let m = r.machine;
+    let Outcome::Validated {
+        classes,
+        pairs,
+        median_abs_error_pct,
+        simulations,
+    } = &r.outcome
+    else {
+        return;
+    };
+    let _ = writeln!(out, "   role:     {}", m.role_source);
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {:<11}  {}",
+        "class",
+        "pairs",
+        "measured",
+        "simulated",
+        "error",
+        "median |err|",
+        "role",
+        format_args!("within ±{BOUND_PCT:.0} %")
+    );
+    for c in classes {
+        let _ = writeln!(
+            out,
+            "   {:<26} {:>6}  {:>9}  {:>9}  {:>8}  {:>12}  {:<11}  {}",
+            c.label,
+            c.pairs,
+            fmt_ns(c.measured_median_ns),
+            fmt_ns(c.simulated_median_ns),
+            fmt_pct(c.error_pct),
+            format!("{:.1} %", c.median_abs_error_pct),
+            m.role(c.class.key()).key(),
+            match (c.within_bound(), c.known_miss) {
+                (true, _) => "yes",
+                (false, None) => "NO",
+                (false, Some(_)) => "NO (known, below)",
+            }
+        );
+    }
+    for c in classes {
+        if let (false, Some(why)) = (c.within_bound(), c.known_miss) {
+            let _ = writeln!(out, "   known miss, {}: {why}", c.label);
+        }
+    }
+    let stale = r.stale_known_misses();
+    if !stale.is_empty() {
+        let _ = writeln!(
+            out,
+            "   known miss(es) that did not miss (within the bound, or no pairs): {}",
+            stale.join(", ")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "   median absolute error over all {pairs} pairs: {median_abs_error_pct:.1} % \
+         ({simulations} distinct pair relation(s) simulated)"
+    );
 }
 
 /// The machines `--machine` keeps: those standing for the preset (a name,
