@@ -101,85 +101,14 @@ pub(crate) fn read_imports(
         let DeValue::Table(table) = value.get_ref() else {
             continue;
         };
-        let given: Vec<&(&str, &str)> = SOURCES
-            .iter()
-            .filter(|(k, _)| table.contains_key(*k))
-            .collect();
         let name = name.get_ref().to_string();
-        if let [first, second, ..] = given.as_slice() {
-            let entry = table.get(second.0).expect("present");
-            return Err(InputError::at(
-                source,
-                entry.span(),
-                &format!("structs.{name}.{}", second.0),
-                format!(
-                    "`structs.{name}` has both `{}` and `{}`; one gives the layout",
-                    first.0, second.0
-                ),
-            )
-            .with_valid(format!("either `{}` or `{}`", first.1, second.1)));
-        }
-        let Some(&&(source_key, example)) = given.first() else {
+        let Some((source_key, example)) = import_source(source, &name, table)? else {
             continue;
         };
         let entry = table.get(source_key).expect("present");
         let key = format!("structs.{name}.{source_key}");
-        for other in ["fields", "union"] {
-            if table.contains_key(other) {
-                return Err(InputError::at(
-                    source,
-                    entry.span(),
-                    &key,
-                    format!("`structs.{name}` has both `{source_key}` and `{other}`; the {} gives the layout", if source_key == "btf" { "BTF" } else { "listing" }),
-                )
-                .with_valid(format!("either `{example}` or `fields = [...]`")));
-            }
-        }
-        let DeValue::Table(reference) = entry.get_ref() else {
-            return Err(InputError::at(
-                source,
-                entry.span(),
-                &key,
-                format!(
-                    "expected a table for `{key}`, found {}",
-                    type_phrase(entry.get_ref())
-                ),
-            )
-            .with_valid(example));
-        };
-        if let Some((k, _)) = reference
-            .iter()
-            .find(|(k, _)| !REFERENCE_KEYS.contains(&k.get_ref().as_ref()))
-        {
-            let given = k.get_ref().to_string();
-            return Err(InputError::at(
-                source,
-                k.span(),
-                &format!("{key}.{given}"),
-                format!("unknown key `{given}` in `{key}`"),
-            )
-            .with_choices(&given, REFERENCE_KEYS));
-        }
-        let text_of = |k: &str| -> Result<Option<Spanned<String>>, InputError> {
-            match reference.get(k) {
-                None => Ok(None),
-                Some(v) => match v.get_ref() {
-                    DeValue::String(s) if !s.trim().is_empty() => {
-                        Ok(Some(Spanned::new(v.span(), s.to_string())))
-                    }
-                    other => Err(InputError::at(
-                        source,
-                        v.span(),
-                        &format!("{key}.{k}"),
-                        format!(
-                            "expected a non-empty string for `{key}.{k}`, found {}",
-                            type_phrase(other)
-                        ),
-                    )),
-                },
-            }
-        };
-        let Some(file) = text_of("file")? else {
+        let reference = reference_table(source, &name, &key, table, entry, (source_key, example))?;
+        let Some(file) = reference_text(source, &key, reference, "file")? else {
             return Err(InputError::at(
                 source,
                 entry.span(),
@@ -192,7 +121,7 @@ pub(crate) fn read_imports(
                 "the listing's path, relative to the scenario file"
             }));
         };
-        let wanted = text_of("struct")?;
+        let wanted = reference_text(source, &key, reference, "struct")?;
         let reference = ImportRef {
             source,
             name: &name,
@@ -235,6 +164,109 @@ pub(crate) fn read_imports(
         }
     }
     Ok(imports)
+}
+
+/// The kind of import `structs.NAME` asks for (its key and an example of
+/// the entry), `None` when it imports nothing; two kinds are an error.
+fn import_source(
+    source: &SourceFile,
+    name: &str,
+    table: &DeTable<'_>,
+) -> Result<Option<(&'static str, &'static str)>, InputError> {
+    let given: Vec<&(&str, &str)> = SOURCES
+        .iter()
+        .filter(|(k, _)| table.contains_key(*k))
+        .collect();
+    if let [first, second, ..] = given.as_slice() {
+        let entry = table.get(second.0).expect("present");
+        return Err(InputError::at(
+            source,
+            entry.span(),
+            &format!("structs.{name}.{}", second.0),
+            format!(
+                "`structs.{name}` has both `{}` and `{}`; one gives the layout",
+                first.0, second.0
+            ),
+        )
+        .with_valid(format!("either `{}` or `{}`", first.1, second.1)));
+    }
+    Ok(given.first().map(|&&(k, example)| (k, example)))
+}
+
+/// The import's reference table (`entry`, at `key`), once struct `name` is
+/// checked to give no layout of its own and the table to hold only
+/// `file` and `struct`.
+fn reference_table<'t, 'i>(
+    source: &SourceFile,
+    name: &str,
+    key: &str,
+    table: &DeTable<'i>,
+    entry: &'t Spanned<DeValue<'i>>,
+    (source_key, example): (&str, &str),
+) -> Result<&'t DeTable<'i>, InputError> {
+    for other in ["fields", "union"] {
+        if table.contains_key(other) {
+            return Err(InputError::at(
+                source,
+                entry.span(),
+                key,
+                format!("`structs.{name}` has both `{source_key}` and `{other}`; the {} gives the layout", if source_key == "btf" { "BTF" } else { "listing" }),
+            )
+            .with_valid(format!("either `{example}` or `fields = [...]`")));
+        }
+    }
+    let DeValue::Table(reference) = entry.get_ref() else {
+        return Err(InputError::at(
+            source,
+            entry.span(),
+            key,
+            format!(
+                "expected a table for `{key}`, found {}",
+                type_phrase(entry.get_ref())
+            ),
+        )
+        .with_valid(example));
+    };
+    if let Some((k, _)) = reference
+        .iter()
+        .find(|(k, _)| !REFERENCE_KEYS.contains(&k.get_ref().as_ref()))
+    {
+        let given = k.get_ref().to_string();
+        return Err(InputError::at(
+            source,
+            k.span(),
+            &format!("{key}.{given}"),
+            format!("unknown key `{given}` in `{key}`"),
+        )
+        .with_choices(&given, REFERENCE_KEYS));
+    }
+    Ok(reference)
+}
+
+/// Key `k` of the reference table at `key`: a non-empty string, or absent.
+fn reference_text(
+    source: &SourceFile,
+    key: &str,
+    reference: &DeTable<'_>,
+    k: &str,
+) -> Result<Option<Spanned<String>>, InputError> {
+    match reference.get(k) {
+        None => Ok(None),
+        Some(v) => match v.get_ref() {
+            DeValue::String(s) if !s.trim().is_empty() => {
+                Ok(Some(Spanned::new(v.span(), s.to_string())))
+            }
+            other => Err(InputError::at(
+                source,
+                v.span(),
+                &format!("{key}.{k}"),
+                format!(
+                    "expected a non-empty string for `{key}.{k}`, found {}",
+                    type_phrase(other)
+                ),
+            )),
+        },
+    }
 }
 
 /// Bytes of the fields the imports expand to, as TOML: what each document
