@@ -51,19 +51,7 @@ const TARGET_WIDTH: i32 = 1100;
 
 /// The machine as an SVG document.
 pub fn topology(chart: &TopologyChart) -> Result<String, PlotError> {
-    if chart.sockets.is_empty() {
-        return Err(PlotError::Empty("the list of sockets".into()));
-    }
-    for s in &chart.sockets {
-        if s.nodes.is_empty() {
-            return Err(PlotError::Empty(format!("the nodes of `{}`", s.label)));
-        }
-        for n in &s.nodes {
-            if n.l3_domains.is_empty() {
-                return Err(PlotError::Empty(format!("the L3 domains of `{}`", n.label)));
-            }
-        }
-    }
+    check_topology(chart)?;
     let all_l3 = chart
         .sockets
         .iter()
@@ -88,16 +76,18 @@ pub fn topology(chart: &TopologyChart) -> Result<String, PlotError> {
     let columns = ((per_socket / (l3_width + GAP)) as usize)
         .min(widest_node)
         .clamp(1, MAX_COLUMNS) as i32;
-    let node_width = columns * (l3_width + GAP) + GAP;
-    let socket_width = node_width + 2 * GAP;
-    let node_height = |n: &NodeBox| -> i32 {
-        let rows = n.l3_domains.len().div_ceil(columns as usize) as i32;
-        LABEL_HEIGHT + rows * (L3_HEIGHT + GAP)
+    let grid = Grid {
+        columns,
+        l3_width,
+        node_width: columns * (l3_width + GAP) + GAP,
     };
-    let socket_height = |s: &SocketBox| -> i32 {
-        LABEL_HEIGHT + s.nodes.iter().map(|n| node_height(n) + GAP).sum::<i32>()
-    };
-    let drawing_height = chart.sockets.iter().map(socket_height).max().unwrap_or(0);
+    let socket_width = grid.node_width + 2 * GAP;
+    let drawing_height = chart
+        .sockets
+        .iter()
+        .map(|s| grid.socket_height(s))
+        .max()
+        .unwrap_or(0);
     let sockets = chart.sockets.len() as i32;
     let top = 80;
     let notes_top = top + drawing_height + 30;
@@ -116,9 +106,6 @@ pub fn topology(chart: &TopologyChart) -> Result<String, PlotError> {
         let centred = |size: i32| {
             TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Center, VPos::Center))
         };
-        let left = |size: f64| {
-            TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Left, VPos::Center))
-        };
         root.draw(&Text::new(
             chart.title.as_str(),
             (width / 2, 24),
@@ -132,58 +119,24 @@ pub fn topology(chart: &TopologyChart) -> Result<String, PlotError> {
         ))
         .map_err(draw_err)?;
         let socket_fill = RGBColor(240, 240, 240);
-        let node_fill = RGBColor(222, 235, 247);
-        let l3_fill = RGBColor(255, 255, 255);
-        let frame = RGBColor(90, 90, 90);
         let mut x = 20;
         for s in &chart.sockets {
-            let h = socket_height(s);
+            let h = grid.socket_height(s);
             let rect = [(x, top), (x + socket_width, top + h)];
             root.draw(&Rectangle::new(rect, socket_fill.filled()))
                 .map_err(draw_err)?;
-            root.draw(&Rectangle::new(rect, frame.stroke_width(2)))
+            root.draw(&Rectangle::new(rect, FRAME.stroke_width(2)))
                 .map_err(draw_err)?;
             root.draw(&Text::new(
                 s.label.as_str(),
                 (x + GAP, top + LABEL_HEIGHT / 2),
-                left(15.0),
+                left_text(15.0),
             ))
             .map_err(draw_err)?;
             let mut y = top + LABEL_HEIGHT;
             for n in &s.nodes {
-                let nh = node_height(n);
-                let nx = x + GAP;
-                let rect = [(nx, y), (nx + node_width, y + nh)];
-                root.draw(&Rectangle::new(rect, node_fill.filled()))
-                    .map_err(draw_err)?;
-                root.draw(&Rectangle::new(rect, frame.stroke_width(1)))
-                    .map_err(draw_err)?;
-                root.draw(&Text::new(
-                    n.label.as_str(),
-                    (nx + GAP, y + LABEL_HEIGHT / 2),
-                    left(13.0),
-                ))
-                .map_err(draw_err)?;
-                for (i, b) in n.l3_domains.iter().enumerate() {
-                    let col = i as i32 % columns;
-                    let row = i as i32 / columns;
-                    let bx = nx + GAP + col * (l3_width + GAP);
-                    let by = y + LABEL_HEIGHT + row * (L3_HEIGHT + GAP);
-                    let rect = [(bx, by), (bx + l3_width, by + L3_HEIGHT)];
-                    root.draw(&Rectangle::new(rect, l3_fill.filled()))
-                        .map_err(draw_err)?;
-                    root.draw(&Rectangle::new(rect, frame.stroke_width(1)))
-                        .map_err(draw_err)?;
-                    root.draw(&Text::new(b.label.as_str(), (bx + 8, by + 14), left(13.0)))
-                        .map_err(draw_err)?;
-                    root.draw(&Text::new(
-                        b.detail.as_str(),
-                        (bx + 8, by + 32),
-                        left(DETAIL_SIZE),
-                    ))
-                    .map_err(draw_err)?;
-                }
-                y += nh + GAP;
+                draw_node(root, &grid, n, x + GAP, y)?;
+                y += grid.node_height(n) + GAP;
             }
             x += socket_width + GAP;
         }
@@ -191,12 +144,111 @@ pub fn topology(chart: &TopologyChart) -> Result<String, PlotError> {
             root.draw(&Text::new(
                 note.as_str(),
                 (20, notes_top + i as i32 * 20),
-                left(13.0),
+                left_text(13.0),
             ))
             .map_err(draw_err)?;
         }
         Ok(())
     })
+}
+
+/// Refuses a machine without sockets, a socket without nodes or a node
+/// without L3 domains.
+fn check_topology(chart: &TopologyChart) -> Result<(), PlotError> {
+    if chart.sockets.is_empty() {
+        return Err(PlotError::Empty("the list of sockets".into()));
+    }
+    for s in &chart.sockets {
+        if s.nodes.is_empty() {
+            return Err(PlotError::Empty(format!("the nodes of `{}`", s.label)));
+        }
+        for n in &s.nodes {
+            if n.l3_domains.is_empty() {
+                return Err(PlotError::Empty(format!("the L3 domains of `{}`", n.label)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The boxes' frame colour.
+const FRAME: RGBColor = RGBColor(90, 90, 90);
+
+/// Text from its left end, centred vertically.
+fn left_text(size: f64) -> TextStyle<'static> {
+    TextStyle::from((FONT, size).into_font()).pos(Pos::new(HPos::Left, VPos::Center))
+}
+
+/// How L3 boxes are laid out in a node: `columns` side by side, each
+/// `l3_width` wide, in a node `node_width` wide.
+struct Grid {
+    columns: i32,
+    l3_width: i32,
+    node_width: i32,
+}
+
+impl Grid {
+    fn node_height(&self, n: &NodeBox) -> i32 {
+        let rows = n.l3_domains.len().div_ceil(self.columns as usize) as i32;
+        LABEL_HEIGHT + rows * (L3_HEIGHT + GAP)
+    }
+
+    fn socket_height(&self, s: &SocketBox) -> i32 {
+        LABEL_HEIGHT
+            + s.nodes
+                .iter()
+                .map(|n| self.node_height(n) + GAP)
+                .sum::<i32>()
+    }
+}
+
+/// Node `n`'s box at (`nx`, `y`) with its label and its L3 domains' boxes.
+fn draw_node(
+    root: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    grid: &Grid,
+    n: &NodeBox,
+    nx: i32,
+    y: i32,
+) -> Result<(), PlotError> {
+    let node_fill = RGBColor(222, 235, 247);
+    let l3_fill = RGBColor(255, 255, 255);
+    let (columns, l3_width) = (grid.columns, grid.l3_width);
+    let nh = grid.node_height(n);
+    let rect = [(nx, y), (nx + grid.node_width, y + nh)];
+    root.draw(&Rectangle::new(rect, node_fill.filled()))
+        .map_err(draw_err)?;
+    root.draw(&Rectangle::new(rect, FRAME.stroke_width(1)))
+        .map_err(draw_err)?;
+    root.draw(&Text::new(
+        n.label.as_str(),
+        (nx + GAP, y + LABEL_HEIGHT / 2),
+        left_text(13.0),
+    ))
+    .map_err(draw_err)?;
+    for (i, b) in n.l3_domains.iter().enumerate() {
+        let col = i as i32 % columns;
+        let row = i as i32 / columns;
+        let bx = nx + GAP + col * (l3_width + GAP);
+        let by = y + LABEL_HEIGHT + row * (L3_HEIGHT + GAP);
+        let rect = [(bx, by), (bx + l3_width, by + L3_HEIGHT)];
+        root.draw(&Rectangle::new(rect, l3_fill.filled()))
+            .map_err(draw_err)?;
+        root.draw(&Rectangle::new(rect, FRAME.stroke_width(1)))
+            .map_err(draw_err)?;
+        root.draw(&Text::new(
+            b.label.as_str(),
+            (bx + 8, by + 14),
+            left_text(13.0),
+        ))
+        .map_err(draw_err)?;
+        root.draw(&Text::new(
+            b.detail.as_str(),
+            (bx + 8, by + 32),
+            left_text(DETAIL_SIZE),
+        ))
+        .map_err(draw_err)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
