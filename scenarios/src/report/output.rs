@@ -1106,131 +1106,12 @@ fn merge_with(shards: &[ShardInput], unreadable: &[String]) -> Result<ResultsFil
     let Some(first) = shards.first() else {
         return Err("no shard directories given".into());
     };
-    let m0 = &first.manifest;
-    let header_of = |r: &ResultsFile| {
-        let mut h = r.clone();
-        h.records.clear();
-        // Only the shard that ran the (single) case has the comparisons.
-        h.measured.clear();
-        h
-    };
-    let header = header_of(&first.results);
+    let header = shard_header(&first.results);
     for s in shards {
-        let m = &s.manifest;
-        let dir = s.dir.display();
-        if m.scenario_sha256 != m0.scenario_sha256 {
-            return Err(format!(
-                "the shards come from different scenario files: `{}` has sha256 {}, `{dir}` has {}",
-                first.dir.display(),
-                m0.scenario_sha256,
-                m.scenario_sha256
-            ));
-        }
-        if m.shard_count != m0.shard_count {
-            return Err(format!(
-                "the shards come from different splits: `{}` is shard {}/{}, `{dir}` is shard {}/{}",
-                first.dir.display(),
-                m0.shard_index,
-                m0.shard_count,
-                m.shard_index,
-                m.shard_count
-            ));
-        }
-        if m.tool_version != m0.tool_version {
-            return Err(format!(
-                "the shards come from different versions of bounce: `{}` from {}, `{dir}` from {}",
-                first.dir.display(),
-                m0.tool_version,
-                m.tool_version
-            ));
-        }
-        if header_of(&s.results) != header || m.case_count != header.cases.len() {
-            return Err(format!(
-                "`{dir}/{RESULTS_JSON}` describes another sweep than `{}/{RESULTS_JSON}`",
-                first.dir.display()
-            ));
-        }
-        if m.scenario_sha256 != s.results.scenario.sha256 {
-            return Err(format!(
-                "`{dir}`: `{SHARD_MANIFEST}` and `{RESULTS_JSON}` name different scenarios"
-            ));
-        }
-        verify_records(s)?;
-        // The records must be exactly the manifest's cases, each with every variant.
-        let expected: Vec<(usize, &str)> = m
-            .cases
-            .iter()
-            .flat_map(|c| header.variants.iter().map(move |v| (c.index, v.as_str())))
-            .collect();
-        let got: Vec<(usize, &str)> = s
-            .results
-            .records
-            .iter()
-            .map(|r| (r.case_index, r.variant.as_str()))
-            .collect();
-        if expected != got {
-            return Err(format!(
-                "`{dir}`: `{RESULTS_JSON}` does not hold the runs `{SHARD_MANIFEST}` lists"
-            ));
-        }
+        check_shard(first, &header, s)?;
     }
-
-    let mut holders: BTreeMap<usize, Vec<&Path>> = BTreeMap::new();
-    for s in shards {
-        for c in &s.manifest.cases {
-            holders.entry(c.index).or_default().push(&s.dir);
-        }
-    }
-    let id_of = |i: usize| header.cases.get(i).map_or("?", |c| c.id.as_str());
-    let missing: Vec<&str> = (0..header.cases.len())
-        .filter(|i| !holders.contains_key(i))
-        .map(id_of)
-        .collect();
-    let duplicated: Vec<(usize, &Vec<&Path>)> = holders
-        .iter()
-        .filter(|(_, d)| d.len() > 1)
-        .map(|(i, d)| (*i, d))
-        .collect();
-    if !unreadable.is_empty() || !missing.is_empty() || !duplicated.is_empty() {
-        let mut problems: Vec<String> = unreadable.to_vec();
-        let mut seen: Vec<usize> = shards.iter().map(|s| s.manifest.shard_index).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        let absent: Vec<usize> = (0..m0.shard_count).filter(|i| !seen.contains(i)).collect();
-        if !absent.is_empty() {
-            let named: Vec<String> = absent
-                .iter()
-                .map(|i| format!("{i}/{}", m0.shard_count))
-                .collect();
-            problems.push(format!(
-                "{} of {} shard(s) missing: {}; run them again (as Slurm array task IDs: --array={})",
-                absent.len(),
-                m0.shard_count,
-                named.join(", "),
-                array_task_ids(&absent)
-            ));
-        }
-        if !missing.is_empty() {
-            problems.push(format!(
-                "{} case(s) are in no shard: {}",
-                missing.len(),
-                list_ids(&missing, 20),
-            ));
-        }
-        for (i, dirs) in duplicated.iter().take(20) {
-            let dirs: Vec<String> = dirs.iter().map(|d| format!("`{}`", d.display())).collect();
-            problems.push(format!(
-                "case `{}` is in more than one shard: {}",
-                id_of(*i),
-                dirs.join(", ")
-            ));
-        }
-        if duplicated.len() > 20 {
-            problems.push(format!(
-                "and {} more cases in more than one shard",
-                duplicated.len() - 20
-            ));
-        }
+    let problems = coverage_problems(shards, &header, unreadable);
+    if !problems.is_empty() {
         return Err(problems.join("\n"));
     }
 
@@ -1247,4 +1128,149 @@ fn merge_with(shards: &[ShardInput], unreadable: &[String]) -> Result<ResultsFil
         .flat_map(|s| s.results.measured.iter().cloned())
         .collect();
     Ok(merged)
+}
+
+/// A shard's results without its records: what every shard of one run
+/// shares.
+fn shard_header(r: &ResultsFile) -> ResultsFile {
+    let mut h = r.clone();
+    h.records.clear();
+    // Only the shard that ran the (single) case has the comparisons.
+    h.measured.clear();
+    h
+}
+
+/// Shard `s` comes from the same scenario, split and version as `first`,
+/// describes the same sweep (`header`), and holds exactly the runs its
+/// manifest lists, each record intact.
+fn check_shard(first: &ShardInput, header: &ResultsFile, s: &ShardInput) -> Result<(), String> {
+    let m0 = &first.manifest;
+    let m = &s.manifest;
+    let dir = s.dir.display();
+    if m.scenario_sha256 != m0.scenario_sha256 {
+        return Err(format!(
+            "the shards come from different scenario files: `{}` has sha256 {}, `{dir}` has {}",
+            first.dir.display(),
+            m0.scenario_sha256,
+            m.scenario_sha256
+        ));
+    }
+    if m.shard_count != m0.shard_count {
+        return Err(format!(
+            "the shards come from different splits: `{}` is shard {}/{}, `{dir}` is shard {}/{}",
+            first.dir.display(),
+            m0.shard_index,
+            m0.shard_count,
+            m.shard_index,
+            m.shard_count
+        ));
+    }
+    if m.tool_version != m0.tool_version {
+        return Err(format!(
+            "the shards come from different versions of bounce: `{}` from {}, `{dir}` from {}",
+            first.dir.display(),
+            m0.tool_version,
+            m.tool_version
+        ));
+    }
+    if shard_header(&s.results) != *header || m.case_count != header.cases.len() {
+        return Err(format!(
+            "`{dir}/{RESULTS_JSON}` describes another sweep than `{}/{RESULTS_JSON}`",
+            first.dir.display()
+        ));
+    }
+    if m.scenario_sha256 != s.results.scenario.sha256 {
+        return Err(format!(
+            "`{dir}`: `{SHARD_MANIFEST}` and `{RESULTS_JSON}` name different scenarios"
+        ));
+    }
+    verify_records(s)?;
+    // The records must be exactly the manifest's cases, each with every variant.
+    let expected: Vec<(usize, &str)> = m
+        .cases
+        .iter()
+        .flat_map(|c| header.variants.iter().map(move |v| (c.index, v.as_str())))
+        .collect();
+    let got: Vec<(usize, &str)> = s
+        .results
+        .records
+        .iter()
+        .map(|r| (r.case_index, r.variant.as_str()))
+        .collect();
+    if expected != got {
+        return Err(format!(
+            "`{dir}`: `{RESULTS_JSON}` does not hold the runs `{SHARD_MANIFEST}` lists"
+        ));
+    }
+    Ok(())
+}
+
+/// What keeps the shards from covering every case exactly once: the
+/// unreadable directories, the shards missing (with the indices to run
+/// again), the cases in no shard and those in several; empty when none.
+fn coverage_problems(
+    shards: &[ShardInput],
+    header: &ResultsFile,
+    unreadable: &[String],
+) -> Vec<String> {
+    let shard_count = shards.first().map_or(0, |s| s.manifest.shard_count);
+    let mut holders: BTreeMap<usize, Vec<&Path>> = BTreeMap::new();
+    for s in shards {
+        for c in &s.manifest.cases {
+            holders.entry(c.index).or_default().push(&s.dir);
+        }
+    }
+    let id_of = |i: usize| header.cases.get(i).map_or("?", |c| c.id.as_str());
+    let missing: Vec<&str> = (0..header.cases.len())
+        .filter(|i| !holders.contains_key(i))
+        .map(id_of)
+        .collect();
+    let duplicated: Vec<(usize, &Vec<&Path>)> = holders
+        .iter()
+        .filter(|(_, d)| d.len() > 1)
+        .map(|(i, d)| (*i, d))
+        .collect();
+    if unreadable.is_empty() && missing.is_empty() && duplicated.is_empty() {
+        return Vec::new();
+    }
+    let mut problems: Vec<String> = unreadable.to_vec();
+    let mut seen: Vec<usize> = shards.iter().map(|s| s.manifest.shard_index).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let absent: Vec<usize> = (0..shard_count).filter(|i| !seen.contains(i)).collect();
+    if !absent.is_empty() {
+        let named: Vec<String> = absent
+            .iter()
+            .map(|i| format!("{i}/{shard_count}"))
+            .collect();
+        problems.push(format!(
+            "{} of {} shard(s) missing: {}; run them again (as Slurm array task IDs: --array={})",
+            absent.len(),
+            shard_count,
+            named.join(", "),
+            array_task_ids(&absent)
+        ));
+    }
+    if !missing.is_empty() {
+        problems.push(format!(
+            "{} case(s) are in no shard: {}",
+            missing.len(),
+            list_ids(&missing, 20),
+        ));
+    }
+    for (i, dirs) in duplicated.iter().take(20) {
+        let dirs: Vec<String> = dirs.iter().map(|d| format!("`{}`", d.display())).collect();
+        problems.push(format!(
+            "case `{}` is in more than one shard: {}",
+            id_of(*i),
+            dirs.join(", ")
+        ));
+    }
+    if duplicated.len() > 20 {
+        problems.push(format!(
+            "and {} more cases in more than one shard",
+            duplicated.len() - 20
+        ));
+    }
+    problems
 }
