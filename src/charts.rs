@@ -88,54 +88,8 @@ pub fn charts_with(
     for r in &file.records {
         machines.entry(r.machine.as_str()).or_default().push(r);
     }
-    // The swept axis on x: the running CPUs, or else the first axis whose
-    // values are numbers (not the machine's).
-    let x_axis = if file.axes.iter().any(|a| a.name == "cpus") {
-        Some(XAxis::Cpus)
-    } else {
-        file.axes
-            .iter()
-            .find(|a| {
-                a.name != "machine" && a.values.len() > 1 && a.values.iter().all(|v| v.is_number())
-            })
-            .map(|a| XAxis::Axis(a.name.clone()))
-    };
-    if let Some(x) = &x_axis {
-        let stem = match x {
-            XAxis::Cpus => "scaling",
-            XAxis::Axis(_) => "sweep",
-        };
-        let metrics: [(&str, &str, Metric); 2] = [
-            (
-                "throughput",
-                "throughput (iterations per simulated second)",
-                |r| r.throughput_iterations_per_second,
-            ),
-            ("cycles", "cycles per iteration, mean (cycles)", |r| {
-                r.cycles_per_iteration_mean
-            }),
-        ];
-        let all: Vec<&Record> = file.records.iter().collect();
-        for (metric_name, y_label, metric) in metrics {
-            let chart = scaling(file, &all, name, x, y_label, metric);
-            out.push((format!("{stem}-{metric_name}.svg"), plots::scaling(&chart)?));
-        }
-        // With several machines, one chart per machine too, where its
-        // socket and L3 boundaries can be marked: detail, in a folder.
-        if machines.len() > 1 && *x == XAxis::Cpus {
-            for (metric_name, y_label, metric) in metrics {
-                for (machine, records) in &machines {
-                    let chart = scaling(file, records, name, x, y_label, metric);
-                    out.push((
-                        format!(
-                            "{MACHINES_DIR}/{stem}-{metric_name}-{}.svg",
-                            file_safe(machine)
-                        ),
-                        plots::scaling(&chart)?,
-                    ));
-                }
-            }
-        }
+    if let Some(x) = &sweep_x_axis(file) {
+        scaling_charts(file, &machines, x, &mut out)?;
     }
     // The measured figures first: what a case study is read for.
     if !file.measured.is_empty() {
@@ -185,39 +139,117 @@ pub fn charts_with(
         } else {
             (String::new(), String::new())
         };
-        match plots::attribution(&attribution(&records, name, &where_)) {
-            Ok(svg) => out.push((format!("{dir}attribution.svg"), svg)),
-            Err(PlotError::Empty(_)) => {}
-            Err(e) => return Err(e),
-        }
-        // The hot lines of the case (perf c2c style), when any has HITM.
-        match plots::c2c_lines(&c2c(&records, name, &where_)) {
-            Ok(svg) => out.push((format!("{dir}c2c.svg"), svg)),
-            Err(PlotError::Empty(_)) => {}
-            Err(e) => return Err(e),
-        }
-        // One colour scale per struct across the case's variants.
-        let mut scale: BTreeMap<String, f64> = BTreeMap::new();
-        for r in &records {
-            for (s, chart) in line_maps(r, &where_, 0.0) {
-                let top = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
-                let e = scale.entry(s).or_insert(0.0);
-                *e = e.max(top);
-            }
-        }
-        for r in &records {
-            for mut chart in line_maps(r, &where_, 0.0) {
-                chart.1.traffic_max = scale.get(&chart.0).copied().unwrap_or(0.0);
-                let file_name = format!(
-                    "{dir}lines-{}-{}.svg",
-                    file_safe(&chart.0),
-                    file_safe(&r.variant)
-                );
-                out.push((file_name, plots::line_map(&chart.1)?));
+        case_charts(&records, name, &dir, &where_, &mut out)?;
+    }
+    Ok(distinct_names(out))
+}
+
+/// The swept axis on x: the running CPUs, or else the first axis whose
+/// values are numbers (not the machine's); `None` without either.
+fn sweep_x_axis(file: &ResultsFile) -> Option<XAxis> {
+    if file.axes.iter().any(|a| a.name == "cpus") {
+        Some(XAxis::Cpus)
+    } else {
+        file.axes
+            .iter()
+            .find(|a| {
+                a.name != "machine" && a.values.len() > 1 && a.values.iter().all(|v| v.is_number())
+            })
+            .map(|a| XAxis::Axis(a.name.clone()))
+    }
+}
+
+/// A sweep's charts against `x`: throughput and cycles per iteration, a
+/// line per variant; with several machines swept over the CPUs, each
+/// machine's too (under `machines/`), with its boundaries marked.
+fn scaling_charts(
+    file: &ResultsFile,
+    machines: &IndexMap<&str, Vec<&Record>>,
+    x: &XAxis,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), PlotError> {
+    let name = &file.scenario.name;
+    let stem = match x {
+        XAxis::Cpus => "scaling",
+        XAxis::Axis(_) => "sweep",
+    };
+    let metrics: [(&str, &str, Metric); 2] = [
+        (
+            "throughput",
+            "throughput (iterations per simulated second)",
+            |r| r.throughput_iterations_per_second,
+        ),
+        ("cycles", "cycles per iteration, mean (cycles)", |r| {
+            r.cycles_per_iteration_mean
+        }),
+    ];
+    let all: Vec<&Record> = file.records.iter().collect();
+    for (metric_name, y_label, metric) in metrics {
+        let chart = scaling(file, &all, name, x, y_label, metric);
+        out.push((format!("{stem}-{metric_name}.svg"), plots::scaling(&chart)?));
+    }
+    // With several machines, one chart per machine too, where its
+    // socket and L3 boundaries can be marked: detail, in a folder.
+    if machines.len() > 1 && *x == XAxis::Cpus {
+        for (metric_name, y_label, metric) in metrics {
+            for (machine, records) in machines {
+                let chart = scaling(file, records, name, x, y_label, metric);
+                out.push((
+                    format!(
+                        "{MACHINES_DIR}/{stem}-{metric_name}-{}.svg",
+                        file_safe(machine)
+                    ),
+                    plots::scaling(&chart)?,
+                ));
             }
         }
     }
-    Ok(distinct_names(out))
+    Ok(())
+}
+
+/// One case's own charts (its `records`), into `dir`, titled with
+/// `where_`: attribution, the hot lines (perf c2c style) and a line map
+/// per struct and variant, one colour scale per struct across the
+/// variants. A chart with nothing to draw is left out.
+fn case_charts(
+    records: &[&Record],
+    name: &str,
+    dir: &str,
+    where_: &str,
+    out: &mut Vec<(String, String)>,
+) -> Result<(), PlotError> {
+    match plots::attribution(&attribution(records, name, where_)) {
+        Ok(svg) => out.push((format!("{dir}attribution.svg"), svg)),
+        Err(PlotError::Empty(_)) => {}
+        Err(e) => return Err(e),
+    }
+    // The hot lines of the case (perf c2c style), when any has HITM.
+    match plots::c2c_lines(&c2c(records, name, where_)) {
+        Ok(svg) => out.push((format!("{dir}c2c.svg"), svg)),
+        Err(PlotError::Empty(_)) => {}
+        Err(e) => return Err(e),
+    }
+    // One colour scale per struct across the case's variants.
+    let mut scale: BTreeMap<String, f64> = BTreeMap::new();
+    for r in records {
+        for (s, chart) in line_maps(r, where_, 0.0) {
+            let top = chart.fields.iter().map(|f| f.traffic).fold(0.0, f64::max);
+            let e = scale.entry(s).or_insert(0.0);
+            *e = e.max(top);
+        }
+    }
+    for r in records {
+        for mut chart in line_maps(r, where_, 0.0) {
+            chart.1.traffic_max = scale.get(&chart.0).copied().unwrap_or(0.0);
+            let file_name = format!(
+                "{dir}lines-{}-{}.svg",
+                file_safe(&chart.0),
+                file_safe(&r.variant)
+            );
+            out.push((file_name, plots::line_map(&chart.1)?));
+        }
+    }
+    Ok(())
 }
 
 /// What a sweep's summary charts put on x.
