@@ -5,7 +5,7 @@
 //! arrive slightly out of cycle order; the probe keeps the `limit` earliest
 //! by (cycle, arrival) and prints them in that order.
 
-use sim_core::coherence::Route;
+use sim_core::coherence::{AccessReport, Route};
 use sim_core::cpu::LinuxCpu;
 use sim_core::memory::MemoryLayout;
 use sim_core::probe::{AccessEvent, AccessKind, BranchSite, Probe};
@@ -92,6 +92,68 @@ impl<'a> TraceProbe<'a> {
     }
 }
 
+impl TraceProbe<'_> {
+    /// A miss in words: its states, the way the request went, who
+    /// supplied the data, whether it crossed sockets or waited, and its
+    /// cycles in all.
+    fn miss_words(&self, r: &AccessReport, cpu: LinuxCpu) -> String {
+        let path = match r.route {
+            Route::SameL3 => "resolved inside its L3 domain".to_string(),
+            Route::L3 { l3 } => {
+                format!("served by its L3 (domain {l3}), which keeps the shared line")
+            }
+            Route::Directory { node } => match self.topology.spec.lookup {
+                Lookup::Local => format!("looked up in the snoop filter of node {node}"),
+                Lookup::Home => format!("looked up in the home directory at node {node}"),
+            },
+            Route::HomeAgent { snoop_filter, home } => format!(
+                "missed in the snoop filter of node {snoop_filter}; went on to the home \
+                 agent at node {home}, which snooped the other socket"
+            ),
+            Route::Memory { node } => {
+                let t = self.topology;
+                let remote_socket = t.socket_of_node(node) != t.socket_of(cpu);
+                if t.spec.lookup == Lookup::Local && remote_socket {
+                    format!(
+                        "missed in the snoop filter of node {}; went on to the home \
+                         agent at node {node}; data from its memory (remote)",
+                        t.node_of(cpu)
+                    )
+                } else {
+                    format!(
+                        "data from memory at node {node} ({})",
+                        if t.node_of(cpu) == node {
+                            "local"
+                        } else {
+                            "remote"
+                        }
+                    )
+                }
+            }
+            _ => String::new(),
+        };
+        let mut s = format!(
+            "miss {}->{}; {}",
+            r.requester_before, r.requester_after, path
+        );
+        if let Some((core, state, class)) = r.supplier {
+            s.push_str(&format!(
+                "; data from core {core} in {state} ({})",
+                class_words(class)
+            ));
+        }
+        if r.cross_socket {
+            s.push_str("; crosses sockets");
+        }
+        let queued = (r.started - r.issued).get();
+        if queued > 0 {
+            s.push_str(&format!("; waited {queued} cycles behind earlier requests"));
+        }
+        s.push_str(&format!("; {} cycles in all", r.done - r.issued));
+        s
+    }
+}
+
 fn class_words(class: PairClass) -> &'static str {
     match class {
         PairClass::SameCpu => "same CPU",
@@ -161,62 +223,7 @@ impl Probe for TraceProbe<'_> {
                 r.requester_after,
                 r.done - r.issued
             ),
-            _ => {
-                let path = match r.route {
-                    Route::SameL3 => "resolved inside its L3 domain".to_string(),
-                    Route::L3 { l3 } => {
-                        format!("served by its L3 (domain {l3}), which keeps the shared line")
-                    }
-                    Route::Directory { node } => match self.topology.spec.lookup {
-                        Lookup::Local => format!("looked up in the snoop filter of node {node}"),
-                        Lookup::Home => format!("looked up in the home directory at node {node}"),
-                    },
-                    Route::HomeAgent { snoop_filter, home } => format!(
-                        "missed in the snoop filter of node {snoop_filter}; went on to the home \
-                         agent at node {home}, which snooped the other socket"
-                    ),
-                    Route::Memory { node } => {
-                        let t = self.topology;
-                        let remote_socket = t.socket_of_node(node) != t.socket_of(e.cpu);
-                        if t.spec.lookup == Lookup::Local && remote_socket {
-                            format!(
-                                "missed in the snoop filter of node {}; went on to the home \
-                                 agent at node {node}; data from its memory (remote)",
-                                t.node_of(e.cpu)
-                            )
-                        } else {
-                            format!(
-                                "data from memory at node {node} ({})",
-                                if t.node_of(e.cpu) == node {
-                                    "local"
-                                } else {
-                                    "remote"
-                                }
-                            )
-                        }
-                    }
-                    _ => String::new(),
-                };
-                let mut s = format!(
-                    "miss {}->{}; {}",
-                    r.requester_before, r.requester_after, path
-                );
-                if let Some((core, state, class)) = r.supplier {
-                    s.push_str(&format!(
-                        "; data from core {core} in {state} ({})",
-                        class_words(class)
-                    ));
-                }
-                if r.cross_socket {
-                    s.push_str("; crosses sockets");
-                }
-                let queued = (r.started - r.issued).get();
-                if queued > 0 {
-                    s.push_str(&format!("; waited {queued} cycles behind earlier requests"));
-                }
-                s.push_str(&format!("; {} cycles in all", r.done - r.issued));
-                s
-            }
+            _ => self.miss_words(r, e.cpu),
         };
         if e.misses_in_flight > 0 {
             self.went_on.insert(e.cpu, (e.address, e.issued.get() + 1));
