@@ -995,19 +995,7 @@ pub fn sweep_report_with(
         .flat_map(|c| c.results.iter().flatten())
         .collect();
     out.push_str(&group_rows_note(&every_run));
-    let machine_axis = axes.iter().position(|a| a == "machine");
-    let mut by_machine: Vec<(String, Vec<&CaseResult>)> = Vec::new();
-    for case in cases {
-        let key = machine_axis
-            .and_then(|i| case.values.get(i))
-            .map_or_else(String::new, |v| v.to_string());
-        match by_machine.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, list)) => list.push(case),
-            None => by_machine.push((key, vec![case])),
-        }
-    }
-    let base_name = sweep.variants.first().cloned().unwrap_or_default();
-    for (key, machine_cases) in &by_machine {
+    for (key, machine_cases) in &cases_by_machine(&axes, cases) {
         let Some(first) = machine_cases
             .iter()
             .flat_map(|c| c.results.iter().flatten())
@@ -1027,66 +1015,12 @@ pub fn sweep_report_with(
             machine_cases.len(),
             sweep.variants.len()
         );
-        let figure = pivot_figure(machine_cases);
-        match (sweep.variants.len(), view.metric) {
-            (1, None) => {
-                let group = match &figure {
-                    ComparedFigure::GroupCycles { threads, .. } => format!(
-                        "; cycles/iter of {threads}: of the thread group the scenario's \
-                         [[measured]] rows measure"
-                    ),
-                    ComparedFigure::Throughput => String::new(),
-                };
-                let _ = writeln!(
-                    out,
-                    "per case (per iteration: per measured iteration of all CPUs{group})"
-                );
-            }
-            (1, Some(m)) => {
-                let _ = writeln!(out, "{} per case", m.name);
-            }
-            (_, m) => {
-                let name = m.map_or_else(|| figure.row_name(), |m| m.name.to_string());
-                let own = sweep_baselines(machine_cases, &sweep.variants)
-                    .iter()
-                    .any(|b| b.is_some_and(|b| b > 0));
-                let _ = writeln!(
-                    out,
-                    "{name} per case; %change: against the same case's `{base_name}`{}",
-                    if own {
-                        " (%change vs V: against the same case's V)"
-                    } else {
-                        ""
-                    }
-                );
-            }
-        }
+        out.push_str(&pivot_heading(sweep, machine_cases, view));
         out.push_str(&pivot(&axes, machine_cases, &sweep.variants, view.metric));
         if view.compact || sweep.variants.len() < 2 {
             continue;
         }
-        for case in machine_cases {
-            let ok: Vec<&VariantResult> = case
-                .results
-                .iter()
-                .filter_map(|r| r.as_ref().ok())
-                .collect();
-            if ok.is_empty() {
-                continue;
-            }
-            let groups = comparison_groups(&ok);
-            let beside = if groups.len() > 1 {
-                "its baseline".to_string()
-            } else {
-                format!("`{}`", ok[0].name)
-            };
-            let _ = writeln!(
-                out,
-                "\ncase {}: each variant beside {beside}\n",
-                case_label(&axes, case)
-            );
-            out.push_str(&comparison_table(&ok));
-        }
+        out.push_str(&case_comparisons(&axes, machine_cases));
     }
     let mut failed = false;
     for case in cases {
@@ -1103,6 +1037,97 @@ pub fn sweep_report_with(
                 failure_line(&f.error, &f.sources)
             );
         }
+    }
+    out
+}
+
+/// The cases grouped by the value of the `machine` axis, in first-seen
+/// order (one group, keyed by the empty string, without that axis).
+fn cases_by_machine<'c>(
+    axes: &[String],
+    cases: &'c [CaseResult],
+) -> Vec<(String, Vec<&'c CaseResult>)> {
+    let machine_axis = axes.iter().position(|a| a == "machine");
+    let mut by_machine: Vec<(String, Vec<&CaseResult>)> = Vec::new();
+    for case in cases {
+        let key = machine_axis
+            .and_then(|i| case.values.get(i))
+            .map_or_else(String::new, |v| v.to_string());
+        match by_machine.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(case),
+            None => by_machine.push((key, vec![case])),
+        }
+    }
+    by_machine
+}
+
+/// The line above a machine's pivot table: what its figure is and what
+/// each %change is against.
+fn pivot_heading(sweep: &Sweep, machine_cases: &[&CaseResult], view: &SweepView) -> String {
+    let mut out = String::new();
+    let base_name = sweep.variants.first().cloned().unwrap_or_default();
+    let figure = pivot_figure(machine_cases);
+    match (sweep.variants.len(), view.metric) {
+        (1, None) => {
+            let group = match &figure {
+                ComparedFigure::GroupCycles { threads, .. } => format!(
+                    "; cycles/iter of {threads}: of the thread group the scenario's \
+                         [[measured]] rows measure"
+                ),
+                ComparedFigure::Throughput => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "per case (per iteration: per measured iteration of all CPUs{group})"
+            );
+        }
+        (1, Some(m)) => {
+            let _ = writeln!(out, "{} per case", m.name);
+        }
+        (_, m) => {
+            let name = m.map_or_else(|| figure.row_name(), |m| m.name.to_string());
+            let own = sweep_baselines(machine_cases, &sweep.variants)
+                .iter()
+                .any(|b| b.is_some_and(|b| b > 0));
+            let _ = writeln!(
+                out,
+                "{name} per case; %change: against the same case's `{base_name}`{}",
+                if own {
+                    " (%change vs V: against the same case's V)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    out
+}
+
+/// Each case's comparison table: its variants beside its base (or each
+/// beside its baseline).
+fn case_comparisons(axes: &[String], machine_cases: &[&CaseResult]) -> String {
+    let mut out = String::new();
+    for case in machine_cases {
+        let ok: Vec<&VariantResult> = case
+            .results
+            .iter()
+            .filter_map(|r| r.as_ref().ok())
+            .collect();
+        if ok.is_empty() {
+            continue;
+        }
+        let groups = comparison_groups(&ok);
+        let beside = if groups.len() > 1 {
+            "its baseline".to_string()
+        } else {
+            format!("`{}`", ok[0].name)
+        };
+        let _ = writeln!(
+            out,
+            "\ncase {}: each variant beside {beside}\n",
+            case_label(axes, case)
+        );
+        out.push_str(&comparison_table(&ok));
     }
     out
 }
