@@ -454,26 +454,8 @@ fn member_line(
             None => return unexpected(),
         };
     }
-    // The declarator: NAME, NAME[N], NAME:B, or (*NAME)(...) for a function pointer.
-    let (type_name, declarator) = if let Some(open) = decl.find("(*") {
-        let after = &decl[open + 2..];
-        let end = after.find(')').unwrap_or(after.len());
-        (
-            format!("{} *", decl[..open].trim()),
-            after[..end].trim().to_string(),
-        )
-    } else if nested.is_some() {
-        (String::new(), decl.to_string())
-    } else {
-        let split = decl
-            .char_indices()
-            .rev()
-            .find(|&(_, c)| c.is_whitespace() || c == '*')
-            .map(|(i, c)| i + c.len_utf8());
-        match split {
-            Some(i) => (decl[..i].trim().to_string(), decl[i..].trim().to_string()),
-            None => return unexpected(),
-        }
+    let Some((type_name, declarator)) = type_and_declarator(decl, nested.is_some()) else {
+        return unexpected();
     };
     let (name, count, bits) = declarator_parts(&declarator, number)?;
     let anonymous = nested.is_some() && name.is_empty();
@@ -545,6 +527,33 @@ fn member_line(
         align,
         nested: nested.map(Box::new),
     })
+}
+
+/// A declaration split into its type and its declarator: NAME, NAME[N],
+/// NAME:B, or (*NAME)(...) for a function pointer (whose type is then
+/// `TYPE *`); closing a nested struct, the declarator alone. `None` when
+/// nothing separates a type from a name.
+fn type_and_declarator(decl: &str, closes_nested: bool) -> Option<(String, String)> {
+    if let Some(open) = decl.find("(*") {
+        let after = &decl[open + 2..];
+        let end = after.find(')').unwrap_or(after.len());
+        Some((
+            format!("{} *", decl[..open].trim()),
+            after[..end].trim().to_string(),
+        ))
+    } else if closes_nested {
+        Some((String::new(), decl.to_string()))
+    } else {
+        let split = decl
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| c.is_whitespace() || c == '*')
+            .map(|(i, c)| i + c.len_utf8())?;
+        Some((
+            decl[..split].trim().to_string(),
+            decl[split..].trim().to_string(),
+        ))
+    }
 }
 
 /// The comment's `OFF SIZE`, with `:BIT` after the offset for a bitfield
