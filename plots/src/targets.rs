@@ -5,6 +5,7 @@
 //! hold and how far the others are off.
 
 use super::{check_finite, draw_err, render, title_width, widest, wrap, PlotError, FONT};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -121,61 +122,87 @@ pub fn targets(chart: &TargetsChart) -> Result<String, PlotError> {
             let (px, py) = c.backend_coord(&(x, row));
             (px - base.0, py - base.1)
         };
-        let label = TextStyle::from((FONT, 12).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Right, VPos::Center));
-        let small = TextStyle::from((FONT, 12).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        for (k, r) in chart.rows.iter().enumerate() {
-            // The first figure on top.
-            let row = n as i32 - 1 - k as i32;
-            let (left, y0) = at(-reach, row);
-            let (_, y1) = at(-reach, row + 1);
-            let (ya, yb) = (y1.min(y0) + 5, y1.max(y0) - 5);
-            let mid = (ya + yb) / 2;
-            d(plot.draw(&Text::new(r.label.as_str(), (left - 8, mid), label.clone())))?;
-            let (right, _) = at(reach, row);
-            // A cut bar's size in targets beside its figures.
-            let figures = match r.error_in_targets {
-                Some(e) if e.abs() > edge => format!("{}: {e:+.0} targets", r.figures),
-                _ => r.figures.clone(),
-            };
-            d(plot.draw(&Text::new(figures, (right + 12, mid), small.clone())))?;
-            let Some(e) = r.error_in_targets else {
-                continue;
-            };
-            let colour = if e.abs() <= 1.0 { WITHIN } else { MISS };
-            let shown = e.clamp(-edge, edge);
-            let (x0, _) = at(0.0, row);
-            let (x1, _) = at(shown, row);
-            d(plot.draw(&Rectangle::new(
-                [(x0.min(x1), ya), (x0.max(x1).max(x0.min(x1) + 1), yb)],
+        draw_target_rows(&plot, chart, &at, reach, edge)?;
+        draw_target_key(&legend, &key, &key_lines)
+    })
+}
+
+/// A row per figure: its label, its bar (cut with an arrow beyond
+/// `edge` targets) and its figures; `at` maps (targets, row) to pixels of
+/// `plot`, whose x axis spans `-reach..reach`.
+fn draw_target_rows(
+    plot: &DrawingArea<SVGBackend<'_>, Shift>,
+    chart: &TargetsChart,
+    at: &impl Fn(f64, i32) -> (i32, i32),
+    reach: f64,
+    edge: f64,
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let n = chart.rows.len();
+    let label = TextStyle::from((FONT, 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Right, VPos::Center));
+    let small = TextStyle::from((FONT, 12).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (k, r) in chart.rows.iter().enumerate() {
+        // The first figure on top.
+        let row = n as i32 - 1 - k as i32;
+        let (left, y0) = at(-reach, row);
+        let (_, y1) = at(-reach, row + 1);
+        let (ya, yb) = (y1.min(y0) + 5, y1.max(y0) - 5);
+        let mid = (ya + yb) / 2;
+        d(plot.draw(&Text::new(r.label.as_str(), (left - 8, mid), label.clone())))?;
+        let (right, _) = at(reach, row);
+        // A cut bar's size in targets beside its figures.
+        let figures = match r.error_in_targets {
+            Some(e) if e.abs() > edge => format!("{}: {e:+.0} targets", r.figures),
+            _ => r.figures.clone(),
+        };
+        d(plot.draw(&Text::new(figures, (right + 12, mid), small.clone())))?;
+        let Some(e) = r.error_in_targets else {
+            continue;
+        };
+        let colour = if e.abs() <= 1.0 { WITHIN } else { MISS };
+        let shown = e.clamp(-edge, edge);
+        let (x0, _) = at(0.0, row);
+        let (x1, _) = at(shown, row);
+        d(plot.draw(&Rectangle::new(
+            [(x0.min(x1), ya), (x0.max(x1).max(x0.min(x1) + 1), yb)],
+            colour.filled(),
+        )))?;
+        if e.abs() > edge {
+            // An arrow past the cut, pointing the way the bar goes on.
+            let dir = e.signum() as i32;
+            let tip = x1 + dir * 12;
+            d(plot.draw(&Polygon::new(
+                vec![(x1, ya - 2), (tip, mid), (x1, yb + 2)],
                 colour.filled(),
             )))?;
-            if e.abs() > edge {
-                // An arrow past the cut, pointing the way the bar goes on.
-                let dir = e.signum() as i32;
-                let tip = x1 + dir * 12;
-                d(plot.draw(&Polygon::new(
-                    vec![(x1, ya - 2), (tip, mid), (x1, yb + 2)],
-                    colour.filled(),
-                )))?;
-            }
         }
-        let key_style = TextStyle::from((FONT, 13).into_font())
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Left, VPos::Center));
-        let mut y = 14;
-        for ((_, swatch), lines) in key.iter().zip(&key_lines) {
-            d(legend.draw(&Rectangle::new([(20, y - 7), (38, y + 7)], swatch.filled())))?;
-            for line in lines {
-                d(legend.draw(&Text::new(line.as_str(), (46, y), key_style.clone())))?;
-                y += 20;
-            }
+    }
+    Ok(())
+}
+
+/// The key under the plot: a swatch per kind of bar, its text wrapped.
+fn draw_target_key(
+    legend: &DrawingArea<SVGBackend<'_>, Shift>,
+    key: &[(String, RGBColor)],
+    key_lines: &[Vec<String>],
+) -> Result<(), PlotError> {
+    let d = |e: Result<(), _>| e.map_err(draw_err);
+    let key_style = TextStyle::from((FONT, 13).into_font())
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    let mut y = 14;
+    for ((_, swatch), lines) in key.iter().zip(key_lines) {
+        d(legend.draw(&Rectangle::new([(20, y - 7), (38, y + 7)], swatch.filled())))?;
+        for line in lines {
+            d(legend.draw(&Text::new(line.as_str(), (46, y), key_style.clone())))?;
+            y += 20;
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// The key's entries, only the kinds of bar drawn.
