@@ -123,7 +123,9 @@ impl InlineKeys<'_> {
 
 /// An inline `[machine]` table as a spec: each key from the file, else
 /// from the preset it starts from (`base`); an error lists every required
-/// key that neither gives.
+/// key that neither gives. Long on purpose: one `MachineSpec` literal with
+/// a line or a few per key, so each key's default and source read in one
+/// place (the latency keys are [`inline_latency`]'s).
 fn inline_machine(
     source: &SourceFile,
     m: &schema::InlineMachine,
