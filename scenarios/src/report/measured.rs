@@ -33,67 +33,10 @@ pub fn table(comparisons: &[Comparison]) -> String {
     if comparisons.is_empty() {
         return String::new();
     }
-    let what = |c: &Comparison| match c.metric.as_str() {
-        "throughput-change" => format!(
-            "throughput vs {}",
-            c.relative_to.as_deref().unwrap_or("base")
-        ),
-        "cycles-per-iteration" => {
-            let of = match &c.threads {
-                Some(t) => format!("cycles/iteration of {t}"),
-                None => "cycles/iteration".to_string(),
-            };
-            match &c.relative_to {
-                Some(r) => format!("{of} minus {r}'s"),
-                None => of,
-            }
-        }
-        "one-way-latency" => match &c.threads {
-            Some(t) => format!("one-way latency of {t} (ns)"),
-            None => "one-way latency (ns)".to_string(),
-        },
-        _ => match c.fields.as_slice() {
-            [one] => format!("share of cycles in {one}"),
-            [first, rest @ ..] => {
-                format!("share of cycles in {first} +{} field(s)", rest.len())
-            }
-            [] => "share of cycles".to_string(),
-        },
-    };
     let rows: Vec<[String; 7]> = comparisons
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            let unit = unit_suffix(&c.unit);
-            let with_unit = |v: f64| format!("{}{unit}", figure(v));
-            [
-                match &c.case {
-                    Some(case) => format!("[{}] {} ({case})", i + 1, c.label),
-                    None => format!("[{}] {}", i + 1, c.label),
-                },
-                c.variant.clone(),
-                what(c),
-                with_unit(c.measured),
-                c.simulated.map_or("n/a".into(), with_unit),
-                c.difference.map_or("n/a".into(), |d| {
-                    let sign = if d >= 0.0 { "+" } else { "" };
-                    format!(
-                        "{sign}{}{}",
-                        figure(d),
-                        match unit {
-                            "" => "",
-                            " ns" => " ns",
-                            _ => " pt",
-                        }
-                    )
-                }),
-                match (c.within_tolerance, c.tolerance) {
-                    (Some(true), Some(t)) => format!("ok (±{})", figure(t)),
-                    (Some(false), Some(t)) => format!("MISS (±{})", figure(t)),
-                    _ => String::new(),
-                },
-            ]
-        })
+        .map(|(i, c)| comparison_row(i, c))
         .collect();
     let header = [
         "measured figure",
@@ -162,4 +105,69 @@ pub fn table(comparisons: &[Comparison]) -> String {
         );
     }
     out
+}
+
+/// What comparison `c` compares, as the table's metric column says it.
+fn metric_words(c: &Comparison) -> String {
+    match c.metric.as_str() {
+        "throughput-change" => format!(
+            "throughput vs {}",
+            c.relative_to.as_deref().unwrap_or("base")
+        ),
+        "cycles-per-iteration" => {
+            let of = match &c.threads {
+                Some(t) => format!("cycles/iteration of {t}"),
+                None => "cycles/iteration".to_string(),
+            };
+            match &c.relative_to {
+                Some(r) => format!("{of} minus {r}'s"),
+                None => of,
+            }
+        }
+        "one-way-latency" => match &c.threads {
+            Some(t) => format!("one-way latency of {t} (ns)"),
+            None => "one-way latency (ns)".to_string(),
+        },
+        _ => match c.fields.as_slice() {
+            [one] => format!("share of cycles in {one}"),
+            [first, rest @ ..] => {
+                format!("share of cycles in {first} +{} field(s)", rest.len())
+            }
+            [] => "share of cycles".to_string(),
+        },
+    }
+}
+
+/// Comparison `i`'s row: label, variant, metric, measured, simulated,
+/// difference and target.
+fn comparison_row(i: usize, c: &Comparison) -> [String; 7] {
+    let unit = unit_suffix(&c.unit);
+    let with_unit = |v: f64| format!("{}{unit}", figure(v));
+    [
+        match &c.case {
+            Some(case) => format!("[{}] {} ({case})", i + 1, c.label),
+            None => format!("[{}] {}", i + 1, c.label),
+        },
+        c.variant.clone(),
+        metric_words(c),
+        with_unit(c.measured),
+        c.simulated.map_or("n/a".into(), with_unit),
+        c.difference.map_or("n/a".into(), |d| {
+            let sign = if d >= 0.0 { "+" } else { "" };
+            format!(
+                "{sign}{}{}",
+                figure(d),
+                match unit {
+                    "" => "",
+                    " ns" => " ns",
+                    _ => " pt",
+                }
+            )
+        }),
+        match (c.within_tolerance, c.tolerance) {
+            (Some(true), Some(t)) => format!("ok (±{})", figure(t)),
+            (Some(false), Some(t)) => format!("MISS (±{})", figure(t)),
+            _ => String::new(),
+        },
+    ]
 }
