@@ -27,6 +27,7 @@ use crate::run::measured::Comparison;
 use crate::run::results::VariantResult;
 use sim_core::cpu::LinuxCpu;
 use sim_core::stats::Traffic;
+use sim_core::topology::Topology;
 
 /// `schema_version` of `results.json` and `shard.json`.
 pub const RESULTS_SCHEMA_VERSION: u32 = 1;
@@ -508,8 +509,6 @@ fn record(
     };
     let mut sorted_cpus = r.cpus.clone();
     sorted_cpus.sort_unstable();
-    let named = crate::build::instances_named_by_running_code(&built.config);
-    let accessed = crate::run::results::instances_accessed(&built.config, &r.fields);
     Record {
         case_index: case.index,
         case_id: case.id.clone(),
@@ -559,68 +558,78 @@ fn record(
                 throughput_iterations_per_second: r.group_throughput(g),
             }
         }),
-        // The fields of instances that no running code names (a library
-        // module's the variant never calls), or that no CPU accessed in
-        // the run (a slow path never taken), are left out: rows of zeros
-        // that would draw empty charts.
-        fields: r
-            .fields
-            .iter()
-            .zip(&built.config.program.field_names)
-            .filter(|(_, &(inst, _))| {
-                let i = inst as usize;
-                named.get(i).copied().unwrap_or(true) && accessed.get(i).copied().unwrap_or(true)
-            })
-            .map(|(f, &(inst, field))| {
-                let memory = &built.config.memory;
-                let s = &memory.structs[memory.instances[inst as usize].struct_index];
-                let def = &s.fields[field as usize];
-                FieldRecord {
-                    field: f.name.clone(),
-                    struct_name: s.name.clone(),
-                    offset_bytes: def.offset_bytes,
-                    size_bytes: def.total_bytes(),
-                    struct_size_bytes: s.size_bytes,
-                    lines: f.units.clone(),
-                    traffic: (&f.traffic).into(),
-                }
-            })
-            .collect(),
-        lines: r
-            .lines
-            .iter()
-            .map(|l| {
-                let cpus = l.detail.cpu_list();
-                let mut nodes: Vec<u32> = cpus.iter().map(|&c| topology.node_of(c)).collect();
-                nodes.sort_unstable();
-                nodes.dedup();
-                LineRecord {
-                    line: l.unit,
-                    address: l.address,
-                    home_node: l.home_node,
-                    fields: l.fields.clone(),
-                    traffic: (&l.traffic).into(),
-                    offsets: l
-                        .detail
-                        .offsets
-                        .iter()
-                        .map(|o| OffsetRecord {
-                            offset_bytes: o.offset_bytes,
-                            field: l.field_at(o.offset_bytes),
-                            loads: o.loads,
-                            stores: o.stores,
-                            atomics: o.atomics,
-                            hitm_local: o.hitm_local,
-                            hitm_remote: o.hitm_remote,
-                        })
-                        .collect(),
-                    cpus: format_cpulist(&cpus),
-                    nodes,
-                }
-            })
-            .collect(),
+        fields: field_records(built, r),
+        lines: line_records(topology, r),
         content_sha256: String::new(),
     }
+}
+
+/// The record's fields: every field the program names, but those of
+/// instances that no running code names (a library module's the variant
+/// never calls), or that no CPU accessed in the run (a slow path never
+/// taken), which would be rows of zeros that draw empty charts.
+fn field_records(built: &BuiltVariant, r: &VariantResult) -> Vec<FieldRecord> {
+    let named = crate::build::instances_named_by_running_code(&built.config);
+    let accessed = crate::run::results::instances_accessed(&built.config, &r.fields);
+    r.fields
+        .iter()
+        .zip(&built.config.program.field_names)
+        .filter(|(_, &(inst, _))| {
+            let i = inst as usize;
+            named.get(i).copied().unwrap_or(true) && accessed.get(i).copied().unwrap_or(true)
+        })
+        .map(|(f, &(inst, field))| {
+            let memory = &built.config.memory;
+            let s = &memory.structs[memory.instances[inst as usize].struct_index];
+            let def = &s.fields[field as usize];
+            FieldRecord {
+                field: f.name.clone(),
+                struct_name: s.name.clone(),
+                offset_bytes: def.offset_bytes,
+                size_bytes: def.total_bytes(),
+                struct_size_bytes: s.size_bytes,
+                lines: f.units.clone(),
+                traffic: (&f.traffic).into(),
+            }
+        })
+        .collect()
+}
+
+/// The record's lines, each with its offsets and the CPUs and nodes that
+/// touched it.
+fn line_records(topology: &Topology, r: &VariantResult) -> Vec<LineRecord> {
+    r.lines
+        .iter()
+        .map(|l| {
+            let cpus = l.detail.cpu_list();
+            let mut nodes: Vec<u32> = cpus.iter().map(|&c| topology.node_of(c)).collect();
+            nodes.sort_unstable();
+            nodes.dedup();
+            LineRecord {
+                line: l.unit,
+                address: l.address,
+                home_node: l.home_node,
+                fields: l.fields.clone(),
+                traffic: (&l.traffic).into(),
+                offsets: l
+                    .detail
+                    .offsets
+                    .iter()
+                    .map(|o| OffsetRecord {
+                        offset_bytes: o.offset_bytes,
+                        field: l.field_at(o.offset_bytes),
+                        loads: o.loads,
+                        stores: o.stores,
+                        atomics: o.atomics,
+                        hitm_local: o.hitm_local,
+                        hitm_remote: o.hitm_remote,
+                    })
+                    .collect(),
+                cpus: format_cpulist(&cpus),
+                nodes,
+            }
+        })
+        .collect()
 }
 
 /// A CSV table (a heading row, then `rows`) written by the `csv` crate:
