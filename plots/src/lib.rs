@@ -656,6 +656,49 @@ fn boundary_style(kind: BoundaryKind) -> ShapeStyle {
     }
 }
 
+/// The value axis of [`hbars`]: its ends, with room for the values
+/// written on the bars (`values_written`) and, for several series, for the
+/// legend at the right; and whether every value is zero.
+fn hbars_range(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    series: &[(String, Vec<f64>)],
+    values_written: bool,
+    label_area: u32,
+) -> (f64, f64, bool) {
+    let k = series.len() as i32;
+    let values: Vec<f64> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
+    let lo = values.iter().copied().fold(0.0, f64::min);
+    let hi = values.iter().copied().fold(0.0, f64::max);
+    // Every value zero: no bar to draw, so the panel says so instead of
+    // showing an empty axis.
+    let all_zero = lo == 0.0 && hi == 0.0;
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    // Room at the ends for the values written on the bars, and the legend.
+    let pad = if values_written { 0.22 } else { 0.05 };
+    let x0 = if lo < 0.0 { lo - span * pad } else { 0.0 };
+    // A bar of zero writes its value to the right of the axis.
+    let mut x1 = if all_zero {
+        1.0
+    } else if hi > 0.0 || lo >= 0.0 || values_written {
+        hi + span * pad
+    } else {
+        0.0
+    };
+    if k > 1 {
+        // Room at the right for the legend, so that it covers no bar: the
+        // bars end where the legend's estimated width begins.
+        let legend_w = series
+            .iter()
+            .map(|s| text_width(&s.0, 13.0))
+            .fold(0.0, f64::max)
+            + 60.0;
+        let plot_w = (area.dim_in_pixel().0 as f64 - label_area as f64 - 40.0).max(100.0);
+        let free = (0.95 - legend_w / plot_w).max(0.3);
+        x1 = x1.max(x0 + (hi - x0) / free);
+    }
+    (x0, x1, all_zero)
+}
+
 /// A panel of horizontal bars: one group per category (top to bottom), a
 /// bar per series in each group. The y axis is in half-bar units so that a
 /// group's centre falls on an integer, where its name is written.
@@ -673,36 +716,7 @@ fn hbars(
     let n = categories.len() as i32;
     let k = series.len() as i32;
     let group = 2 * k + 2;
-    let values: Vec<f64> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
-    let lo = values.iter().copied().fold(0.0, f64::min);
-    let hi = values.iter().copied().fold(0.0, f64::max);
-    // Every value zero: no bar to draw, so the panel says so instead of
-    // showing an empty axis.
-    let all_zero = lo == 0.0 && hi == 0.0;
-    let span = if hi > lo { hi - lo } else { 1.0 };
-    // Room at the ends for the values written on the bars, and the legend.
-    let pad = if value_text.is_some() { 0.22 } else { 0.05 };
-    let x0 = if lo < 0.0 { lo - span * pad } else { 0.0 };
-    // A bar of zero writes its value to the right of the axis.
-    let mut x1 = if all_zero {
-        1.0
-    } else if hi > 0.0 || lo >= 0.0 || value_text.is_some() {
-        hi + span * pad
-    } else {
-        0.0
-    };
-    if k > 1 {
-        // Room at the right for the legend, so that it covers no bar: the
-        // bars end where the legend's estimated width begins.
-        let legend_w = series
-            .iter()
-            .map(|s| text_width(&s.0, 13.0))
-            .fold(0.0, f64::max)
-            + 60.0;
-        let plot_w = (area.dim_in_pixel().0 as f64 - label_area as f64 - 40.0).max(100.0);
-        let free = (0.95 - legend_w / plot_w).max(0.3);
-        x1 = x1.max(x0 + (hi - x0) / free);
-    }
+    let (x0, x1, all_zero) = hbars_range(area, series, value_text.is_some(), label_area);
     let top = n * group;
     let mut c = ChartBuilder::on(area)
         .caption(title, (FONT, 20))
