@@ -902,36 +902,7 @@ pub fn validate_user(
     } else {
         calibration::Vendor::Amd
     };
-    let nodes = spec.sockets * spec.nodes_per_socket;
-    let (home, home_evidence) = match facts.home {
-        None => (
-            calibration::Home::Node {
-                socket: 0,
-                node_in_socket: 0,
-            },
-            "assumed for a user's matrix (the benchmark's main thread usually first touches \
-             the line on node 0; say where it was with --home-node)"
-                .to_string(),
-        ),
-        Some(UserHome::Node(node)) if node >= nodes => {
-            return Err(format!(
-                "--home-node {node}: the machine of `{}` has {nodes} NUMA node(s), 0-{}",
-                machine_file.display(),
-                nodes - 1
-            ))
-        }
-        Some(UserHome::Node(node)) => (
-            calibration::Home::Node {
-                socket: node / spec.nodes_per_socket,
-                node_in_socket: node % spec.nodes_per_socket,
-            },
-            format!("as stated with --home-node {node}"),
-        ),
-        Some(UserHome::FirstCpu) => (
-            calibration::Home::FirstCpu,
-            "as stated with --home-node first-cpu".to_string(),
-        ),
-    };
+    let (home, home_evidence) = user_home(facts, &spec, machine_file)?;
     // The classes as the table names them on this machine.
     let topology = sim_core::topology::Topology::new(spec.clone()).map_err(|e| e.message)?;
     let line_home = home.on(&spec)?;
@@ -949,34 +920,7 @@ pub fn validate_user(
     }
     // The classes the user says the machine file was fitted on: their
     // rows check the fit, the others are predictions.
-    let (fitted_classes, role_source) = match &facts.fitted {
-        None => (
-            None,
-            "your own matrix: bounce cannot know whether the machine file was fitted on it \
-             (`--fitted CLASS` says)",
-        ),
-        Some(given) => {
-            let mut fitted: Vec<&'static str> = Vec::new();
-            for class in given.iter().filter(|c| !c.eq_ignore_ascii_case("none")) {
-                let class = user_class("--fitted", class, &classifier, vendor)?.key();
-                if fitted.contains(&class) {
-                    return Err(format!("--fitted names `{class}` twice"));
-                }
-                fitted.push(class);
-            }
-            if fitted.is_empty() {
-                (
-                    Some(&[][..]),
-                    "as stated with --fitted none: the machine file was set without this matrix",
-                )
-            } else {
-                (
-                    Some(&*Box::leak(fitted.into_boxed_slice())),
-                    "as stated with --fitted: the machine file was fitted on these classes' medians",
-                )
-            }
-        }
-    };
+    let (fitted_classes, role_source) = user_fitted(facts, &classifier, vendor)?;
     let cores_per_socket = spec.nodes_per_socket * spec.l3_per_node * spec.cores_per_l3;
     let entry: &'static MeasuredMachine = Box::leak(Box::new(MeasuredMachine {
         file: leak(matrix_file.display().to_string()),
@@ -1013,6 +957,81 @@ pub fn validate_user(
             .filter(|p| !p.as_os_str().is_empty())
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         machines: vec![report],
+    })
+}
+
+/// Where a user's matrix had its line homed (`--home-node`), and what
+/// says so; a node the machine lacks is an error.
+fn user_home(
+    facts: &UserMatrixFacts,
+    spec: &sim_core::topology::MachineSpec,
+    machine_file: &Path,
+) -> Result<(calibration::Home, String), String> {
+    let nodes = spec.sockets * spec.nodes_per_socket;
+    match facts.home {
+        None => Ok((
+            calibration::Home::Node {
+                socket: 0,
+                node_in_socket: 0,
+            },
+            "assumed for a user's matrix (the benchmark's main thread usually first touches \
+             the line on node 0; say where it was with --home-node)"
+                .to_string(),
+        )),
+        Some(UserHome::Node(node)) if node >= nodes => Err(format!(
+            "--home-node {node}: the machine of `{}` has {nodes} NUMA node(s), 0-{}",
+            machine_file.display(),
+            nodes - 1
+        )),
+        Some(UserHome::Node(node)) => Ok((
+            calibration::Home::Node {
+                socket: node / spec.nodes_per_socket,
+                node_in_socket: node % spec.nodes_per_socket,
+            },
+            format!("as stated with --home-node {node}"),
+        )),
+        Some(UserHome::FirstCpu) => Ok((
+            calibration::Home::FirstCpu,
+            "as stated with --home-node first-cpu".to_string(),
+        )),
+    }
+}
+
+/// The classes the user says the machine file was fitted on
+/// (`--fitted`), each named once, and what says so.
+#[allow(clippy::type_complexity)]
+fn user_fitted(
+    facts: &UserMatrixFacts,
+    classifier: &Classifier,
+    vendor: calibration::Vendor,
+) -> Result<(Option<&'static [&'static str]>, &'static str), String> {
+    Ok(match &facts.fitted {
+        None => (
+            None,
+            "your own matrix: bounce cannot know whether the machine file was fitted on it \
+             (`--fitted CLASS` says)",
+        ),
+        Some(given) => {
+            let mut fitted: Vec<&'static str> = Vec::new();
+            for class in given.iter().filter(|c| !c.eq_ignore_ascii_case("none")) {
+                let class = user_class("--fitted", class, classifier, vendor)?.key();
+                if fitted.contains(&class) {
+                    return Err(format!("--fitted names `{class}` twice"));
+                }
+                fitted.push(class);
+            }
+            if fitted.is_empty() {
+                (
+                    Some(&[][..]),
+                    "as stated with --fitted none: the machine file was set without this matrix",
+                )
+            } else {
+                (
+                    Some(&*Box::leak(fitted.into_boxed_slice())),
+                    "as stated with --fitted: the machine file was fitted on these classes' medians",
+                )
+            }
+        }
     })
 }
 
