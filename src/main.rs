@@ -852,10 +852,12 @@ fn run(
         metric,
         compact,
     } = print;
-    let metric = match metric.map(scenarios::report::text::metric_by_key) {
-        None => None,
-        Some(Ok(m)) => Some(m),
-        Some(Err(message)) => {
+    let metric = match metric
+        .map(scenarios::report::text::metric_by_key)
+        .transpose()
+    {
+        Ok(m) => m,
+        Err(message) => {
             eprintln!("error: {message}");
             return ExitCode::from(EXIT_BAD_INPUT);
         }
@@ -922,18 +924,7 @@ fn run(
     }
     if report_run_failures(&results) {
         if let Some(dir) = out {
-            let kept = kept.into_inner() + resumed.cases.len();
-            if kept > 0 {
-                eprintln!(
-                    "error: nothing written to `{}`: some runs have no result; the {kept} case(s) that finished are kept there, and `--resume` runs only the others",
-                    dir.display()
-                );
-            } else {
-                eprintln!(
-                    "error: nothing written to `{}`: some runs have no result",
-                    dir.display()
-                );
-            }
+            say_nothing_written(dir, kept.into_inner() + resumed.cases.len());
         }
         return ExitCode::from(EXIT_RUN_FAILED);
     }
@@ -1091,6 +1082,22 @@ fn print_run_report(
             let (i, n) = shard.unwrap_or((0, 1));
             println!("bounce: {name}: shard {i}/{n} holds none of its 1 case(s)");
         }
+    }
+}
+
+/// Says that a run with failures wrote nothing to `--out DIR`, and how
+/// many finished cases are kept there for `--resume`.
+fn say_nothing_written(dir: &Path, kept: usize) {
+    if kept > 0 {
+        eprintln!(
+            "error: nothing written to `{}`: some runs have no result; the {kept} case(s) that finished are kept there, and `--resume` runs only the others",
+            dir.display()
+        );
+    } else {
+        eprintln!(
+            "error: nothing written to `{}`: some runs have no result",
+            dir.display()
+        );
     }
 }
 
