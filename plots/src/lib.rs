@@ -1053,22 +1053,7 @@ fn heat(share: f64) -> RGBColor {
 /// The cache-line map as an SVG document.
 pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
     check_line_map(chart)?;
-    // Bytes after the last field: the tail padding up to `sizeof`; the
-    // other bytes no field covers are holes.
-    let fields_end = chart
-        .fields
-        .iter()
-        .map(|f| f.offset + f.size)
-        .max()
-        .unwrap_or(0);
-    let tail_bytes = chart.size - fields_end;
-    let mut covered = vec![false; fields_end as usize];
-    for f in &chart.fields {
-        for b in f.offset..f.offset + f.size {
-            covered[b as usize] = true;
-        }
-    }
-    let hole_bytes = covered.iter().filter(|c| !**c).count();
+    let (fields_end, tail_bytes, hole_bytes) = padding_of(chart);
     let sizes = if chart.subtitle.is_empty() {
         format!(
             "struct size {} bytes (sizeof): {} in fields, {} in holes, {} of tail padding",
@@ -1174,6 +1159,27 @@ pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
         draw_heat_scale(root, left, ky, max_traffic, &swatches)?;
         draw_field_table(root, &cols, ky + 70, key_line, &chart.fields)
     })
+}
+
+/// Where the fields end, and the struct's padding: bytes after the last
+/// field are the tail padding up to `sizeof`; the other bytes no field
+/// covers are holes.
+fn padding_of(chart: &LineMapChart) -> (u32, u32, usize) {
+    let fields_end = chart
+        .fields
+        .iter()
+        .map(|f| f.offset + f.size)
+        .max()
+        .unwrap_or(0);
+    let tail_bytes = chart.size - fields_end;
+    let mut covered = vec![false; fields_end as usize];
+    for f in &chart.fields {
+        for b in f.offset..f.offset + f.size {
+            covered[b as usize] = true;
+        }
+    }
+    let hole_bytes = covered.iter().filter(|c| !**c).count();
+    (fields_end, tail_bytes, hole_bytes)
 }
 
 /// Refuses a map with no fields, a zero size, a traffic that is not a

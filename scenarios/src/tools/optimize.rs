@@ -509,17 +509,7 @@ pub fn optimize_observed(
     // No layout can change the cost of a struct nothing touches: say so
     // rather than simulate hundreds of layouts that all tie with the base.
     if fields.iter().all(|f| f.class == TrafficClass::Untouched) {
-        let variant = match &options.variant {
-            Some(v) => format!("variant `{v}`"),
-            None => "the base".to_string(),
-        };
-        return Err(format!(
-            "struct `{}` has no traffic in {variant} of `{path}`: no thread loads, stores or \
-             updates any of its fields in any case, so every layout costs the same; nothing \
-             to optimize (choose a struct the scripts use: `bounce layout {path} --run` shows \
-             each member's traffic)",
-            options.struct_name
-        ));
+        return Err(untouched_error(options, path));
     }
     let hand_made = hand_made_variants(&cases, &results, start, &base_cycles, options);
 
@@ -594,6 +584,21 @@ pub fn optimize_observed(
         winner_view,
         winner_variant,
     })
+}
+
+/// Why a struct nothing touches is not searched.
+fn untouched_error(options: &OptimizeOptions, path: &str) -> String {
+    let variant = match &options.variant {
+        Some(v) => format!("variant `{v}`"),
+        None => "the base".to_string(),
+    };
+    format!(
+        "struct `{}` has no traffic in {variant} of `{path}`: no thread loads, stores or \
+         updates any of its fields in any case, so every layout costs the same; nothing \
+         to optimize (choose a struct the scripts use: `bounce layout {path} --run` shows \
+         each member's traffic)",
+        options.struct_name
+    )
 }
 
 /// Index of the variant the search starts from (`--variant`, else the
