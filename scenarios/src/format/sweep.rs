@@ -422,11 +422,27 @@ fn range<'i>(
             format!("the range `{key}` ends ({to}) before it starts ({from})"),
         ));
     }
-    enum Step {
-        Add(i64),
-        Double,
-    }
-    let step_kind = match &step {
+    let step = range_step(source, key, step.as_ref(), from)?;
+    let values = range_values(source, key, span.clone(), (from, to), step, max_values)?;
+    Ok(RawValues::Range { values, span })
+}
+
+/// How a range steps: by adding a positive integer, or by doubling.
+#[derive(Clone, Copy)]
+enum Step {
+    Add(i64),
+    Double,
+}
+
+/// The `step` of the range `key` (1 when absent): a positive integer, or
+/// `"double"` from at least 1.
+fn range_step(
+    source: &SourceFile,
+    key: &str,
+    step: Option<&Spanned<DeValue<'_>>>,
+    from: i64,
+) -> Result<Step, InputError> {
+    Ok(match step {
         None => Step::Add(1),
         Some(v) => match (v.get_ref(), integer_of(v.get_ref())) {
             (_, Some(n)) if n >= 1 => Step::Add(n),
@@ -451,7 +467,21 @@ fn range<'i>(
                 .with_valid("a positive integer, or \"double\""))
             }
         },
-    };
+    })
+}
+
+/// The values of the range `key` (at `span`): every value from `from` up
+/// to `to`, and `to` itself even where the steps do not land on it (1 to
+/// 160 doubling: 1, 2, 4, ... 128, 160); more than `max_values` is an
+/// error.
+fn range_values(
+    source: &SourceFile,
+    key: &str,
+    span: Range<usize>,
+    (from, to): (i64, i64),
+    step: Step,
+    max_values: u64,
+) -> Result<Vec<i64>, InputError> {
     // Every value from `from` up to `to`, and `to` itself even where the
     // steps do not land on it (1 to 160 doubling: 1, 2, 4, ... 128, 160).
     let mut values = Vec::new();
@@ -469,7 +499,7 @@ fn range<'i>(
                 "at most {max_values} values; raise the limit with `--set-limit runs=N`"
             )));
         }
-        let next = match step_kind {
+        let next = match step {
             Step::Add(n) => v.checked_add(n),
             Step::Double => v.checked_mul(2),
         };
@@ -481,7 +511,7 @@ fn range<'i>(
     if *values.last().unwrap_or(&to) != to {
         values.push(to);
     }
-    Ok(RawValues::Range { values, span })
+    Ok(values)
 }
 
 /// Reads the `[sweep]` table.
@@ -771,7 +801,22 @@ pub(super) fn expand(
         cases.push(make_case(loading, &template, &case, index)?);
     }
 
-    let sweep = Sweep {
+    let placement = raw.placement.map(Spanned::into_inner);
+    let sweep = sweep_of(&axes, selected, group, placement);
+    Ok(Some((sweep, cases)))
+}
+
+/// The sweep as the report describes it: its axes (with the thread group
+/// a CPU or placement axis places), the variants run, and the placement
+/// of a `cpus` axis without a placement axis (`compact` by default).
+fn sweep_of(
+    axes: &[AxisSpec<'_>],
+    selected: Vec<Selected>,
+    group: Option<String>,
+    placement: Option<String>,
+) -> Sweep {
+    let has_cpus = axes.iter().any(|a| matches!(a.kind, Kind::Cpus));
+    Sweep {
         axes: axes
             .iter()
             .map(|a| Axis {
@@ -785,15 +830,11 @@ pub(super) fn expand(
             .collect(),
         variants: selected.into_iter().map(|s| s.name).collect(),
         placement: if has_cpus && !axes.iter().any(|a| matches!(a.kind, Kind::Placement(_))) {
-            Some(
-                raw.placement
-                    .map_or_else(|| "compact".to_string(), |p| p.into_inner()),
-            )
+            Some(placement.unwrap_or_else(|| "compact".to_string()))
         } else {
             None
         },
-    };
-    Ok(Some((sweep, cases)))
+    }
 }
 
 /// The integers of the axes' ranges as the text of one TOML array, which
