@@ -806,93 +806,120 @@ fn line_maps(r: &Record, where_: &str, traffic_max: f64) -> Vec<(String, LineMap
     structs
         .into_iter()
         .map(|(s, fields)| {
-            let mut fields: Vec<MapField> = fields
-                .into_iter()
-                .map(|(name, (offset, size, traffic))| MapField {
-                    name: name.to_string(),
-                    offset,
-                    size,
-                    traffic,
-                })
-                .collect();
-            fields.sort_by_key(|f| f.offset);
-            // sizeof, tail padding included; a file without it ends the
-            // map with the last field.
-            let fields_end = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
-            let size = sizes.get(s).copied().unwrap_or(0).max(fields_end);
-            let mut title = format!("struct {s}, variant {}{where_}", r.variant);
-            let mut label = "misses per measured iteration of all CPUs (count; HITM included, \
-                             hits not), summed over the struct's instances; one scale for \
-                             every variant"
-                .to_string();
-            // An array instance whose elements share a line: the line is
-            // drawn with each element that shares it.
             let only = instances
                 .get(s)
                 .filter(|list| list.len() == 1)
                 .map(|l| l[0]);
-            if let Some((inst, sharing, elements)) = only.and_then(|i| sharing_elements(r, i)) {
-                // An array's fields per element, so that maps of one struct
-                // compare whether or not its elements share lines.
-                if elements > 1 {
-                    for f in &mut fields {
-                        f.traffic /= elements as f64;
-                    }
-                    label = format!(
-                        "misses per measured iteration of all CPUs (count; HITM included, \
+            let sizeof = sizes.get(s).copied().unwrap_or(0);
+            let map = StructMap {
+                r,
+                name: s,
+                sizeof,
+                only_instance: only,
+                where_,
+                traffic_max,
+            };
+            (s.to_string(), map.chart(fields))
+        })
+        .collect()
+}
+
+/// One struct's line map in a record, before its fields are drawn.
+struct StructMap<'a> {
+    r: &'a Record,
+    name: &'a str,
+    /// `sizeof` (0 when the results file predates it).
+    sizeof: u32,
+    /// The struct's one instance, when it has only one.
+    only_instance: Option<&'a str>,
+    where_: &'a str,
+    traffic_max: f64,
+}
+
+impl StructMap<'_> {
+    /// The map of the struct's `fields` (name -> offset, size, traffic),
+    /// per element and with the elements sharing a line drawn in it when
+    /// its one instance is such an array.
+    fn chart(&self, fields: IndexMap<&str, (u32, u32, f64)>) -> LineMapChart {
+        let (r, s, where_, traffic_max) = (self.r, self.name, self.where_, self.traffic_max);
+        let mut fields: Vec<MapField> = fields
+            .into_iter()
+            .map(|(name, (offset, size, traffic))| MapField {
+                name: name.to_string(),
+                offset,
+                size,
+                traffic,
+            })
+            .collect();
+        fields.sort_by_key(|f| f.offset);
+        // sizeof, tail padding included; a file without it ends the
+        // map with the last field.
+        let fields_end = fields.iter().map(|f| f.offset + f.size).max().unwrap_or(0);
+        let size = self.sizeof.max(fields_end);
+        let mut title = format!("struct {s}, variant {}{where_}", r.variant);
+        let mut label = "misses per measured iteration of all CPUs (count; HITM included, \
+                             hits not), summed over the struct's instances; one scale for \
+                             every variant"
+            .to_string();
+        // An array instance whose elements share a line: the line is
+        // drawn with each element that shares it.
+        if let Some((inst, sharing, elements)) =
+            self.only_instance.and_then(|i| sharing_elements(r, i))
+        {
+            // An array's fields per element, so that maps of one struct
+            // compare whether or not its elements share lines.
+            if elements > 1 {
+                for f in &mut fields {
+                    f.traffic /= elements as f64;
+                }
+                label = format!(
+                    "misses per measured iteration of all CPUs (count; HITM included, \
                          hits not), per element: the field's over {inst}'s {elements} \
                          elements, divided evenly; one scale for every variant"
-                    );
-                }
-                if sharing > 1 && size > 0 && size * sharing <= 64 {
-                    let per_element = fields.clone();
-                    fields = (0..sharing)
-                        .flat_map(|e| {
-                            per_element.iter().map(move |f| MapField {
-                                name: format!("[{e}].{}", f.name),
-                                offset: e * size + f.offset,
-                                size: f.size,
-                                traffic: f.traffic,
-                            })
-                        })
-                        .collect();
-                    title = format!(
-                        "struct {s}, variant {}{where_}: {inst}[0] to {inst}[{}] share a line",
-                        r.variant,
-                        sharing - 1
-                    );
-                    return (
-                        s.to_string(),
-                        LineMapChart {
-                            title,
-                            size: size * sharing,
-                            line_bytes: 64,
-                            fields,
-                            traffic_label: label,
-                            traffic_max,
-                            subtitle: format!(
-                                "{sharing} elements of struct {s} ({size} bytes, sizeof) \
-                                 in one {}-byte line",
-                                64
-                            ),
-                        },
-                    );
-                }
+                );
             }
-            (
-                s.to_string(),
-                LineMapChart {
+            if sharing > 1 && size > 0 && size * sharing <= 64 {
+                let per_element = fields.clone();
+                fields = (0..sharing)
+                    .flat_map(|e| {
+                        per_element.iter().map(move |f| MapField {
+                            name: format!("[{e}].{}", f.name),
+                            offset: e * size + f.offset,
+                            size: f.size,
+                            traffic: f.traffic,
+                        })
+                    })
+                    .collect();
+                title = format!(
+                    "struct {s}, variant {}{where_}: {inst}[0] to {inst}[{}] share a line",
+                    r.variant,
+                    sharing - 1
+                );
+                return LineMapChart {
                     title,
-                    size,
+                    size: size * sharing,
                     line_bytes: 64,
                     fields,
                     traffic_label: label,
                     traffic_max,
-                    subtitle: String::new(),
-                },
-            )
-        })
-        .collect()
+                    subtitle: format!(
+                        "{sharing} elements of struct {s} ({size} bytes, sizeof) \
+                                 in one {}-byte line",
+                        64
+                    ),
+                };
+            }
+        }
+        LineMapChart {
+            title,
+            size,
+            line_bytes: 64,
+            fields,
+            traffic_label: label,
+            traffic_max,
+            subtitle: String::new(),
+        }
+    }
 }
 
 /// For an array instance `inst`: (its name, how many of its elements the
