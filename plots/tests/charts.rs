@@ -295,6 +295,9 @@ fn validation_chart() -> ValidationChart {
     }
 }
 
+/// Both validation charts of one fixture, each checked for every part a
+/// reader needs (machines, classes, band, misses, roles): one fixture, so
+/// one test.
 #[test]
 fn validation_charts_name_machines_classes_and_the_band() {
     let v = validation_chart();

@@ -44,7 +44,9 @@ fn module_path(rel: &Path) -> Vec<String> {
 }
 
 /// The text with comments, string literals and char literals blanked out
-/// (newlines kept, so lines still count).
+/// (newlines kept, so lines still count). One loop on purpose: a small
+/// scanner whose cases (comments, nested block comments, raw and plain
+/// strings, chars and lifetimes) share its position in the text.
 fn strip(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
@@ -214,7 +216,9 @@ fn written_path(toks: &[(Token, usize)], at: usize) -> String {
 }
 
 /// Every path of `text` (the file `rel` under `src/`) that leaves its layer
-/// for a later one or for the crate root, as `file:line: why`.
+/// for a later one or for the crate root, as `file:line: why`. One pass on
+/// purpose: the token loop tracks the inline modules and brace depth that
+/// every kind of path it checks (`use`, `crate::`, `super::`) depends on.
 fn violations(rel: &Path, text: &str) -> Vec<String> {
     let shown = format!("src/{}", rel.display());
     let file_module = module_path(rel);

@@ -96,6 +96,8 @@ struct Row {
     path: &'static str,
 }
 
+/// A table, one row per configurable limit with the scenario that needs
+/// it raised: long because the limits are many, not because it does much.
 fn rows() -> Vec<Row> {
     // A comment makes the documents' estimate (16 bytes per byte of the
     // file, per run) larger than one run's, so the documents' limit is the
@@ -324,6 +326,9 @@ fn limit_errors_read_whole() {
 /// (Operations per script are out of reach under `script_bytes`, the
 /// operand stack under the nesting and call-depth bounds, and events in
 /// flight without a simulator bug.)
+/// One test on purpose: a table of the bounds, each with the scenario
+/// just inside and just outside it, built from the few scenario builders
+/// at its top; split, every part would need the builders again.
 #[test]
 fn fixed_limits_hold_just_inside_and_refuse_just_outside() {
     use sim_core::limits::*;

@@ -24,6 +24,8 @@ fn field_names(doc: &ScenarioDoc, s: &str) -> Vec<String> {
         .collect()
 }
 
+/// Walks the fixture key by key in the file's order, each value as loaded:
+/// long because the file is, one assertion per key.
 #[test]
 fn full_scenario_loads() {
     let loaded = fixture();
