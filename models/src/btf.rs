@@ -1062,6 +1062,62 @@ impl<'b, 'a> Importer<'b, 'a> {
         })
     }
 
+    /// Member `m` as a field's type: a C type where one of its names is
+    /// one of that size (a bitfield's unit always), a nested struct
+    /// written out, a pointer, or opaque bytes (with the type's name as
+    /// their label); an array too long to index becomes one opaque block.
+    /// Also its element count.
+    fn member_type(
+        &mut self,
+        m: &Member,
+        depth: usize,
+        written: &mut usize,
+    ) -> Result<(FieldType, Option<String>, u64), BtfError> {
+        let label = self.btf.type_name(m.element, 0);
+        let known = |size: u64| {
+            m.names
+                .iter()
+                .find(|n| c_type(n).is_some_and(|(s, _)| u64::from(s) == size))
+                .cloned()
+        };
+        let mut count = m.count;
+        let ty = if m.bit_field.is_some() {
+            // A bitfield's storage unit is a C integer of its size.
+            FieldType::Named(known(m.element_bytes).unwrap_or_else(|| {
+                match m.element_bytes {
+                    1 => "unsigned char",
+                    2 => "unsigned short",
+                    4 => "unsigned int",
+                    _ => "unsigned long",
+                }
+                .to_string()
+            }))
+        } else if let Some(name) = known(m.element_bytes) {
+            FieldType::Named(name)
+        } else if matches!(m.kind, Kind::Struct | Kind::Union) {
+            let inner = self.spec_of(m.layout_type, depth + 1, written)?;
+            if count > 1 && holds_array(&inner) {
+                // A place takes one index: the array stays opaque.
+                FieldType::Bytes(m.element_bytes as u32)
+            } else {
+                FieldType::Inline(Box::new(inner))
+            }
+        } else if m.kind == Kind::Ptr && label.ends_with('*') {
+            FieldType::Named(label.clone())
+        } else {
+            FieldType::Bytes(m.element_bytes as u32)
+        };
+        let mut ty = ty;
+        let mut type_label = matches!(ty, FieldType::Bytes(_)).then(|| label.clone());
+        if count > u64::from(MAX_INSTANCE_COUNT) {
+            // Too many elements to index: one opaque block.
+            ty = FieldType::Bytes(m.bytes() as u32);
+            type_label = Some(format!("{label}[{count}]"));
+            count = 1;
+        }
+        Ok((ty, type_label, count))
+    }
+
     fn spec_of(
         &mut self,
         id: u32,
@@ -1088,48 +1144,7 @@ impl<'b, 'a> Importer<'b, 'a> {
                     ),
                 );
             }
-            let label = self.btf.type_name(m.element, 0);
-            let known = |size: u64| {
-                m.names
-                    .iter()
-                    .find(|n| c_type(n).is_some_and(|(s, _)| u64::from(s) == size))
-                    .cloned()
-            };
-            let mut count = m.count;
-            let ty = if m.bit_field.is_some() {
-                // A bitfield's storage unit is a C integer of its size.
-                FieldType::Named(known(m.element_bytes).unwrap_or_else(|| {
-                    match m.element_bytes {
-                        1 => "unsigned char",
-                        2 => "unsigned short",
-                        4 => "unsigned int",
-                        _ => "unsigned long",
-                    }
-                    .to_string()
-                }))
-            } else if let Some(name) = known(m.element_bytes) {
-                FieldType::Named(name)
-            } else if matches!(m.kind, Kind::Struct | Kind::Union) {
-                let inner = self.spec_of(m.layout_type, depth + 1, written)?;
-                if count > 1 && holds_array(&inner) {
-                    // A place takes one index: the array stays opaque.
-                    FieldType::Bytes(m.element_bytes as u32)
-                } else {
-                    FieldType::Inline(Box::new(inner))
-                }
-            } else if m.kind == Kind::Ptr && label.ends_with('*') {
-                FieldType::Named(label.clone())
-            } else {
-                FieldType::Bytes(m.element_bytes as u32)
-            };
-            let mut ty = ty;
-            let mut type_label = matches!(ty, FieldType::Bytes(_)).then(|| label.clone());
-            if count > u64::from(MAX_INSTANCE_COUNT) {
-                // Too many elements to index: one opaque block.
-                ty = FieldType::Bytes(m.bytes() as u32);
-                type_label = Some(format!("{label}[{count}]"));
-                count = 1;
-            }
+            let (ty, type_label, count) = self.member_type(m, depth, written)?;
             let model_align = match &ty {
                 FieldType::Named(n) => c_type(n).map_or(8, |(_, a)| a),
                 FieldType::Bytes(size) => (1u32 << (*size).max(1).trailing_zeros()).min(8),
