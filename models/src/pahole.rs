@@ -406,7 +406,9 @@ fn take_aligned(text: &str, line: usize) -> Result<(String, Option<u32>), Pahole
 }
 
 /// `TYPE NAME[N]:B;  /* OFF SIZE */` or, closing a nested struct,
-/// `} NAME;  /* OFF SIZE */`.
+/// `} NAME;  /* OFF SIZE */`. The line's parts are read by functions in
+/// the line's order; what is left here is their checks against each
+/// other, each a few lines with its own message.
 fn member_line(
     t: &str,
     number: usize,
@@ -843,7 +845,9 @@ fn lay_out(spec: &StructSpec, line: usize) -> Result<LaidOutStruct, PaholeError>
 
 /// Walks the listing and the C layout side by side; `listed_base` is what
 /// the listing's offsets count from, `base` where the struct sits in the
-/// outermost one.
+/// outermost one. One walk on purpose: each member's checks (offset,
+/// hole, boundary, size, nested struct) read what the members before it
+/// left (where they end, the holes and boundaries not yet consumed).
 fn compare(
     listed: &ListedStruct,
     listed_base: u32,
