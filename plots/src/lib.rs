@@ -701,7 +701,8 @@ fn hbars_range(
 
 /// A panel of horizontal bars: one group per category (top to bottom), a
 /// bar per series in each group. The y axis is in half-bar units so that a
-/// group's centre falls on an integer, where its name is written.
+/// group's centre falls on an integer, where its name is written. One
+/// function: every step draws on the one chart context it builds.
 #[allow(clippy::too_many_arguments)]
 fn hbars(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
@@ -921,24 +922,8 @@ pub fn signed_percent(p: f64) -> String {
 
 /// The attribution chart as an SVG document.
 pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
-    if chart.rows.is_empty() {
-        return Err(PlotError::Empty("the list of fields".into()));
-    }
-    if chart.variants.is_empty() {
-        return Err(PlotError::Empty("the list of variants".into()));
-    }
+    check_attribution(chart)?;
     let k = chart.variants.len();
-    for r in &chart.rows {
-        if r.hitm.len() != k || r.stall_cycles.len() != k {
-            return Err(PlotError::Invalid(format!(
-                "field `{}` has not one value per variant",
-                r.field
-            )));
-        }
-        for &v in r.hitm.iter().chain(&r.stall_cycles) {
-            check_finite(&format!("a value of field `{}`", r.field), v)?;
-        }
-    }
     let names: Vec<String> = chart.rows.iter().map(|r| r.field.clone()).collect();
     let per_variant = |get: fn(&FieldRow) -> &Vec<f64>| -> Vec<(String, Vec<f64>)> {
         chart
@@ -1037,6 +1022,30 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     })
 }
 
+/// Refuses a chart without fields or variants, a field without one value
+/// per variant in each panel, or a value that is not finite.
+fn check_attribution(chart: &AttributionChart) -> Result<(), PlotError> {
+    if chart.rows.is_empty() {
+        return Err(PlotError::Empty("the list of fields".into()));
+    }
+    if chart.variants.is_empty() {
+        return Err(PlotError::Empty("the list of variants".into()));
+    }
+    let k = chart.variants.len();
+    for r in &chart.rows {
+        if r.hitm.len() != k || r.stall_cycles.len() != k {
+            return Err(PlotError::Invalid(format!(
+                "field `{}` has not one value per variant",
+                r.field
+            )));
+        }
+        for &v in r.hitm.iter().chain(&r.stall_cycles) {
+            check_finite(&format!("a value of field `{}`", r.field), v)?;
+        }
+    }
+    Ok(())
+}
+
 /// Colour of the tail padding, apart from holes and from fields.
 const TAIL: RGBColor = RGBColor(214, 206, 236);
 
@@ -1050,7 +1059,9 @@ fn heat(share: f64) -> RGBColor {
     RGBColor(lerp(255, 190), lerp(236, 20), lerp(160, 30))
 }
 
-/// The cache-line map as an SVG document.
+/// The cache-line map as an SVG document. Its parts are drawn by
+/// functions; what is left is the figure's geometry and the order of
+/// drawing, which share every dimension.
 pub fn line_map(chart: &LineMapChart) -> Result<String, PlotError> {
     check_line_map(chart)?;
     let (fields_end, tail_bytes, hole_bytes) = padding_of(chart);
