@@ -53,85 +53,106 @@ pub(crate) fn check_document(
         c.machine(m)?;
     }
     c.run(&doc.run)?;
-    if doc.params.len() as u64 > limits.params {
-        return Err(c
-            .err(
-                c.key_span(&["params"]),
-                "params",
-                format!(
-                    "`params` has {} entries, more than the limit of {}",
-                    doc.params.len(),
-                    limits.params
-                ),
-            )
-            .with_valid(format!(
-                "at most {} parameters; raise the limit with `--set-limit params={}`",
-                limits.params,
-                doc.params.len()
-            )));
-    }
-    for name in doc.params.keys() {
-        c.map_key_name(&["params", name], "parameter name", NameRule::Identifier)?;
-    }
+    c.params(doc)?;
     // Script texts are measured before anything parses them.
-    let texts = doc
-        .scripts
-        .iter()
-        .map(|(name, text)| (join_path(&["scripts", name]), text))
-        .chain(
-            doc.procedures
-                .iter()
-                .map(|(name, p)| (join_path(&["procedures", name, "body"]), &p.body)),
-        );
-    for (key, text) in texts {
-        c.within_limit(
-            text.span(),
-            &key,
-            text.get_ref().len() as u64,
-            "script_bytes",
-            limits.script_bytes,
-        )?;
-    }
+    c.script_sizes(doc)?;
     for (name, s) in &doc.structs {
         c.struct_def(name, s)?;
     }
     c.instances(doc)?;
-    for (name, p) in &doc.procedures {
-        c.map_key_name(
-            &["procedures", name],
-            "procedure name",
-            NameRule::Identifier,
-        )?;
-        for (i, param) in p.params.iter().enumerate() {
-            let key = join_path(&["procedures", name, "params", param.get_ref()]);
-            check_name(
-                source,
-                param,
-                &key,
-                "procedure parameter",
-                NameRule::Identifier,
-            )?;
-            if let Some(first) = p.params[..i]
-                .iter()
-                .find(|q| q.get_ref() == param.get_ref())
-            {
-                return Err(c.err(
-                    param.span(),
-                    &key,
-                    format!(
-                        "duplicate parameter `{}` in `{}` (first listed {})",
-                        param.get_ref(),
-                        join_path(&["procedures", name, "params"]),
-                        c.where_(first.span())
-                    ),
-                ));
-            }
-        }
-    }
+    c.procedures(doc)?;
     for name in doc.scripts.keys() {
         c.map_key_name(&["scripts", name], "script name", NameRule::Name)?;
     }
     c.threads(doc)
+}
+
+impl Checker<'_, '_> {
+    /// At most the limit of `params`, each named as an identifier.
+    fn params(&self, doc: &ScenarioDoc) -> Result {
+        if doc.params.len() as u64 > self.limits.params {
+            return Err(self
+                .err(
+                    self.key_span(&["params"]),
+                    "params",
+                    format!(
+                        "`params` has {} entries, more than the limit of {}",
+                        doc.params.len(),
+                        self.limits.params
+                    ),
+                )
+                .with_valid(format!(
+                    "at most {} parameters; raise the limit with `--set-limit params={}`",
+                    self.limits.params,
+                    doc.params.len()
+                )));
+        }
+        for name in doc.params.keys() {
+            self.map_key_name(&["params", name], "parameter name", NameRule::Identifier)?;
+        }
+        Ok(())
+    }
+
+    /// Each script's and procedure body's text within `script_bytes`.
+    fn script_sizes(&self, doc: &ScenarioDoc) -> Result {
+        let texts = doc
+            .scripts
+            .iter()
+            .map(|(name, text)| (join_path(&["scripts", name]), text))
+            .chain(
+                doc.procedures
+                    .iter()
+                    .map(|(name, p)| (join_path(&["procedures", name, "body"]), &p.body)),
+            );
+        for (key, text) in texts {
+            self.within_limit(
+                text.span(),
+                &key,
+                text.get_ref().len() as u64,
+                "script_bytes",
+                self.limits.script_bytes,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Each procedure named as an identifier, its parameters too, none
+    /// twice.
+    fn procedures(&self, doc: &ScenarioDoc) -> Result {
+        for (name, p) in &doc.procedures {
+            self.map_key_name(
+                &["procedures", name],
+                "procedure name",
+                NameRule::Identifier,
+            )?;
+            for (i, param) in p.params.iter().enumerate() {
+                let key = join_path(&["procedures", name, "params", param.get_ref()]);
+                check_name(
+                    self.source,
+                    param,
+                    &key,
+                    "procedure parameter",
+                    NameRule::Identifier,
+                )?;
+                if let Some(first) = p.params[..i]
+                    .iter()
+                    .find(|q| q.get_ref() == param.get_ref())
+                {
+                    return Err(self.err(
+                        param.span(),
+                        &key,
+                        format!(
+                            "duplicate parameter `{}` in `{}` (first listed {})",
+                            param.get_ref(),
+                            join_path(&["procedures", name, "params"]),
+                            self.where_(first.span())
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Checker<'_, '_> {
