@@ -9,7 +9,9 @@ use crate::format::error::{parse_custom, InputError, SourceFile};
 use crate::format::schema::CPULIST_HELP;
 
 /// Maps a deserialization error on the tree `root` (whose own span is
-/// `root_span`) to an [`InputError`].
+/// `root_span`) to an [`InputError`]. One chain on purpose: a short case
+/// per kind of serde message, tried in order, each reading the key and
+/// value the error was located at.
 pub(crate) fn from_de_error(
     source: &SourceFile,
     root: &DeTable<'_>,
