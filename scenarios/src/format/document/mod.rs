@@ -263,52 +263,7 @@ pub(super) fn load_source<'a>(
         )?;
     }
     let base_name = base_doc.base_name.clone();
-    if let Some(spec) = specs
-        .iter()
-        .find(|s| s.name.get_ref() == base_name.get_ref())
-    {
-        let how = if base_name.span().is_empty() {
-            "the default `base_name`".to_string()
-        } else {
-            let (line, _) = source.line_col(base_name.span().start);
-            format!("`base_name` on line {line}")
-        };
-        let key = format!("variants.{}.name", tree::join_path(&[spec.name.get_ref()]));
-        return Err(InputError::at(
-            source,
-            spec.name.span(),
-            &key,
-            format!(
-                "`{key}` is `{}`, which is the base's name ({how})",
-                spec.name.get_ref()
-            ),
-        )
-        .with_valid("a variant name different from `base_name` and from the other variants"));
-    }
-
-    // Each `baseline` names the base or a variant (itself included).
-    let mut names: Vec<&str> = vec![base_name.get_ref().as_str()];
-    names.extend(specs.iter().map(|s| s.name.get_ref().as_str()));
-    for spec in &specs {
-        if let Some(b) = &spec.baseline {
-            if !names.contains(&b.get_ref().as_str()) {
-                let key = format!(
-                    "variants.{}.baseline",
-                    tree::join_path(&[spec.name.get_ref()])
-                );
-                return Err(InputError::at(
-                    source,
-                    b.span(),
-                    &key,
-                    format!(
-                        "`{key}` is `{}`, which is neither the base (`base_name`) nor a variant",
-                        b.get_ref()
-                    ),
-                )
-                .with_choices(b.get_ref(), &names));
-            }
-        }
-    }
+    check_variant_names(source, &base_name, &specs)?;
 
     let mut variants = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -344,6 +299,62 @@ pub(super) fn load_source<'a>(
         doc: base_doc,
     };
     Ok((base, variants, sweep.is_some()))
+}
+
+/// No variant is named as the base, and each `baseline` names the base
+/// or a variant (itself included).
+fn check_variant_names(
+    source: &SourceFile,
+    base_name: &Spanned<String>,
+    specs: &[patch::VariantSpec<'_>],
+) -> Result<(), InputError> {
+    if let Some(spec) = specs
+        .iter()
+        .find(|s| s.name.get_ref() == base_name.get_ref())
+    {
+        let how = if base_name.span().is_empty() {
+            "the default `base_name`".to_string()
+        } else {
+            let (line, _) = source.line_col(base_name.span().start);
+            format!("`base_name` on line {line}")
+        };
+        let key = format!("variants.{}.name", tree::join_path(&[spec.name.get_ref()]));
+        return Err(InputError::at(
+            source,
+            spec.name.span(),
+            &key,
+            format!(
+                "`{key}` is `{}`, which is the base's name ({how})",
+                spec.name.get_ref()
+            ),
+        )
+        .with_valid("a variant name different from `base_name` and from the other variants"));
+    }
+
+    // Each `baseline` names the base or a variant (itself included).
+    let mut names: Vec<&str> = vec![base_name.get_ref().as_str()];
+    names.extend(specs.iter().map(|s| s.name.get_ref().as_str()));
+    for spec in specs {
+        if let Some(b) = &spec.baseline {
+            if !names.contains(&b.get_ref().as_str()) {
+                let key = format!(
+                    "variants.{}.baseline",
+                    tree::join_path(&[spec.name.get_ref()])
+                );
+                return Err(InputError::at(
+                    source,
+                    b.span(),
+                    &key,
+                    format!(
+                        "`{key}` is `{}`, which is neither the base (`base_name`) nor a variant",
+                        b.get_ref()
+                    ),
+                )
+                .with_choices(b.get_ref(), &names));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Deserializes one document from its tree and checks it
