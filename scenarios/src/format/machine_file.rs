@@ -63,7 +63,59 @@ pub(crate) fn expand(
     scope: ImportScope,
     machine_of: MachineOf,
 ) -> Result<Option<(String, Vec<Inlined>)>, InputError> {
-    let mut references: Vec<Reference<'_, '_>> = Vec::new();
+    let references = machine_references(source, root);
+    if references.is_empty() {
+        return Ok(None);
+    }
+    let mut replacements: Vec<(Range<usize>, &str, Inline)> = Vec::new();
+    for reference in references {
+        if let Some(table) = reference.table {
+            only_file(source, &reference.key, table)?;
+        }
+        let inline = read_machine(
+            source,
+            &reference.key,
+            reference.file,
+            limits,
+            scope,
+            machine_of,
+        )?;
+        replacements.push((reference.replaced, reference.prefix, inline));
+    }
+    // In the order of the text, each shifting what follows it.
+    replacements.sort_by_key(|(span, _, _)| span.start);
+    let mut text = String::with_capacity(source.text.len());
+    let mut inlined = Vec::new();
+    let mut copied = 0;
+    for (span, prefix, inline) in replacements {
+        text.push_str(&source.text[copied..span.start]);
+        text.push_str(prefix);
+        let start = text.len();
+        text.push_str(&inline.text);
+        inlined.push(Inlined {
+            file: inline.file,
+            region: start..text.len(),
+            whole: inline.whole,
+            pieces: inline
+                .pieces
+                .into_iter()
+                .map(|(at, from)| (start + at.start..start + at.end, from))
+                .collect(),
+        });
+        copied = span.end;
+    }
+    text.push_str(&source.text[copied..]);
+    Ok(Some((text, inlined)))
+}
+
+/// Every `{ file = ... }` of `machine` in the text as parsed: the
+/// scenario's, each variant's `set` (inline or dotted), and each value of
+/// the sweep's `machine` axis.
+fn machine_references<'a, 'i>(
+    source: &SourceFile,
+    root: &'a DeTable<'i>,
+) -> Vec<Reference<'a, 'i>> {
+    let mut references: Vec<Reference<'a, 'i>> = Vec::new();
     if let Some(machine) = root.get("machine") {
         if is_reference(machine) {
             references.push(Reference::table("machine".to_string(), machine));
@@ -116,48 +168,7 @@ pub(crate) fn expand(
             }
         }
     }
-    if references.is_empty() {
-        return Ok(None);
-    }
-    let mut replacements: Vec<(Range<usize>, &str, Inline)> = Vec::new();
-    for reference in references {
-        if let Some(table) = reference.table {
-            only_file(source, &reference.key, table)?;
-        }
-        let inline = read_machine(
-            source,
-            &reference.key,
-            reference.file,
-            limits,
-            scope,
-            machine_of,
-        )?;
-        replacements.push((reference.replaced, reference.prefix, inline));
-    }
-    // In the order of the text, each shifting what follows it.
-    replacements.sort_by_key(|(span, _, _)| span.start);
-    let mut text = String::with_capacity(source.text.len());
-    let mut inlined = Vec::new();
-    let mut copied = 0;
-    for (span, prefix, inline) in replacements {
-        text.push_str(&source.text[copied..span.start]);
-        text.push_str(prefix);
-        let start = text.len();
-        text.push_str(&inline.text);
-        inlined.push(Inlined {
-            file: inline.file,
-            region: start..text.len(),
-            whole: inline.whole,
-            pieces: inline
-                .pieces
-                .into_iter()
-                .map(|(at, from)| (start + at.start..start + at.end, from))
-                .collect(),
-        });
-        copied = span.end;
-    }
-    text.push_str(&source.text[copied..]);
-    Ok(Some((text, inlined)))
+    references
 }
 
 /// A machine file's table written as an inline table: the text, the file,
