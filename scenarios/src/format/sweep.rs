@@ -1024,6 +1024,77 @@ struct CaseSpec<'a, 'i> {
     fixed_placement: &'a Placement,
 }
 
+/// The root of a patched document, which is a table.
+fn root_table<'t, 'i>(
+    source: &SourceFile,
+    tree: &'t DeValue<'i>,
+) -> Result<&'t DeTable<'i>, InputError> {
+    match tree {
+        DeValue::Table(t) => Ok(t),
+        _ => Err(InputError::whole_file(
+            &source.path,
+            "internal error: root is not a table",
+        )),
+    }
+}
+
+/// The first `count` CPUs in `placement`'s order for thread group
+/// `group`, leaving out those of the document's other groups, sorted; too
+/// many for the machine is an error at `count_span`.
+fn swept_cpus(
+    loading: &Loading<'_>,
+    doc: &ScenarioDoc,
+    group: &str,
+    placement: &Placement,
+    count: i64,
+    count_span: Range<usize>,
+) -> Result<Vec<u32>, InputError> {
+    let source = loading.source;
+    let topology = (loading.machine_of)(source, doc)?;
+    let taken: Vec<(u32, String)> = doc
+        .threads
+        .iter()
+        .filter(|g| g.name() != group)
+        .flat_map(|g| {
+            let cpus: Vec<u32> = match g.cpus.get_ref() {
+                CpuSet::All => (0..topology.cpu_count()).collect(),
+                CpuSet::List(l) => l.clone(),
+            };
+            cpus.into_iter().map(|c| (c, g.name().to_string()))
+        })
+        .collect();
+    let order = placement.order(&topology, &taken).map_err(|why| {
+        at(source, count_span.clone(), "sweep.placement", why).with_valid(PLACEMENT_HELP)
+    })?;
+    let count = count as usize;
+    if count > order.len() {
+        let why = match placement {
+            Placement::Order(_) => format!("the placement lists only {} CPUs", order.len()),
+            _ if taken.is_empty() => format!(
+                "{} has only {} CPUs",
+                topology.spec.name,
+                topology.cpu_count()
+            ),
+            _ => format!(
+                "{} has {} CPUs, of which {} are free of the other thread groups",
+                topology.spec.name,
+                topology.cpu_count(),
+                order.len()
+            ),
+        };
+        return Err(at(
+            source,
+            count_span,
+            "sweep.cpus",
+            format!("{count} CPUs for thread group `{group}` do not fit: {why}"),
+        )
+        .with_valid(format!("a count from 1 to {}", order.len())));
+    }
+    let mut cpus = order[..count].to_vec();
+    cpus.sort_unstable();
+    Ok(cpus)
+}
+
 /// The document of one variant in one case.
 fn case_doc<'i>(
     loading: &Loading<'_>,
@@ -1066,77 +1137,30 @@ fn case_doc<'i>(
             },
         }
     }
-    let table = match &tree {
-        DeValue::Table(t) => t,
-        _ => {
-            return Err(InputError::whole_file(
-                &source.path,
-                "internal error: root is not a table",
-            ))
-        }
-    };
-    let doc = doc_from_tree(source, table, root_span, stem, loading.limits)?;
+    let doc = doc_from_tree(
+        source,
+        root_table(source, &tree)?,
+        root_span,
+        stem,
+        loading.limits,
+    )?;
     let Some((count, count_span, key_span)) = count else {
         return Ok(doc);
     };
     let group = case.group.unwrap_or("");
-    let topology = (loading.machine_of)(source, &doc)?;
-    let taken: Vec<(u32, String)> = doc
-        .threads
-        .iter()
-        .filter(|g| g.name() != group)
-        .flat_map(|g| {
-            let cpus: Vec<u32> = match g.cpus.get_ref() {
-                CpuSet::All => (0..topology.cpu_count()).collect(),
-                CpuSet::List(l) => l.clone(),
-            };
-            cpus.into_iter().map(|c| (c, g.name().to_string()))
-        })
-        .collect();
-    let order = placement.order(&topology, &taken).map_err(|why| {
-        at(source, count_span.clone(), "sweep.placement", why).with_valid(PLACEMENT_HELP)
-    })?;
-    let count = count as usize;
-    if count > order.len() {
-        let why = match placement {
-            Placement::Order(_) => format!("the placement lists only {} CPUs", order.len()),
-            _ if taken.is_empty() => format!(
-                "{} has only {} CPUs",
-                topology.spec.name,
-                topology.cpu_count()
-            ),
-            _ => format!(
-                "{} has {} CPUs, of which {} are free of the other thread groups",
-                topology.spec.name,
-                topology.cpu_count(),
-                order.len()
-            ),
-        };
-        return Err(at(
-            source,
-            count_span,
-            "sweep.cpus",
-            format!("{count} CPUs for thread group `{group}` do not fit: {why}"),
-        )
-        .with_valid(format!("a count from 1 to {}", order.len())));
-    }
-    let mut cpus = order[..count].to_vec();
-    cpus.sort_unstable();
+    let cpus = swept_cpus(loading, &doc, group, placement, count, count_span.clone())?;
     let value = Spanned::new(
         count_span,
         DeValue::String(std::borrow::Cow::Owned(format_cpulist(&cpus))),
     );
     patch::apply(source, &mut tree, &cpus_entry(group, &key_span, value))?;
-    let table = match &tree {
-        DeValue::Table(t) => t,
-        _ => {
-            return Err(InputError::whole_file(
-                &source.path,
-                "internal error: root is not a table",
-            ))
-        }
-    };
-    doc_from_tree(source, table, root_span, stem, loading.limits)
+    doc_from_tree(
+        source,
+        root_table(source, &tree)?,
+        root_span,
+        stem,
+        loading.limits,
+    )
 }
 
 /// The patch `threads.GROUP.cpus = value`.
