@@ -277,56 +277,7 @@ fn comparison_block(
         if b > 0 {
             out.push('\n');
         }
-        let prefetched = results.iter().any(|r| r.total.prefetches > 0);
-        // Each row: its label, the baseline's value and each variant's
-        // (None: the variant does not measure the baseline's thread group).
-        let mut rows: Vec<(String, Option<f64>, Vec<Option<f64>>)> = Vec::new();
-        // First the figures of the thread group the scenario's `[[measured]]`
-        // rows measure, when they name one: where the other CPUs idle or
-        // do other work, the rows over every CPU hide what it measures.
-        if let Some(group) = &base.measured_threads {
-            fn of<'v>(
-                v: &'v VariantResult,
-                group: &str,
-            ) -> Option<(&'v VariantResult, &'v GroupIterations)> {
-                v.measured_threads
-                    .as_ref()
-                    .filter(|g| g.threads == group)
-                    .map(|g| (v, g))
-            }
-            let group_rows: [(&str, GroupFigure); 3] = [
-                ("cycles_per_iteration.mean", |_, g| {
-                    g.cycles_per_iteration_mean()
-                }),
-                ("ns_per_iteration.mean", |v, g| {
-                    v.cycles_to_ns(g.cycles_per_iteration_mean())
-                }),
-                ("throughput (iterations/s)", |v, g| v.group_throughput(g)),
-            ];
-            for (name, figure) in group_rows {
-                rows.push((
-                    format!("{name} of `{}`", group.threads),
-                    of(base, &group.threads).map(|(v, g)| figure(v, g)),
-                    block
-                        .iter()
-                        .map(|v| of(v, &group.threads).map(|(v, g)| figure(v, g)))
-                        .collect(),
-                ));
-            }
-        }
-        // Beside the group's rows, the others say they are over every CPU.
-        let over_every_cpu = base.measured_threads.is_some();
-        for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
-            rows.push((
-                if over_every_cpu {
-                    every_cpu_row(m.name)
-                } else {
-                    m.name.to_string()
-                },
-                Some((m.value)(base)),
-                block.iter().map(|v| Some((m.value)(v))).collect(),
-            ));
-        }
+        let rows = block_rows(results, base, block);
         let change = |base: Option<f64>, value: Option<f64>| match (base, value) {
             (Some(b), Some(v)) => percent_change(b, v),
             _ => "n/a".to_string(),
@@ -365,6 +316,69 @@ fn comparison_block(
         }
     }
     out
+}
+
+/// A block's rows: each a label, the baseline's value and each variant's
+/// (None: the variant does not measure the baseline's thread group).
+/// First the figures of the thread group the scenario's `[[measured]]`
+/// rows measure, when they name one, then the metrics over every CPU.
+#[allow(clippy::type_complexity)]
+fn block_rows(
+    results: &[&VariantResult],
+    base: &VariantResult,
+    block: &[&VariantResult],
+) -> Vec<(String, Option<f64>, Vec<Option<f64>>)> {
+    let prefetched = results.iter().any(|r| r.total.prefetches > 0);
+    // Each row: its label, the baseline's value and each variant's
+    // (None: the variant does not measure the baseline's thread group).
+    let mut rows: Vec<(String, Option<f64>, Vec<Option<f64>>)> = Vec::new();
+    // First the figures of the thread group the scenario's `[[measured]]`
+    // rows measure, when they name one: where the other CPUs idle or
+    // do other work, the rows over every CPU hide what it measures.
+    if let Some(group) = &base.measured_threads {
+        fn of<'v>(
+            v: &'v VariantResult,
+            group: &str,
+        ) -> Option<(&'v VariantResult, &'v GroupIterations)> {
+            v.measured_threads
+                .as_ref()
+                .filter(|g| g.threads == group)
+                .map(|g| (v, g))
+        }
+        let group_rows: [(&str, GroupFigure); 3] = [
+            ("cycles_per_iteration.mean", |_, g| {
+                g.cycles_per_iteration_mean()
+            }),
+            ("ns_per_iteration.mean", |v, g| {
+                v.cycles_to_ns(g.cycles_per_iteration_mean())
+            }),
+            ("throughput (iterations/s)", |v, g| v.group_throughput(g)),
+        ];
+        for (name, figure) in group_rows {
+            rows.push((
+                format!("{name} of `{}`", group.threads),
+                of(base, &group.threads).map(|(v, g)| figure(v, g)),
+                block
+                    .iter()
+                    .map(|v| of(v, &group.threads).map(|(v, g)| figure(v, g)))
+                    .collect(),
+            ));
+        }
+    }
+    // Beside the group's rows, the others say they are over every CPU.
+    let over_every_cpu = base.measured_threads.is_some();
+    for m in METRICS.iter().chain(prefetched.then_some(&PREFETCH_METRIC)) {
+        rows.push((
+            if over_every_cpu {
+                every_cpu_row(m.name)
+            } else {
+                m.name.to_string()
+            },
+            Some((m.value)(base)),
+            block.iter().map(|v| Some((m.value)(v))).collect(),
+        ));
+    }
+    rows
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -439,35 +453,7 @@ pub fn attribution(result: &VariantResult) -> String {
             traffic_columns(&f.traffic)
         );
     }
-    if !result.unnamed_instances.is_empty() {
-        let names: Vec<String> = result
-            .unnamed_instances
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect();
-        let _ = writeln!(
-            out,
-            "  not reported: {} (placed in memory, but no script or procedure this variant \
-             runs names {})",
-            names.join(", "),
-            if names.len() == 1 { "it" } else { "them" }
-        );
-    }
-    if !result.unaccessed_instances.is_empty() {
-        let names: Vec<String> = result
-            .unaccessed_instances
-            .iter()
-            .map(|n| format!("`{n}`"))
-            .collect();
-        let _ = writeln!(
-            out,
-            "  not reported: {} (code this variant runs names {}, but no CPU accessed {} in \
-             the measured iterations: a branch never taken, such as a lock's slow path)",
-            names.join(", "),
-            if names.len() == 1 { "it" } else { "them" },
-            if names.len() == 1 { "it" } else { "them" }
-        );
-    }
+    out.push_str(&not_reported(result));
     let _ = writeln!(
         out,
         "\n  per line   address  home {}  fields",
@@ -504,6 +490,42 @@ pub fn attribution(result: &VariantResult) -> String {
     }
     out.push_str(&shared_lines(result));
     out.push_str(&fairness(result));
+    out
+}
+
+/// The instances the attribution leaves out: those no code the variant
+/// runs names, and those no CPU accessed in the measured iterations.
+fn not_reported(result: &VariantResult) -> String {
+    let mut out = String::new();
+    if !result.unnamed_instances.is_empty() {
+        let names: Vec<String> = result
+            .unnamed_instances
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  not reported: {} (placed in memory, but no script or procedure this variant \
+             runs names {})",
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" }
+        );
+    }
+    if !result.unaccessed_instances.is_empty() {
+        let names: Vec<String> = result
+            .unaccessed_instances
+            .iter()
+            .map(|n| format!("`{n}`"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  not reported: {} (code this variant runs names {}, but no CPU accessed {} in \
+             the measured iterations: a branch never taken, such as a lock's slow path)",
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" },
+            if names.len() == 1 { "it" } else { "them" }
+        );
+    }
     out
 }
 
