@@ -240,31 +240,7 @@ pub fn render_struct(
         .max()
         .unwrap_or(0);
 
-    let type_width = listing
-        .rows
-        .iter()
-        .filter_map(|r| match r {
-            Row::Member {
-                depth, type_name, ..
-            } if type_name != "}" => Some(depth * INDENT.len() + type_name.len()),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let member_width = listing
-        .rows
-        .iter()
-        .filter_map(|r| match r {
-            Row::Member {
-                depth,
-                type_name,
-                declarator,
-                ..
-            } => Some(member_text(*depth, type_name, declarator, type_width).len()),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
+    let (type_width, member_width) = column_widths(&listing.rows);
 
     let mut out = String::new();
     let kind = if def.is_union { "union" } else { "struct" };
@@ -310,6 +286,45 @@ pub fn render_struct(
             }
         }
     }
+    out.push_str(&summary_comments(def, line, used));
+    out.push_str("};\n");
+    out
+}
+
+/// The widths of the listing's type column and of its member column
+/// (type and declarator), over its member rows.
+fn column_widths(rows: &[Row]) -> (usize, usize) {
+    let type_width = rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::Member {
+                depth, type_name, ..
+            } if type_name != "}" => Some(depth * INDENT.len() + type_name.len()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let member_width = rows
+        .iter()
+        .filter_map(|r| match r {
+            Row::Member {
+                depth,
+                type_name,
+                declarator,
+                ..
+            } => Some(member_text(*depth, type_name, declarator, type_width).len()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    (type_width, member_width)
+}
+
+/// The listing's closing comments, as pahole writes them: size,
+/// cachelines and members; holes; padding; the last line's bytes. `used`
+/// is where the last member ends.
+fn summary_comments(def: &LaidOutStruct, line: u32, used: u32) -> String {
+    let mut out = String::new();
     let (holes, hole_bytes) = top_level_holes(def);
     let _ = writeln!(out);
     let _ = writeln!(
@@ -336,7 +351,6 @@ pub fn render_struct(
             def.size_bytes % line
         );
     }
-    out.push_str("};\n");
     out
 }
 
