@@ -472,6 +472,8 @@ pub fn optimize(
 
 /// [`optimize`], calling `run_done` (from any thread) as each simulation
 /// finishes, the base's and the candidates': what a progress display counts.
+/// It reads as the module's three phases in order, each step a function;
+/// its length is mostly the report's fields.
 pub fn optimize_observed(
     loaded: &LoadedScenario,
     options: &OptimizeOptions,
@@ -1083,8 +1085,8 @@ fn variant_text(
 }
 
 impl OptimizeReport {
-    /// The report as printed.
-    pub fn render(&self) -> String {
+    /// What was searched, within which limits, from which layout.
+    fn heading(&self) -> String {
         let mut out = String::new();
         let _ = writeln!(
             out,
@@ -1126,6 +1128,12 @@ impl OptimizeReport {
                 self.dropped_offsets.join(", ")
             );
         }
+        out
+    }
+
+    /// The report as printed.
+    pub fn render(&self) -> String {
+        let mut out = self.heading();
         out.push_str("\nfields by their traffic in the base run:\n");
         for f in &self.fields {
             let _ = writeln!(
