@@ -319,6 +319,31 @@ fn axis_text(v: &serde_json::Value) -> String {
     }
 }
 
+/// Where a machine filled compactly from CPU 0 crosses into its next
+/// socket, and first stops sharing an L3: at most one line per socket,
+/// each socket boundary and the first L3 domain boundary, not every L3
+/// domain's (32 lines on a Bergamo).
+fn machine_boundaries(first: &Record) -> Vec<Boundary> {
+    let mut boundaries = Vec::new();
+    let per_socket = first.machine_cores / first.machine_sockets;
+    for s in 1..first.machine_sockets {
+        boundaries.push(Boundary {
+            x: (s * per_socket) as f64 + 0.5,
+            kind: BoundaryKind::Socket,
+        });
+    }
+    if first.machine_l3_domains > first.machine_sockets {
+        let per_l3 = first.machine_cores / first.machine_l3_domains;
+        if per_l3 > 0 && per_l3 < per_socket {
+            boundaries.push(Boundary {
+                x: per_l3 as f64 + 0.5,
+                kind: BoundaryKind::L3Domain,
+            });
+        }
+    }
+    boundaries
+}
+
 fn scaling(
     file: &ResultsFile,
     records: &[&Record],
@@ -380,32 +405,15 @@ fn scaling(
             .or_default()
             .push((x_of(r), metric(r)));
     }
-    // At most one line per socket: each socket boundary, and the first L3
-    // domain boundary (where the CPUs first stop sharing an L3), not every
-    // L3 domain's (32 lines on a Bergamo).
-    let mut boundaries = Vec::new();
-    if *x == XAxis::Cpus
+    let boundaries = if *x == XAxis::Cpus
         && one_machine
         && file.placement.as_deref() == Some("compact")
         && first.machine_sockets > 0
     {
-        let per_socket = first.machine_cores / first.machine_sockets;
-        for s in 1..first.machine_sockets {
-            boundaries.push(Boundary {
-                x: (s * per_socket) as f64 + 0.5,
-                kind: BoundaryKind::Socket,
-            });
-        }
-        if first.machine_l3_domains > first.machine_sockets {
-            let per_l3 = first.machine_cores / first.machine_l3_domains;
-            if per_l3 > 0 && per_l3 < per_socket {
-                boundaries.push(Boundary {
-                    x: per_l3 as f64 + 0.5,
-                    kind: BoundaryKind::L3Domain,
-                });
-            }
-        }
-    }
+        machine_boundaries(first)
+    } else {
+        Vec::new()
+    };
     let machine = if one_machine {
         format!(" on {}", first.machine)
     } else {
