@@ -831,6 +831,9 @@ struct RunPrint<'a> {
     compact: bool,
 }
 
+/// `bounce run`: the steps of one run in order (load, resume, build, run,
+/// print, write), each a function or a few lines; one function so that
+/// the command's control flow and exit codes read in one place.
 fn run(
     file: &Path,
     inputs: &Inputs,
@@ -2168,7 +2171,8 @@ fn load_variant(
 }
 
 /// `layout`: the pahole-style view of one struct or of every struct an
-/// instance uses, in one variant, optionally with a run's traffic.
+/// instance uses, in one variant, optionally with a run's traffic. The
+/// command's steps in order (choose, run, print), each a few lines.
 fn layout(
     file: &Path,
     inputs: &Inputs,
@@ -2342,9 +2346,6 @@ fn structs_of_running_code<'s>(
     }
 }
 
-/// `check-protocol`: runs the exhaustive checker for one protocol or all
-/// three, prints what it explored and how long it took (host time, measured
-/// here), and any violation with its path; writes the replay scenario.
 /// The checker's machine as `check-protocol`'s options give it.
 struct CheckMachine {
     cores_per_l3: u32,
@@ -2353,6 +2354,11 @@ struct CheckMachine {
     directory: String,
 }
 
+/// `check-protocol`: runs the exhaustive checker for one protocol or all
+/// three, prints what it explored and how long it took (host time, measured
+/// here), and any violation with its path; writes the replay scenario
+/// (`replay_scenario`). One loop over the protocols, each step a few
+/// lines that print as they go.
 fn check_protocol(
     protocol: Option<&str>,
     [caches, lines, values, buffer]: [u32; 4],
