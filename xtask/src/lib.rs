@@ -775,9 +775,40 @@ fn locks(root: &Path, out: &mut Files) -> Result<(), String> {
     }
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     out.add_markdown("locks/throughput.md", &table(&header, &rows));
-    // Fairness: how many critical sections each CPU, and each node, got
-    // through in the same simulated time, and the longest wait, from a run
-    // long enough for every lock to pass many times.
+    lock_fairness(root, out)?;
+    // The per-variant cost beside the throughput: misses per critical section.
+    let mut rows = Vec::new();
+    for r in run
+        .variant_results()
+        .filter(|r| r.cpus.len() as u32 == *counts.last().unwrap_or(&0))
+    {
+        let iterations = r.measured_iterations().max(1) as f64;
+        rows.push(vec![
+            format!("`{}`", r.name),
+            num(r.total.misses as f64 / iterations),
+            num(r.total.hitm as f64 / iterations),
+            num(r.total.cross_socket as f64 / iterations),
+        ]);
+    }
+    out.add_markdown(
+        "locks/traffic.md",
+        &table(
+            &[
+                "lock",
+                "misses per critical section",
+                "HITM per critical section",
+                "cross-socket misses per critical section",
+            ],
+            &rows,
+        ),
+    );
+    Ok(())
+}
+
+/// The lock chapter's fairness table: how many critical sections each
+/// CPU, and each node, got through in the same simulated time, and the
+/// longest wait, from a run long enough for every lock to pass many times.
+fn lock_fairness(root: &Path, out: &mut Files) -> Result<(), String> {
     let fairness = self::run(root, "book/scenarios/lock-fairness.toml")?;
     let mut rows = Vec::new();
     for r in fairness.variant_results() {
@@ -826,32 +857,6 @@ fn locks(root: &Path, out: &mut Files) -> Result<(), String> {
                 "by socket 0's CPUs",
                 "by socket 1's CPUs",
                 "longest iteration (cycles)",
-            ],
-            &rows,
-        ),
-    );
-    // The per-variant cost beside the throughput: misses per critical section.
-    let mut rows = Vec::new();
-    for r in run
-        .variant_results()
-        .filter(|r| r.cpus.len() as u32 == *counts.last().unwrap_or(&0))
-    {
-        let iterations = r.measured_iterations().max(1) as f64;
-        rows.push(vec![
-            format!("`{}`", r.name),
-            num(r.total.misses as f64 / iterations),
-            num(r.total.hitm as f64 / iterations),
-            num(r.total.cross_socket as f64 / iterations),
-        ]);
-    }
-    out.add_markdown(
-        "locks/traffic.md",
-        &table(
-            &[
-                "lock",
-                "misses per critical section",
-                "HITM per critical section",
-                "cross-socket misses per critical section",
             ],
             &rows,
         ),
