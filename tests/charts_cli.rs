@@ -76,6 +76,9 @@ fn charts(dir: &str) -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// One test on purpose: the same sweep run three times (two with
+/// `--jobs 2`, one with `--jobs 1`), the charts compared, then the first
+/// run's charts checked for what each shows.
 #[test]
 fn run_writes_the_same_charts_whatever_the_jobs() {
     let tmp = TempDir::new("jobs");

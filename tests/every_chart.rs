@@ -100,6 +100,9 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// One test on purpose: it keeps the list of chart kinds checked and
+/// asserts at its end that no kind was left out, so every command that
+/// draws charts runs in it.
 #[test]
 fn every_chart_kind_renders_a_well_formed_svg_with_its_elements() {
     let dir = TempDir::new("every-chart");

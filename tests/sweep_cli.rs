@@ -218,6 +218,8 @@ fn merge_names_every_failed_shard_and_a_rerun_replaces_it() {
     );
 }
 
+/// One story on purpose: a full run, a run cut short, its resumptions,
+/// each step checked against the files the steps before it wrote.
 #[test]
 fn a_resumed_run_runs_only_the_missing_cases_and_writes_the_same_bytes() {
     let tmp = TempDir::new("resume");

@@ -319,6 +319,8 @@ fn validate_a_users_machine_file_against_a_users_matrix() {
 /// against the Milan preset as a machine file. Homed on each pair's first CPU, as the shipped
 /// entry has it, only cross-socket misses; stated as a known miss it passes,
 /// and `--strict` fails on it.
+/// One test on purpose: the cases are runs of one command on one machine
+/// file and matrix, each checked against the one before it.
 #[test]
 fn a_users_matrix_takes_its_home_node_known_misses_and_fitted_classes() {
     let dir = common::TempDir::new("user-matrix-facts");

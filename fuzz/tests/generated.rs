@@ -387,7 +387,8 @@ fn run(wild: Wild) -> impl Strategy<Value = String> {
         })
 }
 
-/// A whole scenario document.
+/// A whole scenario document: one strategy per part of the file, joined
+/// in the file's order; long because the document has many parts.
 fn scenario(wild: Wild) -> impl Strategy<Value = String> {
     let threads = prop_oneof![
         6 => (cpus(wild), select(vec!["one", "two"])).prop_map(|g| vec![g]),
