@@ -7,11 +7,6 @@
 //! list on purpose: a fact table, every figure beside its source and its
 //! provenance, read and reviewed top to bottom against the cited sources;
 //! split into pieces it would only scatter the table.
-//!
-//! Each preset's parameter function (`NAME() -> Vec<Param>`) is one long
-//! list on purpose: a fact table, every figure beside its source and its
-//! provenance, read and reviewed top to bottom against the cited sources;
-//! split into pieces it would only scatter the table.
 
 use super::sources::*;
 use super::Provenance::{Assumed, Derived, Documented, Measured};
