@@ -1,5 +1,5 @@
 //! Load-time checks of a scenario's `[[measured]]` entries (see
-//! [`MeasuredDef`](crate::format::schema::MeasuredDef)): each names a variant,
+//! [`MeasuredDef`]): each names a variant,
 //! thread group and fields the scenario has, with usable figures.
 //!
 //! The list is read from the base document: a variant's patches do not
