@@ -96,8 +96,9 @@ const GLOBAL_OPTIONS: &str = "Global options";
     after_help = "Example: bounce run scenarios/shipped/false-sharing.toml"
 )]
 struct Cli {
-    /// Host threads for running variants in parallel, 1 to 256 (results do
-    /// not depend on it; runs in parallel share the memory limit). Default:
+    /// Host threads for running variants, sweep cases and `optimize`'s
+    /// layouts in parallel, 1 to 256 (results do not depend on it; runs in
+    /// parallel share the memory limit). Default:
     /// the number of logical CPUs of the host, or `RAYON_NUM_THREADS` when set.
     #[arg(long, global = true, value_name = "N", help_heading = GLOBAL_OPTIONS)]
     jobs: Option<usize>,
@@ -106,8 +107,9 @@ struct Cli {
     /// lists them.
     #[arg(long, global = true, value_name = "NAME=VALUE", help_heading = GLOBAL_OPTIONS)]
     set_limit: Vec<String>,
-    /// Let the scenario's pahole imports name files outside its own
-    /// directory tree (absolute paths, `..`, symbolic links out of it).
+    /// Let the scenario's imports (pahole listings, BTF files, machine
+    /// files) name files outside its own directory tree (absolute paths,
+    /// `..`, symbolic links out of it).
     /// Off by default: a shared scenario is data, not a key to your files.
     #[arg(long, global = true, help_heading = GLOBAL_OPTIONS)]
     allow_imports_outside: bool,
@@ -133,8 +135,9 @@ enum Command {
         /// then the peak resident memory of the process.
         #[arg(long)]
         host_stats: bool,
-        /// Also write results.csv, results.json and fields.csv into DIR
-        /// (created if missing; written only when every run succeeds).
+        /// Also write results.csv, results.json and fields.csv into DIR,
+        /// and the charts into DIR/charts/ (created if missing; written only
+        /// when every run succeeds).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Run only the cases whose index is I modulo N (0 <= I < N) and write
@@ -191,7 +194,8 @@ enum Command {
     Check {
         /// The scenario file (TOML).
         file: PathBuf,
-        /// What to print: text, or a row per variant as CSV or JSON.
+        /// What to print: text, or a row per case and variant (with the
+        /// case's cost estimate) as CSV or JSON.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -1671,6 +1675,16 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
         Err(code) => return code,
     };
     let as_written: Vec<[serde_json::Value; 5]> = built.iter().map(check_row).collect();
+    // The CPUs the threads run on: fewer than the threads when a group's
+    // `count` puts several threads on a CPU.
+    let cpus_used: Vec<usize> = built
+        .iter()
+        .map(|b| {
+            let cpus: std::collections::BTreeSet<_> =
+                b.config.threads.iter().map(|t| t.cpu).collect();
+            cpus.len()
+        })
+        .collect();
     let names: Vec<String> = built.iter().map(|b| b.name.clone()).collect();
     // The variants built above go before the cases are built: the cases
     // hold their own, and both at once would double what the build checked
@@ -1719,6 +1733,7 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
     });
     let checked = Checked {
         as_written,
+        cpus_used,
         names,
         case_rows,
         machines,
@@ -1739,6 +1754,9 @@ fn check(file: &Path, inputs: &Inputs, format: Format) -> ExitCode {
 struct Checked {
     /// A row per variant as the file writes it ([`CHECK_COLUMNS`]).
     as_written: Vec<[serde_json::Value; 5]>,
+    /// Per variant, the CPUs its threads run on (fewer than the threads
+    /// when a group's `count` puts several threads on a CPU).
+    cpus_used: Vec<usize>,
     /// The variants' names.
     names: Vec<String>,
     /// Per case: its index, id and a row per variant.
@@ -1836,14 +1854,21 @@ fn print_check_text(file: &Path, loaded: &LoadedScenario, checked: &Checked) {
         checked.names.len(),
         checked.names.join(", ")
     );
-    for r in &checked.as_written {
-        let running = r[3].as_u64().unwrap_or(0);
+    for (r, &cpus) in checked.as_written.iter().zip(&checked.cpus_used) {
+        let threads = r[3].as_u64().unwrap_or(0);
+        let running = if threads == cpus as u64 {
+            format!("{cpus} running CPU{}", if cpus == 1 { "" } else { "s" })
+        } else {
+            format!(
+                "{threads} threads on {cpus} CPU{}",
+                if cpus == 1 { "" } else { "s" }
+            )
+        };
         println!(
-            "  {}: {} ({} CPUs), {running} running CPU{}, {} lines of memory",
+            "  {}: {} ({} CPUs), {running}, {} lines of memory",
             json_cell(&r[0]),
             json_cell(&r[1]),
             r[2],
-            if running == 1 { "" } else { "s" },
             r[4]
         );
     }

@@ -119,6 +119,15 @@ fn check_as_csv_and_json() {
         text.contains("\n  2cpus: icelake-sp-2s (160 CPUs), 2 running CPUs, 2 lines of memory\n"),
         "{text}"
     );
+    // Threads that share CPUs are counted as threads on so many CPUs (the
+    // hackbench scenario puts 20 threads on 10 CPUs).
+    let o = bounce(&["check", "scenarios/shipped/hackbench.toml"]);
+    assert_exit(&o, 0);
+    let text = stdout(&o);
+    assert!(
+        text.contains("\n  base: icelake-sp-2s (160 CPUs), 20 threads on 10 CPUs, "),
+        "{text}"
+    );
 }
 
 #[test]
