@@ -429,3 +429,49 @@ error: row 1 has 1 entries; the machine has 2 NUMA nodes (sockets x nodes_per_so
 "#,
     );
 }
+
+/// A loop nothing leaves, in a run of `run.iterations`, is refused at its
+/// line before anything runs: it could only end at a budget, after minutes
+/// or hours of host time, without a result.
+#[test]
+fn a_loop_nothing_leaves_in_an_iterations_run() {
+    check(
+        &BASE.replace(
+            "ctr.value = v + 1\n",
+            "ctr.value = v + 1\nwhile 1 { work 10 }\n",
+        ),
+        r#"
+error: this loop never ends: its condition is a constant that is not 0 and nothing in it leaves it (no `break` of its own, no `return`), so a CPU that enters it never finishes an iteration and a run of `run.iterations` could only stop at its budgets, without a result (in `scripts.inc`)
+  --> scenarios/test.toml:15:1
+   |
+15 | while 1 { work 10 }
+   | ^^^^^
+   |
+   = valid: a `break` or `return` inside the loop, a condition that can become 0, or a run by time (`run.cycles = N`), which ends whatever the CPUs are doing
+"#,
+    );
+    // The same loop in a procedure is found there.
+    let in_procedure = BASE.replace(
+        "[scripts]\n",
+        "[procedures.forever]\nparams = []\nbody = \"\"\"\nwhile 1 {\n  while 1 { break }\n}\n\"\"\"\n[scripts]\n",
+    );
+    let e = match build_all(
+        &load_str("scenarios/test.toml", &in_procedure).unwrap(),
+        BuildOptions::default(),
+    ) {
+        Ok(_) => panic!("built"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("(in `procedures.forever.body`)") && e.contains("\n13 | while 1 {\n"),
+        "{e}"
+    );
+    // A run by time ends whatever its CPUs do: there the loop is legitimate.
+    check(
+        &BASE.replace("iterations = 10", "cycles = 10000").replace(
+            "ctr.value = v + 1\n",
+            "ctr.value = v + 1\nwhile 1 { work 10 }\n",
+        ),
+        "(built without error)",
+    );
+}

@@ -98,6 +98,10 @@ fn listing_errors_name_the_listing_and_the_scenario_key() {
     let e = error_of(&scenario().replace("memcg_stock_pcp.pahole", "no-such.pahole"));
     assert!(e.contains("cannot read the pahole listing"), "{e}");
     assert!(e.contains("no-such.pahole"), "{e}");
+    assert!(
+        e.contains("= valid: an existing file, named relative to the scenario's directory `"),
+        "{e}"
+    );
     let e = error_of(&scenario().replace(
         "pahole = { file = \"mem_cgroup_head.pahole\" }",
         "pahole = { file = \"mem_cgroup_head.pahole\" }\nfields = [{ name = \"x\", type = \"int\" }]",

@@ -325,6 +325,27 @@ fn check_error(input: &str, expected: &str) {
     }
 }
 
+/// With no parameter at all there is no name to suggest: the error says
+/// how to make the axis valid instead.
+#[test]
+fn an_axis_over_parameters_of_a_file_without_any_says_to_declare_one() {
+    let input = with_sweep("[sweep]\nparams.batch = [1, 2]\n")
+        .replace("[params]\nbatch = 1\n", "")
+        .replace("fetch_add(ctr.value, batch)", "fetch_add(ctr.value, 1)");
+    check_error(
+        &input,
+        r#"
+error: the sweep sets `params.batch`, but the scenario has no parameter `batch` (an axis changes an existing parameter; it cannot add one) (in `sweep.params.batch`)
+  --> scenarios/sweep-test.toml:37:8
+   |
+37 | params.batch = [1, 2]
+   |        ^^^^^
+   |
+   = valid: none: the scenario declares no parameters; declare `batch` under `[params]` first, then the axis can vary it
+"#,
+    );
+}
+
 #[test]
 fn an_unknown_parameter_is_an_error_at_its_line() {
     check_error(

@@ -2,6 +2,7 @@
 //! ([`build_config`]): the machine, the structs laid out and the instances
 //! placed, the scripts parsed and compiled, the CPUs assigned.
 
+use super::endless;
 use super::scripts::{file_positions_in_message, position_in_string, ScriptSources};
 use super::structs::{layout_error, struct_specs};
 use crate::format::document::{baselines, library_of_procedure, Variant};
@@ -215,6 +216,64 @@ pub fn check_held_bytes(
     )))
 }
 
+/// Where a script or procedure body is: a procedure, or a script, by name.
+enum CodePlace<'a> {
+    Procedure(&'a str),
+    Script(&'a str),
+}
+
+/// In a run of `run.iterations`, the first loop that nothing leaves
+/// ([`endless::endless_loop`]) in a procedure or in a script a thread group
+/// runs, and its position in that body.
+fn endless_loops<'a>(
+    doc: &ScenarioDoc,
+    procedures: &'a [ProcedureSource],
+    scripts: &'a [ScriptSource],
+) -> Option<(CodePlace<'a>, SourcePos)> {
+    if let RunLength::Cycles(_) = doc.run.length() {
+        return None;
+    }
+    let procedures = procedures
+        .iter()
+        .map(|p| (CodePlace::Procedure(&p.name), &p.body));
+    let scripts = scripts
+        .iter()
+        .filter(|s| doc.threads.iter().any(|g| *g.script.get_ref() == s.name))
+        .map(|s| (CodePlace::Script(&s.name), &s.body));
+    procedures
+        .chain(scripts)
+        .find_map(|(place, body)| endless::endless_loop(body).map(|pos| (place, pos)))
+}
+
+/// In a run of `run.iterations`, a loop that nothing leaves is an error at
+/// its line, in the procedure or script it is in.
+fn refuse_endless_loops(
+    loaded: &LoadedScenario,
+    doc: &ScenarioDoc,
+    procedures: &[ProcedureSource],
+    scripts: &[ScriptSource],
+) -> Result<(), InputError> {
+    let Some((place, pos)) = endless_loops(doc, procedures, scripts) else {
+        return Ok(());
+    };
+    let message = endless::MESSAGE.to_string();
+    let error = match place {
+        CodePlace::Procedure(name) => library_error(loaded, doc, name, pos, &message)
+            .unwrap_or_else(|| {
+                let key = format!("procedures.{name}.body");
+                script_error(loaded, doc.procedures[name].body.span(), key, pos, message)
+            }),
+        CodePlace::Script(name) => script_error(
+            loaded,
+            doc.scripts[name].span(),
+            format!("scripts.{name}"),
+            pos,
+            message,
+        ),
+    };
+    Err(error.with_valid(endless::VALID))
+}
+
 fn in_variant(mut e: InputError, name: &str, loaded: &LoadedScenario) -> InputError {
     if name != loaded.base.name && !e.message.starts_with("in variant") {
         e.message = format!("in variant `{name}`: {}", e.message);
@@ -254,6 +313,7 @@ pub fn build_config(
             body,
         });
     }
+    refuse_endless_loops(loaded, doc, &procedures, &scripts)?;
     let params: Vec<(String, i64)> = doc
         .params
         .iter()

@@ -14,6 +14,8 @@
 //! - `scripts`: [`position_in_string`], script positions as file positions;
 //!   [`ScriptSources`], which a [`BuiltVariant`] carries so that its run's
 //!   errors can point at the file's lines (or a library module's);
+//! - `endless`: loops nothing leaves (`while 1 { }`), refused in a run of
+//!   `run.iterations`, which they could never end;
 //! - `reach`: which instances the code that runs names
 //!   ([`instances_named_by_running_code`]): the others are placed but not
 //!   reported.
@@ -23,6 +25,7 @@
 #![allow(clippy::result_large_err)]
 
 mod config;
+mod endless;
 mod reach;
 mod scripts;
 mod structs;

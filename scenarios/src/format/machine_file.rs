@@ -499,8 +499,17 @@ fn resolve(
     if scope == ImportScope::ScenarioDirectory && given_path.is_absolute() {
         return Err(outside("an absolute path"));
     }
-    let canonical = std::fs::canonicalize(&path)
-        .map_err(|e| (format!("cannot read the machine file `{shown}`: {e}"), None))?;
+    let canonical = std::fs::canonicalize(&path).map_err(|e| {
+        (
+            format!("cannot read the machine file `{shown}`: {e}"),
+            Some(format!(
+                "an existing file, named relative to the scenario's directory `{}`",
+                std::fs::canonicalize(dir)
+                    .unwrap_or(dir.to_path_buf())
+                    .display()
+            )),
+        )
+    })?;
     if scope == ImportScope::ScenarioDirectory {
         let root = std::fs::canonicalize(dir).map_err(|e| {
             (

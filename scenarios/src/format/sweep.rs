@@ -1308,7 +1308,7 @@ fn check_path(
         _ => "script",
     };
     let names: Vec<&str> = existing.iter().map(String::as_str).collect();
-    Err(at(
+    let error = at(
         source,
         span.clone(),
         full,
@@ -1316,8 +1316,16 @@ fn check_path(
             "the sweep sets `{}`, but the scenario has no {what} `{name}` (an axis changes an existing {what}; it cannot add one)",
             join_path(&[map.as_str(), name.as_str()])
         ),
-    )
-    .with_choices(name, &names))
+    );
+    // With nothing to choose from, say how to make the axis valid.
+    Err(if names.is_empty() {
+        error.with_valid(format!(
+            "none: the scenario declares no {what}s; declare `{name}` under `[{map}]` first, then \
+             the axis can vary it"
+        ))
+    } else {
+        error.with_choices(name, &names)
+    })
 }
 
 fn select_variants(

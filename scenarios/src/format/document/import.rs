@@ -345,8 +345,15 @@ impl ImportRef<'_> {
         if scope == ImportScope::ScenarioDirectory && given.is_absolute() {
             return Err(outside("an absolute path"));
         }
-        let canonical = std::fs::canonicalize(&path)
-            .map_err(|e| self.at_file(format!("cannot read the {what} `{shown}`: {e}")))?;
+        let canonical = std::fs::canonicalize(&path).map_err(|e| {
+            self.at_file(format!("cannot read the {what} `{shown}`: {e}"))
+                .with_valid(format!(
+                    "an existing file, named relative to the scenario's directory `{}`",
+                    std::fs::canonicalize(dir)
+                        .unwrap_or(dir.to_path_buf())
+                        .display()
+                ))
+        })?;
         if scope == ImportScope::ScenarioDirectory {
             let root = std::fs::canonicalize(dir).map_err(|e| {
                 self.at_file(format!(
