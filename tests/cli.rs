@@ -277,7 +277,9 @@ fn a_script_that_spins_forever_is_truncated() {
             .replace("iterations = 10", "iterations = 10\nmax_cycles = 20000")
             .replace(
                 "inc = \"ctr.value = ctr.value + 1\"",
-                "inc = \"\"\"\nwhile 1 {\n}\n\"\"\"",
+                // A condition no check before the run can decide (`while 1`
+                // with no way out is refused when the scenario is built).
+                "inc = \"\"\"\nwhile iteration() >= 0 {\n}\n\"\"\"",
             ),
     );
     let o = bounce(&["run", file.path()]);

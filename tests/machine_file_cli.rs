@@ -254,8 +254,10 @@ fn a_variant_takes_its_machine_from(dir: &TempDir, variant: &str, file_column: u
         format!(
             "error: cannot read the machine file `{shown}`: No such file or directory (os error 2) \
              (in `variants.genoa.set.machine.file`)\n --> {missing}:6:{file_column}\n  |\n6 | \
-             {line}\n  | {:pad$}^^^^^^^^^^^^^^\n",
-            ""
+             {line}\n  | {:pad$}^^^^^^^^^^^^^^\n  |\n  = valid: an existing file, named \
+             relative to the scenario's directory `{}`\n",
+            "",
+            std::fs::canonicalize(&dir.0).unwrap().display()
         )
     );
 }
