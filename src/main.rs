@@ -2274,9 +2274,9 @@ fn layout(
     }
     match &result {
         Some(r) => println!(
-            "), after {} iterations on {} CPUs in {} cycles",
+            "), after {} iterations on {} in {} cycles",
             r.measured_iterations(),
-            r.cpus.len(),
+            scenarios::report::text::counted(r.cpus.len() as u64, "CPU"),
             r.outcome.elapsed_cycles
         ),
         None => println!(")"),

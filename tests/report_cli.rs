@@ -195,3 +195,36 @@ fn format_prints_nothing_when_a_run_fails() {
     assert_eq!(stdout(&o), "");
     assert!(stderr(&o).contains("has no result"), "{}", stderr(&o));
 }
+
+/// The per-variant detail reads as words: the per-field column names the
+/// line (`line 0`), not a bare number that reads as a count, a count of one
+/// is singular (`1 CPU`, `1 event`), and a variant name longer than the
+/// value column widens it instead of being cut.
+#[test]
+fn the_detail_names_lines_counts_in_words_and_whole_variant_names() {
+    let o = bounce(&["run", "scenarios/shipped/contended-counter.toml", "-q"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "\n1cpu: 1 CPU, 200 iterations in 4000 cycles (0.001 ms simulated), 1 event\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("\n  shared.value                line 0        200 "),
+        "{out}"
+    );
+    let o = bounce(&["run", "scenarios/shipped/node-distances.toml", "-q"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("    cross-node-slit    %change  cross-socket-slit  metric\n"),
+        "{out}"
+    );
+    assert!(!out.contains('~'), "{out}");
+    assert!(
+        out.contains("per node: node 0 500 (1 CPU), node 1 500 (1 CPU)\n"),
+        "{out}"
+    );
+}

@@ -289,25 +289,32 @@ fn comparison_block(
             .iter()
             .flat_map(|(_, b, values)| values.iter().map(|v| change(*b, *v).len()))
             .fold(9, usize::max);
-        let mut header = format!("{:>16}", truncate(&base.name, 16));
-        let mut rule = format!("{:->16}", "");
+        // Each value column as wide as the longest variant name, so that
+        // names are shown whole (up to 40 characters), at least 16.
+        let width = std::iter::once(&base.name)
+            .chain(block.iter().map(|v| &v.name))
+            .map(|n| n.chars().count())
+            .fold(16, usize::max)
+            .min(40);
+        let mut header = format!("{:>width$}", truncate(&base.name, width));
+        let mut rule = format!("{:->width$}", "");
         for v in block.iter() {
             let _ = write!(
                 header,
-                "  {:>change_width$}  {:>16}",
+                "  {:>change_width$}  {:>width$}",
                 "%change",
-                truncate(&v.name, 16)
+                truncate(&v.name, width)
             );
-            let _ = write!(rule, "  {:->change_width$}  {:->16}", "", "");
+            let _ = write!(rule, "  {:->change_width$}  {:->width$}", "", "");
         }
         let _ = writeln!(out, "{header}  metric");
         let _ = writeln!(out, "{rule}  {:-<34}", "");
         for (name, base_value, values) in rows {
-            let mut row = format!("{:>16}", cell(base_value));
+            let mut row = format!("{:>width$}", cell(base_value));
             for value in values {
                 let _ = write!(
                     row,
-                    "  {:>change_width$}  {:>16}",
+                    "  {:>change_width$}  {:>width$}",
                     change(base_value, value),
                     cell(value)
                 );
@@ -409,6 +416,11 @@ fn traffic_columns(t: &Traffic) -> String {
 const TRAFFIC_HEADER: &str =
     "  accesses       hits    misses      HITM     inval  x-socket  stall-cycles   spin-cycles  queue-cycles";
 
+/// `n` and the noun, plural unless `n` is 1: `1 CPU`, `8 CPUs`.
+pub fn counted(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
 /// Lines of the detail shown per variant before eliding the rest.
 pub const MAX_LINES_SHOWN: usize = 16;
 
@@ -417,18 +429,18 @@ pub fn attribution(result: &VariantResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}: {} CPUs, {} iterations in {} cycles ({:.3} ms simulated), {} events",
+        "{}: {}, {} iterations in {} cycles ({:.3} ms simulated), {}",
         result.name,
-        result.cpus.len(),
+        counted(result.cpus.len() as u64, "CPU"),
         result.measured_iterations(),
         result.outcome.elapsed_cycles,
         result.elapsed_seconds() * 1e3,
-        result.outcome.events
+        counted(result.outcome.events, "event")
     );
     if let Some(d) = &result.description {
         let _ = writeln!(out, "  {d}");
     }
-    let _ = writeln!(out, "\n  per field{:>22} {}", "lines", TRAFFIC_HEADER);
+    let _ = writeln!(out, "\n  per field{:>25} {}", "lines", TRAFFIC_HEADER);
     let mut fields: Vec<_> = result
         .fields
         .iter()
@@ -437,17 +449,19 @@ pub fn attribution(result: &VariantResult) -> String {
     // Most waited on first: stalled, polling or queued.
     fields.sort_by_key(|f| std::cmp::Reverse(f.traffic.wait_cycles()));
     for f in fields {
+        // Which lines the field is on, by number as the per-line table
+        // lists them: `line 0`, `lines 2-3`, or how many.
         let lines = match f.units.as_slice() {
             [] => "-".to_string(),
-            [one] => one.to_string(),
+            [one] => format!("line {one}"),
             [first, .., last] if f.units.len() == last - first + 1 && f.units.len() <= 4 => {
-                format!("{first}-{last}")
+                format!("lines {first}-{last}")
             }
             many => format!("{} lines", many.len()),
         };
         let _ = writeln!(
             out,
-            "  {:<22} {:>8} {}",
+            "  {:<22} {:>11} {}",
             truncate(&f.name, 22),
             lines,
             traffic_columns(&f.traffic)
@@ -657,7 +671,7 @@ pub fn fairness(result: &VariantResult) -> String {
     nodes.sort_unstable();
     let per_node: Vec<String> = nodes
         .iter()
-        .map(|(n, i, k)| format!("node {n} {i} ({k} CPUs)"))
+        .map(|(n, i, k)| format!("node {n} {i} ({})", counted(*k as u64, "CPU")))
         .collect();
     let _ = writeln!(out, "             per node: {}", per_node.join(", "));
     let _ = writeln!(
