@@ -882,8 +882,8 @@ impl StructMap<'_> {
                 }
                 label = format!(
                     "misses per measured iteration of all CPUs (count; HITM included, \
-                         hits not), per element: the field's over {inst}'s {elements} \
-                         elements, divided evenly; one scale for every variant"
+                         hits not), per element: the field's misses in all {elements} \
+                         elements of `{inst}`, divided evenly; one scale for every variant"
                 );
             }
             if sharing > 1 && size > 0 && size * sharing <= 64 {

@@ -394,6 +394,11 @@ impl Scale {
 /// axis is log2: a sweep over 1 to 8 CPUs or more, whose doubling steps
 /// would otherwise crowd its first points into the left edge.
 pub const LOG_X_MIN_RATIO: f64 = 8.0;
+/// Largest x of a log x axis ticked at powers of two: the CPU counts of
+/// the largest presets (512 on bergamo-2s) and twice that. An axis past it
+/// (a critical section's cycles, a batch of thousands) is ticked at
+/// decades with their 2s and 5s.
+pub const LOG2_X_MAX: f64 = 1024.0;
 /// Smallest ratio of largest to smallest y for a log y axis: values that
 /// span two decades, whose small ones a linear axis flattens onto zero.
 pub const LOG_Y_MIN_RATIO: f64 = 100.0;
@@ -436,7 +441,15 @@ pub fn scaling(chart: &ScalingChart) -> Result<String, PlotError> {
     let points = scaling_points(chart)?;
     let xs: Vec<f64> = points.iter().map(|p| p.0).collect();
     let ys: Vec<f64> = points.iter().map(|p| p.1).collect();
-    let x_scale = choose_scale(&xs, LOG_X_MIN_RATIO, Scale::Log2);
+    // Doubling steps (CPU counts) take log2 ticks; values past
+    // LOG2_X_MAX are no CPU counts, and decade ticks (5k, 10k, 20k) read
+    // better than powers of two (4.1k, 8.19k, 16.4k).
+    let x_log = if xs.iter().any(|&x| x > LOG2_X_MAX) {
+        Scale::Log10
+    } else {
+        Scale::Log2
+    };
+    let x_scale = choose_scale(&xs, LOG_X_MIN_RATIO, x_log);
     let y_scale = choose_scale(&ys, LOG_Y_MIN_RATIO, Scale::Log10);
     let at = |(x, y): (f64, f64)| (x_scale.to_axis(x), y_scale.to_axis(y));
     let axis_points: Vec<(f64, f64)> = points.iter().map(|&p| at(p)).collect();

@@ -511,6 +511,29 @@ fn a_doubling_sweep_takes_a_log2_x_axis_and_values_over_decades_a_log_y() {
     for tick in [">\n1\n<", ">\n2\n<", ">\n4\n<", ">\n32\n<", ">\n64\n<"] {
         assert!(svg.contains(tick), "no tick {tick:?}");
     }
+    // An axis of thousands to millions (a critical section's cycles) is
+    // no CPU count: decade ticks with their 2s and 5s, not 4.1k, 8.19k.
+    let cycles = ScalingChart {
+        series: vec![Series {
+            label: "base".into(),
+            points: vec![
+                (3400.0, 10.0),
+                (34000.0, 12.0),
+                (340000.0, 15.0),
+                (1.7e6, 18.0),
+            ],
+        }],
+        boundaries: Vec::new(),
+        x_label: "params.cs_cycles".into(),
+        ..scaling_chart()
+    };
+    let svg = scaling(&cycles).unwrap();
+    dump("scaling-log10-x.svg", &svg);
+    assert!(svg.contains("params.cs_cycles, log scale"), "{svg}");
+    for tick in [">\n10k\n<", ">\n20k\n<", ">\n50k\n<", ">\n1M\n<"] {
+        assert!(svg.contains(tick), "no tick {tick:?}");
+    }
+    assert!(!svg.contains(">\n8.19k\n<"), "{svg}");
     // A sweep over 4 to 16 CPUs and values within a factor of 2: linear.
     let narrow = ScalingChart {
         series: vec![Series {
