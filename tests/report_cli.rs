@@ -227,4 +227,10 @@ fn the_detail_names_lines_counts_in_words_and_whole_variant_names() {
         out.contains("per node: node 0 500 (1 CPU), node 1 500 (1 CPU)\n"),
         "{out}"
     );
+    // A line's fields that are consecutive elements of one array read as
+    // one range, where they were cut at 60 characters (`count~`).
+    let o = bounce(&["run", "scenarios/shipped/false-sharing.toml", "-q"]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("  counters[0-7].value\n"), "{out}");
 }

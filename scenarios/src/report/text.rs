@@ -398,6 +398,42 @@ fn truncate(s: &str, n: usize) -> String {
     }
 }
 
+/// Names of array elements that differ only in one index, in a run of
+/// consecutive indices, as one name with the range: `counters[0].value`
+/// to `counters[7].value` as `counters[0-7].value`, so that a line's
+/// fields fit its column.
+fn index_ranges(names: &[String]) -> Vec<String> {
+    // `name` split at its first index: (before `[`, the index, from `]`).
+    fn split(name: &str) -> Option<(&str, u64, &str)> {
+        let open = name.find('[')?;
+        let close = open + name[open..].find(']')?;
+        let index = name[open + 1..close].parse().ok()?;
+        Some((&name[..open], index, &name[close + 1..]))
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < names.len() {
+        let mut j = i + 1;
+        if let Some((head, first, tail)) = split(&names[i]) {
+            while j < names.len() && split(&names[j]) == Some((head, first + (j - i) as u64, tail))
+            {
+                j += 1;
+            }
+            if j - i > 1 {
+                out.push(format!(
+                    "{head}[{first}-{}]{tail}",
+                    first + (j - i - 1) as u64
+                ));
+                i = j;
+                continue;
+            }
+        }
+        out.push(names[i].clone());
+        i = j;
+    }
+    out
+}
+
 fn traffic_columns(t: &Traffic) -> String {
     format!(
         "{:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>13} {:>13} {:>13}",
@@ -481,7 +517,7 @@ pub fn attribution(result: &VariantResult) -> String {
             .then(a.unit.cmp(&b.unit))
     });
     for l in lines.iter().take(MAX_LINES_SHOWN) {
-        let mut names = l.fields.join(" ");
+        let mut names = index_ranges(&l.fields).join(" ");
         if names.chars().count() > 60 {
             names = truncate(&names, 60);
         }
@@ -1179,6 +1215,33 @@ mod tests {
         assert_eq!(si(0.25), "0.250");
         assert_eq!(si(12_345.0), "12.35k");
         assert_eq!(si(1234.0), "1234");
+    }
+
+    #[test]
+    fn consecutive_elements_of_an_array_read_as_one_range() {
+        let names: Vec<String> = [
+            "counters[0].value",
+            "counters[1].value",
+            "counters[2].value",
+            "g.lock",
+            "s[4].a",
+            "s[5].b",
+            "s[7].a",
+            "s[8].a",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            index_ranges(&names),
+            [
+                "counters[0-2].value",
+                "g.lock",
+                "s[4].a",
+                "s[5].b",
+                "s[7-8].a"
+            ]
+        );
     }
 
     #[test]
