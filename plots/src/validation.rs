@@ -251,6 +251,17 @@ fn one_two_five_ticks(v0: f64, v1: f64) -> Vec<f64> {
     ticks
 }
 
+/// The points' roles that some point of `chart` has, in the legends' order.
+fn drawn_roles(chart: &ValidationChart) -> impl Iterator<Item = PointRole> + '_ {
+    [
+        PointRole::Prediction,
+        PointRole::Calibration,
+        PointRole::Unknown,
+    ]
+    .into_iter()
+    .filter(|&role| chart.points.iter().any(|p| p.role == role))
+}
+
 /// The scatter's legend: the machines, then the marker shapes, the line,
 /// the band and the rings, each only where one is drawn.
 fn scatter_legend_entries(chart: &ValidationChart, machines: &[&str]) -> Vec<(String, Swatch)> {
@@ -260,14 +271,8 @@ fn scatter_legend_entries(chart: &ValidationChart, machines: &[&str]) -> Vec<(St
         .map(|(i, m)| (m.to_string(), Swatch::Machine(i)))
         .collect();
     // Marker shapes, then rings, each only where one is drawn.
-    for role in [
-        PointRole::Prediction,
-        PointRole::Calibration,
-        PointRole::Unknown,
-    ] {
-        if chart.points.iter().any(|p| p.role == role) {
-            entries.push((role.describe().to_string(), Swatch::Role(role)));
-        }
+    for role in drawn_roles(chart) {
+        entries.push((role.describe().to_string(), Swatch::Role(role)));
     }
     entries.push(("simulated = measured".into(), Swatch::Line));
     entries.push((
@@ -540,14 +545,8 @@ fn bars_key_entries(chart: &ValidationChart) -> Vec<(String, KeySwatch)> {
     .filter(|(drawn, _, _)| *drawn)
     .map(|(_, text, col)| (text, KeySwatch::Fill(col)))
     .collect();
-    for role in [
-        PointRole::Prediction,
-        PointRole::Calibration,
-        PointRole::Unknown,
-    ] {
-        if chart.points.iter().any(|p| p.role == role) {
-            entries.push((role.describe().to_string(), KeySwatch::Role(role)));
-        }
+    for role in drawn_roles(chart) {
+        entries.push((role.describe().to_string(), KeySwatch::Role(role)));
     }
     entries
 }

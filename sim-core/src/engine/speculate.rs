@@ -478,15 +478,7 @@ impl Machine for Shadow<'_, '_, '_> {
                 self.sim.drop_indices(i, place);
                 let size = target.size_bytes;
                 let old = self.value_at(target.address, size);
-                let new = match atomic_op {
-                    AtomicOp::FetchAdd => Some(old.wrapping_add(operand)),
-                    AtomicOp::FetchSub => Some(old.wrapping_sub(operand)),
-                    AtomicOp::FetchOr => Some(old | operand),
-                    AtomicOp::FetchAnd => Some(old & operand),
-                    AtomicOp::Xchg => Some(operand),
-                    AtomicOp::CmpXchg => (old == expected).then_some(operand),
-                };
-                if let Some(n) = new {
+                if let Some(n) = atomic_op.written(old, operand, expected) {
                     self.stores
                         .push((target.address, size, sign_extend(n, size)));
                 }

@@ -577,18 +577,22 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         Ok(())
     }
 
-    /// The message for `name` used where it is not declared: when a
-    /// block's `let` declared it, says so.
-    fn undeclared(&self, name: &str, otherwise: String) -> String {
-        match self.out_of_scope.iter().rev().find(|(n, _)| n == name) {
-            Some((_, pos)) => format!(
+    /// The error for `name` used at `pos` where it is not declared: when a
+    /// block's `let` declared it, says so, otherwise `otherwise`; with the
+    /// nearest known name as its suggestion.
+    fn undeclared(&self, pos: SourcePos, name: &str, otherwise: String) -> CompileError {
+        let message = match self.out_of_scope.iter().rev().find(|(n, _)| n == name) {
+            Some((_, declared)) => format!(
                 "`{name}` is out of scope here: its `let` (line {}) is inside a block that has \
                  ended; a `let` is scoped to its block, so declare `{name}` before the block \
                  (`let {name} = 0`) and assign it inside",
-                pos.line
+                declared.line
             ),
             None => otherwise,
-        }
+        };
+        let mut e = self.error(pos, message);
+        e.suggestion = self.suggest(name);
+        e
     }
 
     fn local_slot(&self, name: &str) -> Option<u16> {
@@ -698,13 +702,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                     format!("`{name}` is a scenario parameter and cannot be assigned"),
                 ));
             }
-            let message = self.undeclared(
+            return Err(self.undeclared(
+                pos,
                 name,
                 format!("`{name}` is not declared; declare it with `let {name} = ...`"),
-            );
-            let mut e = self.error(pos, message);
-            e.suggestion = self.suggest(name);
-            return Err(e);
+            ));
         };
         self.expr(value)?;
         self.emit(Op::SetLocal(slot));
@@ -900,13 +902,11 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                     format!("`{name}` is an instance: name a field, as `{name}.field`"),
                 ));
             }
-            let message = self.undeclared(
+            return Err(self.undeclared(
+                pos,
                 name,
                 format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter"),
-            );
-            let mut e = self.error(pos, message);
-            e.suggestion = self.suggest(name);
-            return Err(e);
+            ));
         }
         Ok(())
     }

@@ -352,6 +352,31 @@ fn edges(config: &SimConfig) -> Edges {
     found
 }
 
+/// The spin fast-forward's flag (bit 8 of `EngineOptions`) and the summed
+/// private hits it needs (bit 2): the watch with no other shortcut.
+const SPIN_ALONE: u32 = 1 << 8 | 1 << 2;
+
+/// Runs `config` stepping and under each of `options`, compares each with
+/// stepping access by access, and returns how many polls slept; a run that
+/// fails or differs panics, naming `what`.
+fn polls_slept_matching_stepping(
+    config: &SimConfig,
+    seed: u64,
+    options: &[EngineOptions],
+    what: &str,
+) -> u64 {
+    let reference = observe(config, EngineOptions::REFERENCE);
+    let mut slept = 0;
+    for &options in options {
+        match compare(seed, &reference, config, options) {
+            Ok(Some(with)) => slept += with.entries[8],
+            Ok(None) => panic!("{what}: the run fails"),
+            Err(e) => panic!("{what}: {e}"),
+        }
+    }
+    slept
+}
+
 /// The combinations each seed is compared with the reference under.
 fn spin_combinations(seed: u64) -> Vec<EngineOptions> {
     let spin = 1 << 8;
@@ -536,18 +561,16 @@ fn a_poll_woken_at_every_phase_of_its_period_leaves_as_stepping_leaves() {
                             .build();
                         let what =
                             format!("{preset}, writer CPU {writer}, `{write}`, `{miss_first}`");
-                        let reference = observe(&config, EngineOptions::REFERENCE);
-                        for options in [
-                            EngineOptions::ALL,
-                            EngineOptions::from_bits(spin | 1 << 2),
-                            EngineOptions::from_bits(EngineOptions::ALL.bits() & !spin),
-                        ] {
-                            match compare(delay_cycles, &reference, &config, options) {
-                                Ok(Some(with)) => slept += with.entries[8],
-                                Ok(None) => panic!("{what}: the run fails"),
-                                Err(e) => panic!("{what}: {e}"),
-                            }
-                        }
+                        slept += polls_slept_matching_stepping(
+                            &config,
+                            delay_cycles,
+                            &[
+                                EngineOptions::ALL,
+                                EngineOptions::from_bits(SPIN_ALONE),
+                                EngineOptions::from_bits(EngineOptions::ALL.bits() & !spin),
+                            ],
+                            &what,
+                        );
                         let stepped = mispredicts_with(&config, EngineOptions::REFERENCE);
                         assert_eq!(
                             mispredicts_with(&config, EngineOptions::ALL),
@@ -599,17 +622,12 @@ fn a_poll_beside_its_siblings_writes_matches_the_reference() {
                     .stop(StopRule::Iterations(1))
                     .seed(gap)
                     .build();
-                let reference = observe(&config, EngineOptions::REFERENCE);
-                for options in [
-                    EngineOptions::ALL,
-                    EngineOptions::from_bits(1 << 8 | 1 << 2),
-                ] {
-                    match compare(gap, &reference, &config, options) {
-                        Ok(Some(with)) => slept += with.entries[8],
-                        Ok(None) => panic!("gap {gap}: the run fails"),
-                        Err(e) => panic!("{} `{body}`, gap {gap}: {e}", machine.name),
-                    }
-                }
+                slept += polls_slept_matching_stepping(
+                    &config,
+                    gap,
+                    &[EngineOptions::ALL, EngineOptions::from_bits(SPIN_ALONE)],
+                    &format!("{} `{body}`, gap {gap}", machine.name),
+                );
             }
         }
     }
@@ -674,18 +692,12 @@ fn a_poll_reached_from_a_resume_queued_by_a_line_free_wakes_as_stepping_has_it()
                 .stop(StopRule::Iterations(1))
                 .seed(delay_cycles)
                 .build();
-            let what = format!("phase {phase_cycles}, delay {delay_cycles}");
-            let reference = observe(&config, EngineOptions::REFERENCE);
-            for options in [
-                EngineOptions::ALL,
-                EngineOptions::from_bits(1 << 8 | 1 << 2),
-            ] {
-                match compare(delay_cycles, &reference, &config, options) {
-                    Ok(Some(with)) => slept += with.entries[8],
-                    Ok(None) => panic!("{what}: the run fails"),
-                    Err(e) => panic!("{what}: {e}"),
-                }
-            }
+            slept += polls_slept_matching_stepping(
+                &config,
+                delay_cycles,
+                &[EngineOptions::ALL, EngineOptions::from_bits(SPIN_ALONE)],
+                &format!("phase {phase_cycles}, delay {delay_cycles}"),
+            );
         }
     }
     assert!(slept > 0, "no poll slept");
@@ -741,18 +753,12 @@ fn a_poll_reached_by_a_thread_switched_in_at_a_yields_cycle_wakes_as_stepping_ha
             .stop(StopRule::Iterations(1))
             .seed(delay_cycles * 5 + phase_cycles)
             .build();
-            let what = format!("phase {phase_cycles}, delay {delay_cycles}");
-            let reference = observe(&config, EngineOptions::REFERENCE);
-            for options in [
-                EngineOptions::ALL,
-                EngineOptions::from_bits(1 << 8 | 1 << 2),
-            ] {
-                match compare(delay_cycles, &reference, &config, options) {
-                    Ok(Some(with)) => slept += with.entries[8],
-                    Ok(None) => panic!("{what}: the run fails"),
-                    Err(e) => panic!("{what}: {e}"),
-                }
-            }
+            slept += polls_slept_matching_stepping(
+                &config,
+                delay_cycles,
+                &[EngineOptions::ALL, EngineOptions::from_bits(SPIN_ALONE)],
+                &format!("phase {phase_cycles}, delay {delay_cycles}"),
+            );
         }
     }
     assert!(slept > 0, "no poll slept");
