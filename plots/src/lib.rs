@@ -265,8 +265,14 @@ pub fn short_number(v: f64) -> String {
         format!("{scaled:.0}")
     } else if scaled.abs() >= 10.0 {
         format!("{scaled:.1}")
-    } else {
+    } else if scaled.abs() >= 0.01 {
         format!("{scaled:.2}")
+    } else {
+        // Below a hundredth two decimals would print 0 for a value that is
+        // not (a line map's top of scale of 0.002 misses per iteration):
+        // two significant digits instead.
+        let decimals = (-scaled.abs().log10()).ceil() as usize + 1;
+        format!("{scaled:.decimals$}")
     };
     let s = if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()

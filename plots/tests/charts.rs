@@ -815,4 +815,11 @@ fn a_panel_whose_every_value_is_zero_says_so_and_small_axes_keep_distinct_ticks(
     assert_eq!(labels[2], "0.01");
     assert_eq!(axis_number(200.0, 1000.0), short_number(200.0));
     assert_eq!(axis_number(-0.0001, 0.05), "0");
+    // A label of a value under a hundredth keeps two significant digits
+    // (a line map's colour scale printed 0 at both ends).
+    assert_eq!(short_number(0.00187), "0.0019");
+    assert_eq!(short_number(0.001), "0.001");
+    assert_eq!(short_number(-0.0042), "-0.0042");
+    assert_eq!(short_number(0.0), "0");
+    assert_eq!(short_number(0.25), "0.25");
 }
