@@ -262,6 +262,12 @@ enum Command {
         /// Classes are named as for --known-miss.
         #[arg(long, value_name = "CLASS|none", requires = "matrix")]
         fitted: Vec<String>,
+        /// With --matrix: how the matrix numbers a core's SMT siblings:
+        /// `apart` (CPU i's sibling is i + the core count, as Linux numbers
+        /// them on the machines of data/c2c) or `adjacent` (CPUs 2k and
+        /// 2k+1 are one core, as Windows and some firmware number them).
+        #[arg(long, value_enum, value_name = "apart|adjacent", default_value_t = SiblingNumbering::Apart, requires = "matrix")]
+        sibling_numbering: SiblingNumbering,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -461,6 +467,13 @@ enum Format {
     Json,
 }
 
+/// `validate --sibling-numbering`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum SiblingNumbering {
+    Apart,
+    Adjacent,
+}
+
 const EXIT_RUN_FAILED: u8 = 1;
 const EXIT_BAD_INPUT: u8 = 2;
 
@@ -621,6 +634,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
             home_node,
             known_miss,
             fitted,
+            sibling_numbering,
         } => validate(
             ValidateInputs {
                 machine,
@@ -629,6 +643,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
                 home_node,
                 known_misses: known_miss,
                 fitted,
+                sibling_numbering,
             },
             csv,
             out.as_deref(),
@@ -1478,10 +1493,15 @@ fn user_matrix_facts(
     home_node: Option<&str>,
     known_misses: &[String],
     fitted: &[String],
+    sibling_numbering: SiblingNumbering,
 ) -> Result<scenarios::tools::validate::UserMatrixFacts, String> {
     use scenarios::tools::validate::{parse_home_node, parse_known_miss};
     Ok(scenarios::tools::validate::UserMatrixFacts {
         home: home_node.map(parse_home_node).transpose()?,
+        sibling_numbering: match sibling_numbering {
+            SiblingNumbering::Apart => scenarios::tools::validate::SiblingNumbering::Apart,
+            SiblingNumbering::Adjacent => scenarios::tools::validate::SiblingNumbering::Adjacent,
+        },
         known_misses: known_misses
             .iter()
             .map(|given| parse_known_miss(given))
@@ -1503,6 +1523,8 @@ struct ValidateInputs {
     known_misses: Vec<String>,
     /// `--fitted`, with `--matrix`.
     fitted: Vec<String>,
+    /// `--sibling-numbering`, with `--matrix`.
+    sibling_numbering: SiblingNumbering,
 }
 
 fn validate(
@@ -1521,11 +1543,17 @@ fn validate(
         home_node,
         known_misses,
         fitted,
+        sibling_numbering,
     } = inputs;
     if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
         return code;
     }
-    let facts = match user_matrix_facts(home_node.as_deref(), &known_misses, &fitted) {
+    let facts = match user_matrix_facts(
+        home_node.as_deref(),
+        &known_misses,
+        &fitted,
+        sibling_numbering,
+    ) {
         Ok(f) => f,
         Err(message) => {
             eprintln!("error: {message}");
@@ -1548,6 +1576,12 @@ fn validate(
             Format::Json => report.to_json(),
         }
     );
+    if format != Format::Text {
+        // The table prints its warnings; the records have no place for them.
+        for warning in report.machines.iter().flat_map(|m| &m.warnings) {
+            eprintln!("warning: {warning}");
+        }
+    }
     if let Some(path) = csv {
         if let Err(code) = write_whole(&path, report.to_csv()) {
             return code;

@@ -79,6 +79,11 @@ impl Classifier {
         }
     }
 
+    /// CPUs of the classified machine.
+    pub fn cpu_count(&self) -> u32 {
+        self.topology.cpu_count()
+    }
+
     fn home_socket(&self, first: LinuxCpu) -> u32 {
         match self.home {
             LineHome::Node(node) => self.topology.socket_of_node(node),

@@ -60,6 +60,19 @@ impl Matrix {
         (!v.is_nan()).then_some(v)
     }
 
+    /// The same measurements with CPU `i` renamed `rename(i)`, in a matrix of
+    /// `cpus` CPUs: how a matrix measured under another CPU numbering is
+    /// put in the model's. `rename` must be one-to-one and below `cpus`.
+    pub fn renumbered(&self, cpus: u32, rename: impl Fn(u32) -> u32) -> Matrix {
+        let mut cells = vec![f64::NAN; cpus as usize * (cpus as usize).saturating_sub(1) / 2];
+        for (a, b, ns) in self.pairs() {
+            let (a, b) = (rename(a), rename(b));
+            let (i, j) = if a > b { (a, b) } else { (b, a) };
+            cells[index(i, j)] = ns;
+        }
+        Matrix { cpus, cells }
+    }
+
     /// Every measured pair as (lower CPU, higher CPU, ns), row by row:
     /// row `i` ascending, then column `j < i` ascending.
     pub fn pairs(&self) -> Vec<(u32, u32, f64)> {
@@ -199,6 +212,19 @@ mod tests {
         let m = parse("m.csv", ",\r\n 7.5 ,\r\n\r\n").unwrap();
         assert_eq!(m.cpus(), 2);
         assert_eq!(m.pairs(), vec![(0, 1, 7.5)]);
+    }
+
+    #[test]
+    fn renumbering_moves_each_measurement_to_its_new_pair() {
+        // CPUs 0, 1, 2 renamed 0, 2, 1 in a 4-CPU matrix.
+        let m = parse("m.csv", ",,\n10,,\n20,30,\n").unwrap();
+        let r = m.renumbered(4, |cpu| [0, 2, 1][cpu as usize]);
+        assert_eq!(r.cpus(), 4);
+        assert_eq!(r.get(0, 2), Some(10.0));
+        assert_eq!(r.get(0, 1), Some(20.0));
+        assert_eq!(r.get(2, 1), Some(30.0));
+        assert_eq!(r.get(3, 0), None);
+        assert_eq!(r.pairs().len(), 3);
     }
 
     #[test]

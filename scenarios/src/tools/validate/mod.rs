@@ -95,6 +95,9 @@ pub struct MachineReport {
     /// The line's home on the adjusted machine, once resolved.
     pub home: Option<calibration::LineHome>,
     pub outcome: Outcome,
+    /// What the measurements themselves suggest is wrong with the input
+    /// (a user's matrix whose nearest pairs are not its fastest), in words.
+    pub warnings: Vec<String>,
 }
 
 impl MachineReport {
@@ -457,6 +460,9 @@ fn render_machine(out: &mut String, r: &MachineReport) {
         },
         m.home_evidence
     );
+    for warning in &r.warnings {
+        let _ = writeln!(out, "   warning:  {warning}");
+    }
     render_classes(out, r);
 }
 
@@ -690,6 +696,7 @@ pub fn validate_machine(m: &'static MeasuredMachine, matrix: &Matrix) -> Machine
         adjustment,
         home: None,
         outcome,
+        warnings: Vec::new(),
     };
     let preset = match models::presets::resolve(m.preset) {
         Ok(p) => p,
@@ -724,6 +731,7 @@ fn validate_spec(
         adjustment,
         home: None,
         outcome,
+        warnings: Vec::new(),
     };
     let home = match m.home.on(&spec) {
         Ok(h) => h,
@@ -794,12 +802,62 @@ pub enum UserHome {
     FirstCpu,
 }
 
+/// How a user's matrix numbers the SMT siblings of a core
+/// (`--sibling-numbering`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SiblingNumbering {
+    /// The model's (and Linux's on every machine of `data/c2c`): the
+    /// first thread of every core, then the second of every core, so CPU
+    /// `i`'s sibling is `i + cores`.
+    #[default]
+    Apart,
+    /// A core's threads next to each other (CPUs 0 and 1 are one core), as
+    /// Windows numbers them and some firmware has Linux do.
+    Adjacent,
+}
+
+impl SiblingNumbering {
+    /// The option's value that names it.
+    pub fn key(self) -> &'static str {
+        match self {
+            SiblingNumbering::Apart => "apart",
+            SiblingNumbering::Adjacent => "adjacent",
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            SiblingNumbering::Apart => {
+                "a core's SMT siblings one core count apart, as Linux numbers them"
+            }
+            SiblingNumbering::Adjacent => {
+                "a core's SMT siblings numbered next to each other (--sibling-numbering adjacent)"
+            }
+        }
+    }
+
+    /// `matrix` in the model's numbering, on a machine of `cpus` CPUs with
+    /// `threads_per_core` threads per core (the matrix's CPUs must fit).
+    fn to_model(self, matrix: &Matrix, cpus: u32, threads_per_core: u32) -> Matrix {
+        match self {
+            SiblingNumbering::Apart => matrix.renumbered(cpus, |cpu| cpu),
+            SiblingNumbering::Adjacent => {
+                let threads = threads_per_core.max(1);
+                let cores = cpus / threads;
+                matrix.renumbered(cpus, |cpu| (cpu % threads) * cores + cpu / threads)
+            }
+        }
+    }
+}
+
 /// What a user says about their own matrix: where its line was homed and
 /// which classes are known to miss their bound, and why.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct UserMatrixFacts {
     /// `None`: node 0, assumed.
     pub home: Option<UserHome>,
+    /// How the matrix numbers SMT siblings.
+    pub sibling_numbering: SiblingNumbering,
     /// Class keys ([`Class::key`]) and why each misses.
     pub known_misses: Vec<(String, String)>,
     /// The classes the machine file was fitted on (`--fitted`; `none`:
@@ -905,8 +963,28 @@ pub fn validate_user(
     let (home, home_evidence) = user_home(facts, &spec, machine_file)?;
     // The classes as the table names them on this machine.
     let topology = sim_core::topology::Topology::new(spec.clone()).map_err(|e| e.message)?;
+    let cpus = topology.cpu_count();
+    if matrix.cpus() > cpus {
+        return Err(format!(
+            "the matrix `{}` has {} CPUs (rows), the machine of `{}` {cpus}: sockets ({}) x \
+             nodes_per_socket ({}) x l3_per_node ({}) x cores_per_l3 ({}) x threads_per_core \
+             ({}); give the machine the measured CPU's counts",
+            matrix_file.display(),
+            matrix.cpus(),
+            machine_file.display(),
+            spec.sockets,
+            spec.nodes_per_socket,
+            spec.l3_per_node,
+            spec.cores_per_l3,
+            spec.threads_per_core,
+        ));
+    }
     let line_home = home.on(&spec)?;
     let classifier = Classifier::new(&topology, vendor, 1, "die", line_home);
+    let numbering = facts.sibling_numbering;
+    let cpus_measured = matrix.cpus();
+    let warnings = numbering_warnings(&classifier, matrix, numbering, spec.threads_per_core);
+    let matrix = &numbering.to_model(matrix, cpus, spec.threads_per_core);
     let mut known_misses: Vec<calibration::KnownMiss> = Vec::new();
     for (given, why) in &facts.known_misses {
         let class = user_class("--known-miss", given, &classifier, vendor)?.key();
@@ -938,8 +1016,8 @@ pub fn validate_user(
         cores_per_l3: Some(spec.cores_per_l3),
         ccx_per_ccd: 1,
         ccd_name: "die",
-        cpus_measured: matrix.cpus(),
-        coverage: "the CPUs of the matrix, Linux numbering",
+        cpus_measured,
+        coverage: leak(format!("the CPUs of the matrix, {}", numbering.describe())),
         clock_mhz: spec.clock_mhz,
         clock_basis: calibration::ClockBasis::AssumedMaxBoost,
         clock_source: "the machine file's clock_mhz",
@@ -950,7 +1028,8 @@ pub fn validate_user(
         role_source,
     }));
     let adjustment = format!("`{}` as the machine file gives it", machine_file.display());
-    let report = validate_spec(entry, spec, adjustment, matrix);
+    let mut report = validate_spec(entry, spec, adjustment, matrix);
+    report.warnings = warnings;
     Ok(ValidationReport {
         data_dir: matrix_file
             .parent()
@@ -958,6 +1037,100 @@ pub fn validate_user(
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
         machines: vec![report],
     })
+}
+
+/// The measured median of each class of `matrix` (in the model's
+/// numbering) on `classifier`'s machine.
+fn measured_class_medians(classifier: &Classifier, matrix: &Matrix) -> BTreeMap<Class, f64> {
+    let mut by_class: BTreeMap<Class, Vec<f64>> = BTreeMap::new();
+    for (a, b, ns) in matrix.pairs() {
+        by_class
+            .entry(classifier.class(LinuxCpu::new(a), LinuxCpu::new(b)))
+            .or_default()
+            .push(ns);
+    }
+    by_class
+        .into_iter()
+        .map(|(class, mut ns)| (class, median(&mut ns)))
+        .collect()
+}
+
+/// The first class, nearest first, whose measured median is above that of
+/// a farther class, of the two that hold on every machine: SMT siblings
+/// (one core's L1) are faster than any other pair, and pairs of one L3
+/// faster than pairs across sockets. `(nearer, farther)`, each with its
+/// median.
+fn inverted_classes(medians: &BTreeMap<Class, f64>) -> Option<((Class, f64), (Class, f64))> {
+    let pairs_that_must_hold: [(Class, &[Class]); 2] = [
+        (Class::SmtSiblings, &Class::ALL[1..]),
+        (Class::SameL3, &[Class::CrossSocket]),
+    ];
+    for (near, farther) in pairs_that_must_hold {
+        let Some(&near_ns) = medians.get(&near) else {
+            continue;
+        };
+        if let Some((&far, &far_ns)) = medians
+            .iter()
+            .filter(|(c, _)| farther.contains(c))
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .filter(|(_, &far_ns)| far_ns < near_ns)
+        {
+            return Some(((near, near_ns), (far, far_ns)));
+        }
+    }
+    None
+}
+
+/// Warnings about a user's matrix whose nearest pairs are not its fastest
+/// under `numbering` (as given, not renumbered): the machine file's
+/// topology, or the matrix's CPU numbering, does not fit the matrix. When
+/// the other sibling numbering puts them in order, it is named.
+fn numbering_warnings(
+    classifier: &Classifier,
+    given: &Matrix,
+    numbering: SiblingNumbering,
+    threads_per_core: u32,
+) -> Vec<String> {
+    let cpus = classifier.cpu_count();
+    let medians = measured_class_medians(
+        classifier,
+        &numbering.to_model(given, cpus, threads_per_core),
+    );
+    let Some(((near, near_ns), (far, far_ns))) = inverted_classes(&medians) else {
+        return Vec::new();
+    };
+    let mut warning = format!(
+        "pairs classed `{}` measure slower ({near_ns:.1} ns median) than pairs classed `{}` \
+         ({far_ns:.1} ns) under this machine's topology and {}",
+        classifier.label(near),
+        classifier.label(far),
+        numbering.describe()
+    );
+    let other = match numbering {
+        SiblingNumbering::Apart => SiblingNumbering::Adjacent,
+        SiblingNumbering::Adjacent => SiblingNumbering::Apart,
+    };
+    let other_medians =
+        measured_class_medians(classifier, &other.to_model(given, cpus, threads_per_core));
+    if threads_per_core > 1 && inverted_classes(&other_medians).is_none() {
+        let listed: Vec<String> = other_medians
+            .iter()
+            .map(|(c, ns)| format!("{} {ns:.1} ns", classifier.label(*c)))
+            .collect();
+        let _ = write!(
+            warning,
+            "; with `--sibling-numbering {}` they are in order ({}): the matrix was likely \
+             measured with that numbering",
+            other.key(),
+            listed.join(", ")
+        );
+    } else {
+        warning.push_str(
+            "; check the machine file's counts (cores_per_l3, l3_per_node, nodes_per_socket, \
+             threads_per_core) and the matrix's CPU numbering",
+        );
+    }
+    vec![warning]
 }
 
 /// Where a user's matrix had its line homed (`--home-node`), and what
