@@ -451,6 +451,10 @@ enum ImportSource {
 enum PresetsAction {
     /// Show one preset: topology, and every parameter with its source.
     Show {
+        /// A preset (`NAME` or `NAME:MODE,...`), or a machine file
+        /// (`FILE.toml`, a `[machine]` table): its topology, its latency legs
+        /// in cycles and nanoseconds, and the model's one-way ping-pong
+        /// latency per pair relation.
         name: String,
         /// Print it as an inline `[machine]` table to save and edit.
         #[arg(long)]
@@ -621,7 +625,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
             },
         ),
         Command::Check { file, format } => check(&file, inputs, format),
-        Command::Presets { action, format } => presets(action, format),
+        Command::Presets { action, format } => presets(action, format, &inputs.limits),
         Command::Validate {
             machine,
             data,
@@ -1367,7 +1371,7 @@ fn merge(
     ExitCode::SUCCESS
 }
 
-fn presets(action: Option<PresetsAction>, format: Format) -> ExitCode {
+fn presets(action: Option<PresetsAction>, format: Format, limits: &scenarios::Limits) -> ExitCode {
     use scenarios::tools::presets_view::{self as view, ShowFormat};
     match action {
         None => {
@@ -1380,6 +1384,25 @@ fn presets(action: Option<PresetsAction>, format: Format) -> ExitCode {
                 }
             );
             ExitCode::SUCCESS
+        }
+        Some(PresetsAction::Show { name, toml }) if is_machine_file(&name) => {
+            if toml || format != Format::Text {
+                eprintln!(
+                    "error: `{name}` is a machine file: it is shown as text (it is a [machine] \
+                     table already); --toml and --format csv|json show presets"
+                );
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+            match scenarios::machine_from_file(Path::new(&name), limits) {
+                Ok(topology) => {
+                    print!(
+                        "{}",
+                        scenarios::tools::presets_view::describe_machine_file(&name, &topology)
+                    );
+                    ExitCode::SUCCESS
+                }
+                Err(e) => input_error(&e),
+            }
         }
         Some(PresetsAction::Show { name, toml }) => {
             let show_format = match (format, toml) {
@@ -1406,6 +1429,13 @@ fn presets(action: Option<PresetsAction>, format: Format) -> ExitCode {
             }
         }
     }
+}
+
+/// Whether `presets show NAME` names a machine file rather than a preset:
+/// a path ending in `.toml`, or a file that exists (no preset name is
+/// either).
+fn is_machine_file(name: &str) -> bool {
+    name.ends_with(".toml") || Path::new(name).is_file()
 }
 
 /// `validate` over the shipped matrices (or those of `--data`).

@@ -294,3 +294,56 @@ fn a_shortened_preset_name_gets_the_one_preset_it_names() {
     assert_exit(&o, 2);
     assert!(!stderr(&o).contains("did you mean"), "{}", stderr(&o));
 }
+
+/// `presets show FILE.toml`: a machine file's topology (which CPUs share a
+/// core, an L3, a node), its legs in cycles and in nanoseconds at its
+/// clock, and the model's one-way ping-pong latency per pair relation, to
+/// set against a measured matrix; an error in the file names its line and
+/// key; a machine file has no `--toml` or `--format` view.
+#[test]
+fn show_describes_a_machine_file() {
+    let o = bounce(&[
+        "presets",
+        "show",
+        "scenarios/shipped/machines/ryzen9-7900x.toml",
+    ]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for needle in [
+        "ryzen9-7900x: the machine file `scenarios/shipped/machines/ryzen9-7900x.toml` (5600 MHz; its sources are the file's comments)\n",
+        "topology: 1 socket, 1 node, 2 L3 domains, 12 cores, 24 CPUs (2 threads per core), 64-byte lines, MOESI, lookup home\n",
+        "      L3 0: CPUs 0-5,12-17\n      L3 1: CPUs 6-11,18-23\n",
+        "  hop_in_node_cycles             141     25.2 ns\n",
+        "  SMT siblings                   CPUs    0 and 12        7.5 ns\n",
+        "  two cores of one L3            CPUs    0 and 1        17.1 ns\n",
+        "  two L3 domains of one node     CPUs    0 and 6        79.1 ns\n",
+    ] {
+        assert!(out.contains(needle), "missing `{needle}` in:\n{out}");
+    }
+    assert!(!out.contains("two sockets"), "{out}");
+    assert_eq!(stderr(&o), "");
+
+    let bad = TempScenario::new("[machine]\npreset = \"epyc-genoa-1s\"\ncores_per_ccd = 6\n");
+    let o = bounce(&["presets", "show", bad.path()]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: unknown key `cores_per_ccd` in `machine`\n"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("{}:3:1", bad.path())), "{err}");
+    assert!(err.contains("did you mean `cores_per_l3`?"), "{err}");
+
+    let o = bounce(&[
+        "presets",
+        "show",
+        "scenarios/shipped/machines/ryzen9-7900x.toml",
+        "--toml",
+    ]);
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("is a machine file: it is shown as text"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -302,7 +302,6 @@ fn plural(n: u32, word: &str) -> String {
 }
 
 fn describe(r: &Resolved, t: &Topology) -> String {
-    let spec = &t.spec;
     let mut out = String::new();
     let _ = writeln!(out, "{}: {}", r.reference(), r.preset.summary);
     if !r.modes.is_empty() {
@@ -315,6 +314,46 @@ fn describe(r: &Resolved, t: &Topology) -> String {
     }
     let _ = writeln!(out, "modes: {}", modes_line(r.preset));
     let _ = writeln!(out);
+    topology(&mut out, t);
+    let _ = writeln!(
+        out,
+        "parameters (value, unit, provenance, source; then the note):"
+    );
+    let _ = writeln!(
+        out,
+        "  (sources: each tag [Sn] and each `calibration.md §N` is listed in docs/sources.md)"
+    );
+    let width = r.params.iter().map(|p| p.key.len()).max().unwrap_or(10);
+    let model: Vec<&Param> = r.params.iter().filter(|p| !p.is_informational()).collect();
+    let info: Vec<&Param> = r.params.iter().filter(|p| p.is_informational()).collect();
+    for group in [model, info] {
+        for p in group {
+            let _ = writeln!(
+                out,
+                "  {:<width$}  {:>10} {:<7} {:<10} {}",
+                p.key,
+                p.value.to_string(),
+                p.unit,
+                p.kind.name(),
+                p.source,
+            );
+            if !p.note.is_empty() {
+                let _ = writeln!(out, "  {:<width$}    {}", "", p.note);
+            }
+        }
+        let _ = writeln!(out);
+    }
+    out.push_str(
+        "info.* parameters are not used by the model yet. Sources: shared/calibration/calibration.md §13 \
+         and c2c_summary_table.md.\n",
+    );
+    out
+}
+
+/// Which CPUs are on which socket, node and L3 domain, the links between
+/// sockets and the node legs: what a preset or a machine file builds.
+fn topology(out: &mut String, t: &Topology) {
+    let spec = &t.spec;
     let _ = writeln!(
         out,
         "topology: {}, {}, {}, {}, {} ({} per core), {}-byte lines, {}, lookup {}",
@@ -361,43 +400,94 @@ fn describe(r: &Resolved, t: &Topology) -> String {
         }
     }
     let _ = writeln!(out);
-    socket_distances(&mut out, t);
+    socket_distances(out, t);
     let _ = writeln!(out);
-    node_distances(&mut out, t);
+    node_distances(out, t);
     let _ = writeln!(out);
+}
+
+/// `bounce presets show FILE.toml`: what a machine file (a `[machine]`
+/// table) builds: its topology, as a preset's is shown, each latency leg in
+/// cycles and in nanoseconds at its clock, and the one-way compare-and-swap
+/// ping-pong latency the model gives for a pair of each relation (what
+/// `bounce validate --matrix` compares with a measured matrix). The file's
+/// own comments hold its sources.
+pub fn describe_machine_file(shown: &str, t: &Topology) -> String {
+    let spec = &t.spec;
+    let mut out = String::new();
     let _ = writeln!(
         out,
-        "parameters (value, unit, provenance, source; then the note):"
+        "{}: the machine file `{shown}` ({} MHz; its sources are the file's comments)",
+        spec.name, spec.clock_mhz
     );
+    let _ = writeln!(out);
+    topology(&mut out, t);
+    let l = &spec.latency;
     let _ = writeln!(
         out,
-        "  (sources: each tag [Sn] and each `calibration.md §N` is listed in docs/sources.md)"
+        "latencies (core cycles at {} MHz; the nanoseconds they are at that clock):",
+        spec.clock_mhz
     );
-    let width = r.params.iter().map(|p| p.key.len()).max().unwrap_or(10);
-    let model: Vec<&Param> = r.params.iter().filter(|p| !p.is_informational()).collect();
-    let info: Vec<&Param> = r.params.iter().filter(|p| p.is_informational()).collect();
-    for group in [model, info] {
-        for p in group {
-            let _ = writeln!(
-                out,
-                "  {:<width$}  {:>10} {:<7} {:<10} {}",
-                p.key,
-                p.value.to_string(),
-                p.unit,
-                p.kind.name(),
-                p.source,
-            );
-            if !p.note.is_empty() {
-                let _ = writeln!(out, "  {:<width$}    {}", "", p.note);
-            }
-        }
-        let _ = writeln!(out);
+    let legs = [
+        ("l1_hit_cycles", l.l1_hit_cycles),
+        ("locked_op_cycles", l.locked_op_cycles),
+        ("smt_transfer_cycles", l.smt_transfer_cycles),
+        ("l3_transfer_cycles", l.l3_transfer_cycles),
+        ("l3_hit_cycles", l.l3_hit_cycles),
+        ("hop_in_node_cycles", l.hop_in_node_cycles),
+        ("hop_between_nodes_cycles", l.hop_between_nodes_cycles),
+        ("hop_between_sockets_cycles", l.hop_between_sockets_cycles),
+        ("dram_cycles", l.dram_cycles),
+        ("home_occupancy_cycles", l.home_occupancy_cycles),
+    ];
+    let width = legs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (key, cycles) in legs {
+        let _ = writeln!(
+            out,
+            "  {key:<width$}  {cycles:>6}  {:>7.1} ns",
+            t.cycles_to_ns(cycles as f64)
+        );
     }
-    out.push_str(
-        "info.* parameters are not used by the model yet. Sources: shared/calibration/calibration.md §13 \
-         and c2c_summary_table.md.\n",
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "one-way CAS ping-pong latency the model gives (line homed on node 0), per pair relation:"
     );
+    for (relation, a, b) in relation_pairs(t) {
+        let _ = writeln!(
+            out,
+            "  {relation:<30} CPUs {a:>4} and {b:<4}  {:>7.1} ns",
+            presets::one_way_ns(t, LinuxCpu::new(a), LinuxCpu::new(b), 0)
+        );
+    }
     out
+}
+
+/// A pair of CPUs for each relation the machine has, nearest first: CPU 0
+/// and the lowest CPU in that relation to it.
+fn relation_pairs(t: &Topology) -> Vec<(&'static str, u32, u32)> {
+    let relations: [(&'static str, fn(&Topology, LinuxCpu, LinuxCpu) -> bool); 5] = [
+        ("SMT siblings", |t, a, b| t.core_of(a) == t.core_of(b)),
+        ("two cores of one L3", |t, a, b| {
+            t.core_of(a) != t.core_of(b) && t.l3_of(a) == t.l3_of(b)
+        }),
+        ("two L3 domains of one node", |t, a, b| {
+            t.l3_of(a) != t.l3_of(b) && t.node_of(a) == t.node_of(b)
+        }),
+        ("two nodes of one socket", |t, a, b| {
+            t.node_of(a) != t.node_of(b) && t.socket_of(a) == t.socket_of(b)
+        }),
+        ("two sockets", |t, a, b| t.socket_of(a) != t.socket_of(b)),
+    ];
+    let first = LinuxCpu::new(0);
+    relations
+        .into_iter()
+        .filter_map(|(relation, holds)| {
+            t.cpus()
+                .find(|&b| b != first && holds(t, first, b))
+                .map(|b| (relation, 0, b.get()))
+        })
+        .collect()
 }
 
 /// The links between sockets as `numactl --hardware` lays out its node
