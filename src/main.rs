@@ -264,8 +264,9 @@ enum Command {
         fitted: Vec<String>,
         /// With --matrix: how the matrix numbers a core's SMT siblings:
         /// `apart` (CPU i's sibling is i + the core count, as Linux numbers
-        /// them on the machines of data/c2c) or `adjacent` (CPUs 2k and
-        /// 2k+1 are one core, as Windows and some firmware number them).
+        /// most machines, the servers of data/c2c among them) or `adjacent`
+        /// (CPUs 2k and 2k+1 are one core, as Windows and some firmware
+        /// number them).
         #[arg(long, value_enum, value_name = "apart|adjacent", default_value_t = SiblingNumbering::Apart, requires = "matrix")]
         sibling_numbering: SiblingNumbering,
     },

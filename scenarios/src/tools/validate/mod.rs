@@ -806,7 +806,7 @@ pub enum UserHome {
 /// (`--sibling-numbering`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SiblingNumbering {
-    /// The model's (and Linux's on every machine of `data/c2c`): the
+    /// The model's (and Linux's on the servers of `data/c2c`): the
     /// first thread of every core, then the second of every core, so CPU
     /// `i`'s sibling is `i + cores`.
     #[default]
