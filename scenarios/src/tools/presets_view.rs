@@ -463,10 +463,13 @@ pub fn describe_machine_file(shown: &str, t: &Topology) -> String {
     out
 }
 
+/// Whether two CPUs of a machine stand in one relation.
+type Relation = fn(&Topology, LinuxCpu, LinuxCpu) -> bool;
+
 /// A pair of CPUs for each relation the machine has, nearest first: CPU 0
 /// and the lowest CPU in that relation to it.
 fn relation_pairs(t: &Topology) -> Vec<(&'static str, u32, u32)> {
-    let relations: [(&'static str, fn(&Topology, LinuxCpu, LinuxCpu) -> bool); 5] = [
+    let relations: [(&'static str, Relation); 5] = [
         ("SMT siblings", |t, a, b| t.core_of(a) == t.core_of(b)),
         ("two cores of one L3", |t, a, b| {
             t.core_of(a) != t.core_of(b) && t.l3_of(a) == t.l3_of(b)
