@@ -571,6 +571,14 @@ fn variants_are_compared_with_their_own_baseline_only() {
             .contains("base `fast`, each variant beside its baseline (`fast`, `slow`)"),
         "{report}"
     );
+    assert_eq!(
+        report.lines().nth(1),
+        Some(
+            "each %change: the variant to its right against its table's first column, \
+             the baseline it names"
+        ),
+        "{report}"
+    );
     // The text report: `slow` heads its own table, beside `slow-preempt`.
     let heads: Vec<&str> = report
         .lines()

@@ -78,7 +78,11 @@ fn run_prints_the_comparison_table() {
         ),
         "{out}"
     );
-    let header = out.lines().nth(2).expect("table header");
+    assert_eq!(
+        out.lines().nth(1),
+        Some("%change: the variant to its right against the base `packed`")
+    );
+    let header = out.lines().nth(3).expect("table header");
     assert!(
         header.contains("packed") && header.contains("%change") && header.contains("padded"),
         "{header}"

@@ -94,8 +94,9 @@ fn a_sweep_compares_each_case_with_its_own_base() {
     // variants beside its own base.
     let full = stdout(&bounce(&["run", &file, "-q"]));
     assert!(full.starts_with(&expected), "{full}");
-    assert_eq!(full.matches(": each variant beside `base`").count(), 6);
-    assert!(full.contains("\ncase cpus=44, params.step=2: each variant beside `base`\n"));
+    let against_base = ": %change: the variant to its right against the base `base`\n";
+    assert_eq!(full.matches(against_base).count(), 6);
+    assert!(full.contains(&format!("\ncase cpus=44, params.step=2{against_base}")));
 }
 
 #[test]
@@ -233,4 +234,80 @@ fn the_detail_names_lines_counts_in_words_and_whole_variant_names() {
     assert_exit(&o, 0);
     let out = stdout(&o);
     assert!(out.contains("  counters[0-7].value\n"), "{out}");
+}
+
+/// Three variants: the header says that each %change column is against
+/// the base (kernel-test-robot style), not the column to its left; the
+/// figures agree (the third's change is against the base's value).
+#[test]
+fn each_change_column_is_against_the_base_and_the_header_says_so() {
+    let tmp = TempDir::new("three-variants");
+    let file = tmp.join("three.toml");
+    std::fs::write(
+        &file,
+        r#"schema = 1
+name = "three"
+machine = "icelake-sp-2s"
+base_name = "w1"
+
+[run]
+iterations = 20
+
+[params]
+extra = 0
+
+[structs.counter]
+fields = [{ name = "value", type = "unsigned long" }]
+
+[instances.ctr]
+struct = "counter"
+kind = "global"
+
+[scripts]
+inc = """
+work 100 + 100 * extra
+fetch_add(ctr.value, 1)
+"""
+
+[[threads]]
+name = "one"
+cpus = "0"
+script = "inc"
+
+[[variants]]
+name = "w2"
+set = { "params.extra" = 1 }
+
+[[variants]]
+name = "w3"
+set = { "params.extra" = 2 }
+"#,
+    )
+    .unwrap();
+    let o = bounce(&["run", &file, "-q"]);
+    assert_exit(&o, 0);
+    let report = stdout(&o);
+    let lines: Vec<&str> = report.lines().collect();
+    assert!(lines[0].ends_with("3 variant(s), base `w1`"), "{report}");
+    assert_eq!(
+        lines[1],
+        "each %change: the variant to its right against the base `w1`, not against the \
+         column to its left",
+        "{report}"
+    );
+    // cycles/iter: w1 about 100 + the atomic, w2 about 200, w3 about 300:
+    // w3's change is about +200 % (against w1), not +50 % (against w2).
+    let row = lines
+        .iter()
+        .find(|l| l.ends_with("cycles_per_iteration.mean"))
+        .unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let w1: f64 = cells[0].parse().unwrap();
+    let w3: f64 = cells[4].parse().unwrap();
+    let shown: f64 = cells[3].trim_end_matches('%').parse().unwrap();
+    // Within the rounding of the four-digit cells.
+    assert!(
+        (shown - (w3 - w1) / w1 * 100.0).abs() < 0.5,
+        "{row}: {shown} vs {w1} -> {w3}"
+    );
 }

@@ -268,7 +268,10 @@ fn a_resumed_run_runs_only_the_missing_cases_and_writes_the_same_bytes() {
     // The report shows the cases run now.
     assert!(
         stdout(&o).contains("2 case(s) x 2 variant(s)")
-            && stdout(&o).contains("\ncase cpus=44, params.step=2: each variant beside `base`\n")
+            && stdout(&o).contains(
+                "\ncase cpus=44, params.step=2: %change: the variant to its right against \
+                 the base `base`\n"
+            )
             && !stdout(&o).contains("\ncase cpus=2, "),
         "{}",
         stdout(&o)

@@ -743,6 +743,9 @@ pub fn full_report(
             results.len(),
             base.name
         );
+        if let Some(note) = change_note(&groups) {
+            let _ = writeln!(out, "{note}");
+        }
         out.push_str(&group_rows_note(&ok));
         out.push('\n');
     }
@@ -762,6 +765,29 @@ pub fn full_report(
         }
     }
     out
+}
+
+/// What each %change column of the comparison tables is against, for a
+/// reader who would take a column of changes for the step from the
+/// column to its left: `None` when no table has one (a single variant).
+fn change_note(groups: &[(&VariantResult, Vec<&VariantResult>)]) -> Option<String> {
+    match groups {
+        [(base, others)] if others.len() == 1 => Some(format!(
+            "%change: the variant to its right against the base `{}`",
+            base.name
+        )),
+        [(base, others)] if others.len() > 1 => Some(format!(
+            "each %change: the variant to its right against the base `{}`, not against \
+             the column to its left",
+            base.name
+        )),
+        [_] | [] => None,
+        _ => Some(
+            "each %change: the variant to its right against its table's first column, \
+             the baseline it names"
+                .to_string(),
+        ),
+    }
 }
 
 /// Which rows of the comparison tables are over which CPUs, when a table
@@ -1189,16 +1215,11 @@ fn case_comparisons(axes: &[String], machine_cases: &[&CaseResult]) -> String {
             continue;
         }
         let groups = comparison_groups(&ok);
-        let beside = if groups.len() > 1 {
-            "its baseline".to_string()
-        } else {
-            format!("`{}`", ok[0].name)
+        let label = case_label(axes, case);
+        let _ = match change_note(&groups) {
+            Some(note) => writeln!(out, "\ncase {label}: {note}\n"),
+            None => writeln!(out, "\ncase {label}\n"),
         };
-        let _ = writeln!(
-            out,
-            "\ncase {}: each variant beside {beside}\n",
-            case_label(axes, case)
-        );
         out.push_str(&comparison_table(&ok));
     }
     out
