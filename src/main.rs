@@ -950,6 +950,12 @@ fn run(
         );
     }
     if report_run_failures(&results) {
+        // No records of a run with failures, printed or written: a script
+        // would take them for the whole run. It sees the exit status and
+        // the errors on stderr.
+        if format != Format::Text {
+            eprintln!("error: no records printed: some runs have no result");
+        }
         if let Some(dir) = out {
             say_nothing_written(dir, kept.into_inner() + resumed.cases.len());
         }
@@ -1128,7 +1134,9 @@ fn say_nothing_written(dir: &Path, kept: usize) {
     }
 }
 
-/// Reports each run without a result on stderr; whether there was one.
+/// Reports each run without a result on stderr, its error with the file
+/// and line (the only place it is said: the text report marks the run
+/// FAILED and points here); whether there was one.
 fn report_run_failures(results: &[scenarios::run::cases::CaseResult]) -> bool {
     let mut failed = false;
     for case in results {

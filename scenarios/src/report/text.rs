@@ -8,7 +8,7 @@
 use crate::format::sweep::Sweep;
 use crate::report::compare::{compared_figure, ComparedFigure};
 use crate::run::cases::CaseResult;
-use crate::run::results::{failure_line, GroupIterations, VariantFailure, VariantResult};
+use crate::run::results::{GroupIterations, VariantFailure, VariantResult};
 use sim_core::cpu::LinuxCpu;
 use sim_core::stats::Traffic;
 use std::fmt::Write;
@@ -755,12 +755,9 @@ pub fn full_report(
         match r {
             Ok(r) => out.push_str(&attribution(r)),
             Err(f) => {
-                let _ = writeln!(
-                    out,
-                    "{}: FAILED: {}",
-                    f.name,
-                    failure_line(&f.error, &f.sources)
-                );
+                // The error itself, with its file and line, is said once,
+                // on stderr: the report only marks the run.
+                let _ = writeln!(out, "{}: {NO_RESULT}", f.name);
             }
         }
     }
@@ -1120,6 +1117,8 @@ pub fn sweep_report_with(
         }
         out.push_str(&case_comparisons(&axes, machine_cases));
     }
+    // Which runs the FAILED cells are; their errors, with their files and
+    // lines, are said once, on stderr.
     let mut failed = false;
     for case in cases {
         for f in case.failures() {
@@ -1127,17 +1126,14 @@ pub fn sweep_report_with(
                 out.push('\n');
                 failed = true;
             }
-            let _ = writeln!(
-                out,
-                "case `{}`, variant `{}`: FAILED: {}",
-                case.id,
-                f.name,
-                failure_line(&f.error, &f.sources)
-            );
+            let _ = writeln!(out, "case `{}`, variant `{}`: {NO_RESULT}", case.id, f.name);
         }
     }
     out
 }
+
+/// How a report marks a run without a result: the error is on stderr.
+pub const NO_RESULT: &str = "FAILED, no result (its error is on stderr)";
 
 /// The cases grouped by the value of the `machine` axis, in first-seen
 /// order (one group, keyed by the empty string, without that axis).
