@@ -323,14 +323,20 @@ fn describe(r: &Resolved, t: &Topology) -> String {
         out,
         "  (sources: each tag [Sn] and each `calibration.md §N` is listed in docs/sources.md)"
     );
-    let width = r.params.iter().map(|p| p.key.len()).max().unwrap_or(10);
+    // Each column as wide as its widest cell, so that a long unit
+    // (`entries per cycle`) does not push its row's provenance out of line.
+    let widest = |cell: &dyn Fn(&Param) -> usize| r.params.iter().map(cell).max().unwrap_or(0);
+    let width = widest(&|p| p.key.len());
+    let value_width = widest(&|p| p.value.to_string().chars().count());
+    let unit_width = widest(&|p| p.unit.chars().count());
+    let kind_width = widest(&|p| p.kind.name().len());
     let model: Vec<&Param> = r.params.iter().filter(|p| !p.is_informational()).collect();
     let info: Vec<&Param> = r.params.iter().filter(|p| p.is_informational()).collect();
     for group in [model, info] {
         for p in group {
             let _ = writeln!(
                 out,
-                "  {:<width$}  {:>10} {:<7} {:<10} {}",
+                "  {:<width$}  {:>value_width$} {:<unit_width$} {:<kind_width$} {}",
                 p.key,
                 p.value.to_string(),
                 p.unit,
@@ -786,6 +792,35 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("    node     0     1     2     3     4     5     6     7\n"));
+    }
+
+    /// Each parameter row's provenance starts in the same column, whatever
+    /// its unit (`entries per cycle` pushed it out of line) or value.
+    #[test]
+    fn the_parameter_columns_line_up_in_every_preset() {
+        for preset in PRESETS {
+            let text = show(preset.name, false).unwrap();
+            let resolved = presets::resolve_preset(preset.name).unwrap();
+            let mut columns = std::collections::BTreeSet::new();
+            for p in &resolved.params {
+                let line = text
+                    .lines()
+                    .find(|l| {
+                        l.strip_prefix("  ")
+                            .and_then(|l| l.strip_prefix(p.key))
+                            .is_some_and(|rest| rest.starts_with(' '))
+                    })
+                    .unwrap_or_else(|| panic!("{}: no row for {}", preset.name, p.key));
+                let kind = format!(" {} ", p.kind.name());
+                columns.insert(line.find(&kind).unwrap_or_else(|| panic!("{line}")));
+            }
+            assert_eq!(
+                columns.len(),
+                1,
+                "{}: provenance at columns {columns:?}\n{text}",
+                preset.name
+            );
+        }
     }
 
     #[test]
