@@ -66,8 +66,17 @@ fn errors_name_the_file_and_what_is_wrong() {
     assert_eq!(
         stderr(&o),
         "error: in `tests/fixtures/btf/structs.btf`: no struct or union `page_countr` in the BTF \
-         (did you mean `page_counter`?); it has 7 structs and unions with members (`pahole \
-         tests/fixtures/btf/structs.btf` lists them)\n"
+         (did you mean `page_counter`?); it has 7 structs and unions with members: \
+         `cacheline_padding`, `flags`, `holder`, `page_counter`, `point`, `shapes`, `wire`\n"
+    );
+    // No near name: the candidates are still listed.
+    let o = bounce(&["import", "btf", "--struct", "zzzz", "--file", FIXTURE]);
+    assert_exit(&o, 2);
+    assert_eq!(
+        stderr(&o),
+        "error: in `tests/fixtures/btf/structs.btf`: no struct or union `zzzz` in the BTF; it has \
+         7 structs and unions with members: `cacheline_padding`, `flags`, `holder`, \
+         `page_counter`, `point`, `shapes`, `wire`\n"
     );
     let o = bounce(&["import", "btf", "--struct", "x", "--file", "Cargo.toml"]);
     assert_exit(&o, 2);

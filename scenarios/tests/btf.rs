@@ -76,7 +76,7 @@ fn btf_errors_name_the_entry_and_the_byte() {
 7 | btf = {{ file = \"tests/fixtures/btf/structs.btf\", struct = \"page_countr\" }}
   |                                                           ^^^^^^^^^^^^^
   |
-  = valid: one of its 7 structs and unions with members (`pahole {shown}` lists them)
+  = valid: one of its 7 structs and unions with members: `cacheline_padding`, `flags`, `holder`, `page_counter`, `point`, `shapes`, `wire`
   = help: did you mean `page_counter`?",
             path = path()
         )

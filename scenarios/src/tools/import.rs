@@ -7,7 +7,7 @@ use std::path::Path;
 use models::layout::layout_structs;
 
 use crate::format::document::btf_file;
-use crate::format::document::import::struct_toml;
+use crate::format::document::import::{btf_struct_choices, struct_toml};
 use crate::format::error::closest;
 
 /// The table of struct (or union) `struct_name` of the BTF at `path` (raw
@@ -27,10 +27,9 @@ pub fn btf_struct_table(path: &Path, struct_name: &str) -> Result<String, String
             .map(|n| format!(" (did you mean `{n}`?)"))
             .unwrap_or_default();
         format!(
-            "in `{shown}`: {}{near}; it has {} structs and unions with members (`pahole {shown}` \
-             lists them)",
+            "in `{shown}`: {}{near}; it has {}",
             e.message,
-            names.len()
+            btf_struct_choices(struct_name, &names, &shown.to_string())
         )
     })?;
     let laid = layout_structs(std::slice::from_ref(&spec))

@@ -387,8 +387,8 @@ impl ImportRef<'_> {
                     format!("in `{shown}`: {}", e.message),
                 )
                 .with_valid(format!(
-                    "one of its {} structs and unions with members (`pahole {shown}` lists them)",
-                    names.len()
+                    "one of its {}",
+                    btf_struct_choices(wanted_name, &names, &shown.to_string())
                 ));
                 match closest(wanted_name, &names) {
                     Some(near) => error.with_suggestion(near),
@@ -483,6 +483,75 @@ impl ImportRef<'_> {
 }
 
 /// 1-based (line, column) of a byte offset in bytes that may not be UTF-8.
+/// A BTF this small has its struct names listed whole in an error.
+const BTF_NAMES_LISTED: usize = 12;
+
+/// What a BTF whose structs and unions with members are `names` offers
+/// instead of `wanted`, after "it has" or "one of its": every name when
+/// there are few; else the names that share a word (3 characters or more,
+/// `_` apart) with `wanted`, a dozen at most, and how to list them all (a
+/// vmlinux has thousands), those starting with one first; else how to
+/// list them.
+pub fn btf_struct_choices(wanted: &str, names: &[&str], shown: &str) -> String {
+    let count = names.len();
+    let quoted = |names: &[&str]| -> String {
+        let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+        listed.join(", ")
+    };
+    let mut sorted = names.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted.len() <= BTF_NAMES_LISTED {
+        return format!(
+            "{count} structs and unions with members: {}",
+            quoted(&sorted)
+        );
+    }
+    let words: Vec<String> = wanted
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let mut sharing: Vec<&str> = sorted
+        .iter()
+        .copied()
+        .filter(|n| {
+            let n = n.to_ascii_lowercase();
+            words.iter().any(|w| n.contains(w.as_str()))
+        })
+        .collect();
+    // The likeliest first: names that start with one of the words, then
+    // the shortest (`page` before `bpf_stream_page`).
+    sharing.sort_by_key(|n| {
+        let n_lower = n.to_ascii_lowercase();
+        let starts = words.iter().any(|w| n_lower.starts_with(w.as_str()));
+        (!starts, n.len(), *n)
+    });
+    let all = format!("`pahole {shown}` lists them all");
+    let shown_words: Vec<String> = words.iter().map(|w| format!("`{w}`")).collect();
+    match sharing.len() {
+        0 => format!(
+            "{count} structs and unions with members, none with {} in its name ({all})",
+            if shown_words.is_empty() {
+                format!("`{wanted}`")
+            } else {
+                shown_words.join(" or ")
+            }
+        ),
+        n if n <= BTF_NAMES_LISTED => format!(
+            "{count} structs and unions with members, those with {} in their names: {} ({all})",
+            shown_words.join(" or "),
+            quoted(&sharing)
+        ),
+        n => format!(
+            "{count} structs and unions with members, {n} with {} in their names, such as {} \
+             ({all})",
+            shown_words.join(" or "),
+            quoted(&sharing[..BTF_NAMES_LISTED])
+        ),
+    }
+}
+
 fn line_col_of(bytes: &[u8], offset: usize) -> (usize, usize) {
     let before = &bytes[..offset.min(bytes.len())];
     let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
@@ -629,4 +698,42 @@ pub(crate) fn apply<'i>(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::btf_struct_choices;
+
+    /// A vmlinux has thousands of structs: the error lists those that share
+    /// a word with the name asked for (those starting with it first), at
+    /// most a dozen, or says how to list them all.
+    #[test]
+    fn a_large_btf_offers_the_names_sharing_a_word() {
+        let mut names: Vec<String> = (0..500).map(|i| format!("filler_{i:03}")).collect();
+        names.extend(["bpf_stream_page", "page", "page_frag", "zone_page_state"].map(String::from));
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(
+            btf_struct_choices("pages_info", &names, "vmlinux"),
+            "504 structs and unions with members, none with `pages` or `info` in its name \
+             (`pahole vmlinux` lists them all)"
+        );
+        assert_eq!(
+            btf_struct_choices("page_countr", &names, "vmlinux"),
+            "504 structs and unions with members, those with `page` or `countr` in their names: \
+             `page`, `page_frag`, `bpf_stream_page`, `zone_page_state` (`pahole vmlinux` lists \
+             them all)"
+        );
+        assert_eq!(
+            btf_struct_choices("filler", &names, "vmlinux"),
+            "504 structs and unions with members, 500 with `filler` in their names, such as \
+             `filler_000`, `filler_001`, `filler_002`, `filler_003`, `filler_004`, \
+             `filler_005`, `filler_006`, `filler_007`, `filler_008`, `filler_009`, \
+             `filler_010`, `filler_011` (`pahole vmlinux` lists them all)"
+        );
+        // A few names: all of them.
+        assert_eq!(
+            btf_struct_choices("zzz", &["b", "a"], "f.btf"),
+            "2 structs and unions with members: `a`, `b`"
+        );
+    }
 }
