@@ -676,12 +676,12 @@ fn boundary_style(kind: BoundaryKind) -> ShapeStyle {
 }
 
 /// The value axis of [`hbars`]: its ends, with room for the values
-/// written on the bars (`values_written`) and, for several series, for the
+/// written on the bars (`value_text`) and, for several series, for the
 /// legend at the right; and whether every value is zero.
 fn hbars_range(
     area: &DrawingArea<SVGBackend<'_>, Shift>,
     series: &[(String, Vec<f64>)],
-    values_written: bool,
+    value_text: Option<&dyn Fn(f64) -> String>,
     label_area: u32,
 ) -> (f64, f64, bool) {
     let k = series.len() as i32;
@@ -691,17 +691,31 @@ fn hbars_range(
     // Every value zero: no bar to draw, so the panel says so instead of
     // showing an empty axis.
     let all_zero = lo == 0.0 && hi == 0.0;
-    let span = if hi > lo { hi - lo } else { 1.0 };
-    // Room at the ends for the values written on the bars, and the legend.
-    let pad = if values_written { 0.22 } else { 0.05 };
-    let x0 = if lo < 0.0 { lo - span * pad } else { 0.0 };
-    // A bar of zero writes its value to the right of the axis.
-    let mut x1 = if all_zero {
-        1.0
-    } else if hi > 0.0 || lo >= 0.0 || values_written {
-        hi + span * pad
+    let plot_w = (area.dim_in_pixel().0 as f64 - label_area as f64 - 40.0).max(100.0);
+    let (x0, mut x1) = if all_zero {
+        (0.0, 1.0)
     } else {
-        0.0
+        match value_text {
+            Some(text) => {
+                let labels: Vec<(f64, f64)> = values
+                    .iter()
+                    .map(|&v| (v, text_width(&text(v), 14.0) + VALUE_LABEL_GAP_PX))
+                    .collect();
+                value_ends_with_labels(&labels, plot_w)
+            }
+            None => {
+                // No text beyond the bars: a twentieth of the span past
+                // each end that has bars.
+                let span = hi - lo;
+                let x0 = if lo < 0.0 { lo - span * 0.05 } else { 0.0 };
+                let x1 = if hi > 0.0 || lo >= 0.0 {
+                    hi + span * 0.05
+                } else {
+                    0.0
+                };
+                (x0, x1)
+            }
+        }
     };
     if k > 1 {
         // Room at the right for the legend, so that it covers no bar: the
@@ -711,11 +725,50 @@ fn hbars_range(
             .map(|s| text_width(&s.0, 13.0))
             .fold(0.0, f64::max)
             + 60.0;
-        let plot_w = (area.dim_in_pixel().0 as f64 - label_area as f64 - 40.0).max(100.0);
         let free = (0.95 - legend_w / plot_w).max(0.3);
         x1 = x1.max(x0 + (hi - x0) / free);
     }
     (x0, x1, all_zero)
+}
+
+/// The pixels a value written beside its bar takes besides its text: the
+/// 6 px it stands off the bar's end and 6 px before the plot's edge.
+const VALUE_LABEL_GAP_PX: f64 = 12.0;
+
+/// The value axis's ends when each bar's value is written past its end
+/// (left of a negative bar, right of the others): `labels` holds each
+/// value and its text's width in pixels, `plot_w` the plot's width in
+/// pixels. Each side gets the room its own longest-reaching label needs
+/// and no more (a fixed share of the whole span left a -0.8 % bar beside
+/// a +180 % one with a wide empty side). The room in value units grows
+/// with the axis it is part of, so the ends are found by iterating to the
+/// fixed point (labels are a small share of the plot: it converges in a
+/// few steps; capped, in case labels are wider than the plot).
+fn value_ends_with_labels(labels: &[(f64, f64)], plot_w: f64) -> (f64, f64) {
+    let lo = labels.iter().map(|l| l.0).fold(0.0, f64::min);
+    let hi = labels.iter().map(|l| l.0).fold(0.0, f64::max);
+    let mut span = if hi > lo { hi - lo } else { 1.0 };
+    let mut ends = (lo, hi);
+    for _ in 0..64 {
+        let per_px = span / plot_w;
+        let x0 = labels
+            .iter()
+            .filter(|l| l.0 < 0.0)
+            .map(|&(v, px)| v - px * per_px)
+            .fold(lo, f64::min);
+        let x1 = labels
+            .iter()
+            .filter(|l| l.0 >= 0.0)
+            .map(|&(v, px)| v + px * per_px)
+            .fold(hi, f64::max);
+        ends = (x0, x1);
+        let next = x1 - x0;
+        if next - span <= span * 1e-9 {
+            break;
+        }
+        span = next;
+    }
+    ends
 }
 
 /// A panel of horizontal bars: one group per category (top to bottom), a
@@ -736,7 +789,7 @@ fn hbars(
     let n = categories.len() as i32;
     let k = series.len() as i32;
     let group = 2 * k + 2;
-    let (x0, x1, all_zero) = hbars_range(area, series, value_text.is_some(), label_area);
+    let (x0, x1, all_zero) = hbars_range(area, series, value_text, label_area);
     let top = n * group;
     let mut c = ChartBuilder::on(area)
         .caption(title, (FONT, 20))

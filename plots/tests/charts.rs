@@ -823,3 +823,70 @@ fn a_panel_whose_every_value_is_zero_says_so_and_small_axes_keep_distinct_ticks(
     assert_eq!(short_number(0.0), "0");
     assert_eq!(short_number(0.25), "0.25");
 }
+
+/// The x of each `<rect>` of colour `fill` in `svg`, with its width.
+fn rects_of(svg: &str, fill: &str) -> Vec<(i64, i64)> {
+    let number = |tag: &str, key: &str| -> i64 {
+        let start = tag.find(&format!(" {key}=\"")).unwrap() + key.len() + 3;
+        tag[start..].split('"').next().unwrap().parse().unwrap()
+    };
+    svg.lines()
+        .filter(|l| l.starts_with("<rect") && l.contains(&format!("fill=\"{fill}\"")))
+        .map(|l| (number(l, "x"), number(l, "width")))
+        .collect()
+}
+
+/// A -0.8 % bar beside a +180 % one: each side of the value axis leaves the
+/// room its written value needs, about the text's width (a fixed 22 % of the
+/// span on each side left about 100 px empty left of `-0.8%`).
+#[test]
+fn the_comparison_axis_pads_each_side_by_what_its_labels_need() {
+    let chart = ComparisonChart {
+        bars: vec![
+            Bar {
+                label: "slightly-slower".into(),
+                value: -0.8,
+            },
+            Bar {
+                label: "much-faster".into(),
+                value: 180.0,
+            },
+        ],
+        ..comparison_chart()
+    };
+    let svg = comparison(&chart).unwrap();
+    dump("comparison-mixed-signs.svg", &svg);
+    // The plot's left edge: the y axis line; its right edge: the x axis's end.
+    let axis = svg
+        .lines()
+        .find_map(|l| {
+            let points = l.split("points=\"").nth(1)?.split('"').next()?;
+            let ends: Vec<(i64, i64)> = points
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect();
+            // The x axis: one horizontal line across the plot.
+            (ends.len() == 2 && ends[0].1 == ends[1].1 && ends[1].0 - ends[0].0 > 300)
+                .then(|| (ends[0].0, ends[1].0))
+        })
+        .unwrap();
+    let bars = rects_of(&svg, "#1F77B4");
+    assert_eq!(bars.len(), 2, "{svg}");
+    let (negative_x, _) = bars[0];
+    let (positive_x, positive_w) = bars[1];
+    // "-0.8%" is 5 characters of about 8.4 px, 12 px of gaps: about 54 px.
+    let left_room = negative_x - axis.0;
+    assert!(
+        (45..=70).contains(&left_room),
+        "left room {left_room} px: {svg}"
+    );
+    // "+180.0%": about 71 px.
+    let right_room = axis.1 - (positive_x + positive_w);
+    assert!(
+        (60..=90).contains(&right_room),
+        "right room {right_room} px: {svg}"
+    );
+}
