@@ -52,35 +52,7 @@ const TARGET_WIDTH: i32 = 1100;
 /// The machine as an SVG document.
 pub fn topology(chart: &TopologyChart) -> Result<String, PlotError> {
     check_topology(chart)?;
-    let all_l3 = chart
-        .sockets
-        .iter()
-        .flat_map(|s| &s.nodes)
-        .flat_map(|n| &n.l3_domains);
-    // Every L3 box is as wide as the longest text any of them holds.
-    let l3_width = all_l3
-        .clone()
-        .map(|b| text_width(&b.detail, DETAIL_SIZE).max(text_width(&b.label, 13.0)))
-        .fold(0.0, f64::max) as i32
-        + 16;
-    // As many L3 domains side by side as keep the drawing about
-    // `TARGET_WIDTH` wide, at least one and at most `MAX_COLUMNS`.
-    let widest_node = chart
-        .sockets
-        .iter()
-        .flat_map(|s| &s.nodes)
-        .map(|n| n.l3_domains.len())
-        .max()
-        .unwrap_or(1);
-    let per_socket = TARGET_WIDTH / chart.sockets.len() as i32 - 4 * GAP;
-    let columns = ((per_socket / (l3_width + GAP)) as usize)
-        .min(widest_node)
-        .clamp(1, MAX_COLUMNS) as i32;
-    let grid = Grid {
-        columns,
-        l3_width,
-        node_width: columns * (l3_width + GAP) + GAP,
-    };
+    let grid = Grid::for_chart(chart);
     let socket_width = grid.node_width + 2 * GAP;
     let drawing_height = chart
         .sockets
@@ -188,6 +160,28 @@ struct Grid {
 }
 
 impl Grid {
+    /// The grid of `chart`: every L3 box as wide as the longest text any
+    /// of them holds, and as many side by side as keep the drawing about
+    /// `TARGET_WIDTH` wide, at least one and at most `MAX_COLUMNS`.
+    fn for_chart(chart: &TopologyChart) -> Grid {
+        let nodes = || chart.sockets.iter().flat_map(|s| &s.nodes);
+        let l3_width = nodes()
+            .flat_map(|n| &n.l3_domains)
+            .map(|b| text_width(&b.detail, DETAIL_SIZE).max(text_width(&b.label, 13.0)))
+            .fold(0.0, f64::max) as i32
+            + 16;
+        let widest_node = nodes().map(|n| n.l3_domains.len()).max().unwrap_or(1);
+        let per_socket = TARGET_WIDTH / chart.sockets.len() as i32 - 4 * GAP;
+        let columns = ((per_socket / (l3_width + GAP)) as usize)
+            .min(widest_node)
+            .clamp(1, MAX_COLUMNS) as i32;
+        Grid {
+            columns,
+            l3_width,
+            node_width: columns * (l3_width + GAP) + GAP,
+        }
+    }
+
     fn node_height(&self, n: &NodeBox) -> i32 {
         let rows = n.l3_domains.len().div_ceil(self.columns as usize) as i32;
         LABEL_HEIGHT + rows * (L3_HEIGHT + GAP)

@@ -143,7 +143,6 @@ impl<'a> TimelineProbe<'a> {
         let (core, start, done) = (miss.core, miss.start, miss.done);
         let requester = Endpoint::Core(core);
         let requester_socket = t.socket_of_core(core);
-        let in_node = t.spec.latency.hop_in_node_cycles;
         let local = t.spec.lookup == Lookup::Local;
         let (first_node, home) = match r.route {
             Route::Directory { node } => (node, None),
@@ -174,39 +173,72 @@ impl<'a> TimelineProbe<'a> {
             Route::Memory { .. } => local && *home != first_node,
             _ => false,
         };
-        let agent = match home.filter(through_agent) {
-            Some(home) => {
-                let leg = if t.socket_of_node(home) == requester_socket {
-                    0
-                } else {
-                    t.socket_leg_cycles(requester_socket, t.socket_of_node(home))
-                        .saturating_sub(in_node)
-                };
-                let at_agent = at_dir + leg;
-                messages.push(Message {
-                    from: dir,
-                    to: Endpoint::HomeAgent(home),
-                    send_cycle: at_dir.min(done),
-                    arrive_cycle: at_agent.min(done),
-                    kind: MessageKind::Request,
-                    label: format!("{} (snoop filter miss)", miss.request),
-                });
-                Some((Endpoint::HomeAgent(home), at_agent, leg))
-            }
-            _ => None,
-        };
         let directory = Directory {
             node: first_node,
             at: at_dir,
-            agent,
+            agent: home
+                .filter(through_agent)
+                .map(|home| self.on_to_the_agent(&miss, first_node, at_dir, home, messages)),
         };
         self.snoops(&miss, &directory, messages);
         // Who answers at the end: the home agent, when the request went on
         // to it, else the directory.
-        let (answerer, at_answerer) = match agent {
+        let (answerer, at_answerer) = match directory.agent {
             Some((endpoint, at_agent, _)) => (endpoint, at_agent),
             None => (dir, at_dir),
         };
+        self.answer(r, &miss, answerer, at_answerer, messages);
+    }
+
+    /// The request's way on from the requester's snoop filter (at node
+    /// `filter_node`, reached at `at_filter`) to the home agent of node
+    /// `home` (Intel, a line homed on another socket): the socket leg less
+    /// the leg inside the node. Answers the agent, the cycle the request
+    /// gets there and that leg.
+    fn on_to_the_agent(
+        &self,
+        miss: &Miss,
+        filter_node: u32,
+        at_filter: u64,
+        home: u32,
+        messages: &mut Vec<Message>,
+    ) -> (Endpoint, u64, u64) {
+        let t = self.topology;
+        let requester_socket = t.socket_of_core(miss.core);
+        let leg = if t.socket_of_node(home) == requester_socket {
+            0
+        } else {
+            t.socket_leg_cycles(requester_socket, t.socket_of_node(home))
+                .saturating_sub(t.spec.latency.hop_in_node_cycles)
+        };
+        let at_agent = at_filter + leg;
+        messages.push(Message {
+            from: Endpoint::Node(filter_node),
+            to: Endpoint::HomeAgent(home),
+            send_cycle: at_filter.min(miss.done),
+            arrive_cycle: at_agent.min(miss.done),
+            kind: MessageKind::Request,
+            label: format!("{} (snoop filter miss)", miss.request),
+        });
+        (Endpoint::HomeAgent(home), at_agent, leg)
+    }
+
+    /// The end of a transaction through a directory: memory's read and
+    /// data for a line served by memory, the grant of an upgrade (no
+    /// supplier), nothing more when a snooped core supplied the data
+    /// (`snoops` drew it). `answerer` (the directory, or the home agent
+    /// the request went on to) has the request at `at_answerer`.
+    fn answer(
+        &self,
+        r: &AccessReport,
+        miss: &Miss,
+        answerer: Endpoint,
+        at_answerer: u64,
+        messages: &mut Vec<Message>,
+    ) {
+        let t = self.topology;
+        let requester = Endpoint::Core(miss.core);
+        let done = miss.done;
         if let Route::Memory { node } = r.route {
             // The home reads the line from its memory, which sends the data.
             let read = at_answerer + t.spec.latency.dram_cycles;

@@ -636,40 +636,12 @@ fn param_comment(out: &mut String, p: &Param) {
     comment(out, &text);
 }
 
+/// The preset as a machine file: the header comments, `[machine]` and
+/// `[machine.latency]` with each key's provenance and source, then as
+/// comments the scheduler's figures and the informational ones.
 fn to_toml(r: &Resolved, t: &Topology) -> String {
     let mut out = String::new();
-    comment(
-        &mut out,
-        &format!(
-            "{} as an inline machine, printed by `bounce presets show {} --toml`. Preset: {}.",
-            r.reference(),
-            r.reference(),
-            r.preset.summary,
-        ),
-    );
-    if !r.modes.is_empty() {
-        let modes: Vec<String> = r
-            .modes
-            .iter()
-            .map(|m| format!("{} ({})", m.name, m.summary))
-            .collect();
-        comment(&mut out, &format!("Modes applied: {}.", modes.join("; ")));
-    }
-    comment(
-        &mut out,
-        &format!(
-            "{} x {} x {} x {} x {} = {} CPUs. Every key of \
-             the schema is given, each with its provenance and source; edit what differs and use it \
-             as a scenario's [machine], or save it as a file that scenarios name with \
-             `machine = {{ file = \"NAME.toml\" }}`.",
-            plural(t.spec.sockets, "socket"),
-            plural(t.spec.nodes_per_socket, "node"),
-            plural(t.spec.l3_per_node, "L3 domain"),
-            plural(t.spec.cores_per_l3, "core"),
-            plural(t.spec.threads_per_core, "thread"),
-            t.cpu_count()
-        ),
-    );
+    toml_header(&mut out, r, t);
     out.push_str("[machine]\n");
     comment(
         &mut out,
@@ -699,12 +671,57 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
         let key = p.key.trim_start_matches("latency.");
         let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
     }
+    commented_sections(&mut out, r);
+    out
+}
+
+/// The comments atop `to_toml`'s machine file: what it is, the modes
+/// applied, the shape of the machine and how to use the file.
+fn toml_header(out: &mut String, r: &Resolved, t: &Topology) {
+    comment(
+        out,
+        &format!(
+            "{} as an inline machine, printed by `bounce presets show {} --toml`. Preset: {}.",
+            r.reference(),
+            r.reference(),
+            r.preset.summary,
+        ),
+    );
+    if !r.modes.is_empty() {
+        let modes: Vec<String> = r
+            .modes
+            .iter()
+            .map(|m| format!("{} ({})", m.name, m.summary))
+            .collect();
+        comment(out, &format!("Modes applied: {}.", modes.join("; ")));
+    }
+    comment(
+        out,
+        &format!(
+            "{} x {} x {} x {} x {} = {} CPUs. Every key of \
+             the schema is given, each with its provenance and source; edit what differs and use it \
+             as a scenario's [machine], or save it as a file that scenarios name with \
+             `machine = {{ file = \"NAME.toml\" }}`.",
+            plural(t.spec.sockets, "socket"),
+            plural(t.spec.nodes_per_socket, "node"),
+            plural(t.spec.l3_per_node, "L3 domain"),
+            plural(t.spec.cores_per_l3, "core"),
+            plural(t.spec.threads_per_core, "thread"),
+            t.cpu_count()
+        ),
+    );
+}
+
+/// The end of `to_toml`'s machine file, all comments: the scheduler's
+/// figures (for a scenario's own `[scheduler]`) and the informational
+/// parameters with their sources.
+fn commented_sections(out: &mut String, r: &Resolved) {
     // The run queues' figures belong to a scenario's `[scheduler]` table,
     // not to `[machine]`: written as comments, so that this output stays a
     // machine file (`machine = { file = ... }` takes `[machine]` alone).
     out.push('\n');
     comment(
-        &mut out,
+        out,
         "The run queues' parameters (nanoseconds). A [machine] table or machine file \
          runs with the scheduler's defaults; to use this preset's figures, copy these \
          lines, uncommented, into the scenario's own [scheduler] table:",
@@ -715,13 +732,13 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
         .iter()
         .filter(|p| p.key.starts_with(presets::SCHED_PREFIX))
     {
-        param_comment(&mut out, p);
+        param_comment(out, p);
         let key = p.key.trim_start_matches(presets::SCHED_PREFIX);
         let _ = writeln!(out, "# {key} = {}", toml_value(&p.value));
     }
     out.push('\n');
     comment(
-        &mut out,
+        out,
         "Not used by the model (informational), with their sources:",
     );
     for p in r.params.iter().filter(|p| p.is_informational()) {
@@ -738,9 +755,8 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
             text.push_str(p.note);
         }
         text.push(')');
-        comment(&mut out, &text);
+        comment(out, &text);
     }
-    out
 }
 
 #[cfg(test)]

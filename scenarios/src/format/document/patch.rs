@@ -77,7 +77,54 @@ fn parse_variant<'i>(
     earlier: &[VariantSpec<'i>],
 ) -> Result<VariantSpec<'i>, InputError> {
     let element_span = element.span();
-    let mut table = match element.into_inner() {
+    let mut table = variant_table(source, index, element)?;
+    let name = variant_name(source, index, &mut table, element_span.clone())?;
+    let prefix = format!("variants.{}", join_path(&[name.get_ref()]));
+    check_name(
+        source,
+        &name,
+        &format!("{prefix}.name"),
+        "variant name",
+        NameRule::Name,
+    )?;
+    if let Some(first) = earlier.iter().find(|s| s.name.get_ref() == name.get_ref()) {
+        let (line, _) = source.line_col(first.name.span().start);
+        return Err(InputError::at(
+            source,
+            name.span(),
+            &prefix,
+            format!("duplicate variant name: `{prefix}` is already defined on line {line}"),
+        )
+        .with_valid("a variant name different from `base_name` and from the other variants"));
+    }
+    let description = optional_variant_string(source, &mut table, &prefix, "description", "")?
+        .map(Spanned::into_inner);
+    let baseline = optional_variant_string(
+        source,
+        &mut table,
+        &prefix,
+        "baseline",
+        " (the name of the variant it is compared with)",
+    )?;
+    let sets = variant_sets(source, &prefix, &mut table, element_span)?;
+    Ok(VariantSpec {
+        name,
+        description,
+        baseline,
+        sets,
+    })
+}
+
+/// `[[variants]]` entry `index` as a table, refused when it is not one
+/// or has a key a variant does not take (named by the variant's name when
+/// it has one, else by its index).
+fn variant_table<'i>(
+    source: &SourceFile,
+    index: usize,
+    element: Spanned<DeValue<'i>>,
+) -> Result<DeTable<'i>, InputError> {
+    let element_span = element.span();
+    let table = match element.into_inner() {
         DeValue::Table(t) => t,
         other => {
             let key = format!("variants.{index}");
@@ -109,69 +156,37 @@ fn parse_variant<'i>(
         )
         .with_choices(&given, VARIANT_KEYS));
     }
-    let name = variant_name(source, index, &mut table, element_span.clone())?;
-    let prefix = format!("variants.{}", join_path(&[name.get_ref()]));
-    check_name(
-        source,
-        &name,
-        &format!("{prefix}.name"),
-        "variant name",
-        NameRule::Name,
-    )?;
-    if let Some(first) = earlier.iter().find(|s| s.name.get_ref() == name.get_ref()) {
-        let (line, _) = source.line_col(first.name.span().start);
-        return Err(InputError::at(
-            source,
-            name.span(),
-            &prefix,
-            format!("duplicate variant name: `{prefix}` is already defined on line {line}"),
-        )
-        .with_valid("a variant name different from `base_name` and from the other variants"));
+    Ok(table)
+}
+
+/// The optional string `key` of the variant `prefix` (taken from its
+/// table), with its place; `meaning` (empty, or a bracketed phrase with a
+/// leading space) says in the error what the string names.
+fn optional_variant_string(
+    source: &SourceFile,
+    table: &mut DeTable<'_>,
+    prefix: &str,
+    key: &str,
+    meaning: &str,
+) -> Result<Option<Spanned<String>>, InputError> {
+    let Some(v) = table.remove(key) else {
+        return Ok(None);
+    };
+    match v.get_ref() {
+        DeValue::String(s) => Ok(Some(Spanned::new(v.span(), s.to_string()))),
+        other => {
+            let key = format!("{prefix}.{key}");
+            Err(InputError::at(
+                source,
+                v.span(),
+                &key,
+                format!(
+                    "expected a string for `{key}`{meaning}, found {}",
+                    type_phrase(other)
+                ),
+            ))
+        }
     }
-    let description = match table.remove("description") {
-        Some(v) => match v.get_ref() {
-            DeValue::String(s) => Some(s.to_string()),
-            other => {
-                let key = format!("{prefix}.description");
-                return Err(InputError::at(
-                    source,
-                    v.span(),
-                    &key,
-                    format!(
-                        "expected a string for `{key}`, found {}",
-                        type_phrase(other)
-                    ),
-                ));
-            }
-        },
-        None => None,
-    };
-    let baseline = match table.remove("baseline") {
-        Some(v) => match v.get_ref() {
-            DeValue::String(s) => Some(Spanned::new(v.span(), s.to_string())),
-            other => {
-                let key = format!("{prefix}.baseline");
-                return Err(InputError::at(
-                    source,
-                    v.span(),
-                    &key,
-                    format!(
-                        "expected a string for `{key}` (the name of the variant it is \
-                         compared with), found {}",
-                        type_phrase(other)
-                    ),
-                ));
-            }
-        },
-        None => None,
-    };
-    let sets = variant_sets(source, &prefix, &mut table, element_span)?;
-    Ok(VariantSpec {
-        name,
-        description,
-        baseline,
-        sets,
-    })
 }
 
 /// The `name` of `[[variants]]` entry `index` (taken from its table),
