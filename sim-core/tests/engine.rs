@@ -1846,3 +1846,105 @@ fn a_load_behind_a_queued_load_reads_its_value_after_it() {
     }
     assert!(flag_seen > 0 && went_on > 0, "{flag_seen} {went_on}");
 }
+
+/// CPU 0's one iteration of `script` (after `work 20`) beside CPU 2 (same
+/// L3, another core), whose one locked add on `w.n` fetches `w`'s line
+/// from memory at the start, so that CPU 0's read of `w.v` at cycle 20
+/// queues at the home behind it; `b` and `c` are lines no one else
+/// touches. All homed on node 3, far from both. The iteration's cycles,
+/// and the log.
+fn behind_one_add(script: &str) -> (u64, testkit::Recorder) {
+    let (_, rec) = Setup::new(windowed(1000, 0))
+        .structs(vec![line_struct(), busy_struct()])
+        .instances(vec![
+            global("w", "busy", 3),
+            global("b", "line", 3),
+            global("c", "line", 3),
+        ])
+        .script("r", &format!("work 20\n{script}"))
+        .script("h", "fetch_add(w.n, 1)")
+        .threads([0], "r")
+        .threads([2], "h")
+        .stop(StopRule::Iterations(1))
+        .run();
+    let length = first_iteration_cycles(&rec);
+    (length, rec)
+}
+
+#[test]
+fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
+    // CPU 0's load of `w.v`, reported when the home served it.
+    let queued_load = |rec: &testkit::Recorder| -> Access {
+        rec.of_cpu(0)
+            .into_iter()
+            .find(|a| a.kind == AccessKind::Load)
+            .expect("w loaded")
+            .clone()
+    };
+    // The instances in order from `w`'s line, a line each.
+    let line = |rec: &testkit::Recorder, name: &str| {
+        let k = ["w", "b", "c"].iter().position(|&n| n == name).unwrap();
+        let w = queued_load(rec).address;
+        w - w % 64 + 64 * k as u64
+    };
+    // The branch's site never ran, so it is predicted not taken: into the
+    // body, which is right here (`w.v` is 0).
+    let (length, rec) = behind_one_add("let n = 0\nif w.v != 7 { n = 1 }\nlet y = b.v");
+    let accesses = rec.of_cpu(0);
+    let queued = queued_load(&rec);
+    let served = queued.report.as_ref().unwrap();
+    assert!(served.started > served.issued, "not queued: {served:?}");
+    // While the branch waited for the home to serve `w`, the line after it
+    // was requested.
+    let b = line(&rec, "b");
+    let ahead = accesses
+        .iter()
+        .find(|a| a.kind == AccessKind::Prefetch && a.address == b)
+        .expect("b's line requested ahead");
+    let ahead = ahead.report.as_ref().unwrap();
+    assert!(ahead.issued < served.started, "{ahead:?} vs {served:?}");
+    // So its miss overlaps the wait: the iteration ends before a miss of
+    // `b` from the serve would have.
+    let miss = ahead.latency_cycles();
+    assert!(miss > 100, "b from memory: {miss}");
+    assert!(
+        length < served.started.get() + miss,
+        "{length} vs {} + {miss}",
+        served.started
+    );
+    // The load of `b` itself still reads after `w` (x86-TSO's load order)
+    // and reads memory's value.
+    let load = accesses
+        .iter()
+        .find(|a| a.kind == AccessKind::Load && a.address == b)
+        .expect("b loaded");
+    assert!(load.report.as_ref().unwrap().issued >= served.started);
+    assert_eq!((queued.value, load.value), (0, 0));
+
+    // Predicted wrong: the body runs in shadow, fetching `c`'s line, which
+    // the CPU never loads; it stays fetched. `b`, after the branch on both
+    // paths, is fetched ahead too.
+    let (wrong, rec) = behind_one_add("let n = 0\nif w.v == 7 { n = c.v }\nlet y = b.v");
+    let accesses = rec.of_cpu(0);
+    let prefetched = |name: &str| {
+        accesses
+            .iter()
+            .any(|a| a.kind == AccessKind::Prefetch && a.address == line(&rec, name))
+    };
+    assert!(prefetched("c") && prefetched("b"));
+    assert!(!accesses
+        .iter()
+        .any(|a| a.kind == AccessKind::Load && a.address == line(&rec, "c")));
+    assert!(wrong < served.started.get() + miss, "{wrong}");
+
+    // Where the shadow cannot go (the branch's body needs `work` of the
+    // unknown value), nothing is requested ahead and `b` misses after the
+    // serve.
+    let (stopped, rec) = behind_one_add("let n = w.v\nwork n\nlet y = b.v");
+    assert!(!rec.of_cpu(0).iter().any(|a| a.kind == AccessKind::Prefetch));
+    assert!(stopped >= served.started.get() + miss, "{stopped}");
+    println!(
+        "behind one add: served at {}, b's miss {miss}: right {length}, wrong {wrong}, stopped {stopped}",
+        served.started
+    );
+}

@@ -464,7 +464,7 @@ impl Simulation<'_> {
                         // Its value predicted as the line's now.
                         let old = self.read_value(pending.address, pending.size_bytes);
                         let waiting = Waiting::Queued(old);
-                        self.shadow_run_past_lock(i, now, waiting, Vec::new(), 0, probe)?;
+                        self.shadow_run(i, now, waiting, Vec::new(), 0, probe)?;
                         parked = false;
                     }
                 }

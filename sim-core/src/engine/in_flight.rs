@@ -29,7 +29,8 @@
 //!   asleep in the spin watch repeats one period, whose directions it has
 //!   already recorded, so the shortcuts leave the predictor as `step`
 //!   would. A spin-wait's exit is thus mispredicted, as on the hardware;
-//!   no wrong path is executed;
+//!   the wrong path of such a branch (on a value the model knows) is not
+//!   executed;
 //! - the CPU goes on past its oldest load still arriving for at most its
 //!   window's entries (`Cpu::window_entries`: halved while the SMT sibling
 //!   runs too), then waits for that load. The one rule for what a script
@@ -63,7 +64,15 @@
 //! (`Wait::Served`) until the home serves one of its queued loads. Then
 //! `line_free` (`serve_deferred`) fills the values in, everywhere they were
 //! copied, and resumes the CPU only if it was parked; the operation is
-//! stepped again.
+//! stepped again. Where an operation parks for such a value
+//! (`await_value`: arithmetic, a branch, a store or call of it, ...), the
+//! core does not stop fetching: its script runs ahead in shadow from there
+//! (`speculate`, `Waiting::Value`), a branch on the value going the way
+//! the predictor guesses, and requests the lines its loads need within
+//! the window's entries left and the free miss buffers; the branch then
+//! resolves, once the value is read, as any branch on a late value (a
+//! wrong guess pays the penalty, and the wrong path's lines stay
+//! fetched).
 //!
 //! Loads whose address is still arriving (with a window): a load whose
 //! address operands are all known but one is a load still arriving does not
@@ -149,6 +158,16 @@ fn await_served(cpu: &mut Cpu) -> bool {
     cpu.wait = Wait::Served;
     cpu.wait_since = cpu.now;
     true
+}
+
+/// The direction CPU `cpu`'s predictor guesses for the conditional branch
+/// at its program counter: the one it took the last time it ran (a site
+/// never run: not taken).
+pub(super) fn predicted_taken(cpu: &Cpu) -> bool {
+    cpu.predictor
+        .get(cpu.frame.code as usize)
+        .and_then(|sites| sites.get(cpu.frame.pc as usize))
+        .is_some_and(|&last| last == 1)
 }
 
 /// Whether the value at `slot` is not read yet (a deferred load's), among
@@ -244,7 +263,11 @@ impl Simulation<'_> {
             Op::Unary(_) if cpu.window_entries > 0 => {
                 let unknown = unknown_at(&work.late, Slot::Stack(depth.wrapping_sub(1)));
                 drop(work);
-                return Ok(unknown && await_served(cpu));
+                return if unknown {
+                    self.await_value(i, probe)
+                } else {
+                    Ok(false)
+                };
             }
             Op::Binary(_) if cpu.window_entries > 0 => {
                 let (a, b) = (
@@ -253,7 +276,7 @@ impl Simulation<'_> {
                 );
                 if unknown_at(&work.late, a) || unknown_at(&work.late, b) {
                     drop(work);
-                    return Ok(await_served(cpu));
+                    return self.await_value(i, probe);
                 }
                 let later = work.late.iter().find(|v| v.slot == b).copied();
                 work.late.retain(|v| v.slot != b);
@@ -268,7 +291,7 @@ impl Simulation<'_> {
             }
             Op::JumpIfZero(_) | Op::JumpIfNonZero(_) if cpu.window_entries > 0 => {
                 drop(work);
-                return Ok(self.predict_branch(i, op, probe));
+                return self.predict_branch(i, op, probe);
             }
             Op::Unary(_)
             | Op::JumpIfZero(_)
@@ -310,7 +333,7 @@ impl Simulation<'_> {
                     .any(|v| v.ticket != 0 && matches!(v.slot, Slot::Stack(k) if k >= lowest));
                 if unknown {
                     drop(work);
-                    return Ok(await_served(cpu));
+                    return self.await_value(i, probe);
                 }
                 work.late.retain(|v| match v.slot {
                     Slot::Stack(k) if k >= lowest => {
@@ -372,28 +395,29 @@ impl Simulation<'_> {
     /// for the value and the misprediction penalty (true: the branch is
     /// stepped again, its value at hand). `execute` records the direction
     /// taken, whichever machine runs the branch.
-    fn predict_branch(&mut self, i: CpuIndex, op: Op, probe: &mut dyn Probe) -> bool {
+    fn predict_branch(
+        &mut self,
+        i: CpuIndex,
+        op: Op,
+        probe: &mut dyn Probe,
+    ) -> Result<bool, SimError> {
         let cpu = &mut self.cpus[i];
         let depth = cpu.stack.len() as u32;
         let top = Slot::Stack(depth.wrapping_sub(1));
         let Some(k) = cpu.outstanding.late.iter().position(|v| v.slot == top) else {
-            return false;
+            return Ok(false);
         };
         if cpu.outstanding.late[k].ticket != 0 {
-            // Not read yet: the branch waits for the home to serve the load,
-            // then is predicted as any other (no wrong path is executed).
-            return await_served(cpu);
+            // Not read yet: the branch waits for the home to serve the
+            // load, then is predicted as any other; meanwhile the predicted
+            // path runs ahead in shadow (`await_value`).
+            return self.await_value(i, probe);
         }
         let late = cpu.outstanding.edit().late.swap_remove(k);
         let value = cpu.stack.last().copied().unwrap_or_default();
         let taken = (value == 0) == matches!(op, Op::JumpIfZero(_));
-        let predicted = cpu
-            .predictor
-            .get(cpu.frame.code as usize)
-            .and_then(|sites| sites.get(cpu.frame.pc as usize))
-            .is_some_and(|&last| last == 1);
-        if predicted == taken {
-            return false;
+        if predicted_taken(cpu) == taken {
+            return Ok(false);
         }
         let now = cpu.now;
         cpu.now = late.ready + self.mispredict_penalty_cycles;
@@ -411,7 +435,19 @@ impl Simulation<'_> {
             },
         );
         probe.on_load_wait(cpu_id, now, late.ready, late.address, Some(late.field_id));
-        true
+        Ok(true)
+    }
+
+    /// CPU `i`'s operation at its program counter needs a value not read
+    /// yet (a load queued at its home, or waiting for its address): the
+    /// CPU parks until the home serves one of its queued loads (true: the
+    /// operation is stepped again then), and meanwhile its script runs
+    /// ahead in shadow from the operation on, down the predicted path,
+    /// requesting the lines its loads need (`speculate`, `Waiting::Value`).
+    fn await_value(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<bool, SimError> {
+        await_served(&mut self.cpus[i]);
+        self.speculate_past_value(i, probe)?;
+        Ok(true)
     }
 
     /// Before CPU `i` takes `entries` of its reorder window for its next
@@ -1166,6 +1202,6 @@ fn take_ticket(next_ticket: &mut u32) -> u32 {
 }
 
 /// The run-time operands of an access to `place` on the stack.
-fn operand_count(place: &PlaceRef) -> usize {
+pub(super) fn operand_count(place: &PlaceRef) -> usize {
     place.pointer as usize + place.has_element as usize + place.has_index as usize
 }

@@ -31,6 +31,31 @@
 //! core took it meanwhile (the re-read). So values and order are exactly
 //! x86-TSO's, and only timing changes.
 //!
+//! The same run, from a branch on a value not read yet. A load queued at
+//! its line's home (or waiting for its address) has no value until the
+//! home serves it, so whatever needs that value parks its CPU
+//! (`in_flight`, `Wait::Served`). A core does not stop fetching there: it
+//! predicts the branch and executes down the predicted path, and that
+//! path's loads read memory speculatively, missing as any load does
+//! (Intel SDM vol. 3A §11.3: on write-back memory "read misses cause cache
+//! fills" and speculative reads are allowed; AMD64 APM vol. 1 §3.9.1
+//! above). When the branch resolves against the guess, the core squashes
+//! the path, but the lines its loads fetched stay in the cache (what
+//! Kocher et al., "Spectre Attacks", IEEE S&P 2019, §4, rely on: a
+//! mispredicted path's load leaves its line cached after the squash).
+//! The model: when a CPU with a reorder window parks on an operation that
+//! needs a value not read yet (`Waiting::Value`), the shadow run starts
+//! at that operation, within the window's entries left past the oldest
+//! load still arriving and the free miss buffers. It follows the values
+//! not read yet as unknown: an operation on one gives an unknown result, a
+//! branch on one goes the way the CPU's predictor guesses for that site
+//! (the direction it took the last time, as `predict_branch` asks), and an
+//! access through one, `work` of one, a locked instruction's operand or an
+//! assertion of one stops the run. Then the CPU parks as before; when the
+//! value is read the branch resolves as any late branch does (right: it
+//! goes on, and its path's lines are on their way; wrong: the penalty,
+//! and the wrong path's lines stay fetched, for whoever reads them next).
+//!
 //! What the shadow run knows, it knows as the model does for late loads:
 //! every value (read from memory now, or from its own earlier stores). It
 //! follows the path those values give (the predictor assumed right), and
@@ -40,6 +65,7 @@
 //! fence, a builtin, the end of an iteration, a switch hook's return, or
 //! anything that fails.
 
+use super::in_flight::{operand_count, predicted_taken, Slot};
 use super::rules::{execute, pop, push, Failure, Machine, Registers};
 use super::*;
 
@@ -56,9 +82,32 @@ struct Shadow<'s, 'c, 'p> {
     /// run's loads of lines not here yet): a pointer equal to one of them
     /// may be that value, and the hardware would wait for it.
     arriving: Vec<i64>,
-    stores: Vec<(u64, u32, i64)>,
+    /// Address, size, value, and whether the value is unknown.
+    stores: Vec<(u64, u32, i64, bool)>,
     /// The next operation is the waiting locked instruction itself.
     at_waiting_lock: bool,
+    /// The value the next store or atomic writes is not read yet.
+    value_unknown: bool,
+    /// Where the values not read yet are (the CPU's deferred loads', and
+    /// what the run computed from them): none in a run past a locked
+    /// instruction, which waited for every load before it.
+    unknown: Vec<Slot>,
+    /// The run's last load or atomic read a value not read yet (its own
+    /// store of one).
+    read_unknown: bool,
+}
+
+/// What an operation does to the values not read yet, once it has run:
+/// every stack slot from `base` up is dropped (moved into the callee's
+/// locals from `into_locals` on, for a call; the returning frame's locals
+/// from `locals_from` on are dropped too), and the slot at `base` holds
+/// one if `result_unknown` (or if the access read one).
+#[derive(Clone, Copy)]
+struct Follow {
+    base: u32,
+    result_unknown: bool,
+    into_locals: Option<u32>,
+    locals_from: Option<u32>,
 }
 
 /// Why a shadow run ends: nothing (a plain stop) or a protocol error of a
@@ -77,6 +126,12 @@ pub(super) enum Waiting {
     /// Issued and queued at its line's home, off the stack: its value is
     /// guessed as the line's now, and the run starts after it.
     Queued(i64),
+    /// Not a locked instruction: the CPU is parked at the operation at its
+    /// program counter, which needs a value not read yet (a load queued at
+    /// its home, or waiting for its address). The run starts at that
+    /// operation, within what is left of the window past the oldest load
+    /// still arriving ([`Simulation::speculate_past_value`]).
+    Value,
 }
 
 impl Simulation<'_> {
@@ -106,14 +161,43 @@ impl Simulation<'_> {
         if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, waiting) {
             return Ok(());
         }
-        self.shadow_run_past_lock(i, at, waiting, arriving, entries_taken, probe)
+        self.shadow_run(i, at, waiting, arriving, entries_taken, probe)
     }
 
-    /// [`Simulation::speculate_past_lock`]'s shadow run, once it has
-    /// something to fetch (a caller that checked that itself calls it
-    /// directly).
+    /// CPU `i`, with a reorder window, parks at the operation at its
+    /// program counter, which needs a value not read yet (`in_flight`,
+    /// `Wait::Served`): its script is run ahead in shadow from there, down
+    /// the path its predictor guesses, within the window's entries left
+    /// past its oldest load still arriving (the one it waits for, or an
+    /// older one). The CPU's registers are left as they were.
     #[inline(never)]
-    pub(super) fn shadow_run_past_lock(
+    pub(super) fn speculate_past_value(
+        &mut self,
+        i: CpuIndex,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let cpu = &self.cpus[i];
+        if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, Waiting::Value) {
+            return Ok(());
+        }
+        let at = cpu.now;
+        let taken = cpu
+            .outstanding
+            .window
+            .iter()
+            .find(|e| e.ready > at)
+            .map_or(0, |oldest| cpu.dispatched.saturating_sub(oldest.seq));
+        if taken >= cpu.window_entries {
+            return Ok(());
+        }
+        self.shadow_run(i, at, Waiting::Value, Vec::new(), taken, probe)
+    }
+
+    /// The shadow run of [`Simulation::speculate_past_lock`] and
+    /// [`Simulation::speculate_past_value`], once it has something to
+    /// fetch (a caller that checked that itself calls it directly).
+    #[inline(never)]
+    pub(super) fn shadow_run(
         &mut self,
         i: CpuIndex,
         at: Cycle,
@@ -122,8 +206,9 @@ impl Simulation<'_> {
         entries_taken: u64,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        // Its own request, once issued, holds a miss buffer.
-        let own_miss = !matches!(waiting, Waiting::NotIssued);
+        // A locked instruction's own request, once issued, holds a miss
+        // buffer (a value's load holds its own, in `in_flight`, if any).
+        let own_miss = matches!(waiting, Waiting::Issued | Waiting::Queued(_));
         let cpu = &mut self.cpus[i];
         cpu.ahead_in_flight.retain(|&ready| ready > at);
         // The buffers taken: the CPU's misses, the lines already requested
@@ -152,6 +237,18 @@ impl Simulation<'_> {
         let frame = cpu.frame;
         let width = self.dispatch_width;
         arriving.extend(late_values(&cpu.outstanding.late, &cpu.stack, &cpu.locals));
+        // Past a value not read yet, the run follows where such values go.
+        let following = matches!(waiting, Waiting::Value);
+        let unknown = if following {
+            cpu.outstanding
+                .late
+                .iter()
+                .filter(|v| v.ticket != 0)
+                .map(|v| v.slot)
+                .collect()
+        } else {
+            Vec::new()
+        };
         let mut shadow = Shadow {
             sim: self,
             probe,
@@ -161,6 +258,9 @@ impl Simulation<'_> {
             arriving,
             stores: Vec::new(),
             at_waiting_lock: matches!(waiting, Waiting::NotIssued),
+            unknown,
+            read_unknown: false,
+            value_unknown: false,
         };
         let mut used = entries_taken;
         let mut halt: Halt = None;
@@ -188,9 +288,25 @@ impl Simulation<'_> {
                 break;
             }
             used += entries;
+            let follow = if following {
+                match shadow.follow_before(op) {
+                    Ok(Some(follow)) => Some(follow),
+                    // A branch on a value not read yet, taken as predicted.
+                    Ok(None) => continue,
+                    Err(stop) => {
+                        halt = stop;
+                        break;
+                    }
+                }
+            } else {
+                None
+            };
             if let Err(stop) = execute(&mut shadow, op) {
                 halt = stop;
                 break;
+            }
+            if let Some(follow) = follow {
+                shadow.follow_after(follow);
             }
             shadow.at_waiting_lock = false;
         }
@@ -222,7 +338,10 @@ impl Simulation<'_> {
         if self.lock_rfo_ahead && matches!(waiting, Waiting::NotIssued) {
             return true;
         }
-        let first = frame.pc as usize + !matches!(waiting, Waiting::Issued) as usize;
+        // From the operation at the program counter where it has not run
+        // yet (a waiting value's) or has run (an issued locked one's).
+        let first =
+            frame.pc as usize + matches!(waiting, Waiting::NotIssued | Waiting::Queued(_)) as usize;
         self.reaches_access[frame.code as usize]
             .get(first)
             .copied()
@@ -269,15 +388,16 @@ pub(super) fn late_values<'a>(
 
 impl Shadow<'_, '_, '_> {
     /// The value `size` bytes at `address` hold for the shadow run: its
-    /// own newest store there, the store buffer's, or memory's.
-    fn value_at(&self, address: u64, size: u32) -> i64 {
-        if let Some(&(_, _, v)) = self
+    /// own newest store there, the store buffer's, or memory's; and
+    /// whether it is a value not read yet (its own store of one).
+    fn value_at(&self, address: u64, size: u32) -> (i64, bool) {
+        if let Some(&(_, _, v, unknown)) = self
             .stores
             .iter()
             .rev()
-            .find(|&&(a, s, _)| a == address && s == size)
+            .find(|&&(a, s, _, _)| a == address && s == size)
         {
-            return v;
+            return (v, unknown);
         }
         if let Some(entry) = self.sim.cpus[self.i]
             .outstanding
@@ -286,9 +406,144 @@ impl Shadow<'_, '_, '_> {
             .rev()
             .find(|e| e.address == address && e.size_bytes == size && e.bits.is_none())
         {
-            return sign_extend(entry.value, size);
+            return (sign_extend(entry.value, size), false);
         }
-        self.sim.read_value(address, size)
+        (self.sim.read_value(address, size), false)
+    }
+
+    /// Before the run takes `op`, past a value not read yet: where the
+    /// run stops (an access through such a value, `work` or an assertion
+    /// of one, a locked instruction's operand, a builtin, a fence, the
+    /// iteration's end), or what `op` does to those values
+    /// ([`Shadow::follow_after`]); None where it took `op` itself: a
+    /// branch on such a value, which goes the way the CPU's predictor
+    /// guesses for its site (`in_flight::predict_branch` asks the same).
+    fn follow_before(&mut self, op: Op) -> Result<Option<Follow>, Halt> {
+        let program = &self.sim.program;
+        let cpu = &mut self.sim.cpus[self.i];
+        let depth = cpu.stack.len() as u32;
+        let unknown = &mut self.unknown;
+        let among_top = |unknown: &[Slot], n: usize| {
+            (depth.saturating_sub(n as u32)..depth).any(|k| unknown.contains(&Slot::Stack(k)))
+        };
+        let drop_top = |n: usize, result_unknown: bool| Follow {
+            base: depth.saturating_sub(n as u32),
+            result_unknown,
+            into_locals: None,
+            locals_from: None,
+        };
+        let operands = |place: u32| operand_count(&program.places[place as usize]);
+        let follow = match op {
+            Op::Push(_) | Op::Jump(_) | Op::LoopBack(_) => drop_top(0, false),
+            Op::Local(slot) => {
+                let local = Slot::Local(cpu.frame.locals_base + u32::from(slot));
+                drop_top(0, unknown.contains(&local))
+            }
+            Op::SetLocal(slot) => {
+                let local = Slot::Local(cpu.frame.locals_base + u32::from(slot));
+                let value_unknown = among_top(unknown, 1);
+                unknown.retain(|&s| s != local);
+                if value_unknown {
+                    unknown.push(local);
+                }
+                drop_top(1, false)
+            }
+            Op::Pop => drop_top(1, false),
+            Op::Unary(_) => drop_top(1, among_top(unknown, 1)),
+            Op::Binary(_) => {
+                if unknown.contains(&Slot::Stack(depth.wrapping_sub(1))) {
+                    // Its result is unknown whatever it holds: a divisor or
+                    // a shift count that does not fail stands in for it.
+                    if let Some(b) = cpu.stack.last_mut() {
+                        *b = 1;
+                    }
+                }
+                drop_top(2, among_top(unknown, 2))
+            }
+            Op::JumpIfZero(target) | Op::JumpIfNonZero(target) if among_top(unknown, 1) => {
+                let taken = predicted_taken(cpu);
+                cpu.stack.pop();
+                cpu.frame.pc = if taken { target } else { cpu.frame.pc + 1 };
+                unknown.retain(|&s| s != Slot::Stack(depth - 1));
+                return Ok(None);
+            }
+            Op::JumpIfZero(_) | Op::JumpIfNonZero(_) => drop_top(1, false),
+            Op::Load(place) | Op::AddressOf(place) => {
+                let n = operands(place);
+                if among_top(unknown, n) {
+                    return Err(None);
+                }
+                drop_top(n, false)
+            }
+            Op::Store(place) => {
+                // The value on top, the address's operands under it.
+                let n = operands(place);
+                let value = depth.wrapping_sub(1);
+                if (depth.saturating_sub(n as u32 + 1)..value)
+                    .any(|k| unknown.contains(&Slot::Stack(k)))
+                {
+                    return Err(None);
+                }
+                self.value_unknown = unknown.contains(&Slot::Stack(value));
+                drop_top(n + 1, false)
+            }
+            Op::Atomic(atomic_op, place) => {
+                let values = if atomic_op == AtomicOp::CmpXchg { 2 } else { 1 };
+                let n = operands(place) + values;
+                if among_top(unknown, n) {
+                    return Err(None);
+                }
+                drop_top(n, false)
+            }
+            Op::Work | Op::Assert(_) => {
+                if among_top(unknown, 1) {
+                    return Err(None);
+                }
+                drop_top(1, false)
+            }
+            Op::Call(proc_index) => {
+                let params = program.procedures[proc_index as usize].param_count as usize;
+                Follow {
+                    into_locals: Some(cpu.locals.len() as u32),
+                    ..drop_top(params, false)
+                }
+            }
+            Op::Return => Follow {
+                locals_from: Some(cpu.frame.locals_base),
+                ..drop_top(1, among_top(unknown, 1))
+            },
+            Op::Builtin(_) | Op::Fence | Op::EndIteration => return Err(None),
+        };
+        Ok(Some(follow))
+    }
+
+    /// After the run took an operation past a value not read yet: the
+    /// values not read yet where `follow` (from [`Shadow::follow_before`])
+    /// says they went.
+    fn follow_after(&mut self, follow: Follow) {
+        let Follow {
+            base,
+            result_unknown,
+            into_locals,
+            locals_from,
+        } = follow;
+        if let Some(first_local) = into_locals {
+            // A call's arguments, now its parameters.
+            for slot in &mut self.unknown {
+                if let Slot::Stack(k) = *slot {
+                    if k >= base {
+                        *slot = Slot::Local(first_local + (k - base));
+                    }
+                }
+            }
+        }
+        self.unknown.retain(|&slot| match slot {
+            Slot::Stack(k) => k < base,
+            Slot::Local(k) => locals_from.is_none_or(|from| k < from),
+        });
+        if result_unknown || std::mem::take(&mut self.read_unknown) {
+            self.unknown.push(Slot::Stack(base));
+        }
     }
 
     /// Requests `address`'s line for `need` ahead, unless the core holds
@@ -422,7 +677,8 @@ impl Machine for Shadow<'_, '_, '_> {
     fn load(&mut self, place_id: u32) -> Result<(), Halt> {
         let target = self.target(place_id, 0)?;
         let bits = self.sim.program.places[place_id as usize].bits;
-        let value = self.value_at(target.address, target.size_bytes);
+        let (value, unknown) = self.value_at(target.address, target.size_bytes);
+        self.read_unknown = unknown;
         let value = bits.map_or(value, |b| b.extract(value));
         if !self.request(target.address, target.field_id, Need::Read)? {
             self.arriving.push(value);
@@ -451,6 +707,7 @@ impl Machine for Shadow<'_, '_, '_> {
             target.address,
             target.size_bytes,
             sign_extend(value, target.size_bytes),
+            std::mem::take(&mut self.value_unknown),
         ));
         let pc = self.pc();
         self.set_pc(pc + 1);
@@ -477,10 +734,11 @@ impl Machine for Shadow<'_, '_, '_> {
                 let place = &self.sim.program.places[place_id as usize];
                 self.sim.drop_indices(i, place);
                 let size = target.size_bytes;
-                let old = self.value_at(target.address, size);
+                let (old, unknown) = self.value_at(target.address, size);
+                self.read_unknown = unknown;
                 if let Some(n) = atomic_op.written(old, operand, expected) {
                     self.stores
-                        .push((target.address, size, sign_extend(n, size)));
+                        .push((target.address, size, sign_extend(n, size), unknown));
                 }
                 // Its line for ownership, where locked instructions execute
                 // speculatively; otherwise the instruction waits for it at
