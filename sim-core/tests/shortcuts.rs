@@ -11,7 +11,9 @@
 //! lock's critical sections, stores through the store buffer, fences,
 //! work, loops, procedure calls and atomics at a script's or procedure's
 //! start, locked instructions that wait with loads and locked instructions
-//! behind them (the core runs ahead of them, `speculate`),
+//! behind them (the core runs ahead of them, `speculate`), operations
+//! that wait for the value of a load queued at its home (the core runs
+//! ahead of them down the predicted path, `speculate` too),
 //! on machines with and without the adjacent-line prefetcher, every
 //! combination tried must give the reference's outcome, statistics, and
 //! every CPU the same sequence of accesses (with their costs and state
@@ -967,8 +969,10 @@ const SPECULATED_FLOOR: u64 = 1_400;
 
 /// The fewest lines the reference runs of the seeds must request ahead
 /// while a CPU waits for a value its load queued at its home has not read
-/// yet (`speculate`, `Waiting::Value`; `Observed::value_prefetches`).
-const VALUE_SPECULATED_FLOOR: u64 = 1;
+/// yet (`speculate`, `Waiting::Value`; `Observed::value_prefetches`):
+/// about a quarter of what they requested when the floor was set (printed
+/// by the test: 3 571).
+const VALUE_SPECULATED_FLOOR: u64 = 900;
 
 /// The fewest loads, over every combination run (the reference's not
 /// counted), that queue at a busy line's home without holding their CPU:
