@@ -971,7 +971,7 @@ const SPECULATED_FLOOR: u64 = 1_400;
 /// while a CPU waits for a value its load queued at its home has not read
 /// yet (`speculate`, `Waiting::Value`; `Observed::value_prefetches`):
 /// about a quarter of what they requested when the floor was set (printed
-/// by the test: 3 571).
+/// by the test: 3 854).
 const VALUE_SPECULATED_FLOOR: u64 = 900;
 
 /// The fewest loads, over every combination run (the reference's not
