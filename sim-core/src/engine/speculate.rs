@@ -289,7 +289,9 @@ impl Simulation<'_> {
                 },
                 _ => 1,
             };
-            if used + entries > budget {
+            // Saturating: the run may start with entries taken (a value's),
+            // and `work` of a huge count takes every entry there is.
+            if used.saturating_add(entries) > budget {
                 break;
             }
             used += entries;
