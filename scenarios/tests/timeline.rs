@@ -240,6 +240,12 @@ fn the_trace_names_a_mispredicted_branch_and_overlapping_queued_misses() {
             && l.contains("of its misses in flight at once")),
         "{cpu0:#?}"
     );
+    // (Seven: the run ahead past the seventh line's value, queued behind
+    // its writer, waits for its turn, so the eighth line's writer takes its
+    // locked add, queued at that same cycle, first, and the run, finding
+    // the line busy, does not request it. Run out of turn, it took that
+    // line from the writer a cycle ahead of the add, and the walk's eighth
+    // load shared that request instead of missing in flight.)
     assert!(
         cpu0.iter()
             .any(|l| l.contains("7 of its misses in flight at once")),

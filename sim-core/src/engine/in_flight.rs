@@ -444,9 +444,32 @@ impl Simulation<'_> {
     /// operation is stepped again then), and meanwhile its script runs
     /// ahead in shadow from the operation on, down the predicted path,
     /// requesting the lines its loads need (`speculate`, `Waiting::Value`).
+    ///
+    /// Those requests reach homes, which take requests in the (cycle, key)
+    /// order of the events; the operations that park here (arithmetic, a
+    /// branch, a store's value) run ahead of the queue, as everything but
+    /// an access does. So where the run would request anything and an
+    /// earlier event is still queued, the CPU first waits for its turn
+    /// (`Wait::Turn`, its resume queued at the same cycle) and steps the
+    /// operation again there: a run ahead of its turn would put its
+    /// requests at a home before requests made earlier (a walk's last
+    /// line taken from the writer that was about to write it).
     fn await_value(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<bool, SimError> {
+        let Some(entries_taken) = self.value_run_entries_taken(i) else {
+            await_served(&mut self.cpus[i]);
+            return Ok(true);
+        };
+        let now = self.cpus[i].now;
+        if self.must_yield(now, i) {
+            self.cpus[i].wait = Wait::Turn;
+            self.schedule(now, EventKind::Resume, i);
+            return Ok(true);
+        }
+        // Its turn, taken as an access's is (a spinner the run's requests
+        // wake polls after it).
+        self.position.turn = Some((now, i));
         await_served(&mut self.cpus[i]);
-        self.speculate_past_value(i, probe)?;
+        self.speculate_past_value(i, entries_taken, probe)?;
         Ok(true)
     }
 

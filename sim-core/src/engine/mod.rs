@@ -223,6 +223,10 @@ enum Wait {
     /// home's serve of one of the CPU's queued loads resumes it
     /// (`in_flight`).
     Served,
+    /// About to park for such a value and run ahead past it, its resume
+    /// queued at the same cycle: it waits for its turn, since the run
+    /// makes requests (`in_flight::await_value`).
+    Turn,
 }
 
 /// A load or atomic waiting at a line's home, to finish when served.
@@ -1353,6 +1357,9 @@ impl<'c> Simulation<'c> {
                 }
                 EventKind::Resume => {
                     let i = CpuIndex::new(target);
+                    if self.cpus[i].wait == Wait::Turn {
+                        self.cpus[i].wait = Wait::None;
+                    }
                     // The contended counter's resume, ended where it
                     // issues its atomic again: `run_cpu` would find the CPU
                     // waiting and return, so it is not called (nor the CPU
@@ -1502,7 +1509,7 @@ impl<'c> Simulation<'c> {
                     )
                 };
                 let waiting_for = match cpu.wait {
-                    Wait::None | Wait::Asleep | Wait::Waking => None,
+                    Wait::None | Wait::Asleep | Wait::Waking | Wait::Turn => None,
                     Wait::Futex | Wait::Queued => self.sleep_description(i),
                     Wait::Spin => self.spin_wait_description(cpu),
                     Wait::Line => cpu.pending.map(|p| line(p.address)),

@@ -168,21 +168,16 @@ impl Simulation<'_> {
         self.shadow_run(i, at, waiting, arriving, entries_taken, probe)
     }
 
-    /// CPU `i`, with a reorder window, parks at the operation at its
-    /// program counter, which needs a value not read yet (`in_flight`,
-    /// `Wait::Served`): its script is run ahead in shadow from there, down
-    /// the path its predictor guesses, within the window's entries left
-    /// past its oldest load still arriving (the one it waits for, or an
-    /// older one). The CPU's registers are left as they were.
-    #[inline(never)]
-    pub(super) fn speculate_past_value(
-        &mut self,
-        i: CpuIndex,
-        probe: &mut dyn Probe,
-    ) -> Result<(), SimError> {
+    /// Whether CPU `i`, about to park at the operation at its program
+    /// counter for a value not read yet, runs ahead past it: it has a
+    /// reorder window with entries left past its oldest load still arriving
+    /// (the answer: the entries taken), and the operations from there can
+    /// reach an access.
+    #[inline]
+    pub(super) fn value_run_entries_taken(&self, i: CpuIndex) -> Option<u64> {
         let cpu = &self.cpus[i];
         if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, Waiting::Value) {
-            return Ok(());
+            return None;
         }
         let at = cpu.now;
         let taken = cpu
@@ -191,10 +186,26 @@ impl Simulation<'_> {
             .iter()
             .find(|e| e.ready > at)
             .map_or(0, |oldest| cpu.dispatched.saturating_sub(oldest.seq));
-        if taken >= cpu.window_entries {
-            return Ok(());
-        }
-        self.shadow_run(i, at, Waiting::Value, Vec::new(), taken, probe)
+        (taken < cpu.window_entries).then_some(taken)
+    }
+
+    /// CPU `i`, with a reorder window, parks at the operation at its
+    /// program counter, which needs a value not read yet (`in_flight`,
+    /// `Wait::Served`), at its turn: its script is run ahead in shadow
+    /// from there, down the path its predictor guesses, within the
+    /// window's entries left past its oldest load still arriving (the one
+    /// it waits for, or an older one: `entries_taken`, from
+    /// [`Simulation::value_run_entries_taken`]). The CPU's registers are
+    /// left as they were.
+    #[inline(never)]
+    pub(super) fn speculate_past_value(
+        &mut self,
+        i: CpuIndex,
+        entries_taken: u64,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        let at = self.cpus[i].now;
+        self.shadow_run(i, at, Waiting::Value, Vec::new(), entries_taken, probe)
     }
 
     /// The shadow run of [`Simulation::speculate_past_lock`] and

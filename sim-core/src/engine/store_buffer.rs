@@ -135,7 +135,8 @@ impl Simulation<'_> {
             | Wait::Futex
             | Wait::Asleep
             | Wait::Waking
-            | Wait::Served => false,
+            | Wait::Served
+            | Wait::Turn => false,
         };
         if !cpu.outstanding.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;
