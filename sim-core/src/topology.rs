@@ -261,7 +261,9 @@ pub struct MachineSpec {
     /// one entry, `work N` takes `N * dispatch_width`. 0 is no window: a
     /// branch waits for its value, and so does arithmetic, as before the
     /// key existed. Halved while both SMT siblings of the core run a
-    /// thread (the reorder buffer is partitioned between them).
+    /// thread (the reorder buffer is partitioned between them). While an
+    /// operation waits for a value not read yet, the CPU runs ahead in
+    /// shadow within the entries left (`engine::speculate`).
     pub reorder_window_entries: u32,
     /// Entries the core dispatches into its reorder window per cycle (what
     /// `work N` fills it with).

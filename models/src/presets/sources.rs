@@ -47,10 +47,12 @@ pub const SOG_19H: &str =
 pub const SOG_ZEN4: &str =
     "AMD Software Optimization Guide for Zen 4 (pub. 57647) §2.6.2 and §2.12, as quoted in LLVM llvm/lib/Target/X86/X86ScheduleZnver4.td; Chips and Cheese, \"AMD's Zen 4, Part 2\" (64-entry store queue)";
 
-/// What `reorder_window_entries` does in the model, and the one rule for
-/// what a script takes of it (no source gives the scripts' instruction
-/// counts).
-pub const REORDER_WINDOW_NOTE: &str = "the CPU goes on past its oldest load still in flight for at most this many entries, and past a branch on a value still in flight when the branch predictor (the direction the branch took last time) guesses it right. Assumed, one rule for every script: one operation takes one entry, `work N` takes N x dispatch_width. Halved while both SMT siblings of the core run a thread (the reorder buffer is partitioned between them)";
+/// What `reorder_window_entries` does in the model, the one rule for what
+/// a script takes of it (no source gives the scripts' instruction counts),
+/// and the busy-line rule of the run ahead past a value not read yet (no
+/// source says which lines a core's wrong-path or not-yet-resolved loads
+/// leave alone; the engine's `busy_walk` test measures the rule).
+pub const REORDER_WINDOW_NOTE: &str = "the CPU goes on past its oldest load still in flight for at most this many entries, and past a branch on a value still in flight when the branch predictor (the direction the branch took last time) guesses it right. Where an operation needs a value not read yet (a load queued at its line's home), the CPU waits for it, and meanwhile runs ahead in shadow down the predicted path within the entries left, requesting the lines its loads will read (speculative reads of write-back memory: Intel SDM vol. 3A §11.3; a squashed path's lines stay cached: Kocher et al., \"Spectre Attacks\", IEEE S&P 2019, §4). Assumed, one rule for every script: one operation takes one entry, `work N` takes N x dispatch_width. Assumed, the busy-line rule (no source retrieved): that run ahead requests no line whose home is busy (a transaction in flight or requests queued there), since a copy fetched there is mostly taken back by the writers queued first (a snoop of a line a load read before it retires replays the load: Intel's MACHINE_CLEARS.MEMORY_ORDERING), while the request costs a whole transaction of the contended line; measured on four lines hammered by atomics (sim-core engine test `busy_walk`): 4 450 cycles with the rule, 6 192 without. Halved while both SMT siblings of the core run a thread (the reorder buffer is partitioned between them)";
 
 /// What `dispatch_width` does in the model.
 pub const DISPATCH_WIDTH_NOTE: &str =
