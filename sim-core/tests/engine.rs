@@ -1863,7 +1863,10 @@ fn behind_one_add(script: &str) -> (u64, testkit::Recorder) {
         .instances(vec![
             global("w", "busy", 3),
             global("b", "line", 3),
-            global("c", "line", 3),
+            models::layout::InstanceSpec {
+                count: 2,
+                ..global("c", "line", 3)
+            },
         ])
         .script("r", &format!("work 20\n{script}"))
         .script("h", "fetch_add(w.n, 1)")
@@ -1928,7 +1931,7 @@ fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
     // Predicted wrong: the body runs in shadow, fetching `c`'s line, which
     // the CPU never loads; it stays fetched. `b`, after the branch on both
     // paths, is fetched ahead too.
-    let (wrong, rec) = behind_one_add("let n = 0\nif w.v == 7 { n = c.v }\nlet y = b.v");
+    let (wrong, rec) = behind_one_add("let n = 0\nif w.v == 7 { n = c[0].v }\nlet y = b.v");
     let accesses = rec.of_cpu(0);
     let prefetched = |name: &str| {
         accesses
@@ -1951,4 +1954,50 @@ fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
         "behind one add: served at {}, b's miss {miss}: right {length}, wrong {wrong}, stopped {stopped}",
         served.started
     );
+}
+
+#[test]
+fn a_load_whose_address_is_not_read_yet_lets_the_run_ahead_go_past_it() {
+    // `c[w.v].v`: the load's index is `w.v`, queued at its home behind
+    // CPU 2's add, so the CPU parks at that load. The run ahead leaves the
+    // load waiting for its address (no request for `c`) and goes on to
+    // `b`, whose line it requests while the home has not served `w` yet.
+    let (length, rec) = behind_one_add("let y = c[w.v].v\nlet z = b.v");
+    let accesses = rec.of_cpu(0);
+    let loads: Vec<&Access> = accesses
+        .iter()
+        .filter(|a| a.kind == AccessKind::Load)
+        .copied()
+        .collect();
+    let queued = loads[0];
+    let served = queued.report.as_ref().unwrap();
+    assert!(served.started > served.issued, "not queued: {served:?}");
+    // The lines in order from `w`'s: w, b, c[0].
+    let w = queued.address - queued.address % 64;
+    let (b, c0) = (w + 64, w + 128);
+    let ahead: Vec<&Access> = accesses
+        .iter()
+        .filter(|a| a.kind == AccessKind::Prefetch)
+        .copied()
+        .collect();
+    assert_eq!(
+        ahead.iter().map(|a| a.address).collect::<Vec<_>>(),
+        vec![b],
+        "only b's line requested ahead: {ahead:?}"
+    );
+    let ahead = ahead[0].report.as_ref().unwrap();
+    assert!(ahead.issued < served.started, "{ahead:?} vs {served:?}");
+    // Its miss overlaps the wait: the iteration ends before a miss of `b`
+    // after the serve and `c`'s would have.
+    let miss = ahead.latency_cycles();
+    assert!(miss > 100, "b from memory: {miss}");
+    assert!(
+        length < served.started.get() + 2 * miss,
+        "{length} vs {} + 2 x {miss}",
+        served.started
+    );
+    // The values are the fields' (0), `c[0]` read at its own turn.
+    let c_load = loads.iter().find(|a| a.address == c0).expect("c[0] loaded");
+    assert!(c_load.report.as_ref().unwrap().issued >= served.started);
+    assert!(loads.iter().all(|a| a.value == 0), "{loads:?}");
 }

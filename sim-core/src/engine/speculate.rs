@@ -49,14 +49,19 @@
 //! load still arriving and the free miss buffers. It follows the values
 //! not read yet as unknown: an operation on one gives an unknown result, a
 //! branch on one goes the way the CPU's predictor guesses for that site
-//! (the direction it took the last time, as `predict_branch` asks), and an
-//! access through one, `work` of one, a locked instruction's operand or an
-//! assertion of one stops the run. Then the CPU parks as before; when the
+//! (the direction it took the last time, as `predict_branch` asks), a
+//! load through one, or through a pointer one of the run's own loads still
+//! fetches, waits for its address while the run goes on (no request, its
+//! value unknown: a core's load waits in its queue for its address and
+//! the younger independent work goes on), and a store or locked
+//! instruction through one, `work` of one, a locked instruction's operand
+//! or an assertion of one stops the run. Then the CPU parks as before; when the
 //! value is read the branch resolves as any late branch does (right: it
 //! goes on, and its path's lines are on their way; wrong: the penalty,
 //! and the wrong path's lines stay fetched, for whoever reads them next).
 //! Such a run requests no line whose home is busy (a transaction in flight
-//! or requests waiting): an assumption, measured (`Shadow::request`).
+//! or requests waiting): an assumption, measured (`Shadow::request`), and
+//! shown by `presets show` under `reorder_window_entries`.
 //!
 //! What the shadow run knows, it knows as the model does for late loads:
 //! every value (read from memory now, or from its own earlier stores). It
@@ -309,7 +314,8 @@ impl Simulation<'_> {
             let follow = if following {
                 match shadow.follow_before(op) {
                     Ok(Some(follow)) => Some(follow),
-                    // A branch on a value not read yet, taken as predicted.
+                    // Taken already: a branch on a value not read yet (as
+                    // predicted), a load waiting for its address.
                     Ok(None) => continue,
                     Err(stop) => {
                         halt = stop;
@@ -430,12 +436,14 @@ impl Shadow<'_, '_, '_> {
     }
 
     /// Before the run takes `op`, past a value not read yet: where the
-    /// run stops (an access through such a value, `work` or an assertion
-    /// of one, a locked instruction's operand, a builtin, a fence, the
-    /// iteration's end), or what `op` does to those values
-    /// ([`Shadow::follow_after`]); None where it took `op` itself: a
+    /// run stops (a store, atomic or `address_of` through such a value,
+    /// `work` or an assertion of one, a locked instruction's operand, a
+    /// builtin, a fence, the iteration's end), or what `op` does to those
+    /// values ([`Shadow::follow_after`]); None where it took `op` itself: a
     /// branch on such a value, which goes the way the CPU's predictor
-    /// guesses for its site (`in_flight::predict_branch` asks the same).
+    /// guesses for its site (`in_flight::predict_branch` asks the same),
+    /// or a load through such a value or a pointer still arriving, which
+    /// waits for its address without a request, its own value unknown.
     fn follow_before(&mut self, op: Op) -> Result<Option<Follow>, Halt> {
         let program = &self.sim.program;
         let cpu = &mut self.sim.cpus[self.i];
@@ -486,7 +494,25 @@ impl Shadow<'_, '_, '_> {
                 return Ok(None);
             }
             Op::JumpIfZero(_) | Op::JumpIfNonZero(_) => drop_top(1, false),
-            Op::Load(place) | Op::AddressOf(place) => {
+            Op::Load(place) => {
+                let n = operands(place);
+                let through_arriving = program.places[place as usize].pointer
+                    && cpu.stack.last().is_some_and(|p| self.arriving.contains(p));
+                if among_top(unknown, n) || through_arriving {
+                    // Its address is not here yet: the load waits for it
+                    // (no request), and the younger operations go on, its
+                    // value unknown, as a core's do.
+                    let base = depth.saturating_sub(n as u32);
+                    cpu.stack.truncate(base as usize);
+                    cpu.stack.push(0);
+                    cpu.frame.pc += 1;
+                    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
+                    unknown.push(Slot::Stack(base));
+                    return Ok(None);
+                }
+                drop_top(n, false)
+            }
+            Op::AddressOf(place) => {
                 let n = operands(place);
                 if among_top(unknown, n) {
                     return Err(None);
