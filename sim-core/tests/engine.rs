@@ -1957,6 +1957,50 @@ fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
 }
 
 #[test]
+fn a_demand_load_takes_over_its_cpus_prefetch_still_queued_at_the_home() {
+    // `p.a` and `p.b`, the two lines of one 128-byte pair: CPU 2 keeps
+    // incrementing `p.b`, so its home is busy. CPU 0's miss on `p.a` sends
+    // the adjacent-line prefetcher's read of `p.b`, which queues there;
+    // CPU 0's load of `p.b` a few cycles later finds it queued and takes
+    // it over (one request, reported as the load's), where it queued a
+    // second request before.
+    let machine = sim_core::topology::MachineSpec {
+        adjacent_line_prefetch: true,
+        ..windowed(1000, 0)
+    };
+    let (_, rec) = Setup::new(machine)
+        .structs(vec![pair_struct()])
+        .instances(vec![global("p", "pair", 3)])
+        .script("r", "work 200\nlet x = p.a\nlet y = p.b")
+        .script("h", "repeat 300 {\n  fetch_add(p.b, 1)\n}")
+        .threads([0], "r")
+        .threads([2], "h")
+        .stop(StopRule::Iterations(1))
+        .run();
+    let accesses = rec.of_cpu(0);
+    let load_a = accesses
+        .iter()
+        .find(|a| a.kind == AccessKind::Load)
+        .expect("p.a loaded");
+    let (a, b) = (load_a.address, load_a.address + 64);
+    assert_eq!(a / 64 % 2, 0, "p.a starts a pair");
+    let load_b = accesses
+        .iter()
+        .find(|x| x.kind == AccessKind::Load && x.address == b)
+        .expect("p.b loaded");
+    let report = load_b.report.as_ref().expect("p.b missed");
+    // Queued at the busy home, from the prefetch's place in its queue.
+    assert!(report.started > report.issued, "{report:?}");
+    // No prefetch of `p.b` reported: the load took it over.
+    assert!(
+        !accesses
+            .iter()
+            .any(|x| x.kind == AccessKind::Prefetch && x.address == b),
+        "{accesses:#?}"
+    );
+}
+
+#[test]
 fn a_load_whose_address_is_not_read_yet_lets_the_run_ahead_go_past_it() {
     // `c[w.v].v`: the load's index is `w.v`, queued at its home behind
     // CPU 2's add, so the CPU parks at that load. The run ahead leaves the

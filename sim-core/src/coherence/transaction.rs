@@ -199,6 +199,36 @@ impl Coherence {
         Ok(Requested::Done(report))
     }
 
+    /// `cpu`'s demand request for `unit` (`need`, held `hold_cycles`,
+    /// tagged `tag`), where the home still queues a prefetch of the same
+    /// CPU asking for the same: the demand takes that request over (a
+    /// core's demand miss finds its line's fill buffer already allocated
+    /// by the prefetch and waits for that fill), at the prefetch's place in
+    /// the queue. None where there is no such prefetch.
+    pub fn merge_with_queued_prefetch(
+        &mut self,
+        now: Cycle,
+        cpu: LinuxCpu,
+        unit: usize,
+        need: Need,
+        hold_cycles: Cycles,
+        tag: RequestTag,
+    ) -> Option<Requested> {
+        debug_assert_eq!(tag.kind(), RequestKind::Demand);
+        let u = &mut self.units[unit];
+        let waiter = u
+            .waiting
+            .iter_mut()
+            .find(|w| w.cpu == cpu && w.need == need && w.tag.kind() == RequestKind::Prefetch)?;
+        waiter.tag = tag;
+        waiter.hold_cycles = hold_cycles;
+        waiter.issued = now;
+        Some(Requested::Queued {
+            free_at: u.busy_until.max(now),
+            first_waiter: false,
+        })
+    }
+
     /// The adjacent-line prefetcher's read of `unit` for `cpu`'s core (the
     /// buddy of a line it missed on), tagged `tag` (of
     /// [`RequestKind::Prefetch`]): `None`

@@ -397,16 +397,21 @@ impl Simulation<'_> {
         self.poll_line_reached(unit, probe);
         let misses = self.demand_misses(cpu_id, unit, need);
         let mut parked = false;
-        match self.coherence.request_after_miss(
-            self.topology,
-            now,
-            cpu_id,
-            core,
-            unit,
-            need,
-            hold,
-            RequestTag::new(i, RequestKind::Demand),
-        ) {
+        let tag = RequestTag::new(i, RequestKind::Demand);
+        let requested = match self.merge_with_queued_prefetch(i, now, unit, need, hold) {
+            Some(merged) => Ok(merged),
+            None => self.coherence.request_after_miss(
+                self.topology,
+                now,
+                cpu_id,
+                core,
+                unit,
+                need,
+                hold,
+                tag,
+            ),
+        };
+        match requested {
             // Matched in place, as in `line_free`.
             Err(error) => return Err(error),
             Ok(Requested::Done(report)) => {
@@ -706,6 +711,50 @@ impl Simulation<'_> {
             self.queue.push(free.get(), free_key);
         }
         Ok(direct)
+    }
+
+    /// CPU `i`'s demand request for `unit` at `now`, where a prefetch of
+    /// its own (the run ahead's, or the adjacent-line prefetcher's) still
+    /// waits at the home asking for the same `need`: it takes that request
+    /// over instead of queueing a second one
+    /// (`Coherence::merge_with_queued_prefetch`), and the prefetch is no
+    /// longer reported as one. None otherwise (the usual case: one test of
+    /// an empty list).
+    #[inline(always)]
+    pub(super) fn merge_with_queued_prefetch(
+        &mut self,
+        i: CpuIndex,
+        now: Cycle,
+        unit: usize,
+        need: Need,
+        hold: Cycles,
+    ) -> Option<Requested> {
+        if self.queued_prefetches.is_empty() {
+            return None;
+        }
+        self.merge_with_queued_prefetch_cold(i, now, unit, need, hold)
+    }
+
+    #[inline(never)]
+    fn merge_with_queued_prefetch_cold(
+        &mut self,
+        i: CpuIndex,
+        now: Cycle,
+        unit: usize,
+        need: Need,
+        hold: Cycles,
+    ) -> Option<Requested> {
+        let k = self
+            .queued_prefetches
+            .iter()
+            .position(|&(line, cpu, _)| line == unit && cpu == i)?;
+        let cpu = self.cpus[i].spec.cpu;
+        let tag = RequestTag::new(i, RequestKind::Demand);
+        let merged = self
+            .coherence
+            .merge_with_queued_prefetch(now, cpu, unit, need, hold, tag)?;
+        self.queued_prefetches.swap_remove(k);
+        Some(merged)
     }
 
     /// Whether an access by `cpu` to `unit` is a demand miss that the

@@ -1152,16 +1152,20 @@ impl Simulation<'_> {
                 }
                 self.poll_line_reached(unit, probe);
                 let misses = self.demand_misses(cpu_id, unit, Need::Read);
-                let requested = self.coherence.request_after_miss(
-                    self.topology,
-                    at,
-                    cpu_id,
-                    core,
-                    unit,
-                    Need::Read,
-                    Cycles::ZERO,
-                    RequestTag::new(i, RequestKind::Demand),
-                )?;
+                let requested =
+                    match self.merge_with_queued_prefetch(i, at, unit, Need::Read, Cycles::ZERO) {
+                        Some(merged) => merged,
+                        None => self.coherence.request_after_miss(
+                            self.topology,
+                            at,
+                            cpu_id,
+                            core,
+                            unit,
+                            Need::Read,
+                            Cycles::ZERO,
+                            RequestTag::new(i, RequestKind::Demand),
+                        )?,
+                    };
                 let done = match requested {
                     Requested::Done(report) => {
                         self.cpus[i].outstanding.edit().in_flight.push(report.done);
