@@ -764,7 +764,13 @@ impl Inputs {
     // `InputError` is the scenarios crate's error type, returned by value.
     #[allow(clippy::result_large_err)]
     fn load(&self, file: &Path) -> Result<LoadedScenario, InputError> {
-        load_file_in(file, &self.limits, self.imports)
+        let loaded = load_file_in(file, &self.limits, self.imports)?;
+        // Said when it is read, whatever the command: the legs' time
+        // moved with the clock (the run's report says it again).
+        if let Some(note) = scenarios::machine_clock_note(&loaded) {
+            eprintln!("warning: {note}");
+        }
+        Ok(loaded)
     }
 }
 
@@ -1080,6 +1086,12 @@ fn print_run_report(
     view: &scenarios::report::text::SweepView,
 ) {
     let name = &loaded.base.doc.name;
+    // Under the report, where a reader of the figures sees it.
+    let clock_note = || {
+        if let Some(note) = scenarios::machine_clock_note(loaded) {
+            println!("\nnote: {note}");
+        }
+    };
     match (&loaded.sweep, results.first()) {
         (Some(sweep), _) => {
             print!(
@@ -1097,6 +1109,7 @@ fn print_run_report(
             if !table.is_empty() {
                 print!("\n{table}");
             }
+            clock_note();
         }
         (None, Some(case)) => {
             print!(
@@ -1107,6 +1120,7 @@ fn print_run_report(
             if !table.is_empty() {
                 print!("\n{table}");
             }
+            clock_note();
         }
         (None, None) if any_resumed => {
             println!("bounce: {name}: its one case was done already; nothing run");
@@ -1402,11 +1416,14 @@ fn presets(action: Option<PresetsAction>, format: Format, limits: &scenarios::Li
                 );
                 return ExitCode::from(EXIT_BAD_INPUT);
             }
-            match scenarios::machine_from_file(Path::new(&name), limits) {
-                Ok(topology) => {
+            match scenarios::machine_file_view(Path::new(&name), limits) {
+                Ok(view) => {
+                    if let Some(note) = &view.clock_note {
+                        eprintln!("warning: {note}");
+                    }
                     print!(
                         "{}",
-                        scenarios::tools::presets_view::describe_machine_file(&name, &topology)
+                        scenarios::tools::presets_view::describe_machine_file(&name, &view)
                     );
                     ExitCode::SUCCESS
                 }

@@ -409,3 +409,250 @@ fn a_ring_on_the_shipped_ryzen_machine_file_costs_what_its_transfers_cost() {
     assert!(packed > same, "{packed} {same}");
     assert_eq!(stderr(&o), "");
 }
+
+/// The shipped Ryzen file with every leg it gives in nanoseconds written
+/// in the cycles it converts to at its 5600 MHz (`presets show` prints
+/// them): the same machine in the other unit.
+fn ryzen_in_cycles() -> String {
+    let ns = std::fs::read_to_string(
+        common::root().join("scenarios/shipped/machines/ryzen9-7900x.toml"),
+    )
+    .unwrap();
+    let cycles = [
+        ("smt_transfer", 18),
+        ("l3_transfer", 76),
+        ("hop_in_node", 141),
+        ("hop_between_nodes", 141),
+        ("hop_between_sockets", 141),
+        ("dram", 74),
+        ("l3_hit", 57),
+    ];
+    let mut converted = 0;
+    let text: Vec<String> = ns
+        .lines()
+        .map(|l| {
+            for (leg, c) in cycles {
+                if l.starts_with(&format!("{leg}_ns = ")) {
+                    converted += 1;
+                    return format!("{leg}_cycles = {c}");
+                }
+            }
+            l.to_string()
+        })
+        .collect();
+    assert_eq!(converted, cycles.len(), "{ns}");
+    text.join("\n") + "\n"
+}
+
+/// A leg given as `<leg>_ns` runs exactly as the same leg given in the
+/// cycles it rounds to: the ring on the shipped Ryzen file (legs in ns)
+/// and on the file rewritten in cycles gives the same records.
+#[test]
+fn a_leg_in_nanoseconds_runs_as_the_cycles_it_converts_to() {
+    let dir = TempDir::new("ns-legs-same-run");
+    std::fs::copy(
+        common::root().join("scenarios/shipped/machines/ryzen9-7900x.toml"),
+        dir.0.join("ryzen9-7900x.toml"),
+    )
+    .unwrap();
+    let in_ns = dir.join("ring.toml");
+    std::fs::write(&in_ns, RING).unwrap();
+    std::fs::write(dir.0.join("cycles.toml"), ryzen_in_cycles()).unwrap();
+    let in_cycles = dir.join("ring-cycles.toml");
+    std::fs::write(
+        &in_cycles,
+        RING.replace("\"ryzen9-7900x.toml\"", "\"cycles.toml\""),
+    )
+    .unwrap();
+    assert_ne!(
+        std::fs::read_to_string(&in_ns).unwrap(),
+        std::fs::read_to_string(&in_cycles).unwrap(),
+        "the ring names the machine file some other way"
+    );
+    let records = |file: &str| -> serde_json::Value {
+        let o = bounce(&["run", "--quiet", "--format", "json", file]);
+        assert_exit(&o, 0);
+        assert_eq!(stderr(&o), "");
+        let mut json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let mut records = json["records"].take();
+        for r in records.as_array_mut().unwrap() {
+            // The texts differ (the machine's is inlined): so do their
+            // hashes.
+            r.as_object_mut()
+                .unwrap()
+                .retain(|key, _| !key.ends_with("sha256"));
+        }
+        records
+    };
+    let (a, b) = (records(&in_ns), records(&in_cycles));
+    assert!(a.as_array().unwrap().len() >= 4, "{a}");
+    assert_eq!(a, b);
+}
+
+/// `presets show FILE` on a machine starting from epyc-genoa-1s (3700
+/// MHz) at `clock_mhz`, with one leg in ns and one in cycles.
+fn show_at_clock(dir: &TempDir, clock_mhz: u32) -> std::process::Output {
+    let file = dir.join(&format!("at-{clock_mhz}.toml"));
+    std::fs::write(
+        &file,
+        format!(
+            "[machine]\npreset = \"epyc-genoa-1s\"\nclock_mhz = {clock_mhz}\n\n\
+             [machine.latency]\nhop_in_node_ns = 30\nl3_transfer_cycles = 80\n"
+        ),
+    )
+    .unwrap();
+    bounce(&["presets", "show", &file])
+}
+
+/// The cycles of a leg row of `presets show FILE`.
+fn leg_row<'a>(out: &'a str, key: &str) -> &'a str {
+    out.lines()
+        .find(|l| l.trim_start().starts_with(&format!("{key} ")))
+        .unwrap_or_else(|| panic!("no `{key}` row in:\n{out}"))
+}
+
+/// Changing `clock_mhz` moves the cycles of a leg given in ns (30 ns:
+/// 90 cycles at 3 GHz, 180 at 6 GHz) and not those of a leg given in
+/// cycles (80 at both); the legs inherited from the preset at another
+/// clock are named, with their ns at both clocks, on stderr and in the
+/// listing, at the file's `clock_mhz` line.
+#[test]
+fn changing_the_clock_moves_the_cycles_of_legs_in_ns_only() {
+    let dir = TempDir::new("ns-legs-clock");
+    let (slow, fast) = (show_at_clock(&dir, 3000), show_at_clock(&dir, 6000));
+    assert_exit(&slow, 0);
+    assert_exit(&fast, 0);
+    let (slow_out, fast_out) = (stdout(&slow), stdout(&fast));
+    let cells = |row: &str| -> Vec<String> { row.split_whitespace().map(str::to_string).collect() };
+    let hop_slow = cells(leg_row(&slow_out, "hop_in_node_cycles"));
+    let hop_fast = cells(leg_row(&fast_out, "hop_in_node_cycles"));
+    assert_eq!(hop_slow[1..3], ["90", "30.0"], "{slow_out}");
+    assert_eq!(hop_fast[1..3], ["180", "30.0"], "{fast_out}");
+    assert!(leg_row(&slow_out, "hop_in_node_cycles").ends_with("given: hop_in_node_ns = 30"));
+    let l3_slow = cells(leg_row(&slow_out, "l3_transfer_cycles"));
+    let l3_fast = cells(leg_row(&fast_out, "l3_transfer_cycles"));
+    assert_eq!(l3_slow[1], "80");
+    assert_eq!(l3_fast[1], "80");
+    assert!(leg_row(&fast_out, "l3_transfer_cycles").ends_with("given: l3_transfer_cycles"));
+    // Genoa's dram_cycles, inherited: the same cycles, so another time.
+    let dram = leg_row(&fast_out, "dram_cycles");
+    assert!(
+        dram.ends_with("preset epyc-genoa-1s's cycles, 59.2 ns at its 3700 MHz"),
+        "{dram}"
+    );
+    let warning = stderr(&fast);
+    let at = format!(
+        "{}:3: `clock_mhz = 6000` is not the 3700 MHz of preset `epyc-genoa-1s`",
+        dir.join("at-6000.toml")
+    );
+    assert!(warning.starts_with(&format!("warning: {at}")), "{warning}");
+    assert!(
+        warning.contains("dram_cycles 219 (59.2 ns at 3700 MHz, 36.5 ns at 6000 MHz)"),
+        "{warning}"
+    );
+    // Given legs are not inherited.
+    assert!(!warning.contains("hop_in_node_cycles"), "{warning}");
+    assert!(!warning.contains("l3_transfer_cycles"), "{warning}");
+    assert!(fast_out.contains(&format!("note: {at}")), "{fast_out}");
+
+    // The run's report says it too, under the figures.
+    let scenario = scenario(&dir, "run.toml", "machine = { file = \"at-6000.toml\" }");
+    let o = bounce(&["run", "--quiet", &scenario]);
+    assert_exit(&o, 0);
+    assert!(
+        stderr(&o).starts_with(&format!("warning: {at}")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stdout(&o).contains(&format!("\nnote: {at}")),
+        "{}",
+        stdout(&o)
+    );
+
+    // At the preset's own clock nothing is said.
+    let same = show_at_clock(&dir, 3700);
+    assert_exit(&same, 0);
+    assert_eq!(stderr(&same), "");
+    assert!(!stdout(&same).contains("note:"));
+}
+
+/// Each bad `_ns` leg is refused at its line and key with what is valid,
+/// in a machine file (`presets show`, a scenario naming it) and inline in
+/// a scenario, as a bad `_cycles` value is.
+#[test]
+fn a_bad_leg_in_nanoseconds_names_its_file_line_key_and_what_is_valid() {
+    let dir = TempDir::new("ns-legs-errors");
+    let cases = [
+        (
+            "hop_in_node_cycles = 141\nhop_in_node_ns = 25.2",
+            "hop_in_node_ns = 25.2",
+            "`latency.hop_in_node_cycles` and `latency.hop_in_node_ns` both give the leg `hop_in_node`; give it once",
+            "either `hop_in_node_cycles` (whole core cycles at clock_mhz) or `hop_in_node_ns`",
+        ),
+        (
+            "dram_ns = -3",
+            "dram_ns = -3",
+            "-3 is out of range 0..=270270.3 ns (1000000 cycles at clock_mhz 3700)",
+            "a number of nanoseconds from 0 to 270270.3",
+        ),
+        (
+            "l3_hit_ns = nan",
+            "l3_hit_ns = nan",
+            "NaN is not a number of nanoseconds",
+            "a number of nanoseconds from 0 to 270270.3",
+        ),
+        (
+            "smt_transfer_ns = 1e12",
+            "smt_transfer_ns = 1e12",
+            "1000000000000 is out of range 0..=270270.3 ns",
+            "a number of nanoseconds from 0 to 270270.3",
+        ),
+    ];
+    for (k, (legs, line_text, message, valid)) in cases.into_iter().enumerate() {
+        let key = line_text.split(' ').next().unwrap();
+        let column = key.len() + 4;
+        // Line 5 of the machine file: after the header, preset, a blank
+        // line and `[machine.latency]`.
+        let text = format!("[machine]\npreset = \"epyc-genoa-1s\"\n\n[machine.latency]\n{legs}\n");
+        let line = 5 + text.lines().skip(4).position(|l| l == line_text).unwrap();
+        let file = dir.join(&format!("bad-{k}.toml"));
+        std::fs::write(&file, &text).unwrap();
+        let scenario = scenario(
+            &dir,
+            &format!("s-{k}.toml"),
+            &format!("machine = {{ file = \"bad-{k}.toml\" }}"),
+        );
+        let inline = dir.join(&format!("inline-{k}.toml"));
+        std::fs::write(
+            &inline,
+            SCENARIO
+                .replace("MACHINE\n", "")
+                .replace("[run]", &format!("{text}[run]")),
+        )
+        .unwrap();
+        for (args, shown, shown_line) in [
+            (vec!["presets", "show", &file], file.clone(), line),
+            (vec!["check", &scenario], file.clone(), line),
+            // The inline table starts after `schema` and `name`.
+            (vec!["check", &inline], inline.clone(), line + 2),
+        ] {
+            let o = bounce(&args);
+            assert_exit(&o, 2);
+            let err = stderr(&o);
+            assert!(
+                err.starts_with(&format!("error: {message}")),
+                "{args:?}: {err}"
+            );
+            assert!(
+                err.contains(&format!("(in `machine.latency.{key}`)")),
+                "{err}"
+            );
+            assert!(
+                err.contains(&format!("--> {shown}:{shown_line}:{column}")),
+                "{args:?}: {err}"
+            );
+            assert!(err.contains(&format!("valid: {valid}")), "{err}");
+        }
+    }
+}

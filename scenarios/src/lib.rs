@@ -90,6 +90,45 @@ pub fn machine_from_file(
     format::machine_file::machine_from_file(path, limits, machine::build_machine)
 }
 
+/// The note a scenario's machine brings when it starts from a preset, sets
+/// another `clock_mhz` and inherits latency legs in the preset's cycles
+/// ([`machine::clock_note`]); `None` otherwise (or when the machine does
+/// not build: its error is said elsewhere).
+pub fn machine_clock_note(loaded: &LoadedScenario) -> Option<machine::ClockNote> {
+    let doc = &loaded.base.doc;
+    let topology = machine::build_machine(&loaded.source, doc).ok()?;
+    machine::clock_note(&loaded.source, doc, &topology.spec)
+}
+
+/// A machine file's machine, with how each latency leg was given and the
+/// note a clock other than its preset's brings ([`machine::clock_note`]).
+pub struct MachineFileView {
+    pub topology: sim_core::topology::Topology,
+    /// `None` when the file's table is a preset by name.
+    pub legs: Option<Vec<machine::LegOrigin>>,
+    pub clock_note: Option<machine::ClockNote>,
+}
+
+/// [`machine_from_file`], with how its legs were given.
+pub fn machine_file_view(path: &Path, limits: &Limits) -> Result<MachineFileView, InputError> {
+    let checked =
+        format::machine_file::machine_from_file_checked(path, limits, machine::build_machine)?;
+    let spec = &checked.topology.spec;
+    let legs = machine::leg_origins(&checked.doc, spec);
+    let clock_note = machine::clock_note(&checked.source, &checked.doc, spec).map(|mut note| {
+        // The file's own line, not the checking scenario's.
+        if note.file == checked.source.path && note.line > checked.prefix_lines {
+            note.line -= checked.prefix_lines;
+        }
+        note
+    });
+    Ok(MachineFileView {
+        legs,
+        clock_note,
+        topology: checked.topology,
+    })
+}
+
 /// Loads a scenario file under the default [`Limits`]. An unreadable file
 /// is an error with line 0.
 pub fn load_file(path: &Path) -> Result<LoadedScenario, InputError> {

@@ -414,6 +414,26 @@ fn check_machine(
     scope: ImportScope,
     machine_of: MachineOf,
 ) -> Result<sim_core::topology::Topology, InputError> {
+    checked_machine(file, limits, scope, machine_of).map(|checked| checked.topology)
+}
+
+/// A machine file's machine as [`machine_from_file_checked`] hands it back.
+pub struct CheckedMachineFile {
+    pub topology: sim_core::topology::Topology,
+    /// The scenario the file's table was checked in: the file's text after
+    /// [`CheckedMachineFile::prefix_lines`] lines of its own.
+    pub source: Arc<SourceFile>,
+    pub doc: crate::format::schema::ScenarioDoc,
+    pub prefix_lines: usize,
+}
+
+/// [`check_machine`], also handing back the document checked.
+fn checked_machine(
+    file: &SourceFile,
+    limits: &Limits,
+    scope: ImportScope,
+    machine_of: MachineOf,
+) -> Result<CheckedMachineFile, InputError> {
     let prefix_lines = CHECK_PREFIX.matches('\n').count();
     let text = format!("{CHECK_PREFIX}{}", file.text);
     let in_file = |mut e: InputError| {
@@ -424,7 +444,13 @@ fn check_machine(
     };
     let loaded =
         crate::format::load::load(&file.path, &text, limits, scope, machine_of).map_err(in_file)?;
-    machine_of(&loaded.source, &loaded.base.doc).map_err(in_file)
+    let topology = machine_of(&loaded.source, &loaded.base.doc).map_err(in_file)?;
+    Ok(CheckedMachineFile {
+        topology,
+        source: loaded.source.clone(),
+        doc: loaded.base.doc.clone(),
+        prefix_lines,
+    })
 }
 
 /// The machine of a machine file (a `[machine]` table, as `bounce presets
@@ -463,6 +489,24 @@ pub fn machine_from_file(
     let file = SourceFile::new(shown, text);
     machine_table(&file)?;
     check_machine(&file, limits, ImportScope::ScenarioDirectory, machine_of)
+}
+
+/// [`machine_from_file`], also handing back the document the file's table
+/// was checked in (to tell how each of its keys was given).
+pub fn machine_from_file_checked(
+    path: &Path,
+    limits: &Limits,
+    machine_of: MachineOf,
+) -> Result<CheckedMachineFile, InputError> {
+    // Read and checked as `machine_from_file` does (its errors), then
+    // once more keeping the document.
+    machine_from_file(path, limits, machine_of)?;
+    let text = read_bounded_text(path, limits.scenario_bytes)
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let file = SourceFile::new(path.display().to_string(), text);
+    checked_machine(&file, limits, ImportScope::ScenarioDirectory, machine_of)
 }
 
 /// The machine file's path, relative to the scenario's directory and

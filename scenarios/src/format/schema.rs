@@ -302,7 +302,10 @@ pub struct InlineMachine {
     pub cost: IndexMap<String, Spanned<u64>>,
 }
 
-/// `[machine.latency]`: all in core cycles, all optional.
+/// `[machine.latency]`: all optional. Each leg is given in core cycles
+/// at `clock_mhz` (`<leg>_cycles`) or in nanoseconds (`<leg>_ns`, which
+/// the machine converts to cycles at its clock,
+/// `crate::machine::resolve`), not both.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LatencyOverrides {
@@ -316,6 +319,60 @@ pub struct LatencyOverrides {
     pub dram_cycles: Option<Spanned<u64>>,
     pub l3_hit_cycles: Option<Spanned<u64>>,
     pub home_occupancy_cycles: Option<Spanned<u64>>,
+    pub l1_hit_ns: Option<Spanned<f64>>,
+    pub locked_op_ns: Option<Spanned<f64>>,
+    pub smt_transfer_ns: Option<Spanned<f64>>,
+    pub l3_transfer_ns: Option<Spanned<f64>>,
+    pub hop_in_node_ns: Option<Spanned<f64>>,
+    pub hop_between_nodes_ns: Option<Spanned<f64>>,
+    pub hop_between_sockets_ns: Option<Spanned<f64>>,
+    pub dram_ns: Option<Spanned<f64>>,
+    pub l3_hit_ns: Option<Spanned<f64>>,
+    pub home_occupancy_ns: Option<Spanned<f64>>,
+}
+
+impl LatencyOverrides {
+    /// Each leg's name (without its unit) with the file's value in
+    /// cycles and in nanoseconds, in the order `presets show` lists them.
+    #[allow(clippy::type_complexity)]
+    pub fn legs(&self) -> [(&'static str, &Option<Spanned<u64>>, &Option<Spanned<f64>>); 10] {
+        [
+            ("l1_hit", &self.l1_hit_cycles, &self.l1_hit_ns),
+            ("locked_op", &self.locked_op_cycles, &self.locked_op_ns),
+            (
+                "smt_transfer",
+                &self.smt_transfer_cycles,
+                &self.smt_transfer_ns,
+            ),
+            (
+                "l3_transfer",
+                &self.l3_transfer_cycles,
+                &self.l3_transfer_ns,
+            ),
+            ("l3_hit", &self.l3_hit_cycles, &self.l3_hit_ns),
+            (
+                "hop_in_node",
+                &self.hop_in_node_cycles,
+                &self.hop_in_node_ns,
+            ),
+            (
+                "hop_between_nodes",
+                &self.hop_between_nodes_cycles,
+                &self.hop_between_nodes_ns,
+            ),
+            (
+                "hop_between_sockets",
+                &self.hop_between_sockets_cycles,
+                &self.hop_between_sockets_ns,
+            ),
+            ("dram", &self.dram_cycles, &self.dram_ns),
+            (
+                "home_occupancy",
+                &self.home_occupancy_cycles,
+                &self.home_occupancy_ns,
+            ),
+        ]
+    }
 }
 
 /// `l3_shared_lines`: whether the L3 keeps lines its cores read.

@@ -145,13 +145,14 @@ fn inline_machine(
         // Without a preset: the L3 answers for no other core's line.
         (None, None) => L3SharedLines::NotKept,
     };
+    let clock_mhz = keys.required(&m.clock_mhz, "clock_mhz", |b| b.clock_mhz, 1);
     let spec = MachineSpec {
         name: m
             .name
             .clone()
             .or_else(|| base.map(|b| format!("{} (modified)", b.name)))
             .unwrap_or_else(|| "custom".to_string()),
-        clock_mhz: keys.required(&m.clock_mhz, "clock_mhz", |b| b.clock_mhz, 1),
+        clock_mhz,
         sockets: keys.required(&m.sockets, "sockets", |b| b.sockets, 1),
         nodes_per_socket: keys.required(
             &m.nodes_per_socket,
@@ -270,7 +271,7 @@ fn inline_machine(
             0,
         ),
         // Last, so that a missing latency is listed after the other keys.
-        latency: inline_latency(&mut keys, &m.latency, l3_shared_lines),
+        latency: inline_latency(source, &mut keys, &m.latency, l3_shared_lines, clock_mhz)?,
     };
     if !keys.missing.is_empty() {
         return Err(InputError::at(
@@ -294,65 +295,163 @@ fn inline_machine(
     Ok(spec)
 }
 
-/// `[machine.latency]` of an inline machine, each key from the file, else
-/// from the preset; the L3 hit is required only when the L3 answers reads.
+/// The most cycles a latency leg may have: the range `MachineSpec`'s
+/// check gives every `latency.*_cycles` key (`sim_core::topology`'s
+/// `check_ranges`), so that a leg in nanoseconds has the same bound.
+const LATENCY_LIMIT_CYCLES: u64 = 1_000_000;
+
+/// The clocks `MachineSpec`'s check accepts (`clock_mhz`'s range there):
+/// outside them no leg in nanoseconds is converted (the clock's own error
+/// is the one to show).
+const CLOCK_RANGE_MHZ: std::ops::RangeInclusive<u64> = 1..=100_000;
+
+/// Nanoseconds as core cycles at `clock_mhz`, rounded to the nearest
+/// cycle (halves away from zero): the model counts whole cycles, and the
+/// nearest one is off by at most half a cycle either way, where cutting
+/// the fraction off would make every leg given in ns faster than its
+/// source. The same rounding the shipped files' hand conversions use
+/// (10.1 ns x 5.6 GHz = 56.6 -> 57). `ns` is finite and at least 0.
+pub fn ns_to_cycles(ns: f64, clock_mhz: u64) -> u64 {
+    (ns * clock_mhz as f64 / 1000.0).round() as u64
+}
+
+/// One latency leg of a `[machine.latency]` table in cycles: the file's
+/// `<leg>_cycles`, else its `<leg>_ns` converted at `clock_mhz`, else
+/// `None`. Both given, or nanoseconds that are not a time the machine can
+/// have, is an error at the `_ns` key.
+fn leg_cycles(
+    source: &SourceFile,
+    leg: &str,
+    cycles: &Option<Spanned<u64>>,
+    ns: &Option<Spanned<f64>>,
+    clock_mhz: u64,
+) -> Result<Option<u64>, InputError> {
+    let Some(ns) = ns else {
+        return Ok(cycles.as_ref().map(|c| *c.get_ref()));
+    };
+    let ns_key = format!("machine.latency.{leg}_ns");
+    let one_unit = format!(
+        "either `{leg}_cycles` (whole core cycles at clock_mhz) or `{leg}_ns` (nanoseconds, \
+         converted to cycles at clock_mhz and rounded to the nearest cycle), not both"
+    );
+    if cycles.is_some() {
+        return Err(InputError::at(
+            source,
+            ns.span(),
+            &ns_key,
+            format!(
+                "`latency.{leg}_cycles` and `latency.{leg}_ns` both give the leg `{leg}`; \
+                 give it once"
+            ),
+        )
+        .with_valid(one_unit));
+    }
+    if !CLOCK_RANGE_MHZ.contains(&clock_mhz) {
+        return Ok(Some(0));
+    }
+    let value = *ns.get_ref();
+    let max_ns = LATENCY_LIMIT_CYCLES as f64 * 1000.0 / clock_mhz as f64;
+    let in_range = value.is_finite()
+        && value >= 0.0
+        && (value * clock_mhz as f64 / 1000.0).round() <= LATENCY_LIMIT_CYCLES as f64;
+    if !in_range {
+        return Err(InputError::at(
+            source,
+            ns.span(),
+            &ns_key,
+            if value.is_finite() {
+                format!(
+                    "{value} is out of range 0..={max_ns:.1} ns ({LATENCY_LIMIT_CYCLES} cycles \
+                     at clock_mhz {clock_mhz})"
+                )
+            } else {
+                format!("{value} is not a number of nanoseconds")
+            },
+        )
+        .with_valid(format!(
+            "a number of nanoseconds from 0 to {max_ns:.1}; {one_unit}"
+        )));
+    }
+    Ok(Some(ns_to_cycles(value, clock_mhz)))
+}
+
+/// `[machine.latency]` of an inline machine, each key from the file (in
+/// cycles, or in nanoseconds converted at `clock_mhz`), else from the
+/// preset; the L3 hit is required only when the L3 answers reads.
 fn inline_latency(
+    source: &SourceFile,
     keys: &mut InlineKeys,
     l: &schema::LatencyOverrides,
     l3_shared_lines: L3SharedLines,
-) -> LatencySpec {
+    clock_mhz: u64,
+) -> Result<LatencySpec, InputError> {
     let base = keys.base;
-    LatencySpec {
-        l1_hit_cycles: keys.required(
-            &l.l1_hit_cycles,
+    // Each leg as the file gives it, in cycles.
+    let mut given = [None; 10];
+    for (slot, (leg, cycles, ns)) in given.iter_mut().zip(l.legs()) {
+        *slot = leg_cycles(source, leg, cycles, ns, clock_mhz)?;
+    }
+    let [l1_hit, locked_op, smt_transfer, l3_transfer, l3_hit, hop_in_node, hop_between_nodes, hop_between_sockets, dram, home_occupancy] =
+        given;
+    let mut required = |given: Option<u64>,
+                        key: &'static str,
+                        from_base: fn(&MachineSpec) -> u64,
+                        placeholder: u64| {
+        match (given, base) {
+            (Some(v), _) => v,
+            (None, Some(b)) => from_base(b),
+            (None, None) => {
+                keys.missing.push(key);
+                placeholder
+            }
+        }
+    };
+    let latency = LatencySpec {
+        l1_hit_cycles: required(
+            l1_hit,
             "latency.l1_hit_cycles",
             |b| b.latency.l1_hit_cycles,
             1,
         ),
-        locked_op_cycles: keys.required(
-            &l.locked_op_cycles,
+        locked_op_cycles: required(
+            locked_op,
             "latency.locked_op_cycles",
             |b| b.latency.locked_op_cycles,
             0,
         ),
-        smt_transfer_cycles: keys.required(
-            &l.smt_transfer_cycles,
+        smt_transfer_cycles: required(
+            smt_transfer,
             "latency.smt_transfer_cycles",
             |b| b.latency.smt_transfer_cycles,
             0,
         ),
-        l3_transfer_cycles: keys.required(
-            &l.l3_transfer_cycles,
+        l3_transfer_cycles: required(
+            l3_transfer,
             "latency.l3_transfer_cycles",
             |b| b.latency.l3_transfer_cycles,
             0,
         ),
-        hop_in_node_cycles: keys.required(
-            &l.hop_in_node_cycles,
+        hop_in_node_cycles: required(
+            hop_in_node,
             "latency.hop_in_node_cycles",
             |b| b.latency.hop_in_node_cycles,
             0,
         ),
-        hop_between_nodes_cycles: keys.required(
-            &l.hop_between_nodes_cycles,
+        hop_between_nodes_cycles: required(
+            hop_between_nodes,
             "latency.hop_between_nodes_cycles",
             |b| b.latency.hop_between_nodes_cycles,
             0,
         ),
-        hop_between_sockets_cycles: keys.required(
-            &l.hop_between_sockets_cycles,
+        hop_between_sockets_cycles: required(
+            hop_between_sockets,
             "latency.hop_between_sockets_cycles",
             |b| b.latency.hop_between_sockets_cycles,
             0,
         ),
-        dram_cycles: keys.required(
-            &l.dram_cycles,
-            "latency.dram_cycles",
-            |b| b.latency.dram_cycles,
-            0,
-        ),
-        l3_hit_cycles: match (&l.l3_hit_cycles, base) {
-            (Some(v), _) => *v.get_ref(),
+        dram_cycles: required(dram, "latency.dram_cycles", |b| b.latency.dram_cycles, 0),
+        l3_hit_cycles: match (l3_hit, base) {
+            (Some(v), _) => v,
             (None, Some(b)) => b.latency.l3_hit_cycles,
             // Needed only when the L3 answers reads.
             (None, None) if l3_shared_lines.supplies() => {
@@ -361,13 +460,14 @@ fn inline_latency(
             }
             (None, None) => 0,
         },
-        home_occupancy_cycles: match (&l.home_occupancy_cycles, base) {
-            (Some(v), _) => *v.get_ref(),
+        home_occupancy_cycles: match (home_occupancy, base) {
+            (Some(v), _) => v,
             (None, Some(b)) => b.latency.home_occupancy_cycles,
             // The presets' rule: one leg of an L3 transfer.
-            (None, None) => l.l3_transfer_cycles.as_ref().map_or(0, |v| *v.get_ref()) / 3,
+            (None, None) => l3_transfer.unwrap_or(0) / 3,
         },
-    }
+    };
+    Ok(latency)
 }
 
 fn spec_error(source: &SourceFile, doc: &ScenarioDoc, e: SpecError) -> InputError {
@@ -392,6 +492,10 @@ fn spec_error(source: &SourceFile, doc: &ScenarioDoc, e: SpecError) -> InputErro
 fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Range<usize>>)> {
     let span32 = |v: &Option<Spanned<u32>>| v.as_ref().map(|s| s.span());
     let span64 = |v: &Option<Spanned<u64>>| v.as_ref().map(|s| s.span());
+    // A leg's span: its `_cycles` value, else its `_ns` value.
+    let leg = |cycles: &Option<Spanned<u64>>, ns: &Option<Spanned<f64>>| {
+        span64(cycles).or(ns.as_ref().map(|s| s.span()))
+    };
     let l = &m.latency;
     vec![
         ("clock_mhz", span64(&m.clock_mhz)),
@@ -418,27 +522,36 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             "deep_idle_writeback_cycles",
             span64(&m.deep_idle_writeback_cycles),
         ),
-        ("latency.l1_hit_cycles", span64(&l.l1_hit_cycles)),
-        ("latency.locked_op_cycles", span64(&l.locked_op_cycles)),
+        ("latency.l1_hit_cycles", leg(&l.l1_hit_cycles, &l.l1_hit_ns)),
+        (
+            "latency.locked_op_cycles",
+            leg(&l.locked_op_cycles, &l.locked_op_ns),
+        ),
         (
             "latency.smt_transfer_cycles",
-            span64(&l.smt_transfer_cycles),
+            leg(&l.smt_transfer_cycles, &l.smt_transfer_ns),
         ),
-        ("latency.l3_transfer_cycles", span64(&l.l3_transfer_cycles)),
-        ("latency.hop_in_node_cycles", span64(&l.hop_in_node_cycles)),
+        (
+            "latency.l3_transfer_cycles",
+            leg(&l.l3_transfer_cycles, &l.l3_transfer_ns),
+        ),
+        (
+            "latency.hop_in_node_cycles",
+            leg(&l.hop_in_node_cycles, &l.hop_in_node_ns),
+        ),
         (
             "latency.hop_between_nodes_cycles",
-            span64(&l.hop_between_nodes_cycles),
+            leg(&l.hop_between_nodes_cycles, &l.hop_between_nodes_ns),
         ),
         (
             "latency.hop_between_sockets_cycles",
-            span64(&l.hop_between_sockets_cycles),
+            leg(&l.hop_between_sockets_cycles, &l.hop_between_sockets_ns),
         ),
-        ("latency.dram_cycles", span64(&l.dram_cycles)),
-        ("latency.l3_hit_cycles", span64(&l.l3_hit_cycles)),
+        ("latency.dram_cycles", leg(&l.dram_cycles, &l.dram_ns)),
+        ("latency.l3_hit_cycles", leg(&l.l3_hit_cycles, &l.l3_hit_ns)),
         (
             "latency.home_occupancy_cycles",
-            span64(&l.home_occupancy_cycles),
+            leg(&l.home_occupancy_cycles, &l.home_occupancy_ns),
         ),
         ("socket_hops", m.socket_hops.as_ref().map(|s| s.span())),
         (
@@ -461,4 +574,143 @@ fn machine_table_span(source: &SourceFile) -> Range<usize> {
         offset += line.len();
     }
     0..0
+}
+
+/// How one latency leg of an inline machine was given.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LegGiven {
+    /// `<leg>_cycles` in the machine's table.
+    Cycles,
+    /// `<leg>_ns` in the machine's table: the nanoseconds given.
+    Nanoseconds(f64),
+    /// Neither: the cycles of the preset the table starts from, at the
+    /// preset's clock.
+    Preset { preset: String, clock_mhz: u64 },
+    /// Neither, and no preset: the key's default (a home's occupancy, a
+    /// third of the L3 transfer; no L3 hit where the L3 answers no reads).
+    Default,
+}
+
+/// One latency leg of a machine: its name without the unit
+/// (`hop_in_node`), its cycles in the built machine, and how it was given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegOrigin {
+    pub leg: &'static str,
+    pub cycles: u64,
+    pub given: LegGiven,
+}
+
+/// The latency legs of the document's machine (built as `spec`) and how
+/// each was given, in the order `bounce presets show` lists them; `None`
+/// for a machine that is a preset by name (every leg the preset's, at
+/// its own clock).
+pub fn leg_origins(doc: &ScenarioDoc, spec: &MachineSpec) -> Option<Vec<LegOrigin>> {
+    let MachineRef::Inline(m) = &doc.machine else {
+        return None;
+    };
+    let preset = m.preset.as_ref().and_then(|name| {
+        presets::resolve_preset(name.get_ref())
+            .ok()
+            .map(|r| (name.get_ref().clone(), r.spec.clock_mhz))
+    });
+    let l = &spec.latency;
+    let cycles_of = |leg: &str| match leg {
+        "l1_hit" => l.l1_hit_cycles,
+        "locked_op" => l.locked_op_cycles,
+        "smt_transfer" => l.smt_transfer_cycles,
+        "l3_transfer" => l.l3_transfer_cycles,
+        "l3_hit" => l.l3_hit_cycles,
+        "hop_in_node" => l.hop_in_node_cycles,
+        "hop_between_nodes" => l.hop_between_nodes_cycles,
+        "hop_between_sockets" => l.hop_between_sockets_cycles,
+        "dram" => l.dram_cycles,
+        "home_occupancy" => l.home_occupancy_cycles,
+        other => unreachable!("LatencyOverrides::legs has no leg `{other}`"),
+    };
+    Some(
+        m.latency
+            .legs()
+            .into_iter()
+            .map(|(leg, cycles, ns)| LegOrigin {
+                leg,
+                cycles: cycles_of(leg),
+                given: match (cycles, ns, &preset) {
+                    (Some(_), _, _) => LegGiven::Cycles,
+                    (None, Some(ns), _) => LegGiven::Nanoseconds(*ns.get_ref()),
+                    (None, None, Some((name, clock_mhz))) => LegGiven::Preset {
+                        preset: name.clone(),
+                        clock_mhz: *clock_mhz,
+                    },
+                    (None, None, None) => LegGiven::Default,
+                },
+            })
+            .collect(),
+    )
+}
+
+/// A note that a machine's `clock_mhz` is not the clock of the preset it
+/// starts from while some legs are the preset's cycles: where the clock
+/// is set (`file`, `line`) and what it says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClockNote {
+    pub file: String,
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ClockNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}: {}", self.file, self.line, self.message)
+    }
+}
+
+/// [`ClockNote`] for the document's machine (built as `spec`), when it
+/// starts from a preset, sets another `clock_mhz`, and inherits legs: a
+/// leg inherited keeps the preset's cycles (as a machine always has), so
+/// its time moves with the clock, right for what runs at the core's clock
+/// (L1, an L3 at core clock) and wrong for what does not (a mesh, an I/O
+/// die, memory). The note names each such leg with its nanoseconds at
+/// both clocks, so a user sees it and gives the leg in `_ns` or
+/// `_cycles`. `None` otherwise.
+pub fn clock_note(source: &SourceFile, doc: &ScenarioDoc, spec: &MachineSpec) -> Option<ClockNote> {
+    let MachineRef::Inline(m) = &doc.machine else {
+        return None;
+    };
+    let clock = m.clock_mhz.as_ref()?;
+    let origins = leg_origins(doc, spec)?;
+    let ns_at = |cycles: u64, clock_mhz: u64| cycles as f64 * 1000.0 / clock_mhz as f64;
+    let mut preset_of = None;
+    let inherited: Vec<String> = origins
+        .iter()
+        .filter_map(|o| match &o.given {
+            LegGiven::Preset { preset, clock_mhz } if *clock_mhz != spec.clock_mhz => {
+                preset_of = Some((preset.clone(), *clock_mhz));
+                Some(format!(
+                    "{}_cycles {} ({:.1} ns at {clock_mhz} MHz, {:.1} ns at {} MHz)",
+                    o.leg,
+                    o.cycles,
+                    ns_at(o.cycles, *clock_mhz),
+                    ns_at(o.cycles, spec.clock_mhz),
+                    spec.clock_mhz
+                ))
+            }
+            _ => None,
+        })
+        .collect();
+    let (preset, preset_clock_mhz) = preset_of?;
+    let place = crate::format::error::Place::at(source, clock.span());
+    Some(ClockNote {
+        file: place.file,
+        line: place.line,
+        message: format!(
+            "`clock_mhz = {}` is not the {preset_clock_mhz} MHz of preset `{preset}`, and {} \
+             latency leg(s) are the preset's cycles, kept as cycles, so their time moves with \
+             the clock: {}. A leg that does not run at the core's clock (a mesh, an I/O die, \
+             memory) keeps its time when given as `<leg>_ns`; give `<leg>_cycles` to keep \
+             cycles and silence this",
+            spec.clock_mhz,
+            inherited.len(),
+            inherited.join(", ")
+        ),
+    })
 }

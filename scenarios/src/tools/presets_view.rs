@@ -2,6 +2,7 @@
 //! machine a user can save and edit.
 
 use crate::format::error::closest;
+use crate::machine::LegGiven;
 use models::presets::{self, Param, ParamValue, Preset, ResolveError, Resolved, PRESETS};
 use sim_core::cpu::LinuxCpu;
 use sim_core::topology::Topology;
@@ -414,11 +415,14 @@ fn topology(out: &mut String, t: &Topology) {
 
 /// `bounce presets show FILE.toml`: what a machine file (a `[machine]`
 /// table) builds: its topology, as a preset's is shown, each latency leg in
-/// cycles and in nanoseconds at its clock, and the one-way compare-and-swap
+/// cycles and in nanoseconds at its clock with how the file gives it (in
+/// cycles, in nanoseconds, or the preset's cycles), the note a clock
+/// other than its preset's brings, and the one-way compare-and-swap
 /// ping-pong latency the model gives for a pair of each relation (what
 /// `bounce validate --matrix` compares with a measured matrix). The file's
 /// own comments hold its sources.
-pub fn describe_machine_file(shown: &str, t: &Topology) -> String {
+pub fn describe_machine_file(shown: &str, view: &crate::MachineFileView) -> String {
+    let t = &view.topology;
     let spec = &t.spec;
     let mut out = String::new();
     let _ = writeln!(
@@ -428,31 +432,61 @@ pub fn describe_machine_file(shown: &str, t: &Topology) -> String {
     );
     let _ = writeln!(out);
     topology(&mut out, t);
-    let l = &spec.latency;
     let _ = writeln!(
         out,
-        "latencies (core cycles at {} MHz; the nanoseconds they are at that clock):",
+        "latencies (core cycles at {} MHz, the nanoseconds they are at that clock, and how the \
+         file gives each: a leg in ns is converted to the nearest cycle):",
         spec.clock_mhz
     );
-    let legs = [
-        ("l1_hit_cycles", l.l1_hit_cycles),
-        ("locked_op_cycles", l.locked_op_cycles),
-        ("smt_transfer_cycles", l.smt_transfer_cycles),
-        ("l3_transfer_cycles", l.l3_transfer_cycles),
-        ("l3_hit_cycles", l.l3_hit_cycles),
-        ("hop_in_node_cycles", l.hop_in_node_cycles),
-        ("hop_between_nodes_cycles", l.hop_between_nodes_cycles),
-        ("hop_between_sockets_cycles", l.hop_between_sockets_cycles),
-        ("dram_cycles", l.dram_cycles),
-        ("home_occupancy_cycles", l.home_occupancy_cycles),
-    ];
-    let width = legs.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    for (key, cycles) in legs {
+    let ns_at = |cycles: u64, clock_mhz: u64| cycles as f64 * 1000.0 / clock_mhz as f64;
+    let rows: Vec<(String, u64, String)> = match &view.legs {
+        Some(legs) => legs
+            .iter()
+            .map(|o| {
+                let given = match &o.given {
+                    LegGiven::Cycles => format!("given: {}_cycles", o.leg),
+                    LegGiven::Nanoseconds(ns) => format!("given: {}_ns = {ns}", o.leg),
+                    LegGiven::Preset { preset, clock_mhz } if *clock_mhz == spec.clock_mhz => {
+                        format!("preset {preset}'s cycles, at its clock")
+                    }
+                    LegGiven::Preset { preset, clock_mhz } => format!(
+                        "preset {preset}'s cycles, {:.1} ns at its {clock_mhz} MHz",
+                        ns_at(o.cycles, *clock_mhz)
+                    ),
+                    LegGiven::Default => "not given: the default".to_string(),
+                };
+                (format!("{}_cycles", o.leg), o.cycles, given)
+            })
+            .collect(),
+        None => {
+            let l = &spec.latency;
+            [
+                ("l1_hit_cycles", l.l1_hit_cycles),
+                ("locked_op_cycles", l.locked_op_cycles),
+                ("smt_transfer_cycles", l.smt_transfer_cycles),
+                ("l3_transfer_cycles", l.l3_transfer_cycles),
+                ("l3_hit_cycles", l.l3_hit_cycles),
+                ("hop_in_node_cycles", l.hop_in_node_cycles),
+                ("hop_between_nodes_cycles", l.hop_between_nodes_cycles),
+                ("hop_between_sockets_cycles", l.hop_between_sockets_cycles),
+                ("dram_cycles", l.dram_cycles),
+                ("home_occupancy_cycles", l.home_occupancy_cycles),
+            ]
+            .into_iter()
+            .map(|(key, cycles)| (key.to_string(), cycles, "the preset's".to_string()))
+            .collect()
+        }
+    };
+    let width = rows.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
+    for (key, cycles, given) in rows {
         let _ = writeln!(
             out,
-            "  {key:<width$}  {cycles:>6}  {:>7.1} ns",
+            "  {key:<width$}  {cycles:>6}  {:>7.1} ns  {given}",
             t.cycles_to_ns(cycles as f64)
         );
+    }
+    if let Some(note) = &view.clock_note {
+        let _ = writeln!(out, "note: {note}");
     }
     let _ = writeln!(out);
     let _ = writeln!(
