@@ -100,17 +100,11 @@ pub fn machine_clock_note(loaded: &LoadedScenario) -> Option<machine::ClockNote>
     machine::clock_note(&loaded.source, doc, &topology.spec)
 }
 
-/// A machine file's machine, with how each latency leg was given and the
-/// note a clock other than its preset's brings ([`machine::clock_note`]).
-pub struct MachineFileView {
-    pub topology: sim_core::topology::Topology,
-    /// `None` when the file's table is a preset by name.
-    pub legs: Option<Vec<machine::LegOrigin>>,
-    pub clock_note: Option<machine::ClockNote>,
-}
-
 /// [`machine_from_file`], with how its legs were given.
-pub fn machine_file_view(path: &Path, limits: &Limits) -> Result<MachineFileView, InputError> {
+pub fn machine_file_view(
+    path: &Path,
+    limits: &Limits,
+) -> Result<machine::MachineFileView, InputError> {
     let checked =
         format::machine_file::machine_from_file_checked(path, limits, machine::build_machine)?;
     let spec = &checked.topology.spec;
@@ -122,7 +116,7 @@ pub fn machine_file_view(path: &Path, limits: &Limits) -> Result<MachineFileView
         }
         note
     });
-    Ok(MachineFileView {
+    Ok(machine::MachineFileView {
         legs,
         clock_note,
         topology: checked.topology,

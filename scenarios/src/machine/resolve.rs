@@ -714,3 +714,12 @@ pub fn clock_note(source: &SourceFile, doc: &ScenarioDoc, spec: &MachineSpec) ->
         ),
     })
 }
+
+/// A machine file's machine, with how each latency leg was given and the
+/// note a clock other than its preset's brings ([`clock_note`]).
+pub struct MachineFileView {
+    pub topology: Topology,
+    /// `None` when the file's table is a preset by name.
+    pub legs: Option<Vec<LegOrigin>>,
+    pub clock_note: Option<ClockNote>,
+}

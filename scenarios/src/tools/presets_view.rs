@@ -421,7 +421,7 @@ fn topology(out: &mut String, t: &Topology) {
 /// ping-pong latency the model gives for a pair of each relation (what
 /// `bounce validate --matrix` compares with a measured matrix). The file's
 /// own comments hold its sources.
-pub fn describe_machine_file(shown: &str, view: &crate::MachineFileView) -> String {
+pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView) -> String {
     let t = &view.topology;
     let spec = &t.spec;
     let mut out = String::new();
