@@ -21,6 +21,11 @@ pub enum AccessKind {
     /// miss; the CPU does not wait for it. `address` is the buddy line's
     /// start, `field_id` the field whose miss issued it.
     Prefetch,
+    /// A line requested by the core's run ahead of an operation that waits
+    /// (a locked instruction, or a value not read yet: `engine::speculate`);
+    /// nobody waits for it. `address` is the line's start, `field_id` the
+    /// field the run's access would read or write.
+    RunAhead,
 }
 
 impl AccessKind {
@@ -32,7 +37,15 @@ impl AccessKind {
             AccessKind::StoreDrain => "store drains",
             AccessKind::Atomic(op) => op.name(),
             AccessKind::Prefetch => "prefetch (adjacent line)",
+            AccessKind::RunAhead => "prefetch (run ahead)",
         }
+    }
+
+    /// A request of the core's own that no operation of the program made
+    /// (the adjacent-line prefetcher's, or the run ahead's): counted apart
+    /// from the program's accesses.
+    pub fn is_prefetch(self) -> bool {
+        matches!(self, AccessKind::Prefetch | AccessKind::RunAhead)
     }
 }
 

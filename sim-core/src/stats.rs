@@ -94,7 +94,7 @@ impl Traffic {
     #[inline]
     fn of_access(event: &AccessEvent<'_>) -> Traffic {
         let mut t = Traffic::default();
-        if event.kind == AccessKind::Prefetch {
+        if event.kind.is_prefetch() {
             // Prefetch traffic is counted apart: it is no access of the
             // program's (a prefetch the core's own cache answers costs
             // nothing and is not counted).
@@ -111,7 +111,7 @@ impl Traffic {
             // brings the line traffic.
             AccessKind::StoreDrain => {}
             AccessKind::Atomic(_) => t.atomics = 1,
-            AccessKind::Prefetch => {}
+            AccessKind::Prefetch | AccessKind::RunAhead => {}
         }
         match event.report {
             None => t.hits = 1,
@@ -573,7 +573,7 @@ impl Probe for Stats {
         if !private {
             match event.kind {
                 // Neither is the CPU's own program access.
-                AccessKind::StoreDrain | AccessKind::Prefetch => {}
+                AccessKind::StoreDrain | AccessKind::Prefetch | AccessKind::RunAhead => {}
                 AccessKind::Load => {
                     spun = state.poll(LastLoad {
                         address: event.address,
@@ -591,7 +591,7 @@ impl Probe for Stats {
         }
         let mut counts = Traffic::of_access(event);
         counts.spin_cycles = spun;
-        if event.kind != AccessKind::Prefetch {
+        if !event.kind.is_prefetch() {
             self.add_detail(event.cpu, event.address, &counts);
         }
         if let Some(f) = self.per_field.get_mut(event.field_id as usize) {

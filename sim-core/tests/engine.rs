@@ -1002,10 +1002,7 @@ fn a_miss_prefetches_the_buddy_line_taking_it_from_a_modified_owner() {
     let (a, b) = (address(&config, "p", 0, "a"), address(&config, "p", 0, "b"));
     assert_eq!((a / 64) ^ 1, b / 64, "a and b are buddies");
     let (_, rec) = setup.run();
-    let prefetches: Vec<&Access> = rec
-        .accesses()
-        .filter(|x| x.kind == AccessKind::Prefetch)
-        .collect();
+    let prefetches: Vec<&Access> = rec.accesses().filter(|x| x.kind.is_prefetch()).collect();
     // CPU 0's RFO miss on b prefetched a; CPU 4's load miss on a prefetched b.
     assert_eq!(prefetches.len(), 2, "{prefetches:?}");
     assert_eq!((prefetches[0].cpu, prefetches[0].address), (0, a));
@@ -1038,7 +1035,7 @@ fn without_the_prefetcher_no_buddy_is_read() {
     let config = setup.build();
     let b = address(&config, "p", 0, "b");
     let (_, rec) = setup.run();
-    assert!(rec.accesses().all(|x| x.kind != AccessKind::Prefetch));
+    assert!(rec.accesses().all(|x| !x.kind.is_prefetch()));
     let load_b = rec
         .of_cpu(4)
         .into_iter()
@@ -1492,7 +1489,7 @@ fn locked_instructions_after_a_waiting_one_fetch_ahead_where_locks_speculate() {
     let prefetches = |rec: &testkit::Recorder| {
         rec.of_cpu(0)
             .iter()
-            .filter(|a| a.kind == AccessKind::Prefetch)
+            .filter(|a| a.kind.is_prefetch())
             .count()
     };
     // No window: each locked add waits for its line in turn.
@@ -1590,7 +1587,7 @@ fn a_line_fetched_ahead_and_taken_meanwhile_is_read_again_at_its_turn() {
             .expect("the access")
             .clone()
     };
-    let prefetch = of(&quiet, AccessKind::Prefetch);
+    let prefetch = of(&quiet, AccessKind::RunAhead);
     let add = atomics(&quiet)[0].clone();
     let load = of(&quiet, AccessKind::Load);
     let fetched = prefetch.report.as_ref().unwrap().done.get();
@@ -1906,7 +1903,7 @@ fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
     let b = line(&rec, "b");
     let ahead = accesses
         .iter()
-        .find(|a| a.kind == AccessKind::Prefetch && a.address == b)
+        .find(|a| a.kind.is_prefetch() && a.address == b)
         .expect("b's line requested ahead");
     let ahead = ahead.report.as_ref().unwrap();
     assert!(ahead.issued < served.started, "{ahead:?} vs {served:?}");
@@ -1936,7 +1933,7 @@ fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
     let prefetched = |name: &str| {
         accesses
             .iter()
-            .any(|a| a.kind == AccessKind::Prefetch && a.address == line(&rec, name))
+            .any(|a| a.kind.is_prefetch() && a.address == line(&rec, name))
     };
     assert!(prefetched("c") && prefetched("b"));
     assert!(!accesses
@@ -1948,7 +1945,7 @@ fn a_branch_waiting_for_a_queued_load_fetches_its_predicted_paths_lines() {
     // unknown value), nothing is requested ahead and `b` misses after the
     // serve.
     let (stopped, rec) = behind_one_add("let n = w.v\nwork n\nlet y = b.v");
-    assert!(!rec.of_cpu(0).iter().any(|a| a.kind == AccessKind::Prefetch));
+    assert!(!rec.of_cpu(0).iter().any(|a| a.kind.is_prefetch()));
     assert!(stopped >= served.started.get() + miss, "{stopped}");
     println!(
         "behind one add: served at {}, b's miss {miss}: right {length}, wrong {wrong}, stopped {stopped}",
@@ -1995,7 +1992,7 @@ fn a_demand_load_takes_over_its_cpus_prefetch_still_queued_at_the_home() {
     assert!(
         !accesses
             .iter()
-            .any(|x| x.kind == AccessKind::Prefetch && x.address == b),
+            .any(|x| x.kind.is_prefetch() && x.address == b),
         "{accesses:#?}"
     );
 }
@@ -2021,7 +2018,7 @@ fn a_load_whose_address_is_not_read_yet_lets_the_run_ahead_go_past_it() {
     let (b, c0) = (w + 64, w + 128);
     let ahead: Vec<&Access> = accesses
         .iter()
-        .filter(|a| a.kind == AccessKind::Prefetch)
+        .filter(|a| a.kind.is_prefetch())
         .copied()
         .collect();
     assert_eq!(

@@ -709,10 +709,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
     let speculative_prefetches = if config.topology.spec.adjacent_line_prefetch {
         0
     } else {
-        recorder
-            .accesses()
-            .filter(|a| a.kind == AccessKind::Prefetch)
-            .count() as u64
+        recorder.accesses().filter(|a| a.kind.is_prefetch()).count() as u64
     };
     let value_prefetches = if config.topology.spec.adjacent_line_prefetch {
         0
@@ -729,7 +726,7 @@ fn observe(config: &SimConfig, options: EngineOptions) -> Result<Observed, Strin
                     .collect();
                 recorder
                     .accesses()
-                    .filter(|a| a.cpu == c.get() && a.kind == AccessKind::Prefetch)
+                    .filter(|a| a.cpu == c.get() && a.kind.is_prefetch())
                     .filter_map(|a| a.report.as_ref())
                     .filter(|p| {
                         mine.iter()

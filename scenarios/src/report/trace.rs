@@ -176,6 +176,9 @@ impl Probe for TraceProbe<'_> {
             (AccessKind::Atomic(_), None) => format!("{} (unchanged)", e.value),
             (AccessKind::Load | AccessKind::LoadForwarded, _) => format!("reads {}", e.value),
             (AccessKind::Prefetch, _) => "the buddy line of its miss, not waited for".to_string(),
+            (AccessKind::RunAhead, _) => {
+                "requested ahead of an operation that waits, not waited for".to_string()
+            }
             _ => format!("writes {}", e.value),
         };
         let Some(r) = e.report else {

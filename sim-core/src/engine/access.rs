@@ -640,11 +640,11 @@ impl Simulation<'_> {
                         let queued = self
                             .queued_prefetches
                             .iter()
-                            .position(|&(line, c, _)| line == unit && c == cpu);
+                            .position(|&(line, c, _, _)| line == unit && c == cpu);
                         if let Some(k) = queued {
-                            let (_, _, field_id) = self.queued_prefetches.swap_remove(k);
+                            let (_, _, field_id, kind) = self.queued_prefetches.swap_remove(k);
                             let report = self.coherence.take_served();
-                            self.report_prefetch(i, field_id, &report, probe);
+                            self.report_prefetch(i, field_id, kind, &report, probe);
                             self.coherence.recycle(report);
                         }
                     }
@@ -747,7 +747,7 @@ impl Simulation<'_> {
         let k = self
             .queued_prefetches
             .iter()
-            .position(|&(line, cpu, _)| line == unit && cpu == i)?;
+            .position(|&(line, cpu, _, _)| line == unit && cpu == i)?;
         let cpu = self.cpus[i].spec.cpu;
         let tag = RequestTag::new(i, RequestKind::Demand);
         let merged = self
@@ -805,14 +805,15 @@ impl Simulation<'_> {
         )? {
             None => {}
             Some(Requested::Done(report)) => {
-                self.report_prefetch(i, field_id, &report, probe);
+                self.report_prefetch(i, field_id, AccessKind::Prefetch, &report, probe);
                 self.coherence.recycle(report);
             }
             Some(Requested::Queued {
                 free_at,
                 first_waiter,
             }) => {
-                self.queued_prefetches.push((buddy, i, field_id));
+                self.queued_prefetches
+                    .push((buddy, i, field_id, AccessKind::Prefetch));
                 if first_waiter {
                     self.schedule_line_free(free_at, buddy);
                 }
@@ -821,10 +822,13 @@ impl Simulation<'_> {
         Ok(())
     }
 
+    /// Reports a prefetch of `kind` (the adjacent-line prefetcher's or the
+    /// run ahead's) to the probe.
     pub(super) fn report_prefetch(
         &mut self,
         i: CpuIndex,
         field_id: u32,
+        kind: AccessKind,
         report: &AccessReport,
         probe: &mut dyn Probe,
     ) {
@@ -833,7 +837,7 @@ impl Simulation<'_> {
             cpu: self.cpus[i].spec.cpu,
             issued: report.issued,
             latency_cycles: report.latency_cycles(),
-            kind: AccessKind::Prefetch,
+            kind,
             address: report.unit as u64 * line_bytes as u64,
             size_bytes: line_bytes,
             field_id,

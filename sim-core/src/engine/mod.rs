@@ -696,8 +696,9 @@ struct Simulation<'c> {
     /// reads the line's buddy ([`Simulation::prefetch_buddy`]).
     prefetch_buddies: bool,
     /// Prefetches waiting at their line's home: (line, CPU index, the field
-    /// whose miss issued it, for attribution).
-    queued_prefetches: Vec<(usize, CpuIndex, u32)>,
+    /// whose miss issued it, for attribution, and which of the core's
+    /// requests it is: the adjacent-line prefetcher's or the run ahead's).
+    queued_prefetches: Vec<(usize, CpuIndex, u32, AccessKind)>,
     /// Per place: its target when every CPU resolves it alike (a field of a
     /// global instance, no run-time operand), resolved once; the contended
     /// accesses go to such places.

@@ -649,7 +649,7 @@ impl Shadow<'_, '_, '_> {
             Ok(Some(Requested::Done(report))) => {
                 self.misses_left -= 1;
                 sim.cpus[self.i].ahead_in_flight.push(report.done);
-                sim.report_prefetch(self.i, field_id, &report, self.probe);
+                sim.report_prefetch(self.i, field_id, AccessKind::RunAhead, &report, self.probe);
                 sim.coherence.recycle(report);
             }
             Ok(Some(Requested::Queued {
@@ -659,7 +659,8 @@ impl Shadow<'_, '_, '_> {
                 self.misses_left -= 1;
                 // It arrives after the line frees, at the earliest.
                 sim.cpus[self.i].ahead_in_flight.push(free_at);
-                sim.queued_prefetches.push((unit, self.i, field_id));
+                sim.queued_prefetches
+                    .push((unit, self.i, field_id, AccessKind::RunAhead));
                 if first_waiter {
                     sim.schedule_line_free(free_at, unit);
                 }
