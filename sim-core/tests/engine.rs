@@ -1855,7 +1855,15 @@ fn a_load_behind_a_queued_load_reads_its_value_after_it() {
 /// touches. All homed on node 3, far from both. The iteration's cycles,
 /// and the log.
 fn behind_one_add(script: &str) -> (u64, testkit::Recorder) {
-    let (_, rec) = Setup::new(windowed(1000, 0))
+    behind_one_add_on(windowed(1000, 0), script)
+}
+
+/// [`behind_one_add`] on `machine`.
+fn behind_one_add_on(
+    machine: sim_core::topology::MachineSpec,
+    script: &str,
+) -> (u64, testkit::Recorder) {
+    let (_, rec) = Setup::new(machine)
         .structs(vec![line_struct(), busy_struct()])
         .instances(vec![
             global("w", "busy", 3),
@@ -2041,4 +2049,82 @@ fn a_load_whose_address_is_not_read_yet_lets_the_run_ahead_go_past_it() {
     let c_load = loads.iter().find(|a| a.address == c0).expect("c[0] loaded");
     assert!(c_load.report.as_ref().unwrap().issued >= served.started);
     assert!(loads.iter().all(|a| a.value == 0), "{loads:?}");
+}
+
+/// The lines CPU 0 requested ahead in `rec` while its first load (`w`'s,
+/// queued at its home: asserted) waited to be served, and that load's line.
+fn requested_ahead(rec: &testkit::Recorder) -> (Vec<u64>, u64) {
+    let accesses = rec.of_cpu(0);
+    let queued = accesses
+        .iter()
+        .find(|a| a.kind == AccessKind::Load)
+        .expect("w loaded");
+    let served = queued.report.as_ref().unwrap();
+    assert!(served.started > served.issued, "not queued: {served:?}");
+    let ahead = accesses
+        .iter()
+        .filter(|a| {
+            a.kind == AccessKind::RunAhead
+                && a.report.as_ref().is_some_and(|r| r.issued < served.started)
+        })
+        .map(|a| a.address)
+        .collect();
+    (ahead, queued.address - queued.address % 64)
+}
+
+#[test]
+fn a_store_whose_address_is_not_read_yet_lets_the_run_ahead_go_past_it() {
+    // `c[w.v].v = 1`: the store's index is `w.v`, queued at its home behind
+    // CPU 2's add, so the CPU parks at the store. The store waits for its
+    // address in the store buffer, requesting nothing, and the run goes on
+    // to `b`, whose line it requests (loads pass older stores whose
+    // addresses are unknown).
+    let (_, rec) = behind_one_add("c[w.v].v = 1\nlet z = b.v");
+    let (ahead, w) = requested_ahead(&rec);
+    assert_eq!(ahead, vec![w + 64], "only b's line requested ahead");
+    // The store wrote at its own turn, at its address (c[0]).
+    let store = rec
+        .of_cpu(0)
+        .into_iter()
+        .find(|a| matches!(a.kind, AccessKind::Store | AccessKind::StoreDrain))
+        .expect("c[0] written")
+        .clone();
+    assert_eq!((store.address, store.value), (w + 128, 1));
+}
+
+#[test]
+fn a_locked_instruction_whose_address_is_not_read_yet_is_passed_where_locks_speculate() {
+    // `t` is `w.v + 1`, not read yet: the add through it waits for its
+    // address. Where locked instructions execute speculatively, the run
+    // passes it, requesting nothing for it, and requests `b`; elsewhere it
+    // stops there, as at any later locked instruction.
+    let script = "let t = w.v + 1\nfetch_add(c[t].v, 1)\nlet z = b.v";
+    let (_, rec) = behind_one_add_on(speculating(1000, true), script);
+    let (ahead, w) = requested_ahead(&rec);
+    assert_eq!(ahead, vec![w + 64], "only b's line requested ahead");
+    let (_, rec) = behind_one_add_on(speculating(1000, false), script);
+    let (ahead, _) = requested_ahead(&rec);
+    assert_eq!(ahead, Vec::<u64>::new());
+}
+
+#[test]
+fn a_locked_instruction_adding_a_value_not_read_yet_fetches_its_line_where_locks_speculate() {
+    // The add's address is known (`c[0]`), what it adds (`t`) is not read
+    // yet: where locked instructions execute speculatively, the run
+    // requests its line for ownership and goes on to `b`.
+    let script = "let t = w.v + 1\nfetch_add(c[0].v, t)\nlet z = b.v";
+    let (_, rec) = behind_one_add_on(speculating(1000, true), script);
+    let (ahead, w) = requested_ahead(&rec);
+    assert_eq!(ahead, vec![w + 128, w + 64], "c[0] for the add, then b");
+    // The add at its turn adds what `w.v` held plus one.
+    let add = rec
+        .of_cpu(0)
+        .into_iter()
+        .find(|a| matches!(a.kind, AccessKind::Atomic(_)))
+        .expect("the add")
+        .clone();
+    assert_eq!(
+        (add.address, add.value, add.new_value),
+        (w + 128, 0, Some(1))
+    );
 }

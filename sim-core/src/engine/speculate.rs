@@ -53,9 +53,18 @@
 //! load through one, or through a pointer one of the run's own loads still
 //! fetches, waits for its address while the run goes on (no request, its
 //! value unknown: a core's load waits in its queue for its address and
-//! the younger independent work goes on), and a store or locked
-//! instruction through one, `work` of one, a locked instruction's operand
-//! or an assertion of one stops the run. Then the CPU parks as before; when the
+//! the younger independent work goes on); a store through one waits for
+//! its address too, requesting nothing, and the younger loads go on past
+//! it reading memory (memory disambiguation: a core's loads execute ahead
+//! of older stores whose addresses are unknown, Intel's optimization
+//! manual on the Core microarchitecture; Islam et al., "SPOILER", USENIX
+//! Security 2019); a locked instruction through one is passed the same
+//! way where the run passes locked instructions (`lock_rfo_ahead`, or the
+//! waiting one itself), and one whose address is known but an operand not
+//! read yet requests its line there, what it writes unknown to the run's
+//! later loads. `work` of one, or an assertion of one, stops the run, as
+//! does a locked instruction through one where locked instructions do not
+//! speculate. Then the CPU parks as before; when the
 //! value is read the branch resolves as any late branch does (right: it
 //! goes on, and its path's lines are on their way; wrong: the penalty,
 //! and the wrong path's lines stay fetched, for whoever reads them next).
@@ -436,14 +445,17 @@ impl Shadow<'_, '_, '_> {
     }
 
     /// Before the run takes `op`, past a value not read yet: where the
-    /// run stops (a store, atomic or `address_of` through such a value,
-    /// `work` or an assertion of one, a locked instruction's operand, a
-    /// builtin, a fence, the iteration's end), or what `op` does to those
-    /// values ([`Shadow::follow_after`]); None where it took `op` itself: a
-    /// branch on such a value, which goes the way the CPU's predictor
-    /// guesses for its site (`in_flight::predict_branch` asks the same),
-    /// or a load through such a value or a pointer still arriving, which
-    /// waits for its address without a request, its own value unknown.
+    /// run stops (`address_of` through such a value, `work` or an
+    /// assertion of one, a locked instruction through one where the run
+    /// does not pass locked instructions, a builtin, a fence, the
+    /// iteration's end), or what `op` does to those values
+    /// ([`Shadow::follow_after`]); None where it took `op` itself: a branch
+    /// on such a value, which goes the way the CPU's predictor guesses for
+    /// its site (`in_flight::predict_branch` asks the same), or a load, a
+    /// store or (where passed) a locked instruction through such a value or
+    /// a pointer still arriving, which waits for its address without a
+    /// request, the value it reads unknown. One rule for every access: an
+    /// address not here yet is waited for by that access alone.
     fn follow_before(&mut self, op: Op) -> Result<Option<Follow>, Halt> {
         let program = &self.sim.program;
         let cpu = &mut self.sim.cpus[self.i];
@@ -523,20 +535,70 @@ impl Shadow<'_, '_, '_> {
                 // The value on top, the address's operands under it.
                 let n = operands(place);
                 let value = depth.wrapping_sub(1);
-                if (depth.saturating_sub(n as u32 + 1)..value)
-                    .any(|k| unknown.contains(&Slot::Stack(k)))
+                let through_arriving = program.places[place as usize].pointer
+                    && cpu
+                        .stack
+                        .len()
+                        .checked_sub(2)
+                        .and_then(|k| cpu.stack.get(k))
+                        .is_some_and(|p| self.arriving.contains(p));
+                if through_arriving
+                    || (depth.saturating_sub(n as u32 + 1)..value)
+                        .any(|k| unknown.contains(&Slot::Stack(k)))
                 {
-                    return Err(None);
+                    // Its address is not here yet: the store waits for it in
+                    // the store buffer, and the younger operations go on,
+                    // their loads reading memory (a core's loads pass older
+                    // stores whose addresses are unknown: memory
+                    // disambiguation, Intel's optimization manual on the
+                    // Core microarchitecture; Islam et al., "SPOILER",
+                    // USENIX Security 2019, §3). It requests nothing, as
+                    // any store of the run.
+                    let base = depth.saturating_sub(n as u32 + 1);
+                    cpu.stack.truncate(base as usize);
+                    cpu.frame.pc += 1;
+                    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
+                    return Ok(None);
                 }
                 self.value_unknown = unknown.contains(&Slot::Stack(value));
                 drop_top(n + 1, false)
             }
             Op::Atomic(atomic_op, place) => {
+                // The values on top, the address's operands under them.
                 let values = if atomic_op == AtomicOp::CmpXchg { 2 } else { 1 };
                 let n = operands(place) + values;
-                if among_top(unknown, n) {
+                let base = depth.saturating_sub(n as u32);
+                let through_arriving = program.places[place as usize].pointer
+                    && cpu
+                        .stack
+                        .len()
+                        .checked_sub(values + 1)
+                        .and_then(|k| cpu.stack.get(k))
+                        .is_some_and(|p| self.arriving.contains(p));
+                let address_unknown = through_arriving
+                    || (base..depth.saturating_sub(values as u32))
+                        .any(|k| unknown.contains(&Slot::Stack(k)));
+                let passes = self.at_waiting_lock || self.sim.lock_rfo_ahead;
+                if address_unknown && passes {
+                    // Where the run passes locked instructions: one whose
+                    // address is not here yet waits for it, requesting
+                    // nothing, and the younger operations go on, as past a
+                    // load waiting for its address; what it reads is
+                    // unknown, and what it writes is nowhere known.
+                    cpu.stack.truncate(base as usize);
+                    cpu.stack.push(0);
+                    cpu.frame.pc += 1;
+                    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
+                    unknown.push(Slot::Stack(base));
+                    return Ok(None);
+                }
+                if address_unknown {
                     return Err(None);
                 }
+                // Its address is known: its line is requested as any
+                // locked instruction's of the run, what it reads is memory's
+                // value, and what it writes is unknown where an operand is.
+                self.value_unknown = among_top(unknown, values);
                 drop_top(n, false)
             }
             Op::Work | Op::Assert(_) => {
@@ -802,9 +864,18 @@ impl Machine for Shadow<'_, '_, '_> {
                 let size = target.size_bytes;
                 let (old, unknown) = self.value_at(target.address, size);
                 self.read_unknown = unknown;
-                if let Some(n) = atomic_op.written(old, operand, expected) {
-                    self.stores
-                        .push((target.address, size, sign_extend(n, size), unknown));
+                // An operand not read yet: whether and what it writes is
+                // unknown (a value not read yet for the run's later loads).
+                let operand_unknown = std::mem::take(&mut self.value_unknown);
+                match atomic_op.written(old, operand, expected) {
+                    Some(n) => self.stores.push((
+                        target.address,
+                        size,
+                        sign_extend(n, size),
+                        unknown || operand_unknown,
+                    )),
+                    None if operand_unknown => self.stores.push((target.address, size, 0, true)),
+                    None => {}
                 }
                 // Its line for ownership, where locked instructions execute
                 // speculatively; otherwise the instruction waits for it at
