@@ -2128,3 +2128,24 @@ fn a_locked_instruction_adding_a_value_not_read_yet_fetches_its_line_where_locks
         (w + 128, 0, Some(1))
     );
 }
+
+#[test]
+fn a_locked_instruction_parked_for_a_queued_older_load_runs_ahead() {
+    // The add waits for the older load of `w.v`, queued at its home behind
+    // CPU 2's add (a locked instruction waits for every older load). The
+    // run ahead of it requests `b`, and the add's own line for ownership
+    // only where locked instructions execute speculatively.
+    let script = "let y = w.v\nfetch_add(c[0].v, 1)\nlet z = b.v";
+    let (_, rec) = behind_one_add_on(speculating(1000, false), script);
+    let (ahead, w) = requested_ahead(&rec);
+    assert_eq!(ahead, vec![w + 64], "b's line requested ahead");
+    let (_, rec) = behind_one_add_on(speculating(1000, true), script);
+    let (ahead, w) = requested_ahead(&rec);
+    assert_eq!(ahead, vec![w + 128, w + 64], "c[0] for the add, then b");
+    // Through the value not read yet, the add waits for its address and
+    // the run passes it as it passes the waiting locked instruction.
+    let script = "fetch_add(c[w.v].v, 1)\nlet z = b.v";
+    let (_, rec) = behind_one_add_on(speculating(1000, false), script);
+    let (ahead, w) = requested_ahead(&rec);
+    assert_eq!(ahead, vec![w + 64], "b's line requested ahead");
+}

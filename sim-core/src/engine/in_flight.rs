@@ -91,6 +91,7 @@
 //! before a private load on a line still arriving, so the shortcuts leave
 //! every late value to the plain path.
 
+use super::speculate::Waiting;
 use super::*;
 
 /// Where a late value sits: an operand stack entry, or a local (its index
@@ -264,7 +265,7 @@ impl Simulation<'_> {
                 let unknown = unknown_at(&work.late, Slot::Stack(depth.wrapping_sub(1)));
                 drop(work);
                 return if unknown {
-                    self.await_value(i, probe)
+                    self.await_value(i, Waiting::Value, probe)
                 } else {
                     Ok(false)
                 };
@@ -276,7 +277,7 @@ impl Simulation<'_> {
                 );
                 if unknown_at(&work.late, a) || unknown_at(&work.late, b) {
                     drop(work);
-                    return self.await_value(i, probe);
+                    return self.await_value(i, Waiting::Value, probe);
                 }
                 let later = work.late.iter().find(|v| v.slot == b).copied();
                 work.late.retain(|v| v.slot != b);
@@ -333,7 +334,7 @@ impl Simulation<'_> {
                     .any(|v| v.ticket != 0 && matches!(v.slot, Slot::Stack(k) if k >= lowest));
                 if unknown {
                     drop(work);
-                    return self.await_value(i, probe);
+                    return self.await_value(i, Waiting::Value, probe);
                 }
                 work.late.retain(|v| match v.slot {
                     Slot::Stack(k) if k >= lowest => {
@@ -345,9 +346,15 @@ impl Simulation<'_> {
                     _ => true,
                 });
             }
-            // A load still queued: its arrival is unknown until served.
+            // A load still queued: its arrival is unknown until served. A
+            // locked instruction parked so runs ahead as one waiting for
+            // any older load does (`speculate`), following the values not
+            // read yet.
             Reads::Everything if !work.deferred.is_empty() => {
                 drop(work);
+                if matches!(op, Op::Atomic(..)) {
+                    return self.await_value(i, Waiting::LockAfterValue, probe);
+                }
                 return Ok(await_served(cpu));
             }
             Reads::Everything => {
@@ -411,7 +418,7 @@ impl Simulation<'_> {
             // Not read yet: the branch waits for the home to serve the
             // load, then is predicted as any other; meanwhile the predicted
             // path runs ahead in shadow (`await_value`).
-            return self.await_value(i, probe);
+            return self.await_value(i, Waiting::Value, probe);
         }
         let late = cpu.outstanding.edit().late.swap_remove(k);
         let value = cpu.stack.last().copied().unwrap_or_default();
@@ -443,7 +450,10 @@ impl Simulation<'_> {
     /// CPU parks until the home serves one of its queued loads (true: the
     /// operation is stepped again then), and meanwhile its script runs
     /// ahead in shadow from the operation on, down the predicted path,
-    /// requesting the lines its loads need (`speculate`, `Waiting::Value`).
+    /// requesting the lines its loads need (`speculate`; `waiting` is
+    /// `Waiting::Value`, or `Waiting::LockAfterValue` for a locked
+    /// instruction parked for an older load, which the run passes as it
+    /// passes any waiting locked instruction).
     ///
     /// Those requests reach homes, which take requests in the (cycle, key)
     /// order of the events; the operations that park here (arithmetic, a
@@ -454,8 +464,13 @@ impl Simulation<'_> {
     /// operation again there: a run ahead of its turn would put its
     /// requests at a home before requests made earlier (a walk's last
     /// line taken from the writer that was about to write it).
-    fn await_value(&mut self, i: CpuIndex, probe: &mut dyn Probe) -> Result<bool, SimError> {
-        let Some(entries_taken) = self.value_run_entries_taken(i) else {
+    fn await_value(
+        &mut self,
+        i: CpuIndex,
+        waiting: Waiting,
+        probe: &mut dyn Probe,
+    ) -> Result<bool, SimError> {
+        let Some(entries_taken) = self.value_run_entries_taken(i, waiting) else {
             await_served(&mut self.cpus[i]);
             return Ok(true);
         };
@@ -469,7 +484,7 @@ impl Simulation<'_> {
         // wake polls after it).
         self.position.turn = Some((now, i));
         await_served(&mut self.cpus[i]);
-        self.speculate_past_value(i, entries_taken, probe)?;
+        self.speculate_past_value(i, waiting, entries_taken, probe)?;
         Ok(true)
     }
 

@@ -68,6 +68,12 @@
 //! value is read the branch resolves as any late branch does (right: it
 //! goes on, and its path's lines are on their way; wrong: the penalty,
 //! and the wrong path's lines stay fetched, for whoever reads them next).
+//! A locked instruction parked for an older load not read yet (it waits
+//! for every older load) runs the same run from itself
+//! (`Waiting::LockAfterValue`): it is passed as a waiting locked
+//! instruction is (its line requested where `lock_rfo_ahead` says locked
+//! instructions execute speculatively), and the values not read yet are
+//! followed as above.
 //! Such a run requests no line whose home is busy (a transaction in flight
 //! or requests waiting): an assumption, measured (`Shadow::request`), and
 //! shown by `presets show` under `reorder_window_entries`.
@@ -150,6 +156,11 @@ pub(super) enum Waiting {
     /// operation, within what is left of the window past the oldest load
     /// still arriving ([`Simulation::speculate_past_value`]).
     Value,
+    /// A locked instruction not issued yet, at the program counter with its
+    /// operands, parked for an older load not read yet (queued at its home,
+    /// or waiting for its address): the run passes it as at `NotIssued`,
+    /// and follows the values not read yet as at `Value`.
+    LockAfterValue,
 }
 
 impl Simulation<'_> {
@@ -188,9 +199,9 @@ impl Simulation<'_> {
     /// (the answer: the entries taken), and the operations from there can
     /// reach an access.
     #[inline]
-    pub(super) fn value_run_entries_taken(&self, i: CpuIndex) -> Option<u64> {
+    pub(super) fn value_run_entries_taken(&self, i: CpuIndex, waiting: Waiting) -> Option<u64> {
         let cpu = &self.cpus[i];
-        if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, Waiting::Value) {
+        if cpu.window_entries == 0 || !self.fetches_ahead(cpu.frame, waiting) {
             return None;
         }
         let at = cpu.now;
@@ -215,11 +226,12 @@ impl Simulation<'_> {
     pub(super) fn speculate_past_value(
         &mut self,
         i: CpuIndex,
+        waiting: Waiting,
         entries_taken: u64,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let at = self.cpus[i].now;
-        self.shadow_run(i, at, Waiting::Value, Vec::new(), entries_taken, probe)
+        self.shadow_run(i, at, waiting, Vec::new(), entries_taken, probe)
     }
 
     /// The shadow run of [`Simulation::speculate_past_lock`] and
@@ -267,7 +279,7 @@ impl Simulation<'_> {
         let width = self.dispatch_width;
         arriving.extend(late_values(&cpu.outstanding.late, &cpu.stack, &cpu.locals));
         // Past a value not read yet, the run follows where such values go.
-        let following = matches!(waiting, Waiting::Value);
+        let following = matches!(waiting, Waiting::Value | Waiting::LockAfterValue);
         let unknown = if following {
             cpu.outstanding
                 .late
@@ -286,7 +298,7 @@ impl Simulation<'_> {
             misses_left,
             arriving,
             stores: Vec::new(),
-            at_waiting_lock: matches!(waiting, Waiting::NotIssued),
+            at_waiting_lock: matches!(waiting, Waiting::NotIssued | Waiting::LockAfterValue),
             unknown,
             read_unknown: false,
             value_unknown: false,
@@ -368,13 +380,14 @@ impl Simulation<'_> {
     #[inline(always)]
     pub(super) fn fetches_ahead(&self, frame: Frame, waiting: Waiting) -> bool {
         // The waiting instruction's own line, requested ahead.
-        if self.lock_rfo_ahead && matches!(waiting, Waiting::NotIssued) {
+        let not_issued = matches!(waiting, Waiting::NotIssued | Waiting::LockAfterValue);
+        if self.lock_rfo_ahead && not_issued {
             return true;
         }
         // From the operation at the program counter where it has not run
         // yet (a waiting value's) or has run (an issued locked one's).
         let first =
-            frame.pc as usize + matches!(waiting, Waiting::NotIssued | Waiting::Queued(_)) as usize;
+            frame.pc as usize + (not_issued || matches!(waiting, Waiting::Queued(_))) as usize;
         self.reaches_access[frame.code as usize]
             .get(first)
             .copied()
