@@ -2149,3 +2149,38 @@ fn a_locked_instruction_parked_for_a_queued_older_load_runs_ahead() {
     let (ahead, w) = requested_ahead(&rec);
     assert_eq!(ahead, vec![w + 64], "b's line requested ahead");
 }
+
+#[test]
+fn a_run_ahead_request_taken_over_by_a_load_frees_its_miss_buffer() {
+    // Two miss buffers. CPU 0's locked add on `a` (homed on its own node)
+    // waits for its line, and the run ahead of it requests `w`, whose home
+    // is busy with CPU 2's add: queued there, a miss buffer counted until
+    // the line frees. The load of `w.v` after the add takes that request
+    // over (one buffer, the load's), and the branch on its value, not read
+    // yet, runs ahead to `b`: a buffer is left for it only if the request
+    // taken over no longer counts.
+    let machine = sim_core::topology::MachineSpec {
+        outstanding_misses: 2,
+        ..windowed(1000, 0)
+    };
+    let (_, rec) = Setup::new(machine)
+        .structs(vec![line_struct(), busy_struct()])
+        .instances(vec![
+            global("w", "busy", 3),
+            global("b", "line", 3),
+            global("a", "line", 0),
+        ])
+        .script(
+            "r",
+            "work 20\nfetch_add(a.v, 1)\nlet n = 0\nif w.v == 7 { n = 1 }\nlet z = b.v",
+        )
+        .script("h", "fetch_add(w.n, 1)")
+        .threads([0], "r")
+        .threads([2], "h")
+        .stop(StopRule::Iterations(1))
+        .run();
+    let (ahead, w) = requested_ahead(&rec);
+    // `w`'s request was taken over (reported as the load's), and `b`'s
+    // went out while the load waited.
+    assert_eq!(ahead, vec![w + 64], "b's line requested ahead");
+}

@@ -640,11 +640,11 @@ impl Simulation<'_> {
                         let queued = self
                             .queued_prefetches
                             .iter()
-                            .position(|&(line, c, _, _)| line == unit && c == cpu);
+                            .position(|q| q.unit == unit && q.cpu == cpu);
                         if let Some(k) = queued {
-                            let (_, _, field_id, kind) = self.queued_prefetches.swap_remove(k);
+                            let queued = self.queued_prefetches.swap_remove(k);
                             let report = self.coherence.take_served();
-                            self.report_prefetch(i, field_id, kind, &report, probe);
+                            self.report_prefetch(i, queued.field_id, queued.kind(), &report, probe);
                             self.coherence.recycle(report);
                         }
                     }
@@ -747,13 +747,21 @@ impl Simulation<'_> {
         let k = self
             .queued_prefetches
             .iter()
-            .position(|&(line, cpu, _, _)| line == unit && cpu == i)?;
+            .position(|q| q.unit == unit && q.cpu == i)?;
         let cpu = self.cpus[i].spec.cpu;
         let tag = RequestTag::new(i, RequestKind::Demand);
         let merged = self
             .coherence
             .merge_with_queued_prefetch(now, cpu, unit, need, hold, tag)?;
-        self.queued_prefetches.swap_remove(k);
+        let taken_over = self.queued_prefetches.swap_remove(k);
+        // The run ahead's request held a miss buffer of its own; the
+        // access's miss holds it now (counted among its misses in flight).
+        if let Some(until) = taken_over.run_ahead_until {
+            let ahead = &mut self.cpus[i].ahead_in_flight;
+            if let Some(k) = ahead.iter().position(|&ready| ready == until) {
+                ahead.swap_remove(k);
+            }
+        }
         Some(merged)
     }
 
@@ -812,8 +820,12 @@ impl Simulation<'_> {
                 free_at,
                 first_waiter,
             }) => {
-                self.queued_prefetches
-                    .push((buddy, i, field_id, AccessKind::Prefetch));
+                self.queued_prefetches.push(QueuedPrefetch {
+                    unit: buddy,
+                    cpu: i,
+                    field_id,
+                    run_ahead_until: None,
+                });
                 if first_waiter {
                     self.schedule_line_free(free_at, buddy);
                 }

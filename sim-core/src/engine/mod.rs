@@ -305,7 +305,8 @@ struct Cpu {
     pending: Option<PendingAccess>,
     /// When each line requested ahead of a waiting locked instruction
     /// arrives (`speculate`): they hold miss buffers too, but no operation
-    /// waits for them; entries in the past are free.
+    /// waits for them; entries in the past are free, and a request a
+    /// demand access took over leaves (its miss buffer is the access's).
     ahead_in_flight: Vec<Cycle>,
     /// Window entries the CPU has taken (`step`): an operation's position.
     dispatched: u64,
@@ -695,10 +696,8 @@ struct Simulation<'c> {
     /// The machine's adjacent-line prefetcher is on: a demand miss also
     /// reads the line's buddy ([`Simulation::prefetch_buddy`]).
     prefetch_buddies: bool,
-    /// Prefetches waiting at their line's home: (line, CPU index, the field
-    /// whose miss issued it, for attribution, and which of the core's
-    /// requests it is: the adjacent-line prefetcher's or the run ahead's).
-    queued_prefetches: Vec<(usize, CpuIndex, u32, AccessKind)>,
+    /// Prefetches waiting at their line's home.
+    queued_prefetches: Vec<QueuedPrefetch>,
     /// Per place: its target when every CPU resolves it alike (a field of a
     /// global instance, no run-time operand), resolved once; the contended
     /// accesses go to such places.
@@ -1777,6 +1776,32 @@ struct Target {
     address: u64,
     size_bytes: u32,
     field_id: u32,
+}
+
+/// A prefetch waiting at its line's home (`Coherence::prefetch`,
+/// `Coherence::prefetch_for`), until the home serves it or a demand access
+/// of its CPU takes it over.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct QueuedPrefetch {
+    unit: usize,
+    cpu: CpuIndex,
+    /// The field whose access issued it, for attribution.
+    field_id: u32,
+    /// The run ahead's request (`speculate`), counted in its CPU's
+    /// `ahead_in_flight` as arriving at this cycle; None for the
+    /// adjacent-line prefetcher's.
+    run_ahead_until: Option<Cycle>,
+}
+
+impl QueuedPrefetch {
+    /// Which of the core's requests it is, for the probe.
+    fn kind(self) -> AccessKind {
+        if self.run_ahead_until.is_some() {
+            AccessKind::RunAhead
+        } else {
+            AccessKind::Prefetch
+        }
+    }
 }
 
 #[cfg(test)]

@@ -734,8 +734,12 @@ impl Shadow<'_, '_, '_> {
                 self.misses_left -= 1;
                 // It arrives after the line frees, at the earliest.
                 sim.cpus[self.i].ahead_in_flight.push(free_at);
-                sim.queued_prefetches
-                    .push((unit, self.i, field_id, AccessKind::RunAhead));
+                sim.queued_prefetches.push(QueuedPrefetch {
+                    unit,
+                    cpu: self.i,
+                    field_id,
+                    run_ahead_until: Some(free_at),
+                });
                 if first_waiter {
                     sim.schedule_line_free(free_at, unit);
                 }
