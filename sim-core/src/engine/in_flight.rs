@@ -177,6 +177,30 @@ fn unknown_at(late: &[LateValue], slot: Slot) -> bool {
     late.iter().any(|v| v.slot == slot && v.ticket != 0)
 }
 
+/// An operand is a value not read yet (a queued load's, or one waiting for
+/// its address: `LateValue::ticket` set).
+struct NotReadYet;
+
+/// Among a CPU's late values, those in its stack slots from `lowest` up
+/// (an operation's operands): the one arriving last, if any (its arrival
+/// may be past already), or `NotReadYet` where one is not read yet. The
+/// one scan behind both `await_operands`'s wait for operands and
+/// `late_address`.
+fn latest_operand(late: &[LateValue], lowest: u32) -> Result<Option<LateValue>, NotReadYet> {
+    let mut latest: Option<LateValue> = None;
+    for v in late {
+        if matches!(v.slot, Slot::Stack(k) if k >= lowest) {
+            if v.ticket != 0 {
+                return Err(NotReadYet);
+            }
+            if latest.is_none_or(|l| v.ready > l.ready) {
+                latest = Some(*v);
+            }
+        }
+    }
+    Ok(latest)
+}
+
 /// A load still arriving, in the CPU's reorder window.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct WindowEntry {
@@ -328,23 +352,16 @@ impl Simulation<'_> {
         match reads {
             Reads::Top(n) => {
                 let lowest = depth.saturating_sub(n as u32);
-                let unknown = work
-                    .late
-                    .iter()
-                    .any(|v| v.ticket != 0 && matches!(v.slot, Slot::Stack(k) if k >= lowest));
-                if unknown {
+                let Ok(latest) = latest_operand(&work.late, lowest) else {
                     drop(work);
                     return self.await_value(i, Waiting::Value, probe);
+                };
+                if let Some(v) = latest {
+                    // The marks kept are all still arriving (pruned above).
+                    (ready, waited_for) = (v.ready, Some(v));
+                    work.late
+                        .retain(|v| !matches!(v.slot, Slot::Stack(k) if k >= lowest));
                 }
-                work.late.retain(|v| match v.slot {
-                    Slot::Stack(k) if k >= lowest => {
-                        if v.ready > ready {
-                            (ready, waited_for) = (v.ready, Some(*v));
-                        }
-                        false
-                    }
-                    _ => true,
-                });
             }
             // A load still queued: its arrival is unknown until served. A
             // locked instruction parked so runs ahead as one waiting for
@@ -948,16 +965,10 @@ impl Simulation<'_> {
         }
         let operands = operand_count(&self.program.places[place_id as usize]) as u32;
         let lowest = (cpu.stack.len() as u32).checked_sub(operands)?;
-        let mut ready = cpu.now;
-        for v in &cpu.outstanding.late {
-            if matches!(v.slot, Slot::Stack(k) if k >= lowest) {
-                if v.ticket != 0 {
-                    return None;
-                }
-                ready = ready.max(v.ready);
-            }
+        match latest_operand(&cpu.outstanding.late, lowest) {
+            Ok(Some(latest)) if latest.ready > cpu.now => Some(latest.ready),
+            _ => None,
         }
-        (ready > cpu.now).then_some(ready)
     }
 
     /// Before CPU `i` steps the load of `place_id`, whose address operands
