@@ -2184,3 +2184,45 @@ fn a_run_ahead_request_taken_over_by_a_load_frees_its_miss_buffer() {
     // went out while the load waited.
     assert_eq!(ahead, vec![w + 64], "b's line requested ahead");
 }
+
+#[test]
+fn a_load_through_a_pointer_still_arriving_lets_the_run_ahead_of_a_lock_go_past_it() {
+    // CPU 1 leaves a pointer to `b.v` in `h.p`. CPU 0's locked add on `a`
+    // waits for its line; the run ahead of it requests `h`, whose pointer
+    // is then still arriving: the load through it waits for that address
+    // (no request for `b`), and the run goes on to `c`, as past a value not
+    // read yet.
+    let (_, rec) = Setup::new(windowed(1000, 0))
+        .structs(vec![line_struct()])
+        .instances(vec![
+            global("a", "line", 3),
+            global("b", "line", 3),
+            global("c", "line", 3),
+            global("h", "line", 3),
+        ])
+        .script(
+            "r",
+            "work 3000\nfetch_add(a.v, 1)\nlet q = h.v\nlet y = *q\nlet z = c.v",
+        )
+        .script("w", "h.v = &b.v")
+        .threads([0], "r")
+        .threads([1], "w")
+        .stop(StopRule::Iterations(1))
+        .run();
+    let accesses = rec.of_cpu(0);
+    let add = accesses
+        .iter()
+        .find(|a| matches!(a.kind, AccessKind::Atomic(_)))
+        .expect("the add");
+    let done = add.report.as_ref().expect("a missed").done;
+    let line = |k: u64| add.address - add.address % 64 + 64 * k;
+    let mut ahead: Vec<u64> = accesses
+        .iter()
+        .filter(|a| a.kind == AccessKind::RunAhead)
+        .filter(|a| a.report.as_ref().is_some_and(|r| r.issued < done))
+        .map(|a| a.address)
+        .collect();
+    ahead.sort_unstable();
+    // a, b, c, h in order, a line each: h and c, not b.
+    assert_eq!(ahead, vec![line(2), line(3)]);
+}

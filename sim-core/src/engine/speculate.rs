@@ -81,9 +81,10 @@
 //! What the shadow run knows, it knows as the model does for late loads:
 //! every value (read from memory now, or from its own earlier stores). It
 //! follows the path those values give (the predictor assumed right), and
-//! does not request a line through a pointer once one of its own loads
-//! has missed (that pointer may be the missing value: the hardware would
-//! wait for it). It stops at `work` that does not fit the window, at a
+//! an access through a pointer one of its own loads still fetches (that
+//! pointer may be the missing value) waits for that address alone, as an
+//! access through a value not read yet does (`Shadow::follow_before`, in
+//! every run), while the run goes on. It stops at `work` that does not fit the window, at a
 //! fence, a builtin, the end of an iteration, a switch hook's return, or
 //! anything that fails.
 
@@ -332,25 +333,23 @@ impl Simulation<'_> {
                 break;
             }
             used += entries;
-            let follow = if following {
-                match shadow.follow_before(op) {
-                    Ok(Some(follow)) => Some(follow),
-                    // Taken already: a branch on a value not read yet (as
-                    // predicted), a load waiting for its address.
-                    Ok(None) => continue,
-                    Err(stop) => {
-                        halt = stop;
-                        break;
-                    }
+            // Every run follows where the values not read yet go (a run
+            // ahead of a locked instruction starts with none, but meets
+            // pointers its own loads still fetch).
+            let follow = match shadow.follow_before(op) {
+                Ok(follow) => follow,
+                Err(stop) => {
+                    halt = stop;
+                    break;
                 }
-            } else {
-                None
             };
-            if let Err(stop) = execute(&mut shadow, op) {
-                halt = stop;
-                break;
-            }
+            // None: taken already (a branch on a value not read yet, as
+            // predicted; an access waiting for its address).
             if let Some(follow) = follow {
+                if let Err(stop) = execute(&mut shadow, op) {
+                    halt = stop;
+                    break;
+                }
                 shadow.follow_after(follow);
             }
             shadow.at_waiting_lock = false;
