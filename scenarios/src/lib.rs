@@ -96,6 +96,13 @@ pub fn machine_from_file(
 /// not build: its error is said elsewhere).
 pub fn machine_clock_note(loaded: &LoadedScenario) -> Option<machine::ClockNote> {
     let doc = &loaded.base.doc;
+    // Only a machine table that sets its own clock can bring the note:
+    // look before building the machine, a whole topology (a third of a
+    // million instructions at 512 CPUs, once per run).
+    let format::schema::MachineRef::Inline(own) = &doc.machine else {
+        return None;
+    };
+    own.clock_mhz.as_ref()?;
     let topology = machine::build_machine(&loaded.source, doc).ok()?;
     machine::clock_note(&loaded.source, doc, &topology.spec)
 }
