@@ -646,6 +646,7 @@ error: unknown key `dram` in `machine.latency`
   | ^^^^
   |
   = valid: l1_hit_cycles, locked_op_cycles, smt_transfer_cycles, l3_transfer_cycles, hop_in_node_cycles, hop_between_nodes_cycles, hop_between_sockets_cycles, dram_cycles, l3_hit_cycles, home_occupancy_cycles, l1_hit_ns, locked_op_ns, smt_transfer_ns, l3_transfer_ns, hop_in_node_ns, hop_between_nodes_ns, hop_between_sockets_ns, dram_ns, l3_hit_ns, home_occupancy_ns
+  = help: did you mean `dram_cycles` or `dram_ns`?
 "#,
     );
 }
@@ -714,7 +715,7 @@ fn error_fields() {
         err.valid.as_deref(),
         Some("name, type, size, align, offset, count, anonymous, fields, union, bits, bit_offset, label")
     );
-    assert_eq!(err.suggestion.as_deref(), Some("align"));
+    assert_eq!(err.suggestions, ["align"]);
     assert_eq!(
         err.source_line.as_deref(),
         Some("fields = [{ name = \"value\", type = \"u64\", alig = 64 }]")

@@ -449,7 +449,7 @@ fn compile_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: CompileError) ->
         .strip_prefix("procedures.")
         .and_then(|name| library_error(loaded, doc, name, e.pos, &e.message))
     {
-        error.suggestion = e.suggestion.clone();
+        error.suggestions = e.suggestion.clone().into_iter().collect();
         error.valid = e.valid.clone();
         return error;
     }
@@ -461,7 +461,7 @@ fn compile_error(loaded: &LoadedScenario, doc: &ScenarioDoc, e: CompileError) ->
         (doc.scripts[name].span(), format!("scripts.{name}"))
     };
     let mut error = script_error(loaded, span, key, e.pos, e.message);
-    error.suggestion = e.suggestion;
+    error.suggestions = e.suggestion.into_iter().collect();
     error.valid = e.valid;
     error
 }

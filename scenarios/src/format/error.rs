@@ -106,8 +106,10 @@ pub struct InputError {
     pub message: String,
     /// What would be valid (e.g. a list of allowed keys or values).
     pub valid: Option<String>,
-    /// The closest valid choice to what was written, if it is close enough.
-    pub suggestion: Option<String>,
+    /// The valid choices closest to what was written, if close enough: one
+    /// as a rule, several where a shortened name is the start of each
+    /// equally (`dram` of `dram_cycles` and `dram_ns`).
+    pub suggestions: Vec<String>,
     /// The source line the error points at, without its line ending.
     pub source_line: Option<String>,
     /// Number of chars to underline, starting at `column` (at least 1 when there is a source line).
@@ -134,7 +136,7 @@ impl InputError {
             key: key.to_string(),
             message: message.into(),
             valid: None,
-            suggestion: None,
+            suggestions: Vec::new(),
             source_line: Some(place.source_line),
             span_len: place.span_len,
         }
@@ -149,7 +151,7 @@ impl InputError {
             key: String::new(),
             message: message.into(),
             valid: None,
-            suggestion: None,
+            suggestions: Vec::new(),
             source_line: None,
             span_len: 0,
         }
@@ -161,12 +163,12 @@ impl InputError {
     }
 
     pub fn with_suggestion(mut self, suggestion: impl Into<String>) -> Self {
-        self.suggestion = Some(suggestion.into());
+        self.suggestions = vec![suggestion.into()];
         self
     }
 
-    /// Sets `suggestion` to the closest of `candidates` to `given` when it is
-    /// close enough, and `valid` to the list (comma-separated, in the given order).
+    /// Sets `suggestions` to the nearest of `candidates` to `given`
+    /// ([`nearest`]), and `valid` to the list (comma-separated, in the given order).
     /// An empty `candidates` sets `valid` to `(none)`.
     pub fn with_choices(mut self, given: &str, candidates: &[&str]) -> Self {
         self.valid = Some(if candidates.is_empty() {
@@ -174,7 +176,10 @@ impl InputError {
         } else {
             candidates.join(", ")
         });
-        self.suggestion = closest(given, candidates).map(str::to_string);
+        self.suggestions = nearest(given, candidates)
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         self
     }
 
@@ -249,8 +254,9 @@ impl InputError {
             group = group.element(Level::NOTE.with_name(Some("valid")).message(valid.as_str()));
         }
         let help;
-        if let Some(suggestion) = &self.suggestion {
-            help = format!("did you mean `{suggestion}`?");
+        if !self.suggestions.is_empty() {
+            let names: Vec<String> = self.suggestions.iter().map(|s| format!("`{s}`")).collect();
+            help = format!("did you mean {}?", names.join(" or "));
             group = group.element(Level::HELP.message(help.as_str()));
         }
         let renderer = if styled {
@@ -419,13 +425,18 @@ pub fn closest<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
         }
     }
     best.map(|(_, _, c)| c)
-        .or_else(|| shortened_from(given, candidates))
+        .or_else(|| match shortenings(given, candidates)[..] {
+            [only] => Some(only),
+            _ => None,
+        })
 }
 
-/// The one candidate `given` is a shortening of ([`closest`]), if only one.
-fn shortened_from<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
+/// The candidates `given` is a shortening of ([`closest`]): those holding
+/// it (3 characters or more, ignoring ASCII case) at their start or after a
+/// `-`, `_`, `.` or `:`.
+fn shortenings<'a>(given: &str, candidates: &[&'a str]) -> Vec<&'a str> {
     if given.chars().count() < 3 {
-        return None;
+        return Vec::new();
     }
     let given = given.to_ascii_lowercase();
     let holds = |c: &str| {
@@ -433,10 +444,26 @@ fn shortened_from<'a>(given: &str, candidates: &[&'a str]) -> Option<&'a str> {
         c.match_indices(&given)
             .any(|(at, _)| at == 0 || c[..at].ends_with(['-', '_', '.', ':']))
     };
-    let mut holding = candidates.iter().filter(|c| holds(c));
-    match (holding.next(), holding.next()) {
-        (Some(c), None) => Some(c),
-        _ => None,
+    candidates.iter().copied().filter(|c| holds(c)).collect()
+}
+
+/// Most shortenings a suggestion lists ([`nearest`]): more would be the
+/// `valid` list again.
+const MOST_SHORTENINGS_SUGGESTED: usize = 3;
+
+/// What to suggest for `given` among `candidates`: the [`closest`] one, or,
+/// where no single one is closest, every candidate it is a shortening of,
+/// if there are at most [`MOST_SHORTENINGS_SUGGESTED`] (`dram`: `dram_cycles`
+/// or `dram_ns`).
+pub fn nearest<'a>(given: &str, candidates: &[&'a str]) -> Vec<&'a str> {
+    if let Some(c) = closest(given, candidates) {
+        return vec![c];
+    }
+    let held = shortenings(given, candidates);
+    if held.len() <= MOST_SHORTENINGS_SUGGESTED {
+        held
+    } else {
+        Vec::new()
     }
 }
 
@@ -551,6 +578,22 @@ error: unknown machine preset `icelake` (in `machine`)
         assert_eq!(
             err.to_string(),
             "error: cannot read `x.toml`: gone\n--> x.toml"
+        );
+    }
+
+    /// A shortening that starts several names equally suggests them all,
+    /// up to a few; one closest name is suggested alone.
+    #[test]
+    fn nearest_lists_the_names_a_shortening_starts_equally() {
+        let legs = ["dram_cycles", "l3_hit_cycles", "dram_ns", "l3_hit_ns"];
+        assert_eq!(nearest("dram", &legs), ["dram_cycles", "dram_ns"]);
+        assert_eq!(closest("dram", &legs), None);
+        assert_eq!(nearest("dram_cycle", &legs), ["dram_cycles"]);
+        assert!(nearest("zz", &legs).is_empty());
+        let many = ["hop_a", "hop_b", "hop_c", "hop_d"];
+        assert!(
+            nearest("hop", &many).is_empty(),
+            "four is the valid list again"
         );
     }
 

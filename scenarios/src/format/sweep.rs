@@ -258,7 +258,10 @@ fn placement_error(
         format!("invalid placement {text:?}: {why}"),
     )
     .with_valid(PLACEMENT_HELP);
-    e.suggestion = crate::format::error::closest(text, &["compact", "spread"]).map(str::to_string);
+    e.suggestions = crate::format::error::nearest(text, &["compact", "spread"])
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     e
 }
 

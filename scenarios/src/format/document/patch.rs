@@ -534,9 +534,11 @@ fn reorder<'i>(
                 format!("cannot reorder `{full}`: it has no element named `{w}`"),
             )
             .with_choices(w, &name_refs);
-            err.suggestion = crate::format::error::closest(w, &missing)
+            err.suggestions = crate::format::error::closest(w, &missing)
                 .or_else(|| crate::format::error::closest(w, &name_refs))
-                .map(str::to_string);
+                .into_iter()
+                .map(str::to_string)
+                .collect();
             return Err(err);
         }
         if !seen.insert(w.as_str()) {
