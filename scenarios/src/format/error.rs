@@ -453,7 +453,7 @@ const MOST_SHORTENINGS_SUGGESTED: usize = 3;
 
 /// What to suggest for `given` among `candidates`: the [`closest`] one, or,
 /// where no single one is closest, every candidate it is a shortening of,
-/// if there are at most [`MOST_SHORTENINGS_SUGGESTED`] (`dram`: `dram_cycles`
+/// if there are at most three (`dram`: `dram_cycles`
 /// or `dram_ns`).
 pub fn nearest<'a>(given: &str, candidates: &[&'a str]) -> Vec<&'a str> {
     if let Some(c) = closest(given, candidates) {
