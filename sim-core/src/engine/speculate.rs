@@ -527,11 +527,7 @@ impl Shadow<'_, '_, '_> {
                     // (no request), and the younger operations go on, its
                     // value unknown, as a core's do.
                     let base = depth.saturating_sub(n as u32);
-                    cpu.stack.truncate(base as usize);
-                    cpu.stack.push(0);
-                    cpu.frame.pc += 1;
-                    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
-                    unknown.push(Slot::Stack(base));
+                    waits_for_its_address(cpu, unknown, base, true);
                     return Ok(None);
                 }
                 drop_top(n, false)
@@ -567,9 +563,7 @@ impl Shadow<'_, '_, '_> {
                     // USENIX Security 2019, §3). It requests nothing, as
                     // any store of the run.
                     let base = depth.saturating_sub(n as u32 + 1);
-                    cpu.stack.truncate(base as usize);
-                    cpu.frame.pc += 1;
-                    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
+                    waits_for_its_address(cpu, unknown, base, false);
                     return Ok(None);
                 }
                 self.value_unknown = unknown.contains(&Slot::Stack(value));
@@ -597,11 +591,7 @@ impl Shadow<'_, '_, '_> {
                     // nothing, and the younger operations go on, as past a
                     // load waiting for its address; what it reads is
                     // unknown, and what it writes is nowhere known.
-                    cpu.stack.truncate(base as usize);
-                    cpu.stack.push(0);
-                    cpu.frame.pc += 1;
-                    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
-                    unknown.push(Slot::Stack(base));
+                    waits_for_its_address(cpu, unknown, base, true);
                     return Ok(None);
                 }
                 if address_unknown {
@@ -960,5 +950,20 @@ impl Machine for Shadow<'_, '_, '_> {
             _ => return Err(None),
         }
         Ok(())
+    }
+}
+
+/// In a run ahead, an access at the program counter whose address is not
+/// here yet (its operands are the stack from `base` up): it waits for that
+/// address alone, requesting nothing, and the run steps past it, the value
+/// it reads (`reads`: a load's, a locked instruction's) unknown.
+#[inline(always)]
+fn waits_for_its_address(cpu: &mut Cpu, unknown: &mut Vec<Slot>, base: u32, reads: bool) {
+    cpu.stack.truncate(base as usize);
+    cpu.frame.pc += 1;
+    unknown.retain(|&s| !matches!(s, Slot::Stack(k) if k >= base));
+    if reads {
+        cpu.stack.push(0);
+        unknown.push(Slot::Stack(base));
     }
 }
