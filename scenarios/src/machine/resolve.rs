@@ -312,7 +312,18 @@ const CLOCK_RANGE_MHZ: std::ops::RangeInclusive<u64> = 1..=100_000;
 /// source. The same rounding the shipped files' hand conversions use
 /// (10.1 ns x 5.6 GHz = 56.6 -> 57). `ns` is finite and at least 0.
 pub fn ns_to_cycles(ns: f64, clock_mhz: u64) -> u64 {
-    (ns * clock_mhz as f64 / 1000.0).round() as u64
+    cycles_at(ns, clock_mhz).round() as u64
+}
+
+/// Nanoseconds as (fractional) core cycles at `clock_mhz`.
+fn cycles_at(ns: f64, clock_mhz: u64) -> f64 {
+    ns * clock_mhz as f64 / 1000.0
+}
+
+/// Core cycles at `clock_mhz` as nanoseconds (what a leg given in cycles
+/// is at a clock: the preset's, or the file's own).
+pub fn cycles_to_ns(cycles: u64, clock_mhz: u64) -> f64 {
+    cycles as f64 * 1000.0 / clock_mhz as f64
 }
 
 /// One latency leg of a `[machine.latency]` table in cycles: the file's
@@ -350,10 +361,10 @@ fn leg_cycles(
         return Ok(Some(0));
     }
     let value = *ns.get_ref();
-    let max_ns = LATENCY_LIMIT_CYCLES as f64 * 1000.0 / clock_mhz as f64;
+    let max_ns = cycles_to_ns(LATENCY_LIMIT_CYCLES, clock_mhz);
     let in_range = value.is_finite()
         && value >= 0.0
-        && (value * clock_mhz as f64 / 1000.0).round() <= LATENCY_LIMIT_CYCLES as f64;
+        && cycles_at(value, clock_mhz).round() <= LATENCY_LIMIT_CYCLES as f64;
     if !in_range {
         return Err(InputError::at(
             source,
@@ -678,7 +689,6 @@ pub fn clock_note(source: &SourceFile, doc: &ScenarioDoc, spec: &MachineSpec) ->
     };
     let clock = m.clock_mhz.as_ref()?;
     let origins = leg_origins(doc, spec)?;
-    let ns_at = |cycles: u64, clock_mhz: u64| cycles as f64 * 1000.0 / clock_mhz as f64;
     let mut preset_of = None;
     let inherited: Vec<String> = origins
         .iter()
@@ -689,8 +699,8 @@ pub fn clock_note(source: &SourceFile, doc: &ScenarioDoc, spec: &MachineSpec) ->
                     "{}_cycles {} ({:.1} ns at {clock_mhz} MHz, {:.1} ns at {} MHz)",
                     o.leg,
                     o.cycles,
-                    ns_at(o.cycles, *clock_mhz),
-                    ns_at(o.cycles, spec.clock_mhz),
+                    cycles_to_ns(o.cycles, *clock_mhz),
+                    cycles_to_ns(o.cycles, spec.clock_mhz),
                     spec.clock_mhz
                 ))
             }

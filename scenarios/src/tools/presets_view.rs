@@ -438,7 +438,6 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
          file gives each: a leg in ns is converted to the nearest cycle):",
         spec.clock_mhz
     );
-    let ns_at = |cycles: u64, clock_mhz: u64| cycles as f64 * 1000.0 / clock_mhz as f64;
     let rows: Vec<(String, u64, String)> = match &view.legs {
         Some(legs) => legs
             .iter()
@@ -451,7 +450,7 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
                     }
                     LegGiven::Preset { preset, clock_mhz } => format!(
                         "preset {preset}'s cycles, {:.1} ns at its {clock_mhz} MHz",
-                        ns_at(o.cycles, *clock_mhz)
+                        crate::machine::cycles_to_ns(o.cycles, *clock_mhz)
                     ),
                     LegGiven::Default => "not given: the default".to_string(),
                 };
