@@ -213,13 +213,30 @@ fn options() -> BuildOptions {
 /// path, so that files it refers to (pahole listings) are found beside it
 /// from any working directory; no generated output shows that path.
 fn load(root: &Path, path: &str) -> Result<LoadedScenario, String> {
+    let text = read(root, path)?;
+    load_text(root, path, &text)
+}
+
+/// The text of `path` (relative to `root`).
+fn read(root: &Path, path: &str) -> Result<String, String> {
+    std::fs::read_to_string(root.join(path)).map_err(|e| format!("cannot read `{path}`: {e}"))
+}
+
+/// Loads `text` as the scenario at `path` (relative to `root`), as [`load`]
+/// does: a chapter's file with one line changed as the chapter tells the
+/// reader to change it.
+fn load_text(root: &Path, path: &str, text: &str) -> Result<LoadedScenario, String> {
     let full = root.join(path);
-    let text = std::fs::read_to_string(&full).map_err(|e| format!("cannot read `{path}`: {e}"))?;
-    scenarios::load_str(&full.display().to_string(), &text).map_err(|e| e.to_string())
+    scenarios::load_str(&full.display().to_string(), text).map_err(|e| e.to_string())
 }
 
 fn run(root: &Path, path: &str) -> Result<Run, String> {
-    let loaded = load(root, path)?;
+    run_loaded(path, load(root, path)?)
+}
+
+/// Runs a loaded scenario as `bounce run FILE --out DIR` runs it; `path`
+/// names it in errors.
+fn run_loaded(path: &str, loaded: LoadedScenario) -> Result<Run, String> {
     let cases: Vec<BuiltCase> =
         scenarios::run::cases::build_cases(&loaded, options()).map_err(|e| e.to_string())?;
     let budget = scenarios::run::cases::run_budget_bytes(&loaded, &cases);
@@ -807,9 +824,10 @@ fn locks(root: &Path, out: &mut Files) -> Result<(), String> {
 
 /// The lock chapter's fairness table: how many critical sections each
 /// CPU, and each node, got through in the same simulated time, and the
-/// longest wait, from a run long enough for every lock to pass many times.
+/// longest wait, from a run long enough for every lock to pass many times;
+/// then its arbitration table ([`lock_arbitration`]).
 fn lock_fairness(root: &Path, out: &mut Files) -> Result<(), String> {
-    let fairness = self::run(root, "book/scenarios/lock-fairness.toml")?;
+    let fairness = self::run(root, LOCK_FAIRNESS)?;
     let mut rows = Vec::new();
     for r in fairness.variant_results() {
         let shares = &r.per_cpu;
@@ -857,6 +875,97 @@ fn lock_fairness(root: &Path, out: &mut Files) -> Result<(), String> {
                 "by socket 0's CPUs",
                 "by socket 1's CPUs",
                 "longest iteration (cycles)",
+            ],
+            &rows,
+        ),
+    );
+    lock_arbitration(root, &fairness, out)
+}
+
+/// The lock chapter's fairness scenario.
+const LOCK_FAIRNESS: &str = "book/scenarios/lock-fairness.toml";
+
+/// The share of hand-offs in which the home serves a waiter nearest the
+/// line's owner, in the chapter's second fairness run.
+const NEAR_OWNER_PERCENT: u32 = 80;
+
+/// The lock chapter's arbitration table: the fairness run on the preset as
+/// it is (uniform arbitration, `fairness`) beside the same file with its
+/// `machine` line made a table that sets `arbitration_near_owner_percent`,
+/// the one-line change the chapter gives the reader.
+fn lock_arbitration(root: &Path, fairness: &Run, out: &mut Files) -> Result<(), String> {
+    const MACHINE_LINE: &str = "machine = \"icelake-sp-2s\"\n";
+    let text = read(root, LOCK_FAIRNESS)?;
+    if text.matches(MACHINE_LINE).count() != 1 {
+        return Err(format!(
+            "{LOCK_FAIRNESS}: the near-owner run changes its one line `{}`, which it no longer has",
+            MACHINE_LINE.trim_end()
+        ));
+    }
+    let near_text = text.replace(
+        MACHINE_LINE,
+        &format!(
+            "machine = {{ preset = \"icelake-sp-2s\", arbitration_near_owner_percent = {NEAR_OWNER_PERCENT} }}\n"
+        ),
+    );
+    let near = run_loaded(LOCK_FAIRNESS, load_text(root, LOCK_FAIRNESS, &near_text)?)?;
+    // Critical sections in all, those of each socket's CPUs, and the
+    // cross-socket misses per critical section.
+    let summary = |r: &VariantResult| -> (u64, String, String) {
+        let on_node = |node: u32| -> u64 {
+            r.per_cpu
+                .iter()
+                .filter(|c| c.node == node)
+                .map(|c| c.iterations)
+                .sum()
+        };
+        let total: u64 = r.per_cpu.iter().map(|c| c.iterations).sum();
+        let crossing = r.total.cross_socket as f64 / r.measured_iterations().max(1) as f64;
+        (
+            total,
+            format!("{} / {}", on_node(0), on_node(1)),
+            num(crossing),
+        )
+    };
+    let mut rows = Vec::new();
+    for (uniform, preferring) in fairness.variant_results().zip(near.variant_results()) {
+        if uniform.name != preferring.name {
+            return Err(format!(
+                "{LOCK_FAIRNESS}: the near-owner run's variant `{}` stands where `{}` was",
+                preferring.name, uniform.name
+            ));
+        }
+        let (a, a_sockets, a_crossing) = summary(uniform);
+        let (b, b_sockets, b_crossing) = summary(preferring);
+        let change = if a > 0 {
+            format!("{:+.0} %", (b as f64 - a as f64) / a as f64 * 100.0)
+        } else {
+            "n/a".into()
+        };
+        rows.push(vec![
+            format!("`{}`", uniform.name),
+            a.to_string(),
+            a_sockets,
+            a_crossing,
+            b.to_string(),
+            b_sockets,
+            b_crossing,
+            change,
+        ]);
+    }
+    let near_column = format!("critical sections, {NEAR_OWNER_PERCENT} % near the owner");
+    out.add_markdown(
+        "locks/arbitration.md",
+        &table(
+            &[
+                "lock",
+                "critical sections, uniform",
+                "by socket 0 / socket 1",
+                "cross-socket misses per critical section",
+                &near_column,
+                "by socket 0 / socket 1",
+                "cross-socket misses per critical section",
+                "change in critical sections",
             ],
             &rows,
         ),
