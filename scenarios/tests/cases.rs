@@ -69,6 +69,49 @@ fn simulated(rows: &[Comparison], variant: &str) -> f64 {
         .unwrap_or_else(|| panic!("{variant} has no simulated figure"))
 }
 
+/// The scenario's header, its leading comment, with each line's `#` and
+/// indentation taken off and the lines joined by single spaces, so that a
+/// phrase reads the same wherever the header breaks its lines.
+fn header(name: &str) -> String {
+    let text = std::fs::read_to_string(scenario_path(name)).unwrap();
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .map(|l| l.trim_start_matches('#').trim())
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join(" ")
+}
+
+/// Asserts that the header of `name` says `phrase`: a header quotes what the
+/// case gives today, so a change that moves a figure it quotes fails here
+/// until the header says the new one.
+fn assert_header_says(name: &str, phrase: &str, rows: &[Comparison]) {
+    assert!(
+        header(name).contains(phrase),
+        "the header of {name} no longer says `{phrase}`: update it to what the run gives\n{}",
+        table(rows)
+    );
+}
+
+/// `value` rounded to the nearest hundred, its thousands set apart by a
+/// space, as the headers write large cycle counts ("116 900").
+fn about_hundreds(value: f64) -> String {
+    let rounded = ((value / 100.0).round() * 100.0) as i64;
+    let digits = rounded.unsigned_abs().to_string();
+    let mut grouped = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            grouped.push(' ');
+        }
+        grouped.push(digit);
+    }
+    if rounded < 0 {
+        grouped.insert(0, '-');
+    }
+    grouped
+}
+
 /// Every row with a tolerance is within it.
 fn assert_targets_met(rows: &[Comparison]) {
     for c in rows {
@@ -190,6 +233,21 @@ fn sctp_memcg_meets_its_targets() {
         .cloned()
         .collect();
     assert_targets_met(&others);
+    // What the header says the run gives.
+    let name = "sctp-memcg.toml";
+    let about = |variant: &str| format!("{:.0} %", simulated(&rows, variant));
+    for phrase in [
+        format!("layout: about {}", about("layout")),
+        format!("usage-own-line: about {}", about("usage-own-line")),
+        format!(
+            "batch 64 and 128: about {} and {}",
+            about("batch-64"),
+            about("batch-128")
+        ),
+        format!("72 clients: about {}", about("after-72")),
+    ] {
+        assert_header_says(name, &phrase, &rows);
+    }
 }
 
 /// The stock-lock orderings the thread measured: the spinlock costs more
@@ -300,6 +358,51 @@ fn memcg_stock_lock_keeps_its_orderings_at_full_length() {
         );
         assert!(over > 0.0, "{label} now falls short\n{}", table(&rows));
     }
+    // What the header says the run gives.
+    let name = "memcg-stock-lock.toml";
+    let figure = |label: &str| {
+        rows.iter()
+            .find(|c| c.label == label)
+            .and_then(|c| c.simulated)
+            .unwrap_or_else(|| panic!("no figure for {label}\n{}", table(&rows)))
+    };
+    assert_header_says(
+        name,
+        &format!(
+            "({:.1}, {:.1}, {:.1} and {:.1} cycles)",
+            figure("consume_stock, local_lock"),
+            figure("consume_stock, spinlock"),
+            figure("refill_stock, local_lock"),
+            figure("refill_stock, spinlock")
+        ),
+        &rows,
+    );
+    for label in [
+        "consume_stock, spinlock - local_lock",
+        "refill_stock, spinlock - local_lock",
+    ] {
+        assert_header_says(
+            name,
+            &format!(
+                "spinlock minus local_lock is +{:.1} cycles in both paths",
+                figure(label)
+            ),
+            &rows,
+        );
+    }
+    for label in [
+        "drain_all_stock, 1 CPU",
+        "drain_all_stock, 8 CPUs",
+        "drain_all_stock, 128 CPUs",
+        "drain_all_stock, 8 - 1 CPUs",
+        "drain_all_stock, 128 - 1 CPUs",
+    ] {
+        assert_header_says(
+            name,
+            &format!("about {}", about_hundreds(figure(label))),
+            &rows,
+        );
+    }
 }
 
 #[test]
@@ -335,6 +438,15 @@ fn tcp_memory_allocated_fit_holds() {
     let atomic = simulated(&rows, "atomic");
     assert!((atomic - 0.7).abs() < 0.05, "{}", table(&rows));
     assert!(simulated(&rows, "percpu_counter") < atomic / 5.0);
+    // What the header says the run gives.
+    assert_header_says(
+        "tcp-memory-allocated.toml",
+        &format!(
+            "{atomic:.2} % for the atomic (fitted) and {:.2} % for the percpu_counter",
+            simulated(&rows, "percpu_counter")
+        ),
+        &rows,
+    );
 }
 
 #[test]
