@@ -498,6 +498,38 @@ fn a_procedure_charges_its_own_cost_on_every_call() {
     assert_eq!(ran(&with(25, 78, "0,80")), "ran");
 }
 
+/// A scenario's `[procedures.NAME]` with `cost_cycles` alone costs the
+/// library's procedure of that name, its body and parameters taken from the
+/// module: a cost from a profile, without the body written again.
+#[test]
+fn a_library_procedure_takes_a_cost_without_its_body_written_again() {
+    let with = |procedure: &str, expected: u64| {
+        scenario(
+            r#"["locks/local_lock"]"#,
+            &format!("[params]\nexpected = {expected}\n\n{procedure}"),
+            "let t = now()\nlocal_lock_lock(0)\nlocal_lock_unlock(0)\nassert now() - t == expected",
+        )
+    };
+    // The lock's 20 cycles beside the preset's irq_save and irq_restore (4 + 4).
+    let costed = "[procedures.local_lock_lock]\ncost_cycles = 20\n";
+    assert_eq!(ran(&with(costed, 28)), "ran");
+    assert_ne!(ran(&with(costed, 8)), "ran");
+    // The body is still the module's: its errors name the module.
+    let loaded = load_str("scenarios/test.toml", &with(costed, 28)).unwrap();
+    assert_eq!(
+        scenarios::format::document::library_of_procedure(&loaded.base.doc, "local_lock_lock")
+            .map(|m| m.name),
+        Some("locks/local_lock")
+    );
+    // A name no module defines still needs its body.
+    let e = outcome(&with("[procedures.no_such]\ncost_cycles = 20\n", 8));
+    assert!(e.contains("missing key `body`"), "{e}");
+    // A scenario's own body, with or without a cost, replaces the module's.
+    let own =
+        "[procedures.local_lock_lock]\nparams = [\"lock\"]\ncost_cycles = 3\nbody = \"work 1\"\n";
+    assert_eq!(ran(&with(own, 8)), "ran");
+}
+
 /// Run-time errors inside a module's procedure point at the module's file
 /// in the repository (`library_module_path`): each is there, with the text
 /// the binary holds.

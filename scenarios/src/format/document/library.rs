@@ -6,7 +6,9 @@
 //! patch it (`"structs.page_counter.fields.usage.align" = 64`,
 //! `"procedures.memcg_stock_lock.body" = "..."`) and a sweep may name it.
 //! The scenario's own `structs`, `instances` and `procedures` entries win
-//! over a library's of the same name; two used modules defining the same
+//! over a library's of the same name, except a `[procedures.NAME]` that
+//! gives only `cost_cycles`, which costs the library's procedure (its body
+//! and parameters taken from the module); two used modules defining the same
 //! name (which the scenario does not define itself) are an error naming
 //! both. A module's requirements are used with it.
 //!
@@ -60,11 +62,13 @@ fn merge_modules(
     root: &mut DeTable<'_>,
     modules: &[(&Module, Range<usize>)],
 ) -> Result<(), InputError> {
-    // The scenario's own names, which win.
+    // The scenario's own names, which win; but not a procedure the scenario
+    // only gives a cost, which the module's entry completes (below).
     let own = |section: &str, name: &str| -> bool {
         root.get(section)
             .and_then(|v| v.get_ref().as_table())
-            .is_some_and(|t| t.contains_key(name))
+            .and_then(|t| t.get(name))
+            .is_some_and(|entry| !(section == "procedures" && gives_only_a_cost(entry.get_ref())))
     };
     let mut taken: Vec<(&'static str, String, &str)> = Vec::new();
     let mut additions: Vec<(&'static str, String, Spanned<DeValue<'static>>)> = Vec::new();
@@ -128,10 +132,36 @@ fn merge_modules(
         // A section the scenario wrote as something other than a table is
         // left for deserialization to report.
         if let DeValue::Table(table) = slot.get_mut() {
-            table.insert(Spanned::new(span, Cow::Owned(name)), value);
+            match table.get_mut(name.as_str()).map(Spanned::get_mut) {
+                // The scenario's `[procedures.NAME]` with a cost alone: the
+                // module's body and parameters join it, the cost stays the
+                // scenario's.
+                Some(DeValue::Table(own)) => {
+                    if let DeValue::Table(entry) = value.into_inner() {
+                        for (key, item) in entry {
+                            if !own.contains_key(key.get_ref().as_ref()) {
+                                own.insert(key, item);
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    table.insert(Spanned::new(span, Cow::Owned(name)), value);
+                }
+            }
         }
     }
     Ok(())
+}
+
+/// Whether a scenario's `[procedures.NAME]` gives `cost_cycles` and nothing
+/// else: the cost of a library procedure's own instructions, set without
+/// writing its body again.
+fn gives_only_a_cost(entry: &DeValue<'_>) -> bool {
+    match entry {
+        DeValue::Table(t) => !t.is_empty() && t.keys().all(|k| k.get_ref() == "cost_cycles"),
+        _ => false,
+    }
 }
 
 /// The `use` entries: strings naming known modules, each once.
