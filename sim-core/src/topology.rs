@@ -168,8 +168,15 @@ pub struct LatencySpec {
     /// One leg between two nodes of one socket.
     pub hop_between_nodes_cycles: u64,
     /// One leg between two sockets one link apart; a leg between sockets
-    /// `h` links apart ([`MachineSpec::socket_hops`]) costs `h` times this.
+    /// `h` links apart ([`MachineSpec::socket_hops`]) costs this plus
+    /// `h - 1` times [`LatencySpec::hop_extra_socket_link_cycles`].
     pub hop_between_sockets_cycles: u64,
+    /// What each further link adds to a leg between sockets more than one
+    /// link apart: the message crosses the socket in between (its router)
+    /// and one more link, but leaves its own socket and enters the far one
+    /// only once, which `hop_between_sockets_cycles` already holds. `None`:
+    /// the whole one-link leg again (a leg across `h` links costs `h` legs).
+    pub hop_extra_socket_link_cycles: Option<u64>,
     /// The DRAM access itself, at the home node, excluding the legs to it.
     pub dram_cycles: u64,
     /// A read answered by the requester's own L3 (a clean line that L3
@@ -434,8 +441,7 @@ impl Topology {
         let sockets = topology.spec.sockets;
         topology.socket_leg_cycles = (0..sockets * sockets)
             .map(|pair| {
-                let hops = topology.socket_hops(pair / sockets, pair % sockets) as u64;
-                hops * topology.spec.latency.hop_between_sockets_cycles
+                topology.leg_across_socket_links(topology.socket_hops(pair / sockets, pair % sockets))
             })
             .collect();
         topology.node_socket = (0..topology.node_count())
@@ -608,7 +614,23 @@ impl Topology {
             .get((a * self.spec.sockets + b) as usize)
         {
             Some(&cycles) => cycles,
-            None => self.socket_hops(a, b) as u64 * self.spec.latency.hop_between_sockets_cycles,
+            None => self.leg_across_socket_links(self.socket_hops(a, b)),
+        }
+    }
+
+    /// One leg between sockets `hops` links apart: the one-link leg, then
+    /// each further link's cost ([`LatencySpec::hop_extra_socket_link_cycles`],
+    /// or the one-link leg again when the machine gives none).
+    pub fn leg_across_socket_links(&self, hops: u32) -> u64 {
+        let l = &self.spec.latency;
+        match hops {
+            0 => 0,
+            h => {
+                let further = l
+                    .hop_extra_socket_link_cycles
+                    .unwrap_or(l.hop_between_sockets_cycles);
+                l.hop_between_sockets_cycles + u64::from(h - 1) * further
+            }
         }
     }
 
@@ -952,6 +974,10 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
             "latency.hop_between_sockets_cycles",
             l.hop_between_sockets_cycles,
         ),
+        (
+            "latency.hop_extra_socket_link_cycles",
+            l.hop_extra_socket_link_cycles.unwrap_or(0),
+        ),
         ("latency.dram_cycles", l.dram_cycles),
         ("latency.l3_hit_cycles", l.l3_hit_cycles),
         ("latency.home_occupancy_cycles", l.home_occupancy_cycles),
@@ -1135,6 +1161,7 @@ mod tests {
                 hop_in_node_cycles: 30,
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 100,
+                hop_extra_socket_link_cycles: None,
                 dram_cycles: 150,
                 l3_hit_cycles: 40,
                 home_occupancy_cycles: 20,
@@ -1216,6 +1243,33 @@ mod tests {
         assert_eq!(t.hop_core_to_node(0, 2), 200);
         assert_eq!(t.hop_core_to_node(0, 3), 100);
         assert_eq!(t.socket_hops(3, 1), 2);
+    }
+
+    #[test]
+    fn a_further_socket_link_costs_its_own_figure_when_given() {
+        // The ring of `a_two_hop_socket_pair_costs_two_links`, with a
+        // further link cheaper than the first (leaving and entering a
+        // socket is paid once): 0 and 2 are 100 + 40 apart, not 200.
+        let mut spec = two_socket_spec();
+        spec.sockets = 4;
+        spec.nodes_per_socket = 1;
+        spec.socket_hops = vec![
+            vec![0, 1, 2, 1],
+            vec![1, 0, 1, 2],
+            vec![2, 1, 0, 1],
+            vec![1, 2, 1, 0],
+        ];
+        spec.latency.hop_extra_socket_link_cycles = Some(40);
+        let t = Topology::new(spec).unwrap();
+        assert_eq!(t.hop_core_to_core(0, 8), 100);
+        assert_eq!(t.hop_core_to_core(0, 16), 140);
+        assert_eq!(t.hop_core_to_node(0, 2), 140);
+        assert_eq!(t.socket_leg_cycles(2, 0), 140);
+        assert_eq!(t.leg_across_socket_links(3), 180);
+        assert_eq!(t.leg_across_socket_links(0), 0);
+        // The tabled directory legs follow it too.
+        let legs = t.directory_legs(t.place_of_core(0), t.place_of_core(16), 0);
+        assert_eq!(legs.back.get(), 140);
     }
 
     /// The tabled [`DirectoryLegs`] are the legs computed one by one, for

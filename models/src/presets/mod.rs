@@ -644,6 +644,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
             hop_in_node_cycles: int("latency.hop_in_node_cycles")?,
             hop_between_nodes_cycles: int("latency.hop_between_nodes_cycles")?,
             hop_between_sockets_cycles: int("latency.hop_between_sockets_cycles")?,
+            hop_extra_socket_link_cycles: None,
             dram_cycles: int("latency.dram_cycles")?,
             l3_hit_cycles: int("latency.l3_hit_cycles")?,
             home_occupancy_cycles: int("latency.home_occupancy_cycles")?,

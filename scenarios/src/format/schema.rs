@@ -316,6 +316,7 @@ pub struct LatencyOverrides {
     pub hop_in_node_cycles: Option<Spanned<u64>>,
     pub hop_between_nodes_cycles: Option<Spanned<u64>>,
     pub hop_between_sockets_cycles: Option<Spanned<u64>>,
+    pub hop_extra_socket_link_cycles: Option<Spanned<u64>>,
     pub dram_cycles: Option<Spanned<u64>>,
     pub l3_hit_cycles: Option<Spanned<u64>>,
     pub home_occupancy_cycles: Option<Spanned<u64>>,
@@ -326,6 +327,7 @@ pub struct LatencyOverrides {
     pub hop_in_node_ns: Option<Spanned<f64>>,
     pub hop_between_nodes_ns: Option<Spanned<f64>>,
     pub hop_between_sockets_ns: Option<Spanned<f64>>,
+    pub hop_extra_socket_link_ns: Option<Spanned<f64>>,
     pub dram_ns: Option<Spanned<f64>>,
     pub l3_hit_ns: Option<Spanned<f64>>,
     pub home_occupancy_ns: Option<Spanned<f64>>,
@@ -335,7 +337,7 @@ impl LatencyOverrides {
     /// Each leg's name (without its unit) with the file's value in
     /// cycles and in nanoseconds, in the order `presets show` lists them.
     #[allow(clippy::type_complexity)]
-    pub fn legs(&self) -> [(&'static str, &Option<Spanned<u64>>, &Option<Spanned<f64>>); 10] {
+    pub fn legs(&self) -> [(&'static str, &Option<Spanned<u64>>, &Option<Spanned<f64>>); 11] {
         [
             ("l1_hit", &self.l1_hit_cycles, &self.l1_hit_ns),
             ("locked_op", &self.locked_op_cycles, &self.locked_op_ns),
@@ -364,6 +366,11 @@ impl LatencyOverrides {
                 "hop_between_sockets",
                 &self.hop_between_sockets_cycles,
                 &self.hop_between_sockets_ns,
+            ),
+            (
+                "hop_extra_socket_link",
+                &self.hop_extra_socket_link_cycles,
+                &self.hop_extra_socket_link_ns,
             ),
             ("dram", &self.dram_cycles, &self.dram_ns),
             (

@@ -398,11 +398,11 @@ fn inline_latency(
 ) -> Result<LatencySpec, InputError> {
     let base = keys.base;
     // Each leg as the file gives it, in cycles.
-    let mut given = [None; 10];
+    let mut given = [None; 11];
     for (slot, (leg, cycles, ns)) in given.iter_mut().zip(l.legs()) {
         *slot = leg_cycles(source, leg, cycles, ns, clock_mhz)?;
     }
-    let [l1_hit, locked_op, smt_transfer, l3_transfer, l3_hit, hop_in_node, hop_between_nodes, hop_between_sockets, dram, home_occupancy] =
+    let [l1_hit, locked_op, smt_transfer, l3_transfer, l3_hit, hop_in_node, hop_between_nodes, hop_between_sockets, hop_extra_socket_link, dram, home_occupancy] =
         given;
     let mut required = |given: Option<u64>,
                         key: &'static str,
@@ -460,6 +460,12 @@ fn inline_latency(
             |b| b.latency.hop_between_sockets_cycles,
             0,
         ),
+        // Optional: without it a further link costs the one-link leg again.
+        hop_extra_socket_link_cycles: match (hop_extra_socket_link, base) {
+            (Some(v), _) => Some(v),
+            (None, Some(b)) => b.latency.hop_extra_socket_link_cycles,
+            (None, None) => None,
+        },
         dram_cycles: required(dram, "latency.dram_cycles", |b| b.latency.dram_cycles, 0),
         l3_hit_cycles: match (l3_hit, base) {
             (Some(v), _) => v,
@@ -558,6 +564,10 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             "latency.hop_between_sockets_cycles",
             leg(&l.hop_between_sockets_cycles, &l.hop_between_sockets_ns),
         ),
+        (
+            "latency.hop_extra_socket_link_cycles",
+            leg(&l.hop_extra_socket_link_cycles, &l.hop_extra_socket_link_ns),
+        ),
         ("latency.dram_cycles", leg(&l.dram_cycles, &l.dram_ns)),
         ("latency.l3_hit_cycles", leg(&l.l3_hit_cycles, &l.l3_hit_ns)),
         (
@@ -634,6 +644,9 @@ pub fn leg_origins(doc: &ScenarioDoc, spec: &MachineSpec) -> Option<Vec<LegOrigi
         "hop_in_node" => l.hop_in_node_cycles,
         "hop_between_nodes" => l.hop_between_nodes_cycles,
         "hop_between_sockets" => l.hop_between_sockets_cycles,
+        "hop_extra_socket_link" => l
+            .hop_extra_socket_link_cycles
+            .unwrap_or(l.hop_between_sockets_cycles),
         "dram" => l.dram_cycles,
         "home_occupancy" => l.home_occupancy_cycles,
         other => unreachable!("LatencyOverrides::legs has no leg `{other}`"),

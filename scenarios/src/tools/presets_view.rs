@@ -536,11 +536,20 @@ fn relation_pairs(t: &Topology) -> Vec<(&'static str, u32, u32)> {
 /// distances (a row per socket), with the cycles of one leg each way.
 fn socket_distances(out: &mut String, t: &Topology) {
     let sockets = t.spec.sockets;
-    let _ = writeln!(
-        out,
-        "socket distances (links; a leg costs links x hop_between_sockets_cycles = {} cycles):",
-        t.spec.latency.hop_between_sockets_cycles
-    );
+    let l = &t.spec.latency;
+    let _ = match l.hop_extra_socket_link_cycles {
+        None => writeln!(
+            out,
+            "socket distances (links; a leg costs links x hop_between_sockets_cycles = {} cycles):",
+            l.hop_between_sockets_cycles
+        ),
+        Some(further) => writeln!(
+            out,
+            "socket distances (links; a leg costs hop_between_sockets_cycles = {} cycles for the \
+             first link and hop_extra_socket_link_cycles = {further} for each further one):",
+            l.hop_between_sockets_cycles
+        ),
+    };
     let mut header = String::from("  socket");
     for b in 0..sockets {
         let _ = write!(header, " {b:>3}");

@@ -690,6 +690,7 @@ mod tests {
                 hop_in_node_cycles: 30,
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 110,
+                hop_extra_socket_link_cycles: None,
                 dram_cycles: 150,
                 l3_hit_cycles: 40,
                 home_occupancy_cycles: 20,
