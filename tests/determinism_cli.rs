@@ -119,6 +119,14 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// directory, so that no output depends on where the test runs).
 fn hashes(text: &str, file: &str, cwd: &Path, jobs: &str) -> (u64, u64) {
     std::fs::write(cwd.join(file), text).unwrap();
+    // The shipped machine files, where the scenarios that import one
+    // (`machine = { file = "machines/..." }`) find them.
+    let machines = cwd.join("machines");
+    std::fs::create_dir_all(&machines).unwrap();
+    for e in std::fs::read_dir(root().join("scenarios/shipped/machines")).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, machines.join(p.file_name().unwrap())).unwrap();
+    }
     let path = file;
     let report = bounce(cwd, &["--jobs", jobs, "run", path, "--out", "out", "-q"]);
     let mut h = fnv(&report, FNV_START);
