@@ -441,7 +441,8 @@ impl Topology {
         let sockets = topology.spec.sockets;
         topology.socket_leg_cycles = (0..sockets * sockets)
             .map(|pair| {
-                topology.leg_across_socket_links(topology.socket_hops(pair / sockets, pair % sockets))
+                topology
+                    .leg_across_socket_links(topology.socket_hops(pair / sockets, pair % sockets))
             })
             .collect();
         topology.node_socket = (0..topology.node_count())
