@@ -362,3 +362,34 @@ fn presets_show_prints_each_machine_file_with_its_distances() {
         "{text}"
     );
 }
+
+/// The further link's figure is a leg like the others: given once, in
+/// cycles or in nanoseconds, and within range, or an error naming it.
+#[test]
+fn a_bad_further_link_figure_is_an_error_naming_it() {
+    let dir = TempDir::new("sosp13-bad-link");
+    let machine =
+        std::fs::read_to_string(root().join("scenarios/shipped/machines/xeon-e7-8867l-8s.toml"))
+            .unwrap();
+    let line = "\nhop_extra_socket_link_cycles = 56\n";
+    for (name, replacement, expected) in [
+        (
+            "both.toml",
+            "\nhop_extra_socket_link_cycles = 56\nhop_extra_socket_link_ns = 26.3\n",
+            "`latency.hop_extra_socket_link_cycles` and `latency.hop_extra_socket_link_ns` \
+             both give the leg `hop_extra_socket_link`",
+        ),
+        (
+            "range.toml",
+            "\nhop_extra_socket_link_cycles = 99999999\n",
+            "99999999 is out of range 0..=1000000 (in \
+             `machine.latency.hop_extra_socket_link_cycles`)",
+        ),
+    ] {
+        std::fs::write(dir.0.join(name), machine.replace(line, replacement)).unwrap();
+        let o = bounce(&["presets", "show", &dir.join(name)]);
+        assert_exit(&o, 2);
+        let err = common::stderr(&o);
+        assert!(err.contains(expected), "{err}");
+    }
+}

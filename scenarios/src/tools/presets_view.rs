@@ -441,6 +441,12 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
     let rows: Vec<(String, u64, String)> = match &view.legs {
         Some(legs) => legs
             .iter()
+            // The further socket link is optional: listed where the
+            // machine has one, otherwise it is the one-link leg again.
+            .filter(|o| {
+                o.leg != "hop_extra_socket_link"
+                    || spec.latency.hop_extra_socket_link_cycles.is_some()
+            })
             .map(|o| {
                 let given = match &o.given {
                     LegGiven::Cycles => format!("given: {}_cycles", o.leg),
