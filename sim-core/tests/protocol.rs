@@ -583,6 +583,70 @@ fn a_shared_only_line_in_the_requesters_l3_comes_from_that_l3() {
     }
 }
 
+/// A write (an atomic's read for ownership) of a line held only Shared: no
+/// cache answers for it, but the requester's L3 keeps it when the machine's
+/// L3 keeps the shared lines its cores read, so the data comes from there,
+/// as a read's would, not from memory. With every copy in the requester's
+/// domain the L3 invalidates them and answers: request, invalidation and
+/// answer, the legs of a transfer inside the domain. Copies beyond the
+/// domain are invalidated through the directory meanwhile. (Found by
+/// timing a CAS on a line three cores of one CCX had read, as Schweizer,
+/// Besta and Hoefler's benchmark places it: 457 cycles from DRAM on
+/// epyc-milan-2s, where the read before it took 46 from the L3.)
+#[test]
+fn a_write_of_a_shared_only_line_takes_the_data_from_the_requesters_l3() {
+    for (l3, expect_l3) in [
+        (L3SharedLines::VictimWithSharing, true),
+        (L3SharedLines::Inclusive, true),
+        (L3SharedLines::NotKept, false),
+    ] {
+        for protocol in [Protocol::Mesi, Protocol::Moesi] {
+            // Four cores per L3 domain: cores 0-3 share domain 0.
+            let mut spec = small_machine(protocol, Lookup::Home);
+            spec.l3_shared_lines = l3;
+            spec.cores_per_l3 = 4;
+            let mut b = Bench::on(spec, &[0]);
+            b.read(0, 0); // E in core 0
+            b.read(1, 0); // both Shared, in domain 0
+            assert_eq!(b.holders(0), vec![(0, S), (1, S)]);
+            let r = b.write(2, 0);
+            assert_eq!(r.requester_after, M);
+            assert_eq!(r.invalidations, 2);
+            assert_eq!(b.holders(0), vec![(2, M)]);
+            if expect_l3 {
+                assert_eq!(r.route, Route::L3 { l3: 0 }, "{l3:?} {protocol:?}");
+                let l = b.latency();
+                assert_eq!(
+                    r.latency_cycles(),
+                    l.l3_transfer_cycles.max(l.l3_hit_cycles)
+                );
+                assert_eq!(r.supplier, None);
+                assert!(!r.cross_socket);
+            } else {
+                assert_eq!(r.route, Route::Memory { node: 0 }, "{l3:?} {protocol:?}");
+            }
+        }
+    }
+    // A copy beyond the requester's domain (core 2 is in domain 1): the L3
+    // still answers, and the write is done when the directory has
+    // invalidated the far copy.
+    let mut b = keeping_l3(Protocol::Moesi, L3SharedLines::VictimWithSharing);
+    b.read(0, 0); // E in core 0 (domain 0)
+    b.read(2, 0); // both Shared
+    let r = b.write(1, 0); // core 1 shares domain 0 with core 0
+    assert_eq!(r.route, Route::L3 { l3: 0 });
+    assert_eq!(r.invalidations, 2);
+    let (hop, hit, dram) = {
+        let l = b.latency();
+        (l.hop_in_node_cycles, l.l3_hit_cycles, l.dram_cycles)
+    };
+    // leg(requester, home 0) + leg(home, core 2) + leg(core 2, requester):
+    // three legs inside node 0 (domains 0 and 1 are both on node 0).
+    assert_eq!(r.latency_cycles(), hit.max(3 * hop));
+    let from_memory = 2 * hop + dram;
+    assert!(r.latency_cycles() < from_memory, "{r:?}");
+}
+
 /// An Owned copy elsewhere does not stop the requester's L3 answering for
 /// the Shared copy it keeps; a Modified or Exclusive copy in the domain
 /// does (the core that may have written it must answer).

@@ -578,6 +578,7 @@ impl Coherence {
         debug_assert_eq!(core, topology.core_of(cpu));
         let thread = topology.thread_of(cpu) as u8;
         let lookup = self.lookup;
+        let l3_supplies = self.l3_shared_lines.supplies();
         let u = &mut self.units[unit_index];
         let home = u.home_node;
         let previous = u.holders[0];
@@ -592,6 +593,9 @@ impl Coherence {
         // cross, in one look (tabled by the topology).
         let legs = topology.directory_legs(requester, target, directory_node);
         let same_l3 = target.l3 == requester.l3;
+        // A Shared copy in the requester's domain, whose L3 keeps the line:
+        // the L3 supplies the data (as the general walk's `choose_source`).
+        let from_own_l3 = !data_from_cache && same_l3 && l3_supplies;
         let path = only_copy_path(
             topology,
             lookup,
@@ -601,6 +605,7 @@ impl Coherence {
             same_l3,
             &legs,
             data_from_cache,
+            from_own_l3,
         );
         let start = now;
         // The copy answers no earlier than its data arrived, and the answer
@@ -755,7 +760,9 @@ struct Source {
     /// ownership moves and nobody must acknowledge.
     clean_read: bool,
     /// The requester's L3 keeps the clean line one of its cores holds and
-    /// answers; no other cache is asked.
+    /// supplies the data: a read's alone, no other cache asked; a write's
+    /// once the copies are invalidated (those in the domain through the
+    /// L3's own tags, any beyond it through the directory).
     from_own_l3: bool,
     /// Another cache supplies the data (the survey's supplier).
     data_from_cache: bool,
@@ -1045,7 +1052,15 @@ impl HolderSurvey {
     ) -> Source {
         let needs_data = self.requester_before == LineState::Invalid;
         let clean_read = need == Need::Read && self.other_copies && !self.writable_other;
-        let from_own_l3 = clean_read && needs_data && self.copy_in_requester_l3 && l3_supplies;
+        // A write of a line no cache answers for (every copy Shared) takes
+        // its data where a read of it would: from the requester's L3 when
+        // that keeps the line, not from memory. The L3 that keeps the
+        // shared lines its cores read (Intel's inclusive L3, AMD's victim
+        // L3 that keeps shared lines) has the line while a core of its
+        // domain holds it.
+        let clean_write = need == Need::Write && self.supplier.is_none();
+        let from_own_l3 =
+            (clean_read || clean_write) && needs_data && self.copy_in_requester_l3 && l3_supplies;
         if need == Need::Write && self.shared_copy && broadcast_shared {
             // The directory knows the line only as shared: every L3 domain
             // is asked to invalidate.
@@ -1088,7 +1103,21 @@ fn route_and_cost(
     let cost;
     if source.from_own_l3 {
         route = Route::L3 { l3: requester.l3 };
-        cost = Cycles::new(l.l3_hit_cycles);
+        let hit = Cycles::new(l.l3_hit_cycles);
+        cost = if no_targets {
+            // A read: the L3 answers alone.
+            hit
+        } else if reach.all_in_l3 {
+            // A write whose copies are all in the domain: the L3 invalidates
+            // them and answers, request, invalidation and answer, the three
+            // legs of a transfer inside the domain.
+            hit.max(Cycles::new(l.l3_transfer_cycles))
+        } else {
+            // Copies beyond the domain are invalidated through the
+            // directory, in parallel with the L3's answer.
+            cross_socket |= reach.cross_socket;
+            hit.max(reach.directory_path(topology, directory_node))
+        };
     } else if (source.data_from_cache || !source.needs_data) && reach.all_in_l3 && !no_targets {
         route = Route::SameL3;
         cost = Cycles::new(l.l3_transfer_cycles);
@@ -1151,7 +1180,10 @@ fn completion(
     survey: &HolderSurvey,
 ) -> (Cycle, Cycles) {
     let answered_by = if source.from_own_l3 {
-        survey.earliest_l3_copy_ready
+        // A write's invalidated copies acknowledge too.
+        survey
+            .earliest_l3_copy_ready
+            .max(survey.reach.answered_floor)
     } else {
         survey.reach.answered_floor
     };
@@ -1205,9 +1237,11 @@ struct OnlyCopyTaken {
 /// The route and cost of [`Coherence::write_taking_the_only_copy`]: with
 /// one target (in the requester's L3 domain when `same_l3`, its legs
 /// `legs`), the general walk's [`route_and_cost`] reduces to a transfer
-/// inside the requester's L3 domain, memory at the home (the target's
-/// invalidation in parallel through the directory) when the target's copy
-/// does not answer for the line, or the directory and the target.
+/// inside the requester's L3 domain, the requester's L3 when it keeps the
+/// Shared copy of a core of its domain (the L3 invalidates it and answers),
+/// memory at the home (the target's invalidation in parallel through the
+/// directory) when the target's copy does not answer for the line, or the
+/// directory and the target.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn only_copy_path(
@@ -1219,6 +1253,7 @@ fn only_copy_path(
     same_l3: bool,
     legs: &DirectoryLegs,
     data_from_cache: bool,
+    from_own_l3: bool,
 ) -> Path {
     let l = &topology.spec.latency;
     // `legs.path` is leg(requester, directory) + leg(directory, target) +
@@ -1226,7 +1261,11 @@ fn only_copy_path(
     let route;
     let cost;
     let cross_socket;
-    if data_from_cache && same_l3 {
+    if from_own_l3 {
+        route = Route::L3 { l3: requester.l3 };
+        cost = Cycles::new(l.l3_hit_cycles).max(Cycles::new(l.l3_transfer_cycles));
+        cross_socket = false;
+    } else if data_from_cache && same_l3 {
         route = Route::SameL3;
         cost = Cycles::new(l.l3_transfer_cycles);
         cross_socket = false;
