@@ -119,13 +119,16 @@ fn files(dir: &Path) -> Vec<(String, Vec<u8>)> {
 /// directory, so that no output depends on where the test runs).
 fn hashes(text: &str, file: &str, cwd: &Path, jobs: &str) -> (u64, u64) {
     std::fs::write(cwd.join(file), text).unwrap();
-    // The shipped machine files, where the scenarios that import one
-    // (`machine = { file = "machines/..." }`) find them.
+    // A shipped scenario may name a shipped machine file
+    // (`machine = { file = "machines/NAME.toml" }`, relative to it): the
+    // copy beside the scenario keeps that path.
     let machines = cwd.join("machines");
-    std::fs::create_dir_all(&machines).unwrap();
-    for e in std::fs::read_dir(root().join("scenarios/shipped/machines")).unwrap() {
-        let p = e.unwrap().path();
-        std::fs::copy(&p, machines.join(p.file_name().unwrap())).unwrap();
+    if !machines.exists() {
+        std::fs::create_dir_all(&machines).unwrap();
+        for e in std::fs::read_dir(root().join("scenarios/shipped/machines")).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, machines.join(p.file_name().unwrap())).unwrap();
+        }
     }
     let path = file;
     let report = bounce(cwd, &["--jobs", jobs, "run", path, "--out", "out", "-q"]);
