@@ -25,7 +25,10 @@
 //!   (`locked_until`), delaying both the next request and SMT siblings.
 //! - Costs: a read of a clean line that the requester's L3 keeps (another
 //!   core of the domain holds it, none anywhere holds it writable, and the
-//!   machine's L3 keeps shared lines) is an L3 hit (`l3_hit_cycles`). A
+//!   machine's L3 keeps shared lines) is an L3 hit (`l3_hit_cycles`); a
+//!   write of such a line held only Shared takes its data there too, once
+//!   the copies are invalidated (a transfer's cost inside the domain, the
+//!   directory's path beyond it). A
 //!   transfer inside one L3 domain is resolved by the domain's tags
 //!   (`l3_transfer_cycles`). Otherwise the request goes to the directory
 //!   (`Lookup::Home`: the line's home node; `Lookup::Local`: the requester's
