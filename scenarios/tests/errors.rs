@@ -131,6 +131,23 @@ error: invalid value for `run.iterations`: expected a non-negative integer, foun
 }
 
 #[test]
+fn negative_machine_key_names_the_machines_range_not_the_integer_types() {
+    check(
+        &BASE.replace(
+            "machine = \"icelake-sp-2s\"",
+            "machine = { preset = \"icelake-sp-2s\", smt_share_percent = -5 }",
+        ),
+        r#"
+error: invalid value for `machine.smt_share_percent`: expected an integer from 1 to 100, found -5
+ --> scenarios/test.toml:2:59
+  |
+2 | machine = { preset = "icelake-sp-2s", smt_share_percent = -5 }
+  |                                                           ^^
+"#,
+    );
+}
+
+#[test]
 fn unknown_enum_string() {
     check(
         &BASE.replace("kind = \"global\"", "kind = \"per_cpu\""),

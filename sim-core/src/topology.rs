@@ -900,6 +900,25 @@ fn check_counts(spec: &MachineSpec) -> Result<u64, SpecError> {
     Ok(cpus)
 }
 
+/// The values a machine's scalar key can take, by its name in a machine table
+/// (`smt_share_percent`): one table for the check of a built machine and for
+/// the input reader, whose type errors (a negative count) then name the same
+/// range the check would. `None` for a key without a range of its own.
+pub fn scalar_key_range(key: &str) -> Option<std::ops::RangeInclusive<u64>> {
+    Some(match key {
+        "threads_per_core" => 1..=8,
+        "clock_mhz" => 1..=100_000,
+        "store_buffer_entries" => 1..=1024,
+        "smt_share_percent" => 1..=100,
+        "outstanding_misses" => 1..=256,
+        "reorder_window_entries" => 0..=4096,
+        "dispatch_width" => 1..=64,
+        "mispredict_penalty_cycles" => 0..=1000,
+        "arbitration_near_owner_percent" => 0..=100,
+        _ => return None,
+    })
+}
+
 /// The machine's scalar keys, latencies and tables, each within the range a
 /// machine can have.
 fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
@@ -912,42 +931,27 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
             ),
         });
     }
-    // The machine's scalar keys and the ranges a machine can have.
-    for (key, value, range) in [
-        ("threads_per_core", u64::from(spec.threads_per_core), 1..=8),
-        ("clock_mhz", spec.clock_mhz, 1..=100_000),
-        (
-            "store_buffer_entries",
-            u64::from(spec.store_buffer_entries),
-            1..=1024,
-        ),
-        (
-            "smt_share_percent",
-            u64::from(spec.smt_share_percent),
-            1..=100,
-        ),
-        (
-            "outstanding_misses",
-            u64::from(spec.outstanding_misses),
-            1..=256,
-        ),
+    for (key, value) in [
+        ("threads_per_core", u64::from(spec.threads_per_core)),
+        ("clock_mhz", spec.clock_mhz),
+        ("store_buffer_entries", u64::from(spec.store_buffer_entries)),
+        ("smt_share_percent", u64::from(spec.smt_share_percent)),
+        ("outstanding_misses", u64::from(spec.outstanding_misses)),
         (
             "reorder_window_entries",
             u64::from(spec.reorder_window_entries),
-            0..=4096,
         ),
-        ("dispatch_width", u64::from(spec.dispatch_width), 1..=64),
+        ("dispatch_width", u64::from(spec.dispatch_width)),
         (
             "mispredict_penalty_cycles",
             u64::from(spec.mispredict_penalty_cycles),
-            0..=1000,
         ),
         (
             "arbitration_near_owner_percent",
             u64::from(spec.arbitration_near_owner_percent),
-            0..=100,
         ),
     ] {
+        let range = scalar_key_range(key).expect("every checked key has a range");
         if !range.contains(&value) {
             return Err(SpecError {
                 key,

@@ -99,7 +99,13 @@ pub(crate) fn from_de_error(
             .split_once(' ')
             .map_or(unexpected, |(_, v)| v)
             .trim_matches('`');
-        let (expected, valid) = expected_phrase(expected, true);
+        let (expected, valid) = match machine_key_range(&located.path) {
+            Some(range) => (
+                format!("an integer from {} to {}", range.start(), range.end()),
+                None,
+            ),
+            None => expected_phrase(expected, true),
+        };
         let err = at(format!(
             "invalid value for `{key}`: expected {expected}, found {found}"
         ));
@@ -276,6 +282,17 @@ fn unexpected_phrase(unexpected: &str) -> String {
         _ => return unexpected.to_string(),
     }
     .to_string()
+}
+
+/// The range a machine table's scalar key takes (`machine.smt_share_percent`,
+/// also inside a variant), where the machine's own check gives it one: a
+/// value the integer type refuses (a negative count) then names the range
+/// that check would, not the type's.
+fn machine_key_range(path: &[String]) -> Option<std::ops::RangeInclusive<u64>> {
+    match path {
+        [.., parent, key] if parent == "machine" => sim_core::topology::scalar_key_range(key),
+        _ => None,
+    }
 }
 
 /// Valid strings for the enum-typed keys, for "wanted string or table".
