@@ -123,13 +123,38 @@ fn metric_chooses_the_column_of_the_sweep_table() {
         "{report}"
     );
 
+    // The row's name in the comparison table is the same metric.
+    let by_row = bounce(&[
+        "run",
+        &file,
+        "--compact",
+        "--metric",
+        "cross_socket_per_iteration",
+    ]);
+    let by_column = bounce(&[
+        "run",
+        &file,
+        "--compact",
+        "--metric",
+        "cross_socket_misses_per_iteration",
+    ]);
+    assert_exit(&by_row, 0);
+    assert_eq!(stdout(&by_row), stdout(&by_column));
+    let by_row = bounce(&["run", &file, "--compact", "--metric", "throughput.total"]);
+    assert_exit(&by_row, 0);
+    assert!(
+        stdout(&by_row).contains("throughput.total (iterations/s) per case"),
+        "{}",
+        stdout(&by_row)
+    );
+
     let o = bounce(&["run", &file, "--metric", "hitm"]);
     assert_exit(&o, 2);
     assert_eq!(stdout(&o), "");
     assert_eq!(
         stderr(&o),
         "error: --metric: no metric `hitm` (did you mean `hitm_per_iteration`?); \
-         metrics (results.csv columns): \
+         metrics (results.csv columns, or the report's row names such as `throughput.total`): \
          throughput_iterations_per_second, throughput_per_cpu_iterations_per_second, \
          cycles_per_iteration_mean, cycles_per_iteration_p50, cycles_per_iteration_p99, \
          ns_per_iteration_mean, misses_per_iteration, hitm_per_iteration, \

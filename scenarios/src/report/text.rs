@@ -13,9 +13,15 @@ use sim_core::cpu::LinuxCpu;
 use sim_core::stats::Traffic;
 use std::fmt::Write;
 
-/// A number in 4 significant digits with an SI suffix: `55.56M`, `174.0`, `0.250`.
+/// A number in 4 significant digits with an SI suffix: `55.56M`, `174.0`,
+/// `0.250`; a value too small for three decimals, in scientific notation
+/// (`2.100e-4`), so that no value but zero reads `0.000` (a change of
+/// +100 % beside two `0.000` cells would contradict itself).
 pub fn si(value: f64) -> String {
     let a = value.abs();
+    if a > 0.0 && a < 0.0005 {
+        return format!("{value:.3e}");
+    }
     let (scaled, suffix) = if a >= 1e12 {
         (value / 1e12, "T")
     } else if a >= 1e9 {
@@ -761,8 +767,27 @@ pub fn full_report(
             }
         }
     }
+    if !ok.is_empty() {
+        out.push('\n');
+        out.push_str(TRAFFIC_KEY);
+    }
     out
 }
+
+/// What each column of the per-field and per-line tables counts, said once
+/// under the report: the headings are short, and `inval` or `x-socket`
+/// alone do not say what they count.
+pub const TRAFFIC_KEY: &str = "\
+columns of the per-field and per-line tables, summed over the CPUs' measured iterations:
+  accesses   loads + stores + atomics
+  hits       answered by the core's own cache (or store buffer); misses: needed a coherence
+             transaction (a store that waited in the store buffer counts when it drains)
+  HITM       misses served from a Modified or Owned copy in another core
+  inval      copies invalidated in other caches; x-socket: misses with a leg crossing sockets
+  stall-cycles  cycles the CPUs waited for these accesses (queue-cycles included)
+  spin-cycles   cycles spent polling a value that did not change, as a spin-wait does
+  queue-cycles  cycles the requests waited at the line's home behind others for the line
+";
 
 /// What each %change column of the comparison tables is against, for a
 /// reader who would take a column of changes for the step from the
@@ -840,14 +865,27 @@ pub fn metric_by_key(key: &str) -> Result<&'static Metric, String> {
     if let Some(m) = METRICS.iter().chain(GROUP_METRICS).find(|m| m.key == key) {
         return Ok(m);
     }
+    // The name the comparison table prints in its `metric` column
+    // (`throughput.total`, `cycles_per_iteration.mean`), which a reader of
+    // the report types first: the same metric.
+    if let Some(m) = METRICS.iter().find(|m| row_name(m) == key) {
+        return Ok(m);
+    }
     let keys: Vec<&str> = METRICS.iter().chain(GROUP_METRICS).map(|m| m.key).collect();
     let hint = crate::format::error::closest(key, &keys)
         .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default();
     Err(format!(
-        "--metric: no metric `{key}`{hint}; metrics (results.csv columns): {}",
+        "--metric: no metric `{key}`{hint}; metrics (results.csv columns, or the report's row \
+         names such as `throughput.total`): {}",
         keys.join(", ")
     ))
+}
+
+/// A metric's name in the comparison table's `metric` column, without
+/// its unit: `throughput.total` of `throughput.total (iterations/s)`.
+fn row_name(m: &Metric) -> &'static str {
+    m.name.split(" (").next().unwrap_or(m.name)
 }
 
 /// The metrics of a one-variant sweep's table, one column each.
@@ -1232,6 +1270,11 @@ mod tests {
         assert_eq!(si(0.25), "0.250");
         assert_eq!(si(12_345.0), "12.35k");
         assert_eq!(si(1234.0), "1234");
+        // Tiny but not zero: never `0.000`.
+        assert_eq!(si(0.00021), "2.100e-4");
+        assert_eq!(si(-0.00021), "-2.100e-4");
+        assert_eq!(si(0.0005), "0.001");
+        assert_eq!(si(0.0), "0.000");
     }
 
     #[test]
@@ -1272,5 +1315,39 @@ mod tests {
         assert_eq!(percent_change(0.0, 3.0), "n/a");
         assert_eq!(signed_percent(-0.04), "0.0");
         assert_eq!(signed_percent(-99.99), "-99.99");
+    }
+
+    #[test]
+    fn the_key_under_the_report_explains_every_traffic_column() {
+        for heading in TRAFFIC_HEADER.split_whitespace() {
+            assert!(
+                TRAFFIC_KEY.contains(&format!("  {heading} "))
+                    || TRAFFIC_KEY.contains(&format!(" {heading}: ")),
+                "the key does not explain `{heading}`"
+            );
+        }
+        assert!(TRAFFIC_KEY.lines().all(|l| l.chars().count() <= 100));
+    }
+
+    #[test]
+    fn a_metric_is_found_by_its_column_or_by_its_row_in_the_report() {
+        let by_column = metric_by_key("throughput_iterations_per_second").unwrap();
+        assert_eq!(by_column.key, "throughput_iterations_per_second");
+        assert_eq!(
+            metric_by_key("throughput.total").unwrap().key,
+            "throughput_iterations_per_second"
+        );
+        assert_eq!(
+            metric_by_key("cycles_per_iteration.mean").unwrap().key,
+            "cycles_per_iteration_mean"
+        );
+        assert_eq!(
+            metric_by_key("cross_socket_per_iteration").unwrap().key,
+            "cross_socket_misses_per_iteration"
+        );
+        let Err(unknown) = metric_by_key("cycles") else {
+            panic!("`cycles` names no metric");
+        };
+        assert!(unknown.contains("no metric `cycles`"), "{unknown}");
     }
 }
