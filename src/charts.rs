@@ -159,6 +159,14 @@ fn sweep_x_axis(file: &ResultsFile) -> Option<XAxis> {
     }
 }
 
+/// What a scaling chart draws: in its title, and on its value axis with
+/// the unit.
+#[derive(Clone, Copy)]
+struct Drawn {
+    title: &'static str,
+    axis: &'static str,
+}
+
 /// A sweep's charts against `x`: throughput and cycles per iteration, a
 /// line per variant; with several machines swept over the CPUs, each
 /// machine's too (under `machines/`), with its boundaries marked.
@@ -173,27 +181,36 @@ fn scaling_charts(
         XAxis::Cpus => "scaling",
         XAxis::Axis(_) => "sweep",
     };
-    let metrics: [(&str, &str, Metric); 2] = [
+    // Each metric: the file's name, what the title says it draws, its axis.
+    let metrics: [(&str, Drawn, Metric); 2] = [
         (
             "throughput",
-            "throughput (iterations per simulated second)",
+            Drawn {
+                title: "throughput",
+                axis: "throughput (iterations per simulated second)",
+            },
             |r| r.throughput_iterations_per_second,
         ),
-        ("cycles", "cycles per iteration, mean (cycles)", |r| {
-            r.cycles_per_iteration_mean
-        }),
+        (
+            "cycles",
+            Drawn {
+                title: "cycles per iteration",
+                axis: "cycles per iteration, mean (cycles)",
+            },
+            |r| r.cycles_per_iteration_mean,
+        ),
     ];
     let all: Vec<&Record> = file.records.iter().collect();
-    for (metric_name, y_label, metric) in metrics {
-        let chart = scaling(file, &all, name, x, y_label, metric);
+    for (metric_name, drawn, metric) in metrics {
+        let chart = scaling(file, &all, name, x, drawn, metric);
         out.push((format!("{stem}-{metric_name}.svg"), plots::scaling(&chart)?));
     }
     // With several machines, one chart per machine too, where its
     // socket and L3 boundaries can be marked: detail, in a folder.
     if machines.len() > 1 && *x == XAxis::Cpus {
-        for (metric_name, y_label, metric) in metrics {
+        for (metric_name, drawn, metric) in metrics {
             for (machine, records) in machines {
-                let chart = scaling(file, records, name, x, y_label, metric);
+                let chart = scaling(file, records, name, x, drawn, metric);
                 out.push((
                     format!(
                         "{MACHINES_DIR}/{stem}-{metric_name}-{}.svg",
@@ -349,7 +366,7 @@ fn scaling(
     records: &[&Record],
     name: &str,
     x: &XAxis,
-    y_label: &str,
+    drawn: Drawn,
     metric: Metric,
 ) -> ScalingChart {
     let x_name = match x {
@@ -419,17 +436,20 @@ fn scaling(
     } else {
         String::new()
     };
+    // The title says what is drawn against what: a reader of the chart
+    // alone (the book shows it without its file name) sees both.
+    let what = drawn.title;
     let (title, x_label) = match x {
         XAxis::Cpus => (
-            format!("{name}: scaling{machine}"),
+            format!("{name}: {what} against running CPUs{machine}"),
             "running CPUs (count)".to_string(),
         ),
-        XAxis::Axis(a) => (format!("{name}: against {a}{machine}"), a.clone()),
+        XAxis::Axis(a) => (format!("{name}: {what} against {a}{machine}"), a.clone()),
     };
     ScalingChart {
         title,
         x_label,
-        y_label: y_label.into(),
+        y_label: drawn.axis.into(),
         series: lines
             .into_iter()
             .map(|(label, points)| Series { label, points })
@@ -635,9 +655,15 @@ fn sweep_comparison(
         String::new()
     };
     let what = figure.describe();
+    // With one variant compared the chart has no legend, so the title
+    // names it: `mutex` throughput against `spinlock`.
+    let whose = match compared.as_slice() {
+        [(v, _)] => format!("`{v}` "),
+        _ => String::new(),
+    };
     let (title, value_label) = if one_baseline {
         (
-            format!("{name}: {what} against `{first_baseline}`, per case{machine}"),
+            format!("{name}: {whose}{what} against `{first_baseline}`, per case{machine}"),
             format!("{what} change against the same case's `{first_baseline}` (%)"),
         )
     } else {

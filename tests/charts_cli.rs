@@ -145,7 +145,8 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     };
     let scaling = text("scaling-throughput.svg");
     for s in [
-        "chart-sweep: scaling on icelake-sp-2s",
+        // The title says what is drawn against what.
+        "chart-sweep: throughput against running CPUs on icelake-sp-2s",
         // 1 to 44 CPUs: a doubling sweep, on a log2 axis.
         "running CPUs (count), log2 scale",
         "throughput (iterations per simulated second)",
@@ -156,10 +157,13 @@ fn run_writes_the_same_charts_whatever_the_jobs() {
     }
     // The legend names the variants alone: one machine, no other axis.
     assert!(!scaling.contains("base, "), "{scaling}");
+    assert!(text("scaling-cycles.svg")
+        .contains("chart-sweep: cycles per iteration against running CPUs on icelake-sp-2s"));
     // Each case's variant against the same case's base, a group per case.
     let comparison = text("comparison.svg");
     for s in [
-        "chart-sweep: throughput against `base`, per case on icelake-sp-2s",
+        // One variant compared, so no legend: the title names it.
+        "chart-sweep: `padded` throughput against `base`, per case on icelake-sp-2s",
         "throughput change against the same case",
         "cpus=1",
         "cpus=2",
@@ -869,7 +873,7 @@ fn a_sweep_without_cpus_draws_its_metrics_against_its_numeric_axis() {
     );
     let svg = String::from_utf8(files[2].1.clone()).unwrap();
     for s in [
-        "chart-sweep: against run.iterations on icelake-sp-2s",
+        "chart-sweep: throughput against run.iterations on icelake-sp-2s",
         "padded, threads.workers.cpus=0-3",
     ] {
         assert!(svg.contains(s), "sweep-throughput.svg lacks {s}: {svg}");
