@@ -165,7 +165,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// For a sweep: the metric of the table with a row per case and a
-        /// column per variant, named as its results.csv column (default:
+        /// column per variant, named as its results.csv column or as the
+        /// report's `metric` column names it (`throughput.total`) (default:
         /// what the report compares: measured_threads_cycles_per_iteration_mean
         /// when the [[measured]] rows name a thread group that every run
         /// has, else throughput_iterations_per_second).
@@ -492,8 +493,12 @@ fn create_dir(dir: &Path, option: &str) -> Result<(), String> {
             dir.display()
         ));
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| format!("error: cannot create `{}`: {e}", dir.display()))
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "error: cannot create `{}`, the {option} directory: {e}",
+            dir.display()
+        )
+    })
 }
 
 /// `Cli::try_parse`, without freeing the command tree and the matches

@@ -827,3 +827,31 @@ fn out_naming_a_file_says_it_is_a_file() {
         format!("error: `{out}` is a file, and --out takes a directory (created if missing)\n")
     );
 }
+
+/// An `--out` directory that cannot be made is named with the option, and
+/// the run writes nothing there and prints no report.
+#[test]
+fn out_that_cannot_be_created_names_the_option() {
+    let dir = common::TempDir::new("out-blocked");
+    let file = dir.join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    // A directory under a file: no system lets one be made.
+    let out = format!("{file}/results");
+    let o = bounce(&[
+        "run",
+        "scenarios/shipped/false-sharing.toml",
+        "--out",
+        &out,
+        "--quiet",
+    ]);
+    assert_exit(&o, 2);
+    assert!(stdout(&o).is_empty());
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!(
+            "error: cannot create `{out}`, the --out directory: "
+        )),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
