@@ -336,3 +336,23 @@ set = { "params.extra" = 2 }
         "{row}: {shown} vs {w1} -> {w3}"
     );
 }
+
+/// The fairness line names a least and a most loaded CPU only when they
+/// differ: eight CPUs of 2000 iterations each read as such, not as
+/// `min 2000 (CPU 0), max 2000 (CPU 0)`. The run ends with the key to the
+/// traffic tables' columns.
+#[test]
+fn equal_shares_are_said_once_and_the_report_ends_with_its_column_key() {
+    let o = bounce(&["run", "scenarios/shipped/false-sharing.toml"]);
+    assert_exit(&o, 0);
+    let report = stdout(&o);
+    assert!(
+        report.contains("  fairness   iterations per CPU: 2000 on every CPU, spread 0.0 %\n"),
+        "{report}"
+    );
+    assert!(!report.contains("min 2000"), "{report}");
+    assert!(
+        report.ends_with(scenarios::report::text::TRAFFIC_KEY),
+        "{report}"
+    );
+}

@@ -695,11 +695,21 @@ pub fn fairness(result: &VariantResult) -> String {
     } else {
         0.0
     };
-    let _ = writeln!(
-        out,
-        "\n  fairness   iterations per CPU: min {} (CPU {}), max {} (CPU {}), mean {mean:.1}, spread {spread:.1} %",
-        min.iterations, min.cpu, max.iterations, max.cpu
-    );
+    if min.iterations == max.iterations {
+        // No least and most to name: `min 2000 (CPU 0), max 2000 (CPU 0)`
+        // read as if one CPU were both.
+        let _ = writeln!(
+            out,
+            "\n  fairness   iterations per CPU: {} on every CPU, spread 0.0 %",
+            min.iterations
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "\n  fairness   iterations per CPU: min {} (CPU {}), max {} (CPU {}), mean {mean:.1}, spread {spread:.1} %",
+            min.iterations, min.cpu, max.iterations, max.cpu
+        );
+    }
     let mut nodes: Vec<(u32, u64, usize)> = Vec::new();
     for c in cpus {
         match nodes.iter_mut().find(|(n, _, _)| *n == c.node) {
