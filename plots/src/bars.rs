@@ -34,6 +34,7 @@ pub fn bars(chart: &BarChart) -> Result<String, PlotError> {
             &chart.series,
             Some(&fmt),
             label_area,
+            0.0,
         )
     })
 }

@@ -683,6 +683,7 @@ fn hbars_range(
     series: &[(String, Vec<f64>)],
     value_text: Option<&dyn Fn(f64) -> String>,
     label_area: u32,
+    min_span: f64,
 ) -> (f64, f64, bool) {
     let k = series.len() as i32;
     let values: Vec<f64> = series.iter().flat_map(|s| s.1.iter().copied()).collect();
@@ -691,25 +692,45 @@ fn hbars_range(
     // Every value zero: no bar to draw, so the panel says so instead of
     // showing an empty axis.
     let all_zero = lo == 0.0 && hi == 0.0;
+    // The values the axis must reach: the bars', widened on the side of
+    // the bars to `min_span` (a change of -0.6 % alone would otherwise fill
+    // the plot as a change of -60 % does). Widened before the labels' room
+    // is found, so that the room is in the widened axis's units.
+    let missing = min_span - (hi - lo);
+    let (reach_lo, reach_hi) = if all_zero || missing <= 0.0 {
+        (lo, hi)
+    } else if hi <= 0.0 {
+        (lo - missing, hi)
+    } else if lo >= 0.0 {
+        (lo, hi + missing)
+    } else {
+        (lo - missing / 2.0, hi + missing / 2.0)
+    };
     let plot_w = (area.dim_in_pixel().0 as f64 - label_area as f64 - 40.0).max(100.0);
     let (x0, mut x1) = if all_zero {
         (0.0, 1.0)
     } else {
         match value_text {
             Some(text) => {
-                let labels: Vec<(f64, f64)> = values
+                let mut labels: Vec<(f64, f64)> = values
                     .iter()
                     .map(|&v| (v, text_width(&text(v), 14.0) + VALUE_LABEL_GAP_PX))
                     .collect();
+                // The widened ends, as values without text.
+                labels.extend([(reach_lo, 0.0), (reach_hi, 0.0)]);
                 value_ends_with_labels(&labels, plot_w)
             }
             None => {
                 // No text beyond the bars: a twentieth of the span past
                 // each end that has bars.
-                let span = hi - lo;
-                let x0 = if lo < 0.0 { lo - span * 0.05 } else { 0.0 };
-                let x1 = if hi > 0.0 || lo >= 0.0 {
-                    hi + span * 0.05
+                let span = reach_hi - reach_lo;
+                let x0 = if reach_lo < 0.0 {
+                    reach_lo - span * 0.05
+                } else {
+                    0.0
+                };
+                let x1 = if reach_hi > 0.0 || reach_lo >= 0.0 {
+                    reach_hi + span * 0.05
                 } else {
                     0.0
                 };
@@ -785,11 +806,12 @@ fn hbars(
     series: &[(String, Vec<f64>)],
     value_text: Option<&dyn Fn(f64) -> String>,
     label_area: u32,
+    min_span: f64,
 ) -> Result<(), PlotError> {
     let n = categories.len() as i32;
     let k = series.len() as i32;
     let group = 2 * k + 2;
-    let (x0, x1, all_zero) = hbars_range(area, series, value_text, label_area);
+    let (x0, x1, all_zero) = hbars_range(area, series, value_text, label_area, min_span);
     let top = n * group;
     let mut c = ChartBuilder::on(area)
         .caption(title, (FONT, 20))
@@ -893,6 +915,11 @@ fn label_area_for(names: &[String]) -> u32 {
     (w as u32 + 45).clamp(90, 420)
 }
 
+/// The narrowest value axis of a chart of changes in percent, in
+/// percentage points: changes under a percent or two (often the noise of
+/// a run) then draw as the short bars they are, not across the plot.
+pub const MIN_CHANGE_SPAN_PERCENT: f64 = 5.0;
+
 /// The comparison chart as an SVG document.
 pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
     if chart.bars.is_empty() {
@@ -917,6 +944,7 @@ pub fn comparison(chart: &ComparisonChart) -> Result<String, PlotError> {
             &[(String::new(), values)],
             Some(&fmt),
             label_area,
+            MIN_CHANGE_SPAN_PERCENT,
         )
     })
 }
@@ -967,6 +995,7 @@ pub fn grouped_comparison(chart: &GroupedComparisonChart) -> Result<String, Plot
             &chart.series,
             Some(&fmt),
             label_area,
+            MIN_CHANGE_SPAN_PERCENT,
         )
     })
 }
@@ -1068,6 +1097,7 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
                 &hitm,
                 None,
                 label_area,
+                0.0,
             )
         };
         let stall_panel = |area: &DrawingArea<SVGBackend<'_>, Shift>| {
@@ -1080,6 +1110,7 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
                 &stall,
                 None,
                 label_area,
+                0.0,
             )
         };
         if hitm_zero {

@@ -890,3 +890,63 @@ fn the_comparison_axis_pads_each_side_by_what_its_labels_need() {
         "right room {right_room} px: {svg}"
     );
 }
+
+/// A change of -0.6 % alone draws as a short bar: the value axis spans at
+/// least `MIN_CHANGE_SPAN_PERCENT` points (it spanned -0.7 to 0, and the
+/// bar filled the plot as a change of -60 % would); the labels keep their
+/// room on the widened axis.
+#[test]
+fn a_small_change_draws_a_short_bar() {
+    // Each bar's x and width, and the x axis's two ends.
+    let drawn = |values: &[f64]| {
+        let chart = ComparisonChart {
+            bars: values
+                .iter()
+                .enumerate()
+                .map(|(i, &value)| Bar {
+                    label: format!("variant-{i}"),
+                    value,
+                })
+                .collect(),
+            ..comparison_chart()
+        };
+        let svg = comparison(&chart).unwrap();
+        let axis = svg
+            .lines()
+            .find_map(|l| {
+                let points = l.split("points=\"").nth(1)?.split('"').next()?;
+                let ends: Vec<(i64, i64)> = points
+                    .split_whitespace()
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        (x.parse().unwrap(), y.parse().unwrap())
+                    })
+                    .collect();
+                (ends.len() == 2 && ends[0].1 == ends[1].1 && ends[1].0 - ends[0].0 > 300)
+                    .then(|| (ends[0].0, ends[1].0))
+            })
+            .unwrap();
+        (rects_of(&svg, "#1F77B4"), axis, svg)
+    };
+    let (bars, (left, right), svg) = drawn(&[-0.6, 0.0]);
+    // The -0.6 % bar (and the 0.0 % one, of no width).
+    assert_eq!(bars.len(), 2, "{svg}");
+    let (x, w) = bars[0];
+    assert!(
+        w * 5 < right - left,
+        "a -0.6 % bar {w} px of {}: {svg}",
+        right - left
+    );
+    // `0.0%`, written right of zero, still fits: about 46 px.
+    assert!(
+        right - (x + w) >= 40,
+        "{} px for 0.0%: {svg}",
+        right - (x + w)
+    );
+    // A large change still fills most of the plot.
+    let (bars, (left, right), _) = drawn(&[-60.0]);
+    assert!(bars[0].1 * 10 > (right - left) * 7, "{bars:?}");
+    // And a small positive one grows to the right the same way.
+    let (bars, (left, right), _) = drawn(&[1.3]);
+    assert!(bars[0].1 * 3 < right - left, "{bars:?}");
+}
