@@ -264,13 +264,14 @@ fn epyc_naples_2s() -> Vec<Param> {
             S2_7601,
             "cross-CCX on the home die 130.6 ns, on another die of the home socket 216.5 ns, on the other socket 334.3 ns: every transfer goes through the home die's directory ([S3]; [S30] a snoop directory per CCX)",
         ),
-        // Assumed: 44 entries, the Zen 1 store queue (AMD SOG 17h; not in calibration.md).
+        // Documented: 44 entries, the Zen 1 store queue as AMD presented it
+        // at Hot Chips 2016 [S65] and as Zen 2's grew from it [S66].
         int(
             "store_buffer_entries",
             44,
             "entries",
-            Assumed,
-            "AMD Software Optimization Guide for Family 17h: 44-entry store queue (not retrieved here, not in calibration.md)",
+            Documented,
+            "[S65] Planet3DNow!, \"Details und Analyse der Zen-Architektur nach der Hot-Chips-Konferenz\", p.5: Zen's load queue 72 and store queue 44 entries (AMD's Hot Chips 2016 slides); WikiChip, Zen microarchitecture (memory subsystem): a 44-entry store queue; [S66] AnandTech, Zen 2 microarchitecture analysis, p.10: Zen 2's store queue grew from 44 to 48 entries",
             store_buffer_note!("only its fullness matters, for stores that miss back to back"),
         ),
         amd_smt_share(),
@@ -1494,30 +1495,50 @@ fn bergamo(name: &'static str) -> Vec<Param> {
     params
 }
 
-/// L1D miss address buffers of a Zen 1 core (EPYC 7001, Naples).
-const ZEN1_MISS_BUFFERS: u64 = 22;
-/// Of a Zen 3 core (EPYC 7003, Milan).
-const ZEN3_MISS_BUFFERS: u64 = 24;
-/// Of a Zen 4 / Zen 4c core (EPYC 9004, Genoa and Bergamo).
-const ZEN4_MISS_BUFFERS: u64 = 24;
+/// How many L1D miss address buffers a core has, and how the figure is known.
+struct MissBuffers {
+    entries: u64,
+    provenance: super::Provenance,
+    source: &'static str,
+}
+
+/// The vendor figures as quoted, and what was retrieved about the buffers
+/// on every Zen core: that they exist and are counted.
+const SOG_MISS_BUFFERS: &str = "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (the count not retrieved here); retrieved: PMCx05F \"Count of Allocated Mabs\", the in-flight L1D misses each cycle (Linux tools/perf/pmu-events/arch/x86/amdzen3/memory.json, ls_alloc_mab_count); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers)";
+
+/// L1D miss address buffers of a Zen 1 core (EPYC 7001, Naples): assumed,
+/// from the guide's figure as quoted (searched: the guides' load-store
+/// sections are not in the stored pages; Planet3DNow!'s and WikiChip's Zen
+/// pages name the MAB without a count).
+const ZEN1_MISS_BUFFERS: MissBuffers = MissBuffers {
+    entries: 22,
+    provenance: Assumed,
+    source: SOG_MISS_BUFFERS,
+};
+/// Of a Zen 3 core (EPYC 7003, Milan): assumed as for Zen 1 (LLVM's
+/// X86ScheduleZnver3.td quotes the guide's load and store queues, not the
+/// MABs); Zen 4's retrieved 24 is the same count.
+const ZEN3_MISS_BUFFERS: MissBuffers = MissBuffers {
+    entries: 24,
+    provenance: Assumed,
+    source: SOG_MISS_BUFFERS,
+};
+/// Of a Zen 4 / Zen 4c core (EPYC 9004, Genoa and Bergamo): the count a
+/// counter tool by Chips and Cheese's author reads as a full set.
+const ZEN4_MISS_BUFFERS: MissBuffers = MissBuffers {
+    entries: 24,
+    provenance: Documented,
+    source: "[S67] clamchowder/PmcReader (C. Lam, Chips and Cheese) @8fc52f2, AMD/Zen4.cs, MAB occupancy view: counts the cycles with at least 1, 4, 8, 16 and 24 of PMCx05F's allocated MABs and labels 24 \"Full\", the whole set of a Zen 4 core; the same count as AMD Software Optimization Guide for the Zen 4 microarchitecture (57647) as quoted (its text not retrieved); Zen 4c keeps the Zen 4 core [S40]",
+};
 
 /// The misses a core keeps in flight: its L1D miss address buffers (MABs).
-fn amd_miss_buffers(entries: u64) -> Param {
-    // Assumed, from the vendor's figures as quoted: the Software
-    // Optimization Guides give 22 outstanding L1D misses for Family 17h
-    // and 24 for Family 19h; their text was not retrieved here (searched
-    // this pass: the guides' load-store sections are not in the stored
-    // pages, and no retrieved page gives the count). Retrieved: the
-    // buffers exist and are counted, AMD's PMCx05F "Count of Allocated
-    // Mabs" ("the in-flight L1 data cache misses ... each cycle"), as
-    // Linux carries it in tools/perf/pmu-events/arch/x86/amdzen3/
-    // memory.json (`ls_alloc_mab_count`).
+fn amd_miss_buffers(buffers: MissBuffers) -> Param {
     int(
         "outstanding_misses",
-        entries,
+        buffers.entries,
         "misses",
-        Assumed,
-        "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (the count not retrieved here); retrieved: PMCx05F \"Count of Allocated Mabs\", the in-flight L1D misses each cycle (Linux tools/perf/pmu-events/arch/x86/amdzen3/memory.json, ls_alloc_mab_count); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers)",
+        buffers.provenance,
+        buffers.source,
         "a load that misses the L1D holds a buffer until its line arrives; loads to a line already being fetched share it; how far the CPU goes on is the reorder window's (reorder_window_entries)",
     )
 }

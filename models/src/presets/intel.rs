@@ -652,13 +652,13 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
             INTEL_SPATIAL_PREFETCH,
             INTEL_SPATIAL_PREFETCH_NOTE,
         ),
-        // Assumed: 56 entries, the Skylake core's store buffer (Intel disclosure; not in calibration.md).
+        // Documented: 56 entries, the Skylake core's store buffer [S64].
         int(
             "store_buffer_entries",
             56,
             "entries",
-            Assumed,
-            "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
+            Documented,
+            SKYLAKE_STORE_BUFFER,
             store_buffer_note!("Cascade Lake keeps the Skylake-SP core"),
         ),
         intel_smt_share(),
@@ -982,8 +982,8 @@ fn cascadelake_ap_2s() -> Vec<Param> {
             "store_buffer_entries",
             56,
             "entries",
-            Assumed,
-            "Intel's Skylake core disclosure (56-entry store buffer); not in calibration.md",
+            Documented,
+            SKYLAKE_STORE_BUFFER,
             store_buffer_note!("the Skylake-SP core, as Cascade Lake-SP"),
         ),
         intel_smt_share(),
@@ -1149,10 +1149,48 @@ fn cascadelake_ap_2s() -> Vec<Param> {
     params
 }
 
-/// L1D fill buffers of a Sunny Cove core (Ice Lake-SP).
-const SUNNY_COVE_FILL_BUFFERS: u64 = 12;
-/// L1D fill buffers of a Skylake(-SP) core (Cascade Lake-SP and -AP).
-const SKYLAKE_FILL_BUFFERS: u64 = 10;
+/// How many L1D fill buffers a core has, and how the figure is known.
+struct FillBuffers {
+    entries: u64,
+    provenance: super::Provenance,
+    source: &'static str,
+}
+
+/// What was retrieved about fill buffers on every Intel core here: that
+/// they exist, limit demand misses and are counted.
+macro_rules! fill_buffer_events {
+    () => {
+        "perf's L1D_PEND_MISS.FB_FULL, \"cycles a demand request has waited due to L1D Fill Buffer (FB) unavailability\", Linux tools/perf/pmu-events/arch/x86/icelake/cache.json, and Intel SDM vol. 3B ch. 19's L1D_PEND_MISS.PENDING, outstanding L1D misses each cycle"
+    };
+}
+
+/// L1D fill buffers of a Sunny Cove core (Ice Lake-SP): assumed, from the
+/// Optimization Reference Manual's figure as quoted; searched again (the
+/// manual's Ice Lake tables, WikiChip's and Chips and Cheese's Sunny Cove
+/// pages, AnandTech's Sunny Cove pages) without finding the count stated.
+const SUNNY_COVE_FILL_BUFFERS: FillBuffers = FillBuffers {
+    entries: 12,
+    provenance: Assumed,
+    source: concat!(
+        "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (the count not retrieved here; retrieved: the fill buffers exist and limit demand misses, ",
+        fill_buffer_events!(),
+        ")"
+    ),
+};
+
+/// L1D fill buffers of a Skylake(-SP) core (Cascade Lake-SP and -AP):
+/// measured on the Skylake core, whose L1D Cascade Lake keeps.
+const SKYLAKE_FILL_BUFFERS: FillBuffers = FillBuffers {
+    entries: 10,
+    provenance: Measured,
+    source: concat!(
+        "[S63] D. Lemire, \"Memory-level parallelism: Intel Skylake versus Apple A12/A12X\" (2018-11-13), T. Downs's comment of 2018-11-14: the parallel-miss benchmark on Skylake performs as 10 line fill buffers predict, and the performance counters agree (Skylake client core; Cascade Lake keeps the Skylake core's L1D, assumed); retrieved as well: ",
+        fill_buffer_events!()
+    ),
+};
+
+/// The Skylake core's store buffer, as its disclosure was reported.
+const SKYLAKE_STORE_BUFFER: &str = "[S64] WikiChip, Skylake (client) microarchitecture (revision 17688), key changes from Broadwell: a store buffer of 56 entries, up from 42; TechPowerUp, \"Intel Skylake Microarchitecture Detailed\" (2015-08-19): load and store buffers of 72 and 56 entries (the Skylake core; Cascade Lake keeps it)";
 
 /// Whether the core's locked instructions execute speculatively: no
 /// retrieved Intel source says so, and the measurements retrieved say the
@@ -1208,17 +1246,13 @@ fn intel_deep_idle_writeback(
 }
 
 /// The misses a core keeps in flight: its L1D fill buffers.
-fn intel_fill_buffers(entries: u64) -> Param {
-    // Assumed, from the vendor's figure as quoted: the Optimization
-    // Reference Manual gives the Sunny Cove L1D 12 fill buffers against
-    // Skylake's 10; the manual's text was not retrieved here, so the
-    // figure is not marked documented.
+fn intel_fill_buffers(buffers: FillBuffers) -> Param {
     int(
         "outstanding_misses",
-        entries,
+        buffers.entries,
         "misses",
-        Assumed,
-        "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (the count not retrieved here; retrieved: the fill buffers exist and limit demand misses, perf's L1D_PEND_MISS.FB_FULL, \"cycles a demand request has waited due to L1D Fill Buffer (FB) unavailability\", Linux tools/perf/pmu-events/arch/x86/icelake/cache.json, and Intel SDM vol. 3B ch. 19's L1D_PEND_MISS.PENDING, outstanding L1D misses each cycle)",
+        buffers.provenance,
+        buffers.source,
         "a load that misses the L1D holds a fill buffer until its line arrives; loads to a line already being fetched share it; how far the CPU goes on is the reorder window's (reorder_window_entries)",
     )
 }
