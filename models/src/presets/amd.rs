@@ -1508,8 +1508,8 @@ const SOG_MISS_BUFFERS: &str = "AMD Software Optimization Guides for Family 17h 
 
 /// L1D miss address buffers of a Zen 1 core (EPYC 7001, Naples): assumed,
 /// from the guide's figure as quoted (searched: the guides' load-store
-/// sections are not in the stored pages; Planet3DNow!'s and WikiChip's Zen
-/// pages name the MAB without a count).
+/// sections are not in the stored pages; Planet3DNow!'s Hot Chips analysis
+/// [S65] names the MAB without a count).
 const ZEN1_MISS_BUFFERS: MissBuffers = MissBuffers {
     entries: 22,
     provenance: Assumed,
