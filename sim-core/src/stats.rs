@@ -51,6 +51,25 @@ pub struct Traffic {
     pub atomic_hits: u64,
 }
 
+/// The latencies of one CPU's accesses to one field, from which a report
+/// prices what one of them takes as a micro-benchmark times it (see
+/// [`Stats::count_field_costs_per_cpu`]): each access from its issue to its
+/// data (a store from its drain's start to its write), and an atomic's
+/// locked operation, which the report adds from the machine's figures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FieldCost {
+    /// Cycles from issue to data of the accesses reported one by one (a
+    /// load, a store's drain or direct write, an atomic), and the cycles
+    /// beyond an L1 hit of those reported summed.
+    pub latency_cycles: u64,
+    /// Accesses reported summed (plain hits, atomics), whose L1 access
+    /// the report adds (`l1_hit_cycles` each).
+    pub summed_accesses: u64,
+    pub atomics: u64,
+    /// Atomics that hit the core's own L1 (as [`Traffic::atomic_hits`]).
+    pub atomic_hits: u64,
+}
+
 /// Sums traffic counts (over fields, instances or members).
 impl std::ops::AddAssign<&Traffic> for Traffic {
     #[inline]
@@ -370,6 +389,13 @@ pub struct Stats {
     pub stalled_on_store_buffer_cycles: u64,
     /// log2 of the coherence unit's size.
     unit_shift: u32,
+    /// Per CPU slot and field id (`slot * field_count + field_id`): what
+    /// the CPU spent in accesses to the field. Empty unless
+    /// [`Stats::count_field_costs_per_cpu`] asked for it (it takes a
+    /// counter per CPU and field, which only a `[[measured]]` figure of
+    /// one thread group's accesses needs).
+    pub field_costs_per_cpu: Vec<FieldCost>,
+    field_count: usize,
     /// Per field id: only reached through private places (left out of
     /// spin attribution; see [`Traffic::spin_cycles`]).
     private_fields: Vec<bool>,
@@ -494,11 +520,46 @@ impl Stats {
             longest_iteration: vec![0; cpus.len()],
             iteration_cycles_per_cpu: vec![0; cpus.len()],
             stalled_on_store_buffer_cycles: 0,
+            field_costs_per_cpu: Vec::new(),
+            field_count,
             unit_shift: unit_bytes.trailing_zeros(),
             private_fields: vec![false; field_count],
             warmup,
             by_cpu,
         }
+    }
+
+    /// Counts, from here on, what each CPU spends in accesses to each
+    /// field ([`Stats::field_costs_per_cpu`]).
+    pub fn count_field_costs_per_cpu(&mut self) {
+        self.field_costs_per_cpu =
+            vec![FieldCost::default(); self.longest_iteration.len() * self.field_count];
+    }
+
+    /// What CPU slot `slot` spent in accesses to field `field_id`, when
+    /// counted (see [`Stats::field_costs_per_cpu`]).
+    pub fn field_cost(&self, slot: usize, field_id: usize) -> Option<&FieldCost> {
+        if field_id >= self.field_count {
+            return None;
+        }
+        self.field_costs_per_cpu
+            .get(slot * self.field_count + field_id)
+    }
+
+    /// The counter of `slot`'s accesses to `field_id`, when counted.
+    #[inline]
+    fn field_cost_mut(&mut self, slot: Option<u32>, field_id: u32) -> Option<&mut FieldCost> {
+        if self.field_costs_per_cpu.is_empty() || field_id as usize >= self.field_count {
+            return None;
+        }
+        let k = slot? as usize * self.field_count + field_id as usize;
+        self.field_costs_per_cpu.get_mut(k)
+    }
+
+    /// The slot of `cpu` in the per-CPU figures (None: it runs no script).
+    #[inline]
+    fn slot_of(&self, cpu: LinuxCpu) -> Option<u32> {
+        self.by_cpu.get(cpu.slot()).and_then(|state| state.slot)
     }
 
     #[inline]
@@ -589,8 +650,16 @@ impl Probe for Stats {
         if !state.measuring {
             return;
         }
+        let slot = state.slot;
         let mut counts = Traffic::of_access(event);
         counts.spin_cycles = spun;
+        if let Some(c) = self.field_cost_mut(slot, event.field_id) {
+            if !event.kind.is_prefetch() {
+                c.latency_cycles += event.latency_cycles;
+            }
+            c.atomics += counts.atomics;
+            c.atomic_hits += counts.atomic_hits;
+        }
         if !event.kind.is_prefetch() {
             self.add_detail(event.cpu, event.address, &counts);
         }
@@ -633,6 +702,13 @@ impl Probe for Stats {
         }
         if !state.measuring {
             return;
+        }
+        let slot = state.slot;
+        if let Some(c) = self.field_cost_mut(slot, sums.field_id) {
+            c.latency_cycles += sums.stall_cycles;
+            c.summed_accesses += sums.count;
+            c.atomics += sums.count;
+            c.atomic_hits += sums.l1_hits;
         }
         let counts = Traffic {
             atomics: sums.count,
@@ -678,6 +754,10 @@ impl Probe for Stats {
         }
         if !self.measuring(cpu) {
             return;
+        }
+        if let Some(c) = self.field_cost_mut(self.slot_of(cpu), hits.field_id) {
+            c.latency_cycles += hits.stall_cycles;
+            c.summed_accesses += hits.loads + hits.stores;
         }
         let add = |t: &mut Traffic| {
             t.loads += hits.loads;

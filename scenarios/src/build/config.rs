@@ -51,6 +51,11 @@ pub struct BuiltVariant {
     /// table and chart set its figures first. Set by the caller, as the
     /// name is.
     pub measured_threads: Option<String>,
+    /// Whether a `[[measured]]` row prices this variant's accesses per CPU
+    /// (`field-latency-per-iteration`, [`counts_field_costs_per_cpu`]): its
+    /// run then counts them per CPU and field. Set by the caller, as the
+    /// name is.
+    pub counts_field_costs_per_cpu: bool,
     pub config: SimConfig,
     /// CPU lists of the thread groups, for reports.
     pub groups: Vec<(String, Vec<LinuxCpu>)>,
@@ -157,6 +162,21 @@ pub fn measured_threads(
     group.map(str::to_string)
 }
 
+/// Whether a `[[measured]]` row of case `case_id` (empty without a sweep)
+/// computes `field-latency-per-iteration` from variant `variant`'s run,
+/// which then counts each CPU's accesses to each field.
+pub fn counts_field_costs_per_cpu(
+    measured: &[schema::MeasuredDef],
+    variant: &str,
+    case_id: &str,
+) -> bool {
+    measured.iter().any(|m| {
+        m.case.as_ref().map_or("", |c| c.get_ref().as_str()) == case_id
+            && m.variant.get_ref() == variant
+            && *m.metric.get_ref() == schema::MeasuredMetric::FieldLatencyPerIteration
+    })
+}
+
 /// Builds every variant (base first). The first error stops the build.
 pub fn build_all(
     loaded: &LoadedScenario,
@@ -173,6 +193,8 @@ pub fn build_all(
         built.description = v.description.clone();
         built.baseline = baseline.map(|i| variants[i].name.clone());
         built.measured_threads = measured_threads(&loaded.base.doc.measured, &v.name, "");
+        built.counts_field_costs_per_cpu =
+            counts_field_costs_per_cpu(&loaded.base.doc.measured, &v.name, "");
         // They are held together: checked as the process's bound says.
         configs = configs.saturating_add(built.config_bytes);
         largest_run = largest_run.max(built.run_bytes);
@@ -352,6 +374,7 @@ pub fn build_config(
         description: None,
         baseline: None,
         measured_threads: None,
+        counts_field_costs_per_cpu: false,
         run_bytes: estimate,
         config_bytes: config_bytes(&config),
         config,

@@ -148,69 +148,54 @@ fn check_variant_name(
 /// `fields`) are given only with those.
 fn check_metric_keys(loaded: &LoadedScenario, i: usize, m: &MeasuredDef) -> Result<(), InputError> {
     let metric = *m.metric.get_ref();
-    let only_for = |present: bool, k: &str, for_metric: MeasuredMetric| {
-        if present && metric != for_metric {
-            Err(loaded
+    let metrics_using = |uses: fn(MeasuredMetric) -> bool| -> Vec<&'static str> {
+        MeasuredMetric::ALL
+            .iter()
+            .filter(|&&other| uses(other))
+            .map(|other| other.name())
+            .collect()
+    };
+    for (present, k, uses) in [
+        (
+            m.relative_to.is_some(),
+            "relative_to",
+            MeasuredMetric::uses_relative_to as fn(MeasuredMetric) -> bool,
+        ),
+        (m.threads.is_some(), "threads", MeasuredMetric::uses_threads),
+        (!m.fields.is_empty(), "fields", MeasuredMetric::uses_fields),
+    ] {
+        if present && !uses(metric) {
+            let names = metrics_using(uses);
+            let listed = one_of(&names);
+            return Err(loaded
                 .error_at(
                     m.metric.span(),
                     &key(i, k),
                     format!(
-                        "`{}` is only used with metric `{}`, and this entry's metric is `{}`",
+                        "`{}` is only used with metric {listed}, and this entry's metric is `{}`",
                         key(i, k),
-                        for_metric.name(),
                         metric.name()
                     ),
                 )
-                .with_valid(format!(
-                    "remove `{k}`, or use metric `{}`",
-                    for_metric.name()
-                )))
-        } else {
-            Ok(())
+                .with_valid(format!("remove `{k}`, or use metric {listed}")));
         }
-    };
-    if m.relative_to.is_some() && metric == MeasuredMetric::OneWayLatency {
-        return Err(loaded
-            .error_at(
-                m.metric.span(),
-                &key(i, "relative_to"),
-                format!(
-                    "`{}` is not used with metric `one-way-latency`",
-                    key(i, "relative_to")
-                ),
-            )
-            .with_valid("remove `relative_to`"));
     }
-    if m.relative_to.is_some() && metric == MeasuredMetric::FieldCyclesShare {
-        return Err(loaded
-            .error_at(
-                m.metric.span(),
-                &key(i, "relative_to"),
-                format!(
-                    "`{}` is not used with metric `field-cycles-share`",
-                    key(i, "relative_to")
-                ),
-            )
-            .with_valid(
-                "remove `relative_to`, or use metric `throughput-change` or `cycles-per-iteration`",
-            ));
+    Ok(())
+}
+
+/// `a`, `` `a` or `b` ``, `` `a`, `b` or `c` ``.
+fn one_of(names: &[&str]) -> String {
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
     }
-    if metric != MeasuredMetric::OneWayLatency {
-        only_for(
-            m.threads.is_some(),
-            "threads",
-            MeasuredMetric::CyclesPerIteration,
-        )?;
-    }
-    only_for(
-        !m.fields.is_empty(),
-        "fields",
-        MeasuredMetric::FieldCyclesShare,
-    )
 }
 
 /// `relative_to`, `threads` and `fields` name a variant, a thread group
-/// and fields the scenario has (`field-cycles-share` needs fields).
+/// and fields the scenario has (`field-cycles-share` and
+/// `field-latency-per-iteration` need fields).
 fn check_names(
     loaded: &LoadedScenario,
     known: &Known,
@@ -235,13 +220,15 @@ fn check_names(
                 .with_choices(t.get_ref(), &known.groups));
         }
     }
-    if *m.metric.get_ref() == MeasuredMetric::FieldCyclesShare && m.fields.is_empty() {
+    let metric = *m.metric.get_ref();
+    if metric.uses_fields() && m.fields.is_empty() {
         return Err(loaded
             .error_at(
                 m.metric.span(),
                 &key(i, "fields"),
                 format!(
-                    "metric `field-cycles-share` needs `{}`: the fields whose accesses count",
+                    "metric `{}` needs `{}`: the fields whose accesses count",
+                    metric.name(),
                     key(i, "fields")
                 ),
             )

@@ -105,10 +105,12 @@ pub struct MeasuredDef {
     /// (default: the base). `cycles-per-iteration`: when given, the figure is
     /// the difference from this variant's cycles per iteration.
     pub relative_to: Option<Spanned<String>>,
-    /// `cycles-per-iteration`: only the iterations of this thread group
-    /// (default: every CPU's).
+    /// `cycles-per-iteration`, `one-way-latency`,
+    /// `field-latency-per-iteration`: only the iterations (and accesses) of
+    /// this thread group (default: every CPU's).
     pub threads: Option<Spanned<String>>,
-    /// `field-cycles-share`: the fields (`instance.field`) whose accesses count.
+    /// `field-cycles-share`, `field-latency-per-iteration`: the fields
+    /// (`instance.field`) whose accesses count.
     #[serde(default)]
     pub fields: Vec<Spanned<String>>,
     /// The largest difference, in the metric's unit, that counts as a match;
@@ -133,6 +135,13 @@ pub enum MeasuredMetric {
     /// Percent of the running CPUs' measured cycles spent in accesses to
     /// `fields` (the L1 hit, the wait for the line, the locked operation).
     FieldCyclesShare,
+    /// The latencies of `threads`' accesses to `fields` (every running
+    /// CPU's without) added up, per measured iteration: each access from
+    /// its issue to its data (a store from its drain's start to its write,
+    /// as `bounce trace` prints "N cycles in all"), plus an atomic's locked
+    /// operation. With one access an iteration: that operation's latency,
+    /// as a micro-benchmark (ccbench) times it.
+    FieldLatencyPerIteration,
     /// One-way latency in ns of a ping-pong: half the mean cycles of an
     /// iteration (one round trip: the line goes to the other CPU and
     /// back), at the machine's clock; of `threads` when given.
@@ -140,10 +149,47 @@ pub enum MeasuredMetric {
 }
 
 impl MeasuredMetric {
+    /// Every metric, in the order of [`MeasuredMetric::NAMES`].
+    pub const ALL: &'static [MeasuredMetric] = &[
+        MeasuredMetric::ThroughputChange,
+        MeasuredMetric::CyclesPerIteration,
+        MeasuredMetric::FieldCyclesShare,
+        MeasuredMetric::FieldLatencyPerIteration,
+        MeasuredMetric::OneWayLatency,
+    ];
+
+    /// Whether the metric counts the accesses to `fields` (which it then
+    /// needs).
+    pub fn uses_fields(self) -> bool {
+        matches!(
+            self,
+            MeasuredMetric::FieldCyclesShare | MeasuredMetric::FieldLatencyPerIteration
+        )
+    }
+
+    /// Whether `threads` may narrow the metric to one thread group.
+    pub fn uses_threads(self) -> bool {
+        matches!(
+            self,
+            MeasuredMetric::CyclesPerIteration
+                | MeasuredMetric::OneWayLatency
+                | MeasuredMetric::FieldLatencyPerIteration
+        )
+    }
+
+    /// Whether `relative_to` may give a variant to subtract or compare with.
+    pub fn uses_relative_to(self) -> bool {
+        matches!(
+            self,
+            MeasuredMetric::ThroughputChange | MeasuredMetric::CyclesPerIteration
+        )
+    }
+
     pub const NAMES: &'static [&'static str] = &[
         "throughput-change",
         "cycles-per-iteration",
         "field-cycles-share",
+        "field-latency-per-iteration",
         "one-way-latency",
     ];
 
@@ -152,6 +198,7 @@ impl MeasuredMetric {
             MeasuredMetric::ThroughputChange => "throughput-change",
             MeasuredMetric::CyclesPerIteration => "cycles-per-iteration",
             MeasuredMetric::FieldCyclesShare => "field-cycles-share",
+            MeasuredMetric::FieldLatencyPerIteration => "field-latency-per-iteration",
             MeasuredMetric::OneWayLatency => "one-way-latency",
         }
     }
@@ -162,6 +209,7 @@ impl MeasuredMetric {
             MeasuredMetric::ThroughputChange => "%",
             MeasuredMetric::CyclesPerIteration => "cycles",
             MeasuredMetric::FieldCyclesShare => "% of cycles",
+            MeasuredMetric::FieldLatencyPerIteration => "cycles",
             MeasuredMetric::OneWayLatency => "ns",
         }
     }

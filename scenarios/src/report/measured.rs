@@ -128,6 +128,17 @@ fn metric_words(c: &Comparison) -> String {
             Some(t) => format!("one-way latency of {t} (ns)"),
             None => "one-way latency (ns)".to_string(),
         },
+        "field-latency-per-iteration" => {
+            let fields = match c.fields.as_slice() {
+                [one] => one.clone(),
+                [first, rest @ ..] => format!("{first} +{} field(s)", rest.len()),
+                [] => String::new(),
+            };
+            match &c.threads {
+                Some(t) => format!("latency of {fields} by {t}"),
+                None => format!("latency of {fields}"),
+            }
+        }
         _ => match c.fields.as_slice() {
             [one] => format!("share of cycles in {one}"),
             [first, rest @ ..] => {

@@ -12,7 +12,10 @@ use rayon::prelude::*;
 
 use super::budget::MemoryBudget;
 use super::results::{run_variant, VariantFailure, VariantResult};
-use crate::build::{build_all, build_config, measured_threads, BuildOptions, BuiltVariant};
+use crate::build::{
+    build_all, build_config, counts_field_costs_per_cpu, measured_threads, BuildOptions,
+    BuiltVariant,
+};
 use crate::format::document::{baselines, Variant};
 use crate::format::error::InputError;
 use crate::format::sweep::{AxisValue, Case};
@@ -74,6 +77,8 @@ pub fn build_case(
             built.description = v.description.clone();
             built.baseline = baseline.map(|i| case.variants[i].name.clone());
             built.measured_threads = measured_threads(&loaded.base.doc.measured, &v.name, &case.id);
+            built.counts_field_costs_per_cpu =
+                counts_field_costs_per_cpu(&loaded.base.doc.measured, &v.name, &case.id);
             Ok(built)
         })
         .collect::<Result<Vec<_>, InputError>>()?;

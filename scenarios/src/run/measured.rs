@@ -15,6 +15,8 @@ use super::results::{VariantFailure, VariantResult};
 use crate::build::BuiltVariant;
 use crate::format::schema::{MeasuredDef, MeasuredMetric};
 use crate::format::LoadedScenario;
+use sim_core::stats::FieldCost;
+use sim_core::topology::LatencySpec;
 
 /// One row of the table: a measured figure and what the simulation gives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -100,14 +102,58 @@ fn simulate(
                     // it wait, which is in the stall cycles.
                     f.traffic.stall_cycles
                         + (f.traffic.loads + f.traffic.atomics) * latency.l1_hit_cycles
-                        + f.traffic.atomic_hits * latency.locked_op_after_hit_cycles()
-                        + (f.traffic.atomics - f.traffic.atomic_hits) * latency.locked_op_cycles
+                        + locked_op_cycles(latency, f.traffic.atomics, f.traffic.atomic_hits)
                 })
                 .sum();
             let total: u64 = r.per_cpu.iter().map(|c| c.iteration_cycles_total).sum();
             (total > 0).then(|| in_fields as f64 / total as f64 * 100.0)
         }
+        MeasuredMetric::FieldLatencyPerIteration => {
+            let latency = &b.config.topology.spec.latency;
+            let counted: Vec<usize> = r
+                .fields
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| m.fields.iter().any(|w| w.get_ref() == &f.name))
+                .map(|(id, _)| id)
+                .collect();
+            let group = match &m.threads {
+                None => None,
+                Some(g) => Some(&b.groups.iter().find(|(name, _)| name == g.get_ref())?.1),
+            };
+            let (in_fields, iterations) = r
+                .per_cpu
+                .iter()
+                .filter(|c| group.is_none_or(|cpus| cpus.contains(&c.cpu)))
+                .fold((0u64, 0u64), |(cycles, n), c| {
+                    let own: u64 = counted
+                        .iter()
+                        .filter_map(|&id| c.field_costs.get(id))
+                        .map(|cost| access_latency_cycles(latency, cost))
+                        .sum();
+                    (cycles + own, n + c.iterations)
+                });
+            (iterations > 0).then(|| in_fields as f64 / iterations as f64)
+        }
     }
+}
+
+/// The locked operations of `atomics` atomics, `atomic_hits` of them L1
+/// hits: on a hit it holds the L1 access
+/// (`LatencySpec::locked_op_after_hit_cycles`), after a miss it follows the
+/// line's arrival (`locked_op_cycles`).
+fn locked_op_cycles(latency: &LatencySpec, atomics: u64, atomic_hits: u64) -> u64 {
+    atomic_hits * latency.locked_op_after_hit_cycles()
+        + (atomics - atomic_hits) * latency.locked_op_cycles
+}
+
+/// The latencies of the accesses `cost` counts: each from its issue to
+/// its data (the L1 access of those reported summed added here), plus
+/// their locked operations.
+fn access_latency_cycles(latency: &LatencySpec, cost: &FieldCost) -> u64 {
+    cost.latency_cycles
+        + cost.summed_accesses * latency.l1_hit_cycles
+        + locked_op_cycles(latency, cost.atomics, cost.atomic_hits)
 }
 
 /// Mean cycles of an iteration of `m.threads`' CPUs (every CPU's without).

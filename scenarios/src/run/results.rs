@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use sim_core::cpu::LinuxCpu;
 use sim_core::engine::{run, RunOutcome, SimConfig};
 use sim_core::script::ast::SourcePos;
-use sim_core::stats::{Histogram, LineDetail, Stats, Traffic};
+use sim_core::stats::{FieldCost, Histogram, LineDetail, Stats, Traffic};
 use sim_core::SimError;
 
 /// Traffic of one field of one instance, over all its elements.
@@ -67,6 +67,10 @@ pub struct CpuShare {
     pub longest_iteration_cycles: u64,
     /// Cycles of its measured iterations added up.
     pub iteration_cycles_total: u64,
+    /// What it spent in accesses to each field, by field id (as
+    /// [`VariantResult::fields`]); empty unless a `[[measured]]` row needs
+    /// it ([`BuiltVariant::counts_field_costs_per_cpu`]).
+    pub field_costs: Vec<FieldCost>,
 }
 
 /// The iterations of the thread group the scenario's `[[measured]]` rows
@@ -442,6 +446,9 @@ pub fn run_variant(built: &BuiltVariant) -> Result<VariantResult, VariantFailure
     cpus.sort_unstable();
     cpus.dedup();
     let mut stats = Stats::for_run(config);
+    if built.counts_field_costs_per_cpu {
+        stats.count_field_costs_per_cpu();
+    }
     let outcome = run(config, &mut stats).map_err(|error| VariantFailure {
         name: built.name.clone(),
         error,
@@ -607,6 +614,15 @@ fn cpu_shares(
                     .and_then(|slot| stats.iteration_cycles_per_cpu.get(slot))
                     .copied()
                     .unwrap_or(0),
+                field_costs: match slot {
+                    Some(slot) if !stats.field_costs_per_cpu.is_empty() => (0..config
+                        .program
+                        .field_names
+                        .len())
+                        .map(|id| stats.field_cost(slot, id).copied().unwrap_or_default())
+                        .collect(),
+                    _ => Vec::new(),
+                },
             }
         })
         .collect()
