@@ -626,6 +626,46 @@ fn a_measured_figure_checks_its_metric_and_fields() {
 }
 
 #[test]
+fn a_latency_figure_needs_fields_of_an_instance() {
+    let entry = |rest: &str| {
+        format!(
+            "{SMALL}[[measured]]\nlabel = \"x\"\nvariant = \"base\"\nvalue = 1.0\nsource = \"here\"\n{rest}"
+        )
+    };
+    assert_eq!(
+        error_of(&entry("metric = \"field-latency-per-iteration\"\n")),
+        "error: metric `field-latency-per-iteration` needs `measured.0.fields`: the fields \
+         whose accesses count\n  --> case.toml:24:10\n   |\n24 | metric = \
+         \"field-latency-per-iteration\"\n   |          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n   |\n   \
+         = valid: a list of `instance.field` names, such as [\"memcg.usage\"]"
+    );
+    let e = error_of(&entry(
+        "metric = \"field-latency-per-iteration\"\nthreads = \"writers\"\nfields = [\"c.w\"]\n",
+    ));
+    assert!(
+        e.starts_with("error: `measured.0.fields.0` is `c.w`, which is not a field of an instance\n  --> case.toml:26:"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean `c.v`?"), "{e}");
+    let e = error_of(&entry(
+        "metric = \"cycles-per-iteration\"\nfields = [\"c.v\"]\n",
+    ));
+    assert!(
+        e.starts_with(
+            "error: `measured.0.fields` is only used with metric `field-cycles-share` or \
+             `field-latency-per-iteration`, and this entry's metric is `cycles-per-iteration`"
+        ),
+        "{e}"
+    );
+    assert!(
+        e.contains("valid: remove `fields`, or use metric `field-cycles-share` or `field-latency-per-iteration`"),
+        "{e}"
+    );
+    let e = error_of(&entry("metric = \"field-share\"\n"));
+    assert!(e.contains("field-latency-per-iteration"), "{e}");
+}
+
+#[test]
 fn measured_figures_of_a_small_scenario_are_computed_from_its_runs() {
     let text = format!(
         "{SMALL}\

@@ -135,7 +135,8 @@ pub fn run_bytes(config: &SimConfig) -> u64 {
 /// The thread group whose iterations the `[[measured]]` rows of case
 /// `case_id` (empty without a sweep) measure in variant `variant`: the
 /// `threads` every row naming the variant (as `variant` or `relative_to`)
-/// gives, when there is such a row and they all give the same group. None
+/// gives, when there is such a row and they all give the same group
+/// (`field-latency-per-iteration` rows left out: they time accesses). None
 /// when a row measures every CPU (no `threads`) or rows disagree: the
 /// comparison then stays over every CPU, as the rows are.
 pub fn measured_threads(
@@ -150,7 +151,11 @@ pub fn measured_threads(
             || m.relative_to
                 .as_ref()
                 .is_some_and(|r| r.get_ref() == variant);
-        if case != case_id || !names_it {
+        // A latency row prices accesses, not the group's iterations: the
+        // report's figures per iteration stay over every CPU for it.
+        let prices_accesses =
+            *m.metric.get_ref() == schema::MeasuredMetric::FieldLatencyPerIteration;
+        if case != case_id || !names_it || prices_accesses {
             continue;
         }
         let threads = m.threads.as_ref()?.get_ref().as_str();

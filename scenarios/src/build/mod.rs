@@ -32,8 +32,7 @@ mod structs;
 
 pub use config::{
     build_all, build_config, check_held_bytes, config_bytes, counts_field_costs_per_cpu,
-    measured_threads, run_bytes,
-    BuildOptions, BuiltVariant,
+    measured_threads, run_bytes, BuildOptions, BuiltVariant,
 };
 pub use reach::{instances_named_by_running_code, instances_no_running_code_names};
 pub use scripts::{library_module_path, position_in_string, ScriptSources};

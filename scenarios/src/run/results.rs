@@ -615,12 +615,11 @@ fn cpu_shares(
                     .copied()
                     .unwrap_or(0),
                 field_costs: match slot {
-                    Some(slot) if !stats.field_costs_per_cpu.is_empty() => (0..config
-                        .program
-                        .field_names
-                        .len())
-                        .map(|id| stats.field_cost(slot, id).copied().unwrap_or_default())
-                        .collect(),
+                    Some(slot) if !stats.field_costs_per_cpu.is_empty() => {
+                        (0..config.program.field_names.len())
+                            .map(|id| stats.field_cost(slot, id).copied().unwrap_or_default())
+                            .collect()
+                    }
                     _ => Vec::new(),
                 },
             }
