@@ -76,7 +76,8 @@ use crate::cpu::{CpuIndex, LinuxCpu};
 use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{
-    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
+    CleanSharedLineAnswer, DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec,
+    Protocol, Topology,
 };
 use std::cell::Cell;
 use std::collections::BTreeSet;
@@ -124,6 +125,8 @@ pub struct CheckConfig {
     /// Whether each L3 keeps the clean lines its cores read (and answers
     /// reads of them itself).
     pub l3_shared_lines: L3SharedLines,
+    /// Who answers a read of a clean shared line in another L3 domain.
+    pub clean_shared_line_answer: CleanSharedLineAnswer,
     /// How precisely the directory tracks a shared line's sharers.
     pub directory: DirectoryPrecision,
 }
@@ -149,6 +152,7 @@ impl CheckConfig {
                 Protocol::Moesi => L3SharedLines::VictimWithSharing,
                 Protocol::Mesi | Protocol::Mesif => L3SharedLines::Inclusive,
             },
+            clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
             directory: DirectoryPrecision::BroadcastShared,
         }
     }
@@ -203,6 +207,7 @@ impl CheckConfig {
             socket_hops: Vec::new(),
             node_distances: Default::default(),
             l3_shared_lines: self.l3_shared_lines,
+            clean_shared_line_answer: self.clean_shared_line_answer,
             directory: self.directory,
             smt_share_percent: 100,
             outstanding_misses: 1,
@@ -221,6 +226,7 @@ impl CheckConfig {
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 110,
                 hop_extra_socket_link_cycles: None,
+                clean_snoop_saving_cycles: None,
                 dram_cycles: 150,
                 l3_hit_cycles: 40,
                 home_occupancy_cycles: 20,
@@ -2203,6 +2209,7 @@ mod tests {
             buffer_depth: if cfg!(debug_assertions) { 1 } else { 2 },
             cores_per_l3: 1,
             l3_shared_lines: L3SharedLines::NotKept,
+            clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
             directory: DirectoryPrecision::Exact,
             ..CheckConfig::new(protocol)
         }
@@ -2258,6 +2265,46 @@ mod tests {
             .unwrap();
             assert_eq!((apart.routes.l3_hits, apart.routes.same_l3), (0, 0));
             assert!(apart.violation.is_none() && apart.complete);
+        }
+    }
+
+    /// Who answers a clean shared line (`CleanSharedLineAnswer`): the
+    /// shared-L3 machine under each answer holds every invariant, and the
+    /// answers that let a cache answer a line only Shared copies hold take
+    /// fewer reads to memory where some line is held only Shared (MESI and
+    /// MOESI; MESIF's Forward copy already answers).
+    #[test]
+    fn every_clean_shared_answer_holds_on_the_shared_l3_machine() {
+        for protocol in [Protocol::Mesi, Protocol::Mesif, Protocol::Moesi] {
+            let base = CheckConfig {
+                lines: 1,
+                buffer_depth: 1,
+                ..CheckConfig::new(protocol)
+            };
+            let label = format!("{} memory-or-forwarder", protocol.name());
+            let default = explores_without_violation(&base, &label, 900);
+            for answer in [
+                CleanSharedLineAnswer::HoldingL3,
+                CleanSharedLineAnswer::HoldingDie,
+            ] {
+                let config = CheckConfig {
+                    clean_shared_line_answer: answer,
+                    ..base.clone()
+                };
+                let label = format!("{} {}", protocol.name(), answer.name());
+                let report = explores_without_violation(&config, &label, 900);
+                assert_eq!(report.states, default.states, "{label}");
+                if protocol == Protocol::Mesif {
+                    assert!(report.routes.memory <= default.routes.memory, "{label}");
+                } else {
+                    assert!(
+                        report.routes.memory < default.routes.memory,
+                        "{label}: {} against {}",
+                        report.routes.memory,
+                        default.routes.memory
+                    );
+                }
+            }
         }
     }
 

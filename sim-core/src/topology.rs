@@ -90,6 +90,43 @@ impl L3SharedLines {
     }
 }
 
+/// Who answers a read of a clean shared line, one whose copies are all
+/// Shared or Forward (no cache holds it Modified, Owned or Exclusive), in
+/// an L3 domain other than the requester's. (A copy in the requester's own
+/// domain is answered by its L3 when that keeps lines, [`L3SharedLines`].)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CleanSharedLineAnswer {
+    /// The forwarding copy (MESIF's Forward) answers at the cost of any
+    /// cache-to-cache transfer; without one, memory at the home supplies
+    /// the line. The rule before the key existed, and the default.
+    MemoryOrForwarder,
+    /// The L3 of the domain holding the answering copy (the Forward copy's,
+    /// else the nearest domain with a Shared copy) answers from its own
+    /// copy, without snooping a core: an inclusive L3 whose core-valid
+    /// bits show a line clean needs no core's answer. The transfer costs
+    /// `l3_transfer_cycles - l3_hit_cycles` less than one a core answers
+    /// (the part of an in-domain transfer that the L3 hit does not
+    /// take). Needs an L3 that keeps lines.
+    HoldingL3,
+    /// A line whose copies are all in one L3 domain (die) is answered by a
+    /// core of that domain (the Forward copy, else a Shared one), as a
+    /// Modified copy would be: a directory that tracks dies, not cores,
+    /// sees one die holding the line, as it sees an owner, and sends the
+    /// read there. Copies in several domains: the Forward copy, else
+    /// memory, as `MemoryOrForwarder`.
+    HoldingDie,
+}
+
+impl CleanSharedLineAnswer {
+    pub fn name(self) -> &'static str {
+        match self {
+            CleanSharedLineAnswer::MemoryOrForwarder => "memory-or-forwarder",
+            CleanSharedLineAnswer::HoldingL3 => "holding-l3",
+            CleanSharedLineAnswer::HoldingDie => "holding-die",
+        }
+    }
+}
+
 /// How precisely the directory (probe filter) knows a shared line's copies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum DirectoryPrecision {
@@ -177,6 +214,13 @@ pub struct LatencySpec {
     /// only once, which `hop_between_sockets_cycles` already holds. `None`:
     /// the whole one-link leg again (a leg across `h` links costs `h` legs).
     pub hop_extra_socket_link_cycles: Option<u64>,
+    /// What a core's answer to a read saves when the copy it is snooped
+    /// for is clean (Exclusive, Forward or Shared: the snoop response
+    /// carries no dirty data to write back) against a dirty one (Modified
+    /// or Owned): the read's transfer costs this much less. Writes are not
+    /// affected (the copy is invalidated either way). `None`: clean and
+    /// dirty answers cost the same, the rule before the key existed.
+    pub clean_snoop_saving_cycles: Option<u64>,
     /// The DRAM access itself, at the home node, excluding the legs to it.
     pub dram_cycles: u64,
     /// A read answered by the requester's own L3 (a clean line that L3
@@ -245,6 +289,8 @@ pub struct MachineSpec {
     pub l3_shared_lines: L3SharedLines,
     /// Whether the directory tracks a shared line's sharers exactly.
     pub directory: DirectoryPrecision,
+    /// Who answers a read of a clean shared line held in another L3 domain.
+    pub clean_shared_line_answer: CleanSharedLineAnswer,
     /// Each SMT sibling's share of a full core, in percent, while both
     /// siblings of the core run a thread: `work N` (and the instruction
     /// costs it charges) takes `N * 100 / share` cycles. 100 lets siblings
@@ -983,6 +1029,10 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
             "latency.hop_extra_socket_link_cycles",
             l.hop_extra_socket_link_cycles.unwrap_or(0),
         ),
+        (
+            "latency.clean_snoop_saving_cycles",
+            l.clean_snoop_saving_cycles.unwrap_or(0),
+        ),
         ("latency.dram_cycles", l.dram_cycles),
         ("latency.l3_hit_cycles", l.l3_hit_cycles),
         ("latency.home_occupancy_cycles", l.home_occupancy_cycles),
@@ -993,6 +1043,29 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
                 message: format!("{value} is out of range 0..={latency_limit}"),
             });
         }
+    }
+    if let Some(saving) = l.clean_snoop_saving_cycles {
+        if saving > l.l3_transfer_cycles {
+            return Err(SpecError {
+                key: "latency.clean_snoop_saving_cycles",
+                message: format!(
+                    "{saving} is out of range 0..={}: a clean answer cannot save more than \
+                     a whole transfer inside an L3 domain (latency.l3_transfer_cycles)",
+                    l.l3_transfer_cycles
+                ),
+            });
+        }
+    }
+    if spec.clean_shared_line_answer == CleanSharedLineAnswer::HoldingL3
+        && !spec.l3_shared_lines.supplies()
+    {
+        return Err(SpecError {
+            key: "clean_shared_line_answer",
+            message: "\"holding-l3\" needs an L3 that keeps the lines its cores read \
+                      (l3_shared_lines = \"inclusive\" or \"victim-with-sharing\"); \
+                      valid here: \"memory-or-forwarder\", \"holding-die\""
+                .into(),
+        });
     }
     check_socket_hops(spec)?;
     check_node_distances(spec)?;
@@ -1149,6 +1222,7 @@ mod tests {
             socket_hops: Vec::new(),
             node_distances: NodeDistances::default(),
             l3_shared_lines: L3SharedLines::NotKept,
+            clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
             directory: DirectoryPrecision::Exact,
             smt_share_percent: 100,
             outstanding_misses: 1,
@@ -1167,6 +1241,7 @@ mod tests {
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 100,
                 hop_extra_socket_link_cycles: None,
+                clean_snoop_saving_cycles: None,
                 dram_cycles: 150,
                 l3_hit_cycles: 40,
                 home_occupancy_cycles: 20,

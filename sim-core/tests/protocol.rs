@@ -9,7 +9,7 @@ use sim_core::coherence::{
 use sim_core::cpu::{CpuIndex, LinuxCpu};
 use sim_core::memory::MemoryLayout;
 use sim_core::topology::{
-    DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
+    CleanSharedLineAnswer, DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol, Topology,
 };
 use sim_core::{Cycle, Cycles};
 use testkit::small_machine;
@@ -799,4 +799,191 @@ fn a_broadcast_directory_makes_a_write_to_a_shared_line_ask_every_l3() {
     assert_eq!(broadcast.others, exact.others);
     // The Modified line that follows is tracked exactly by both.
     assert_eq!(broadcast_take.latency_cycles(), exact_take.latency_cycles());
+}
+
+/// The small machine (cores 0-1 share L3 domain 0, 2-3 domain 1, both on
+/// node 0; cores 8-15 on socket 1) with `adjust` applied, line 0 homed on
+/// node 0.
+fn bench_with(
+    protocol: Protocol,
+    adjust: impl FnOnce(&mut sim_core::topology::MachineSpec),
+) -> Bench {
+    let mut spec = small_machine(protocol, Lookup::Home);
+    adjust(&mut spec);
+    Bench::on(spec, &[0])
+}
+
+/// The cost of core `reader`'s read after `prepare` ran on a fresh bench.
+fn read_cost(
+    protocol: Protocol,
+    adjust: impl FnOnce(&mut sim_core::topology::MachineSpec),
+    prepare: impl FnOnce(&mut Bench),
+    reader: u32,
+) -> AccessReport {
+    let mut b = bench_with(protocol, adjust);
+    prepare(&mut b);
+    b.read(reader, 0)
+}
+
+/// `clean_snoop_saving_cycles`: a read a core answers from a clean copy
+/// (E here) costs that much less than from a dirty one, in the domain and
+/// across sockets; a read from a Modified copy and a write of an Exclusive
+/// one cost what they did without the key.
+#[test]
+fn a_clean_copy_answers_a_read_sooner_by_the_clean_snoop_saving() {
+    let saving = 10;
+    let with = |spec: &mut sim_core::topology::MachineSpec| {
+        spec.latency.clean_snoop_saving_cycles = Some(saving)
+    };
+    for protocol in ALL {
+        for reader in [1, 8] {
+            let exclusive = |b: &mut Bench| {
+                b.read(0, 0);
+            };
+            let modified = |b: &mut Bench| {
+                b.write(0, 0);
+            };
+            let before = read_cost(protocol, |_| {}, exclusive, reader);
+            let after = read_cost(protocol, with, exclusive, reader);
+            assert_eq!(after.supplier.map(|s| s.1), Some(E), "{protocol:?}");
+            assert_eq!(after.route, before.route);
+            assert_eq!(
+                after.latency_cycles() + saving,
+                before.latency_cycles(),
+                "{protocol:?} reader {reader}"
+            );
+            let dirty_before = read_cost(protocol, |_| {}, modified, reader);
+            let dirty_after = read_cost(protocol, with, modified, reader);
+            assert_eq!(dirty_after.latency_cycles(), dirty_before.latency_cycles());
+            assert_eq!(dirty_before.latency_cycles(), before.latency_cycles());
+            // A write takes the clean copy as before.
+            let mut plain = bench_with(protocol, |_| {});
+            plain.read(0, 0);
+            let mut keyed = bench_with(protocol, with);
+            keyed.read(0, 0);
+            assert_eq!(
+                keyed.write(reader, 0).latency_cycles(),
+                plain.write(reader, 0).latency_cycles()
+            );
+        }
+    }
+}
+
+/// `holding-l3`: a line held clean and shared (S and F) in another domain
+/// is answered by that domain's L3 without snooping a core: the transfer
+/// costs `l3_transfer - l3_hit` less. Under MESI (no Forward copy) the
+/// line then comes from that L3, not from memory.
+#[test]
+fn a_clean_shared_line_in_another_domain_is_answered_by_its_l3() {
+    let inclusive = |answer: CleanSharedLineAnswer| {
+        move |spec: &mut sim_core::topology::MachineSpec| {
+            spec.l3_shared_lines = L3SharedLines::Inclusive;
+            spec.clean_shared_line_answer = answer;
+        }
+    };
+    let shared_in_domain_0 = |b: &mut Bench| {
+        b.read(0, 0);
+        b.read(1, 0);
+    };
+    for reader in [2, 8] {
+        // MESIF: core 1 holds the Forward copy.
+        let before = read_cost(
+            Protocol::Mesif,
+            inclusive(CleanSharedLineAnswer::MemoryOrForwarder),
+            shared_in_domain_0,
+            reader,
+        );
+        let after = read_cost(
+            Protocol::Mesif,
+            inclusive(CleanSharedLineAnswer::HoldingL3),
+            shared_in_domain_0,
+            reader,
+        );
+        assert_eq!(before.supplier.map(|s| (s.0, s.1)), Some((1, F)));
+        assert_eq!(after.supplier.map(|s| (s.0, s.1)), Some((1, F)));
+        assert_eq!(after.route, before.route);
+        let l = small_machine(Protocol::Mesif, Lookup::Home).latency;
+        let saving = l.l3_transfer_cycles - l.l3_hit_cycles;
+        assert!(saving > 0);
+        assert_eq!(
+            after.latency_cycles() + saving,
+            before.latency_cycles(),
+            "reader {reader}"
+        );
+        // MESI: both copies Shared; memory without the key, the L3 with it.
+        let before = read_cost(
+            Protocol::Mesi,
+            inclusive(CleanSharedLineAnswer::MemoryOrForwarder),
+            shared_in_domain_0,
+            reader,
+        );
+        let after = read_cost(
+            Protocol::Mesi,
+            inclusive(CleanSharedLineAnswer::HoldingL3),
+            shared_in_domain_0,
+            reader,
+        );
+        assert_eq!(before.route, Route::Memory { node: 0 });
+        assert_eq!(before.supplier, None);
+        assert_eq!(after.supplier.map(|s| s.1), Some(S));
+        assert!(!matches!(after.route, Route::Memory { .. }), "{after:?}");
+        assert!(
+            after.latency_cycles() < before.latency_cycles(),
+            "{after:?}"
+        );
+        assert!(!after.hitm);
+    }
+}
+
+/// `holding-die`: a line whose copies are all Shared in one domain is
+/// answered by a core of that domain at what a Modified copy there costs;
+/// with copies in two domains it still comes from memory.
+#[test]
+fn a_shared_line_held_in_one_die_is_answered_by_that_die() {
+    let die = |spec: &mut sim_core::topology::MachineSpec| {
+        spec.clean_shared_line_answer = CleanSharedLineAnswer::HoldingDie;
+    };
+    for reader in [2, 8] {
+        let shared_in_domain_0 = |b: &mut Bench| {
+            b.read(0, 0);
+            b.read(1, 0);
+        };
+        let before = read_cost(Protocol::Moesi, |_| {}, shared_in_domain_0, reader);
+        let after = read_cost(Protocol::Moesi, die, shared_in_domain_0, reader);
+        assert_eq!(before.route, Route::Memory { node: 0 });
+        assert_eq!(after.supplier.map(|s| s.1), Some(S), "{after:?}");
+        let from_modified = read_cost(
+            Protocol::Moesi,
+            |_| {},
+            |b: &mut Bench| {
+                b.write(0, 0);
+            },
+            reader,
+        );
+        assert_eq!(after.route, from_modified.route);
+        assert_eq!(after.latency_cycles(), from_modified.latency_cycles());
+        assert_ne!(after.latency_cycles(), before.latency_cycles());
+    }
+    let mut b = bench_with(Protocol::Mesi, die);
+    b.read(0, 0);
+    b.read(2, 0); // a copy in domain 1 too
+    assert_eq!(b.holders(0), vec![(0, S), (2, S)]);
+    let r = b.read(8, 0);
+    assert_eq!(r.route, Route::Memory { node: 0 });
+    assert_eq!(r.supplier, None);
+}
+
+/// Bad values of the two keys are refused with the key's name.
+#[test]
+fn the_clean_answer_keys_refuse_what_cannot_hold() {
+    let mut spec = small_machine(Protocol::Mesif, Lookup::Home);
+    spec.clean_shared_line_answer = CleanSharedLineAnswer::HoldingL3;
+    spec.l3_shared_lines = L3SharedLines::NotKept;
+    let e = Topology::new(spec).unwrap_err();
+    assert_eq!(e.key, "clean_shared_line_answer");
+    assert!(e.message.contains("l3_shared_lines"), "{e}");
+    let mut spec = small_machine(Protocol::Mesif, Lookup::Home);
+    spec.latency.clean_snoop_saving_cycles = Some(spec.latency.l3_transfer_cycles + 1);
+    let e = Topology::new(spec).unwrap_err();
+    assert_eq!(e.key, "latency.clean_snoop_saving_cycles");
 }

@@ -216,6 +216,7 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
         // probe filter that broadcasts invalidations of shared lines.
         1 => sim_core::topology::MachineSpec {
             l3_shared_lines: sim_core::topology::L3SharedLines::VictimWithSharing,
+            clean_shared_line_answer: sim_core::topology::CleanSharedLineAnswer::MemoryOrForwarder,
             directory: sim_core::topology::DirectoryPrecision::BroadcastShared,
             // SMT siblings that both run share the core (`work`
             // stretched); Ice Lake's preset has its own share.

@@ -71,7 +71,8 @@ pub use scheduler::{scheduler_params, SCHED_KEYS, SCHED_PREFIX};
 
 use sim_core::cpu::LinuxCpu;
 use sim_core::topology::{
-    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, Protocol, Topology,
+    CleanSharedLineAnswer, DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec,
+    Protocol, Topology,
 };
 use std::fmt;
 
@@ -628,6 +629,9 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         node_distances: Default::default(),
         l3_shared_lines,
         directory,
+        // No preset has a source for who answers a clean shared line: the
+        // forwarding copy, else memory (the rule before the key existed).
+        clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
         smt_share_percent: int32("smt_share_percent")?,
         arbitration_near_owner_percent: int32("arbitration_near_owner_percent")?,
         outstanding_misses: int32("outstanding_misses")?,
@@ -645,6 +649,8 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
             hop_between_nodes_cycles: int("latency.hop_between_nodes_cycles")?,
             hop_between_sockets_cycles: int("latency.hop_between_sockets_cycles")?,
             hop_extra_socket_link_cycles: None,
+            // No preset has a source for a clean snoop's saving.
+            clean_snoop_saving_cycles: None,
             dram_cycles: int("latency.dram_cycles")?,
             l3_hit_cycles: int("latency.l3_hit_cycles")?,
             home_occupancy_cycles: int("latency.home_occupancy_cycles")?,

@@ -317,6 +317,9 @@ pub struct InlineMachine {
     pub l3_shared_lines: Option<Spanned<L3SharedLines>>,
     /// Whether the directory tracks a shared line's sharers exactly.
     pub directory: Option<Spanned<DirectoryPrecision>>,
+    /// Who answers a read of a clean shared line held in another L3 domain
+    /// (default: the preset's, or the forwarding copy else memory).
+    pub clean_shared_line_answer: Option<Spanned<CleanSharedLineAnswer>>,
     /// Each SMT sibling's share of a full core while both run, in percent
     /// (default: the preset's, or 100 for a machine given whole).
     pub smt_share_percent: Option<Spanned<u32>>,
@@ -365,6 +368,7 @@ pub struct LatencyOverrides {
     pub hop_between_nodes_cycles: Option<Spanned<u64>>,
     pub hop_between_sockets_cycles: Option<Spanned<u64>>,
     pub hop_extra_socket_link_cycles: Option<Spanned<u64>>,
+    pub clean_snoop_saving_cycles: Option<Spanned<u64>>,
     pub dram_cycles: Option<Spanned<u64>>,
     pub l3_hit_cycles: Option<Spanned<u64>>,
     pub home_occupancy_cycles: Option<Spanned<u64>>,
@@ -376,6 +380,7 @@ pub struct LatencyOverrides {
     pub hop_between_nodes_ns: Option<Spanned<f64>>,
     pub hop_between_sockets_ns: Option<Spanned<f64>>,
     pub hop_extra_socket_link_ns: Option<Spanned<f64>>,
+    pub clean_snoop_saving_ns: Option<Spanned<f64>>,
     pub dram_ns: Option<Spanned<f64>>,
     pub l3_hit_ns: Option<Spanned<f64>>,
     pub home_occupancy_ns: Option<Spanned<f64>>,
@@ -385,7 +390,7 @@ impl LatencyOverrides {
     /// Each leg's name (without its unit) with the file's value in
     /// cycles and in nanoseconds, in the order `presets show` lists them.
     #[allow(clippy::type_complexity)]
-    pub fn legs(&self) -> [(&'static str, &Option<Spanned<u64>>, &Option<Spanned<f64>>); 11] {
+    pub fn legs(&self) -> [(&'static str, &Option<Spanned<u64>>, &Option<Spanned<f64>>); 12] {
         [
             ("l1_hit", &self.l1_hit_cycles, &self.l1_hit_ns),
             ("locked_op", &self.locked_op_cycles, &self.locked_op_ns),
@@ -420,6 +425,11 @@ impl LatencyOverrides {
                 &self.hop_extra_socket_link_cycles,
                 &self.hop_extra_socket_link_ns,
             ),
+            (
+                "clean_snoop_saving",
+                &self.clean_snoop_saving_cycles,
+                &self.clean_snoop_saving_ns,
+            ),
             ("dram", &self.dram_cycles, &self.dram_ns),
             (
                 "home_occupancy",
@@ -437,6 +447,16 @@ pub enum L3SharedLines {
     NotKept,
     Inclusive,
     VictimWithSharing,
+}
+
+/// `clean_shared_line_answer`: who answers a read of a clean shared line
+/// in another L3 domain (`sim_core::topology::CleanSharedLineAnswer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CleanSharedLineAnswer {
+    MemoryOrForwarder,
+    HoldingL3,
+    HoldingDie,
 }
 
 /// `directory`: exact sharers, or a broadcast for shared lines.

@@ -7,8 +7,8 @@ use std::ops::Range;
 
 use models::presets::{self, Param, ResolveError, Resolved};
 use sim_core::topology::{
-    DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec, NodeDistances, Protocol,
-    SpecError, Topology,
+    CleanSharedLineAnswer, DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec,
+    NodeDistances, Protocol, SpecError, Topology,
 };
 use toml::Spanned;
 
@@ -237,6 +237,19 @@ fn inline_machine(
             (None, Some(b)) => b.directory,
             (None, None) => DirectoryPrecision::Exact,
         },
+        // Optional: the forwarding copy, else memory, as before the key
+        // existed.
+        clean_shared_line_answer: match (&m.clean_shared_line_answer, base) {
+            (Some(v), _) => match v.get_ref() {
+                schema::CleanSharedLineAnswer::MemoryOrForwarder => {
+                    CleanSharedLineAnswer::MemoryOrForwarder
+                }
+                schema::CleanSharedLineAnswer::HoldingL3 => CleanSharedLineAnswer::HoldingL3,
+                schema::CleanSharedLineAnswer::HoldingDie => CleanSharedLineAnswer::HoldingDie,
+            },
+            (None, Some(b)) => b.clean_shared_line_answer,
+            (None, None) => CleanSharedLineAnswer::MemoryOrForwarder,
+        },
         // Optional: a machine given whole without it lets SMT
         // siblings share the caches only, as before the key existed.
         smt_share_percent: keys.optional(&m.smt_share_percent, |b| b.smt_share_percent, 100),
@@ -398,11 +411,11 @@ fn inline_latency(
 ) -> Result<LatencySpec, InputError> {
     let base = keys.base;
     // Each leg as the file gives it, in cycles.
-    let mut given = [None; 11];
+    let mut given = [None; 12];
     for (slot, (leg, cycles, ns)) in given.iter_mut().zip(l.legs()) {
         *slot = leg_cycles(source, leg, cycles, ns, clock_mhz)?;
     }
-    let [l1_hit, locked_op, smt_transfer, l3_transfer, l3_hit, hop_in_node, hop_between_nodes, hop_between_sockets, hop_extra_socket_link, dram, home_occupancy] =
+    let [l1_hit, locked_op, smt_transfer, l3_transfer, l3_hit, hop_in_node, hop_between_nodes, hop_between_sockets, hop_extra_socket_link, clean_snoop_saving, dram, home_occupancy] =
         given;
     let mut required = |given: Option<u64>,
                         key: &'static str,
@@ -464,6 +477,12 @@ fn inline_latency(
         hop_extra_socket_link_cycles: match (hop_extra_socket_link, base) {
             (Some(v), _) => Some(v),
             (None, Some(b)) => b.latency.hop_extra_socket_link_cycles,
+            (None, None) => None,
+        },
+        // Optional: without it a clean copy answers as a dirty one does.
+        clean_snoop_saving_cycles: match (clean_snoop_saving, base) {
+            (Some(v), _) => Some(v),
+            (None, Some(b)) => b.latency.clean_snoop_saving_cycles,
             (None, None) => None,
         },
         dram_cycles: required(dram, "latency.dram_cycles", |b| b.latency.dram_cycles, 0),
@@ -568,6 +587,14 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             "latency.hop_extra_socket_link_cycles",
             leg(&l.hop_extra_socket_link_cycles, &l.hop_extra_socket_link_ns),
         ),
+        (
+            "latency.clean_snoop_saving_cycles",
+            leg(&l.clean_snoop_saving_cycles, &l.clean_snoop_saving_ns),
+        ),
+        (
+            "clean_shared_line_answer",
+            m.clean_shared_line_answer.as_ref().map(|s| s.span()),
+        ),
         ("latency.dram_cycles", leg(&l.dram_cycles, &l.dram_ns)),
         ("latency.l3_hit_cycles", leg(&l.l3_hit_cycles, &l.l3_hit_ns)),
         (
@@ -647,6 +674,7 @@ pub fn leg_origins(doc: &ScenarioDoc, spec: &MachineSpec) -> Option<Vec<LegOrigi
         "hop_extra_socket_link" => l
             .hop_extra_socket_link_cycles
             .unwrap_or(l.hop_between_sockets_cycles),
+        "clean_snoop_saving" => l.clean_snoop_saving_cycles.unwrap_or(0),
         "dram" => l.dram_cycles,
         "home_occupancy" => l.home_occupancy_cycles,
         other => unreachable!("LatencyOverrides::legs has no leg `{other}`"),

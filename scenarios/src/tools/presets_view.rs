@@ -444,8 +444,11 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
             // The further socket link is optional: listed where the
             // machine has one, otherwise it is the one-link leg again.
             .filter(|o| {
-                o.leg != "hop_extra_socket_link"
-                    || spec.latency.hop_extra_socket_link_cycles.is_some()
+                (o.leg != "hop_extra_socket_link"
+                    || spec.latency.hop_extra_socket_link_cycles.is_some())
+                    // Optional too: listed only where the file gives it.
+                    && (o.leg != "clean_snoop_saving"
+                        || spec.latency.clean_snoop_saving_cycles.is_some())
             })
             .map(|o| {
                 let given = match &o.given {
@@ -490,6 +493,7 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
             t.cycles_to_ns(cycles as f64)
         );
     }
+    clean_answers(&mut out, spec);
     if let Some(note) = &view.clock_note {
         let _ = writeln!(out, "note: {note}");
     }
@@ -506,6 +510,43 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
         );
     }
     out
+}
+
+/// The rules for clean copies a machine file sets (nothing when it sets
+/// neither key: a clean copy then answers as a dirty one, and a line only
+/// Shared copies hold comes from memory).
+fn clean_answers(out: &mut String, spec: &sim_core::topology::MachineSpec) {
+    use sim_core::topology::CleanSharedLineAnswer;
+    let l = &spec.latency;
+    let rule = match spec.clean_shared_line_answer {
+        CleanSharedLineAnswer::MemoryOrForwarder => None,
+        CleanSharedLineAnswer::HoldingL3 => Some(format!(
+            "its L3 answers, without snooping a core: the transfer costs \
+             l3_transfer_cycles - l3_hit_cycles = {} cycles less than a dirty copy's",
+            l.l3_transfer_cycles.saturating_sub(l.l3_hit_cycles)
+        )),
+        CleanSharedLineAnswer::HoldingDie => Some(
+            "when every copy is in that one domain, a core of it answers (the Forward copy, \
+             else a Shared one) at a transfer's cost, not memory"
+                .to_string(),
+        ),
+    };
+    if let Some(rule) = rule {
+        let _ = writeln!(
+            out,
+            "clean_shared_line_answer = \"{}\" (given; its source is the file's comment): \
+             a read of a line held only Shared or Forward in another L3 domain: {rule}",
+            spec.clean_shared_line_answer.name()
+        );
+    }
+    if let Some(saving) = l.clean_snoop_saving_cycles {
+        let _ = writeln!(
+            out,
+            "clean_snoop_saving_cycles = {saving} (given; its source is the file's comment): \
+             a read a core answers from a clean copy (E, F, S) costs {saving} cycles less \
+             than from a dirty one (M, O)"
+        );
+    }
 }
 
 /// Whether two CPUs of a machine stand in one relation.

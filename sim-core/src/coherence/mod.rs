@@ -39,6 +39,13 @@
 //!   cache supplies comes from memory at the home: leg + DRAM + leg. With a
 //!   `broadcast-shared` directory a write to a line with Shared or Owned
 //!   copies sends its invalidation to every L3 domain of the machine.
+//! - Clean copies (optional machine keys; absent, the rules above): a
+//!   read a core answers from a clean copy (E, F, S) costs
+//!   `clean_snoop_saving_cycles` less than from a dirty one;
+//!   `CleanSharedLineAnswer` says who answers a line held only Shared or
+//!   Forward in another domain (the Forward copy else memory; that
+//!   domain's L3 without a core snoop, `l3_transfer - l3_hit` less; or,
+//!   for a line held in one domain only, a core of that domain).
 //! - Intel across sockets (`Lookup::Local`, a target on another socket):
 //!   the requester's socket's snoop filter resolves only the copies of its
 //!   own socket, so the request goes on over UPI to the home agent of the
@@ -71,8 +78,8 @@ use crate::error::SimError;
 use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{
-    CorePlace, DirectoryLegs, DirectoryPrecision, L3SharedLines, Lookup, PairClass, Protocol,
-    Topology,
+    CleanSharedLineAnswer, CorePlace, DirectoryLegs, DirectoryPrecision, L3SharedLines, Lookup,
+    PairClass, Protocol, Topology,
 };
 use std::fmt;
 
@@ -676,6 +683,7 @@ mod tests {
             socket_hops: Vec::new(),
             node_distances: Default::default(),
             l3_shared_lines: crate::topology::L3SharedLines::NotKept,
+            clean_shared_line_answer: crate::topology::CleanSharedLineAnswer::MemoryOrForwarder,
             directory: crate::topology::DirectoryPrecision::Exact,
             smt_share_percent: 100,
             outstanding_misses: 1,
@@ -694,6 +702,7 @@ mod tests {
                 hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 110,
                 hop_extra_socket_link_cycles: None,
+                clean_snoop_saving_cycles: None,
                 dram_cycles: 150,
                 l3_hit_cycles: 40,
                 home_occupancy_cycles: 20,

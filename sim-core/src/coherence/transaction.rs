@@ -677,14 +677,26 @@ impl Coherence {
             Lookup::Local => requester.node,
         };
 
-        let mut survey =
-            u.survey_holders(topology, core, requester, directory_node, need, &mut others);
+        let clean_shared_answer = topology.spec.clean_shared_line_answer;
+        // The nearest Shared copy is looked for only where it may answer.
+        let find_nearest_shared =
+            need == Need::Read && clean_shared_answer != CleanSharedLineAnswer::MemoryOrForwarder;
+        let mut survey = u.survey_holders(
+            topology,
+            core,
+            requester,
+            directory_node,
+            need,
+            find_nearest_shared,
+            &mut others,
+        );
         let source = survey.choose_source(
             topology,
             directory_node,
             need,
             l3_supplies,
             broadcast_shared,
+            clean_shared_answer,
         );
         let path = route_and_cost(
             topology,
@@ -743,6 +755,13 @@ struct HolderSurvey {
     /// Some other copy is Shared or Owned (a line the directory may know
     /// only as shared).
     shared_copy: bool,
+    /// The Shared copy nearest the requester and when it arrived (looked
+    /// for only when a clean shared line may be answered by a cache,
+    /// [`CleanSharedLineAnswer`]; the first in core order among equals).
+    nearest_shared: Option<(u32, Cycle)>,
+    /// The other copies are in more than one L3 domain (looked at only
+    /// with `nearest_shared`).
+    copies_in_several_l3: bool,
     /// When the earliest copy in the requester's L3 arrived (a pipelined
     /// read's may still be on its way): the L3 has the line from then.
     /// (`Cycle::MAX` is `min`'s identity, not a value: it is read only when
@@ -766,6 +785,11 @@ struct Source {
     from_own_l3: bool,
     /// Another cache supplies the data (the survey's supplier).
     data_from_cache: bool,
+    /// What the supplier's answer costs less than a dirty copy's (a read
+    /// only): its L3 answers a clean shared line without snooping a core
+    /// (`CleanSharedLineAnswer::HoldingL3`), or a core answers from a clean
+    /// copy (`LatencySpec::clean_snoop_saving_cycles`). 0 otherwise.
+    answer_saving: Cycles,
 }
 
 /// A transaction's route through the machine and what it costs.
@@ -839,6 +863,7 @@ impl Unit {
     /// targets are every other copy (to invalidate): they are reached in the
     /// same pass, their invalidations listed in `others` (in core order) and
     /// their directory bits dropped, since every one of them goes.
+    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn survey_holders(
         &mut self,
@@ -847,6 +872,7 @@ impl Unit {
         requester: CorePlace,
         directory_node: u32,
         need: Need,
+        find_nearest_shared: bool,
         others: &mut Vec<StateChange>,
     ) -> HolderSurvey {
         let mut survey = HolderSurvey {
@@ -857,9 +883,13 @@ impl Unit {
             writable_other: false,
             copy_in_requester_l3: false,
             shared_copy: false,
+            nearest_shared: None,
+            copies_in_several_l3: false,
             earliest_l3_copy_ready: Cycle::MAX,
             reach: TargetReach::new(requester),
         };
+        let mut nearest_shared_leg = Cycles::ZERO;
+        let mut first_copy_l3 = None;
         if need == Need::Write {
             // One allocation at most, not one per doubling.
             others.reserve(self.holders.len());
@@ -875,6 +905,17 @@ impl Unit {
             if topology.place_of_core(h.core).l3 == requester.l3 {
                 survey.copy_in_requester_l3 = true;
                 survey.earliest_l3_copy_ready = survey.earliest_l3_copy_ready.min(h.ready_at);
+            }
+            if find_nearest_shared {
+                let l3 = topology.place_of_core(h.core).l3;
+                survey.copies_in_several_l3 |= *first_copy_l3.get_or_insert(l3) != l3;
+            }
+            if find_nearest_shared && h.state == LineState::Shared {
+                let leg = topology.hop_between_places(topology.place_of_core(h.core), requester);
+                if survey.nearest_shared.is_none() || leg < nearest_shared_leg {
+                    survey.nearest_shared = Some((h.core, h.ready_at));
+                    nearest_shared_leg = leg;
+                }
             }
             if survey.supplier.is_none() && h.state.supplies_data() {
                 survey.supplier = Some((h.core, h.state));
@@ -1049,6 +1090,7 @@ impl HolderSurvey {
         need: Need,
         l3_supplies: bool,
         broadcast_shared: bool,
+        clean_shared_answer: CleanSharedLineAnswer,
     ) -> Source {
         let needs_data = self.requester_before == LineState::Invalid;
         let clean_read = need == Need::Read && self.other_copies && !self.writable_other;
@@ -1066,7 +1108,46 @@ impl HolderSurvey {
             // is asked to invalidate.
             self.reach.add_every_l3(topology, directory_node);
         }
+        // A clean shared line (its copies all Shared or Forward) held in
+        // another domain: under `holding-l3` the Forward copy, else the
+        // nearest Shared one, is answered by its domain's L3, without
+        // snooping the core; under `holding-die` a line held in one domain
+        // only is answered by that domain's Shared copy instead of memory
+        // (a directory that tracks domains sees one domain holding it, as
+        // it would see an owner; copies in several domains: memory).
+        let mut l3_answers = false;
+        if clean_read
+            && needs_data
+            && !from_own_l3
+            && clean_shared_answer != CleanSharedLineAnswer::MemoryOrForwarder
+        {
+            let clean_shared = match (self.supplier, self.nearest_shared) {
+                (Some((_, LineState::Forward)), _) => true,
+                (None, Some(_))
+                    if clean_shared_answer == CleanSharedLineAnswer::HoldingDie
+                        && self.copies_in_several_l3 =>
+                {
+                    false
+                }
+                (None, Some((shared_core, ready))) => {
+                    self.supplier = Some((shared_core, LineState::Shared));
+                    self.supplier_ready = ready;
+                    true
+                }
+                _ => false,
+            };
+            l3_answers = clean_shared && clean_shared_answer == CleanSharedLineAnswer::HoldingL3;
+        }
         let data_from_cache = needs_data && self.supplier.is_some() && !from_own_l3;
+        let l = &topology.spec.latency;
+        let answer_saving = match self.supplier {
+            _ if need != Need::Read || !data_from_cache => 0,
+            _ if l3_answers => l.l3_transfer_cycles.saturating_sub(l.l3_hit_cycles),
+            Some((_, LineState::Exclusive | LineState::Forward | LineState::Shared)) => {
+                l.clean_snoop_saving_cycles.unwrap_or(0)
+            }
+            _ => 0,
+        };
         if need == Need::Read && data_from_cache {
             // A read's only target is the supplier of the data.
             if let Some((supplier_core, _)) = self.supplier {
@@ -1079,6 +1160,7 @@ impl HolderSurvey {
             clean_read,
             from_own_l3,
             data_from_cache,
+            answer_saving: Cycles::new(answer_saving),
         }
     }
 }
@@ -1120,7 +1202,7 @@ fn route_and_cost(
         };
     } else if (source.data_from_cache || !source.needs_data) && reach.all_in_l3 && !no_targets {
         route = Route::SameL3;
-        cost = Cycles::new(l.l3_transfer_cycles);
+        cost = Cycles::new(l.l3_transfer_cycles) - source.answer_saving;
     } else if source.needs_data && !source.data_from_cache {
         // Memory at the home supplies the data; invalidations (if any)
         // proceed in parallel through the directory.
@@ -1143,7 +1225,8 @@ fn route_and_cost(
             // Permission only (an upgrade with no other copy): ask and be answered.
             topology.hop_place_to_node(requester, directory_node) * 2
         } else {
-            reach.directory_path(topology, directory_node)
+            // (`Cycles`' subtraction stops at zero.)
+            reach.directory_path(topology, directory_node) - source.answer_saving
         };
     }
     Path {
