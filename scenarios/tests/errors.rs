@@ -662,7 +662,7 @@ error: unknown key `dram` in `machine.latency`
 5 | dram = 300
   | ^^^^
   |
-  = valid: l1_hit_cycles, locked_op_cycles, smt_transfer_cycles, l3_transfer_cycles, hop_in_node_cycles, hop_between_nodes_cycles, hop_between_sockets_cycles, hop_extra_socket_link_cycles, dram_cycles, l3_hit_cycles, home_occupancy_cycles, l1_hit_ns, locked_op_ns, smt_transfer_ns, l3_transfer_ns, hop_in_node_ns, hop_between_nodes_ns, hop_between_sockets_ns, hop_extra_socket_link_ns, dram_ns, l3_hit_ns, home_occupancy_ns
+  = valid: l1_hit_cycles, locked_op_cycles, smt_transfer_cycles, l3_transfer_cycles, hop_in_node_cycles, hop_between_nodes_cycles, hop_between_sockets_cycles, hop_extra_socket_link_cycles, clean_snoop_saving_cycles, dram_cycles, l3_hit_cycles, home_occupancy_cycles, l1_hit_ns, locked_op_ns, smt_transfer_ns, l3_transfer_ns, hop_in_node_ns, hop_between_nodes_ns, hop_between_sockets_ns, hop_extra_socket_link_ns, clean_snoop_saving_ns, dram_ns, l3_hit_ns, home_occupancy_ns
   = help: did you mean `dram_cycles` or `dram_ns`?
 "#,
     );
