@@ -214,30 +214,11 @@ fn model_pairs(file: &str) -> BTreeMap<String, f64> {
 /// so that a change which explains it shows here.
 #[test]
 fn the_ivy_bridge_file_validates_and_predicts_the_six_core_part() {
-    let o = bounce(&[
-        "validate",
-        "--machine",
+    validates_every_fitted_class(
         IVY,
-        "--matrix",
         "data/c2c/xeon-e5-4650v2-2s.csv",
-        "--sibling-numbering",
-        "adjacent",
-        "--fitted",
-        "smt",
-        "--fitted",
-        "same-l3",
-        "--fitted",
-        "cross-socket",
-        "--format",
-        "csv",
-    ]);
-    assert_exit(&o, 0);
-    let csv = stdout(&o);
-    let rows: Vec<&str> = csv.lines().filter(|r| r.contains(",calibration")).collect();
-    assert_eq!(rows.len(), 3, "{csv}");
-    for row in rows {
-        assert!(row.ends_with(",yes,validated,,calibration"), "{row}");
-    }
+        &["smt", "same-l3", "cross-socket"],
+    );
 
     let dir = common::TempDir::new("ivy-2620v2");
     let edited = std::fs::read_to_string(root().join(IVY))
@@ -262,25 +243,32 @@ fn the_ivy_bridge_file_validates_and_predicts_the_six_core_part() {
 /// The Bulldozer-family file validates on its matrix (both classes fitted).
 #[test]
 fn the_bulldozer_file_validates_on_its_matrix() {
-    let o = bounce(&[
+    validates_every_fitted_class(FX, "data/c2c/fx-8300-1s.csv", &["smt", "same-l3"]);
+}
+
+/// `bounce validate` of `machine` on `matrix` (a core's threads numbered
+/// next to each other) with `fitted` classes: each of them is within its
+/// band, and they are the only calibration rows.
+fn validates_every_fitted_class(machine: &str, matrix: &str, fitted: &[&str]) {
+    let mut args = vec![
         "validate",
         "--machine",
-        FX,
+        machine,
         "--matrix",
-        "data/c2c/fx-8300-1s.csv",
+        matrix,
         "--sibling-numbering",
         "adjacent",
-        "--fitted",
-        "smt",
-        "--fitted",
-        "same-l3",
         "--format",
         "csv",
-    ]);
+    ];
+    for class in fitted {
+        args.extend(["--fitted", class]);
+    }
+    let o = bounce(&args);
     assert_exit(&o, 0);
     let csv = stdout(&o);
     let rows: Vec<&str> = csv.lines().filter(|r| r.contains(",calibration")).collect();
-    assert_eq!(rows.len(), 2, "{csv}");
+    assert_eq!(rows.len(), fitted.len(), "{csv}");
     for row in rows {
         assert!(row.ends_with(",yes,validated,,calibration"), "{row}");
     }

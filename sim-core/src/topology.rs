@@ -1301,9 +1301,9 @@ mod tests {
         assert_eq!(t.hop_core_to_node(0, 3), 100);
     }
 
-    #[test]
-    fn a_two_hop_socket_pair_costs_two_links() {
-        // Four sockets in a ring: 0-1-2-3-0, so 0 and 2 are two links apart.
+    /// Four sockets in a ring, 0-1-2-3-0 (so 0 and 2 are two links apart),
+    /// one node each, on `two_socket_spec`'s legs.
+    fn four_socket_ring_spec() -> MachineSpec {
         let mut spec = two_socket_spec();
         spec.sockets = 4;
         spec.nodes_per_socket = 1;
@@ -1313,7 +1313,12 @@ mod tests {
             vec![2, 1, 0, 1],
             vec![1, 2, 1, 0],
         ];
-        let t = Topology::new(spec).unwrap();
+        spec
+    }
+
+    #[test]
+    fn a_two_hop_socket_pair_costs_two_links() {
+        let t = Topology::new(four_socket_ring_spec()).unwrap();
         // 8 cores per socket (1 node x 2 L3 domains x 4 cores): core 0 on
         // socket 0, core 8 on socket 1, core 16 on socket 2.
         assert_eq!(t.socket_of_core(8), 1);
@@ -1327,18 +1332,10 @@ mod tests {
 
     #[test]
     fn a_further_socket_link_costs_its_own_figure_when_given() {
-        // The ring of `a_two_hop_socket_pair_costs_two_links`, with a
+        // The ring of `four_socket_ring_spec`, with a
         // further link cheaper than the first (leaving and entering a
         // socket is paid once): 0 and 2 are 100 + 40 apart, not 200.
-        let mut spec = two_socket_spec();
-        spec.sockets = 4;
-        spec.nodes_per_socket = 1;
-        spec.socket_hops = vec![
-            vec![0, 1, 2, 1],
-            vec![1, 0, 1, 2],
-            vec![2, 1, 0, 1],
-            vec![1, 2, 1, 0],
-        ];
+        let mut spec = four_socket_ring_spec();
         spec.latency.hop_extra_socket_link_cycles = Some(40);
         let t = Topology::new(spec).unwrap();
         assert_eq!(t.hop_core_to_core(0, 8), 100);
