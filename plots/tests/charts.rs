@@ -857,22 +857,7 @@ fn the_comparison_axis_pads_each_side_by_what_its_labels_need() {
     let svg = comparison(&chart).unwrap();
     dump("comparison-mixed-signs.svg", &svg);
     // The plot's left edge: the y axis line; its right edge: the x axis's end.
-    let axis = svg
-        .lines()
-        .find_map(|l| {
-            let points = l.split("points=\"").nth(1)?.split('"').next()?;
-            let ends: Vec<(i64, i64)> = points
-                .split_whitespace()
-                .map(|p| {
-                    let (x, y) = p.split_once(',').unwrap();
-                    (x.parse().unwrap(), y.parse().unwrap())
-                })
-                .collect();
-            // The x axis: one horizontal line across the plot.
-            (ends.len() == 2 && ends[0].1 == ends[1].1 && ends[1].0 - ends[0].0 > 300)
-                .then(|| (ends[0].0, ends[1].0))
-        })
-        .unwrap();
+    let axis = x_axis_ends(&svg);
     let bars = rects_of(&svg, "#1F77B4");
     assert_eq!(bars.len(), 2, "{svg}");
     let (negative_x, _) = bars[0];
@@ -911,21 +896,7 @@ fn a_small_change_draws_a_short_bar() {
             ..comparison_chart()
         };
         let svg = comparison(&chart).unwrap();
-        let axis = svg
-            .lines()
-            .find_map(|l| {
-                let points = l.split("points=\"").nth(1)?.split('"').next()?;
-                let ends: Vec<(i64, i64)> = points
-                    .split_whitespace()
-                    .map(|p| {
-                        let (x, y) = p.split_once(',').unwrap();
-                        (x.parse().unwrap(), y.parse().unwrap())
-                    })
-                    .collect();
-                (ends.len() == 2 && ends[0].1 == ends[1].1 && ends[1].0 - ends[0].0 > 300)
-                    .then(|| (ends[0].0, ends[1].0))
-            })
-            .unwrap();
+        let axis = x_axis_ends(&svg);
         (rects_of(&svg, "#1F77B4"), axis, svg)
     };
     let (bars, (left, right), svg) = drawn(&[-0.6, 0.0]);
@@ -949,4 +920,23 @@ fn a_small_change_draws_a_short_bar() {
     // And a small positive one grows to the right the same way.
     let (bars, (left, right), _) = drawn(&[1.3]);
     assert!(bars[0].1 * 3 < right - left, "{bars:?}");
+}
+
+/// The x axis's two ends in a comparison chart: its one horizontal line
+/// across the plot (a `points` line of two points, over 300 px long).
+fn x_axis_ends(svg: &str) -> (i64, i64) {
+    svg.lines()
+        .find_map(|l| {
+            let points = l.split("points=\"").nth(1)?.split('"').next()?;
+            let ends: Vec<(i64, i64)> = points
+                .split_whitespace()
+                .map(|p| {
+                    let (x, y) = p.split_once(',').unwrap();
+                    (x.parse().unwrap(), y.parse().unwrap())
+                })
+                .collect();
+            (ends.len() == 2 && ends[0].1 == ends[1].1 && ends[1].0 - ends[0].0 > 300)
+                .then(|| (ends[0].0, ends[1].0))
+        })
+        .expect("a comparison chart has an x axis")
 }
