@@ -39,9 +39,10 @@ pub struct Traffic {
     /// queue of atomics, readers queued at a released line): the part of
     /// `stall_cycles` spent queued.
     pub queue_wait_cycles: u64,
-    /// Adjacent-line prefetches: buddy-line reads that a miss on this
-    /// field issued (per field), or that read this line (per line), apart
-    /// from the accesses above; the CPU waits for none of them.
+    /// Prefetches: adjacent-line reads of a buddy line that a miss on this
+    /// field issued, and run-ahead requests for this field (per field), or
+    /// those for this line (per line), apart from the accesses above; the
+    /// CPU waits for none of them.
     pub prefetches: u64,
     /// Those of them served from a Modified or Owned copy in another core.
     pub prefetch_hitm: u64,
