@@ -270,6 +270,18 @@ enum Command {
         /// number them).
         #[arg(long, value_enum, value_name = "apart|adjacent", default_value_t = SiblingNumbering::Apart, requires = "matrix")]
         sibling_numbering: SiblingNumbering,
+        /// With --matrix: where each of the matrix's CPUs is, as
+        /// `lscpu -p=CPU,CORE,SOCKET` (or `lscpu -p`) printed it on the
+        /// measured machine: any CPU numbering is put in the machine file's
+        /// (the first thread of every core, socket by socket, then the
+        /// second). Instead of --sibling-numbering.
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "matrix",
+            conflicts_with = "sibling_numbering"
+        )]
+        cpu_map: Option<PathBuf>,
     },
     /// Print a step trace of one variant: every access, its state changes and its cost.
     Trace {
@@ -645,6 +657,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
             known_miss,
             fitted,
             sibling_numbering,
+            cpu_map,
         } => validate(
             ValidateInputs {
                 machine,
@@ -654,6 +667,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
                 known_misses: known_miss,
                 fitted,
                 sibling_numbering,
+                cpu_map,
             },
             csv,
             out.as_deref(),
@@ -1560,15 +1574,12 @@ fn user_matrix_facts(
     home_node: Option<&str>,
     known_misses: &[String],
     fitted: &[String],
-    sibling_numbering: SiblingNumbering,
+    numbering: scenarios::tools::validate::CpuNumbering,
 ) -> Result<scenarios::tools::validate::UserMatrixFacts, String> {
     use scenarios::tools::validate::{parse_home_node, parse_known_miss};
     Ok(scenarios::tools::validate::UserMatrixFacts {
         home: home_node.map(parse_home_node).transpose()?,
-        sibling_numbering: match sibling_numbering {
-            SiblingNumbering::Apart => scenarios::tools::validate::SiblingNumbering::Apart,
-            SiblingNumbering::Adjacent => scenarios::tools::validate::SiblingNumbering::Adjacent,
-        },
+        numbering,
         known_misses: known_misses
             .iter()
             .map(|given| parse_known_miss(given))
@@ -1592,6 +1603,8 @@ struct ValidateInputs {
     fitted: Vec<String>,
     /// `--sibling-numbering`, with `--matrix`.
     sibling_numbering: SiblingNumbering,
+    /// `--cpu-map`, with `--matrix`.
+    cpu_map: Option<PathBuf>,
 }
 
 fn validate(
@@ -1611,16 +1624,26 @@ fn validate(
         known_misses,
         fitted,
         sibling_numbering,
+        cpu_map,
     } = inputs;
     if let Some(Err(code)) = csv.as_deref().map(refuse_existing) {
         return code;
     }
-    let facts = match user_matrix_facts(
-        home_node.as_deref(),
-        &known_misses,
-        &fitted,
-        sibling_numbering,
-    ) {
+    use scenarios::tools::validate::{CpuNumbering, SiblingNumbering as Siblings};
+    let numbering = match cpu_map {
+        Some(map) => match scenarios::tools::validate::cpumap::read(&map, limits.data_file_bytes) {
+            Ok(map) => CpuNumbering::Map(map),
+            Err(message) => {
+                eprintln!("error: {message}");
+                return ExitCode::from(EXIT_BAD_INPUT);
+            }
+        },
+        None => CpuNumbering::Siblings(match sibling_numbering {
+            SiblingNumbering::Apart => Siblings::Apart,
+            SiblingNumbering::Adjacent => Siblings::Adjacent,
+        }),
+    };
+    let facts = match user_matrix_facts(home_node.as_deref(), &known_misses, &fitted, numbering) {
         Ok(f) => f,
         Err(message) => {
             eprintln!("error: {message}");

@@ -11,6 +11,7 @@
 //! not validated.
 
 pub mod classify;
+pub mod cpumap;
 pub mod matrix;
 pub mod pingpong;
 
@@ -836,16 +837,69 @@ impl SiblingNumbering {
         }
     }
 
-    /// `matrix` in the model's numbering, on a machine of `cpus` CPUs with
-    /// `threads_per_core` threads per core (the matrix's CPUs must fit).
-    fn to_model(self, matrix: &Matrix, cpus: u32, threads_per_core: u32) -> Matrix {
+    /// The model's CPU of each of a matrix's `matrix_cpus` CPUs, on a
+    /// machine of `cpus` CPUs with `threads_per_core` threads per core (the
+    /// matrix's CPUs must fit).
+    fn model_cpus(self, matrix_cpus: u32, cpus: u32, threads_per_core: u32) -> Vec<u32> {
+        let threads = threads_per_core.max(1);
+        let cores = cpus / threads;
+        (0..matrix_cpus)
+            .map(|cpu| match self {
+                SiblingNumbering::Apart => cpu,
+                SiblingNumbering::Adjacent => (cpu % threads) * cores + cpu / threads,
+            })
+            .collect()
+    }
+}
+
+/// How a user's matrix numbers its CPUs: by a rule for SMT siblings
+/// (`--sibling-numbering`), or CPU by CPU from the measured machine's
+/// `lscpu -p` (`--cpu-map`). Either gives each of the matrix's CPUs its
+/// CPU in the model's numbering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CpuNumbering {
+    Siblings(SiblingNumbering),
+    Map(cpumap::CpuMap),
+}
+
+impl Default for CpuNumbering {
+    fn default() -> Self {
+        CpuNumbering::Siblings(SiblingNumbering::Apart)
+    }
+}
+
+impl CpuNumbering {
+    fn describe(&self) -> String {
         match self {
-            SiblingNumbering::Apart => matrix.renumbered(cpus, |cpu| cpu),
-            SiblingNumbering::Adjacent => {
-                let threads = threads_per_core.max(1);
-                let cores = cpus / threads;
-                matrix.renumbered(cpus, |cpu| (cpu % threads) * cores + cpu / threads)
-            }
+            CpuNumbering::Siblings(s) => s.describe().to_string(),
+            CpuNumbering::Map(map) => format!(
+                "each CPU on the socket and core the CPU map `{}` gives it (--cpu-map)",
+                map.file()
+            ),
+        }
+    }
+
+    /// The model's CPU of each of the matrix's `matrix_cpus` CPUs on
+    /// `spec`'s machine; an error says why the numbering does not fit it.
+    fn model_cpus(
+        &self,
+        matrix_cpus: u32,
+        spec: &sim_core::topology::MachineSpec,
+    ) -> Result<Vec<u32>, String> {
+        let cores_per_socket = spec.nodes_per_socket * spec.l3_per_node * spec.cores_per_l3;
+        let cpus = spec.sockets * cores_per_socket * spec.threads_per_core;
+        match self {
+            CpuNumbering::Siblings(s) => Ok(s.model_cpus(matrix_cpus, cpus, spec.threads_per_core)),
+            CpuNumbering::Map(map) => map
+                .to_model(
+                    matrix_cpus,
+                    cpumap::MachineCounts {
+                        sockets: spec.sockets,
+                        cores_per_socket,
+                        threads_per_core: spec.threads_per_core,
+                    },
+                )
+                .map_err(|e| e.to_string()),
         }
     }
 }
@@ -856,8 +910,8 @@ impl SiblingNumbering {
 pub struct UserMatrixFacts {
     /// `None`: node 0, assumed.
     pub home: Option<UserHome>,
-    /// How the matrix numbers SMT siblings.
-    pub sibling_numbering: SiblingNumbering,
+    /// How the matrix numbers its CPUs.
+    pub numbering: CpuNumbering,
     /// Class keys ([`Class::key`]) and why each misses.
     pub known_misses: Vec<(String, String)>,
     /// The classes the machine file was fitted on (`--fitted`; `none`:
@@ -981,10 +1035,11 @@ pub fn validate_user(
     }
     let line_home = home.on(&spec)?;
     let classifier = Classifier::new(&topology, vendor, 1, "die", line_home);
-    let numbering = facts.sibling_numbering;
+    let numbering = &facts.numbering;
     let cpus_measured = matrix.cpus();
-    let warnings = numbering_warnings(&classifier, matrix, numbering, spec.threads_per_core);
-    let matrix = &numbering.to_model(matrix, cpus, spec.threads_per_core);
+    let model_cpu = numbering.model_cpus(matrix.cpus(), &spec)?;
+    let warnings = numbering_warnings(&classifier, matrix, numbering, &model_cpu, &spec);
+    let matrix = &matrix.renumbered(cpus, |cpu| model_cpu[cpu as usize]);
     let mut known_misses: Vec<calibration::KnownMiss> = Vec::new();
     for (given, why) in &facts.known_misses {
         let class = user_class("--known-miss", given, &classifier, vendor)?.key();
@@ -1082,19 +1137,21 @@ fn inverted_classes(medians: &BTreeMap<Class, f64>) -> Option<((Class, f64), (Cl
 }
 
 /// Warnings about a user's matrix whose nearest pairs are not its fastest
-/// under `numbering` (as given, not renumbered): the machine file's
-/// topology, or the matrix's CPU numbering, does not fit the matrix. When
-/// the other sibling numbering puts them in order, it is named.
+/// once `numbering` put it in the model's numbering (`model_cpu`, the
+/// model's CPU of each of the matrix's): the machine file's topology, or
+/// the matrix's CPU numbering, does not fit the matrix. When the other
+/// sibling numbering puts them in order, it is named.
 fn numbering_warnings(
     classifier: &Classifier,
     given: &Matrix,
-    numbering: SiblingNumbering,
-    threads_per_core: u32,
+    numbering: &CpuNumbering,
+    model_cpu: &[u32],
+    spec: &sim_core::topology::MachineSpec,
 ) -> Vec<String> {
     let cpus = classifier.cpu_count();
     let medians = measured_class_medians(
         classifier,
-        &numbering.to_model(given, cpus, threads_per_core),
+        &given.renumbered(cpus, |cpu| model_cpu[cpu as usize]),
     );
     let Some(((near, near_ns), (far, far_ns))) = inverted_classes(&medians) else {
         return Vec::new();
@@ -1107,28 +1164,41 @@ fn numbering_warnings(
         numbering.describe()
     );
     let other = match numbering {
-        SiblingNumbering::Apart => SiblingNumbering::Adjacent,
-        SiblingNumbering::Adjacent => SiblingNumbering::Apart,
+        CpuNumbering::Siblings(SiblingNumbering::Apart) => Some(SiblingNumbering::Adjacent),
+        CpuNumbering::Siblings(SiblingNumbering::Adjacent) => Some(SiblingNumbering::Apart),
+        CpuNumbering::Map(_) => None,
     };
-    let other_medians =
-        measured_class_medians(classifier, &other.to_model(given, cpus, threads_per_core));
-    if threads_per_core > 1 && inverted_classes(&other_medians).is_none() {
-        let listed: Vec<String> = other_medians
-            .iter()
-            .map(|(c, ns)| format!("{} {ns:.1} ns", classifier.label(*c)))
-            .collect();
-        let _ = write!(
-            warning,
-            "; with `--sibling-numbering {}` they are in order ({}): the matrix was likely \
-             measured with that numbering",
-            other.key(),
-            listed.join(", ")
-        );
-    } else {
-        warning.push_str(
+    let other_medians = other.map(|other| {
+        let renamed = other.model_cpus(given.cpus(), cpus, spec.threads_per_core);
+        (
+            other,
+            measured_class_medians(
+                classifier,
+                &given.renumbered(cpus, |cpu| renamed[cpu as usize]),
+            ),
+        )
+    });
+    match other_medians {
+        Some((other, other_medians))
+            if spec.threads_per_core > 1 && inverted_classes(&other_medians).is_none() =>
+        {
+            let listed: Vec<String> = other_medians
+                .iter()
+                .map(|(c, ns)| format!("{} {ns:.1} ns", classifier.label(*c)))
+                .collect();
+            let _ = write!(
+                warning,
+                "; with `--sibling-numbering {}` they are in order ({}): the matrix was likely \
+                 measured with that numbering",
+                other.key(),
+                listed.join(", ")
+            );
+        }
+        _ => warning.push_str(
             "; check the machine file's counts (cores_per_l3, l3_per_node, nodes_per_socket, \
-             threads_per_core) and the matrix's CPU numbering",
-        );
+             threads_per_core) and the matrix's CPU numbering (`--cpu-map`, the measured \
+             machine's `lscpu -p=CPU,CORE,SOCKET`, says where each CPU is)",
+        ),
     }
     vec![warning]
 }
