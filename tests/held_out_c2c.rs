@@ -9,7 +9,9 @@
 //! - `threadripper-3960x-1s.toml`: Zen 2, legs from the Threadripper PRO
 //!   3945WX's matrix;
 //! - `epyc-rome-7742-2s.toml`: Zen 2 on two sockets, the epyc-milan-2s
-//!   preset with Rome's counts and clock and the 3945WX's core legs.
+//!   preset with Rome's counts and clock and the 3945WX's core legs;
+//! - `xeon-e5-2680v4-2s.toml`: Broadwell-EP, 14 cores, legs from the
+//!   10-core E5-2630 v4's matrix.
 //!
 //! Each test holds today's result: the classes within the ±10 % bound stay
 //! within it, and each miss stays in the band it is documented in (the
@@ -278,4 +280,53 @@ fn a_cpu_map_that_does_not_fit_is_an_error_at_its_line() {
     ]);
     assert_exit(&o, 2);
     assert!(stderr(&o).contains("--cpu-map"), "{}", stderr(&o));
+}
+
+/// Broadwell-EP, legs from the 10-core part: SMT and cross-socket pairs
+/// within the bound; pairs of one socket 10-20 % fast (the 14-core die has
+/// two rings, the 10-core die one); and the legs give back the matrix they
+/// were fitted on.
+#[test]
+fn the_14_core_broadwell_is_predicted_from_the_10_core_part() {
+    let e = errors_by_class(
+        "scenarios/shipped/machines/xeon-e5-2680v4-2s.toml",
+        "data/c2c/xeon-e5-2680v4-2s.csv",
+        &[],
+    );
+    assert_eq!(e.len(), 3, "{e:?}");
+    assert_within(&e, "SMT siblings", -10.0, 10.0);
+    assert_within(&e, "same socket (one L3)", -20.0, -10.0);
+    assert_within(&e, "cross-socket", -10.0, 10.0);
+
+    let dir = common::TempDir::new("bdw-2630v4");
+    let text =
+        std::fs::read_to_string(root().join("scenarios/shipped/machines/xeon-e5-2680v4-2s.toml"))
+            .unwrap()
+            .replace("\ncores_per_l3 = 14\n", "\ncores_per_l3 = 10\n")
+            .replace("\nclock_mhz = 3300\n", "\nclock_mhz = 3100\n");
+    let file = dir.join("e5-2630v4.toml");
+    std::fs::write(&file, text).unwrap();
+    let o = bounce(&[
+        "validate",
+        "--machine",
+        &file,
+        "--matrix",
+        "data/c2c/xeon-e5-2630v4-2s.csv",
+        "--fitted",
+        "smt",
+        "--fitted",
+        "same-l3",
+        "--fitted",
+        "cross-socket",
+        "--format",
+        "csv",
+        "--quiet",
+    ]);
+    assert_exit(&o, 0);
+    let csv = stdout(&o);
+    let rows: Vec<&str> = csv.lines().filter(|r| r.contains(",calibration")).collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    for row in rows {
+        assert!(row.ends_with(",yes,validated,,calibration"), "{row}");
+    }
 }
