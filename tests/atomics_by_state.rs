@@ -150,8 +150,9 @@ fn a_cas_on_a_shared_line_is_served_by_the_l3_that_keeps_it() {
 }
 
 /// The class medians of the E5-2620 v2 matrix, whose numbering interleaves
-/// the sockets (CPU i is core i mod 12, on socket (i mod 12) mod 2), which
-/// `bounce validate` does not read: classed here.
+/// the sockets (CPU i is core i mod 12, on socket (i mod 12) mod 2), classed
+/// here by that rule; `bounce validate` reads the matrix through its CPU map
+/// (tests/held_out_c2c.rs), which says the same.
 fn e5_2620v2_medians() -> [f64; 3] {
     let text = std::fs::read_to_string(root().join("data/c2c/xeon-e5-2620v2-2s.csv")).unwrap();
     let mut classes: [Vec<f64>; 3] = [Vec::new(), Vec::new(), Vec::new()];
