@@ -9,7 +9,7 @@
 //!
 //!     BOUNCE_BLESS=1 cargo test --release --test determinism_cli
 //!
-//! The two heaviest scenarios run with fewer iterations (a copy with
+//! The heaviest scenarios run with fewer iterations (a copy with
 //! `iterations` lowered), so the test takes seconds.
 
 use std::path::{Path, PathBuf};
@@ -36,6 +36,11 @@ const CAPPED: &[(&str, &str, &str)] = &[
         "scenarios/shipped/hackbench.toml",
         "cycles = 20_000_000",
         "cycles = 300_000",
+    ),
+    (
+        "scenarios/shipped/task-group-relayout.toml",
+        "iterations = 300\nwarmup_iterations = 50",
+        "iterations = 6\nwarmup_iterations = 2",
     ),
     (
         "scenarios/shipped/mutex-vs-spinlock-sweep.toml",
