@@ -39,8 +39,32 @@ const LOCKED_OP_ZEN1: &str = "LLVM X86ScheduleZnver1.td (llvm/llvm-project, the 
 
 const LOCKED_OP_ZEN1_NOTE: &str = locked_op_note!("8 cycles for a compare-and-exchange on a line in the core's own L1, its 4-cycle load included (the model does not tell LOCK from plain CMPXCHG, and the LOCK-prefixed rows of uops.info and Agner Fog's tables for Zen 1 were not retrievable here); the legs below are fitted with it, so the measured core-to-core figures still come out");
 
-const LINE_SOURCE: &str =
-    "x86-64 cache line; the AMD figure is n/r in calibration.md (64 B on every Intel part measured [S16])";
+/// A core generation's line size, and how it is known.
+struct LineSize {
+    provenance: super::Provenance,
+    source: &'static str,
+}
+
+/// Zen 1 (Naples): the kernel's view of the same die on a desktop part.
+const ZEN1_LINE: LineSize = LineSize {
+    provenance: Documented,
+    source: "[S70] hmmftg/joefriday @fadc7f1, cpu/testinfo/r7_1800x_cpuinfo.go: /proc/cpuinfo of a Ryzen 7 1800X (family 23, model 1, the Zen 1 die of EPYC 7001): clflush size 64, cache_alignment 64",
+};
+/// Zen 3 (Milan): no cpuinfo of a Zen 3 part was retrieved.
+const ZEN3_LINE: LineSize = LineSize {
+    provenance: Assumed,
+    source: "Zen 1 ([S70] Ryzen 7 1800X) and Zen 4c ([S71] EPYC 9754) both report clflush size 64 and cache_alignment 64 in /proc/cpuinfo; no Zen 3 listing with those fields was retrieved, assumed the same",
+};
+/// Zen 4c (Bergamo): the kernel's view of an EPYC 9754.
+const ZEN4C_LINE: LineSize = LineSize {
+    provenance: Documented,
+    source: "[S71] ollama/ollama @2ab95dc, discover/cpu_linux_test.go (the /proc/cpuinfo of ollama issue 5554): an EPYC 9754 reports clflush size 64, cache_alignment 64",
+};
+/// Zen 4 (Genoa): as Zen 4c, which keeps the Zen 4 core.
+const ZEN4_LINE: LineSize = LineSize {
+    provenance: Documented,
+    source: "[S71] ollama/ollama @2ab95dc, discover/cpu_linux_test.go (the /proc/cpuinfo of ollama issue 5554): an EPYC 9754 (Zen 4c) reports clflush size 64, cache_alignment 64; Zen 4c keeps the Zen 4 core [S40]",
+};
 
 const DRAM_NOTE_ZEN3_4: &str = "n/r for this part (calibration.md §9b); assumed: the DRAM access itself as derived for Ice Lake-SP with the same DDR4-3200 generation (201 cycles / 3.4 GHz = 59.1 ns; Cascade Lake gives 53 ns), at this clock";
 
@@ -50,7 +74,7 @@ const L3_SHARING: &str = "AMD on its mostly exclusive L3 (family 15h, quoted at 
 /// The Zen L3 latency where no figure for the part was retrieved.
 const L3_HIT_ZEN4_NOTE: &str = "n/r for Zen 4 / Zen 4c (calibration.md §9b: [S45] says Genoa's L3 is as desktop Zen 4's, without a number): assumed to be Milan's derived 46 cycles";
 
-fn amd_common(params: &mut Vec<Param>) {
+fn amd_common(params: &mut Vec<Param>, line: LineSize) {
     let occupancy = home_occupancy(params);
     params.extend([
         // Documented: AMD's L3 keeps lines several of its cores read.
@@ -78,8 +102,8 @@ fn amd_common(params: &mut Vec<Param>) {
             "line_size_bytes",
             64,
             "bytes",
-            Assumed,
-            LINE_SOURCE,
+            line.provenance,
+            line.source,
             "64 bytes, the line size of every x86-64 part",
         ),
         // Documented: MOESI (AMD64 APM Vol. 2) [S34].
@@ -429,7 +453,7 @@ fn epyc_naples_2s() -> Vec<Param> {
             "n/r; the model's 2 x 463 + 36",
         ),
     ];
-    amd_common(&mut params);
+    amd_common(&mut params, ZEN1_LINE);
     // Zen 1's locked read-modify-write replaces the common assumption.
     set(
         &mut params,
@@ -745,7 +769,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             "n/r; the model's 2 x 272 + 207",
         ),
     ];
-    amd_common(&mut params);
+    amd_common(&mut params, ZEN3_LINE);
     params
 }
 
@@ -1135,7 +1159,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
         "[S45] Chips and Cheese: Milan-X L3 50 cycles, V-Cache adds 4 (Milan: 46)",
         L3_HIT_ZEN4_NOTE,
     ));
-    amd_common(&mut params);
+    amd_common(&mut params, ZEN4_LINE);
     params
 }
 
@@ -1491,7 +1515,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
         "[S45] Chips and Cheese: Milan-X L3 50 cycles, V-Cache adds 4 (Milan: 46)",
         L3_HIT_ZEN4_NOTE,
     ));
-    amd_common(&mut params);
+    amd_common(&mut params, ZEN4C_LINE);
     params
 }
 
@@ -1504,24 +1528,39 @@ struct MissBuffers {
 
 /// The vendor figures as quoted, and what was retrieved about the buffers
 /// on every Zen core: that they exist and are counted.
-const SOG_MISS_BUFFERS: &str = "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (the count not retrieved here); retrieved: PMCx05F \"Count of Allocated Mabs\", the in-flight L1D misses each cycle (Linux tools/perf/pmu-events/arch/x86/amdzen3/memory.json, ls_alloc_mab_count); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers)";
+macro_rules! sog_miss_buffers {
+    () => {
+        "AMD Software Optimization Guides for Family 17h (pub. 55723) and 19h (56665, 57647), load-store unit: L1D misses tracked in miss address buffers, 22 on Zen 1/Zen 2 and 24 on Zen 3/Zen 4 (the count not retrieved here); retrieved: PMCx05F \"Count of Allocated Mabs\", the in-flight L1D misses each cycle (Linux tools/perf/pmu-events/arch/x86/amdzen3/memory.json, ls_alloc_mab_count); Chips and Cheese, \"Hot Chips 2023: Characterizing Gaming Workloads on Zen 4\" (MABs are AMD's fill buffers)"
+    };
+}
 
 /// L1D miss address buffers of a Zen 1 core (EPYC 7001, Naples): assumed,
-/// from the guide's figure as quoted (searched: the guides' load-store
-/// sections are not in the stored pages; Planet3DNow!'s Hot Chips analysis
-/// [S65] names the MAB without a count).
+/// from the guide's figure as quoted. Searched: the guides' load-store
+/// sections are not in the stored pages (the stored copy of 55723 ends
+/// with its front matter); Planet3DNow!'s Hot Chips analysis [S65] names
+/// the MAB without a count; clamchowder/PmcReader has no MAB view for Zen 1
+/// or Zen 3 (Zen1.cs, Zen3.cs) and Zen2.cs's view stops at ">= 16", naming
+/// no full set; LLVM's X86ScheduleZnver1.td and Znver3.td quote the load
+/// and store queues, not the MABs. For Zen 2, a measured 21 ([S69], as
+/// quoted) sits beside the guide's 22.
 const ZEN1_MISS_BUFFERS: MissBuffers = MissBuffers {
     entries: 22,
     provenance: Assumed,
-    source: SOG_MISS_BUFFERS,
+    source: concat!(
+        sog_miss_buffers!(),
+        "; for Zen 2, [S69] Mahling, Weisgut, Rabl, DaMoN 2025, Table 1 as quoted (its text not retrieved): 21 fill buffers on an EPYC 7742"
+    ),
 };
-/// Of a Zen 3 core (EPYC 7003, Milan): assumed as for Zen 1 (LLVM's
-/// X86ScheduleZnver3.td quotes the guide's load and store queues, not the
-/// MABs); Zen 4's retrieved 24 is the same count.
+/// Of a Zen 3 core (EPYC 7003, Milan): assumed, the guide's figure as
+/// quoted, which a measurement quoted from [S69] (24 on a Zen 3 EPYC) and
+/// Zen 4's retrieved 24 [S67] agree with; searched as for Zen 1.
 const ZEN3_MISS_BUFFERS: MissBuffers = MissBuffers {
     entries: 24,
     provenance: Assumed,
-    source: SOG_MISS_BUFFERS,
+    source: concat!(
+        "[S69] Mahling, Weisgut, Rabl, DaMoN 2025, Table 1 as quoted (its text not retrieved): 24 fill buffers on an EPYC 7413 (Zen 3); ",
+        sog_miss_buffers!()
+    ),
 };
 /// Of a Zen 4 / Zen 4c core (EPYC 9004, Genoa and Bergamo): the count a
 /// counter tool by Chips and Cheese's author reads as a full set.

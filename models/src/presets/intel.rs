@@ -1164,17 +1164,21 @@ macro_rules! fill_buffer_events {
     };
 }
 
-/// L1D fill buffers of a Sunny Cove core (Ice Lake-SP): assumed, from the
-/// Optimization Reference Manual's figure as quoted; searched again (the
-/// manual's Ice Lake tables, WikiChip's and Chips and Cheese's Sunny Cove
-/// pages, AnandTech's Sunny Cove pages) without finding the count stated.
+/// L1D fill buffers of a Sunny Cove core (Ice Lake-SP): documented as the
+/// count Golden Cove grew from (Intel's Architecture Day 2021, as reported
+/// [S68]); the core it names as the predecessor is Willow Cove, which keeps
+/// Sunny Cove's 48 KB L1D (assumed: no Willow Cove L1D change was found).
+/// Searched without finding the count stated for Sunny Cove itself: the
+/// Optimization Reference Manual's Ice Lake tables, WikiChip's, AnandTech's
+/// and Chips and Cheese's Sunny Cove pages (the stored copies end before
+/// their buffer tables), clamchowder/PmcReader's Intel files (no Ice Lake
+/// file; ModernIntelCpu.cs counts FB-full cycles without a size).
 const SUNNY_COVE_FILL_BUFFERS: FillBuffers = FillBuffers {
     entries: 12,
-    provenance: Assumed,
+    provenance: Documented,
     source: concat!(
-        "Intel 64 and IA-32 Architectures Optimization Reference Manual (248966), Ice Lake client / Sunny Cove cache parameters: 12 L1D fill buffers (Skylake: 10) (the count not retrieved here; retrieved: the fill buffers exist and limit demand misses, ",
-        fill_buffer_events!(),
-        ")"
+        "[S68] cpunews.net, Alder Lake / Golden Cove architecture analysis, p.5 (Intel Architecture Day 2021): Golden Cove's L1D fill buffers 16, up from 12 in the preceding core (Willow Cove, which keeps Sunny Cove's 48 KB L1D, assumed); [S69] Mahling, Weisgut, Rabl, DaMoN 2025, Table 1 as quoted (its text not retrieved): 12 fill buffers on a Xeon Platinum 8352Y (Ice Lake-SP); retrieved as well: ",
+        fill_buffer_events!()
     ),
 };
 
@@ -1184,7 +1188,7 @@ const SKYLAKE_FILL_BUFFERS: FillBuffers = FillBuffers {
     entries: 10,
     provenance: Measured,
     source: concat!(
-        "[S63] D. Lemire, \"Memory-level parallelism: Intel Skylake versus Apple A12/A12X\" (2018-11-13), T. Downs's comment of 2018-11-14: the parallel-miss benchmark on Skylake performs as 10 line fill buffers predict, and the performance counters agree (Skylake client core; Cascade Lake keeps the Skylake core's L1D, assumed); retrieved as well: ",
+        "[S63] D. Lemire, \"Memory-level parallelism: Intel Skylake versus Apple A12/A12X\" (2018-11-13), T. Downs's comment of 2018-11-14: the parallel-miss benchmark on Skylake performs as 10 line fill buffers predict, and the performance counters agree (Skylake client core; Cascade Lake keeps the Skylake core's L1D, assumed); against it, [S69] Mahling, Weisgut, Rabl, DaMoN 2025, Table 1 as quoted (its text not retrieved) gives 12 on a Xeon Gold 5220S (Cascade Lake), kept aside until the paper itself is read; retrieved as well: ",
         fill_buffer_events!()
     ),
 };
