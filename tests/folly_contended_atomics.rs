@@ -1,0 +1,197 @@
+//! A workload no case study was built on, held to what its source measured:
+//! `scenarios/shipped/folly-contended-atomics.toml`, the atomics rows of
+//! folly's small_locks_benchmark (facebook/folly,
+//! folly/synchronization/test/SmallLocksBenchmark.cpp, the E5-2680 v4
+//! results) on `machines/xeon-e5-2680v4-2s.toml` as heldc2c described it.
+//!
+//! One parameter is fitted (the benchmark's unlocked burn, on
+//! atomics_fetch_add(1thread)); every other row is a prediction. The rows
+//! that meet their 25 % stay met, the misses stay misses of the size and
+//! direction the header states, and the header's account of the cmpxchg
+//! loops' miss (a retry storm: the line leaves its owner the instant the
+//! failed cmpxchg ends) is checked in the run's own figures, so that a
+//! change of the model that moves them fails here and is explained there.
+
+mod common;
+
+use common::{assert_exit, bounce, root};
+use std::sync::OnceLock;
+
+const SCENARIO: &str = "scenarios/shipped/folly-contended-atomics.toml";
+
+/// The run's JSON (`bounce run --format json`), run once for every test.
+fn run() -> &'static serde_json::Value {
+    static RUN: OnceLock<serde_json::Value> = OnceLock::new();
+    RUN.get_or_init(|| {
+        let path = root().join(SCENARIO);
+        let o = bounce(&["run", path.to_str().unwrap(), "--format", "json"]);
+        assert_exit(&o, 0);
+        serde_json::from_slice(&o.stdout).unwrap()
+    })
+}
+
+/// The `[[measured]]` row of that label: (measured, simulated, within its
+/// tolerance).
+fn measured(label: &str) -> (f64, f64, Option<bool>) {
+    let row = run()["measured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == label)
+        .unwrap_or_else(|| panic!("no measured row `{label}`"));
+    (
+        row["measured"].as_f64().unwrap(),
+        row["simulated"].as_f64().unwrap(),
+        row["within_tolerance"].as_bool(),
+    )
+}
+
+/// A variant's record field.
+fn num(variant: &str, key: &str) -> f64 {
+    run()["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["variant"] == variant)
+        .unwrap_or_else(|| panic!("no record of `{variant}`"))[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no `{key}` in `{variant}`"))
+}
+
+fn label(kind: &str, n: u32) -> String {
+    format!("{kind}({n}thread), cycles per op")
+}
+
+#[test]
+fn the_fit_holds_and_the_met_rows_stay_met() {
+    let (value, fitted, _) = measured("atomics_fetch_add(1thread), cycles per op (fitted)");
+    assert!(
+        (fitted - value).abs() <= 0.01 * value,
+        "the fitted row moved to {fitted} cycles against {value}: refit burn_cycles (header)"
+    );
+    for (kind, n) in [
+        ("atomics_fetch_add", 4),
+        ("atomics_fetch_add", 8),
+        ("atomic_fetch_xor", 1),
+        ("atomic_fetch_xor", 2),
+        ("atomic_fetch_xor", 4),
+        ("atomic_cas", 1),
+        ("atomic_cas", 2),
+        ("atomic_cas", 4),
+    ] {
+        let (value, sim, met) = measured(&label(kind, n));
+        assert_eq!(met, Some(true), "{kind}({n}thread): {sim} against {value}");
+    }
+}
+
+/// Each stated miss, in the direction and about the size the header's table
+/// gives (simulated over measured).
+#[test]
+fn the_misses_are_the_ones_the_header_states() {
+    for (kind, n, low, high) in [
+        // SMT-sibling pairs in the model: the lines never move.
+        ("atomics_fetch_add", 2, 0.55, 0.70),
+        // A steady convoy: each miss waits little.
+        ("atomics_fetch_add", 16, 0.40, 0.60),
+        // The home's transfer every ~78 ns against the machine's ~59.
+        ("atomics_fetch_add", 32, 1.25, 1.40),
+        // The retry storm of the cmpxchg loops.
+        ("atomic_fetch_xor", 8, 2.0, 3.5),
+        ("atomic_fetch_xor", 16, 3.0, 5.0),
+        ("atomic_fetch_xor", 32, 8.0, 16.0),
+        ("atomic_cas", 8, 1.3, 2.2),
+        ("atomic_cas", 16, 1.5, 2.5),
+        ("atomic_cas", 32, 6.0, 13.0),
+    ] {
+        let (value, sim, met) = measured(&label(kind, n));
+        assert_eq!(
+            met,
+            Some(false),
+            "{kind}({n}thread) now meets its figure ({sim} against {value}): update the header"
+        );
+        let ratio = sim / value;
+        assert!(
+            (low..=high).contains(&ratio),
+            "{kind}({n}thread): simulated / measured {ratio:.2}, the header says {low}-{high}"
+        );
+    }
+}
+
+/// The header's account of the cmpxchg loops' miss in the run's figures: the
+/// loop needs many misses an op where one locked operation a line would do,
+/// and the what-if in which every retry hits costs two misses an op and
+/// lands near the measured pair.
+#[test]
+fn the_loops_miss_is_the_retry_storm() {
+    // 56 threads on one line: about 11 misses an op.
+    let storm = num("cas-32", "misses_per_iteration");
+    assert!(storm > 8.0, "cas-32: {storm} misses an op");
+    // The fetch_adds: one a line, five lines.
+    let five = num("fetch_add-32", "misses_per_iteration");
+    assert!(
+        (4.9..=5.0).contains(&five),
+        "fetch_add-32: {five} misses an op"
+    );
+    for n in [8, 16, 32] {
+        let what_if = format!("cas-{n}-retry-hits");
+        let misses = num(&what_if, "misses_per_iteration");
+        assert!(
+            (1.7..=2.0).contains(&misses),
+            "{what_if}: {misses} misses an op"
+        );
+        // Within a factor of two of both measured rows (the loops' two
+        // measurements), where the faithful loop is further off at 16 and 32.
+        let cycles = num(&what_if, "cycles_per_iteration_mean");
+        for kind in ["atomic_fetch_xor", "atomic_cas"] {
+            let (value, _, _) = measured(&label(kind, n));
+            let ratio = cycles / value;
+            assert!(
+                (0.2..=2.0).contains(&ratio),
+                "{what_if} against {kind}: {ratio:.2}"
+            );
+        }
+    }
+    assert!(
+        num("cas-32", "cycles_per_iteration_mean")
+            > 5.0 * num("cas-32-retry-hits", "cycles_per_iteration_mean")
+    );
+}
+
+/// The pairs at N = 2 are SMT siblings in the model, which share one L1:
+/// no line moves, which is why the fetch_add row misses and the loops' rows
+/// are met only by that (the header says so).
+#[test]
+fn the_pairs_are_smt_siblings_and_move_no_line() {
+    for v in ["fetch_add-2", "cas-2"] {
+        let misses = num(v, "misses_per_iteration");
+        assert_eq!(misses, 0.0, "{v}: {misses} misses an op");
+    }
+}
+
+/// The header's table quotes this run's figures.
+#[test]
+fn the_header_quotes_the_run() {
+    let text = std::fs::read_to_string(root().join(SCENARIO)).unwrap();
+    let header: String = text
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for v in [
+        "fetch_add-2",
+        "fetch_add-16",
+        "fetch_add-32",
+        "cas-8",
+        "cas-16",
+        "cas-32",
+        "cas-8-retry-hits",
+        "cas-16-retry-hits",
+        "cas-32-retry-hits",
+    ] {
+        let ns = num(v, "ns_per_iteration_mean").round() as i64;
+        assert!(
+            header.contains(&format!(" {ns} ")) || header.contains(&format!(" {ns}\n")),
+            "{v}: {ns} ns an op is not in the header's table"
+        );
+    }
+}
