@@ -418,6 +418,11 @@ enum Command {
         /// try `--caches 2` first).
         #[arg(long)]
         prefetch: bool,
+        /// Also let each cache evict any line it holds, at any time (a
+        /// dirty copy written back, as the private caches' capacity and
+        /// deep idle make it).
+        #[arg(long)]
+        evictions: bool,
         /// On a violation, write a scenario that replays its path to this file.
         #[arg(long, value_name = "FILE")]
         write_scenario: Option<PathBuf>,
@@ -746,6 +751,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
             directory,
             max_states,
             prefetch,
+            evictions,
             write_scenario,
         } => check_protocol(
             protocol.as_deref(),
@@ -754,6 +760,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
                 cores_per_l3,
                 l3_shared_lines,
                 directory,
+                evictions,
             },
             max_states,
             inputs.limits.host_memory_bytes,
@@ -2501,6 +2508,8 @@ struct CheckMachine {
     /// None: the checker's default for the protocol.
     l3_shared_lines: Option<String>,
     directory: String,
+    /// Caches may evict lines (`CheckConfig::evictions`).
+    evictions: bool,
 }
 
 /// `check-protocol`: runs the exhaustive checker for one protocol or all
@@ -2537,6 +2546,7 @@ fn check_protocol(
             max_states,
             max_bytes,
             prefetch,
+            evictions: machine.evictions,
             cores_per_l3: machine.cores_per_l3,
             directory: match machine.directory.as_str() {
                 "exact" => DirectoryPrecision::Exact,
@@ -2566,7 +2576,12 @@ fn check_protocol(
             "{}: {caches} caches x {lines} lines x {values} values, store buffers of {buffer}{}: \
              {} states, {} transitions, depth {}, {} quiescent states, {seconds:.2} s",
             protocol.name().to_uppercase(),
-            if prefetch { ", prefetch reads" } else { "" },
+            match (prefetch, machine.evictions) {
+                (false, false) => "",
+                (true, false) => ", prefetch reads",
+                (false, true) => ", evictions",
+                (true, true) => ", prefetch reads, evictions",
+            },
             report.states,
             report.transitions,
             report.depth,

@@ -119,7 +119,7 @@ fn show_prints_each_parameter_with_its_source() {
     // Every machine field, and the informational ones.
     for key in presets::SPEC_KEYS
         .iter()
-        .chain(&["info.dram_local_ns", "info.l2_kib"])
+        .chain(&["info.dram_local_ns", "info.l3_kib"])
     {
         assert!(
             out.lines()

@@ -304,6 +304,7 @@ pub fn small_machine() -> MachineSpec {
         mispredict_penalty_cycles: 0,
         lock_rfo_ahead: false,
         deep_idle_writeback_cycles: 0,
+        private_caches: sim_core::topology::PrivateCacheSpec::UNBOUNDED,
         arbitration_near_owner_percent: 0,
         latency: LatencySpec {
             l1_hit_cycles: 4,

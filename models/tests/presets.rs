@@ -278,8 +278,8 @@ fn every_machine_field_has_a_sourced_parameter() {
         for key in [
             "info.base_clock_mhz",
             "info.boost_clock_mhz",
-            "info.l1d_kib",
-            "info.l2_kib",
+            "l1d_kib",
+            "l2_kib",
             "info.l3_kib",
             "info.dram_local_ns",
             "info.dram_local_cycles",

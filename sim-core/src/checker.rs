@@ -23,6 +23,13 @@
 //!   ([`Coherence::prefetch`]), whatever its CPU is doing: the engine
 //!   issues one on a demand miss, which this covers and more. Nobody waits
 //!   for it; its fill must bring the last value written like any other;
+//! - with [`CheckConfig::evictions`], a cache's eviction of any line it
+//!   holds whose home is not busy with it ([`Coherence::drop_copy`], as
+//!   the private caches' capacity and deep idle make it): a Modified or
+//!   Owned copy's data written back to memory, a clean copy dropped, the
+//!   directory forgetting the cache. Whether the line leaves is up to
+//!   the checker, at any time, not to a set's LRU order, which covers
+//!   every eviction the capacity model makes;
 //! - a line's transaction (or an atomic's hold) ending;
 //! - the home serving a waiting request: every waiter the arbitration could
 //!   pick, each a separate step.
@@ -117,6 +124,9 @@ pub struct CheckConfig {
     /// Caches may also issue adjacent-line prefetch reads (a step of their
     /// own, on any line, not only the buddy of a miss).
     pub prefetch: bool,
+    /// Caches may also evict any line they hold (a step of their own):
+    /// the private caches' capacity and deep idle's write-back.
+    pub evictions: bool,
     /// Caches (cores) per L3 domain: caches `0..k` share the first domain,
     /// and so on. Above 1, reads inside a domain take the L3's routes (a
     /// transfer resolved by its tags, or an L3 hit) and the rest go through
@@ -143,6 +153,7 @@ impl CheckConfig {
             max_states: DEFAULT_MAX_STATES,
             max_bytes: crate::limits::Limits::default().host_memory_bytes,
             prefetch: false,
+            evictions: false,
             // Two caches share an L3 that keeps shared lines, the third has
             // one of its own, and the directory broadcasts writes to shared
             // lines: every route of the model is taken (the L3 hit, a
@@ -216,6 +227,7 @@ impl CheckConfig {
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
             deep_idle_writeback_cycles: 0,
+            private_caches: crate::topology::PrivateCacheSpec::UNBOUNDED,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,
@@ -296,6 +308,11 @@ pub enum Action {
         cache: u8,
         line: u8,
     },
+    /// The cache evicts its copy of the line (written back if dirty).
+    Evict {
+        cache: u8,
+        line: u8,
+    },
     /// The line's transaction in flight (or an atomic's hold) ends; no
     /// request waits for it.
     Complete {
@@ -343,6 +360,9 @@ impl fmt::Display for Action {
                     f,
                     "cache {cache}'s adjacent-line prefetcher reads line {line}"
                 )
+            }
+            Action::Evict { cache, line } => {
+                write!(f, "cache {cache} evicts line {line}")
             }
             Action::Complete { line } => write!(f, "line {line}'s transaction ends"),
             Action::Serve {
@@ -542,7 +562,8 @@ impl Violation {
                 Action::Serve { .. }
                 | Action::Complete { .. }
                 | Action::ServeBusy { .. }
-                | Action::Prefetch { .. } => {}
+                | Action::Prefetch { .. }
+                | Action::Evict { .. } => {}
             }
         }
         // Requests the path leaves waiting.
@@ -1281,6 +1302,16 @@ impl<'c> Explorer<'c> {
                     }
                 }
             }
+            if self.config.evictions {
+                for l in 0..lines {
+                    if coherence.may_drop(c as u32, l, NOW) {
+                        out.push(Action::Evict {
+                            cache,
+                            line: l as u8,
+                        });
+                    }
+                }
+            }
             if let (Some(&line), false) = (buffer.first(), cpu.draining) {
                 let l = line as usize;
                 let hits = !waited[l] && writable(c, l);
@@ -1341,6 +1372,7 @@ impl<'c> Explorer<'c> {
                 self.step_atomic(&mut s, cache, line, value)?
             }
             Action::Prefetch { cache, line } => self.step_prefetch(&mut s, cache, line)?,
+            Action::Evict { cache, line } => self.step_evict(&mut s, cache, line)?,
             Action::Complete { line } => {
                 s.next.coherence.end_busy(line as usize, NOW);
                 Some(Taken {
@@ -1528,6 +1560,39 @@ impl<'c> Explorer<'c> {
                 Some(Taken::waits(s.say(|| describe_queued(s.before, l))))
             }
         })
+    }
+
+    /// An eviction: the cache's copy leaves as [`Coherence::drop_copy`]
+    /// makes it; a Modified or Owned copy's value goes to memory.
+    fn step_evict(&self, s: &mut Stepping, cache: u8, line: u8) -> TakenResult {
+        let (c, l) = (cache as usize, line as usize);
+        let held = s.before.coherence.state(c as u32, l);
+        if !s.next.coherence.drop_copy(c as u32, l, NOW) {
+            return Ok(None);
+        }
+        let data = &mut s.next.data[l];
+        let dirty = matches!(held, LineState::Modified | LineState::Owned);
+        if dirty {
+            if let Some(v) = data.copies[c] {
+                data.memory = v;
+            }
+        }
+        data.copies[c] = None;
+        s.next
+            .coherence
+            .check_unit(l, NOW)
+            .map_err(|e| found(Invariant::Directory, e.to_string()))?;
+        Ok(Some(Taken {
+            outcome: s.say(|| {
+                if dirty {
+                    format!("its {held} copy is written back to memory and dropped")
+                } else {
+                    format!("its {held} copy is dropped")
+                }
+            }),
+            effect: Effect::Nothing,
+            written: None,
+        }))
     }
 
     /// The line's transaction ends and the home serves the waiter `tag`
@@ -2402,6 +2467,44 @@ mod tests {
     fn moesi_with_prefetch_holds_in_every_reachable_state() {
         // 206 705 states.
         holds_with_prefetch(Protocol::Moesi, 2, 185_000);
+    }
+
+    /// With evictions as steps of their own (any cache, any line it holds
+    /// whose home is not busy with it, at any time), on the default
+    /// machine (a shared L3 that keeps lines, a broadcast directory): 3
+    /// caches, store buffers of 1, 2 lines (1 in debug builds). Every
+    /// invariant holds; evictions add states, and reads that find the
+    /// written-back value in memory.
+    fn holds_with_evictions(protocol: Protocol) {
+        let plain = CheckConfig {
+            buffer_depth: 1,
+            lines: if cfg!(debug_assertions) { 1 } else { 2 },
+            ..CheckConfig::new(protocol)
+        };
+        let config = CheckConfig {
+            evictions: true,
+            ..plain.clone()
+        };
+        let label = format!("{} with evictions", protocol.name());
+        let report = explores_without_violation(&config, &label, 1);
+        let without = check(&plain).unwrap();
+        assert!(report.states > without.states, "{label}");
+        assert!(report.routes.memory > without.routes.memory, "{label}");
+    }
+
+    #[test]
+    fn mesi_with_evictions_holds_in_every_reachable_state() {
+        holds_with_evictions(Protocol::Mesi);
+    }
+
+    #[test]
+    fn mesif_with_evictions_holds_in_every_reachable_state() {
+        holds_with_evictions(Protocol::Mesif);
+    }
+
+    #[test]
+    fn moesi_with_evictions_holds_in_every_reachable_state() {
+        holds_with_evictions(Protocol::Moesi);
     }
 
     /// Three caches: `cargo test -p sim-core --lib three_caches_with_prefetch

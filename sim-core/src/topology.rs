@@ -338,7 +338,48 @@ pub struct MachineSpec {
     /// (`engine::sched`, at a `sleep` at least this long on a CPU left with
     /// nothing to run). 0: never.
     pub deep_idle_writeback_cycles: u64,
+    /// Each core's private L1D and L2: sizes, ways and the L2's hit
+    /// latency ([`PrivateCacheSpec`]); all zero is unbounded caches.
+    pub private_caches: PrivateCacheSpec,
     pub latency: LatencySpec,
+}
+
+/// The capacity of each core's private caches: a set-associative L1D and
+/// L2 with LRU replacement (`coherence::capacity`). A size of 0 is an
+/// unbounded cache (every line a core ever fetched stays until coherence
+/// or deep idle takes it), the machine's behaviour before the keys
+/// existed; the L1D and the L2 are bounded or unbounded together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct PrivateCacheSpec {
+    pub l1d_kib: u32,
+    pub l1d_ways: u32,
+    pub l2_kib: u32,
+    pub l2_ways: u32,
+    /// A load, store or atomic whose line is in the core's L2 but not its
+    /// L1D: its latency in place of `latency.l1_hit_cycles`.
+    pub l2_hit_cycles: u64,
+}
+
+impl PrivateCacheSpec {
+    /// Unbounded private caches (the exhaustive checker's, and a machine
+    /// given whole without the keys).
+    pub const UNBOUNDED: PrivateCacheSpec = PrivateCacheSpec {
+        l1d_kib: 0,
+        l1d_ways: 0,
+        l2_kib: 0,
+        l2_ways: 0,
+        l2_hit_cycles: 0,
+    };
+
+    pub fn is_bounded(&self) -> bool {
+        self.l2_kib > 0
+    }
+
+    /// Sets of a cache of `kib` KiB and `ways` ways with lines of
+    /// `line_bytes`.
+    pub fn sets(kib: u32, ways: u32, line_bytes: u32) -> u64 {
+        (u64::from(kib) * 1024) / (u64::from(ways.max(1)) * u64::from(line_bytes.max(1)))
+    }
 }
 
 /// Upper bounds on a machine, so that a typo cannot ask for a machine that
@@ -1069,10 +1110,77 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
     }
     check_socket_hops(spec)?;
     check_node_distances(spec)?;
+    check_private_caches(spec)?;
     if l.l1_hit_cycles == 0 {
         return Err(SpecError {
             key: "latency.l1_hit_cycles",
             message: "must be at least 1, so that every access takes time".into(),
+        });
+    }
+    Ok(())
+}
+
+/// The private caches: unbounded (every size 0), or an L1D and an L2
+/// whose sets (size / (ways x line)) are a whole power of two (the set is
+/// the line address's low bits), the L2 at least as large as the L1D (it
+/// holds every L1D line) and its hit no faster than the L1D's.
+fn check_private_caches(spec: &MachineSpec) -> Result<(), SpecError> {
+    let c = &spec.private_caches;
+    if c.l1d_kib == 0 && c.l2_kib == 0 {
+        return Ok(());
+    }
+    let line = spec.line_size_bytes;
+    for (kib_key, ways_key, kib, ways) in [
+        ("l1d_kib", "l1d_ways", c.l1d_kib, c.l1d_ways),
+        ("l2_kib", "l2_ways", c.l2_kib, c.l2_ways),
+    ] {
+        if !(1..=65_536).contains(&kib) {
+            return Err(SpecError {
+                key: kib_key,
+                message: format!(
+                    "{kib} is out of range 1..=65536 (KiB): the L1D and the L2 are given together, \
+                     or neither (unbounded caches)"
+                ),
+            });
+        }
+        if !(1..=64).contains(&ways) {
+            return Err(SpecError {
+                key: ways_key,
+                message: format!("{ways} is out of range 1..=64"),
+            });
+        }
+        let bytes = u64::from(kib) * 1024;
+        let set_bytes = u64::from(ways) * u64::from(line);
+        let sets = bytes / set_bytes;
+        if bytes % set_bytes != 0 || !sets.is_power_of_two() {
+            return Err(SpecError {
+                key: ways_key,
+                message: format!(
+                    "{kib} KiB in {ways} ways of {line}-byte lines is not a whole power of two \
+                     of sets ({kib_key} x 1024 / ({ways_key} x line_size_bytes) must be 1, 2, 4, \
+                     ...)"
+                ),
+            });
+        }
+    }
+    if c.l2_kib < c.l1d_kib {
+        return Err(SpecError {
+            key: "l2_kib",
+            message: format!(
+                "{} is out of range {}..=65536: the L2 holds every line of the L1D (l1d_kib = {})",
+                c.l2_kib, c.l1d_kib, c.l1d_kib
+            ),
+        });
+    }
+    let l1 = spec.latency.l1_hit_cycles;
+    if !(l1..=1000).contains(&c.l2_hit_cycles) {
+        return Err(SpecError {
+            key: "l2_hit_cycles",
+            message: format!(
+                "{} is out of range {l1}..=1000: an L2 hit is no faster than an L1D hit \
+                 (latency.l1_hit_cycles = {l1})",
+                c.l2_hit_cycles
+            ),
         });
     }
     Ok(())
@@ -1231,6 +1339,7 @@ mod tests {
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
             deep_idle_writeback_cycles: 0,
+            private_caches: PrivateCacheSpec::UNBOUNDED,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -232,6 +232,7 @@ fn machine(gen: &mut Gen) -> sim_core::topology::MachineSpec {
             // Cores whose CPUs all sleep 150 cycles or more write their
             // lines back (the scripts' `sleep`s go up to 400).
             deep_idle_writeback_cycles: 150,
+            private_caches: sim_core::topology::PrivateCacheSpec::UNBOUNDED,
             ..small_machine(Protocol::Moesi, Lookup::Home)
         },
         2 => small_machine(Protocol::Mesi, Lookup::Home),

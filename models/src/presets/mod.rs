@@ -72,7 +72,7 @@ pub use scheduler::{scheduler_params, SCHED_KEYS, SCHED_PREFIX};
 use sim_core::cpu::LinuxCpu;
 use sim_core::topology::{
     CleanSharedLineAnswer, DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec,
-    Protocol, Topology,
+    PrivateCacheSpec, Protocol, Topology,
 };
 use std::fmt;
 
@@ -284,6 +284,11 @@ pub const SPEC_KEYS: &[&str] = &[
     "mispredict_penalty_cycles",
     "lock_rfo_ahead",
     "deep_idle_writeback_cycles",
+    "l1d_kib",
+    "l1d_ways",
+    "l2_kib",
+    "l2_ways",
+    "l2_hit_cycles",
     "latency.l1_hit_cycles",
     "latency.locked_op_cycles",
     "latency.smt_transfer_cycles",
@@ -640,6 +645,13 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         mispredict_penalty_cycles: int32("mispredict_penalty_cycles")?,
         lock_rfo_ahead,
         deep_idle_writeback_cycles: int("deep_idle_writeback_cycles")?,
+        private_caches: PrivateCacheSpec {
+            l1d_kib: int32("l1d_kib")?,
+            l1d_ways: int32("l1d_ways")?,
+            l2_kib: int32("l2_kib")?,
+            l2_ways: int32("l2_ways")?,
+            l2_hit_cycles: int("l2_hit_cycles")?,
+        },
         latency: LatencySpec {
             l1_hit_cycles: int("latency.l1_hit_cycles")?,
             locked_op_cycles: int("latency.locked_op_cycles")?,

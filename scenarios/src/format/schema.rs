@@ -344,6 +344,16 @@ pub struct InlineMachine {
     /// and dropped, its deepest idle state; 0 is never (default: the
     /// preset's, or 0).
     pub deep_idle_writeback_cycles: Option<Spanned<u64>>,
+    /// Each core's private caches (`sim_core::topology::PrivateCacheSpec`):
+    /// the L1D's and the L2's size in KiB and ways, and the cycles of a
+    /// hit in the L2 of a line not in the L1D. Default: the preset's (its
+    /// sourced sizes, `bounce presets show`); for a machine given whole,
+    /// unbounded caches (every size 0), as before the keys existed.
+    pub l1d_kib: Option<Spanned<u32>>,
+    pub l1d_ways: Option<Spanned<u32>>,
+    pub l2_kib: Option<Spanned<u32>>,
+    pub l2_ways: Option<Spanned<u32>>,
+    pub l2_hit_cycles: Option<Spanned<u64>>,
     #[serde(default)]
     pub latency: LatencyOverrides,
     /// `[machine.cost]`: cycles of instruction classes (`irq_save = 30`)

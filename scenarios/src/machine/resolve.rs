@@ -8,7 +8,7 @@ use std::ops::Range;
 use models::presets::{self, Param, ResolveError, Resolved};
 use sim_core::topology::{
     CleanSharedLineAnswer, DirectoryPrecision, L3SharedLines, LatencySpec, Lookup, MachineSpec,
-    NodeDistances, Protocol, SpecError, Topology,
+    NodeDistances, PrivateCacheSpec, Protocol, SpecError, Topology,
 };
 use toml::Spanned;
 
@@ -283,6 +283,23 @@ fn inline_machine(
             |b| b.deep_idle_writeback_cycles,
             0,
         ),
+        // Optional: the preset's sourced sizes; a machine given whole
+        // without them has unbounded private caches, as before the keys.
+        private_caches: {
+            let unbounded = PrivateCacheSpec::UNBOUNDED;
+            let cache = |b: &MachineSpec| b.private_caches;
+            PrivateCacheSpec {
+                l1d_kib: keys.optional(&m.l1d_kib, |b| cache(b).l1d_kib, unbounded.l1d_kib),
+                l1d_ways: keys.optional(&m.l1d_ways, |b| cache(b).l1d_ways, unbounded.l1d_ways),
+                l2_kib: keys.optional(&m.l2_kib, |b| cache(b).l2_kib, unbounded.l2_kib),
+                l2_ways: keys.optional(&m.l2_ways, |b| cache(b).l2_ways, unbounded.l2_ways),
+                l2_hit_cycles: keys.optional(
+                    &m.l2_hit_cycles,
+                    |b| cache(b).l2_hit_cycles,
+                    unbounded.l2_hit_cycles,
+                ),
+            }
+        },
         // Last, so that a missing latency is listed after the other keys.
         latency: inline_latency(source, &mut keys, &m.latency, l3_shared_lines, clock_mhz)?,
     };
@@ -510,13 +527,27 @@ fn spec_error(source: &SourceFile, doc: &ScenarioDoc, e: SpecError) -> InputErro
     let (span, key) = match &doc.machine {
         MachineRef::Preset(name) => (name.span(), "machine".to_string()),
         MachineRef::Inline(m) => {
-            let span = machine_key_spans(m)
-                .into_iter()
-                .find(|(key, _)| *key == e.key)
-                .and_then(|(_, span)| span);
+            let spans = machine_key_spans(m);
+            let span_of = |key: &str| {
+                spans
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .and_then(|(_, span)| span.clone())
+            };
+            // A cache's ways and size make its sets together: an error
+            // about the ways points at the size where only it is given.
+            let size_key = match e.key {
+                "l1d_ways" => Some("l1d_kib"),
+                "l2_ways" => Some("l2_kib"),
+                _ => None,
+            };
+            let (key, span) = match (span_of(e.key), size_key) {
+                (None, Some(size)) if span_of(size).is_some() => (size, span_of(size)),
+                (span, _) => (e.key, span),
+            };
             (
                 span.unwrap_or_else(|| machine_table_span(source)),
-                format!("machine.{}", e.key),
+                format!("machine.{key}"),
             )
         }
     };
@@ -558,6 +589,11 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
             "deep_idle_writeback_cycles",
             span64(&m.deep_idle_writeback_cycles),
         ),
+        ("l1d_kib", span32(&m.l1d_kib)),
+        ("l1d_ways", span32(&m.l1d_ways)),
+        ("l2_kib", span32(&m.l2_kib)),
+        ("l2_ways", span32(&m.l2_ways)),
+        ("l2_hit_cycles", span64(&m.l2_hit_cycles)),
         ("latency.l1_hit_cycles", leg(&l.l1_hit_cycles, &l.l1_hit_ns)),
         (
             "latency.locked_op_cycles",

@@ -55,6 +55,7 @@ impl Coherence {
             u.version = 0;
             for h in &mut u.holders {
                 h.ready_at = now;
+                h.last_use = now;
                 h.version = h.version.wrapping_sub(base);
                 if one_thread_per_core {
                     h.last_writer_thread = None;
@@ -89,6 +90,8 @@ impl Coherence {
         self.special_transactions = other.special_transactions;
         self.atomic_changes_unlisted = other.atomic_changes_unlisted;
         self.unit_bytes = other.unit_bytes;
+        self.caches.clone_from(&other.caches);
+        self.l2_hit_cycles = other.l2_hit_cycles;
     }
 
     /// Lets the line's transaction (or lock) end, at `now`.

@@ -58,10 +58,20 @@ impl Coherence {
         let before = holder.state;
         let start = now.max(holder.ready_at).max(u.locked_until);
         let sibling_wrote = holder.last_writer_thread.is_some_and(|t| t != thread);
-        let access_cycles = Cycles::new(if sibling_wrote {
-            l.l1_hit_cycles + l.smt_transfer_cycles
-        } else {
+        // A line in the L2 only (`capacity`) costs the L2's hit, and moves
+        // into the L1D.
+        let in_l1 = holder.in_l1;
+        holder.in_l1 = true;
+        holder.last_use = now;
+        let level_cycles = if in_l1 {
             l.l1_hit_cycles
+        } else {
+            self.l2_hit_cycles
+        };
+        let access_cycles = Cycles::new(if sibling_wrote {
+            level_cycles + l.smt_transfer_cycles
+        } else {
+            level_cycles
         });
         let done = start + access_cycles;
         if need == Need::Write {
@@ -84,6 +94,10 @@ impl Coherence {
             u.locked_until = done + after_access;
             u.busy_until = u.busy_until.max(u.locked_until);
         }
+        let after = holder.state;
+        if !in_l1 {
+            self.note_l2_hit(core, unit, now);
+        }
         Some(AccessReport {
             unit,
             need,
@@ -97,7 +111,7 @@ impl Coherence {
             },
             supplier: None,
             requester_before: before,
-            requester_after: holder.state,
+            requester_after: after,
             others: Vec::new(),
             invalidations: 0,
             hitm: false,
@@ -154,7 +168,7 @@ impl Coherence {
                 &mut holders[index]
             }
         };
-        if holder.last_writer_thread.is_some_and(|t| t != thread) {
+        if holder.last_writer_thread.is_some_and(|t| t != thread) || !holder.in_l1 {
             return None;
         }
         if need == Need::Write {
@@ -166,6 +180,7 @@ impl Coherence {
             u.version += 1;
             holder.version = u.version;
         }
+        holder.last_use = now;
         Some(now.max(holder.ready_at).max(u.locked_until) + l1_hit_cycles)
     }
 
@@ -186,7 +201,7 @@ impl Coherence {
             holders => holders.binary_search_by_key(&core, |h| h.core).ok()?,
         };
         let holder = &u.holders[index];
-        if holder.last_writer_thread.is_some_and(|t| t != thread) {
+        if holder.last_writer_thread.is_some_and(|t| t != thread) || !holder.in_l1 {
             return None;
         }
         Some(PrivateLine {

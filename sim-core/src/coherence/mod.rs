@@ -5,7 +5,8 @@
 //!
 //! Model decisions (see ARCHITECTURE.md, "Coherence model"):
 //! - Private caches are per core and shared by its SMT threads. They are
-//!   unbounded for now; the `Holder` list per line leaves room for capacity.
+//!   bounded by the machine's `private_caches` (an L1D and an L2, set
+//!   associative, LRU: `capacity`), or unbounded where it gives none.
 //! - Transactions on one line are ordered at its home. A request that
 //!   arrives while the line is busy (a transaction in flight, or an atomic
 //!   holding it) waits in the line's queue; when the line frees, the home
@@ -79,11 +80,12 @@ use crate::memory::MemoryLayout;
 use crate::time::{Cycle, Cycles};
 use crate::topology::{
     CleanSharedLineAnswer, CorePlace, DirectoryLegs, DirectoryPrecision, L3SharedLines, Lookup,
-    PairClass, Protocol, Topology,
+    PairClass, PrivateCacheSpec, Protocol, Topology,
 };
 use std::fmt;
 
 mod abstract_state;
+mod capacity;
 mod hits;
 mod invariants;
 #[cfg(any(test, feature = "planted-bugs"))]
@@ -155,6 +157,12 @@ struct Holder {
     /// SMT thread of the core that last wrote the line, if one did since
     /// the copy was filled (reads forget it once a sibling's write is seen).
     last_writer_thread: Option<u8>,
+    /// The copy is in the core's L1D, not only its L2 (`capacity`; always
+    /// with unbounded caches).
+    in_l1: bool,
+    /// The cycle of the copy's last access, its recency for the caches'
+    /// LRU replacement (`capacity`).
+    last_use: Cycle,
 }
 
 /// A set of cores, as a bitmap.
@@ -441,6 +449,11 @@ pub struct Coherence {
     /// The report of the last waiter served by
     /// [`Coherence::serve_next_in_place`], where the engine reads it.
     served: ServedReport,
+    /// The private caches' capacity (`capacity`); `None`: unbounded.
+    caches: Option<Box<capacity::Caches>>,
+    /// Cycles of an access that finds its line in the core's L2 but not
+    /// its L1D.
+    l2_hit_cycles: u64,
 }
 
 /// Scratch, not protocol state, like [`SpareChanges`]: equal and hashed
@@ -538,6 +551,8 @@ impl Coherence {
             unit_bytes: memory.unit_bytes,
             spare_changes: SpareChanges::default(),
             served: ServedReport::default(),
+            caches: capacity::Caches::new(topology),
+            l2_hit_cycles: topology.spec.private_caches.l2_hit_cycles,
         }
     }
 
@@ -572,24 +587,8 @@ impl Coherence {
     /// Returns how many copies were dropped.
     pub fn write_back_core(&mut self, core: u32, now: Cycle) -> u64 {
         let mut dropped = 0;
-        for u in &mut self.units {
-            if u.busy_until > now || u.locked_until > now || !u.waiting.is_empty() {
-                continue;
-            }
-            let Ok(k) = u.holders.binary_search_by_key(&core, |h| h.core) else {
-                continue;
-            };
-            if u.holders[k].ready_at > now {
-                continue;
-            }
-            u.holders.remove(k);
-            u.dir_sharers.remove(core);
-            u.dir_owner = u
-                .holders
-                .iter()
-                .find(|h| h.state.supplies_data())
-                .map(|h| h.core);
-            dropped += 1;
+        for unit in 0..self.units.len() {
+            dropped += self.drop_copy(core, unit, now) as u64;
         }
         dropped
     }
@@ -692,6 +691,7 @@ mod tests {
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
             deep_idle_writeback_cycles: 0,
+            private_caches: crate::topology::PrivateCacheSpec::UNBOUNDED,
             arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: 4,

@@ -421,10 +421,13 @@ impl Coherence {
             r.invalidations = 1;
             r.hitm = taken.hitm;
             r.cross_socket = taken.cross_socket;
+            self.note_fill(core, unit_index, LineState::Invalid, now);
             return;
         }
         self.served.0 =
             self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles);
+        let before = self.served.0.requester_before;
+        self.note_fill(core, unit_index, before, now);
     }
 
     /// Whether a transaction takes [`Coherence::write_taking_the_only_copy`]:
@@ -485,12 +488,12 @@ impl Coherence {
                 hold_cycles,
             );
         }
-        if self.takes_the_only_copy(core, unit_index, need) {
+        let report = if self.takes_the_only_copy(core, unit_index, need) {
             #[cfg(feature = "shortcut-counts")]
             {
                 self.special_transactions_taken += 1;
             }
-            return self.write_taking_the_only_copy(
+            self.write_taking_the_only_copy(
                 topology,
                 issued,
                 now,
@@ -499,9 +502,12 @@ impl Coherence {
                 unit_index,
                 hold_cycles,
                 list_changes,
-            );
-        }
-        self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles)
+            )
+        } else {
+            self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles)
+        };
+        self.note_fill(core, unit_index, report.requester_before, now);
+        report
     }
 
     /// [`Coherence::transaction_general`] for a write by a core holding no
@@ -1018,6 +1024,8 @@ impl Unit {
             ready_at: done,
             version: self.version,
             last_writer_thread: (need == Need::Write).then_some(thread),
+            in_l1: true,
+            last_use: done,
         };
         match self.holders.binary_search_by_key(&core, |h| h.core) {
             Ok(i) => self.holders[i] = holder,
@@ -1067,6 +1075,8 @@ impl Unit {
             ready_at: done,
             version: self.version,
             last_writer_thread: Some(thread),
+            in_l1: true,
+            last_use: done,
         };
         self.dir_sharers.move_bit(previous, writer);
         self.dir_owner = Some(writer);

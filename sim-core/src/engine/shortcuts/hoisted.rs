@@ -335,6 +335,7 @@ impl Simulation<'_> {
             coherence,
             bytes,
             thread,
+            cpus[i].now,
         );
         let cpu = &mut cpus[i];
         // The later write only (no edit of the outstanding work otherwise).
@@ -360,12 +361,20 @@ fn settle_slot_lines(
     coherence: &mut Coherence,
     bytes: &mut [u8],
     thread: u8,
+    now: Cycle,
 ) -> u64 {
     let writes_pending = !coherence.check_invariants;
     let mut accesses = 0;
     for ((state, hits), target) in lines.iter_mut().zip(sums).zip(targets) {
         if state.access == LINE_UNKNOWN {
             continue;
+        }
+        if let (Some(line), Some(target)) = (state.line, target) {
+            // The lines used, stamped at the loop's end (their order
+            // inside the loop not kept: `coherence::capacity`).
+            if state.loads + state.stores > 0 {
+                coherence.touch_private(target.unit, line, now);
+            }
         }
         if state.stores > 0 {
             write_value(bytes, state.address, state.size_bytes, state.value);
