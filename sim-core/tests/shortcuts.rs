@@ -1466,3 +1466,97 @@ fn batched_iterations_arrive_before_the_cpus_next_load() {
     // Forty measured iterations on each of the two CPUs.
     assert_eq!(with.entries[10], 80, "{:?}", with.entries);
 }
+
+/// Private caches with a capacity (`coherence::capacity`): an L1D of 16
+/// lines (8 sets of 2 ways) and an L2 of 64 (16 sets of 4 ways).
+fn bounded_caches(spec: sim_core::topology::MachineSpec) -> sim_core::topology::MachineSpec {
+    sim_core::topology::MachineSpec {
+        private_caches: sim_core::topology::PrivateCacheSpec {
+            l1d_kib: 1,
+            l1d_ways: 2,
+            l2_kib: 4,
+            l2_ways: 4,
+            l2_hit_cycles: 12,
+        },
+        ..spec
+    }
+}
+
+/// CPUs walking more lines than their L1D holds (CPU 0 and its SMT
+/// sibling 16 more than their L2 holds, writing some), with private
+/// counters the run-ahead keeps in the L1D: every shortcut gives what the
+/// reference gives (the summed and hoisted hits leave a line in the L2
+/// only to the general path, and keep its recency).
+#[test]
+fn bounded_private_caches_agree_with_the_reference() {
+    let walk = |lines: u32, write_every: u32| {
+        format!(
+            "let k = 0\nwhile k < {lines} {{\n  let x = arr[k].v\n  mine.a = mine.a + x\n  \
+             if k % {write_every} == 0 {{ arr[k].v = x + 1 }}\n  k = k + 1\n}}\n\
+             mine.b = mine.b + 1\n"
+        )
+    };
+    let (big, small) = (walk(96, 7), walk(40, 1000));
+    let config = Setup::new(bounded_caches(small_machine(Protocol::Mesi, Lookup::Home)))
+        .structs(vec![
+            strukt("line", vec![field("v", "u64"), array("pad", "u64", 7)]),
+            strukt("local", vec![field("a", "u64"), field("b", "u64")]),
+        ])
+        .instances(vec![
+            InstanceSpec {
+                count: 96,
+                ..global("arr", "line", 0)
+            },
+            per_cpu("mine", "local"),
+        ])
+        .script("big", &big)
+        .script("small", &small)
+        .threads([0, 16], "big")
+        .threads([5], "small")
+        .stop(StopRule::Iterations(4))
+        .build();
+    let with = observe(&config, EngineOptions::ALL).unwrap();
+    let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+    assert_eq!(with, plain);
+}
+
+/// One CPU reading 32 lines, twice the L1D and half the L2: the first
+/// pass misses, every later one hits the L2 (its latency, not the L1D's);
+/// 96 lines, more than the L2, miss on every pass.
+#[test]
+fn a_walk_beyond_the_l1d_pays_l2_hits_and_beyond_the_l2_misses() {
+    for (lines, later_latency) in [(32u64, Some(12u64)), (96, None)] {
+        let script =
+            format!("let k = 0\nwhile k < {lines} {{\n  let x = arr[k].v\n  k = k + 1\n}}\n");
+        let config = Setup::new(bounded_caches(small_machine(Protocol::Mesi, Lookup::Home)))
+            .structs(vec![strukt(
+                "line",
+                vec![field("v", "u64"), array("pad", "u64", 7)],
+            )])
+            .instances(vec![InstanceSpec {
+                count: lines as u32,
+                ..global("arr", "line", 0)
+            }])
+            .script("walk", &script)
+            .threads([0], "walk")
+            .stop(StopRule::Iterations(3))
+            .build();
+        let (_, recorder) = run_config(&config);
+        let loads: Vec<_> = recorder
+            .of_cpu(0)
+            .into_iter()
+            .filter(|a| a.kind == AccessKind::Load)
+            .collect();
+        assert_eq!(loads.len() as u64, 3 * lines);
+        for (n, a) in loads.iter().enumerate() {
+            let report = a.report.as_ref().unwrap();
+            match later_latency {
+                Some(l2) if n as u64 >= lines => {
+                    assert!(report.is_hit(), "{lines} lines, load {n}: {report:?}");
+                    assert_eq!(report.latency_cycles(), l2, "{lines} lines, load {n}");
+                }
+                _ => assert!(!report.is_hit(), "{lines} lines, load {n}: {report:?}"),
+            }
+        }
+    }
+}

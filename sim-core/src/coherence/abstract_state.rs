@@ -91,6 +91,7 @@ impl Coherence {
         self.atomic_changes_unlisted = other.atomic_changes_unlisted;
         self.unit_bytes = other.unit_bytes;
         self.caches.clone_from(&other.caches);
+        self.any_pressured = other.any_pressured;
         self.l2_hit_cycles = other.l2_hit_cycles;
     }
 

@@ -17,7 +17,14 @@
 //! - Recency is the cycle of the copy's last access (`Holder::last_use`:
 //!   a hit's issue, a fill's arrival); ties go to the lower line address.
 //!   One stamp serves both levels. The engine's hoisted loop of private
-//!   hits stamps the lines it touched at the loop's end.
+//!   hits stamps the lines it touched one cycle before the loop's end
+//!   (after their last access, before any later one), which loses their
+//!   order among themselves; it runs only while the core holds no more
+//!   lines than the L1D has ways, and summed hits (`plain_hit`) stamp each
+//!   access. A core whose sets have once been full leaves both to
+//!   `try_hit`. Two SMT siblings of one core: a sibling running ahead over
+//!   its private hits stamps them before the other's fill, in event
+//!   order, may choose a victim (the shortcuts' one inexactness here).
 //! - A line the L2 evicts leaves the core as a deep-idle write-back does
 //!   ([`Coherence::drop_copy`]): a Modified or Owned copy's data is
 //!   written back, a clean one dropped, the directory forgets the core. A
@@ -25,12 +32,18 @@
 //!   requests) or whose copy is still arriving is not chosen; when every
 //!   line of the set is such, the set stays over its ways until the next
 //!   fill into it tries again.
-//! - Bookkeeping: per core and set, the number of fills since the set was
-//!   last counted, an upper bound on the lines resident (copies taken by
-//!   other cores' writes are not subtracted). Only when it passes the ways
-//!   are the set's lines counted exactly, over the lines of that set, and
-//!   the least recently used evicted: a fill costs two counters, and a
-//!   core touching few lines never counts.
+//! - Bookkeeping, in two modes per core. While a core holds no more lines
+//!   than the L1D has ways, no set of either cache can be full: one
+//!   counter per core, its fills since it was last counted (an upper
+//!   bound on its lines: copies other cores' writes took are not
+//!   subtracted), is all a fill costs; past the ways, the core's lines are
+//!   counted over every line, and only if they are really more does the
+//!   core switch to per-set counts, for good. Then each fill counts in its
+//!   L1D set and L2 set the same way (fills since the set was last
+//!   counted), and only when one passes its ways are the set's lines
+//!   counted exactly and the least recently used evicted. A contended
+//!   line's handovers between cores that hold a few lines each cost one
+//!   counter per fill.
 
 use super::*;
 
@@ -46,6 +59,15 @@ pub(super) struct Caches {
     l1_fills: Vec<u32>,
     /// The same for the L2.
     l2_fills: Vec<u32>,
+    /// Per core: fills since its lines were last counted, while it counts
+    /// per core; [`PER_SET`] once it counts per set (it once held more
+    /// lines than the L1D has ways).
+    core_fills: Vec<u32>,
+    /// Per core: a set of its caches has been full (`make_room` ran). From
+    /// then on its hits go through `try_hit`, not the engine's summed or
+    /// hoisted private hits, which take every private hit for an L1D hit
+    /// and would run ahead of the fills that decide what stays.
+    pressured: Vec<bool>,
     /// Lines the L2s evicted, written back or dropped.
     evictions: u64,
     /// Accesses that found their line in the L2 but not the L1D.
@@ -69,11 +91,17 @@ impl Caches {
             l2_ways: spec.l2_ways,
             l1_fills: vec![0; cores * l1_sets],
             l2_fills: vec![0; cores * l2_sets],
+            core_fills: vec![0; cores],
+            pressured: vec![false; cores],
             evictions: 0,
             l2_hits: 0,
         }))
     }
 }
+
+/// `Caches::core_fills` of a core counting per set: above any ways, so
+/// that every fill takes the per-set path.
+const PER_SET: u32 = u32::MAX / 2;
 
 impl Coherence {
     /// After a transaction installed `core`'s copy of `unit` (new when
@@ -85,6 +113,50 @@ impl Coherence {
         let Some(c) = self.caches.as_deref_mut() else {
             return;
         };
+        let fills = &mut c.core_fills[core as usize];
+        *fills += (before == LineState::Invalid) as u32;
+        if *fills > c.l1_ways {
+            self.fill_past_core_count(core, unit, before, now);
+        }
+    }
+
+    /// `core`'s copy of a line was taken (another core's write, or it left
+    /// by `drop_copy`): one line fewer to bound, while it counts per core.
+    #[inline(always)]
+    pub(super) fn note_copy_lost(&mut self, core: u32) {
+        if let Some(c) = self.caches.as_deref_mut() {
+            let fills = &mut c.core_fills[core as usize];
+            if *fills > 0 && *fills < PER_SET {
+                *fills -= 1;
+            }
+        }
+    }
+
+    /// [`Coherence::note_copy_lost`] for each copy a transaction
+    /// invalidated.
+    #[inline]
+    pub(super) fn note_copies_lost(&mut self, changes: &[StateChange]) {
+        if self.caches.is_none() {
+            return;
+        }
+        for change in changes {
+            if change.after == LineState::Invalid {
+                self.note_copy_lost(change.core);
+            }
+        }
+    }
+
+    /// [`Coherence::note_fill`] past the core's count: its lines counted
+    /// (`count_core`), or, counting per set, the fill counted in its sets.
+    #[cold]
+    #[inline(never)]
+    fn fill_past_core_count(&mut self, core: u32, unit: usize, before: LineState, now: Cycle) {
+        let c = self.caches.as_deref_mut().expect("bounded caches");
+        if c.core_fills[core as usize] < PER_SET {
+            self.count_core(core, unit, now);
+            return;
+        }
+        c.core_fills[core as usize] = PER_SET;
         let l2 = core as usize * c.l2_sets + (unit & (c.l2_sets - 1));
         let l1 = core as usize * c.l1_sets + (unit & (c.l1_sets - 1));
         c.l2_fills[l2] += (before == LineState::Invalid) as u32;
@@ -110,6 +182,42 @@ impl Coherence {
         }
     }
 
+    /// A core counting per core has filled more lines than the L1D has
+    /// ways since it was last counted: its lines counted over every line.
+    /// No more than the ways: its count is that. More: it counts per set
+    /// from now on, each set's count its lines there, and room is made in
+    /// `unit`'s sets (just filled, the only ones that can be over).
+    #[cold]
+    #[inline(never)]
+    fn count_core(&mut self, core: u32, unit: usize, now: Cycle) {
+        let held: Vec<usize> = (0..self.units.len())
+            .filter(|&u| {
+                self.units[u]
+                    .holders
+                    .binary_search_by_key(&core, |h| h.core)
+                    .is_ok()
+            })
+            .collect();
+        let c = self.caches.as_deref_mut().expect("bounded caches");
+        let k = core as usize;
+        if held.len() <= c.l1_ways as usize {
+            c.core_fills[k] = held.len() as u32;
+            return;
+        }
+        c.core_fills[k] = PER_SET;
+        for &u in &held {
+            c.l2_fills[k * c.l2_sets + (u & (c.l2_sets - 1))] += 1;
+            c.l1_fills[k * c.l1_sets + (u & (c.l1_sets - 1))] += 1;
+        }
+        let (l1, l2) = (
+            k * c.l1_sets + (unit & (c.l1_sets - 1)),
+            k * c.l2_sets + (unit & (c.l2_sets - 1)),
+        );
+        if c.l2_fills[l2] > c.l2_ways || c.l1_fills[l1] > c.l1_ways {
+            self.make_room(core, unit, now);
+        }
+    }
+
     /// `core`'s lines of `unit`'s L2 set and L1D set counted exactly, and
     /// the least recently used ones evicted from the L2 (leaving the core)
     /// and moved out of the L1D (staying in the L2) until each set is
@@ -117,8 +225,10 @@ impl Coherence {
     #[cold]
     #[inline(never)]
     fn make_room(&mut self, core: u32, unit: usize, now: Cycle) {
+        self.any_pressured = true;
         let (l1_sets, l1_ways, l2_sets, l2_ways) = {
-            let c = self.caches.as_deref().expect("bounded caches");
+            let c = self.caches.as_deref_mut().expect("bounded caches");
+            c.pressured[core as usize] = true;
             (c.l1_sets, c.l1_ways, c.l2_sets, c.l2_ways)
         };
         // The L2 first: a line it evicts leaves the L1D too.
@@ -220,6 +330,7 @@ impl Coherence {
             .iter()
             .find(|h| h.state.supplies_data())
             .map(|h| h.core);
+        self.note_copy_lost(core);
         true
     }
 
@@ -230,6 +341,22 @@ impl Coherence {
         u.holders
             .binary_search_by_key(&core, |h| h.core)
             .is_ok_and(|k| u.holders[k].in_l1)
+    }
+
+    /// Whether `core` counts its lines per set (it once held more lines
+    /// than its L1D has ways): only then can a fill choose a victim.
+    #[inline]
+    pub(super) fn counts_per_set(&self, core: u32) -> bool {
+        self.caches
+            .as_deref()
+            .is_some_and(|c| c.core_fills[core as usize] >= PER_SET)
+    }
+
+    /// Whether `core`'s caches have once had a full set.
+    pub(super) fn pressured(&self, core: u32) -> bool {
+        self.caches
+            .as_deref()
+            .is_some_and(|c| c.pressured[core as usize])
     }
 
     /// Lines the private L2s evicted so far (0 with unbounded caches).
@@ -245,9 +372,9 @@ impl Coherence {
     /// The hoisted loop's stamp of recency on a private line it used
     /// ([`Coherence::private_line`]) at `now`.
     #[inline]
-    pub fn touch_private(&mut self, unit: usize, line: PrivateLine, now: Cycle) {
+    pub fn touch_private(&mut self, unit: usize, line: PrivateLine, at: Cycle) {
         let h = &mut self.units[unit].holders[line.holder as usize];
-        h.last_use = h.last_use.max(now);
+        h.last_use = h.last_use.max(at);
     }
 }
 

@@ -62,7 +62,7 @@ impl Coherence {
         // into the L1D.
         let in_l1 = holder.in_l1;
         holder.in_l1 = true;
-        holder.last_use = now;
+        holder.last_use = holder.last_use.max(now);
         let level_cycles = if in_l1 {
             l.l1_hit_cycles
         } else {
@@ -156,6 +156,9 @@ impl Coherence {
         need: Need,
         l1_hit_cycles: Cycles,
     ) -> Option<Cycle> {
+        if self.any_pressured && self.pressured(core) {
+            return None;
+        }
         let u = &mut self.units[unit];
         if !u.waiting.is_empty() {
             return None;
@@ -180,6 +183,7 @@ impl Coherence {
             u.version += 1;
             holder.version = u.version;
         }
+        // (The core's own CPU on its private line: its clock only moves on.)
         holder.last_use = now;
         Some(now.max(holder.ready_at).max(u.locked_until) + l1_hit_cycles)
     }
@@ -192,6 +196,11 @@ impl Coherence {
     /// gives every later hit `max(now, floor) + L1`, as `plain_hit` does.
     #[inline]
     pub fn private_line(&self, core: u32, thread: u8, unit: usize) -> Option<PrivateLine> {
+        if self.counts_per_set(core) {
+            // Its lines' order of use may choose a victim: each hit goes
+            // through `plain_hit` or `try_hit`, which stamp it.
+            return None;
+        }
         let u = &self.units[unit];
         if !u.waiting.is_empty() {
             return None;

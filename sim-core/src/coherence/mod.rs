@@ -451,6 +451,9 @@ pub struct Coherence {
     served: ServedReport,
     /// The private caches' capacity (`capacity`); `None`: unbounded.
     caches: Option<Box<capacity::Caches>>,
+    /// Some core's caches have once had a full set (`capacity`): only
+    /// then do the engine's private hits ask whether theirs have.
+    any_pressured: bool,
     /// Cycles of an access that finds its line in the core's L2 but not
     /// its L1D.
     l2_hit_cycles: u64,
@@ -552,6 +555,7 @@ impl Coherence {
             spare_changes: SpareChanges::default(),
             served: ServedReport::default(),
             caches: capacity::Caches::new(topology),
+            any_pressured: false,
             l2_hit_cycles: topology.spec.private_caches.l2_hit_cycles,
         }
     }

@@ -426,6 +426,11 @@ impl Coherence {
         }
         self.served.0 =
             self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles);
+        if self.caches.is_some() {
+            let others = std::mem::take(&mut self.served.0.others);
+            self.note_copies_lost(&others);
+            self.served.0.others = others;
+        }
         let before = self.served.0.requester_before;
         self.note_fill(core, unit_index, before, now);
     }
@@ -504,7 +509,10 @@ impl Coherence {
                 list_changes,
             )
         } else {
-            self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles)
+            let report =
+                self.transaction_general(topology, issued, now, cpu, unit_index, need, hold_cycles);
+            self.note_copies_lost(&report.others);
+            report
         };
         self.note_fill(core, unit_index, report.requester_before, now);
         report
@@ -635,6 +643,7 @@ impl Coherence {
             (None, false)
         };
         u.hand_over_to_writer(previous.core, core, thread, done, hold_cycles);
+        self.note_copy_lost(previous.core);
         OnlyCopyTaken {
             done,
             route: path.route,

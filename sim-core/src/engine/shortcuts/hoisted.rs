@@ -191,7 +191,8 @@ impl<const CHECK_INVARIANTS: bool, const TAKES_TURNS: bool> PrivateAccesses
         let value = state.value;
         if CHECK_INVARIANTS {
             self.checked(slot, done)?;
-            self.lines[slot].loads += 1;
+            let state = &mut self.lines[slot];
+            state.loads += 1;
         } else {
             state.loads += 1;
         }
@@ -361,7 +362,7 @@ fn settle_slot_lines(
     coherence: &mut Coherence,
     bytes: &mut [u8],
     thread: u8,
-    now: Cycle,
+    end: Cycle,
 ) -> u64 {
     let writes_pending = !coherence.check_invariants;
     let mut accesses = 0;
@@ -370,10 +371,14 @@ fn settle_slot_lines(
             continue;
         }
         if let (Some(line), Some(target)) = (state.line, target) {
-            // The lines used, stamped at the loop's end (their order
-            // inside the loop not kept: `coherence::capacity`).
+            // The line's recency (`coherence::capacity`): its last
+            // access here was before the call's end, each taking a cycle
+            // at least, and every later access is at the end or after.
+            // (Their order among this call's lines is not kept: the call
+            // runs only while its core holds no more lines than the L1D
+            // has ways, `Coherence::private_line`.)
             if state.loads + state.stores > 0 {
-                coherence.touch_private(target.unit, line, now);
+                coherence.touch_private(target.unit, line, Cycle::new(end.get().saturating_sub(1)));
             }
         }
         if state.stores > 0 {
