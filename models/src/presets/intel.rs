@@ -330,7 +330,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             "KiB",
             Documented,
             "[S12] lscpu L2 100 MiB / 80 cores = 1.25 MiB",
-            "associativity n/r (the client 512 KB 8-way figure [S14] does not apply)",
+            "",
         ),
         int(
             "l2_ways",
