@@ -726,7 +726,7 @@ fn epyc_milan_2s() -> Vec<Param> {
             12,
             "cycles",
             Assumed,
-            "Naples' measured 12 ([S23], [S24]); Zen 3's L2 latency n/r in retrieved text (calibration.md, Milan row: L1/L2 cycles n/r)",
+            "epyc-naples-2s's measured l2_hit_cycles (12); Zen 3's L2 latency n/r in retrieved text (calibration.md, Milan row: L1/L2 cycles n/r)",
             "the private L2 of a Zen core, taken unchanged from Zen 1",
         ),
         int(
@@ -1123,7 +1123,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
             14,
             "cycles",
             Assumed,
-            "Zen 4's L2 latency n/r in retrieved text; Cascade Lake-SP's 1 MB L2 figure ([S23] 14) taken for Zen 4's 1 MB L2",
+            "Zen 4's L2 latency n/r in retrieved text; cascadelake-sp-2s's measured l2_hit_cycles (14, a 1 MB L2) taken for Zen 4's 1 MB L2",
             "two cycles above Naples' measured 12 for an L2 twice as large: a load that finds its line in the L2 but not the L1D costs this instead of latency.l1_hit_cycles",
         ),
         int(

@@ -345,7 +345,7 @@ fn icelake_sp_2s() -> Vec<Param> {
             14,
             "cycles",
             Assumed,
-            "Cascade Lake-SP's figure ([S23] 14), the Ice Lake-SP L2 latency n/r",
+            "cascadelake-sp-2s's measured l2_hit_cycles (14), the Ice Lake-SP L2 latency n/r",
             "the private L2 beside the mesh stop, as on Cascade Lake-SP; a load that finds its line in the L2 but not the L1D costs this instead of latency.l1_hit_cycles",
         ),
         int(
