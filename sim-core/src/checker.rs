@@ -988,6 +988,9 @@ impl<'c> Explorer<'c> {
         let mut coherence = Coherence::new(&topology, &memory);
         // The checker checks every line after every step itself.
         coherence.check_invariants = false;
+        // A hit while requests are queued is, in abstract time, a hit taken
+        // before they queued (the book's checker chapter says why).
+        coherence.hits_until_snoop = false;
         let caches = config.caches as usize;
         let initial = State {
             coherence,

@@ -81,6 +81,7 @@ impl Coherence {
             u.dir_sharers.words.clone_from(&o.dir_sharers.words);
             u.holders.clone_from(&o.holders);
             u.waiting.clone_from(&o.waiting);
+            u.queued_hits_done = o.queued_hits_done;
         }
         let have = self.units.len();
         self.units.extend(other.units[have..].iter().cloned());
@@ -89,6 +90,7 @@ impl Coherence {
         self.check_invariants = other.check_invariants;
         self.special_transactions = other.special_transactions;
         self.atomic_changes_unlisted = other.atomic_changes_unlisted;
+        self.hits_until_snoop = other.hits_until_snoop;
         self.unit_bytes = other.unit_bytes;
         self.caches.clone_from(&other.caches);
         self.any_pressured = other.any_pressured;

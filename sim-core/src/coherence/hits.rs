@@ -8,9 +8,17 @@ impl Coherence {
     /// The fast path: `Some(done)` when `cpu` can complete the access from
     /// its own core's cache without a transaction, changing nothing else.
     /// `hold_cycles` is the execution time of an atomic (0 for loads and
-    /// stores); the line stays locked for it. Always inline: the queued
-    /// line's refusal (every contended access's first answer) is a load and
-    /// a branch at the caller, not a call.
+    /// stores); the line stays locked for it. While requests are queued
+    /// for the line the core's copy still answers, until the snoop of the
+    /// first one the home serves could reach the core: the line's
+    /// `busy_until` (when the home serves it) plus the leg from the home
+    /// to the core. An access that ends by then hits (a retry right after
+    /// a failed cmpxchg, a load right after an atomic), without delaying
+    /// the serve; the transaction served then completes no earlier than
+    /// such hits end, since their data leaves with the line. (Before, any
+    /// queued request refused every hit, so the owner's next access, in
+    /// the same cycle, queued behind every waiter.) Always inline: it is
+    /// every contended access's first question.
     #[inline(always)]
     pub fn try_hit(
         &mut self,
@@ -25,18 +33,28 @@ impl Coherence {
         if let Some(bug) = planted::active_at(planted::Hook::Hit) {
             return planted::try_hit(self, bug, topology, now, cpu, unit, need, hold_cycles);
         }
-        let queued = !self.units[unit].waiting.is_empty();
-        if queued {
-            // A request is queued for the line: its snoop arrives before this
-            // core may use the line again, so this access queues too. (Checked
-            // here, inline at the caller, since on a contended line it is the
-            // usual answer.)
-            return None;
+        let u = &self.units[unit];
+        if !u.waiting.is_empty() {
+            // A request is queued for the line: the home serves it when the
+            // line frees, and its snoop then takes its leg to reach this
+            // core. Until then the core's copy answers; an access that
+            // would end later (an atomic's hold included) queues too.
+            if !self.hits_until_snoop {
+                return None;
+            }
+            let place = topology.place_of_core(topology.core_of(cpu));
+            let snoop_at = u.busy_until.max(now) + topology.hop_place_to_node(place, u.home_node);
+            return self.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles, snoop_at);
         }
-        self.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles)
+        self.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles, Cycle::MAX)
     }
 
-    /// [`Coherence::try_hit`] once nothing is queued for the line.
+    /// [`Coherence::try_hit`] once nothing is queued for the line
+    /// (`snoop_at` is `Cycle::MAX`), or before the snoop of a queued
+    /// request can reach the core (`snoop_at`, the earliest it can): the
+    /// access must end by then, and it does not keep the home from serving
+    /// the queue (the line's `busy_until` stays).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn try_hit_unqueued(
         &mut self,
         topology: &Topology,
@@ -45,6 +63,7 @@ impl Coherence {
         unit: usize,
         need: Need,
         hold_cycles: Cycles,
+        snoop_at: Cycle,
     ) -> Option<AccessReport> {
         let core = topology.core_of(cpu);
         let thread = topology.thread_of(cpu) as u8;
@@ -74,6 +93,18 @@ impl Coherence {
             level_cycles
         });
         let done = start + access_cycles;
+        // A locked instruction: on the core's own line its figure holds
+        // the L1 access (`LatencySpec::locked_op_after_hit_cycles`);
+        // after the sibling's write, all of it follows the transfer.
+        let after_access = if sibling_wrote {
+            hold_cycles
+        } else {
+            Cycles::new(hold_cycles.get().saturating_sub(l.l1_hit_cycles))
+        };
+        let queued = snoop_at != Cycle::MAX;
+        if queued && done + after_access > snoop_at {
+            return None;
+        }
         if need == Need::Write {
             holder.state = LineState::Modified;
             holder.last_writer_thread = Some(thread);
@@ -83,16 +114,13 @@ impl Coherence {
             holder.last_writer_thread = None;
         }
         if hold_cycles > Cycles::ZERO {
-            // A locked instruction: on the core's own line its figure holds
-            // the L1 access (`LatencySpec::locked_op_after_hit_cycles`);
-            // after the sibling's write, all of it follows the transfer.
-            let after_access = if sibling_wrote {
-                hold_cycles
-            } else {
-                Cycles::new(hold_cycles.get().saturating_sub(l.l1_hit_cycles))
-            };
             u.locked_until = done + after_access;
-            u.busy_until = u.busy_until.max(u.locked_until);
+            if !queued {
+                u.busy_until = u.busy_until.max(u.locked_until);
+            }
+        }
+        if queued {
+            u.queued_hits_done = u.queued_hits_done.max(done + after_access);
         }
         let after = holder.state;
         if !in_l1 {

@@ -224,6 +224,10 @@ struct Unit {
     holders: Vec<Holder>,
     /// Requests that arrived while the line was busy, in arrival order.
     waiting: Vec<Waiter>,
+    /// The latest end (with an atomic's hold) of a holder's hit taken while
+    /// requests were queued for the line: the next transaction hands the
+    /// line over no earlier, since that hit's data leaves with it.
+    queued_hits_done: Cycle,
 }
 
 /// A request waiting at a line's home for the line to be free.
@@ -442,6 +446,12 @@ pub struct Coherence {
     /// never the list, so that the contended handover does not build a
     /// list nobody reads.
     pub atomic_changes_unlisted: bool,
+    /// Whether a core holding the line keeps hitting on it while requests
+    /// are queued, until the snoop of the next one served could reach it
+    /// ([`Coherence::try_hit`]). On in the engine; the exhaustive checker
+    /// turns it off: there such a hit is the same transition as a hit
+    /// taken before the request queued (see the book's checker chapter).
+    pub hits_until_snoop: bool,
     unit_bytes: u32,
     /// A report's `others` handed back by the engine ([`Coherence::recycle`]),
     /// reused by the next transaction instead of a new allocation.
@@ -539,6 +549,7 @@ impl Coherence {
                 dir_sharers: CoreSet::with_capacity(topology.core_count()),
                 holders: Vec::new(),
                 waiting: Vec::new(),
+                queued_hits_done: Cycle::ZERO,
             })
             .collect();
         Coherence {
@@ -551,6 +562,7 @@ impl Coherence {
             special_transactions: true,
             special_transactions_taken: 0,
             atomic_changes_unlisted: false,
+            hits_until_snoop: true,
             unit_bytes: memory.unit_bytes,
             spare_changes: SpareChanges::default(),
             served: ServedReport::default(),

@@ -326,7 +326,7 @@ pub(super) fn try_hit(
 ) -> Option<AccessReport> {
     if bug == Bug::HitBypassesQueue {
         // The waiting requests are not looked at.
-        return coherence.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles);
+        return coherence.try_hit_unqueued(topology, now, cpu, unit, need, hold_cycles, Cycle::MAX);
     }
     let report = real(|| coherence.try_hit(topology, now, cpu, unit, need, hold_cycles))?;
     if bug == Bug::WriteHitKeepsVersion && need == Need::Write {

@@ -630,7 +630,11 @@ impl Coherence {
         } else {
             legs.back
         };
-        let done = (start + path.cost).max(previous.ready_at + answer);
+        // No earlier than the holder's hits taken while this request was
+        // queued end (`Coherence::try_hit`): their data leaves with the line.
+        let done = (start + path.cost)
+            .max(previous.ready_at + answer)
+            .max(u.queued_hits_done);
         let (supplier, hitm) = if data_from_cache {
             (
                 // The class of the requesting CPU and the supplier's thread 0
@@ -722,7 +726,13 @@ impl Coherence {
             &source,
             &survey.reach,
         );
-        let (done, busy_cycles) = completion(topology, start, &path, &source, &survey);
+        let (mut done, mut busy_cycles) = completion(topology, start, &path, &source, &survey);
+        // No earlier than the holders' hits taken while this request was
+        // queued end (`Coherence::try_hit`): their data leaves with the line.
+        if u.queued_hits_done > done {
+            busy_cycles += u.queued_hits_done - done;
+            done = u.queued_hits_done;
+        }
         let (supplier, hitm) = supplier_report(topology, cpu, &source, &survey);
         let (requester_after, invalidations) =
             u.change_other_copies(protocol, core, need, &survey, &mut others);
