@@ -67,8 +67,7 @@ fn the_fit_the_met_row_and_the_stated_miss_hold() {
     let json = run();
 
     // The fitted row: 60000 cycles is the 5000-cycle step closest to the
-    // measured 6.0 %; its neighbours (7.08 % and 5.25 % when it was fitted)
-    // are each more than half a step's change away.
+    // measured 6.0 % (55000 gives 7.05 %).
     let (fitted, _) = measured(json, "rt_se + rt_rq share of cycles, v6.0-rc6 (fitted)");
     assert!(
         (fitted - 6.0).abs() <= 0.45,
@@ -81,7 +80,7 @@ fn the_fit_the_met_row_and_the_stated_miss_hold() {
     assert!(patched < 0.1, "patched share {patched:.3} %");
 
     // The stated miss: the model's gain is larger than the machine's ~5 %,
-    // about +12.6 % (header), because the fit puts the switch on a saturated
+    // about +14.8 % (header), because the fit puts the switch on a saturated
     // line whose misses the patch cuts by the rt_rq loads' share.
     let (gain, met) = measured(json, "160-copy score, patched vs v6.0-rc6");
     assert_eq!(
@@ -90,7 +89,7 @@ fn the_fit_the_met_row_and_the_stated_miss_hold() {
         "the score row now meets its target ({gain:.1} %): update the header"
     );
     assert!(
-        (10.0..=14.5).contains(&gain),
+        (12.5..=17.0).contains(&gain),
         "score change {gain:.1} %: update the header"
     );
 }
@@ -108,14 +107,16 @@ fn the_miss_is_the_saturated_line_the_header_describes() {
     let cycles = num(base, "cycles_per_iteration_mean");
     let queued = num(base, "queue_wait_cycles_per_iteration");
     assert!(
-        queued > 0.3 * cycles,
+        queued > 0.2 * cycles,
         "queued {queued} of {cycles} cycles a switch"
     );
 
-    // 0.79 of a switch migrates (`migrate_percent`), each with one rt_rq miss.
+    // 0.79 of a switch migrates (`migrate_percent`), each with one rt_rq
+    // load; most miss, the rest hit right after the CPU's own add (its copy
+    // answers until the next request's snoop reaches it).
     let fewer = num(base, "misses_per_iteration") - num(patched, "misses_per_iteration");
     assert!(
-        (0.75..=0.83).contains(&fewer),
+        (0.58..=0.72).contains(&fewer),
         "{fewer} fewer misses a switch"
     );
 
