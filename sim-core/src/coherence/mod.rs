@@ -15,7 +15,10 @@
 //!   Which waiter wins is the engine's seeded choice: real homes resolve
 //!   conflicts by retries, which is not first come, first served. A core
 //!   that already holds the line and queued only behind a pending snoop
-//!   yields to the other cores' requests.
+//!   yields to the other cores' requests. While requests are queued, a
+//!   core holding the line still hits on it when the access ends before
+//!   the snoop of the next one served could reach it (`hits::try_hit`);
+//!   that transaction then ends no earlier than such hits.
 //! - A transaction keeps the line busy for its whole cost, except a read of
 //!   a line already resolved to a cache that answers for it (a clean line
 //!   with a forwarding or owning copy, or kept by the requester's L3): the
