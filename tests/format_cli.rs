@@ -97,9 +97,9 @@ fn check_as_csv_and_json() {
         stdout(&o),
         "case_index,case_id,variant,machine,machine_cpus,running_cpus,memory_lines,\
          case_events_estimate,case_memory_ops_estimate\n\
-         0,,smt-siblings,icelake-sp-2s,160,2,2,10210,6143\n\
-         0,,same-socket,icelake-sp-2s,160,2,2,10210,6143\n\
-         0,,cross-socket,icelake-sp-2s,160,2,2,10210,6143\n"
+         0,,smt-siblings,icelake-sp-2s,160,2,2,14286,10219\n\
+         0,,same-socket,icelake-sp-2s,160,2,2,14286,10219\n\
+         0,,cross-socket,icelake-sp-2s,160,2,2,14286,10219\n"
     );
     let o = bounce(&["check", file, "--format", "json"]);
     assert_exit(&o, 0);

@@ -436,14 +436,18 @@ fn ticket_hand_off_grows_with_waiters_and_mcs_does_not() {
         .collect();
     let t: Vec<f64> = ticket.iter().map(hand_off).collect();
     let m: Vec<f64> = mcs.iter().map(hand_off).collect();
+    // (Each step at least a fifth more: 633, 887, 1133 and 3785 cycles
+    // when the holder's hits while requests are queued came in; the
+    // releasing core's own re-read now hits, so one waiter fewer re-reads.)
     for w in t.windows(2) {
-        assert!(w[1] > 1.3 * w[0], "ticket hand-off {t:?}");
+        assert!(w[1] > 1.2 * w[0], "ticket hand-off {t:?}");
     }
-    // Linear in the waiters, not levelling off: a waiter added between 4
-    // and 8 CPUs costs at least half what one added between 2 and 4 did.
+    // Growing with the waiters, not levelling off: a waiter added between
+    // 4 and 8 CPUs costs at least two fifths of what one added between 2
+    // and 4 did (127 and 61 cycles then).
     let per_waiter = [(t[1] - t[0]) / 2.0, (t[2] - t[1]) / 4.0];
     assert!(
-        per_waiter[1] > 0.5 * per_waiter[0],
+        per_waiter[1] > 0.4 * per_waiter[0],
         "ticket hand-off {t:?}, per added waiter {per_waiter:?}"
     );
     for x in &m[1..3] {
@@ -500,7 +504,10 @@ fn mcs_waiters_spin_on_their_own_line() {
 #[test]
 fn tas_collapses_under_sixteen_cpus() {
     // From 2 CPUs to 16 over two sockets, TAS's throughput falls by more
-    // than four times and ends below a fifth of the queue locks', which
+    // than four times and ends below three tenths of the queue locks' (215
+    // against MCS's 921 and qspinlock's 856 once a holder's hits while
+    // requests are queued let TAS's winner keep the line for its next
+    // access; below a fifth before), which
     // keep more than a third of theirs: their hand-off is one transfer,
     // but half the hand-offs now cross the sockets (with CPUs no longer in
     // lock-step, the queue mixes them; 390 of 815 at 16 and 2 on
@@ -517,7 +524,7 @@ fn tas_collapses_under_sixteen_cpus() {
         let q2 = contended_result(queue, "0-1", 1_000_000);
         let q16 = contended_result(queue, SIXTEEN, 1_000_000);
         assert!(
-            acquisitions(&tas16) * 5 < acquisitions(&q16),
+            acquisitions(&tas16) * 10 < acquisitions(&q16) * 3,
             "tas {} vs {queue} {} at 16",
             acquisitions(&tas16),
             acquisitions(&q16)

@@ -102,7 +102,9 @@ fn readers_and_writers_get_lines_of_their_own_behind_the_fixed_prefix() {
     // Better than the hand-made split, which leaves a written field with
     // the readers.
     assert!(winner.cost < report.hand_made[0].cost - 0.1, "{text}");
-    assert!(winner.change_pct() < -90.0, "{text}");
+    // (-84.9 % since a holder's hits while requests are queued made the
+    // base's shared line cheaper; -90 % and more before.)
+    assert!(winner.change_pct() < -80.0, "{text}");
     assert!(report.evaluated > 10 && report.evaluated <= 401, "{text}");
     assert!(
         text.contains(
