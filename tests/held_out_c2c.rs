@@ -71,6 +71,38 @@ fn assert_within(errors: &BTreeMap<String, f64>, class: &str, low: f64, high: f6
 /// The 6-core Ivy Bridge-EP, read through its CPU map: SMT and one-socket
 /// pairs within the bound; two sockets about 20 % slow (the legs come from
 /// a 4-socket board's two sockets).
+/// A held-out machine file, turned back into the part whose matrix gave its
+/// legs (`edits`: text replacements), gives back that matrix's medians for
+/// the `fitted` classes: the check of the fit, not a prediction.
+fn assert_the_donor_legs_give_back_their_matrix(
+    machine: &str,
+    edits: &[(&str, &str)],
+    matrix: &str,
+    fitted: &[&str],
+) {
+    let dir = common::TempDir::new("donor-legs");
+    let mut text = std::fs::read_to_string(root().join(machine)).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{machine} has no `{from}`");
+        text = text.replace(from, to);
+    }
+    let file = dir.join("donor.toml");
+    std::fs::write(&file, text).unwrap();
+    let mut args = vec!["validate", "--machine", &file, "--matrix", matrix];
+    for class in fitted {
+        args.extend(["--fitted", class]);
+    }
+    args.extend(["--format", "csv", "--quiet"]);
+    let o = bounce(&args);
+    assert_exit(&o, 0);
+    let csv = stdout(&o);
+    let rows: Vec<&str> = csv.lines().filter(|r| r.contains(",calibration")).collect();
+    assert_eq!(rows.len(), fitted.len(), "{csv}");
+    for row in rows {
+        assert!(row.ends_with(",yes,validated,,calibration"), "{row}");
+    }
+}
+
 #[test]
 fn the_six_core_ivy_bridge_is_predicted_through_its_cpu_map() {
     let e = errors_by_class(
@@ -183,38 +215,15 @@ fn rome_is_predicted_from_the_milan_preset_with_zen2_core_legs() {
 /// medians it was fitted on (the check of the fit, not a prediction).
 #[test]
 fn the_zen2_legs_give_back_the_matrix_they_were_fitted_on() {
-    let dir = common::TempDir::new("tr-3945wx");
-    let text = std::fs::read_to_string(
-        root().join("scenarios/shipped/machines/threadripper-3960x-1s.toml"),
-    )
-    .unwrap()
-    .replace("\nl3_per_node = 8\n", "\nl3_per_node = 4\n")
-    .replace("\nclock_mhz = 3800\n", "\nclock_mhz = 4300\n");
-    let file = dir.join("tr-3945wx.toml");
-    std::fs::write(&file, text).unwrap();
-    let o = bounce(&[
-        "validate",
-        "--machine",
-        &file,
-        "--matrix",
+    assert_the_donor_legs_give_back_their_matrix(
+        "scenarios/shipped/machines/threadripper-3960x-1s.toml",
+        &[
+            ("\nl3_per_node = 8\n", "\nl3_per_node = 4\n"),
+            ("\nclock_mhz = 3800\n", "\nclock_mhz = 4300\n"),
+        ],
         "data/c2c/threadripper-pro-3945wx-1s.csv",
-        "--fitted",
-        "smt",
-        "--fitted",
-        "same-l3",
-        "--fitted",
-        "cross-ccd-home-socket",
-        "--format",
-        "csv",
-        "--quiet",
-    ]);
-    assert_exit(&o, 0);
-    let csv = stdout(&o);
-    let rows: Vec<&str> = csv.lines().filter(|r| r.contains(",calibration")).collect();
-    assert_eq!(rows.len(), 3, "{csv}");
-    for row in rows {
-        assert!(row.ends_with(",yes,validated,,calibration"), "{row}");
-    }
+        &["smt", "same-l3", "cross-ccd-home-socket"],
+    );
 }
 
 /// A map that does not fit the machine is bad input naming the map's
@@ -298,35 +307,13 @@ fn the_14_core_broadwell_is_predicted_from_the_10_core_part() {
     assert_within(&e, "same socket (one L3)", -20.0, -10.0);
     assert_within(&e, "cross-socket", -10.0, 10.0);
 
-    let dir = common::TempDir::new("bdw-2630v4");
-    let text =
-        std::fs::read_to_string(root().join("scenarios/shipped/machines/xeon-e5-2680v4-2s.toml"))
-            .unwrap()
-            .replace("\ncores_per_l3 = 14\n", "\ncores_per_l3 = 10\n")
-            .replace("\nclock_mhz = 3300\n", "\nclock_mhz = 3100\n");
-    let file = dir.join("e5-2630v4.toml");
-    std::fs::write(&file, text).unwrap();
-    let o = bounce(&[
-        "validate",
-        "--machine",
-        &file,
-        "--matrix",
+    assert_the_donor_legs_give_back_their_matrix(
+        "scenarios/shipped/machines/xeon-e5-2680v4-2s.toml",
+        &[
+            ("\ncores_per_l3 = 14\n", "\ncores_per_l3 = 10\n"),
+            ("\nclock_mhz = 3300\n", "\nclock_mhz = 3100\n"),
+        ],
         "data/c2c/xeon-e5-2630v4-2s.csv",
-        "--fitted",
-        "smt",
-        "--fitted",
-        "same-l3",
-        "--fitted",
-        "cross-socket",
-        "--format",
-        "csv",
-        "--quiet",
-    ]);
-    assert_exit(&o, 0);
-    let csv = stdout(&o);
-    let rows: Vec<&str> = csv.lines().filter(|r| r.contains(",calibration")).collect();
-    assert_eq!(rows.len(), 3, "{csv}");
-    for row in rows {
-        assert!(row.ends_with(",yes,validated,,calibration"), "{row}");
-    }
+        &["smt", "same-l3", "cross-socket"],
+    );
 }
