@@ -265,13 +265,19 @@ impl Coherence {
         debug_assert_eq!(tag.kind(), RequestKind::Prefetch);
         let core = topology.core_of(cpu);
         let u = &self.units[unit];
-        let held = u.holders.iter().any(|h| h.core == core)
-            && (need == Need::Read
-                || matches!(
-                    self.state(core, unit),
-                    LineState::Modified | LineState::Exclusive
-                ));
-        let u = &self.units[unit];
+        // The holders are sorted by core: a search, not a scan (on a
+        // contended line's buddy every core holds a copy, and every
+        // demand miss asks).
+        let held = match u.holders.binary_search_by_key(&core, |h| h.core) {
+            Ok(index) => {
+                need == Need::Read
+                    || matches!(
+                        u.holders[index].state,
+                        LineState::Modified | LineState::Exclusive
+                    )
+            }
+            Err(_) => false,
+        };
         if held || u.waiting.iter().any(|w| w.core == core) {
             return Ok(None);
         }
