@@ -23,8 +23,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use crate::format::read::{read_bounded_text, ReadError};
-
 /// A malformed or ill-fitting map, at a line of its file (from 1).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CpuMapError {
@@ -345,18 +343,7 @@ pub fn parse(file: &str, text: &str) -> Result<CpuMap, CpuMapError> {
 
 /// Reads (at most `limit_bytes`) and parses a map file.
 pub fn read(path: &Path, limit_bytes: u64) -> Result<CpuMap, String> {
-    let cannot = |why: String| format!("cannot read the CPU map `{}`: {why}", path.display());
-    let text = match read_bounded_text(path, limit_bytes) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) => return Err(cannot("it is not UTF-8 text".into())),
-        Err(e @ ReadError::TooLarge { .. }) => {
-            return Err(format!(
-                "{}; raise the limit with `--set-limit data_file_bytes=N`",
-                cannot(e.to_string())
-            ))
-        }
-        Err(e) => return Err(cannot(e.to_string())),
-    };
+    let text = super::matrix::read_data_text(path, limit_bytes, "CPU map")?;
     parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
 }
 

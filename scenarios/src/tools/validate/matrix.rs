@@ -176,19 +176,24 @@ pub fn parse(file: &str, text: &str) -> Result<Matrix, MatrixError> {
 /// Reads (at most `limit_bytes`, whatever the path names) and parses a
 /// matrix file.
 pub fn read(path: &Path, limit_bytes: u64) -> Result<Matrix, String> {
-    let cannot = |why: String| format!("cannot read the matrix `{}`: {why}", path.display());
-    let text = match read_bounded_text(path, limit_bytes) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) => return Err(cannot("it is not UTF-8 text".into())),
-        Err(e @ ReadError::TooLarge { .. }) => {
-            return Err(format!(
-                "{}; raise the limit with `--set-limit data_file_bytes=N`",
-                cannot(e.to_string())
-            ))
-        }
-        Err(e) => return Err(cannot(e.to_string())),
-    };
+    let text = read_data_text(path, limit_bytes, "matrix")?;
     parse(&path.display().to_string(), &text).map_err(|e| e.to_string())
+}
+
+/// The text of a measured-data file `validate` reads (a matrix, a CPU map:
+/// `what`), at most `limit_bytes` of it, or an error naming the file, what
+/// it was to be and the limit to raise.
+pub(crate) fn read_data_text(path: &Path, limit_bytes: u64, what: &str) -> Result<String, String> {
+    let cannot = |why: String| format!("cannot read the {what} `{}`: {why}", path.display());
+    match read_bounded_text(path, limit_bytes) {
+        Ok(Ok(text)) => Ok(text),
+        Ok(Err(_)) => Err(cannot("it is not UTF-8 text".into())),
+        Err(e @ ReadError::TooLarge { .. }) => Err(format!(
+            "{}; raise the limit with `--set-limit data_file_bytes=N`",
+            cannot(e.to_string())
+        )),
+        Err(e) => Err(cannot(e.to_string())),
+    }
 }
 
 #[cfg(test)]
