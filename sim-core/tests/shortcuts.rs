@@ -4,7 +4,8 @@
 //! Each shortcut (`EngineOptions`: running ahead of the queue, private
 //! places, summed private hits, superinstructions, the hoisted loop, fused
 //! atomics, the direct resume, the special transaction shape, the spin-wait
-//! fast-forward, summed atomics, batched iterations) is an
+//! fast-forward, summed atomics, batched iterations, the resume into a
+//! fused atomic and the yield at one) is an
 //! optimisation and must change nothing. On random programs mixing private
 //! accesses with shared, false-shared and remotely indexed per-CPU
 //! accesses, bitfields (merged into their unit as they drain), a TTAS
@@ -820,11 +821,12 @@ fn combinations(seed: u64) -> Vec<EngineOptions> {
         return vec![EngineOptions::from_bits(bits)];
     }
     let mut gen = Gen(seed.wrapping_mul(0xd1b5_4a32_d192_ed03) | 1);
+    let shortcuts = EngineOptions::NAMES.len() as u64;
     vec![
         EngineOptions::ALL,
-        EngineOptions::from_bits(0x7ff & !(1 << (seed % 11))),
-        EngineOptions::from_bits(gen.below(2048) as u32),
-        EngineOptions::from_bits(gen.below(2048) as u32),
+        EngineOptions::from_bits(EngineOptions::ALL.bits() & !(1 << (seed % shortcuts))),
+        EngineOptions::from_bits(gen.below(1 << shortcuts) as u32),
+        EngineOptions::from_bits(gen.below(1 << shortcuts) as u32),
     ]
 }
 
@@ -956,9 +958,11 @@ const REGRESSION_SEEDS: [u64; 6] = [265, 593, 672, 771, 1218, 1501];
 /// the second run of each combination). The fused atomics'
 /// entries count the dropped-value completions and the iteration ends
 /// straight into the atomic too (about 10 100 and 2 000 of 44 000 when
-/// the contended counters joined the random programs).
+/// the contended counters joined the random programs). The resumes into a
+/// fused atomic and the yields at one: 13 613 and 11 909 when they came.
 const FLOORS: ShortcutEntries = [
-    800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000, 72_000, 25_000,
+    800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000, 72_000, 25_000, 3_400,
+    3_000,
 ];
 
 /// The fewest lines the reference runs of the seeds must request ahead of
@@ -995,7 +999,7 @@ const WRITTEN_BACK_FLOOR: u64 = 130;
     reason = "a test's seed comes from the environment; the rule binds the simulator, not its tests"
 )]
 fn every_combination_of_shortcuts_matches_the_reference() {
-    let mut reached = [0; 11];
+    let mut reached = [0; EngineOptions::NAMES.len()];
     let mut queued = 0;
     if let Ok(seed) = std::env::var("BOUNCE_SHORTCUT_SEED") {
         let seed: u64 = seed.parse().expect("BOUNCE_SHORTCUT_SEED is a number");
@@ -1386,6 +1390,83 @@ fn summed_atomics_arrive_before_what_could_tell_them_apart() {
     assert_eq!(with, plain);
     // Four atomics per iteration, three iterations, two CPUs.
     assert_eq!(with.entries[9], 24, "{:?}", with.entries);
+}
+
+/// A contended counter (every CPU's iteration one atomic on one line, its
+/// operand a constant or a local, its value dropped or kept) hands the
+/// line over through the holder's window: the owner's next atomic hits,
+/// the one after finds its turn gone and waits at the atomic, and its
+/// resume issues it. With the yield at the atomic (`yield_at_atomic`) and
+/// the resume into it (`resume_into_atomic`) on, off, and each alone, on
+/// machines with and without the adjacent-line prefetcher, every run gives
+/// the reference's accesses, statistics and outcome, and with both on each
+/// is entered at every handover.
+#[test]
+fn a_contended_counter_yields_and_resumes_at_its_atomic_as_stepping_does() {
+    let resume = 1 << 11;
+    let yield_at = 1 << 12;
+    let all = EngineOptions::ALL.bits();
+    // Each atomic where its code starts (a script's, or a procedure's whose
+    // operand is its parameter), so that `fused_atomic` issues it; the
+    // last one is stepped, and only its resume is taken at the atomic.
+    for (script, at_start) in [
+        ("fetch_add(g.a, 1)", true),
+        ("bump(3)\nwork 1", true),
+        ("let v = fetch_add(g.a, 1)\nwork 2", true),
+        ("fetch_or(g.a, 2)\nwork 5", true),
+        ("let step = 3\nfetch_add(g.a, step)", false),
+    ] {
+        for prefetch in [false, true] {
+            let config = Setup::new(sim_core::topology::MachineSpec {
+                adjacent_line_prefetch: prefetch,
+                ..small_machine(Protocol::Mesif, Lookup::Home)
+            })
+            .structs(vec![
+                strukt("shared", vec![field("a", "u64")]),
+                // What `observe` looks for, unused.
+                strukt("local", vec![field("a", "u64")]),
+            ])
+            .instances(vec![global("g", "shared", 0), per_cpu("mine", "local")])
+            .procedure("bump", vec!["n"], "fetch_add(g.a, n)")
+            .script("s", script)
+            .threads(0..8, "s")
+            .stop(StopRule::Iterations(60))
+            .build();
+            let plain = observe(&config, EngineOptions::REFERENCE).unwrap();
+            for bits in [
+                all,
+                all & !resume,
+                all & !yield_at,
+                all & !(resume | yield_at),
+            ] {
+                let with = observe(&config, EngineOptions::from_bits(bits)).unwrap();
+                assert_eq!(
+                    with,
+                    plain,
+                    "`{script}`, prefetcher {prefetch}, shortcuts {}",
+                    named(EngineOptions::from_bits(bits))
+                );
+                let (resumed, yielded) = (with.entries[11], with.entries[12]);
+                if bits == all && at_start {
+                    // Some handovers' owners find their turn there still.
+                    assert!(
+                        yielded > 100 && resumed >= yielded,
+                        "`{script}`, prefetcher {prefetch}: {resumed} resumes into the atomic, {yielded} yields at it"
+                    );
+                }
+                assert_eq!(
+                    bits & resume == 0,
+                    resumed == 0,
+                    "`{script}`: {resumed} resumes"
+                );
+                assert_eq!(
+                    bits & yield_at == 0 || !at_start,
+                    yielded == 0,
+                    "`{script}`: {yielded} yields"
+                );
+            }
+        }
+    }
 }
 
 /// A probe that takes batched iterations (`Probe::batched_iterations`)

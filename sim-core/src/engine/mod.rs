@@ -409,6 +409,15 @@ pub struct EngineOptions {
     /// measured iterations are reported in batches
     /// (`engine::shortcuts::summed`).
     pub batched_iterations: bool,
+    /// The resume of a CPU waiting for its turn at an `AtomicHead`'s
+    /// atomic, its operand pushed, issues the atomic at once
+    /// (`end_iteration_into_atomic`), without `run_cpu`'s loop, the
+    /// run-ahead call and `step`.
+    pub resume_into_atomic: bool,
+    /// Where `fused_atomic` finds everything ready but the CPU's turn, it
+    /// pushes the operand and queues the CPU's resume at the atomic itself,
+    /// as `run_cpu`'s next pass would after running the push ahead.
+    pub yield_at_atomic: bool,
 }
 
 impl EngineOptions {
@@ -417,7 +426,7 @@ impl EngineOptions {
     /// Every shortcut off: the reference.
     pub const REFERENCE: EngineOptions = EngineOptions::from_bits(0);
     /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
-    pub const NAMES: [&'static str; 11] = [
+    pub const NAMES: [&'static str; 13] = [
         "run_ahead",
         "private_places",
         "summed_private_hits",
@@ -429,6 +438,8 @@ impl EngineOptions {
         "spin_fast_forward",
         "summed_atomics",
         "batched_iterations",
+        "resume_into_atomic",
+        "yield_at_atomic",
     ];
 
     /// Bit `k` set for each shortcut on, `k` indexing
@@ -446,6 +457,8 @@ impl EngineOptions {
             self.spin_fast_forward,
             self.summed_atomics,
             self.batched_iterations,
+            self.resume_into_atomic,
+            self.yield_at_atomic,
         ]
         .iter()
         .enumerate()
@@ -467,6 +480,8 @@ impl EngineOptions {
             spin_fast_forward: bits & 1 << 8 != 0,
             summed_atomics: bits & 1 << 9 != 0,
             batched_iterations: bits & 1 << 10 != 0,
+            resume_into_atomic: bits & 1 << 11 != 0,
+            yield_at_atomic: bits & 1 << 12 != 0,
         }
     }
 }
@@ -497,7 +512,7 @@ pub(crate) use count_shortcut;
 
 /// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
 /// order (all zero without the `shortcut-counts` feature).
-pub type ShortcutEntries = [u64; 11];
+pub type ShortcutEntries = [u64; 13];
 
 /// Runs a configuration to its end.
 /// Per field id (`PlaceRef::field_id`): whether the field is only ever
@@ -1126,7 +1141,7 @@ impl<'c> Simulation<'c> {
             resume_may_need_run_cpu: true,
             discard_past_pop: false,
             options: EngineOptions::ALL,
-            shortcut_entries: [0; 11],
+            shortcut_entries: [0; 13],
             position: spin::Position::START,
             watchers: Vec::new(),
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
@@ -1632,8 +1647,9 @@ impl<'c> Simulation<'c> {
         // so that the first iteration takes the same path as the others
         // (its atomic, issued by `step`, would also leave the CPU before
         // the `Pop` the head drops, and its iteration's end to this loop).
-        if any_atomic_heads && self.cpus[i].frame.pc == 0 {
-            self.fused_atomic(i, probe)?;
+        // (Its turn not there, the CPU waits at the atomic: `fused_atomic`.)
+        if any_atomic_heads && self.cpus[i].frame.pc == 0 && self.fused_atomic(i, probe)? {
+            return Ok(());
         }
         loop {
             let cpu = &self.cpus[i];
@@ -1755,8 +1771,11 @@ impl<'c> Simulation<'c> {
             // rather than at the loop's top, where it would cost every
             // step of every run (and with `step` called once, so that it
             // stays inline).
-            if any_atomic_heads && matches!(op, Op::Call(_) | Op::EndIteration) {
-                self.fused_atomic(i, probe)?;
+            if any_atomic_heads
+                && matches!(op, Op::Call(_) | Op::EndIteration)
+                && self.fused_atomic(i, probe)?
+            {
+                return Ok(());
             }
         }
     }

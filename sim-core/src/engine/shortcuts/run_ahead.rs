@@ -819,7 +819,14 @@ impl Simulation<'_> {
     /// position while it waits), without the run-ahead call, the push and
     /// the pop between them. Otherwise (the run's end to look at, no stack
     /// room or no such local, a store buffer to drain, a turn to take)
-    /// does nothing and answers false, leaving it all to the plain path.
+    /// does nothing, leaving it all to the plain path; but where the turn
+    /// alone is missing (`yield_at_atomic`), it does what that path's next
+    /// pass would: the run-ahead pushes the operand, the atomic's turn is
+    /// not there, the CPU's resume is queued at its clock (taken by
+    /// `end_iteration_into_atomic`'s `resume_into_atomic`).
+    ///
+    /// Answers true when the CPU now waits for that resume: `run_cpu`
+    /// returns at once.
     #[inline]
     pub(in crate::engine) fn fused_atomic(
         &mut self,
@@ -862,13 +869,30 @@ impl Simulation<'_> {
                     || !work.late.is_empty()
                     || work.in_flight.iter().any(|&ready| ready > now)
                     || work.speculating_until > now))
-            || (!self.private.only[i.get()] && self.must_yield(now, i))
         {
+            return Ok(false);
+        }
+        if !self.private.only[i.get()] && self.must_yield(now, i) {
+            // The loop's next pass, with nothing outstanding (so that
+            // stepping the push, with the run-ahead off, would do nothing
+            // else either): the push, the atomic's turn not there.
+            if self.options.yield_at_atomic && cpu.outstanding.none_at(now) {
+                let cpu = &mut self.cpus[i];
+                cpu.stack.push(operand);
+                cpu.frame.pc += 1;
+                if !self.run_local_ops {
+                    // `step`'s count of the push.
+                    cpu.dispatched = cpu.dispatched.saturating_add(1);
+                }
+                self.schedule(now, EventKind::Resume, i);
+                count_shortcut!(self.shortcut_entries, 12);
+                return Ok(true);
+            }
             return Ok(false);
         }
         let at = enter_head(&mut self.memory_ops, &mut self.cpus[i], now);
         self.issue_head(i, head, operand, at, probe)?;
-        Ok(true)
+        Ok(false)
     }
 
     /// Issues `head`'s atomic for CPU `i` at `at`, with `operand` pushed:
@@ -973,6 +997,10 @@ impl Simulation<'_> {
         // ends with (`compile`), known from the CPU alone; one in the middle
         // (a script's `return`) is left to `run_cpu`.
         if cpu.frame.code != cpu.spec.script || u64::from(cpu.frame.pc) + 1 != cpu.script_ops {
+            // Elsewhere, perhaps waiting for its turn at a fused atomic.
+            if self.options.resume_into_atomic {
+                return self.resume_into_atomic(i, event_cycle, probe);
+            }
             return Ok(true);
         }
         debug_assert!(matches!(
@@ -1034,6 +1062,70 @@ impl Simulation<'_> {
         }
         let at = enter_head(&mut self.memory_ops, cpu, now);
         Ok(!self.issue_head(i, *head, operand, at, probe)?)
+    }
+
+    /// The resume of a CPU at an `AtomicHead`'s atomic with its operand
+    /// pushed (its turn was not there: queued by `fused_atomic`'s yield, or
+    /// by `run_cpu`'s turn check at the atomic): issues the atomic with
+    /// exactly what `run_cpu`'s first pass does there (the run-ahead stops
+    /// at once at an atomic; the access's turn; `step`, whose `atomic` pops
+    /// the operand, counts the access and issues it), without the loop's
+    /// dispatch. `end_iteration_into_atomic` calls it once its checks have
+    /// passed (the CPU running, before the run's end, no store buffer, no
+    /// load arriving, no speculation), with `event_cycle` as there; nothing
+    /// outstanding at all is asked besides, so that `step` has nothing to
+    /// wait for. Answers as `end_iteration_into_atomic` does.
+    #[inline(always)]
+    fn resume_into_atomic(
+        &mut self,
+        i: CpuIndex,
+        event_cycle: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<bool, SimError> {
+        let cpu = &mut self.cpus[i];
+        let pc = cpu.frame.pc as usize;
+        let Some(&Some(head)) = pc
+            .checked_sub(1)
+            .and_then(|head_pc| self.atomic_heads[cpu.frame.code as usize].get(head_pc))
+        else {
+            return Ok(true);
+        };
+        let now = cpu.now;
+        // With nothing outstanding, `run_cpu` orders the access unless the
+        // CPU makes private accesses only; at the resume's own cycle its
+        // turn is known to have come (see `end_iteration_into_atomic`).
+        if !cpu.outstanding.none_at(now)
+            || (now != event_cycle
+                && !self.private.only[i.get()]
+                && queue_turn(&self.queue, self.tie_seed, i).must_yield(now))
+        {
+            return Ok(true);
+        }
+        debug_assert!(matches!(
+            self.code_ops[cpu.frame.code as usize].get(pc),
+            Some(Op::Atomic(op, _)) if *op == head.op
+        ));
+        // An empty stack is `step`'s to report.
+        let Some(operand) = cpu.stack.pop() else {
+            return Ok(true);
+        };
+        count_accesses(&mut self.memory_ops, cpu, 1);
+        let at = IssueAt {
+            cpu: cpu.spec.cpu,
+            now,
+            core: cpu.core,
+            fetches_ahead_queued: None,
+            load: false,
+        };
+        count_shortcut!(self.shortcut_entries, 11);
+        let parked = self.issue_head(i, head, operand, at, probe)?;
+        // What `step` does after the operation.
+        let cpu = &mut self.cpus[i];
+        cpu.dispatched = cpu.dispatched.saturating_add(1);
+        if !cpu.outstanding.late.is_empty() {
+            self.forget_dropped(i);
+        }
+        Ok(!parked)
     }
 
     /// Runs CPU `i` ahead of the event queue as far as it can without
