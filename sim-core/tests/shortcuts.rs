@@ -959,10 +959,11 @@ const REGRESSION_SEEDS: [u64; 6] = [265, 593, 672, 771, 1218, 1501];
 /// entries count the dropped-value completions and the iteration ends
 /// straight into the atomic too (about 10 100 and 2 000 of 44 000 when
 /// the contended counters joined the random programs). The resumes into a
-/// fused atomic and the yields at one: 13 613 and 11 909 when they came.
+/// fused atomic and the yields at one: 13 613 and 11 909 when they came;
+/// the iteration ends after a hit straight into the next atomic: 741.
 const FLOORS: ShortcutEntries = [
     800_000, 21_000, 40_000, 24_000, 280_000, 3_800, 7_900, 28_000, 3_000, 72_000, 25_000, 3_400,
-    3_000,
+    3_000, 180,
 ];
 
 /// The fewest lines the reference runs of the seeds must request ahead of
@@ -1034,7 +1035,7 @@ fn every_combination_of_shortcuts_matches_the_reference() {
     );
     println!("{SEEDS} seeds, {ops} memory operations compared; entries per shortcut:");
     for (name, n) in EngineOptions::NAMES.iter().zip(reached) {
-        println!("  {name:22} {n}");
+        println!("  {name:26} {n}");
     }
     println!("  loads queued at their home without holding the CPU: {queued}");
     assert!(ops > 100_000, "only {ops} memory operations compared");
@@ -1396,25 +1397,29 @@ fn summed_atomics_arrive_before_what_could_tell_them_apart() {
 /// operand a constant or a local, its value dropped or kept) hands the
 /// line over through the holder's window: the owner's next atomic hits,
 /// the one after finds its turn gone and waits at the atomic, and its
-/// resume issues it. With the yield at the atomic (`yield_at_atomic`) and
-/// the resume into it (`resume_into_atomic`) on, off, and each alone, on
-/// machines with and without the adjacent-line prefetcher, every run gives
-/// the reference's accesses, statistics and outcome, and with both on each
-/// is entered at every handover.
+/// resume issues it. With the yield at the atomic (`yield_at_atomic`), the
+/// resume into it (`resume_into_atomic`) and the hit's iteration end into
+/// the next atomic (`next_iteration_into_atomic`) all on, all off, and
+/// each off alone, on machines with and without the adjacent-line
+/// prefetcher, every run gives the reference's accesses, statistics and
+/// outcome, and with all on each is entered where its case comes.
 #[test]
 fn a_contended_counter_yields_and_resumes_at_its_atomic_as_stepping_does() {
     let resume = 1 << 11;
     let yield_at = 1 << 12;
+    let next = 1 << 13;
     let all = EngineOptions::ALL.bits();
     // Each atomic where its code starts (a script's, or a procedure's whose
     // operand is its parameter), so that `fused_atomic` issues it; the
     // last one is stepped, and only its resume is taken at the atomic.
-    for (script, at_start) in [
-        ("fetch_add(g.a, 1)", true),
-        ("bump(3)\nwork 1", true),
-        ("let v = fetch_add(g.a, 1)\nwork 2", true),
-        ("fetch_or(g.a, 2)\nwork 5", true),
-        ("let step = 3\nfetch_add(g.a, step)", false),
+    // Only the first ends its iteration right after its atomic (its value
+    // dropped), where a hit goes on into the next one.
+    for (script, at_start, ends_at_atomic) in [
+        ("fetch_add(g.a, 1)", true, true),
+        ("bump(3)\nwork 1", true, false),
+        ("let v = fetch_add(g.a, 1)\nwork 2", true, false),
+        ("fetch_or(g.a, 2)\nwork 5", true, false),
+        ("let step = 3\nfetch_add(g.a, step)", false, false),
     ] {
         for prefetch in [false, true] {
             let config = Setup::new(sim_core::topology::MachineSpec {
@@ -1437,7 +1442,8 @@ fn a_contended_counter_yields_and_resumes_at_its_atomic_as_stepping_does() {
                 all,
                 all & !resume,
                 all & !yield_at,
-                all & !(resume | yield_at),
+                all & !next,
+                all & !(resume | yield_at | next),
             ] {
                 let with = observe(&config, EngineOptions::from_bits(bits)).unwrap();
                 assert_eq!(
@@ -1446,7 +1452,8 @@ fn a_contended_counter_yields_and_resumes_at_its_atomic_as_stepping_does() {
                     "`{script}`, prefetcher {prefetch}, shortcuts {}",
                     named(EngineOptions::from_bits(bits))
                 );
-                let (resumed, yielded) = (with.entries[11], with.entries[12]);
+                let (resumed, yielded, went_on) =
+                    (with.entries[11], with.entries[12], with.entries[13]);
                 if bits == all && at_start {
                     // Some handovers' owners find their turn there still.
                     assert!(
@@ -1463,6 +1470,11 @@ fn a_contended_counter_yields_and_resumes_at_its_atomic_as_stepping_does() {
                     bits & yield_at == 0 || !at_start,
                     yielded == 0,
                     "`{script}`: {yielded} yields"
+                );
+                assert_eq!(
+                    bits & next == 0 || !ends_at_atomic,
+                    went_on == 0,
+                    "`{script}`: {went_on} iteration ends after a hit"
                 );
             }
         }

@@ -418,6 +418,10 @@ pub struct EngineOptions {
     /// pushes the operand and queues the CPU's resume at the atomic itself,
     /// as `run_cpu`'s next pass would after running the push ahead.
     pub yield_at_atomic: bool,
+    /// Where the atomic `end_iteration_into_atomic` issued completes at
+    /// once and the CPU is at its iteration's end again, it ends that
+    /// iteration and issues the next atomic there too, without `run_cpu`.
+    pub next_iteration_into_atomic: bool,
 }
 
 impl EngineOptions {
@@ -426,7 +430,7 @@ impl EngineOptions {
     /// Every shortcut off: the reference.
     pub const REFERENCE: EngineOptions = EngineOptions::from_bits(0);
     /// The shortcuts' names, in the order of [`EngineOptions::from_bits`].
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 14] = [
         "run_ahead",
         "private_places",
         "summed_private_hits",
@@ -440,6 +444,7 @@ impl EngineOptions {
         "batched_iterations",
         "resume_into_atomic",
         "yield_at_atomic",
+        "next_iteration_into_atomic",
     ];
 
     /// Bit `k` set for each shortcut on, `k` indexing
@@ -459,6 +464,7 @@ impl EngineOptions {
             self.batched_iterations,
             self.resume_into_atomic,
             self.yield_at_atomic,
+            self.next_iteration_into_atomic,
         ]
         .iter()
         .enumerate()
@@ -482,6 +488,7 @@ impl EngineOptions {
             batched_iterations: bits & 1 << 10 != 0,
             resume_into_atomic: bits & 1 << 11 != 0,
             yield_at_atomic: bits & 1 << 12 != 0,
+            next_iteration_into_atomic: bits & 1 << 13 != 0,
         }
     }
 }
@@ -512,7 +519,7 @@ pub(crate) use count_shortcut;
 
 /// How often a run entered each shortcut, in [`EngineOptions::NAMES`]
 /// order (all zero without the `shortcut-counts` feature).
-pub type ShortcutEntries = [u64; 13];
+pub type ShortcutEntries = [u64; 14];
 
 /// Runs a configuration to its end.
 /// Per field id (`PlaceRef::field_id`): whether the field is only ever
@@ -1141,7 +1148,7 @@ impl<'c> Simulation<'c> {
             resume_may_need_run_cpu: true,
             discard_past_pop: false,
             options: EngineOptions::ALL,
-            shortcut_entries: [0; 13],
+            shortcut_entries: [0; 14],
             position: spin::Position::START,
             watchers: Vec::new(),
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,

@@ -946,8 +946,15 @@ impl Simulation<'_> {
     /// before it, so at that cycle the CPU's turn is known to have come and
     /// is not computed again.
     ///
-    /// Answers false when the CPU is known to be parked at its line (the
-    /// event loop need not look at it again), true otherwise.
+    /// Where the atomic completes at once (a hit: the holder's window) and
+    /// the CPU is at its iteration's end again, it goes on here as
+    /// `run_cpu`'s loop would (`next_iteration_into_atomic`), its turn
+    /// computed; where the turn is not there, it waits at the atomic as
+    /// `fused_atomic` has it wait (`yield_at_atomic`).
+    ///
+    /// Answers false when the CPU is known to be parked at its line or
+    /// waiting for its resume (the event loop need not look at it again),
+    /// true otherwise.
     #[inline]
     pub(in crate::engine) fn end_iteration_into_atomic(
         &mut self,
@@ -955,113 +962,135 @@ impl Simulation<'_> {
         event_cycle: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<bool, SimError> {
-        // The CPU looked up once for the checks, the iteration's end and
-        // the atomic's entry: the rest of the simulation is borrowed apart.
-        let cpu = &mut self.cpus[i];
-        let now = cpu.now;
-        // Nothing outstanding implies none of the pieces checked after it
-        // (the store buffer, the last store's write, late values, misses
-        // in flight, speculation, the reorder window).
-        let work = &*cpu.outstanding;
-        if cpu.finished
-            || cpu.wait != Wait::None
-            || now >= self.time_limit
-            || cpu.operations > self.config.max_operations
-            || (!cpu.outstanding.none_at(now)
-                && (!work.store_buffer.is_empty()
-                    || work.store_written_at > now
-                    || !work.late.is_empty()
-                    || !work.in_flight.is_empty()
-                    || work.speculating_until > now
-                    || (cpu.window_entries > 0 && !work.window.is_empty())))
-            || (now == cpu.still_at && cpu.still_steps >= self.config.max_steps_without_time)
-        {
-            return Ok(true);
-        }
-        // A scheduler, or the private hits' report (which takes the whole
-        // simulation): `run_cpu`'s. Neither, usually: one test.
-        debug_assert_eq!(
-            self.resume_may_need_run_cpu,
-            self.sched.active || (self.private.summed && self.private.slots > 0)
-        );
-        if self.resume_may_need_run_cpu
-            && (self.sched.active
-                || (self.private.summed
-                    && self.private.slots > 0
-                    && !(cpu.iteration >= self.config.warmup_iterations
-                        && self.private.measured_at_end)))
-        {
-            return Ok(true);
-        }
-        // At its script's last operation, the `EndIteration` every script
-        // ends with (`compile`), known from the CPU alone; one in the middle
-        // (a script's `return`) is left to `run_cpu`.
-        if cpu.frame.code != cpu.spec.script || u64::from(cpu.frame.pc) + 1 != cpu.script_ops {
-            // Elsewhere, perhaps waiting for its turn at a fused atomic.
-            if self.options.resume_into_atomic {
-                return self.resume_into_atomic(i, event_cycle, probe);
+        let mut event_cycle = event_cycle;
+        loop {
+            // The CPU looked up once for the checks, the iteration's end and
+            // the atomic's entry: the rest of the simulation is borrowed apart.
+            let cpu = &mut self.cpus[i];
+            let now = cpu.now;
+            // Nothing outstanding implies none of the pieces checked after it
+            // (the store buffer, the last store's write, late values, misses
+            // in flight, speculation, the reorder window).
+            let work = &*cpu.outstanding;
+            if cpu.finished
+                || cpu.wait != Wait::None
+                || now >= self.time_limit
+                || cpu.operations > self.config.max_operations
+                || (!cpu.outstanding.none_at(now)
+                    && (!work.store_buffer.is_empty()
+                        || work.store_written_at > now
+                        || !work.late.is_empty()
+                        || !work.in_flight.is_empty()
+                        || work.speculating_until > now
+                        || (cpu.window_entries > 0 && !work.window.is_empty())))
+                || (now == cpu.still_at && cpu.still_steps >= self.config.max_steps_without_time)
+            {
+                return Ok(true);
             }
-            return Ok(true);
+            // A scheduler, or the private hits' report (which takes the whole
+            // simulation): `run_cpu`'s. Neither, usually: one test.
+            debug_assert_eq!(
+                self.resume_may_need_run_cpu,
+                self.sched.active || (self.private.summed && self.private.slots > 0)
+            );
+            if self.resume_may_need_run_cpu
+                && (self.sched.active
+                    || (self.private.summed
+                        && self.private.slots > 0
+                        && !(cpu.iteration >= self.config.warmup_iterations
+                            && self.private.measured_at_end)))
+            {
+                return Ok(true);
+            }
+            // At its script's last operation, the `EndIteration` every script
+            // ends with (`compile`), known from the CPU alone; one in the middle
+            // (a script's `return`) is left to `run_cpu`.
+            if cpu.frame.code != cpu.spec.script || u64::from(cpu.frame.pc) + 1 != cpu.script_ops {
+                // Elsewhere, perhaps waiting for its turn at a fused atomic.
+                if self.options.resume_into_atomic {
+                    return self.resume_into_atomic(i, event_cycle, probe);
+                }
+                return Ok(true);
+            }
+            debug_assert!(matches!(
+                self.code_ops[cpu.frame.code as usize].get(cpu.frame.pc as usize),
+                Some(Op::EndIteration)
+            ));
+            // Read in place until the issue (a copy made here was held on the
+            // stack across the iteration's end).
+            let Some(Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
+                return Ok(true);
+            };
+            // `run_cpu`'s count of steps without time, then `step`.
+            if now == cpu.still_at {
+                cpu.still_steps += 1;
+            } else {
+                cpu.still_at = now;
+                cpu.still_steps = 1;
+            }
+            count_shortcut!(self.shortcut_entries, 5);
+            let last = end_iteration_of(
+                cpu,
+                IterationEnd {
+                    config: self.config,
+                    summed: &mut self.summed,
+                    measure_start: &mut self.measure_start,
+                    shortcut_entries: &mut self.shortcut_entries,
+                    last_iteration: self.last_iteration,
+                },
+                probe,
+            );
+            if last {
+                self.finish(i);
+                self.cpus[i].dispatched += 1;
+                return Ok(true);
+            }
+            debug_assert!(
+                now != event_cycle || !queue_turn(&self.queue, self.tie_seed, i).must_yield(now),
+                "the resume's turn has come"
+            );
+            cpu.dispatched += 1;
+            // `fused_atomic`, after an iteration's end: the CPU at its script's
+            // start (`head`), with an empty stack and fresh locals; its clock,
+            // store buffer and loads as the checks above found them.
+            let operand = match head.operand {
+                Operand::Const(v) => v,
+                Operand::Local(slot) => match cpu.locals.get(slot as usize) {
+                    Some(&v) => v,
+                    None => return Ok(true),
+                },
+                Operand::Private(_) => return Ok(true),
+            };
+            // Where the turn is known to have come (the usual case), it is not
+            // computed again.
+            if now != event_cycle
+                && !self.private.only[i.get()]
+                && queue_turn(&self.queue, self.tie_seed, i).must_yield(now)
+            {
+                // `fused_atomic`'s wait at the atomic (the stack is empty at a
+                // script's start).
+                if self.options.yield_at_atomic && cpu.outstanding.none_at(now) {
+                    cpu.stack.push(operand);
+                    cpu.frame.pc += 1;
+                    if !self.run_local_ops {
+                        cpu.dispatched = cpu.dispatched.saturating_add(1);
+                    }
+                    self.schedule(now, EventKind::Resume, i);
+                    count_shortcut!(self.shortcut_entries, 12);
+                    return Ok(false);
+                }
+                return Ok(true);
+            }
+            let at = enter_head(&mut self.memory_ops, cpu, now);
+            let parked = self.issue_head(i, *head, operand, at, probe)?;
+            if parked || !self.options.next_iteration_into_atomic {
+                return Ok(!parked);
+            }
+            // Completed at once: `run_cpu`'s loop would go on from here, its
+            // turn no longer known (the clock moved, the queue may have).
+            count_shortcut!(self.shortcut_entries, 13);
+            event_cycle = Cycle::MAX;
         }
-        debug_assert!(matches!(
-            self.code_ops[cpu.frame.code as usize].get(cpu.frame.pc as usize),
-            Some(Op::EndIteration)
-        ));
-        // Read in place until the issue (a copy made here was held on the
-        // stack across the iteration's end).
-        let Some(Some(head)) = self.atomic_heads[cpu.spec.script as usize].first() else {
-            return Ok(true);
-        };
-        // `run_cpu`'s count of steps without time, then `step`.
-        if now == cpu.still_at {
-            cpu.still_steps += 1;
-        } else {
-            cpu.still_at = now;
-            cpu.still_steps = 1;
-        }
-        count_shortcut!(self.shortcut_entries, 5);
-        let last = end_iteration_of(
-            cpu,
-            IterationEnd {
-                config: self.config,
-                summed: &mut self.summed,
-                measure_start: &mut self.measure_start,
-                shortcut_entries: &mut self.shortcut_entries,
-                last_iteration: self.last_iteration,
-            },
-            probe,
-        );
-        if last {
-            self.finish(i);
-            self.cpus[i].dispatched += 1;
-            return Ok(true);
-        }
-        debug_assert!(
-            now != event_cycle || !queue_turn(&self.queue, self.tie_seed, i).must_yield(now),
-            "the resume's turn has come"
-        );
-        cpu.dispatched += 1;
-        // `fused_atomic`, after an iteration's end: the CPU at its script's
-        // start (`head`), with an empty stack and fresh locals; its clock,
-        // store buffer and loads as the checks above found them.
-        let operand = match head.operand {
-            Operand::Const(v) => v,
-            Operand::Local(slot) => match cpu.locals.get(slot as usize) {
-                Some(&v) => v,
-                None => return Ok(true),
-            },
-            Operand::Private(_) => return Ok(true),
-        };
-        // Where the turn is known to have come (the usual case), it is not
-        // computed again.
-        if now != event_cycle
-            && !self.private.only[i.get()]
-            && queue_turn(&self.queue, self.tie_seed, i).must_yield(now)
-        {
-            return Ok(true);
-        }
-        let at = enter_head(&mut self.memory_ops, cpu, now);
-        Ok(!self.issue_head(i, *head, operand, at, probe)?)
     }
 
     /// The resume of a CPU at an `AtomicHead`'s atomic with its operand
