@@ -2113,10 +2113,10 @@ mod tests {
 
     #[test]
     fn engine_options_round_trip_through_their_bits() {
-        for bits in 0..2048 {
+        for bits in 0..1 << EngineOptions::NAMES.len() {
             assert_eq!(EngineOptions::from_bits(bits).bits(), bits);
         }
-        assert_eq!(EngineOptions::ALL.bits(), 0x7ff);
+        assert_eq!(EngineOptions::ALL.bits(), 0x3fff);
         assert_eq!(EngineOptions::REFERENCE.bits(), 0);
     }
 
