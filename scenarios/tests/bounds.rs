@@ -357,7 +357,9 @@ fn errors_name_the_place_at_fault() {
             "^".repeat(header.len())
         )
     );
-    // `cores_per_l3 = 10^6` was blamed on `machine.sockets`.
+    // `cores_per_l3 = 10^6` was blamed on `machine.sockets`; out of its
+    // own range now, a count within it that makes too many CPUs is still
+    // blamed on itself.
     let machine = scenario(
         "",
         r#"[{ name = "a", type = "long" }]"#,
@@ -366,15 +368,15 @@ fn errors_name_the_place_at_fault() {
     )
     .replace(
         "machine = \"icelake-sp-2s\"\nseed = 1\n",
-        "seed = 1\n[machine]\npreset = \"icelake-sp-2s\"\ncores_per_l3 = 1000000\n",
+        "seed = 1\n[machine]\npreset = \"icelake-sp-2s\"\ncores_per_l3 = 2000\n",
     );
     assert_eq!(
         error_of(&machine),
-        r#"error: the machine would have 4000000 CPUs; the limit is 4096 (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core) (in `machine.cores_per_l3`)
+        r#"error: the machine would have 8000 CPUs; the limit is 4096 (sockets x nodes_per_socket x l3_per_node x cores_per_l3 x threads_per_core) (in `machine.cores_per_l3`)
  --> t.toml:6:16
   |
-6 | cores_per_l3 = 1000000
-  |                ^^^^^^^"#
+6 | cores_per_l3 = 2000
+  |                ^^^^"#
     );
     // Simulated memory exceeded by per-CPU instances: no line or column.
     let per_cpu = scenario(

@@ -101,7 +101,7 @@ fn bad_sizes_and_ways_are_errors_naming_the_key() {
     error_of("l1d_ways = 0", "out of range 1..=64");
     error_of("l1d_ways = 65", "out of range 1..=64");
     error_of("l2_kib = 40", "out of range 48..=65536");
-    error_of("l2_kib = 100000", "out of range 1..=65536");
+    error_of("l2_kib = 100000", "out of range 0..=65536");
     error_of("l2_hit_cycles = 2", "out of range 5..=1000");
     error_of("l1d_kib = 0", "out of range 1..=65536");
 }

@@ -987,14 +987,25 @@ fn check_counts(spec: &MachineSpec) -> Result<u64, SpecError> {
     Ok(cpus)
 }
 
-/// The values a machine's scalar key can take, by its name in a machine table
-/// (`smt_share_percent`): one table for the check of a built machine and for
-/// the input reader, whose type errors (a negative count) then name the same
-/// range the check would. `None` for a key without a range of its own.
+/// The most cycles a latency leg (`latency.*_cycles`) may have.
+pub const LATENCY_LIMIT_CYCLES: u64 = 1_000_000;
+
+/// The values a machine's numeric key can take on its own, by its name in a
+/// machine table (`smt_share_percent`, `latency.dram_cycles`): one table for
+/// the check of a built machine, for the input reader's check of the
+/// values a file gives, and for its type errors (a negative count), so
+/// that each names the same range. The rules that tie keys together (the
+/// CPUs a machine's counts make, an L2 hit no faster than the L1D's, a
+/// power-of-two line) are checked on the built machine. `None` for a key
+/// without a bound of its own (`deep_idle_writeback_cycles`).
 pub fn scalar_key_range(key: &str) -> Option<std::ops::RangeInclusive<u64>> {
     Some(match key {
-        "threads_per_core" => 1..=8,
         "clock_mhz" => 1..=100_000,
+        "sockets" => 1..=u64::from(MAX_SOCKETS),
+        "nodes_per_socket" => 1..=MAX_NODES,
+        "l3_per_node" | "cores_per_l3" => 1..=MAX_CPUS,
+        "threads_per_core" => 1..=8,
+        "line_size_bytes" => 16..=4096,
         "store_buffer_entries" => 1..=1024,
         "smt_share_percent" => 1..=100,
         "outstanding_misses" => 1..=256,
@@ -1002,6 +1013,26 @@ pub fn scalar_key_range(key: &str) -> Option<std::ops::RangeInclusive<u64>> {
         "dispatch_width" => 1..=64,
         "mispredict_penalty_cycles" => 0..=1000,
         "arbitration_near_owner_percent" => 0..=100,
+        // 0 for both sizes: unbounded caches (`PrivateCacheSpec::UNBOUNDED`).
+        "l1d_kib" | "l2_kib" => 0..=65_536,
+        "l1d_ways" | "l2_ways" => 1..=64,
+        "l2_hit_cycles" => 0..=1000,
+        "distance_unit_cycles" => 1..=LATENCY_LIMIT_CYCLES,
+        // Each entry of the matrices (0 and 10 on their diagonals).
+        "socket_hops" => 0..=u64::from(MAX_SOCKET_HOPS),
+        "node_distances" => u64::from(SLIT_LOCAL_DISTANCE)..=u64::from(SLIT_MAX_DISTANCE),
+        "latency.l1_hit_cycles" => 1..=LATENCY_LIMIT_CYCLES,
+        "latency.locked_op_cycles"
+        | "latency.smt_transfer_cycles"
+        | "latency.l3_transfer_cycles"
+        | "latency.hop_in_node_cycles"
+        | "latency.hop_between_nodes_cycles"
+        | "latency.hop_between_sockets_cycles"
+        | "latency.hop_extra_socket_link_cycles"
+        | "latency.clean_snoop_saving_cycles"
+        | "latency.dram_cycles"
+        | "latency.l3_hit_cycles"
+        | "latency.home_occupancy_cycles" => 0..=LATENCY_LIMIT_CYCLES,
         _ => return None,
     })
 }
@@ -1050,8 +1081,13 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
             });
         }
     }
-    let latency_limit = 1_000_000;
     let l = &spec.latency;
+    if l.l1_hit_cycles == 0 {
+        return Err(SpecError {
+            key: "latency.l1_hit_cycles",
+            message: "must be at least 1, so that every access takes time".into(),
+        });
+    }
     for (key, value) in [
         ("latency.l1_hit_cycles", l.l1_hit_cycles),
         ("latency.locked_op_cycles", l.locked_op_cycles),
@@ -1078,10 +1114,15 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
         ("latency.l3_hit_cycles", l.l3_hit_cycles),
         ("latency.home_occupancy_cycles", l.home_occupancy_cycles),
     ] {
-        if value > latency_limit {
+        let range = scalar_key_range(key).expect("every latency key has a range");
+        if !range.contains(&value) {
             return Err(SpecError {
                 key,
-                message: format!("{value} is out of range 0..={latency_limit}"),
+                message: format!(
+                    "{value} is out of range {}..={}",
+                    range.start(),
+                    range.end()
+                ),
             });
         }
     }
@@ -1111,12 +1152,6 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
     check_socket_hops(spec)?;
     check_node_distances(spec)?;
     check_private_caches(spec)?;
-    if l.l1_hit_cycles == 0 {
-        return Err(SpecError {
-            key: "latency.l1_hit_cycles",
-            message: "must be at least 1, so that every access takes time".into(),
-        });
-    }
     Ok(())
 }
 

@@ -305,14 +305,49 @@ impl Checker<'_, '_> {
         self.at_most_fixed(value, key, STRUCT_BYTES, "bytes", "struct size")
     }
 
+    /// Every numeric key the machine table gives, within the range the
+    /// machine's own check gives it (`sim_core::topology::scalar_key_range`,
+    /// one table for every key), and the line a power of two: an error at
+    /// the value, naming the range.
     fn machine(&self, m: &InlineMachine) -> Result {
-        self.at_least_one(&m.clock_mhz, "machine.clock_mhz")?;
-        self.at_least_one(&m.sockets, "machine.sockets")?;
-        self.at_least_one(&m.nodes_per_socket, "machine.nodes_per_socket")?;
-        self.at_least_one(&m.l3_per_node, "machine.l3_per_node")?;
-        self.at_least_one(&m.cores_per_l3, "machine.cores_per_l3")?;
-        self.at_least_one(&m.threads_per_core, "machine.threads_per_core")?;
-        self.power_of_two(&m.line_size_bytes, "machine.line_size_bytes")
+        for (key, given) in machine_numbers(m) {
+            let (Some((value, span)), Some(range)) =
+                (given, sim_core::topology::scalar_key_range(key))
+            else {
+                continue;
+            };
+            if !range.contains(&value) {
+                let key = format!("machine.{key}");
+                return Err(self
+                    .err(
+                        span,
+                        &key,
+                        format!(
+                            "{value} is out of range {}..={}",
+                            range.start(),
+                            range.end()
+                        ),
+                    )
+                    .with_valid(format!(
+                        "an integer from {} to {}",
+                        range.start(),
+                        range.end()
+                    )));
+            }
+        }
+        if let Some(line) = &m.line_size_bytes {
+            let n = *line.get_ref();
+            if !n.is_power_of_two() {
+                return Err(self
+                    .err(
+                        line.span(),
+                        "machine.line_size_bytes",
+                        format!("`machine.line_size_bytes` must be a power of two, found {n}"),
+                    )
+                    .with_valid("a power of two from 16 to 4096 (64 on every x86 part)"));
+            }
+        }
+        Ok(())
     }
 
     fn run(&self, run: &RunSection) -> Result {
@@ -788,4 +823,74 @@ fn element_span(c: &Checker<'_, '_>, path: &[&str], index: usize) -> Range<usize
                 .map(|e| e.span())
         })
         .unwrap_or(0..0)
+}
+
+/// A value the file gives and the span of it.
+type Given = Option<(u64, Range<usize>)>;
+
+/// Every integer key of a machine table, by its name there (`latency.` for
+/// `[machine.latency]`), with the value and span the file gives.
+fn machine_numbers(m: &InlineMachine) -> Vec<(&'static str, Given)> {
+    let n32 = |v: &Option<Spanned<u32>>| v.as_ref().map(|s| (u64::from(*s.get_ref()), s.span()));
+    let n64 = |v: &Option<Spanned<u64>>| v.as_ref().map(|s| (*s.get_ref(), s.span()));
+    let l = &m.latency;
+    vec![
+        ("clock_mhz", n64(&m.clock_mhz)),
+        ("sockets", n32(&m.sockets)),
+        ("nodes_per_socket", n32(&m.nodes_per_socket)),
+        ("l3_per_node", n32(&m.l3_per_node)),
+        ("cores_per_l3", n32(&m.cores_per_l3)),
+        ("threads_per_core", n32(&m.threads_per_core)),
+        ("line_size_bytes", n32(&m.line_size_bytes)),
+        ("store_buffer_entries", n32(&m.store_buffer_entries)),
+        ("distance_unit_cycles", n64(&m.distance_unit_cycles)),
+        ("smt_share_percent", n32(&m.smt_share_percent)),
+        (
+            "arbitration_near_owner_percent",
+            n32(&m.arbitration_near_owner_percent),
+        ),
+        ("outstanding_misses", n32(&m.outstanding_misses)),
+        ("reorder_window_entries", n32(&m.reorder_window_entries)),
+        ("dispatch_width", n32(&m.dispatch_width)),
+        (
+            "mispredict_penalty_cycles",
+            n32(&m.mispredict_penalty_cycles),
+        ),
+        (
+            "deep_idle_writeback_cycles",
+            n64(&m.deep_idle_writeback_cycles),
+        ),
+        ("l1d_kib", n32(&m.l1d_kib)),
+        ("l1d_ways", n32(&m.l1d_ways)),
+        ("l2_kib", n32(&m.l2_kib)),
+        ("l2_ways", n32(&m.l2_ways)),
+        ("l2_hit_cycles", n64(&m.l2_hit_cycles)),
+        ("latency.l1_hit_cycles", n64(&l.l1_hit_cycles)),
+        ("latency.locked_op_cycles", n64(&l.locked_op_cycles)),
+        ("latency.smt_transfer_cycles", n64(&l.smt_transfer_cycles)),
+        ("latency.l3_transfer_cycles", n64(&l.l3_transfer_cycles)),
+        ("latency.hop_in_node_cycles", n64(&l.hop_in_node_cycles)),
+        (
+            "latency.hop_between_nodes_cycles",
+            n64(&l.hop_between_nodes_cycles),
+        ),
+        (
+            "latency.hop_between_sockets_cycles",
+            n64(&l.hop_between_sockets_cycles),
+        ),
+        (
+            "latency.hop_extra_socket_link_cycles",
+            n64(&l.hop_extra_socket_link_cycles),
+        ),
+        (
+            "latency.clean_snoop_saving_cycles",
+            n64(&l.clean_snoop_saving_cycles),
+        ),
+        ("latency.dram_cycles", n64(&l.dram_cycles)),
+        ("latency.l3_hit_cycles", n64(&l.l3_hit_cycles)),
+        (
+            "latency.home_occupancy_cycles",
+            n64(&l.home_occupancy_cycles),
+        ),
+    ]
 }

@@ -78,7 +78,13 @@ pub(crate) fn from_de_error(
         let (unexpected, expected) = rest.split_once(", expected ").unwrap_or((rest, "?"));
         if unexpected.ends_with("128") {
             // An integer too large for i64/u64.
-            let (expected, _) = expected_phrase(expected, true);
+            let (expected, _) = match machine_key_range(&located.path) {
+                Some(range) => (
+                    format!("an integer from {} to {}", range.start(), range.end()),
+                    None,
+                ),
+                None => expected_phrase(expected, true),
+            };
             return at(format!("the number for `{key}` is out of range")).with_valid(expected);
         }
         let found = match located.value {
@@ -291,6 +297,16 @@ fn unexpected_phrase(unexpected: &str) -> String {
 fn machine_key_range(path: &[String]) -> Option<std::ops::RangeInclusive<u64>> {
     match path {
         [.., parent, key] if parent == "machine" => sim_core::topology::scalar_key_range(key),
+        [.., machine, latency, key] if machine == "machine" && latency == "latency" => {
+            sim_core::topology::scalar_key_range(&format!("latency.{key}"))
+        }
+        // An entry of a matrix: `machine.socket_hops.0.1`.
+        [.., machine, matrix, _, _]
+            if machine == "machine"
+                && matches!(matrix.as_str(), "socket_hops" | "node_distances") =>
+        {
+            sim_core::topology::scalar_key_range(matrix)
+        }
         _ => None,
     }
 }
