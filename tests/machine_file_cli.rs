@@ -656,3 +656,86 @@ fn a_bad_leg_in_nanoseconds_names_its_file_line_key_and_what_is_valid() {
         }
     }
 }
+
+/// `presets show FILE.toml` lists every key a machine gets besides its
+/// legs, as `presets show PRESET` does: each with its value and where it
+/// comes from. A newcomer's file of the required keys alone sees which
+/// defaults it runs with, and a file on a preset which keys are the
+/// preset's.
+#[test]
+fn presets_show_of_a_machine_file_lists_every_key_and_where_it_comes_from() {
+    let dir = TempDir::new("machine-file-keys");
+    let whole = dir.0.join("whole.toml");
+    std::fs::write(
+        &whole,
+        "[machine]\nname = \"six-cores\"\nclock_mhz = 4200\nsockets = 1\nnodes_per_socket = 1\n\
+         l3_per_node = 1\ncores_per_l3 = 6\nthreads_per_core = 2\nline_size_bytes = 64\n\
+         protocol = \"mesif\"\nlookup = \"local\"\nstore_buffer_entries = 72\n\
+         [machine.latency]\nl1_hit_cycles = 5\nlocked_op_cycles = 20\nsmt_transfer_cycles = 2\n\
+         l3_transfer_ns = 45.0\nhop_in_node_ns = 15.0\ndram_ns = 90.0\n",
+    )
+    .unwrap();
+    let o = bounce(&["presets", "show", whole.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let row = |key: &str| {
+        out.lines()
+            .find(|l| {
+                l.strip_prefix("  ")
+                    .and_then(|l| l.strip_prefix(key))
+                    .is_some_and(|rest| rest.starts_with(' '))
+            })
+            .unwrap_or_else(|| panic!("no row for `{key}`:\n{out}"))
+            .to_string()
+    };
+    for key in models::presets::SPEC_KEYS
+        .iter()
+        .filter(|k| !k.starts_with("latency."))
+    {
+        row(key);
+    }
+    assert!(
+        row("clock_mhz").contains("given in the file, line 3"),
+        "{out}"
+    );
+    let misses = row("outstanding_misses");
+    assert!(
+        misses.contains(" 1 ") && misses.contains("the default: one miss in flight"),
+        "{misses}"
+    );
+    assert!(row("node_distances").contains("not set"), "{out}");
+    // One socket and one node: the legs between them are not required.
+    assert!(
+        out.contains("hop_between_sockets_cycles       0      0.0 ns  not given: 0, one socket"),
+        "{out}"
+    );
+
+    // On a preset: the preset's values, with their provenance.
+    let on_preset = dir.0.join("on-preset.toml");
+    std::fs::write(
+        &on_preset,
+        "[machine]\npreset = \"icelake-sp-2s\"\nsmt_share_percent = 50\n",
+    )
+    .unwrap();
+    let o = bounce(&["presets", "show", on_preset.to_str().unwrap()]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let row = |key: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(&format!("{key} ")))
+            .unwrap_or_else(|| panic!("no row for `{key}`:\n{out}"))
+            .to_string()
+    };
+    assert!(
+        row("smt_share_percent").contains("given in the file, line 3"),
+        "{out}"
+    );
+    assert!(
+        row("outstanding_misses").contains("preset icelake-sp-2s's (documented)"),
+        "{out}"
+    );
+    assert!(
+        row("clean_shared_line_answer").contains("preset icelake-sp-2s's (assumed)"),
+        "{out}"
+    );
+}

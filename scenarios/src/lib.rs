@@ -123,7 +123,14 @@ pub fn machine_file_view(
         }
         note
     });
+    // A span of the checking scenario as the machine file's own line.
+    let line_of = |span: std::ops::Range<usize>| {
+        let place = format::error::Place::at(&checked.source, span);
+        place.line.saturating_sub(checked.prefix_lines)
+    };
+    let keys = machine::key_origins(&checked.doc, spec, &line_of);
     Ok(machine::MachineFileView {
+        keys,
         legs,
         clock_note,
         topology: checked.topology,

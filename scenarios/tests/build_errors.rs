@@ -282,13 +282,13 @@ fn inline_machine_missing_keys() {
              threads_per_core = 1\nclock_mhz = 3000\n[machine.latency]\nl1_hit_cycles = 4\n",
         ),
         r#"
-error: the machine is incomplete: missing `line_size_bytes`, `protocol`, `lookup`, `store_buffer_entries`, `latency.locked_op_cycles`, `latency.smt_transfer_cycles`, `latency.l3_transfer_cycles`, `latency.hop_in_node_cycles`, `latency.hop_between_nodes_cycles`, `latency.hop_between_sockets_cycles`, `latency.dram_cycles` (in `machine`)
+error: the machine is incomplete: missing `line_size_bytes`, `protocol`, `lookup`, `store_buffer_entries`, `latency.locked_op_cycles`, `latency.smt_transfer_cycles`, `latency.l3_transfer_cycles`, `latency.hop_in_node_cycles`, `latency.dram_cycles` (in `machine`)
   --> scenarios/test.toml:15:1
    |
 15 | [machine]
    | ^^^^^^^^^
    |
-   = valid: give every key, or start from a preset with `preset = "NAME"` (presets: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, bergamo-1s, bergamo-2s)
+   = valid: give every key (`bounce presets show NAME --toml` prints a preset's table with each key's source, to start from), or start from a preset with `preset = "NAME"` and give what differs (presets: icelake-sp-2s, cascadelake-sp-2s, cascadelake-sp-4s, cascadelake-ap-2s, epyc-naples-2s, epyc-milan-2s, epyc-genoa-1s, epyc-genoa-2s, bergamo-1s, bergamo-2s)
 "#,
     );
 }
@@ -325,6 +325,8 @@ error: 0 is out of range 1..=100 (in `machine.smt_share_percent`)
    |
 17 | smt_share_percent = 0
    |                     ^
+   |
+   = valid: an integer from 1 to 100
 "#,
     );
 }
@@ -474,4 +476,64 @@ error: this loop never ends: its condition is a constant that is not 0 and nothi
         ),
         "(built without error)",
     );
+}
+
+/// Every numeric key of a machine table, given a value below and above the
+/// range `sim_core::topology::scalar_key_range` gives it (a negative one
+/// too): one mechanism, so each error names the file, the line, the key
+/// and that range, whether the reader refuses the value's type (a
+/// negative count) or its range.
+#[test]
+fn every_numeric_machine_key_out_of_range_names_its_range() {
+    let keys = [
+        "clock_mhz",
+        "sockets",
+        "nodes_per_socket",
+        "l3_per_node",
+        "cores_per_l3",
+        "threads_per_core",
+        "line_size_bytes",
+        "store_buffer_entries",
+        "smt_share_percent",
+        "arbitration_near_owner_percent",
+        "outstanding_misses",
+        "reorder_window_entries",
+        "dispatch_width",
+        "mispredict_penalty_cycles",
+        "l1d_ways",
+        "l2_kib",
+        "l2_hit_cycles",
+        "latency.l1_hit_cycles",
+        "latency.locked_op_cycles",
+        "latency.dram_cycles",
+        "latency.hop_extra_socket_link_cycles",
+        "latency.home_occupancy_cycles",
+    ];
+    for key in keys {
+        let range = sim_core::topology::scalar_key_range(key).expect(key);
+        let mut values = vec![-1i128, i128::from(*range.end() as u32) + 1];
+        if *range.start() > 0 {
+            values.push(i128::from(*range.start() as u32) - 1);
+        }
+        for value in values {
+            let input = BASE.replace(
+                "machine = \"icelake-sp-2s\"\n",
+                &format!("[machine]\npreset = \"icelake-sp-2s\"\n{key} = {value}\n"),
+            );
+            let message = match load_str("scenarios/test.toml", &input) {
+                Err(e) => e.to_string(),
+                Ok(loaded) => match build_all(&loaded, BuildOptions::default()) {
+                    Err(e) => e.to_string(),
+                    Ok(_) => panic!("{key} = {value} was accepted"),
+                },
+            };
+            let bounds = format!("from {} to {}", range.start(), range.end());
+            assert!(
+                message.contains(&format!("`machine.{key}`"))
+                    && message.contains("scenarios/test.toml:4:")
+                    && message.contains(&bounds),
+                "{key} = {value}:\n{message}"
+            );
+        }
+    }
 }

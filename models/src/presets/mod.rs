@@ -117,6 +117,11 @@ pub enum ParamValue {
     Text(String),
     /// A square matrix (the links between sockets), row by row.
     Matrix(Vec<Vec<u32>>),
+    /// An optional key the machine leaves out: the model then follows the
+    /// rule its note gives (a leg across two socket links costs two
+    /// one-link legs; no node distances). `bounce presets show --toml`
+    /// writes it as a comment, so that the table stays without it.
+    NotSet,
 }
 
 impl fmt::Display for ParamValue {
@@ -137,6 +142,7 @@ impl fmt::Display for ParamValue {
                     .collect();
                 write!(f, "[{}]", rows.join(", "))
             }
+            ParamValue::NotSet => f.write_str("not set"),
         }
     }
 }
@@ -244,6 +250,55 @@ pub fn default_arbitration() -> Param {
     )
 }
 
+/// The machine keys no preset has a figure for, each with the rule the
+/// model follows without one: who answers a clean shared line, the
+/// optional legs and the node distances. Listed so that `bounce presets
+/// show` prints every key a machine gets, and a user sees the default a
+/// machine file also gets when it leaves the key out.
+pub fn default_unsourced_rules() -> Vec<Param> {
+    vec![
+        text(
+            "clean_shared_line_answer",
+            "memory-or-forwarder",
+            Provenance::Assumed,
+            "no retrieved source says which cache answers a read of a line held only Shared (or Forward) in another L3 domain on this machine",
+            "the Forward copy answers (MESIF) at a transfer's cost, else memory at the home supplies the line. Other rules a machine file may set, with its source: \"holding-l3\" (an inclusive L3 answers from its own copy) and \"holding-die\" (a core of the one domain holding every copy answers)",
+        ),
+        param(
+            "latency.hop_extra_socket_link_cycles",
+            ParamValue::NotSet,
+            "cycles",
+            Provenance::Assumed,
+            "no preset has sockets more than one link apart (socket_hops), so none needs the figure",
+            "not set: a leg across h socket links costs h one-link legs (h x hop_between_sockets_cycles). A machine file with sockets two links apart may give what each further link adds",
+        ),
+        param(
+            "latency.clean_snoop_saving_cycles",
+            ParamValue::NotSet,
+            "cycles",
+            Provenance::Assumed,
+            "no retrieved source measures a clean copy's answer apart from a dirty one's on this machine",
+            "not set: a core answers a read from a clean copy (E, F, S) at a dirty one's cost (M, O). A machine file may give what the clean answer saves (at most latency.l3_transfer_cycles)",
+        ),
+        param(
+            "node_distances",
+            ParamValue::NotSet,
+            "",
+            Provenance::Assumed,
+            "the node legs are the latency legs, fitted on measured core-to-core latencies, not taken from a SLIT",
+            "not set: a leg between two nodes of a socket costs hop_between_nodes_cycles and one between sockets the socket legs (the matrices above). A machine file may give the distances `numactl --hardware` prints instead",
+        ),
+        param(
+            "distance_unit_cycles",
+            ParamValue::NotSet,
+            "cycles",
+            Provenance::Assumed,
+            "used only with node_distances, which no preset gives",
+            "not set: with node_distances, the round-trip cycles per distance unit are the local memory latency (2 x hop_in_node_cycles + dram_cycles) over 10",
+        ),
+    ]
+}
+
 /// A parameter table's instruction costs, as (class, cycles), in table order.
 pub fn instruction_costs(params: &[Param]) -> Vec<(String, i64)> {
     params
@@ -274,8 +329,11 @@ pub const SPEC_KEYS: &[&str] = &[
     "adjacent_line_prefetch",
     "store_buffer_entries",
     "socket_hops",
+    "node_distances",
+    "distance_unit_cycles",
     "l3_shared_lines",
     "directory",
+    "clean_shared_line_answer",
     "smt_share_percent",
     "arbitration_near_owner_percent",
     "outstanding_misses",
@@ -296,6 +354,8 @@ pub const SPEC_KEYS: &[&str] = &[
     "latency.hop_in_node_cycles",
     "latency.hop_between_nodes_cycles",
     "latency.hop_between_sockets_cycles",
+    "latency.hop_extra_socket_link_cycles",
+    "latency.clean_snoop_saving_cycles",
     "latency.dram_cycles",
     "latency.l3_hit_cycles",
     "latency.home_occupancy_cycles",
@@ -521,6 +581,7 @@ pub fn resolve_preset(reference: &str) -> Result<Resolved, ResolveError> {
     // the scheduler's parameters.
     for cost in default_instruction_costs()
         .into_iter()
+        .chain(default_unsourced_rules())
         .chain(scheduler_params(preset.name))
     {
         if !params.iter().any(|p| p.key == cost.key) {
@@ -616,6 +677,28 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         "broadcast-shared" => DirectoryPrecision::BroadcastShared,
         other => return Err(format!("unknown directory `{other}`")),
     };
+    let clean_shared_line_answer = match text("clean_shared_line_answer")?.as_str() {
+        "memory-or-forwarder" => CleanSharedLineAnswer::MemoryOrForwarder,
+        "holding-l3" => CleanSharedLineAnswer::HoldingL3,
+        "holding-die" => CleanSharedLineAnswer::HoldingDie,
+        other => return Err(format!("unknown clean_shared_line_answer `{other}`")),
+    };
+    // An optional figure: `None` where the table says it is not set.
+    let optional = |key: &str| -> Result<Option<u64>, String> {
+        match get(key)? {
+            ParamValue::NotSet => Ok(None),
+            ParamValue::Int(v) => Ok(Some(*v)),
+            other => Err(format!("`{key}` = {other} is not an integer")),
+        }
+    };
+    let node_distances = sim_core::topology::NodeDistances {
+        slit: match get("node_distances")? {
+            ParamValue::NotSet => Vec::new(),
+            ParamValue::Matrix(rows) => rows.clone(),
+            other => return Err(format!("`node_distances` = {other} is not a matrix")),
+        },
+        distance_unit_cycles: optional("distance_unit_cycles")?,
+    };
     Ok(MachineSpec {
         name: text("name")?,
         clock_mhz: int("clock_mhz")?,
@@ -630,13 +713,10 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         adjacent_line_prefetch,
         store_buffer_entries: int32("store_buffer_entries")?,
         socket_hops,
-        // No preset gives node distances: their legs are measured.
-        node_distances: Default::default(),
+        node_distances,
         l3_shared_lines,
         directory,
-        // No preset has a source for who answers a clean shared line: the
-        // forwarding copy, else memory (the rule before the key existed).
-        clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
+        clean_shared_line_answer,
         smt_share_percent: int32("smt_share_percent")?,
         arbitration_near_owner_percent: int32("arbitration_near_owner_percent")?,
         outstanding_misses: int32("outstanding_misses")?,
@@ -660,14 +740,156 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
             hop_in_node_cycles: int("latency.hop_in_node_cycles")?,
             hop_between_nodes_cycles: int("latency.hop_between_nodes_cycles")?,
             hop_between_sockets_cycles: int("latency.hop_between_sockets_cycles")?,
-            hop_extra_socket_link_cycles: None,
-            // No preset has a source for a clean snoop's saving.
-            clean_snoop_saving_cycles: None,
+            hop_extra_socket_link_cycles: optional("latency.hop_extra_socket_link_cycles")?,
+            clean_snoop_saving_cycles: optional("latency.clean_snoop_saving_cycles")?,
             dram_cycles: int("latency.dram_cycles")?,
             l3_hit_cycles: int("latency.l3_hit_cycles")?,
             home_occupancy_cycles: int("latency.home_occupancy_cycles")?,
         },
     })
+}
+
+/// A machine's value of every key of [`SPEC_KEYS`], in that order: what
+/// [`machine_spec`] builds the machine from, read back (a machine file's
+/// machine, for `bounce presets show FILE.toml`). Every field is named, so
+/// a field added to `MachineSpec` fails to compile here until it has a key.
+pub fn spec_values(spec: &MachineSpec) -> Vec<(&'static str, ParamValue)> {
+    let MachineSpec {
+        name,
+        clock_mhz,
+        sockets,
+        nodes_per_socket,
+        l3_per_node,
+        cores_per_l3,
+        threads_per_core,
+        line_size_bytes,
+        protocol,
+        lookup,
+        adjacent_line_prefetch,
+        store_buffer_entries,
+        socket_hops,
+        node_distances,
+        l3_shared_lines,
+        directory,
+        clean_shared_line_answer,
+        smt_share_percent,
+        arbitration_near_owner_percent,
+        outstanding_misses,
+        reorder_window_entries,
+        dispatch_width,
+        mispredict_penalty_cycles,
+        lock_rfo_ahead,
+        deep_idle_writeback_cycles,
+        private_caches,
+        latency,
+    } = spec;
+    let int = |v: u64| ParamValue::Int(v);
+    let text = |v: &str| ParamValue::Text(v.to_string());
+    let optional = |v: Option<u64>| v.map_or(ParamValue::NotSet, ParamValue::Int);
+    vec![
+        ("name", text(name)),
+        ("clock_mhz", int(*clock_mhz)),
+        ("sockets", int((*sockets).into())),
+        ("nodes_per_socket", int((*nodes_per_socket).into())),
+        ("l3_per_node", int((*l3_per_node).into())),
+        ("cores_per_l3", int((*cores_per_l3).into())),
+        ("threads_per_core", int((*threads_per_core).into())),
+        ("line_size_bytes", int((*line_size_bytes).into())),
+        ("protocol", text(protocol.name())),
+        ("lookup", text(lookup.name())),
+        (
+            "adjacent_line_prefetch",
+            ParamValue::Bool(*adjacent_line_prefetch),
+        ),
+        ("store_buffer_entries", int((*store_buffer_entries).into())),
+        (
+            "socket_hops",
+            if socket_hops.is_empty() {
+                text(FULLY_CONNECTED)
+            } else {
+                ParamValue::Matrix(socket_hops.clone())
+            },
+        ),
+        (
+            "node_distances",
+            if node_distances.slit.is_empty() {
+                ParamValue::NotSet
+            } else {
+                ParamValue::Matrix(node_distances.slit.clone())
+            },
+        ),
+        (
+            "distance_unit_cycles",
+            optional(node_distances.distance_unit_cycles),
+        ),
+        ("l3_shared_lines", text(l3_shared_lines.name())),
+        ("directory", text(directory.name())),
+        (
+            "clean_shared_line_answer",
+            text(clean_shared_line_answer.name()),
+        ),
+        ("smt_share_percent", int((*smt_share_percent).into())),
+        (
+            "arbitration_near_owner_percent",
+            int((*arbitration_near_owner_percent).into()),
+        ),
+        ("outstanding_misses", int((*outstanding_misses).into())),
+        (
+            "reorder_window_entries",
+            int((*reorder_window_entries).into()),
+        ),
+        ("dispatch_width", int((*dispatch_width).into())),
+        (
+            "mispredict_penalty_cycles",
+            int((*mispredict_penalty_cycles).into()),
+        ),
+        ("lock_rfo_ahead", ParamValue::Bool(*lock_rfo_ahead)),
+        (
+            "deep_idle_writeback_cycles",
+            int(*deep_idle_writeback_cycles),
+        ),
+        ("l1d_kib", int(private_caches.l1d_kib.into())),
+        ("l1d_ways", int(private_caches.l1d_ways.into())),
+        ("l2_kib", int(private_caches.l2_kib.into())),
+        ("l2_ways", int(private_caches.l2_ways.into())),
+        ("l2_hit_cycles", int(private_caches.l2_hit_cycles)),
+        ("latency.l1_hit_cycles", int(latency.l1_hit_cycles)),
+        ("latency.locked_op_cycles", int(latency.locked_op_cycles)),
+        (
+            "latency.smt_transfer_cycles",
+            int(latency.smt_transfer_cycles),
+        ),
+        (
+            "latency.l3_transfer_cycles",
+            int(latency.l3_transfer_cycles),
+        ),
+        (
+            "latency.hop_in_node_cycles",
+            int(latency.hop_in_node_cycles),
+        ),
+        (
+            "latency.hop_between_nodes_cycles",
+            int(latency.hop_between_nodes_cycles),
+        ),
+        (
+            "latency.hop_between_sockets_cycles",
+            int(latency.hop_between_sockets_cycles),
+        ),
+        (
+            "latency.hop_extra_socket_link_cycles",
+            optional(latency.hop_extra_socket_link_cycles),
+        ),
+        (
+            "latency.clean_snoop_saving_cycles",
+            optional(latency.clean_snoop_saving_cycles),
+        ),
+        ("latency.dram_cycles", int(latency.dram_cycles)),
+        ("latency.l3_hit_cycles", int(latency.l3_hit_cycles)),
+        (
+            "latency.home_occupancy_cycles",
+            int(latency.home_occupancy_cycles),
+        ),
+    ]
 }
 
 /// The value of `socket_hops` for a machine whose sockets are all one link
@@ -873,6 +1095,23 @@ mod tests {
             let spec = (p.build)();
             assert_eq!(spec.name, p.name);
             Topology::new(spec).unwrap();
+        }
+    }
+
+    /// Every machine key read back from a preset's machine is the key
+    /// the table built it from, and builds the same machine again.
+    #[test]
+    fn spec_values_read_back_every_key_of_every_preset() {
+        for p in PRESETS {
+            let r = resolve_preset(p.name).unwrap();
+            let values = spec_values(&r.spec);
+            let keys: Vec<&str> = values.iter().map(|(k, _)| *k).collect();
+            assert_eq!(keys, SPEC_KEYS, "{}", p.name);
+            let params: Vec<Param> = values
+                .into_iter()
+                .map(|(key, value)| param(key, value, "", Provenance::Assumed, "test", "test"))
+                .collect();
+            assert_eq!(machine_spec(&params).unwrap(), r.spec, "{}", p.name);
         }
     }
 

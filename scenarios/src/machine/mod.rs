@@ -21,6 +21,6 @@ pub(crate) use costs::instruction_costs_from;
 pub use resolve::build_machine;
 pub(crate) use resolve::build_machine_with_preset;
 pub use resolve::{
-    clock_note, cycles_to_ns, leg_origins, ns_to_cycles, ClockNote, LegGiven, LegOrigin,
-    MachineFileView,
+    clock_note, cycles_to_ns, key_origins, leg_origins, ns_to_cycles, ClockNote, KeyGiven,
+    KeyOrigin, LegGiven, LegOrigin, MachineFileView,
 };

@@ -146,6 +146,19 @@ fn inline_machine(
         (None, None) => L3SharedLines::NotKept,
     };
     let clock_mhz = keys.required(&m.clock_mhz, "clock_mhz", |b| b.clock_mhz, 1);
+    // The levels the machine has, for the legs only they use.
+    let levels = MachineLevels {
+        sockets: m
+            .sockets
+            .as_ref()
+            .map(|v| *v.get_ref())
+            .or(base.map(|b| b.sockets)),
+        nodes_per_socket: m
+            .nodes_per_socket
+            .as_ref()
+            .map(|v| *v.get_ref())
+            .or(base.map(|b| b.nodes_per_socket)),
+    };
     let spec = MachineSpec {
         name: m
             .name
@@ -301,7 +314,13 @@ fn inline_machine(
             }
         },
         // Last, so that a missing latency is listed after the other keys.
-        latency: inline_latency(source, &mut keys, &m.latency, l3_shared_lines, clock_mhz)?,
+        latency: inline_latency(
+            source,
+            &mut keys,
+            &m.latency,
+            (l3_shared_lines, levels),
+            clock_mhz,
+        )?,
     };
     if !keys.missing.is_empty() {
         return Err(InputError::at(
@@ -318,17 +337,19 @@ fn inline_machine(
             ),
         )
         .with_valid(format!(
-            "give every key, or start from a preset with `preset = \"NAME\"` (presets: {})",
+            "give every key (`bounce presets show NAME --toml` prints a preset's table with \
+             each key's source, to start from), or start from a preset with \
+             `preset = \"NAME\"` and give what differs (presets: {})",
             presets::names().join(", ")
         )));
     }
     Ok(spec)
 }
 
-/// The most cycles a latency leg may have: the range `MachineSpec`'s
-/// check gives every `latency.*_cycles` key (`sim_core::topology`'s
-/// `check_ranges`), so that a leg in nanoseconds has the same bound.
-const LATENCY_LIMIT_CYCLES: u64 = 1_000_000;
+// The most cycles a latency leg may have: the range `MachineSpec`'s
+// check gives every `latency.*_cycles` key, so that a leg in nanoseconds
+// has the same bound.
+use sim_core::topology::LATENCY_LIMIT_CYCLES;
 
 /// The clocks `MachineSpec`'s check accepts (`clock_mhz`'s range there):
 /// outside them no leg in nanoseconds is converted (the clock's own error
@@ -416,14 +437,25 @@ fn leg_cycles(
     Ok(Some(ns_to_cycles(value, clock_mhz)))
 }
 
+/// How many sockets and nodes per socket a machine has (`None`: not given,
+/// which is an error of its own).
+#[derive(Clone, Copy)]
+struct MachineLevels {
+    sockets: Option<u32>,
+    nodes_per_socket: Option<u32>,
+}
+
 /// `[machine.latency]` of an inline machine, each key from the file (in
 /// cycles, or in nanoseconds converted at `clock_mhz`), else from the
-/// preset; the L3 hit is required only when the L3 answers reads.
+/// preset; the L3 hit is required only when the L3 answers reads, the leg
+/// between sockets only on a machine of several, and the leg between the
+/// nodes of a socket only where a socket has several (a leg no pair of
+/// CPUs takes is 0 when not given).
 fn inline_latency(
     source: &SourceFile,
     keys: &mut InlineKeys,
     l: &schema::LatencyOverrides,
-    l3_shared_lines: L3SharedLines,
+    (l3_shared_lines, levels): (L3SharedLines, MachineLevels),
     clock_mhz: u64,
 ) -> Result<LatencySpec, InputError> {
     let base = keys.base;
@@ -478,18 +510,24 @@ fn inline_latency(
             |b| b.latency.hop_in_node_cycles,
             0,
         ),
-        hop_between_nodes_cycles: required(
-            hop_between_nodes,
-            "latency.hop_between_nodes_cycles",
-            |b| b.latency.hop_between_nodes_cycles,
-            0,
-        ),
-        hop_between_sockets_cycles: required(
-            hop_between_sockets,
-            "latency.hop_between_sockets_cycles",
-            |b| b.latency.hop_between_sockets_cycles,
-            0,
-        ),
+        hop_between_nodes_cycles: match (hop_between_nodes, base, levels.nodes_per_socket) {
+            (None, None, Some(1)) => 0,
+            _ => required(
+                hop_between_nodes,
+                "latency.hop_between_nodes_cycles",
+                |b| b.latency.hop_between_nodes_cycles,
+                0,
+            ),
+        },
+        hop_between_sockets_cycles: match (hop_between_sockets, base, levels.sockets) {
+            (None, None, Some(1)) => 0,
+            _ => required(
+                hop_between_sockets,
+                "latency.hop_between_sockets_cycles",
+                |b| b.latency.hop_between_sockets_cycles,
+                0,
+            ),
+        },
         // Optional: without it a further link costs the one-link leg again.
         hop_extra_socket_link_cycles: match (hop_extra_socket_link, base) {
             (Some(v), _) => Some(v),
@@ -802,11 +840,162 @@ pub fn clock_note(source: &SourceFile, doc: &ScenarioDoc, spec: &MachineSpec) ->
     })
 }
 
-/// A machine file's machine, with how each latency leg was given and the
-/// note a clock other than its preset's brings ([`clock_note`]).
+/// A machine file's machine, with how each key and latency leg was given
+/// and the note a clock other than its preset's brings ([`clock_note`]).
 pub struct MachineFileView {
     pub topology: Topology,
     /// `None` when the file's table is a preset by name.
+    pub keys: Option<Vec<KeyOrigin>>,
+    /// `None` when the file's table is a preset by name.
     pub legs: Option<Vec<LegOrigin>>,
     pub clock_note: Option<ClockNote>,
+}
+
+/// Where a machine file's key gets its value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KeyGiven {
+    /// The file gives it, at this line of the file.
+    File { line: usize },
+    /// The preset the file starts from gives it, with this provenance.
+    Preset { preset: String, provenance: String },
+    /// Neither: the default of a machine given whole, and why.
+    Default { rule: &'static str },
+}
+
+/// One key of a machine file's machine (not a latency leg: those are
+/// [`LegOrigin`]s), its value in the machine built, and where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyOrigin {
+    pub key: &'static str,
+    pub value: presets::ParamValue,
+    pub unit: &'static str,
+    pub given: KeyGiven,
+}
+
+/// What a machine given whole (no `preset`) has for a key it leaves out,
+/// with why: the rule `inline_machine` applies. Required keys have none.
+fn whole_machine_default(key: &str) -> &'static str {
+    match key {
+        "adjacent_line_prefetch" => "no buddy-line prefetch",
+        "socket_hops" => "every pair of sockets one link apart",
+        "node_distances" => "the node legs are hop_between_nodes_cycles and the socket legs",
+        "distance_unit_cycles" => "with node_distances, the local memory latency over 10",
+        "l3_shared_lines" => "the L3 answers for no other core's line",
+        "directory" => "the directory names every sharer",
+        "clean_shared_line_answer" => "the Forward copy, else memory",
+        "smt_share_percent" => {
+            "SMT siblings share only the caches: each runs at a full core's speed beside a busy \
+             sibling (a preset's is 60-70 %)"
+        }
+        "arbitration_near_owner_percent" => "the home picks among waiting requests uniformly",
+        "outstanding_misses" => {
+            "one miss in flight at a time: no two misses overlap (a preset's is 10-24)"
+        }
+        "reorder_window_entries" => {
+            "no reorder window: the CPU waits for each value before going on (a preset's is \
+             192-512)"
+        }
+        "dispatch_width" => "one window entry a cycle (used only with a reorder window)",
+        "mispredict_penalty_cycles" => "no mispredict penalty (used only with a reorder window)",
+        "lock_rfo_ahead" => "a locked instruction's line is not requested ahead of its turn",
+        "deep_idle_writeback_cycles" => "never: a sleeping core keeps its caches",
+        "l1d_kib" | "l1d_ways" | "l2_kib" | "l2_ways" | "l2_hit_cycles" => {
+            "unbounded private caches: no line is ever evicted for capacity"
+        }
+        _ => "",
+    }
+}
+
+/// The unit a machine key's value is in, as `bounce presets show` prints it.
+fn key_unit(key: &str) -> &'static str {
+    match key {
+        "clock_mhz" => "MHz",
+        "line_size_bytes" => "bytes",
+        "store_buffer_entries" | "reorder_window_entries" => "entries",
+        "dispatch_width" => "entries per cycle",
+        "smt_share_percent" | "arbitration_near_owner_percent" => "percent",
+        "outstanding_misses" => "misses",
+        "l1d_kib" | "l2_kib" => "KiB",
+        "l1d_ways" | "l2_ways" => "ways",
+        k if k.ends_with("_cycles") => "cycles",
+        _ => "",
+    }
+}
+
+/// The span of each key an inline machine gives (`Some(0..0)` for the
+/// flags, which keep no span), by its name in `SPEC_KEYS`; latency legs
+/// are left out ([`leg_origins`] has them).
+fn given_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Range<usize>>)> {
+    let flag = |v: &Option<bool>| v.map(|_| 0..0);
+    let mut spans: Vec<(&'static str, Option<Range<usize>>)> = machine_key_spans(m)
+        .into_iter()
+        .filter(|(k, _)| !k.starts_with("latency."))
+        .collect();
+    spans.extend([
+        ("name", m.name.as_ref().map(|_| 0..0)),
+        ("protocol", m.protocol.as_ref().map(|s| s.span())),
+        ("lookup", m.lookup.as_ref().map(|s| s.span())),
+        ("adjacent_line_prefetch", flag(&m.adjacent_line_prefetch)),
+        (
+            "l3_shared_lines",
+            m.l3_shared_lines.as_ref().map(|s| s.span()),
+        ),
+        ("directory", m.directory.as_ref().map(|s| s.span())),
+        ("lock_rfo_ahead", flag(&m.lock_rfo_ahead)),
+    ]);
+    spans
+}
+
+/// Every key of a machine file's machine but the latency legs, in
+/// `SPEC_KEYS` order, with its value and where it comes from: the file
+/// (its line, `line_of` turning a span into the file's line), the preset
+/// it starts from, or a machine given whole's default. `None` for a
+/// machine that is a preset by name.
+pub fn key_origins(
+    doc: &ScenarioDoc,
+    spec: &MachineSpec,
+    line_of: &dyn Fn(Range<usize>) -> usize,
+) -> Option<Vec<KeyOrigin>> {
+    let MachineRef::Inline(m) = &doc.machine else {
+        return None;
+    };
+    let preset = m
+        .preset
+        .as_ref()
+        .and_then(|name| presets::resolve_preset(name.get_ref()).ok());
+    let spans = given_key_spans(m);
+    Some(
+        presets::spec_values(spec)
+            .into_iter()
+            .filter(|(key, _)| !key.starts_with("latency."))
+            .map(|(key, value)| {
+                let span = spans
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .and_then(|(_, s)| s.clone());
+                let given = match (span, &preset) {
+                    (Some(span), _) => KeyGiven::File {
+                        line: if span.is_empty() { 0 } else { line_of(span) },
+                    },
+                    (None, Some(r)) => KeyGiven::Preset {
+                        preset: r.reference(),
+                        provenance: r
+                            .params
+                            .iter()
+                            .find(|p| p.key == key)
+                            .map_or(String::new(), |p| p.kind.name().to_string()),
+                    },
+                    (None, None) => KeyGiven::Default {
+                        rule: whole_machine_default(key),
+                    },
+                };
+                KeyOrigin {
+                    key,
+                    value,
+                    unit: key_unit(key),
+                    given,
+                }
+            })
+            .collect(),
+    )
 }

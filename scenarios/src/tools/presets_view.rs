@@ -190,6 +190,7 @@ fn param_value(v: &ParamValue) -> serde_json::Value {
             .map(|row| row.iter().map(|&h| serde_json::Value::from(h)).collect())
             .collect::<Vec<serde_json::Value>>()
             .into(),
+        ParamValue::NotSet => serde_json::Value::Null,
     }
 }
 
@@ -335,12 +336,18 @@ fn describe(r: &Resolved, t: &Topology) -> String {
     let info: Vec<&Param> = r.params.iter().filter(|p| p.is_informational()).collect();
     for group in [model, info] {
         for p in group {
+            // A key not set has no figure, so no unit either.
+            let unit = if p.value == ParamValue::NotSet {
+                ""
+            } else {
+                p.unit
+            };
             let _ = writeln!(
                 out,
                 "  {:<width$}  {:>value_width$} {:<unit_width$} {:<kind_width$} {}",
                 p.key,
                 p.value.to_string(),
-                p.unit,
+                unit,
                 p.kind.name(),
                 p.source,
             );
@@ -432,6 +439,9 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
     );
     let _ = writeln!(out);
     topology(&mut out, t);
+    if let Some(keys) = &view.keys {
+        machine_file_keys(&mut out, keys);
+    }
     let _ = writeln!(
         out,
         "latencies (core cycles at {} MHz, the nanoseconds they are at that clock, and how the \
@@ -461,7 +471,14 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
                         "preset {preset}'s cycles, {:.1} ns at its {clock_mhz} MHz",
                         crate::machine::cycles_to_ns(o.cycles, *clock_mhz)
                     ),
-                    LegGiven::Default => "not given: the default".to_string(),
+                    LegGiven::Default => match o.leg {
+                        "l3_hit" => "not given: 0, the L3 answers no reads (l3_shared_lines)",
+                        "hop_between_nodes" => "not given: 0, one node per socket",
+                        "hop_between_sockets" => "not given: 0, one socket",
+                        "home_occupancy" => "not given: l3_transfer_cycles / 3, as the presets'",
+                        _ => "not given: the default",
+                    }
+                    .to_string(),
                 };
                 (format!("{}_cycles", o.leg), o.cycles, given)
             })
@@ -493,6 +510,23 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
             t.cycles_to_ns(cycles as f64)
         );
     }
+    let l = &spec.latency;
+    let unset: Vec<&str> = [
+        (
+            l.hop_extra_socket_link_cycles.is_none(),
+            "hop_extra_socket_link_cycles (a leg across h socket links costs h one-link legs)",
+        ),
+        (
+            l.clean_snoop_saving_cycles.is_none(),
+            "clean_snoop_saving_cycles (a clean copy answers at a dirty one's cost)",
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(unset, text)| unset.then_some(text))
+    .collect();
+    if !unset.is_empty() {
+        let _ = writeln!(out, "  not set: {}", unset.join("; "));
+    }
     clean_answers(&mut out, spec);
     if let Some(note) = &view.clock_note {
         let _ = writeln!(out, "note: {note}");
@@ -510,6 +544,53 @@ pub fn describe_machine_file(shown: &str, view: &crate::machine::MachineFileView
         );
     }
     out
+}
+
+/// Every key of a machine file's machine but its latency legs: the value,
+/// and where it comes from (the file's line, the preset's table, or the
+/// default of a machine given whole, with what that default means).
+fn machine_file_keys(out: &mut String, keys: &[crate::machine::KeyOrigin]) {
+    use crate::machine::KeyGiven;
+    let _ = writeln!(
+        out,
+        "parameters (value, and where it comes from: the file, the preset it starts from, or \
+         the default of a machine given whole; `bounce presets show PRESET` has each key's \
+         meaning and a preset's source):"
+    );
+    let width = keys.iter().map(|k| k.key.len()).max().unwrap_or(0);
+    let value_width = keys
+        .iter()
+        .map(|k| k.value.to_string().chars().count())
+        .max()
+        .unwrap_or(0);
+    let unit_width = keys.iter().map(|k| k.unit.len()).max().unwrap_or(0);
+    for k in keys {
+        let unit = if k.value == ParamValue::NotSet {
+            ""
+        } else {
+            k.unit
+        };
+        let given = match &k.given {
+            KeyGiven::File { line: 0 } => "given in the file".to_string(),
+            KeyGiven::File { line } => format!("given in the file, line {line}"),
+            KeyGiven::Preset { preset, provenance } if provenance.is_empty() => {
+                format!("preset {preset}'s")
+            }
+            KeyGiven::Preset { preset, provenance } => {
+                format!("preset {preset}'s ({provenance})")
+            }
+            KeyGiven::Default { rule } if rule.is_empty() => "the default".to_string(),
+            KeyGiven::Default { rule } => format!("the default: {rule}"),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<width$}  {:>value_width$} {:<unit_width$}  {given}",
+            k.key,
+            k.value.to_string(),
+            unit,
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// The rules for clean copies a machine file sets (nothing when it sets
@@ -583,6 +664,10 @@ fn relation_pairs(t: &Topology) -> Vec<(&'static str, u32, u32)> {
 /// distances (a row per socket), with the cycles of one leg each way.
 fn socket_distances(out: &mut String, t: &Topology) {
     let sockets = t.spec.sockets;
+    if sockets == 1 {
+        let _ = writeln!(out, "socket distances: one socket, no links");
+        return;
+    }
     let l = &t.spec.latency;
     let _ = match l.hop_extra_socket_link_cycles {
         None => writeln!(
@@ -746,6 +831,11 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
         .partition(|p| p.key.starts_with("latency."));
     for p in machine {
         param_comment(&mut out, p);
+        if p.value == ParamValue::NotSet {
+            // Left out, as the preset leaves it: a comment names the key.
+            let _ = writeln!(out, "# {} (not set)", p.key);
+            continue;
+        }
         let value = if p.key == "socket_hops" {
             hop_matrix_toml(t)
         } else {
@@ -758,6 +848,10 @@ fn to_toml(r: &Resolved, t: &Topology) -> String {
     for p in latency {
         param_comment(&mut out, p);
         let key = p.key.trim_start_matches("latency.");
+        if p.value == ParamValue::NotSet {
+            let _ = writeln!(out, "# {key} (not set)");
+            continue;
+        }
         let _ = writeln!(out, "{key} = {}", toml_value(&p.value));
     }
     commented_sections(&mut out, r);
