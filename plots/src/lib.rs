@@ -139,8 +139,10 @@ pub struct FieldRow {
 }
 
 /// Per field, HITM and stall cycles side by side across variants (two
-/// panels, one per metric, each with a bar per variant; a panel that would
-/// be 0 in every bar is left out, and the chart says so under its title).
+/// panels, one per metric, each with a bar per variant for each field with
+/// a value in it, the bars thinner as they grow in number; a panel that
+/// would be 0 in every bar is left out, and the chart says so under its
+/// title).
 #[derive(Clone, Debug, PartialEq)]
 pub struct AttributionChart {
     pub title: String,
@@ -1021,29 +1023,80 @@ pub fn signed_percent(p: f64) -> String {
     text
 }
 
-/// The attribution chart as an SVG document.
+/// The pixels of bars a panel of the attribution chart aims at: a
+/// panel's bars get thinner as fields and variants are added, so that ten
+/// variants over a dozen fields stay one screen tall or so (at nine
+/// pixels per half bar they made a 5000-pixel chart).
+const ATTRIBUTION_PANEL_BARS_PX: f64 = 720.0;
+/// The thickest and the thinnest half bar of an attribution panel, in
+/// pixels: the thickest is what a few fields get, the thinnest keeps a
+/// bar visible beside its neighbours however many there are.
+const ATTRIBUTION_HALF_BAR_PX: (f64, f64) = (9.0, 2.0);
+/// The smallest bar a field needs, as a share of the panel's longest, to
+/// be drawn: smaller ones would be a pixel or less, and only push the
+/// fields that matter apart (the panel's title counts them).
+const ATTRIBUTION_SMALLEST_SHARE: f64 = 0.01;
+/// Room of a panel besides its bars: its title, axis and axis label.
+const ATTRIBUTION_PANEL_FRAME_PX: u32 = 110;
+
+/// The attribution chart as an SVG document. Each panel draws only the
+/// fields with a value in it (a field no variant waited on is left out of
+/// the waiting panel), and its bars are as thick as its number of bars
+/// allows ([`ATTRIBUTION_PANEL_BARS_PX`]).
 pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     check_attribution(chart)?;
     let k = chart.variants.len();
-    let names: Vec<String> = chart.rows.iter().map(|r| r.field.clone()).collect();
-    let per_variant = |get: fn(&FieldRow) -> &Vec<f64>| -> Vec<(String, Vec<f64>)> {
-        chart
+    // One panel's fields (those with a bar of at least
+    // ATTRIBUTION_SMALLEST_SHARE of its longest), its series, and how
+    // many fields with smaller values it leaves out.
+    type Panel = (Vec<String>, Vec<(String, Vec<f64>)>, usize);
+    let panel_of = |get: fn(&FieldRow) -> &Vec<f64>| -> Panel {
+        let longest = chart
+            .rows
+            .iter()
+            .flat_map(|r| get(r).iter().map(|v| v.abs()))
+            .fold(0.0, f64::max);
+        let shown = |r: &&FieldRow| {
+            get(r)
+                .iter()
+                .any(|v| *v != 0.0 && v.abs() >= longest * ATTRIBUTION_SMALLEST_SHARE)
+        };
+        let rows: Vec<&FieldRow> = chart.rows.iter().filter(shown).collect();
+        let small = chart
+            .rows
+            .iter()
+            .filter(|r| !shown(r) && get(r).iter().any(|v| *v != 0.0))
+            .count();
+        let names = rows.iter().map(|r| r.field.clone()).collect();
+        let series = chart
             .variants
             .iter()
             .enumerate()
-            .map(|(j, v)| (v.clone(), chart.rows.iter().map(|r| get(r)[j]).collect()))
-            .collect()
+            .map(|(j, v)| (v.clone(), rows.iter().map(|r| get(r)[j]).collect()))
+            .collect();
+        (names, series, small)
     };
-    let hitm = per_variant(|r| &r.hitm);
-    let stall = per_variant(|r| &r.stall_cycles);
+    let (hitm_names, hitm, hitm_small) = panel_of(|r| &r.hitm);
+    let (stall_names, stall, stall_small) = panel_of(|r| &r.stall_cycles);
+    // A panel's title, with the fields it leaves out as too small to see.
+    let titled = |title: &str, small: usize| match small {
+        0 => title.to_string(),
+        1 => format!("{title}; 1 field under 1 % not drawn"),
+        n => format!("{title}; {n} fields under 1 % not drawn"),
+    };
+    let hitm_title = titled(
+        "HITM (misses served from another core's modified line)",
+        hitm_small,
+    );
+    let stall_title = titled(
+        "Cycles waited on the field's accesses, stalled or spinning",
+        stall_small,
+    );
     // A panel whose every bar is 0 (a run without HITM transfers, most
     // often) is left out, and a line under the title says so: an empty
     // panel on a made-up 0-1 axis reads as a drawing error.
-    let zero = |get: fn(&FieldRow) -> &Vec<f64>| {
-        chart.rows.iter().all(|r| get(r).iter().all(|v| *v == 0.0))
-    };
-    let hitm_zero = zero(|r| &r.hitm);
-    let stall_zero = zero(|r| &r.stall_cycles);
+    let hitm_zero = hitm_names.is_empty();
+    let stall_zero = stall_names.is_empty();
     if hitm_zero && stall_zero {
         return Err(PlotError::Empty(
             "the fields' values (0 in every panel)".into(),
@@ -1058,15 +1111,29 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     } else {
         ""
     };
-    let label_area = label_area_for(&names);
-    let panel = 110 + (2 * k as u32 + 2) * 9 * chart.rows.len() as u32;
+    let all_names: Vec<String> = chart.rows.iter().map(|r| r.field.clone()).collect();
+    let label_area = label_area_for(&all_names);
+    // A panel's height: its frame, and its bars in half-bar units (a
+    // field's group is 2k + 2 of them) at the thickness they allow.
+    let panel_height = |fields: usize| -> u32 {
+        if fields == 0 {
+            return 0;
+        }
+        let units = ((2 * k + 2) * fields) as f64;
+        let (thickest, thinnest) = ATTRIBUTION_HALF_BAR_PX;
+        let half_bar = (ATTRIBUTION_PANEL_BARS_PX / units).clamp(thinnest, thickest);
+        ATTRIBUTION_PANEL_FRAME_PX + (units * half_bar).round() as u32
+    };
+    let hitm_h = panel_height(hitm_names.len());
+    let stall_h = panel_height(stall_names.len());
     let head_h: u32 = if note.is_empty() { 50 } else { 80 };
     let width = (label_area + 700)
         .max(800)
         .max(title_width(&chart.title))
+        .max(text_width(&hitm_title, 20.0) as u32 + label_area + 60)
+        .max(text_width(&stall_title, 20.0) as u32 + label_area + 60)
         .max(text_width(note, 15.0) as u32 + 40);
-    let panels = if note.is_empty() { 2 } else { 1 };
-    let height = head_h + panels * panel;
+    let height = head_h + hitm_h + stall_h;
     render(width, height, |root| {
         let (head, body) = root.split_vertically(head_h);
         head.draw(&Text::new(
@@ -1090,10 +1157,10 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
         let hitm_panel = |area: &DrawingArea<SVGBackend<'_>, Shift>| {
             hbars(
                 area,
-                "HITM (misses served from another core's modified line)",
+                &hitm_title,
                 &chart.hitm_label,
                 "field",
-                &names,
+                &hitm_names,
                 &hitm,
                 None,
                 label_area,
@@ -1103,10 +1170,10 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
         let stall_panel = |area: &DrawingArea<SVGBackend<'_>, Shift>| {
             hbars(
                 area,
-                "Cycles waited on the field's accesses, stalled or spinning",
+                &stall_title,
                 &chart.stall_label,
                 "field",
-                &names,
+                &stall_names,
                 &stall,
                 None,
                 label_area,
@@ -1118,7 +1185,7 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
         } else if stall_zero {
             hitm_panel(&body)
         } else {
-            let (upper, lower) = body.split_vertically(panel);
+            let (upper, lower) = body.split_vertically(hitm_h);
             hitm_panel(&upper)?;
             stall_panel(&lower)
         }
