@@ -37,7 +37,7 @@ fn a_small_configuration_of_each_protocol_holds() {
             .unwrap_or_else(|| panic!("no {name} line in\n{out}"));
         assert!(
             line.starts_with(&format!(
-                "{name}: 2 caches x 1 lines x 2 values, store buffers of 1: "
+                "{name}: 2 caches x 1 lines x 2 values, store buffers of 1, evictions: "
             )),
             "{line}"
         );
@@ -72,7 +72,7 @@ fn one_protocol_can_be_chosen() {
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
-        out.starts_with("MOESI: 2 caches x 1 lines x 2 values, store buffers of 1: "),
+        out.starts_with("MOESI: 2 caches x 1 lines x 2 values, store buffers of 1, evictions: "),
         "{out}"
     );
     // The machine and the routes its steps took: caches 0 and 1 share an L3.
@@ -84,6 +84,40 @@ fn one_protocol_can_be_chosen() {
         "{out}"
     );
     assert!(!out.contains("MESI:"), "{out}");
+}
+
+/// Evictions are explored by default; `--no-evictions` leaves them out,
+/// and the system without them has fewer states.
+#[test]
+fn evictions_are_on_by_default_and_can_be_left_out() {
+    let states = |extra: &[&str]| {
+        let mut args = vec![
+            "check-protocol",
+            "--protocol",
+            "mesi",
+            "--caches",
+            "2",
+            "--lines",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        let o = bounce(&args);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{out}");
+        let (head, rest) = out.split_once(": ").unwrap();
+        assert_eq!(head, "MESI");
+        let (config, counts) = rest.split_once(": ").unwrap();
+        let states: u64 = counts.split(' ').next().unwrap().parse().unwrap();
+        (config.to_string(), states)
+    };
+    let (with, with_states) = states(&[]);
+    let (without, without_states) = states(&["--no-evictions"]);
+    assert!(with.ends_with(", evictions"), "{with}");
+    assert!(!without.contains("evictions"), "{without}");
+    assert!(
+        with_states > without_states,
+        "{with_states} {without_states}"
+    );
 }
 
 #[test]
@@ -115,7 +149,7 @@ fn a_memory_limit_too_small_gives_no_verdict_and_says_so() {
     assert_eq!(o.status.code(), Some(1));
     let out = text(&o.stdout);
     assert!(
-        out.starts_with("MOESI: 4 caches x 2 lines x 2 values, store buffers of 1: "),
+        out.starts_with("MOESI: 4 caches x 2 lines x 2 values, store buffers of 1, evictions: "),
         "{out}"
     );
     let err = text(&o.stderr);

@@ -1469,7 +1469,8 @@ pub const LAB_BUG: sim_core::coherence::planted::Bug =
     sim_core::coherence::planted::Bug::MoesiModifiedToShared;
 
 /// The exhaustive checker's configuration for `bounce check-protocol
-/// --protocol P --caches C --lines L --values V --buffer B`.
+/// --protocol P --caches C --lines L --values V --buffer B`: evictions
+/// included, as the command explores them by default.
 pub fn check_config(
     protocol: sim_core::topology::Protocol,
     (caches, lines, values, buffer): (u32, u32, u32, u32),
@@ -1479,6 +1480,7 @@ pub fn check_config(
         lines,
         values,
         buffer_depth: buffer,
+        evictions: true,
         ..sim_core::checker::CheckConfig::new(protocol)
     }
 }
@@ -1495,7 +1497,12 @@ pub fn check_summary(report: &sim_core::checker::CheckReport) -> String {
         c.lines,
         c.values,
         c.buffer_depth,
-        if c.prefetch { ", prefetch reads" } else { "" },
+        match (c.prefetch, c.evictions) {
+            (false, false) => "",
+            (true, false) => ", prefetch reads",
+            (false, true) => ", evictions",
+            (true, true) => ", prefetch reads, evictions",
+        },
         report.states,
         report.transitions,
         report.depth,
