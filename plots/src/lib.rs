@@ -1027,7 +1027,7 @@ pub fn signed_percent(p: f64) -> String {
 /// panel's bars get thinner as fields and variants are added, so that ten
 /// variants over a dozen fields stay one screen tall or so (at nine
 /// pixels per half bar they made a 5000-pixel chart).
-const ATTRIBUTION_PANEL_BARS_PX: f64 = 720.0;
+const ATTRIBUTION_PANEL_BARS_PX: f64 = 480.0;
 /// The thickest and the thinnest half bar of an attribution panel, in
 /// pixels: the thickest is what a few fields get, the thinnest keeps a
 /// bar visible beside its neighbours however many there are.
@@ -1130,8 +1130,8 @@ pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     let width = (label_area + 700)
         .max(800)
         .max(title_width(&chart.title))
-        .max(text_width(&hitm_title, 20.0) as u32 + label_area + 60)
-        .max(text_width(&stall_title, 20.0) as u32 + label_area + 60)
+        .max(text_width(&hitm_title, 20.0) as u32 + 80)
+        .max(text_width(&stall_title, 20.0) as u32 + 80)
         .max(text_width(note, 15.0) as u32 + 40);
     let height = head_h + hitm_h + stall_h;
     render(width, height, |root| {

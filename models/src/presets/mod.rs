@@ -783,7 +783,7 @@ pub fn spec_values(spec: &MachineSpec) -> Vec<(&'static str, ParamValue)> {
         private_caches,
         latency,
     } = spec;
-    let int = |v: u64| ParamValue::Int(v);
+    let int = ParamValue::Int;
     let text = |v: &str| ParamValue::Text(v.to_string());
     let optional = |v: Option<u64>| v.map_or(ParamValue::NotSet, ParamValue::Int);
     vec![
