@@ -579,7 +579,7 @@ fn machine_file_keys(out: &mut String, keys: &[crate::machine::KeyOrigin]) {
             KeyGiven::Preset { preset, provenance } => {
                 format!("preset {preset}'s ({provenance})")
             }
-            KeyGiven::Default { rule } if rule.is_empty() => "the default".to_string(),
+            KeyGiven::Default { rule: "" } => "the default".to_string(),
             KeyGiven::Default { rule } => format!("the default: {rule}"),
         };
         let _ = writeln!(
