@@ -1042,7 +1042,7 @@ const ATTRIBUTION_PANEL_FRAME_PX: u32 = 110;
 /// The attribution chart as an SVG document. Each panel draws only the
 /// fields with a value in it (a field no variant waited on is left out of
 /// the waiting panel), and its bars are as thick as its number of bars
-/// allows ([`ATTRIBUTION_PANEL_BARS_PX`]).
+/// allows (`ATTRIBUTION_PANEL_BARS_PX`).
 pub fn attribution(chart: &AttributionChart) -> Result<String, PlotError> {
     check_attribution(chart)?;
     let k = chart.variants.len();
