@@ -316,22 +316,6 @@ error: the machine would have 8192 CPUs; the limit is 4096 (sockets x nodes_per_
 }
 
 #[test]
-fn smt_share_out_of_range() {
-    check(
-        &with_machine("[machine]\npreset = \"icelake-sp-2s\"\nsmt_share_percent = 0\n"),
-        r#"
-error: 0 is out of range 1..=100 (in `machine.smt_share_percent`)
-  --> scenarios/test.toml:17:21
-   |
-17 | smt_share_percent = 0
-   |                     ^
-   |
-   = valid: an integer from 1 to 100
-"#,
-    );
-}
-
-#[test]
 fn overlapping_field_offset() {
     check(
         &BASE.replace(

@@ -380,19 +380,19 @@ fn fixed_limits_hold_just_inside_and_refuse_just_outside() {
             "machine CPUs",
             machine(1, 1, MACHINE_CPUS),
             machine(1, 1, MACHINE_CPUS + 1),
-            "the limit is 4096",
+            "out of range 1..=4096",
         ),
         (
             "machine sockets",
             machine(MACHINE_SOCKETS as u64, 1, 1),
             machine(MACHINE_SOCKETS as u64 + 1, 1, 1),
-            "more than the limit of 64",
+            "out of range 1..=64",
         ),
         (
             "machine nodes",
             machine(1, MACHINE_NODES, 1),
             machine(1, MACHINE_NODES + 1, 1),
-            "the limit is 1024",
+            "out of range 1..=1024",
         ),
         (
             "struct size",

@@ -557,10 +557,16 @@ fn machine_file_keys(out: &mut String, keys: &[crate::machine::KeyOrigin]) {
          the default of a machine given whole; `bounce presets show PRESET` has each key's \
          meaning and a preset's source):"
     );
+    // A matrix (socket hops, node distances) is printed whole above; the
+    // table names its shape, so one long row does not widen every other.
+    let shown = |value: &ParamValue| match value {
+        ParamValue::Matrix(rows) => format!("{0} x {0}, above", rows.len()),
+        other => other.to_string(),
+    };
     let width = keys.iter().map(|k| k.key.len()).max().unwrap_or(0);
     let value_width = keys
         .iter()
-        .map(|k| k.value.to_string().chars().count())
+        .map(|k| shown(&k.value).chars().count())
         .max()
         .unwrap_or(0);
     let unit_width = keys.iter().map(|k| k.unit.len()).max().unwrap_or(0);
@@ -586,7 +592,7 @@ fn machine_file_keys(out: &mut String, keys: &[crate::machine::KeyOrigin]) {
             out,
             "  {:<width$}  {:>value_width$} {:<unit_width$}  {given}",
             k.key,
-            k.value.to_string(),
+            shown(&k.value),
             unit,
         );
     }
