@@ -895,6 +895,54 @@ fn a_home_that_prefers_requesters_near_the_owner_keeps_the_line_on_its_socket() 
     );
 }
 
+/// The handovers of a contended counter that crossed sockets, and the
+/// increments each socket made in the first half of the run (while all
+/// eight CPUs still run), with eight CPUs, four a socket, on a machine
+/// whose lookup is `lookup` (no near-owner preference).
+fn crossings_and_shares(lookup: Lookup) -> (usize, usize, usize) {
+    let (_, rec) = Setup::new(small_machine(Protocol::Mesi, lookup))
+        .structs(vec![counter_struct()])
+        .instances(vec![global("c", "ctr", 0)])
+        .script("inc", "fetch_add(c.n, 1)")
+        .threads([0, 1, 2, 3, 8, 9, 10, 11], "inc")
+        .stop(StopRule::Iterations(200))
+        .run();
+    let mut order: Vec<(i64, u32)> = rec
+        .accesses()
+        .filter(|a| matches!(a.kind, AccessKind::Atomic(_)))
+        .map(|a| (a.value, a.cpu))
+        .collect();
+    order.sort();
+    assert_eq!(order.len(), 1600);
+    let crossings = order
+        .windows(2)
+        .filter(|w| (w[0].1 >= 8) != (w[1].1 >= 8))
+        .count();
+    let first_half = &order[..800];
+    let socket_1 = first_half.iter().filter(|(_, cpu)| *cpu >= 8).count();
+    (crossings, first_half.len() - socket_1, socket_1)
+}
+
+#[test]
+fn sockets_that_resolve_their_own_transfers_send_one_request_each() {
+    // A home that looks every transfer up: every waiter competes, those of
+    // the other socket with those of the owner's (468 of the 1600
+    // handovers cross at this seed: not every CPU is queued at each one).
+    let (home, _, _) = crossings_and_shares(Lookup::Home);
+    // Each socket's agent resolving its own (`Lookup::Local`): the owner's
+    // other waiters and one request from the other socket compete (199).
+    let (local, socket_0, socket_1) = crossings_and_shares(Lookup::Local);
+    assert!(home > 350, "{home} of 1600 cross");
+    assert!((120..=300).contains(&local), "{local} of 1600 cross");
+    assert!(local * 2 < home, "{local} vs {home}");
+    // The remote request's own chance bounds its wait: neither socket
+    // starves while both have waiters.
+    assert!(
+        socket_0 >= 300 && socket_1 >= 300,
+        "{socket_0} / {socket_1} of the first 800"
+    );
+}
+
 /// The cycle each of `cpus` started at, with a start spread of `spread`.
 fn start_cycles(cpus: &[u32], spread: u64, seed: u64) -> Vec<i64> {
     let (_, rec) = Setup::new(small_machine(Protocol::Mesi, Lookup::Home))

@@ -238,15 +238,16 @@ fn rdtsc_ordered_cost() -> Param {
 }
 
 /// How the home picks among the requests waiting for a line, on every
-/// preset (none has a sourced figure): uniformly.
+/// preset: no preference for the owner's neighbours (no source gives one);
+/// who competes at all is the machine's lookup's (see the description).
 pub fn default_arbitration() -> Param {
     int(
         "arbitration_near_owner_percent",
         0,
         "percent",
         Provenance::Assumed,
-        "no public document gives how an Intel home agent / CHA or an AMD home's probe filter orders the requests queued for one line",
-        "uniform: every waiting request equally likely to be served next. Real machines favour requesters near the owner (a TAS lock tends to stay on its socket), partly because their requests arrive first, which the model's latencies already give; a scenario may set a preference (machine.arbitration_near_owner_percent) to see its effect",
+        "no public document gives how an Intel CHA/Cbo or an AMD home's probe filter orders the requests queued for one line, and no public measurement of the share of a contended line's handovers that stay on a socket was found (searched: lock cohorting, CNA/qspinlock, Malthusian locks, HBO, SOSP'13). Who competes (lookup = local, more than one socket): Intel's uncore event descriptions, Xeon E5 v3/v4 Cbo UNC_C_RxR_IRQ_RETRY.ADDR_CONFLICT (requests to one address do not pass each other in the Cbo: one outstanding, later ones retried) and UNC_C_RxR_IPQ_RETRY.ADDR_CONFLICT (two sockets' requests to one address at once), Skylake-SP CHA UNC_CHA_RxC_IRQ1_REJECT.PA_MATCH (Linux tools/perf/pmu-events/arch/x86/haswellx, broadwellx, skylakex uncore-cache.json)",
+        "no preference: each competing request equally likely to be served next. On a machine whose sockets resolve their own transfers (lookup = local) with more than one socket, the competitors for an owned line are every waiter of the owner's socket and one request from each other socket (its earliest): each socket's caching agent lets one request per address out at a time, while the owner's socket serves its own cores' requests in place. So a remote socket wins a handover with probability 1 / (local waiters + sockets waiting), a bound without a parameter; a TAS lock mostly stays on its socket. Elsewhere (lookup = home, one socket, a line no core owns) every waiter competes. A scenario may add a preference for the owner's neighbours (machine.arbitration_near_owner_percent) to see its effect",
     )
 }
 

@@ -848,17 +848,24 @@ impl Unit {
         // queued at a released lock was most of the run.)
         let holds = |w: &Waiter| self.dir_sharers.contains(w.core);
         let n = self.waiting.len();
-        let drawn = pick(n).min(n - 1);
-        // From the drawn waiter, the first (cyclically) that is not a
-        // holder's re-access; only holders waiting means the drawn one.
-        // (The drawn one itself first, without the chained walk: under
-        // contention it is almost always the answer.)
-        let mut chosen = if !holds(&self.waiting[drawn]) {
-            Some(drawn)
-        } else {
-            (drawn + 1..n)
-                .chain(0..drawn)
-                .find(|&k| !holds(&self.waiting[k]))
+        let (drawn, mut chosen) = match self.socket_agent_draw(topology, pick) {
+            Some(k) => (k, Some(k)),
+            None => {
+                let drawn = pick(n).min(n - 1);
+                // From the drawn waiter, the first (cyclically) that is not
+                // a holder's re-access; only holders waiting means the
+                // drawn one. (The drawn one itself first, without the
+                // chained walk: under contention it is almost always the
+                // answer.)
+                let chosen = if !holds(&self.waiting[drawn]) {
+                    Some(drawn)
+                } else {
+                    (drawn + 1..n)
+                        .chain(0..drawn)
+                        .find(|&k| !holds(&self.waiting[k]))
+                };
+                (drawn, chosen)
+            }
         };
         // Locality (`arbitration_near_owner_percent`): in that share of
         // handovers of an owned line, the first (cyclically from the drawn
@@ -887,6 +894,84 @@ impl Unit {
         // waiter when every waiter holds it.
         let holder = chosen.is_none();
         (self.waiting.swap_remove(chosen.unwrap_or(drawn)), holder)
+    }
+
+    /// Who competes for an owned line on a machine whose sockets resolve
+    /// their own transfers (`Lookup::Local`, more than one socket): every
+    /// waiter of the owner's socket, and from each other socket only its
+    /// earliest waiting request. A uniform draw among those competitors,
+    /// as the index of the chosen waiter; `None` where the rule does not
+    /// apply (one socket, a home that looks every transfer up, no owner,
+    /// only holders' re-accesses waiting), and the draw is uniform over
+    /// the whole queue.
+    ///
+    /// Why: the caching agent a line's address hashes to (Intel's Cbo, the
+    /// CHA since Skylake-SP) lets one request per address into its
+    /// tracker (TOR) at a time; a later one to the same address is
+    /// rejected and retried until the first completes (Intel's uncore
+    /// event descriptions, Xeon E5 v3/v4 Cbo `RxR_IRQ_RETRY.ADDR_CONFLICT`:
+    /// "requests to the same address are not allowed to pass each other";
+    /// Skylake-SP CHA `RxC_IRQ1_REJECT.PA_MATCH`). So each socket sends
+    /// at most one request for the line across the link at a time, while
+    /// the owner's socket resolves its own cores' requests in its agent
+    /// (its snoop filter knows the owner, `Lookup::Local`). A request from
+    /// another socket arrives there as a snoop, retried against the local
+    /// ones on the same conflict (`RxR_IPQ_RETRY.ADDR_CONFLICT`: "two
+    /// different sockets are sending requests to the same address at the
+    /// same time"). Which retry wins is not documented: each competitor is
+    /// equally likely, as on every other machine. That bounds the wait of
+    /// a remote request by itself, without a parameter: it wins a handover
+    /// with probability 1 / (local waiters + other sockets waiting).
+    /// Which of a socket's requests holds its tracker entry is taken as the
+    /// one issued first (ties: the first in the queue).
+    #[inline(always)]
+    fn socket_agent_draw<P: FnMut(usize) -> usize + ?Sized>(
+        &self,
+        topology: &Topology,
+        pick: &mut P,
+    ) -> Option<usize> {
+        let spec = &topology.spec;
+        if spec.sockets < 2 || spec.lookup != Lookup::Local {
+            return None;
+        }
+        let owner_socket = topology.socket_of_core(self.dir_owner?);
+        let competing = |w: &Waiter| !self.dir_sharers.contains(w.core);
+        let socket = |w: &Waiter| topology.socket_of_core(w.core);
+        // The earliest competing request of `s`, if any waits.
+        let first_of = |s: u32| {
+            self.waiting
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| competing(w) && socket(w) == s)
+                .min_by_key(|(k, w)| (w.issued, *k))
+                .map(|(k, _)| k)
+        };
+        let locals = self
+            .waiting
+            .iter()
+            .filter(|w| competing(w) && socket(w) == owner_socket)
+            .count();
+        let remote_sockets = (0..spec.sockets)
+            .filter(|&s| s != owner_socket && first_of(s).is_some())
+            .count();
+        let competitors = locals + remote_sockets;
+        if competitors == 0 {
+            return None;
+        }
+        let k = pick(competitors).min(competitors - 1);
+        if k < locals {
+            self.waiting
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| competing(w) && socket(w) == owner_socket)
+                .nth(k)
+                .map(|(index, _)| index)
+        } else {
+            (0..spec.sockets)
+                .filter(|&s| s != owner_socket)
+                .filter_map(first_of)
+                .nth(k - locals)
+        }
     }
 
     /// Step 1, survey the holders: one pass finds the requester's copy and
