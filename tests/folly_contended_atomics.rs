@@ -76,10 +76,15 @@ fn the_fit_holds_and_the_met_rows_stay_met() {
         ("atomic_fetch_xor", 1),
         ("atomic_fetch_xor", 2),
         ("atomic_fetch_xor", 4),
-        ("atomic_fetch_xor", 16),
         ("atomic_cas", 1),
         ("atomic_cas", 2),
         ("atomic_cas", 4),
+        // At 32 the owner's socket serves its own waiters and the other
+        // socket sends one request at a time (the socket agents' rule):
+        // met since that rule, +31 to +89 % before it.
+        ("atomics_fetch_add", 32),
+        ("atomic_fetch_xor", 32),
+        ("atomic_cas", 32),
     ] {
         let (value, sim, met) = measured(&label(kind, n));
         assert_eq!(met, Some(true), "{kind}({n}thread): {sim} against {value}");
@@ -95,15 +100,12 @@ fn the_misses_are_the_ones_the_header_states() {
         ("atomics_fetch_add", 2, 0.55, 0.70),
         // A steady convoy: each miss waits little.
         ("atomics_fetch_add", 16, 0.40, 0.60),
-        // The home's transfer every ~78 ns against the machine's ~59.
-        ("atomics_fetch_add", 32, 1.25, 1.40),
-        // The loops: a convoy at 8 and 16 (fast), the home's transfer every
-        // ~65 ns against the machine's ~43 at 32 (slow).
+        // The loops: a convoy at 8 and 16 (fast); the machine's two rows
+        // of one code differ by 1.6 and 2.1 times there.
         ("atomic_fetch_xor", 8, 0.60, 0.80),
-        ("atomic_fetch_xor", 32, 1.70, 2.10),
+        ("atomic_fetch_xor", 16, 0.60, 0.75),
         ("atomic_cas", 8, 0.35, 0.55),
-        ("atomic_cas", 16, 0.40, 0.55),
-        ("atomic_cas", 32, 1.35, 1.65),
+        ("atomic_cas", 16, 0.28, 0.40),
     ] {
         let (value, sim, met) = measured(&label(kind, n));
         assert_eq!(
@@ -153,34 +155,25 @@ fn the_loops_retries_hit_the_line_the_failure_brought() {
     }
 }
 
-/// The header's account of the fetch_adds at 32 (all 56 threads on the five
-/// lines): the home hands each line over once per one-way latency of the
-/// pair it moves between, the latency the machine file takes from the
-/// measured CAS ping-pong (itself a handover to a request already waiting
-/// at the home: one-way = the transfer + the locked op, 108 + 20 cycles on
-/// one socket, 368 + 20 across, at 3.3 GHz), mixed by where the line goes.
-/// The model's uniform arbitration sends about half the handovers across
-/// the sockets; the machine's ~59 ns a transfer needs at most ~17 % with its
-/// own measured latencies (45.2 and 127.5 ns), so the miss at 32 is which
-/// waiter the home serves, not how long a transfer keeps the line busy
-/// (`bounce validate` holds the one-way latencies within 10 %).
+/// Why the rows at 32 are met: the line mostly stays on a socket. With the
+/// machine's own pair medians (45.2 ns on a socket, 127.5 across) its
+/// 59.5 ns a transfer allows at most ~17 % of handovers to cross; the
+/// model's socket agents give about a quarter (its one-socket legs are
+/// 14 % fast, header), where every waiter competing gave 53 %.
 #[test]
-fn at_32_each_transfer_costs_its_pairs_one_way_latency() {
+fn at_32_most_handovers_stay_on_the_owners_socket() {
     let misses = num("fetch_add-32", "misses_per_iteration");
     let crossing = num("fetch_add-32", "cross_socket_misses_per_iteration") / misses;
     assert!(
-        (0.45..=0.60).contains(&crossing),
-        "fetch_add-32: {crossing:.2} of the transfers cross the sockets"
+        (0.15..=0.30).contains(&crossing),
+        "fetch_add-32: {crossing:.3} of the misses cross sockets"
     );
-    // In one op's time each of the 56 threads moves each line it misses
-    // once; the five lines have a home queue each.
-    let cycles_per_transfer =
-        num("fetch_add-32", "cycles_per_iteration_mean") * 5.0 / (56.0 * misses);
-    let one_way_mix = 128.0 + crossing * (388.0 - 128.0);
-    let ratio = cycles_per_transfer / one_way_mix;
+    // 56 threads x 5 lines an op: cycles a transfer, against the machine's
+    // 196 (59.5 ns at 3.3 GHz).
+    let per_transfer = num("fetch_add-32", "cycles_per_iteration_mean") * 5.0 / (56.0 * misses);
     assert!(
-        (0.92..=1.05).contains(&ratio),
-        "fetch_add-32: {cycles_per_transfer:.0} cycles a transfer against the one-way mix {one_way_mix:.0}"
+        (160.0..=215.0).contains(&per_transfer),
+        "fetch_add-32: {per_transfer:.0} cycles a transfer"
     );
 }
 

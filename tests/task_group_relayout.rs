@@ -66,8 +66,8 @@ fn header() -> String {
 fn the_fit_the_met_row_and_the_stated_miss_hold() {
     let json = run();
 
-    // The fitted row: 60000 cycles is the 5000-cycle step closest to the
-    // measured 6.0 % (55000 gives 7.05 %).
+    // The fitted row: 40000 cycles is the 5000-cycle step closest to the
+    // measured 6.0 % (35000 gives 7.59 %, 45000 3.84 %).
     let (fitted, _) = measured(json, "rt_se + rt_rq share of cycles, v6.0-rc6 (fitted)");
     assert!(
         (fitted - 6.0).abs() <= 0.45,
@@ -80,7 +80,7 @@ fn the_fit_the_met_row_and_the_stated_miss_hold() {
     assert!(patched < 0.1, "patched share {patched:.3} %");
 
     // The stated miss: the model's gain is larger than the machine's ~5 %,
-    // about +14.8 % (header), because the fit puts the switch on a saturated
+    // about +9.1 % (header), because the fit puts the switch on a saturated
     // line whose misses the patch cuts by the rt_rq loads' share.
     let (gain, met) = measured(json, "160-copy score, patched vs v6.0-rc6");
     assert_eq!(
@@ -89,7 +89,7 @@ fn the_fit_the_met_row_and_the_stated_miss_hold() {
         "the score row now meets its target ({gain:.1} %): update the header"
     );
     assert!(
-        (12.5..=17.0).contains(&gain),
+        (7.5..=11.0).contains(&gain),
         "score change {gain:.1} %: update the header"
     );
 }
@@ -126,7 +126,7 @@ fn the_miss_is_the_saturated_line_the_header_describes() {
     let (fitted, _) = measured(json, "rt_se + rt_rq share of cycles, v6.0-rc6 (fitted)");
     for quoted in [
         format!("score change {:+.1} %", gain),
-        format!("60000: {fitted:.2} %"),
+        format!("40000: {fitted:.2} %"),
         format!("{:.2} misses on it", num(base, "misses_per_iteration")),
     ] {
         assert!(h.contains(&quoted), "the header does not say `{quoted}`");

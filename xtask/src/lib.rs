@@ -890,7 +890,7 @@ const LOCK_FAIRNESS: &str = "book/scenarios/lock-fairness.toml";
 const NEAR_OWNER_PERCENT: u32 = 80;
 
 /// The lock chapter's arbitration table: the fairness run on the preset as
-/// it is (uniform arbitration, `fairness`) beside the same file with its
+/// it is (no preference among the competing requests, `fairness`) beside the same file with its
 /// `machine` line made a table that sets `arbitration_near_owner_percent`,
 /// the one-line change the chapter gives the reader.
 fn lock_arbitration(root: &Path, fairness: &Run, out: &mut Files) -> Result<(), String> {
@@ -959,7 +959,7 @@ fn lock_arbitration(root: &Path, fairness: &Run, out: &mut Files) -> Result<(), 
         &table(
             &[
                 "lock",
-                "critical sections, uniform",
+                "critical sections, no preference",
                 "by socket 0 / socket 1",
                 "cross-socket misses per critical section",
                 &near_column,
