@@ -902,7 +902,7 @@ impl Unit {
     /// earliest waiting request. A uniform draw among those competitors,
     /// as the index of the chosen waiter; `None` where the rule does not
     /// apply (one socket, a home that looks every transfer up, no owner,
-    /// only holders' re-accesses waiting), and the draw is uniform over
+    /// no other socket's request waiting), and the draw is uniform over
     /// the whole queue.
     ///
     /// Why: the caching agent a line's address hashes to (Intel's Cbo, the
@@ -954,10 +954,13 @@ impl Unit {
         let remote_sockets = (0..spec.sockets)
             .filter(|&s| s != owner_socket && first_of(s).is_some())
             .count();
-        let competitors = locals + remote_sockets;
-        if competitors == 0 {
+        // No other socket waiting: every waiter is the owner socket's, and
+        // the whole-queue draw below is the same rule (kept, so that a run
+        // on one socket of a larger machine draws as before).
+        if remote_sockets == 0 {
             return None;
         }
+        let competitors = locals + remote_sockets;
         let k = pick(competitors).min(competitors - 1);
         if k < locals {
             self.waiting
