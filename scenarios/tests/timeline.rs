@@ -267,3 +267,89 @@ fn the_trace_names_a_mispredicted_branch_and_overlapping_queued_misses() {
         "{loads:#?}"
     );
 }
+
+/// CPUs 0-3 (one L3 on Milan) each increment one shared counter and read
+/// it back right after: while the others' requests wait for the line, the
+/// holder's read hits on it. `{cpus}` is filled in per test.
+const SHARED_COUNTER: &str = r#"
+schema = 1
+name = "counter"
+description = "CPUs add to one counter and read it back"
+machine = "epyc-milan-2s"
+seed = 1
+
+[run]
+iterations = 1
+warmup_iterations = 0
+
+[structs.counter]
+fields = [{ name = "value", type = "unsigned long", align = 64 }]
+
+[instances.hot]
+struct = "counter"
+kind = "global"
+
+[scripts]
+adder = """
+let seen = 0
+repeat 30 {
+  fetch_add(hot.value, 1)
+  seen = hot.value
+}
+"""
+
+[[threads]]
+name = "adders"
+cpus = "{cpus}"
+script = "adder"
+"#;
+
+fn counter_trace(cpus: &str) -> Vec<String> {
+    let text = SHARED_COUNTER.replace("{cpus}", cpus);
+    let loaded = scenarios::load_str("counter.toml", &text).unwrap_or_else(|e| panic!("{e}"));
+    let built = build_all(&loaded, BuildOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+    let config = &built[0].config;
+    let mut probe =
+        scenarios::report::trace::TraceProbe::new(&config.topology, &config.memory, 3000);
+    sim_core::engine::run(config, &mut probe).expect("the run");
+    probe.lines()
+}
+
+const WINDOW_WORDS: &str = "taken while requests wait for the line";
+
+#[test]
+fn the_trace_names_a_hit_taken_while_requests_wait_for_the_line() {
+    let lines = counter_trace("0-3");
+    // The line is contended: some accesses waited at its home.
+    assert!(
+        lines.iter().any(|l| l.contains("behind earlier requests")),
+        "{lines:#?}"
+    );
+    // A holder's hit while those requests waited says so, on a hit line.
+    let window_hits: Vec<&String> = lines.iter().filter(|l| l.contains(WINDOW_WORDS)).collect();
+    assert!(!window_hits.is_empty(), "{lines:#?}");
+    assert!(
+        window_hits.iter().all(|l| l.contains("hit in its")),
+        "{window_hits:#?}"
+    );
+    // Not every hit was taken in that window.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("hit in its own cache") && !l.contains(WINDOW_WORDS)),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn an_uncontended_hit_is_not_named_as_taken_while_requests_wait() {
+    let lines = counter_trace("0");
+    assert!(
+        lines.iter().any(|l| l.contains("hit in its own cache")),
+        "{lines:#?}"
+    );
+    assert!(
+        !lines.iter().any(|l| l.contains(WINDOW_WORDS)),
+        "{lines:#?}"
+    );
+}

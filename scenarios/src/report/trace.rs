@@ -228,6 +228,14 @@ impl Probe for TraceProbe<'_> {
             ),
             _ => self.miss_words(r, e.cpu),
         };
+        if r.hit_while_requests_wait {
+            // Otherwise it reads like any hit, next to requests the trace
+            // shows queued for the same line.
+            detail.push_str(
+                "; taken while requests wait for the line, before the home serves the next one \
+                 and its snoop reaches this core",
+            );
+        }
         if e.misses_in_flight > 0 {
             self.went_on.insert(e.cpu, (e.address, e.issued.get() + 1));
         }

@@ -17,8 +17,9 @@ impl Coherence {
     /// the serve; the transaction served then completes no earlier than
     /// such hits end, since their data leaves with the line. (Before, any
     /// queued request refused every hit, so the owner's next access, in
-    /// the same cycle, queued behind every waiter.) Always inline: it is
-    /// every contended access's first question.
+    /// the same cycle, queued behind every waiter.) Such a hit's report
+    /// says so (`AccessReport::hit_while_requests_wait`), for the trace.
+    /// Always inline: it is every contended access's first question.
     #[inline(always)]
     pub fn try_hit(
         &mut self,
@@ -144,6 +145,7 @@ impl Coherence {
             invalidations: 0,
             hitm: false,
             cross_socket: false,
+            hit_while_requests_wait: queued,
         })
     }
 

@@ -401,6 +401,11 @@ pub struct AccessReport {
     pub hitm: bool,
     /// Some leg of the transaction crossed sockets.
     pub cross_socket: bool,
+    /// A hit taken while requests were queued for the line: the core
+    /// still held it because the home had not yet served the next request
+    /// and that request's snoop could not yet reach the core
+    /// (`hits::try_hit`). False for every other access, queued or not.
+    pub hit_while_requests_wait: bool,
 }
 
 impl AccessReport {
@@ -493,6 +498,7 @@ impl Default for ServedReport {
             invalidations: 0,
             hitm: false,
             cross_socket: false,
+            hit_while_requests_wait: false,
         })
     }
 }

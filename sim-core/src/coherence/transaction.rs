@@ -427,6 +427,7 @@ impl Coherence {
             r.invalidations = 1;
             r.hitm = taken.hitm;
             r.cross_socket = taken.cross_socket;
+            r.hit_while_requests_wait = false;
             self.note_fill(core, unit_index, LineState::Invalid, now);
             return;
         }
@@ -565,6 +566,7 @@ impl Coherence {
             invalidations: 1,
             hitm: taken.hitm,
             cross_socket: taken.cross_socket,
+            hit_while_requests_wait: false,
         }
     }
 
@@ -765,6 +767,7 @@ impl Coherence {
             invalidations,
             hitm,
             cross_socket: path.cross_socket,
+            hit_while_requests_wait: false,
         }
     }
 }
