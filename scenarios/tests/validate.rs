@@ -541,6 +541,7 @@ fn machine(
         dispatch_width: 1,
         mispredict_penalty_cycles: 0,
         lock_rfo_ahead: false,
+        store_rfo_ahead_entries: 0,
         deep_idle_writeback_cycles: 0,
         private_caches: sim_core::topology::PrivateCacheSpec::UNBOUNDED,
         arbitration_near_owner_percent: 0,

@@ -26,6 +26,12 @@ pub enum AccessKind {
     /// nobody waits for it. `address` is the line's start, `field_id` the
     /// field the run's access would read or write.
     RunAhead,
+    /// A store's line requested for ownership by the store buffer ahead
+    /// of the store's drain (an RFO prefetch,
+    /// `MachineSpec::store_rfo_ahead_entries`); nobody waits for it, and
+    /// the store is written only when it drains. `address` is the line's
+    /// start, `field_id` the field the store writes.
+    StoreRfoAhead,
 }
 
 impl AccessKind {
@@ -38,6 +44,7 @@ impl AccessKind {
             AccessKind::Atomic(op) => op.name(),
             AccessKind::Prefetch => "prefetch (adjacent line)",
             AccessKind::RunAhead => "prefetch (run ahead)",
+            AccessKind::StoreRfoAhead => "prefetch (store's RFO ahead of its drain)",
         }
     }
 
@@ -45,7 +52,10 @@ impl AccessKind {
     /// (the adjacent-line prefetcher's, or the run ahead's): counted apart
     /// from the program's accesses.
     pub fn is_prefetch(self) -> bool {
-        matches!(self, AccessKind::Prefetch | AccessKind::RunAhead)
+        matches!(
+            self,
+            AccessKind::Prefetch | AccessKind::RunAhead | AccessKind::StoreRfoAhead
+        )
     }
 }
 

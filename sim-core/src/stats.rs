@@ -131,7 +131,7 @@ impl Traffic {
             // brings the line traffic.
             AccessKind::StoreDrain => {}
             AccessKind::Atomic(_) => t.atomics = 1,
-            AccessKind::Prefetch | AccessKind::RunAhead => {}
+            AccessKind::Prefetch | AccessKind::RunAhead | AccessKind::StoreRfoAhead => {}
         }
         match event.report {
             None => t.hits = 1,
@@ -635,7 +635,10 @@ impl Probe for Stats {
         if !private {
             match event.kind {
                 // Neither is the CPU's own program access.
-                AccessKind::StoreDrain | AccessKind::Prefetch | AccessKind::RunAhead => {}
+                AccessKind::StoreDrain
+                | AccessKind::Prefetch
+                | AccessKind::RunAhead
+                | AccessKind::StoreRfoAhead => {}
                 AccessKind::Load => {
                     spun = state.poll(LastLoad {
                         address: event.address,

@@ -330,6 +330,15 @@ pub struct MachineSpec {
     /// (`engine::speculate`). Off: the core's run ahead of a waiting
     /// locked instruction stops at the next one.
     pub lock_rfo_ahead: bool,
+    /// How many store-buffer entries past the head the buffer requests
+    /// its lines for ownership ahead of their drain (an RFO prefetch),
+    /// each holding a miss buffer (`outstanding_misses`) until its line
+    /// arrives; 0: none, a store's line is requested when the store
+    /// reaches the head. A line held early makes no store visible: the
+    /// stores still drain one at a time in program order (x86-TSO), and a
+    /// line taken away before its store's turn is requested again then
+    /// (`engine::store_buffer`).
+    pub store_rfo_ahead_entries: u32,
     /// A core whose every CPU is idle for at least this many cycles has
     /// entered its deepest idle state (the idle governor picks a state
     /// whose target residency the idle period covers), which powers off
@@ -1007,6 +1016,7 @@ pub fn scalar_key_range(key: &str) -> Option<std::ops::RangeInclusive<u64>> {
         "threads_per_core" => 1..=8,
         "line_size_bytes" => 16..=4096,
         "store_buffer_entries" => 1..=1024,
+        "store_rfo_ahead_entries" => 0..=1024,
         "smt_share_percent" => 1..=100,
         "outstanding_misses" => 1..=256,
         "reorder_window_entries" => 0..=4096,
@@ -1053,6 +1063,10 @@ fn check_ranges(spec: &MachineSpec) -> Result<(), SpecError> {
         ("threads_per_core", u64::from(spec.threads_per_core)),
         ("clock_mhz", spec.clock_mhz),
         ("store_buffer_entries", u64::from(spec.store_buffer_entries)),
+        (
+            "store_rfo_ahead_entries",
+            u64::from(spec.store_rfo_ahead_entries),
+        ),
         ("smt_share_percent", u64::from(spec.smt_share_percent)),
         ("outstanding_misses", u64::from(spec.outstanding_misses)),
         (
@@ -1373,6 +1387,7 @@ mod tests {
             dispatch_width: 1,
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
+            store_rfo_ahead_entries: 0,
             deep_idle_writeback_cycles: 0,
             private_caches: PrivateCacheSpec::UNBOUNDED,
             arbitration_near_owner_percent: 0,

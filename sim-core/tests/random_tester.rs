@@ -157,7 +157,9 @@ impl Probe for Checker {
             // A prefetch carries no value of the program's; the fill it
             // brings is checked by the invariants (every copy holds the
             // last write), and the loads after it by the arms here.
-            AccessKind::Prefetch | AccessKind::RunAhead => self.prefetches += 1,
+            AccessKind::Prefetch | AccessKind::RunAhead | AccessKind::StoreRfoAhead => {
+                self.prefetches += 1
+            }
             AccessKind::Atomic(_) => {
                 self.operations += 1;
                 let latest = self.latest(e.address);

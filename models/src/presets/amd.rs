@@ -301,6 +301,7 @@ fn epyc_naples_2s() -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN1_MISS_BUFFERS),
         amd_lock_speculation(Assumed, ZEN1_LOCK_SPECULATION),
+        amd_store_rfo_ahead(),
         amd_deep_idle_writeback(3200),
         amd_reorder_window(&ZEN1_WINDOW),
         amd_dispatch_width(&ZEN1_WINDOW),
@@ -619,6 +620,7 @@ fn epyc_milan_2s() -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN3_MISS_BUFFERS),
         amd_lock_speculation(Documented, ZEN3_LOCK_SPECULATION),
+        amd_store_rfo_ahead(),
         amd_deep_idle_writeback(3500),
         amd_reorder_window(&ZEN3_WINDOW),
         amd_dispatch_width(&ZEN3_WINDOW),
@@ -1018,6 +1020,7 @@ fn epyc_genoa(name: &'static str) -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
         amd_lock_speculation(Assumed, ZEN4_LOCK_SPECULATION),
+        amd_store_rfo_ahead(),
         amd_deep_idle_writeback(3700),
         amd_reorder_window(&ZEN4_WINDOW),
         amd_dispatch_width(&ZEN4_WINDOW),
@@ -1384,6 +1387,7 @@ fn bergamo(name: &'static str) -> Vec<Param> {
         amd_smt_share(),
         amd_miss_buffers(ZEN4_MISS_BUFFERS),
         amd_lock_speculation(Assumed, ZEN4_LOCK_SPECULATION),
+        amd_store_rfo_ahead(),
         amd_deep_idle_writeback(3100),
         amd_reorder_window(&ZEN4_WINDOW),
         amd_dispatch_width(&ZEN4_WINDOW),
@@ -1637,6 +1641,21 @@ const ZEN4_LOCK_SPECULATION: &str = "assumed as Zen 3's (AMD PPR Family 19h PMCx
 /// lines requested for ownership while an older one waits).
 fn amd_lock_speculation(kind: super::Provenance, source: &'static str) -> Param {
     flag("lock_rfo_ahead", true, kind, source, LOCK_RFO_AHEAD_NOTE)
+}
+
+/// The store buffer's RFO prefetch: off, for want of a source.
+fn amd_store_rfo_ahead() -> Param {
+    // Assumed off: no AMD text retrieved describes a request for
+    // ownership made ahead of a store's commit.
+    int(
+        "store_rfo_ahead_entries",
+        0,
+        "entries",
+        Assumed,
+        "no retrieved AMD text describes the store queue requesting a line for ownership before its store commits: the L2 request events of Linux's amdzen pmu-events (PMCx060 l2_request_g1) name prefetches only among reads, rd_blk_l \"data cache reads (including hardware and software prefetch)\", beside rd_blk_x \"data cache stores\" and change_to_x (a request to make a held line writable); off until a source says otherwise",
+
+        STORE_RFO_AHEAD_NOTE,
+    )
 }
 
 /// Where a Zen core's deep idle state (CC6) is described.

@@ -214,6 +214,7 @@ fn icelake_sp_2s() -> Vec<Param> {
         intel_smt_share(),
         intel_fill_buffers(SUNNY_COVE_FILL_BUFFERS),
         intel_lock_speculation(),
+        intel_store_rfo_ahead(SUNNY_COVE_FILL_BUFFERS.entries),
         intel_deep_idle_writeback(384, 3400, ICX_C6),
         intel_reorder_window(&SUNNY_COVE_WINDOW),
         intel_dispatch_width(&SUNNY_COVE_WINDOW),
@@ -680,6 +681,7 @@ fn cascadelake_sp(name: &'static str) -> Vec<Param> {
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
         intel_lock_speculation(),
+        intel_store_rfo_ahead(SKYLAKE_FILL_BUFFERS.entries),
         intel_deep_idle_writeback(600, 4000, SKX_C6),
         intel_reorder_window(&SKYLAKE_WINDOW),
         intel_dispatch_width(&SKYLAKE_WINDOW),
@@ -1005,6 +1007,7 @@ fn cascadelake_ap_2s() -> Vec<Param> {
         intel_smt_share(),
         intel_fill_buffers(SKYLAKE_FILL_BUFFERS),
         intel_lock_speculation(),
+        intel_store_rfo_ahead(SKYLAKE_FILL_BUFFERS.entries),
         intel_deep_idle_writeback(600, 3800, SKX_C6),
         intel_reorder_window(&SKYLAKE_WINDOW),
         intel_dispatch_width(&SKYLAKE_WINDOW),
@@ -1248,6 +1251,25 @@ fn intel_lock_speculation() -> Param {
         Assumed,
         "no retrieved Intel document describes a locked instruction executing before its turn: Intel SDM vol. 3A §8.1.2 (P6 family and later: locked operations serialize all outstanding load and store operations, that is, wait for them to complete) and §8.2.5 (locked operations wait for all previous instructions to complete and for buffered writes to drain); Skylake-SP's events count retired locked loads only (MEM_INST_RETIRED.LOCK_LOADS, Linux tools/perf/pmu-events/arch/x86/skylakex/cache.json), no speculative-lock event like AMD's PMCx025; MACHINE_CLEARS.MEMORY_ORDERING (skylakex/memory.json: \"external snoops\" hitting load buffers) documents the loads that run ahead, not the lock. Measured on other Intel cores, the opposite: [S59] Schweizer, Besta, Hoefler, PACT'15 (Haswell, Ivy Bridge: atomics prevent instruction-level parallelism even between independent operations); [S55] uops.info LOCK INC m32, Alder Lake-P: independent instructions one per 18.00 cycles, the latency",
         LOCK_RFO_AHEAD_NOTE,
+    )
+}
+
+/// Where Intel documents the L1D's RFO prefetches (of Skylake-SP, Cascade
+/// Lake and Ice Lake-SP, whose event lists carry the same text).
+const INTEL_RFO_PREFETCH: &str = "Intel's event L2_RQSTS.ALL_RFO (0x24, umask 0xE2): \"RFO requests to L2 cache ... include both L1D demand RFO misses as well as L1D RFO prefetches\" (Linux tools/perf/pmu-events/arch/x86/skylakex/cache.json, and the same text in cascadelakex and icelakex): the L1D sends requests for ownership of lines not yet demanded by a store at the head. Not documented, so assumed: what issues them (here: the stores waiting in the store buffer, requested when each enters it) and how far ahead (here: as far as the L1D's fill buffers reach, outstanding_misses, each request holding one)";
+
+/// The store buffer's RFO prefetch: documented to exist, its reach assumed
+/// to be the fill buffers' (`INTEL_RFO_PREFETCH`).
+fn intel_store_rfo_ahead(fill_buffers: u64) -> Param {
+    // Assumed: Intel documents that L1D RFO prefetches exist, not when
+    // they are issued nor how far ahead; the fill buffers bound them.
+    int(
+        "store_rfo_ahead_entries",
+        fill_buffers,
+        "entries",
+        Assumed,
+        INTEL_RFO_PREFETCH,
+        STORE_RFO_AHEAD_NOTE,
     )
 }
 

@@ -342,6 +342,7 @@ pub const SPEC_KEYS: &[&str] = &[
     "dispatch_width",
     "mispredict_penalty_cycles",
     "lock_rfo_ahead",
+    "store_rfo_ahead_entries",
     "deep_idle_writeback_cycles",
     "l1d_kib",
     "l1d_ways",
@@ -725,6 +726,7 @@ pub fn machine_spec(params: &[Param]) -> Result<MachineSpec, String> {
         dispatch_width: int32("dispatch_width")?,
         mispredict_penalty_cycles: int32("mispredict_penalty_cycles")?,
         lock_rfo_ahead,
+        store_rfo_ahead_entries: int32("store_rfo_ahead_entries")?,
         deep_idle_writeback_cycles: int("deep_idle_writeback_cycles")?,
         private_caches: PrivateCacheSpec {
             l1d_kib: int32("l1d_kib")?,

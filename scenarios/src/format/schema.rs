@@ -339,6 +339,10 @@ pub struct InlineMachine {
     /// Whether locked instructions execute speculatively, their lines
     /// requested ahead (default: the preset's, or false).
     pub lock_rfo_ahead: Option<bool>,
+    /// How many store-buffer entries past the head have their lines
+    /// requested for ownership ahead of their drain, 0 none (default: the
+    /// preset's, or 0).
+    pub store_rfo_ahead_entries: Option<Spanned<u32>>,
     /// Cycles a core's CPUs must all be idle (a `sleep` this long with
     /// nothing else to run) before its private caches are written back
     /// and dropped, its deepest idle state; 0 is never (default: the

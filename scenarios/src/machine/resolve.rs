@@ -291,6 +291,13 @@ fn inline_machine(
             .lock_rfo_ahead
             .or(base.map(|b| b.lock_rfo_ahead))
             .unwrap_or(false),
+        // Optional: no RFO prefetch (a store's line is requested at the
+        // buffer's head), as before the key existed.
+        store_rfo_ahead_entries: keys.optional(
+            &m.store_rfo_ahead_entries,
+            |b| b.store_rfo_ahead_entries,
+            0,
+        ),
         deep_idle_writeback_cycles: keys.optional(
             &m.deep_idle_writeback_cycles,
             |b| b.deep_idle_writeback_cycles,
@@ -611,6 +618,10 @@ fn machine_key_spans(m: &schema::InlineMachine) -> Vec<(&'static str, Option<Ran
         ("threads_per_core", span32(&m.threads_per_core)),
         ("line_size_bytes", span32(&m.line_size_bytes)),
         ("store_buffer_entries", span32(&m.store_buffer_entries)),
+        (
+            "store_rfo_ahead_entries",
+            span32(&m.store_rfo_ahead_entries),
+        ),
         ("smt_share_percent", span32(&m.smt_share_percent)),
         (
             "arbitration_near_owner_percent",

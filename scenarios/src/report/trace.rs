@@ -179,6 +179,9 @@ impl Probe for TraceProbe<'_> {
             (AccessKind::RunAhead, _) => {
                 "requested ahead of an operation that waits, not waited for".to_string()
             }
+            (AccessKind::StoreRfoAhead, _) => {
+                "requested for ownership ahead of its store's drain, not waited for".to_string()
+            }
             _ => format!("writes {}", e.value),
         };
         let Some(r) = e.report else {

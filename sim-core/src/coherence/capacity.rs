@@ -416,6 +416,7 @@ mod tests {
             dispatch_width: 1,
             mispredict_penalty_cycles: 0,
             lock_rfo_ahead: false,
+            store_rfo_ahead_entries: 0,
             deep_idle_writeback_cycles: 0,
             private_caches: PrivateCacheSpec {
                 l1d_kib: 1,

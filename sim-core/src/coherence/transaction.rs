@@ -214,7 +214,12 @@ impl Coherence {
         hold_cycles: Cycles,
         tag: RequestTag,
     ) -> Option<Requested> {
-        debug_assert_eq!(tag.kind(), RequestKind::Demand);
+        // A demand access, or a store's drain taking over the request its
+        // store buffer made ahead (`engine::store_buffer`).
+        debug_assert!(matches!(
+            tag.kind(),
+            RequestKind::Demand | RequestKind::Drain
+        ));
         let u = &mut self.units[unit];
         let waiter = u
             .waiting

@@ -231,6 +231,7 @@ impl Simulation<'_> {
         if start_now {
             self.start_drain(i, now, probe)?;
         }
+        self.request_stores_ahead(i, now, probe)?;
         Ok(())
     }
 
@@ -825,6 +826,7 @@ impl Simulation<'_> {
                     cpu: i,
                     field_id,
                     run_ahead_until: None,
+                    for_store: false,
                 });
                 if first_waiter {
                     self.schedule_line_free(free_at, buddy);

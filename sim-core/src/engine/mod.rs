@@ -664,6 +664,9 @@ struct Simulation<'c> {
     /// for its line's ownership at once (`in_flight`,
     /// `MachineSpec::lock_rfo_ahead`).
     lock_rfo_ahead: bool,
+    /// Store-buffer entries past the head whose lines are requested for
+    /// ownership ahead of their drain (`MachineSpec::store_rfo_ahead_entries`).
+    store_rfo_ahead_entries: usize,
     /// The registers a shadow run (`speculate`) saves and restores, kept
     /// between runs so that their buffers are reused.
     shadow_saved: (Vec<i64>, Vec<i64>, Vec<Frame>),
@@ -1118,6 +1121,7 @@ impl<'c> Simulation<'c> {
                 config.topology.spec.mispredict_penalty_cycles as u64,
             ),
             lock_rfo_ahead: config.topology.spec.lock_rfo_ahead,
+            store_rfo_ahead_entries: config.topology.spec.store_rfo_ahead_entries as usize,
             shadow_saved: Default::default(),
             private: PrivatePlaces {
                 place: private_places(
@@ -1817,12 +1821,17 @@ pub(super) struct QueuedPrefetch {
     /// `ahead_in_flight` as arriving at this cycle; None for the
     /// adjacent-line prefetcher's.
     run_ahead_until: Option<Cycle>,
+    /// The store buffer's request for ownership ahead of a store's drain
+    /// (`store_buffer`, also counted in `ahead_in_flight`).
+    for_store: bool,
 }
 
 impl QueuedPrefetch {
     /// Which of the core's requests it is, for the probe.
     fn kind(self) -> AccessKind {
-        if self.run_ahead_until.is_some() {
+        if self.for_store {
+            AccessKind::StoreRfoAhead
+        } else if self.run_ahead_until.is_some() {
             AccessKind::RunAhead
         } else {
             AccessKind::Prefetch

@@ -728,6 +728,7 @@ impl Shadow<'_, '_, '_> {
                     cpu: self.i,
                     field_id,
                     run_ahead_until: Some(free_at),
+                    for_store: false,
                 });
                 if first_waiter {
                     sim.schedule_line_free(free_at, unit);

@@ -45,15 +45,18 @@ impl Simulation<'_> {
         }
         self.poll_line_reached(entry.unit, probe);
         let misses = self.demand_misses(cpu_id, entry.unit, Need::Write);
-        let requested = self.coherence.request(
-            self.topology,
-            at,
-            cpu_id,
-            entry.unit,
-            Need::Write,
-            Cycles::ZERO,
-            RequestTag::new(i, RequestKind::Drain),
-        )?;
+        let requested = match self.drain_takes_over_rfo_ahead(i, at, entry.unit) {
+            Some(merged) => merged,
+            None => self.coherence.request(
+                self.topology,
+                at,
+                cpu_id,
+                entry.unit,
+                Need::Write,
+                Cycles::ZERO,
+                RequestTag::new(i, RequestKind::Drain),
+            )?,
+        };
         match requested {
             Requested::Done(report) => {
                 self.finish_drain(i, &report, probe);
@@ -140,6 +143,8 @@ impl Simulation<'_> {
         };
         if !cpu.outstanding.store_buffer.is_empty() {
             self.start_drain(i, at, probe)?;
+            // An entry has moved up: one more may be within reach.
+            self.request_stores_ahead(i, at, probe)?;
         }
         if resume {
             let cpu = &mut self.cpus[i];
@@ -160,6 +165,155 @@ impl Simulation<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The RFO prefetch: the buffer requests, for ownership, the lines of
+    /// its first `store_rfo_ahead_entries` entries not yet draining, as far
+    /// as the core's free miss buffers go, without waiting for them. Called
+    /// when a store enters the buffer and when an entry leaves it. What it
+    /// changes is only when a line is here: the stores are still written
+    /// one at a time from the head, in program order, when each drains
+    /// (`start_drain`), so no store becomes visible early and x86-TSO holds.
+    /// A line requested early is an ordinary request at its home: it may
+    /// wait there behind other cores, and another core may take it away
+    /// again before its store's turn, when the drain requests it anew.
+    pub(super) fn request_stores_ahead(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
+        if self.store_rfo_ahead_entries == 0 {
+            return Ok(());
+        }
+        let cpu = &mut self.cpus[i];
+        cpu.ahead_in_flight.retain(|&ready| ready > at);
+        // The miss buffers taken: the loads' misses and the lines already
+        // requested ahead (by the run ahead or by this buffer).
+        let taken = cpu
+            .outstanding
+            .in_flight
+            .iter()
+            .filter(|&&ready| ready > at)
+            .count()
+            + cpu.ahead_in_flight.len();
+        // The head's own request is out once its drain has started, and
+        // holds a buffer until its line is here.
+        let head_requested = cpu.draining && !cpu.drain_deferred;
+        let core = cpu.core;
+        let head_missing = head_requested
+            && cpu.outstanding.store_buffer.front().is_some_and(|head| {
+                !matches!(
+                    self.coherence.state(core, head.unit),
+                    LineState::Modified | LineState::Exclusive
+                ) || self
+                    .coherence
+                    .copy_ready_at(core, head.unit)
+                    .is_some_and(|ready| ready > at)
+            });
+        let mut misses_left = self
+            .outstanding_misses
+            .saturating_sub(taken + usize::from(head_missing));
+        let first = usize::from(head_requested);
+        let end = cpu
+            .outstanding
+            .store_buffer
+            .len()
+            .min(first + self.store_rfo_ahead_entries);
+        let cpu_id = cpu.spec.cpu;
+        for k in first..end {
+            if misses_left == 0 {
+                break;
+            }
+            let entry = self.cpus[i].outstanding.store_buffer[k];
+            if matches!(
+                self.coherence.state(core, entry.unit),
+                LineState::Modified | LineState::Exclusive
+            ) {
+                continue;
+            }
+            self.poll_line_reached(entry.unit, probe);
+            // None: the core holds the line writable or already waits for it.
+            let Some(requested) = self.coherence.prefetch_for(
+                self.topology,
+                at,
+                cpu_id,
+                entry.unit,
+                Need::Write,
+                RequestTag::new(i, RequestKind::Prefetch),
+            )?
+            else {
+                continue;
+            };
+            misses_left -= 1;
+            match requested {
+                Requested::Done(report) => {
+                    self.cpus[i].ahead_in_flight.push(report.done);
+                    self.report_prefetch(
+                        i,
+                        entry.field_id,
+                        AccessKind::StoreRfoAhead,
+                        &report,
+                        probe,
+                    );
+                    self.coherence.recycle(report);
+                }
+                Requested::Queued {
+                    free_at,
+                    first_waiter,
+                } => {
+                    // It arrives after the line frees, at the earliest.
+                    self.cpus[i].ahead_in_flight.push(free_at);
+                    self.queued_prefetches.push(QueuedPrefetch {
+                        unit: entry.unit,
+                        cpu: i,
+                        field_id: entry.field_id,
+                        run_ahead_until: Some(free_at),
+                        for_store: true,
+                    });
+                    if first_waiter {
+                        self.schedule_line_free(free_at, entry.unit);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A drain whose line the core already waits for at its home (a
+    /// request made ahead, still queued) takes that request over as its
+    /// own, as a demand access does (`merge_with_queued_prefetch`), so the
+    /// drain is served when it is; its miss buffer passes to the drain.
+    fn drain_takes_over_rfo_ahead(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        unit: usize,
+    ) -> Option<Requested> {
+        if self.queued_prefetches.is_empty() {
+            return None;
+        }
+        let k = self
+            .queued_prefetches
+            .iter()
+            .position(|q| q.unit == unit && q.cpu == i)?;
+        let cpu_id = self.cpus[i].spec.cpu;
+        let merged = self.coherence.merge_with_queued_prefetch(
+            at,
+            cpu_id,
+            unit,
+            Need::Write,
+            Cycles::ZERO,
+            RequestTag::new(i, RequestKind::Drain),
+        )?;
+        let taken_over = self.queued_prefetches.swap_remove(k);
+        if let Some(until) = taken_over.run_ahead_until {
+            let ahead = &mut self.cpus[i].ahead_in_flight;
+            if let Some(k) = ahead.iter().position(|&ready| ready == until) {
+                ahead.swap_remove(k);
+            }
+        }
+        Some(merged)
     }
 
     pub(super) fn block_on(&mut self, i: CpuIndex, wait: Wait) {
