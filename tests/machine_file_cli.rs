@@ -737,5 +737,52 @@ fn presets_show_of_a_machine_file_lists_every_key_and_where_it_comes_from() {
     assert!(
         row("clean_shared_line_answer").contains("preset icelake-sp-2s's (assumed)"),
         "{out}"
+
+/// A machine file may turn on the store buffer's RFO prefetch, which every
+/// preset leaves off (`store_rfo_ahead_entries`, printed by `presets show
+/// NAME --toml`): the trace shows the lines requested ahead, and a value
+/// out of range is an error naming the file, the key and what is valid.
+#[test]
+fn a_machine_file_turns_on_the_store_buffers_rfo_prefetch() {
+    let dir = with_machine_files("rfo-ahead", &[("icx.toml", "icelake-sp-2s")]);
+    let icx = std::fs::read_to_string(dir.0.join("icx.toml")).unwrap();
+    assert!(icx.contains("\nstore_rfo_ahead_entries = 0\n"), "{icx}");
+    let with = |entries: &str| {
+        icx.replace(
+            "\nstore_rfo_ahead_entries = 0\n",
+            &format!("\nstore_rfo_ahead_entries = {entries}\n"),
+        )
+    };
+    std::fs::write(dir.0.join("icx.toml"), with("8")).unwrap();
+    // CPU 0 stores to four lines of its own, then fences.
+    let path = dir.0.join("stores.toml");
+    let text = SCENARIO
+        .replace("MACHINE", "machine = { file = \"icx.toml\" }")
+        .replace(
+            "[structs.c]\nfields = [{ name = \"v\", type = \"u64\" }]",
+            "[structs.c]\nfields = [{ name = \"v\", type = \"u64\", align = 64 }]",
+        )
+        .replace("kind = \"global\"", "kind = \"global\"\ncount = 4")
+        .replace(
+            "s = \"fetch_add(g.v, 1)\"",
+            "s = \"g[0].v = 1\\ng[1].v = 2\\ng[2].v = 3\\ng[3].v = 4\\nfence\"",
+        )
+        .replace("cpus = \"0-3\"", "cpus = \"0\"");
+    std::fs::write(&path, text).unwrap();
+    let path = path.to_str().unwrap();
+    let trace = bounce(&["trace", "--limit", "40", path]);
+    assert_exit(&trace, 0);
+    assert!(
+        stdout(&trace).contains("requested for ownership ahead of its store's drain"),
+        "{}",
+        stdout(&trace)
+    );
+    std::fs::write(dir.0.join("icx.toml"), with("2000")).unwrap();
+    let bad = bounce(&["run", "--quiet", path]);
+    assert_exit(&bad, 2);
+    let err = stderr(&bad);
+    assert!(
+        err.contains("icx.toml") && err.contains("store_rfo_ahead_entries") && err.contains("1024"),
+        "{err}"
     );
 }
