@@ -177,15 +177,27 @@ impl Simulation<'_> {
     /// A line requested early is an ordinary request at its home: it may
     /// wait there behind other cores, and another core may take it away
     /// again before its store's turn, when the drain requests it anew.
+    #[inline(always)]
     pub(super) fn request_stores_ahead(
         &mut self,
         i: CpuIndex,
         at: Cycle,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
+        // Off on every preset: the store's path pays only this test.
         if self.store_rfo_ahead_entries == 0 {
             return Ok(());
         }
+        self.request_stores_ahead_cold(i, at, probe)
+    }
+
+    #[inline(never)]
+    fn request_stores_ahead_cold(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        probe: &mut dyn Probe,
+    ) -> Result<(), SimError> {
         let cpu = &mut self.cpus[i];
         cpu.ahead_in_flight.retain(|&ready| ready > at);
         // The miss buffers taken: the loads' misses and the lines already
@@ -284,6 +296,7 @@ impl Simulation<'_> {
     /// request made ahead, still queued) takes that request over as its
     /// own, as a demand access does (`merge_with_queued_prefetch`), so the
     /// drain is served when it is; its miss buffer passes to the drain.
+    #[inline(always)]
     fn drain_takes_over_rfo_ahead(
         &mut self,
         i: CpuIndex,
@@ -293,6 +306,16 @@ impl Simulation<'_> {
         if self.queued_prefetches.is_empty() {
             return None;
         }
+        self.drain_takes_over_rfo_ahead_cold(i, at, unit)
+    }
+
+    #[inline(never)]
+    fn drain_takes_over_rfo_ahead_cold(
+        &mut self,
+        i: CpuIndex,
+        at: Cycle,
+        unit: usize,
+    ) -> Option<Requested> {
         let k = self
             .queued_prefetches
             .iter()
