@@ -737,6 +737,8 @@ fn presets_show_of_a_machine_file_lists_every_key_and_where_it_comes_from() {
     assert!(
         row("clean_shared_line_answer").contains("preset icelake-sp-2s's (assumed)"),
         "{out}"
+    );
+}
 
 /// A machine file may turn on the store buffer's RFO prefetch, which every
 /// preset leaves off (`store_rfo_ahead_entries`, printed by `presets show

@@ -782,6 +782,7 @@ pub fn spec_values(spec: &MachineSpec) -> Vec<(&'static str, ParamValue)> {
         dispatch_width,
         mispredict_penalty_cycles,
         lock_rfo_ahead,
+        store_rfo_ahead_entries,
         deep_idle_writeback_cycles,
         private_caches,
         latency,
@@ -847,6 +848,10 @@ pub fn spec_values(spec: &MachineSpec) -> Vec<(&'static str, ParamValue)> {
             int((*mispredict_penalty_cycles).into()),
         ),
         ("lock_rfo_ahead", ParamValue::Bool(*lock_rfo_ahead)),
+        (
+            "store_rfo_ahead_entries",
+            int((*store_rfo_ahead_entries).into()),
+        ),
         (
             "deep_idle_writeback_cycles",
             int(*deep_idle_writeback_cycles),

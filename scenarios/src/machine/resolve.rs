@@ -909,6 +909,7 @@ fn whole_machine_default(key: &str) -> &'static str {
         "dispatch_width" => "one window entry a cycle (used only with a reorder window)",
         "mispredict_penalty_cycles" => "no mispredict penalty (used only with a reorder window)",
         "lock_rfo_ahead" => "a locked instruction's line is not requested ahead of its turn",
+        "store_rfo_ahead_entries" => "a buffered store requests its line only when it drains",
         "deep_idle_writeback_cycles" => "never: a sleeping core keeps its caches",
         "l1d_kib" | "l1d_ways" | "l2_kib" | "l2_ways" | "l2_hit_cycles" => {
             "unbounded private caches: no line is ever evicted for capacity"
