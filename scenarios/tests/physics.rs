@@ -153,12 +153,16 @@ fn contended_counter_collapses_with_cpus_and_jumps_across_sockets() {
         );
     }
 
-    // The same 40 CPUs cost at least 1.3x more per increment once they span
-    // both sockets.
+    // The same 40 CPUs cost more per increment once they span both
+    // sockets, but not much more: each socket's caching agent sends one
+    // request for the line at a time, so the line stays on the socket that
+    // holds it for most handovers (1.04x at this seed; 1.3x and more when
+    // every waiter competed; tests/folly_contended_atomics.rs holds the
+    // crossing share against a measured machine).
     let one = by_name(&results, "40cpus-1socket").iteration_cycles.mean();
     let two = by_name(&results, "40cpus-2sockets").iteration_cycles.mean();
     assert!(
-        two >= 1.3 * one,
+        two > one && two < 1.3 * one,
         "40 CPUs on 2 sockets: {two:.1} cycles/iteration, on 1 socket: {one:.1} ({:.2}x)",
         two / one
     );
