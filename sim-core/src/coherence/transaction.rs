@@ -904,34 +904,36 @@ impl Unit {
         (self.waiting.swap_remove(chosen.unwrap_or(drawn)), holder)
     }
 
-    /// Who competes for an owned line on a machine whose sockets resolve
-    /// their own transfers (`Lookup::Local`, more than one socket): every
-    /// waiter of the owner's socket, and from each other socket only its
-    /// earliest waiting request. A uniform draw among those competitors,
-    /// as the index of the chosen waiter; `None` where the rule does not
-    /// apply (one socket, a home that looks every transfer up, no owner,
-    /// no other socket's request waiting), and the draw is uniform over
-    /// the whole queue.
+    /// Who competes for an owned line on a machine whose L3 domains resolve
+    /// their own transfers (`Lookup::Local`, more than one L3 domain):
+    /// every waiter of the owner's L3 domain, and from each other domain
+    /// only its earliest waiting request. A uniform draw among those
+    /// competitors, as the index of the chosen waiter; `None` where the
+    /// rule does not apply (one domain, a home that looks every transfer
+    /// up, no owner, no other domain's request waiting), and the draw is
+    /// uniform over the whole queue.
     ///
     /// Why: the caching agent a line's address hashes to (Intel's Cbo, the
-    /// CHA since Skylake-SP) lets one request per address into its
-    /// tracker (TOR) at a time; a later one to the same address is
-    /// rejected and retried until the first completes (Intel's uncore
-    /// event descriptions, Xeon E5 v3/v4 Cbo `RxR_IRQ_RETRY.ADDR_CONFLICT`:
-    /// "requests to the same address are not allowed to pass each other";
-    /// Skylake-SP CHA `RxC_IRQ1_REJECT.PA_MATCH`). So each socket sends
-    /// at most one request for the line across the link at a time, while
-    /// the owner's socket resolves its own cores' requests in its agent
-    /// (its snoop filter knows the owner, `Lookup::Local`). A request from
-    /// another socket arrives there as a snoop, retried against the local
-    /// ones on the same conflict (`RxR_IPQ_RETRY.ADDR_CONFLICT`: "two
-    /// different sockets are sending requests to the same address at the
-    /// same time"). Which retry wins is not documented: each competitor is
-    /// equally likely, as on every other machine. That bounds the wait of
-    /// a remote request by itself, without a parameter: it wins a handover
-    /// with probability 1 / (local waiters + other sockets waiting).
-    /// Which of a socket's requests holds its tracker entry is taken as the
-    /// one issued first (ties: the first in the queue).
+    /// CHA since Skylake-SP; one per address in each die's ring or mesh,
+    /// which is one L3 domain here: a socket, or a die of Cascade Lake-AP)
+    /// lets one request per address into its tracker (TOR) at a time; a
+    /// later one to the same address is rejected and retried until the
+    /// first completes (Intel's uncore event descriptions, Xeon E5 v3/v4
+    /// Cbo `RxR_IRQ_RETRY.ADDR_CONFLICT`: "requests to the same address
+    /// are not allowed to pass each other"; Skylake-SP CHA
+    /// `RxC_IRQ1_REJECT.PA_MATCH`). So each die sends at most one request
+    /// for the line out at a time, while the owner's die resolves its own
+    /// cores' requests in its agent (its snoop filter knows the owner,
+    /// `Lookup::Local`). A request from another die arrives there as a
+    /// snoop, retried against the local ones on the same conflict
+    /// (`RxR_IPQ_RETRY.ADDR_CONFLICT`: "two different sockets are sending
+    /// requests to the same address at the same time"). Which retry wins
+    /// is not documented: each competitor is equally likely, as on every
+    /// other machine. That bounds the wait of a remote request by itself,
+    /// without a parameter: it wins a handover with probability
+    /// 1 / (local waiters + other domains waiting). Which of a domain's
+    /// requests holds its tracker entry is taken as the one issued first
+    /// (ties: the first in the queue).
     #[inline(always)]
     fn socket_agent_draw<P: FnMut(usize) -> usize + ?Sized>(
         &self,
@@ -939,47 +941,48 @@ impl Unit {
         pick: &mut P,
     ) -> Option<usize> {
         let spec = &topology.spec;
-        if spec.sockets < 2 || spec.lookup != Lookup::Local {
+        let domains = topology.l3_count();
+        if domains < 2 || spec.lookup != Lookup::Local {
             return None;
         }
-        let owner_socket = topology.socket_of_core(self.dir_owner?);
+        let owner_domain = topology.l3_of_core(self.dir_owner?);
         let competing = |w: &Waiter| !self.dir_sharers.contains(w.core);
-        let socket = |w: &Waiter| topology.socket_of_core(w.core);
-        // The earliest competing request of `s`, if any waits.
-        let first_of = |s: u32| {
+        let domain = |w: &Waiter| topology.l3_of_core(w.core);
+        // The earliest competing request of domain `d`, if any waits.
+        let first_of = |d: u32| {
             self.waiting
                 .iter()
                 .enumerate()
-                .filter(|(_, w)| competing(w) && socket(w) == s)
+                .filter(|(_, w)| competing(w) && domain(w) == d)
                 .min_by_key(|(k, w)| (w.issued, *k))
                 .map(|(k, _)| k)
         };
+        let remote_domains = (0..domains)
+            .filter(|&d| d != owner_domain && first_of(d).is_some())
+            .count();
+        // No other domain waiting: every waiter is the owner domain's, and
+        // the whole-queue draw below is the same rule (kept, so that a run
+        // on one socket of a larger machine draws as before).
+        if remote_domains == 0 {
+            return None;
+        }
         let locals = self
             .waiting
             .iter()
-            .filter(|w| competing(w) && socket(w) == owner_socket)
+            .filter(|w| competing(w) && domain(w) == owner_domain)
             .count();
-        let remote_sockets = (0..spec.sockets)
-            .filter(|&s| s != owner_socket && first_of(s).is_some())
-            .count();
-        // No other socket waiting: every waiter is the owner socket's, and
-        // the whole-queue draw below is the same rule (kept, so that a run
-        // on one socket of a larger machine draws as before).
-        if remote_sockets == 0 {
-            return None;
-        }
-        let competitors = locals + remote_sockets;
+        let competitors = locals + remote_domains;
         let k = pick(competitors).min(competitors - 1);
         if k < locals {
             self.waiting
                 .iter()
                 .enumerate()
-                .filter(|(_, w)| competing(w) && socket(w) == owner_socket)
+                .filter(|(_, w)| competing(w) && domain(w) == owner_domain)
                 .nth(k)
                 .map(|(index, _)| index)
         } else {
-            (0..spec.sockets)
-                .filter(|&s| s != owner_socket)
+            (0..domains)
+                .filter(|&d| d != owner_domain)
                 .filter_map(first_of)
                 .nth(k - locals)
         }
