@@ -513,7 +513,7 @@ error: in sweep case `params.batch=two`, variant `base`: expected an integer for
 }
 
 #[test]
-fn the_shipped_sweep_jumps_where_the_cpus_span_both_sockets() {
+fn the_shipped_sweep_crosses_sockets_where_the_cpus_span_both() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/shipped/contended-counter-sweep.toml"
@@ -555,11 +555,14 @@ fn the_shipped_sweep_jumps_where_the_cpus_span_both_sockets() {
             .map(|r| r.cycles_per_iteration_mean)
             .unwrap()
     };
-    // More waiters cost more per increment, and crossing sockets more again
-    // per waiter.
+    // More waiters cost more per increment. Past one socket the cost per
+    // waiter stays about level rather than jumping: each socket's caching
+    // agent sends one request for the line at a time, so most handovers
+    // stay on the owner's socket (book limits.md, the arbitration entry).
     assert!(cost(1) < cost(2) && cost(2) < cost(16) && cost(16) < cost(40));
+    assert!(cost(40) < cost(64), "{} {}", cost(40), cost(64));
     assert!(
-        cost(64) / 64.0 > cost(40) / 40.0 * 1.2,
+        cost(64) / 64.0 > cost(40) / 40.0 * 0.8,
         "{} {}",
         cost(40),
         cost(64)

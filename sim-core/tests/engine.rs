@@ -8,7 +8,7 @@ use sim_core::engine::StopRule;
 use sim_core::error::Stall;
 use sim_core::probe::AccessKind;
 use sim_core::script::ast::AtomicOp;
-use sim_core::topology::{Lookup, Protocol};
+use sim_core::topology::{Lookup, MachineSpec, Protocol};
 use sim_core::{Cycle, Cycles, SimError};
 use testkit::{address, field, global, per_cpu, small_machine, strukt, Access, Seen, Setup};
 
@@ -898,9 +898,16 @@ fn a_home_that_prefers_requesters_near_the_owner_keeps_the_line_on_its_socket() 
 /// The handovers of a contended counter that crossed sockets, and the
 /// increments each socket made in the first half of the run (while all
 /// eight CPUs still run), with eight CPUs, four a socket, on a machine
-/// whose lookup is `lookup` (no near-owner preference).
+/// whose lookup is `lookup` (no near-owner preference), each socket one L3
+/// domain (one caching agent per address, as on Intel's one-die sockets).
 fn crossings_and_shares(lookup: Lookup) -> (usize, usize, usize) {
-    let (_, rec) = Setup::new(small_machine(Protocol::Mesi, lookup))
+    let machine = MachineSpec {
+        nodes_per_socket: 1,
+        l3_per_node: 1,
+        cores_per_l3: 8,
+        ..small_machine(Protocol::Mesi, lookup)
+    };
+    let (_, rec) = Setup::new(machine)
         .structs(vec![counter_struct()])
         .instances(vec![global("c", "ctr", 0)])
         .script("inc", "fetch_add(c.n, 1)")
