@@ -946,45 +946,49 @@ impl Unit {
             return None;
         }
         let owner_domain = topology.l3_of_core(self.dir_owner?);
-        let competing = |w: &Waiter| !self.dir_sharers.contains(w.core);
-        let domain = |w: &Waiter| topology.l3_of_core(w.core);
-        // The earliest competing request of domain `d`, if any waits.
-        let first_of = |d: u32| {
-            self.waiting
-                .iter()
-                .enumerate()
-                .filter(|(_, w)| competing(w) && domain(w) == d)
-                .min_by_key(|(k, w)| (w.issued, *k))
-                .map(|(k, _)| k)
-        };
-        let remote_domains = (0..domains)
-            .filter(|&d| d != owner_domain && first_of(d).is_some())
-            .count();
+        // One pass over the queue: the owner domain's competing waiters are
+        // counted, and each other domain's earliest competing request kept
+        // as (domain, issued, index). Few domains wait at once, so a linear
+        // search of `remote` stays short; sorted by domain afterwards, the
+        // draw below sees the competitors in the order it always has.
+        let mut locals = 0usize;
+        let mut remote: Vec<(u32, Cycle, usize)> = Vec::new();
+        for (index, w) in self.waiting.iter().enumerate() {
+            if self.dir_sharers.contains(w.core) {
+                continue;
+            }
+            let d = topology.l3_of_core(w.core);
+            if d == owner_domain {
+                locals += 1;
+            } else if let Some(entry) = remote.iter_mut().find(|e| e.0 == d) {
+                if (w.issued, index) < (entry.1, entry.2) {
+                    *entry = (d, w.issued, index);
+                }
+            } else {
+                remote.push((d, w.issued, index));
+            }
+        }
         // No other domain waiting: every waiter is the owner domain's, and
         // the whole-queue draw below is the same rule (kept, so that a run
         // on one socket of a larger machine draws as before).
-        if remote_domains == 0 {
+        if remote.is_empty() {
             return None;
         }
-        let locals = self
-            .waiting
-            .iter()
-            .filter(|w| competing(w) && domain(w) == owner_domain)
-            .count();
-        let competitors = locals + remote_domains;
+        remote.sort_unstable_by_key(|e| e.0);
+        let competitors = locals + remote.len();
         let k = pick(competitors).min(competitors - 1);
         if k < locals {
             self.waiting
                 .iter()
                 .enumerate()
-                .filter(|(_, w)| competing(w) && domain(w) == owner_domain)
+                .filter(|(_, w)| {
+                    !self.dir_sharers.contains(w.core)
+                        && topology.l3_of_core(w.core) == owner_domain
+                })
                 .nth(k)
                 .map(|(index, _)| index)
         } else {
-            (0..domains)
-                .filter(|&d| d != owner_domain)
-                .filter_map(first_of)
-                .nth(k - locals)
+            Some(remote[k - locals].2)
         }
     }
 
