@@ -733,24 +733,28 @@ impl Simulation<'_> {
         if self.queued_prefetches.is_empty() {
             return None;
         }
-        self.merge_with_queued_prefetch_cold(i, now, unit, need, hold)
+        self.merge_with_queued_prefetch_cold(i, now, unit, need, hold, RequestKind::Demand)
     }
 
+    /// The request of kind `kind` (a demand access, or a store's drain
+    /// taking over its line's RFO made ahead) takes over CPU `i`'s queued
+    /// prefetch of `unit`, and the prefetch's miss buffer passes to it.
     #[inline(never)]
-    fn merge_with_queued_prefetch_cold(
+    pub(super) fn merge_with_queued_prefetch_cold(
         &mut self,
         i: CpuIndex,
         now: Cycle,
         unit: usize,
         need: Need,
         hold: Cycles,
+        kind: RequestKind,
     ) -> Option<Requested> {
         let k = self
             .queued_prefetches
             .iter()
             .position(|q| q.unit == unit && q.cpu == i)?;
         let cpu = self.cpus[i].spec.cpu;
-        let tag = RequestTag::new(i, RequestKind::Demand);
+        let tag = RequestTag::new(i, kind);
         let merged = self
             .coherence
             .merge_with_queued_prefetch(now, cpu, unit, need, hold, tag)?;

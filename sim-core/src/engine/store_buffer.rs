@@ -306,37 +306,14 @@ impl Simulation<'_> {
         if self.queued_prefetches.is_empty() {
             return None;
         }
-        self.drain_takes_over_rfo_ahead_cold(i, at, unit)
-    }
-
-    #[inline(never)]
-    fn drain_takes_over_rfo_ahead_cold(
-        &mut self,
-        i: CpuIndex,
-        at: Cycle,
-        unit: usize,
-    ) -> Option<Requested> {
-        let k = self
-            .queued_prefetches
-            .iter()
-            .position(|q| q.unit == unit && q.cpu == i)?;
-        let cpu_id = self.cpus[i].spec.cpu;
-        let merged = self.coherence.merge_with_queued_prefetch(
+        self.merge_with_queued_prefetch_cold(
+            i,
             at,
-            cpu_id,
             unit,
             Need::Write,
             Cycles::ZERO,
-            RequestTag::new(i, RequestKind::Drain),
-        )?;
-        let taken_over = self.queued_prefetches.swap_remove(k);
-        if let Some(until) = taken_over.run_ahead_until {
-            let ahead = &mut self.cpus[i].ahead_in_flight;
-            if let Some(k) = ahead.iter().position(|&ready| ready == until) {
-                ahead.swap_remove(k);
-            }
-        }
-        Some(merged)
+            RequestKind::Drain,
+        )
     }
 
     pub(super) fn block_on(&mut self, i: CpuIndex, wait: Wait) {
