@@ -1192,6 +1192,18 @@ fn check_private_caches(spec: &MachineSpec) -> Result<(), SpecError> {
                 ),
             });
         }
+        if ways == 0 {
+            // Only a machine given whole leaves a cache's ways 0: say the
+            // key is missing rather than that the size's 0 is out of range.
+            return Err(SpecError {
+                key: ways_key,
+                message: format!(
+                    "{ways_key} is not given: {kib_key} = {kib} needs its ways (its \
+                     associativity, 1..=64) to make the cache's sets; give {ways_key}, or \
+                     neither size (unbounded caches)"
+                ),
+            });
+        }
         if !(1..=64).contains(&ways) {
             return Err(SpecError {
                 key: ways_key,
@@ -1222,6 +1234,16 @@ fn check_private_caches(spec: &MachineSpec) -> Result<(), SpecError> {
         });
     }
     let l1 = spec.latency.l1_hit_cycles;
+    if c.l2_hit_cycles == 0 {
+        return Err(SpecError {
+            key: "l2_hit_cycles",
+            message: format!(
+                "l2_hit_cycles is not given: with l1d_kib and l2_kib, a load that misses the \
+                 L1D and hits the L2 costs l2_hit_cycles, {l1}..=1000 (no faster than \
+                 latency.l1_hit_cycles = {l1}); give it, or neither size (unbounded caches)"
+            ),
+        });
+    }
     if !(l1..=1000).contains(&c.l2_hit_cycles) {
         return Err(SpecError {
             key: "l2_hit_cycles",

@@ -815,9 +815,21 @@ pub fn clock_note(source: &SourceFile, doc: &ScenarioDoc, spec: &MachineSpec) ->
     };
     let clock = m.clock_mhz.as_ref()?;
     let origins = leg_origins(doc, spec)?;
+    // A leg of no cycles has no time to move, and a leg the topology never
+    // takes (between sockets on one socket, a further socket link where no
+    // two sockets are more than one apart, between the nodes of a socket on
+    // one node a socket) moves nothing: naming them would ask a user to
+    // give legs the machine does not have.
+    let unused = |leg: &str| match leg {
+        "hop_between_sockets" => spec.sockets == 1,
+        "hop_extra_socket_link" => spec.socket_hops.iter().flatten().all(|&hops| hops <= 1),
+        "hop_between_nodes" => spec.nodes_per_socket == 1,
+        _ => false,
+    };
     let mut preset_of = None;
     let inherited: Vec<String> = origins
         .iter()
+        .filter(|o| o.cycles != 0 && !unused(o.leg))
         .filter_map(|o| match &o.given {
             LegGiven::Preset { preset, clock_mhz } if *clock_mhz != spec.clock_mhz => {
                 preset_of = Some((preset.clone(), *clock_mhz));

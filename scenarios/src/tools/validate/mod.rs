@@ -1038,8 +1038,9 @@ pub fn validate_user(
     let numbering = &facts.numbering;
     let cpus_measured = matrix.cpus();
     let model_cpu = numbering.model_cpus(matrix.cpus(), &spec)?;
-    let warnings = numbering_warnings(&classifier, matrix, numbering, &model_cpu, &spec);
+    let mut warnings = numbering_warnings(&classifier, matrix, numbering, &model_cpu, &spec);
     let matrix = &matrix.renumbered(cpus, |cpu| model_cpu[cpu as usize]);
+    warnings.extend(home_warning(&topology, vendor, line_home, matrix));
     let mut known_misses: Vec<calibration::KnownMiss> = Vec::new();
     for (given, why) in &facts.known_misses {
         let class = user_class("--known-miss", given, &classifier, vendor)?.key();
@@ -1201,6 +1202,78 @@ fn numbering_warnings(
         ),
     }
     vec![warning]
+}
+
+/// A warning when a user's matrix (in the model's numbering) measures the
+/// home socket's pairs of two dies slower than another socket's under the
+/// line home `home`: a transfer between two dies goes through the line's
+/// home, so the socket that holds it has the faster pairs, and a matrix
+/// that says otherwise had its line homed elsewhere (the benchmark's main
+/// thread first-touched it there). Names the node under which the two
+/// classes are in order, if one is. `None` on a machine whose dies resolve
+/// their own transfers (Intel) or of one socket, or when in order.
+fn home_warning(
+    topology: &sim_core::topology::Topology,
+    vendor: calibration::Vendor,
+    home: calibration::LineHome,
+    matrix: &Matrix,
+) -> Option<String> {
+    let calibration::LineHome::Node(home_node) = home else {
+        return None;
+    };
+    // The two classes' medians with the line homed on `node`.
+    let split = |node: u32| {
+        let classifier = Classifier::new(
+            topology,
+            vendor,
+            1,
+            "die",
+            calibration::LineHome::Node(node),
+        );
+        let medians = measured_class_medians(&classifier, matrix);
+        let home_ns = *medians.get(&Class::CrossCcdHomeSocket)?;
+        let other_ns = *medians.get(&Class::CrossCcdOtherSocket)?;
+        Some((classifier, home_ns, other_ns))
+    };
+    let (classifier, home_ns, other_ns) = split(home_node)?;
+    // A transfer through a home on the other socket costs about twice one
+    // through a home on its own (the shipped Rome and Genoa matrices: 132
+    // against 267 ns, 103 against 200 ns); a matrix homed on each pair's
+    // first CPU has the two classes alike, within noise. A quarter apart
+    // tells the one from the other.
+    const HOME_SPLIT_RATIO: f64 = 1.25;
+    if home_ns <= other_ns * HOME_SPLIT_RATIO {
+        return None;
+    }
+    let mut warning = format!(
+        "pairs classed `{}` measure slower ({home_ns:.1} ns median) than pairs classed `{}` \
+         ({other_ns:.1} ns) with the line homed on node {home_node}; a transfer between two \
+         dies goes through the line's home, so the home socket's pairs are the faster ones",
+        classifier.label(Class::CrossCcdHomeSocket),
+        classifier.label(Class::CrossCcdOtherSocket),
+    );
+    let nodes = topology.spec.sockets * topology.spec.nodes_per_socket;
+    let in_order = (0..nodes)
+        .filter(|&node| topology.socket_of_node(node) != topology.socket_of_node(home_node))
+        .find_map(|node| {
+            let (_, home_ns, other_ns) = split(node)?;
+            (home_ns * HOME_SPLIT_RATIO < other_ns).then_some((node, home_ns, other_ns))
+        });
+    match in_order {
+        Some((node, home_ns, other_ns)) => {
+            let _ = write!(
+                warning,
+                "; with `--home-node {node}` they are in order ({home_ns:.1} ns on the home \
+                 socket, {other_ns:.1} ns on the other): the run likely homed its line on node \
+                 {node}"
+            );
+        }
+        None => warning.push_str(
+            "; check where the run homed its line (`--home-node`, or `--home-node first-cpu` \
+             when each pair's first CPU allocated it)",
+        ),
+    }
+    Some(warning)
 }
 
 /// Where a user's matrix had its line homed (`--home-node`), and what
