@@ -39,6 +39,9 @@ pub enum ClockBasis {
     /// quoted without a retrieved source (calibration.md §14 lists it as
     /// not found or does not list it).
     AssumedMaxBoost,
+    /// A user's machine file's `clock_mhz`, whatever clock it took (the
+    /// part's base or its boost, or the clock its legs were fitted at).
+    AsGiven,
 }
 
 impl ClockBasis {
@@ -46,6 +49,7 @@ impl ClockBasis {
         match self {
             ClockBasis::DocumentedMaxBoost => "documented max boost",
             ClockBasis::AssumedMaxBoost => "assumed max boost",
+            ClockBasis::AsGiven => "as given",
         }
     }
 }

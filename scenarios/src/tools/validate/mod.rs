@@ -1075,7 +1075,7 @@ pub fn validate_user(
         cpus_measured,
         coverage: leak(format!("the CPUs of the matrix, {}", numbering.describe())),
         clock_mhz: spec.clock_mhz,
-        clock_basis: calibration::ClockBasis::AssumedMaxBoost,
+        clock_basis: calibration::ClockBasis::AsGiven,
         clock_source: "the machine file's clock_mhz",
         home,
         home_evidence: leak(home_evidence),
