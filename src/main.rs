@@ -1486,10 +1486,11 @@ fn presets(action: Option<PresetsAction>, format: Format, limits: &scenarios::Li
 }
 
 /// Whether `presets show NAME` names a machine file rather than a preset:
-/// a path ending in `.toml`, or a file that exists (no preset name is
-/// either).
+/// a path ending in `.toml`, one with a directory in it, or a file that
+/// exists (no preset name is any of these). A directory's path is then
+/// refused as the machine file it is not, rather than as an unknown preset.
 fn is_machine_file(name: &str) -> bool {
-    name.ends_with(".toml") || Path::new(name).is_file()
+    name.ends_with(".toml") || name.contains(std::path::MAIN_SEPARATOR) || Path::new(name).is_file()
 }
 
 /// `validate` over the shipped matrices (or those of `--data`).

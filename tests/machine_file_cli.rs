@@ -191,6 +191,32 @@ fn a_machine_file_reference_takes_only_the_file_and_stays_inside_the_directory()
     );
 }
 
+/// A machine file path that names a directory (an empty `file`, the
+/// scenario's own directory) is refused at `machine.file`, saying what
+/// the key takes; so is a directory given to `presets show`.
+#[test]
+fn a_machine_file_that_is_a_directory_names_the_key_and_what_it_takes() {
+    let dir = with_machine_files("machine-file-dir", &[]);
+    let file = scenario(&dir, "s.toml", "machine = { file = \"\" }");
+    let o = bounce(&["check", &file]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.starts_with("error: cannot read the machine file"), "{err}");
+    assert!(err.contains("(in `machine.file`)"), "{err}");
+    assert!(err.contains(&format!("--> {file}:3:20")), "{err}");
+    assert!(
+        err.contains("= valid: machine = { file = \"NAME.toml\" } (a file holding one [machine] table"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    let shown = dir.0.display().to_string();
+    let o = bounce(&["presets", "show", &shown]);
+    assert_exit(&o, 2);
+    let err = stderr(&o);
+    assert!(err.starts_with("error: cannot read the machine file"), "{err}");
+    assert!(err.contains("= valid: a file holding one [machine] table"), "{err}");
+}
+
 /// A variant's `set = { machine = { file } }` takes its machine from the
 /// file, resolved beside the scenario, as the scenario's own `machine` does.
 #[test]

@@ -417,7 +417,9 @@ fn script_columns_count_escapes_as_one_character() {
   --> t.toml:18:53
    |
 18 | let x = 1\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t + unknown_name
-   |                                                     ^^^^^^^^^^^^"#
+   |                                                     ^^^^^^^^^^^^
+   |
+   = valid: a local declared before this line (`let NAME = ...`) or a scenario parameter (`[params]`); there are none here"#
     );
     // In a one-line basic string, `\"` and `\\` are one character each.
     let one_line = scenario(
@@ -436,6 +438,8 @@ fn script_columns_count_escapes_as_one_character() {
   --> t.toml:17:37
    |
 17 | main = "let y = 1 # \"\\\"\nlet z = unknown_name"
-   |                                     ^^^^^^^^^^^^"#
+   |                                     ^^^^^^^^^^^^
+   |
+   = valid: a local in scope here: y; a scenario parameter: (none)"#
     );
 }

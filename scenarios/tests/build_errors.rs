@@ -160,6 +160,26 @@ error: struct `counter` (of instance `ctr`) has no field `valeu` (in `scripts.in
     );
 }
 
+/// A name that is neither a local nor a parameter, with nothing close to
+/// suggest, lists the names a script may read there.
+#[test]
+fn unknown_name_in_script_lists_the_locals_and_parameters() {
+    check(
+        &BASE
+            .replace("ctr.value = v + 1", "ctr.value = zzz + 1")
+            .replace("[run]", "[params]\nbatch = 32\n[run]"),
+        r#"
+error: unknown name `zzz`: not a local, a procedure parameter or a scenario parameter (in `scripts.inc`)
+  --> scenarios/test.toml:16:13
+   |
+16 | ctr.value = zzz + 1
+   |             ^^^
+   |
+   = valid: a local in scope here: v; a scenario parameter: batch
+"#,
+    );
+}
+
 #[test]
 fn unknown_instance_in_script() {
     check(

@@ -720,6 +720,30 @@ error: in variant `padded`: cannot set `run.iterations.x`: `run.iterations` is a
     );
 }
 
+/// A variant that sets a parameter `[params]` does not declare is refused:
+/// any name is a parameter, so a misspelt one would add a parameter no
+/// script reads and leave the variant equal to the base.
+#[test]
+fn a_variant_setting_an_undeclared_parameter_names_the_declared_ones() {
+    let input = format!("{BASE}[params]\nbatch = 32\n{VARIANT}\"params.bacth\" = 64\n");
+    check(
+        &input,
+        r#"
+error: in variant `padded`: cannot set `params.bacth`: `[params]` has no parameter `bacth` (a variant changes a parameter the scenario declares; declare it in `[params]` with its base value to add one)
+  --> scenarios/test.toml:20:9
+   |
+20 | "params.bacth" = 64
+   |         ^^^^^
+   |
+   = valid: batch
+   = help: did you mean `batch`?
+"#,
+    );
+    // Declared, the same patch loads.
+    let input = format!("{BASE}[params]\nbatch = 32\n{VARIANT}\"params.batch\" = 64\n");
+    check(&input, "(loaded without error)");
+}
+
 #[test]
 fn error_fields() {
     let input = BASE.replace("type = \"u64\"", "type = \"u64\", alig = 64");

@@ -68,7 +68,8 @@ fn unknown_names_suggest_the_closest() {
     assert_eq!(
         compile_error("let total = 0\nlet x = totl + 1"),
         "scripts.s line 2, column 9: unknown name `totl`: not a local, a procedure \
-         parameter or a scenario parameter; did you mean `total`?"
+         parameter or a scenario parameter; did you mean `total`? (valid: a local in scope \
+         here: total; a scenario parameter: (none))"
     );
     assert_eq!(
         compile_error("let x = counter"),

@@ -332,7 +332,10 @@ fn read_machine(
                 "the machine file `{shown}` is larger than the limit of {limit_bytes} bytes for a scenario file"
             )))
         }
-        Err(ReadError::Io(e)) => return Err(at_file(format!("cannot read the machine file `{shown}`: {e}"))),
+        Err(ReadError::Io(e)) => {
+            return Err(at_file(format!("cannot read the machine file `{shown}`: {e}"))
+                .with_valid(EXAMPLE))
+        }
     };
     let machine_source = SourceFile::new(shown.clone(), text);
     machine_table(&machine_source)?;
@@ -483,6 +486,9 @@ pub fn machine_from_file(
             return Err(InputError::whole_file(
                 &shown,
                 format!("cannot read the machine file `{shown}`: {e}"),
+            )
+            .with_valid(
+                "a file holding one [machine] table, as `bounce presets show NAME --toml` prints it",
             ))
         }
     };

@@ -273,6 +273,8 @@ struct Search<'a> {
     done: BTreeMap<Signature, Evaluated>,
     candidates: usize,
     over_budget: usize,
+    /// The smallest sizeof of the candidates over the size budget.
+    smallest_over_budget_bytes: Option<u32>,
     failed: usize,
     /// Called as each simulation of a candidate finishes (from any thread).
     run_done: &'a (dyn Fn() + Sync),
@@ -329,6 +331,10 @@ impl Search<'_> {
                 .is_some_and(|b| def.size_bytes > b)
             {
                 self.over_budget += 1;
+                self.smallest_over_budget_bytes = Some(
+                    self.smallest_over_budget_bytes
+                        .map_or(def.size_bytes, |s| s.min(def.size_bytes)),
+                );
                 continue;
             }
             let signature: Signature = (
@@ -528,6 +534,7 @@ pub fn optimize_observed(
         done: BTreeMap::new(),
         candidates: 0,
         over_budget: 0,
+        smallest_over_budget_bytes: None,
         failed: 0,
         run_done,
     };
@@ -555,6 +562,20 @@ pub fn optimize_observed(
         .map(|e| (*e).clone())
         .collect();
     let Some(winner) = best.first() else {
+        // Every candidate over the size budget: the budget is the input at
+        // fault, and the smallest layout tried says what would do.
+        if let (Some(budget), Some(smallest), 0) = (
+            options.budget_bytes,
+            search.smallest_over_budget_bytes,
+            search.done.len(),
+        ) {
+            return Err(format!(
+                "--budget-bytes {budget}: every layout of struct `{}` tried is larger ({} \
+                 candidate(s), the smallest {smallest} bytes); valid: a budget of at least \
+                 {smallest} bytes",
+                options.struct_name, search.over_budget
+            ));
+        }
         return Err(format!(
             "no layout of struct `{}` within the budget ran to a result",
             options.struct_name

@@ -595,6 +595,35 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         e
     }
 
+    /// The names a bare name can read here: the locals in scope (a
+    /// procedure's parameters among them) and the scenario's parameters.
+    fn names_in_scope(&self) -> String {
+        let mut locals: Vec<&str> = Vec::new();
+        for local in self.locals.iter().filter(|l| !l.starts_with(' ')) {
+            if !locals.contains(&local.as_str()) {
+                locals.push(local);
+            }
+        }
+        let params: Vec<&str> = self.context.params.iter().map(|(p, _)| p.as_str()).collect();
+        let list = |names: &[&str]| {
+            if names.is_empty() {
+                "(none)".to_string()
+            } else {
+                names.join(", ")
+            }
+        };
+        if locals.is_empty() && params.is_empty() {
+            return "a local declared before this line (`let NAME = ...`) or a scenario \
+                    parameter (`[params]`); there are none here"
+                .to_string();
+        }
+        format!(
+            "a local in scope here: {}; a scenario parameter: {}",
+            list(&locals),
+            list(&params)
+        )
+    }
+
     fn local_slot(&self, name: &str) -> Option<u16> {
         self.locals
             .iter()
@@ -902,11 +931,18 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                     format!("`{name}` is an instance: name a field, as `{name}.field`"),
                 ));
             }
-            return Err(self.undeclared(
+            let out_of_scope = self.out_of_scope.iter().any(|(n, _)| n == name);
+            let mut e = self.undeclared(
                 pos,
                 name,
                 format!("unknown name `{name}`: not a local, a procedure parameter or a scenario parameter"),
-            ));
+            );
+            // An out-of-scope `let` has its own advice; any other unknown
+            // name is told what it could have read.
+            if !out_of_scope {
+                e.valid = Some(self.names_in_scope());
+            }
+            return Err(e);
         }
         Ok(())
     }

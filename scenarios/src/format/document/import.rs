@@ -423,9 +423,12 @@ impl ImportRef<'_> {
                              or raise the limit with `--set-limit pahole_bytes={}`",
                             limit_bytes.saturating_mul(2)
                         )),
-                    ReadError::Io(e) => {
-                        self.at_file(format!("cannot read the pahole listing `{shown}`: {e}"))
-                    }
+                    ReadError::Io(e) => self
+                        .at_file(format!("cannot read the pahole listing `{shown}`: {e}"))
+                        .with_valid(
+                            "a file holding the structs' listing as `pahole -C NAME` prints it, \
+                             named relative to the scenario's directory",
+                        ),
                 })?;
                 let text = String::from_utf8(bytes).map_err(|e| {
                     let (line, _) = line_col_of(e.as_bytes(), e.utf8_error().valid_up_to());

@@ -469,6 +469,22 @@ fn set_in_table<'i>(
             *existing = entry.value.clone();
         }
         None => {
+            // Every name is a valid parameter, so a parameter the base does
+            // not declare would be added unread: a misspelt one would leave
+            // the variant equal to the base without a word.
+            if entry.segments.len() == 2 && entry.segments[0].0 == "params" {
+                let names: Vec<String> = table.keys().map(|k| k.get_ref().to_string()).collect();
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                return Err(InputError::at(
+                    source,
+                    seg_span.clone(),
+                    full,
+                    format!(
+                        "cannot set `{full}`: `[params]` has no parameter `{segment}` (a variant changes a parameter the scenario declares; declare it in `[params]` with its base value to add one)"
+                    ),
+                )
+                .with_choices(segment, &names));
+            }
             table.insert(
                 Spanned::new(seg_span.clone(), Cow::Owned(segment.to_string())),
                 entry.value.clone(),
