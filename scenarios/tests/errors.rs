@@ -744,6 +744,38 @@ error: in variant `padded`: cannot set `params.bacth`: `[params]` has no paramet
     check(&input, "(loaded without error)");
 }
 
+/// A procedure named like a builtin could never run (a call of the name
+/// runs the builtin); one named like a keyword could never be called.
+#[test]
+fn a_procedure_named_like_a_builtin_or_a_keyword_is_refused() {
+    let input = format!("{BASE}[procedures.tid]\nbody = \"return 1\"\n");
+    check(
+        &input,
+        r#"
+error: procedure name `tid` is a builtin's name: a call of it runs the builtin, never a procedure (in `procedures.tid`)
+  --> scenarios/test.toml:15:13
+   |
+15 | [procedures.tid]
+   |             ^^^
+   |
+   = valid: a name other than the keywords (let, if, else, while, repeat, break, continue, return, work, fence, assert) and the builtins (cpu, core, node, socket, tid, nthreads, ncpus, nnodes, random, uniform, exp, iteration, now, min, max, abs, part, task, task_running, need_resched, yield, sleep, futex_wait, futex_wake, cost, fetch_add, fetch_sub, fetch_or, fetch_and, xchg, cmpxchg)
+"#,
+    );
+    let input = format!("{BASE}[procedures.work]\nbody = \"return 1\"\n");
+    check(
+        &input,
+        r#"
+error: procedure name `work` is a keyword of the script language (in `procedures.work`)
+  --> scenarios/test.toml:15:13
+   |
+15 | [procedures.work]
+   |             ^^^^
+   |
+   = valid: a name other than the keywords (let, if, else, while, repeat, break, continue, return, work, fence, assert) and the builtins (cpu, core, node, socket, tid, nthreads, ncpus, nnodes, random, uniform, exp, iteration, now, min, max, abs, part, task, task_running, need_resched, yield, sleep, futex_wait, futex_wake, cost, fetch_add, fetch_sub, fetch_or, fetch_and, xchg, cmpxchg)
+"#,
+    );
+}
+
 #[test]
 fn error_fields() {
     let input = BASE.replace("type = \"u64\"", "type = \"u64\", alig = 64");

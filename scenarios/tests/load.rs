@@ -300,12 +300,15 @@ script = "s"
 
 [[variants]]
 name = "more"
-set = { "params.b" = 2, "threads.0.cpus" = "5", "seed" = 9 }
+set = { "params.a" = 2, "run.warmup_iterations" = 3, "threads.0.cpus" = "5", "seed" = 9 }
 "#;
     let loaded = load_str("x.toml", text).unwrap_or_else(|e| panic!("{e}"));
     let doc = &loaded.variants[0].doc;
-    assert_eq!(*doc.params["a"].get_ref(), 1);
-    assert_eq!(*doc.params["b"].get_ref(), 2);
+    // A parameter is changed, never added (errors.rs: an undeclared one is
+    // refused); a key the base leaves out is inserted.
+    assert_eq!(*doc.params["a"].get_ref(), 2);
+    assert_eq!(doc.run.warmup_iterations, 3);
+    assert_eq!(loaded.base.doc.run.warmup_iterations, 0);
     assert_eq!(*doc.threads[0].cpus.get_ref(), CpuSet::List(vec![5]));
     assert_eq!(doc.seed, 9);
     assert_eq!(loaded.base.doc.seed, DEFAULT_SEED);

@@ -644,3 +644,21 @@ fn a_missing_ampersand_is_caught_before_the_run() {
         Ok(())
     );
 }
+
+/// The names a procedure cannot take are the keywords and the builtins'
+/// (each of which a call always reaches first); other names are free.
+#[test]
+fn reserved_procedure_names_are_the_keywords_and_the_builtins() {
+    use sim_core::script::compile::{builtin_call_names, reserved_procedure_name};
+    use sim_core::script::parse::{is_keyword, KEYWORDS};
+    for k in KEYWORDS {
+        assert!(is_keyword(k), "{k}");
+        assert!(reserved_procedure_name(k).is_some(), "{k}");
+    }
+    for b in builtin_call_names() {
+        assert!(reserved_procedure_name(b).is_some(), "{b}");
+    }
+    for free in ["bump", "lock", "tid2", "works"] {
+        assert_eq!(reserved_procedure_name(free), None, "{free}");
+    }
+}

@@ -150,6 +150,31 @@ impl Builtin {
 /// resolved while compiling, not a value.
 pub const COST_BUILTIN: &str = "cost";
 
+/// The atomics a script calls by name, with a place first.
+const ATOMIC_NAMES: [&str; 6] = ["fetch_add", "fetch_sub", "fetch_or", "fetch_and", "xchg", "cmpxchg"];
+
+/// Every name a call can run besides a procedure: the builtins, `cost`
+/// and the atomics.
+pub fn builtin_call_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Builtin::ALL.iter().map(|(n, _, _)| *n).collect();
+    names.push(COST_BUILTIN);
+    names.extend(ATOMIC_NAMES);
+    names
+}
+
+/// Why a procedure cannot be called `name`, if it cannot: a call of a
+/// builtin's or an atomic's name always runs the builtin (a procedure of
+/// that name would never run), and a keyword is no name at all.
+pub fn reserved_procedure_name(name: &str) -> Option<&'static str> {
+    if super::parse::is_keyword(name) {
+        Some("a keyword of the script language")
+    } else if builtin_call_names().contains(&name) {
+        Some("a builtin's name: a call of it runs the builtin, never a procedure")
+    } else {
+        None
+    }
+}
+
 impl Builtin {
     pub const ALL: [(&'static str, Builtin, usize); 24] = [
         ("cpu", Builtin::Cpu, 0),
@@ -1063,17 +1088,7 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
         let mut candidates: Vec<&str> = Builtin::ALL.iter().map(|(n, _, _)| *n).collect();
         candidates.push(COST_BUILTIN);
         candidates.extend(self.context.procedures.iter().map(|p| p.name.as_str()));
-        candidates.extend(
-            [
-                "fetch_add",
-                "fetch_sub",
-                "fetch_or",
-                "fetch_and",
-                "xchg",
-                "cmpxchg",
-            ]
-            .iter(),
-        );
+        candidates.extend(ATOMIC_NAMES.iter());
         self.error_with_choices(
             pos,
             format!("unknown procedure or builtin `{name}`"),

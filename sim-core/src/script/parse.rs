@@ -97,6 +97,17 @@ enum Keyword {
     Assert,
 }
 
+/// The script language's keywords, which no procedure or other name can be.
+pub const KEYWORDS: [&str; 11] = [
+    "let", "if", "else", "while", "repeat", "break", "continue", "return", "work", "fence",
+    "assert",
+];
+
+/// Whether `name` is one of [`KEYWORDS`].
+pub fn is_keyword(name: &str) -> bool {
+    Keyword::from_ident(name).is_some()
+}
+
 impl Keyword {
     fn from_ident(s: &str) -> Option<Keyword> {
         Some(match s {

@@ -125,6 +125,19 @@ impl Checker<'_, '_> {
                 "procedure name",
                 NameRule::Identifier,
             )?;
+            if let Some(why) = sim_core::script::compile::reserved_procedure_name(name) {
+                return Err(self
+                    .err(
+                        self.key_span(&["procedures", name]),
+                        &join_path(&["procedures", name]),
+                        format!("procedure name `{name}` is {why}"),
+                    )
+                    .with_valid(format!(
+                        "a name other than the keywords ({}) and the builtins ({})",
+                        sim_core::script::parse::KEYWORDS.join(", "),
+                        sim_core::script::compile::builtin_call_names().join(", ")
+                    )));
+            }
             for (i, param) in p.params.iter().enumerate() {
                 let key = join_path(&["procedures", name, "params", param.get_ref()]);
                 check_name(
