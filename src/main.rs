@@ -1161,16 +1161,31 @@ fn print_run_report(
 }
 
 /// Says that a run with failures wrote nothing to `--out DIR`, and how
-/// many finished cases are kept there for `--resume`.
+/// many finished cases are kept there for `--resume`; results files
+/// already in DIR are said to be an earlier run's, not this one's.
 fn say_nothing_written(dir: &Path, kept: usize) {
+    use scenarios::report::output::{FIELDS_CSV, RESULTS_CSV, RESULTS_JSON};
+    let earlier: Vec<&str> = [RESULTS_CSV, RESULTS_JSON, FIELDS_CSV]
+        .into_iter()
+        .filter(|f| dir.join(f).is_file())
+        .collect();
+    let earlier = if earlier.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the {} there {} an earlier run's, not this one's",
+            earlier.join(", "),
+            if earlier.len() == 1 { "is" } else { "are" }
+        )
+    };
     if kept > 0 {
         eprintln!(
-            "error: nothing written to `{}`: some runs have no result; the {kept} case(s) that finished are kept there, and `--resume` runs only the others",
+            "error: nothing written to `{}`: some runs have no result; the {kept} case(s) that finished are kept there, and `--resume` runs only the others{earlier}",
             dir.display()
         );
     } else {
         eprintln!(
-            "error: nothing written to `{}`: some runs have no result",
+            "error: nothing written to `{}`: some runs have no result{earlier}",
             dir.display()
         );
     }

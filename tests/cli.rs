@@ -855,3 +855,30 @@ fn out_that_cannot_be_created_names_the_option() {
     );
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+/// A failed run into an `--out` directory that holds an earlier run's
+/// results files leaves them untouched and says they are not this run's:
+/// nothing there may pass for its results.
+#[test]
+fn a_failed_run_says_the_results_files_in_out_are_an_earlier_runs() {
+    let dir = common::TempDir::new("failed-over-earlier");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, one_cpu_scenario("", "", "c.value = c.value + 1")).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, one_cpu_scenario("", "", "c.value = 1 / (tid() - tid())")).unwrap();
+    let out = dir.join("out");
+    let o = bounce(&["run", &good, "--quiet", "--out", &out]);
+    assert_exit(&o, 0);
+    let before = std::fs::read(dir.0.join("out/results.json")).unwrap();
+    let o = bounce(&["run", &bad, "--quiet", "--out", &out]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.ends_with(&format!(
+            "error: nothing written to `{out}`: some runs have no result; the results.csv, \
+             results.json, fields.csv there are an earlier run's, not this one's\n"
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dir.0.join("out/results.json")).unwrap(), before);
+}
