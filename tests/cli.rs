@@ -882,3 +882,26 @@ fn a_failed_run_says_the_results_files_in_out_are_an_earlier_runs() {
     );
     assert_eq!(std::fs::read(dir.0.join("out/results.json")).unwrap(), before);
 }
+
+/// `trace` of a spin nobody can release ends as `run` does, with the
+/// spin named, rather than tracing on to `run.max_cycles` (the trace's
+/// probe turns off the fast-forward that finds such a spin); the entries
+/// before it are still printed.
+#[test]
+fn trace_of_a_spin_nobody_releases_ends_with_the_spin_named() {
+    let dir = common::TempDir::new("trace-spin-forever");
+    let file = dir.join("spin.toml");
+    std::fs::write(&file, one_cpu_scenario("", "", "while c.value != 7 {\n}")).unwrap();
+    let o = bounce(&["trace", &file, "--limit", "3"]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: the run has no result: no progress at cycle "),
+        "{err}"
+    );
+    assert!(err.contains(&format!("--> {file}:")), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let out = stdout(&o);
+    assert!(out.starts_with("trace of `runtime-error` variant `base`"), "{out}");
+    assert!(out.contains("more entries not shown"), "{out}");
+}
