@@ -865,7 +865,11 @@ fn a_failed_run_says_the_results_files_in_out_are_an_earlier_runs() {
     let good = dir.join("good.toml");
     std::fs::write(&good, one_cpu_scenario("", "", "c.value = c.value + 1")).unwrap();
     let bad = dir.join("bad.toml");
-    std::fs::write(&bad, one_cpu_scenario("", "", "c.value = 1 / (tid() - tid())")).unwrap();
+    std::fs::write(
+        &bad,
+        one_cpu_scenario("", "", "c.value = 1 / (tid() - tid())"),
+    )
+    .unwrap();
     let out = dir.join("out");
     let o = bounce(&["run", &good, "--quiet", "--out", &out]);
     assert_exit(&o, 0);
@@ -880,7 +884,10 @@ fn a_failed_run_says_the_results_files_in_out_are_an_earlier_runs() {
         )),
         "{err}"
     );
-    assert_eq!(std::fs::read(dir.0.join("out/results.json")).unwrap(), before);
+    assert_eq!(
+        std::fs::read(dir.0.join("out/results.json")).unwrap(),
+        before
+    );
 }
 
 /// `trace` of a spin nobody can release ends as `run` does, with the
@@ -902,6 +909,9 @@ fn trace_of_a_spin_nobody_releases_ends_with_the_spin_named() {
     assert!(err.contains(&format!("--> {file}:")), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     let out = stdout(&o);
-    assert!(out.starts_with("trace of `runtime-error` variant `base`"), "{out}");
+    assert!(
+        out.starts_with("trace of `runtime-error` variant `base`"),
+        "{out}"
+    );
     assert!(out.contains("more entries not shown"), "{out}");
 }

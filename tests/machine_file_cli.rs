@@ -201,11 +201,16 @@ fn a_machine_file_that_is_a_directory_names_the_key_and_what_it_takes() {
     let o = bounce(&["check", &file]);
     assert_exit(&o, 2);
     let err = stderr(&o);
-    assert!(err.starts_with("error: cannot read the machine file"), "{err}");
+    assert!(
+        err.starts_with("error: cannot read the machine file"),
+        "{err}"
+    );
     assert!(err.contains("(in `machine.file`)"), "{err}");
     assert!(err.contains(&format!("--> {file}:3:20")), "{err}");
     assert!(
-        err.contains("= valid: machine = { file = \"NAME.toml\" } (a file holding one [machine] table"),
+        err.contains(
+            "= valid: machine = { file = \"NAME.toml\" } (a file holding one [machine] table"
+        ),
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
@@ -213,8 +218,14 @@ fn a_machine_file_that_is_a_directory_names_the_key_and_what_it_takes() {
     let o = bounce(&["presets", "show", &shown]);
     assert_exit(&o, 2);
     let err = stderr(&o);
-    assert!(err.starts_with("error: cannot read the machine file"), "{err}");
-    assert!(err.contains("= valid: a file holding one [machine] table"), "{err}");
+    assert!(
+        err.starts_with("error: cannot read the machine file"),
+        "{err}"
+    );
+    assert!(
+        err.contains("= valid: a file holding one [machine] table"),
+        "{err}"
+    );
 }
 
 /// A variant's `set = { machine = { file } }` takes its machine from the

@@ -85,7 +85,15 @@ fn bad_input_is_exit_2_with_the_valid_names() {
     assert_exit(&o, 2);
     // A size budget no layout fits names the budget and the smallest size
     // tried, not a failure to run.
-    let o = bounce(&["optimize", MIXED, "--struct", "conn", "--budget-bytes", "1", "-q"]);
+    let o = bounce(&[
+        "optimize",
+        MIXED,
+        "--struct",
+        "conn",
+        "--budget-bytes",
+        "1",
+        "-q",
+    ]);
     assert_exit(&o, 2);
     let err = text(&o.stderr);
     assert!(

@@ -482,15 +482,13 @@ pub fn machine_from_file(
                 ),
             ))
         }
-        Err(ReadError::Io(e)) => {
-            return Err(InputError::whole_file(
-                &shown,
-                format!("cannot read the machine file `{shown}`: {e}"),
-            )
-            .with_valid(
-                "a file holding one [machine] table, as `bounce presets show NAME --toml` prints it",
-            ))
-        }
+        Err(ReadError::Io(e)) => return Err(InputError::whole_file(
+            &shown,
+            format!("cannot read the machine file `{shown}`: {e}"),
+        )
+        .with_valid(
+            "a file holding one [machine] table, as `bounce presets show NAME --toml` prints it",
+        )),
     };
     let file = SourceFile::new(shown, text);
     machine_table(&file)?;

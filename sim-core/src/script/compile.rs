@@ -151,7 +151,14 @@ impl Builtin {
 pub const COST_BUILTIN: &str = "cost";
 
 /// The atomics a script calls by name, with a place first.
-const ATOMIC_NAMES: [&str; 6] = ["fetch_add", "fetch_sub", "fetch_or", "fetch_and", "xchg", "cmpxchg"];
+const ATOMIC_NAMES: [&str; 6] = [
+    "fetch_add",
+    "fetch_sub",
+    "fetch_or",
+    "fetch_and",
+    "xchg",
+    "cmpxchg",
+];
 
 /// Every name a call can run besides a procedure: the builtins, `cost`
 /// and the atomics.
@@ -629,7 +636,12 @@ impl<'a, 'p> FunctionCompiler<'a, 'p> {
                 locals.push(local);
             }
         }
-        let params: Vec<&str> = self.context.params.iter().map(|(p, _)| p.as_str()).collect();
+        let params: Vec<&str> = self
+            .context
+            .params
+            .iter()
+            .map(|(p, _)| p.as_str())
+            .collect();
         let list = |names: &[&str]| {
             if names.is_empty() {
                 "(none)".to_string()
