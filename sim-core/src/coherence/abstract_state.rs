@@ -65,7 +65,10 @@ impl Coherence {
                 w.issued = now;
             }
             u.waiting.sort_unstable_by_key(|w| (w.cpu, w.tag));
+            // The queue's order changed: its index is rebuilt when needed.
+            u.domain_index = waiting::IndexSlot::default();
         }
+        self.domain_indexes.clear();
     }
 
     /// Becomes a copy of `other` (a state of the same configuration),
@@ -81,6 +84,7 @@ impl Coherence {
             u.dir_sharers.words.clone_from(&o.dir_sharers.words);
             u.holders.clone_from(&o.holders);
             u.waiting.clone_from(&o.waiting);
+            u.domain_index = o.domain_index;
             u.queued_hits_done = o.queued_hits_done;
         }
         let have = self.units.len();
@@ -93,6 +97,7 @@ impl Coherence {
         self.hits_until_snoop = other.hits_until_snoop;
         self.unit_bytes = other.unit_bytes;
         self.caches.clone_from(&other.caches);
+        self.domain_indexes.clone_from(&other.domain_indexes);
         self.any_pressured = other.any_pressured;
         self.l2_hit_cycles = other.l2_hit_cycles;
     }

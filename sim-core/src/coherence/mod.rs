@@ -94,6 +94,7 @@ mod invariants;
 #[cfg(any(test, feature = "planted-bugs"))]
 pub mod planted;
 mod transaction;
+mod waiting;
 
 /// The state of a line in one private cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -225,8 +226,15 @@ struct Unit {
     dir_sharers: CoreSet,
     /// Private caches holding the line, sorted by core.
     holders: Vec<Holder>,
-    /// Requests that arrived while the line was busy, in arrival order.
+    /// Requests that arrived while the line was busy, in arrival order
+    /// (until `swap_remove` takes one out: the last moves to its place).
+    /// Changed only through `push_waiter` and `remove_waiter`, which keep
+    /// its index in step.
     waiting: Vec<Waiter>,
+    /// Where the queue's index by L3 domain and core is, once it has one
+    /// (`waiting::DomainIndex`; in the padding after the `u32`s, so a line
+    /// takes no more memory).
+    domain_index: waiting::IndexSlot,
     /// The latest end (with an atomic's hold) of a holder's hit taken while
     /// requests were queued for the line: the next transaction hands the
     /// line over no earlier, since that hit's data leaves with it.
@@ -467,6 +475,10 @@ pub struct Coherence {
     /// The report of the last waiter served by
     /// [`Coherence::serve_next_in_place`], where the engine reads it.
     served: ServedReport,
+    /// The queues' indexes by L3 domain and core (`waiting`), of the lines
+    /// whose queue reached `waiting::INDEXED_FROM_WAITERS` on a machine
+    /// where the socket agents draw; left out of equality and hash.
+    domain_indexes: waiting::DomainIndexes,
     /// The private caches' capacity (`capacity`); `None`: unbounded.
     caches: Option<Box<capacity::Caches>>,
     /// Some core's caches have once had a full set (`capacity`): only
@@ -558,6 +570,7 @@ impl Coherence {
                 dir_sharers: CoreSet::with_capacity(topology.core_count()),
                 holders: Vec::new(),
                 waiting: Vec::new(),
+                domain_index: waiting::IndexSlot::default(),
                 queued_hits_done: Cycle::ZERO,
             })
             .collect();
@@ -575,6 +588,7 @@ impl Coherence {
             unit_bytes: memory.unit_bytes,
             spare_changes: SpareChanges::default(),
             served: ServedReport::default(),
+            domain_indexes: waiting::DomainIndexes::default(),
             caches: capacity::Caches::new(topology),
             any_pressured: false,
             l2_hit_cycles: topology.spec.private_caches.l2_hit_cycles,

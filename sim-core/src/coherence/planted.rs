@@ -288,7 +288,9 @@ pub(super) fn serve_next(
             match served {
                 Some((waiter, _)) if waiter.need == Need::Read => {
                     // Nothing of the transaction happened, and the request
-                    // is gone.
+                    // is gone. (The queue's index, if it has one, already
+                    // lost it in the serve: the queue restored less the
+                    // request is the queue the serve left.)
                     let u = &mut coherence.units[unit];
                     *u = before;
                     if let Some(k) = u.waiting.iter().position(|w| *w == waiter) {

@@ -171,6 +171,9 @@ impl Coherence {
                 issued: now,
                 tag,
             });
+            if let Some(index) = self.domain_indexes.get_mut(u.domain_index) {
+                index.pushed(core);
+            }
             return Ok(Requested::Queued {
                 free_at: u.busy_until.max(now),
                 first_waiter: u.waiting.len() == 1,
@@ -283,7 +286,11 @@ impl Coherence {
             }
             Err(_) => false,
         };
-        if held || u.waiting.iter().any(|w| w.core == core) {
+        let core_waits = match self.domain_indexes.get(u.domain_index) {
+            Some(index) => index.has_core(core),
+            None => u.waiting.iter().any(|w| w.core == core),
+        };
+        if held || core_waits {
             return Ok(None);
         }
         let requested =
@@ -336,7 +343,20 @@ impl Coherence {
         if u.waiting.is_empty() || busy {
             return Ok(None);
         }
-        let (waiter, holder) = u.take_next_waiter(topology, pick);
+        let check = self.check_invariants;
+        let (waiter, holder) =
+            match u.take_next_waiter(topology, &mut self.domain_indexes, pick, check) {
+                Ok(taken) => taken,
+                Err(message) => {
+                    return Err(SimError::ProtocolViolation {
+                        cycle: now,
+                        unit,
+                        address: unit as u64 * self.unit_bytes as u64,
+                        message,
+                        states: self.describe_unit(unit),
+                    })
+                }
+            };
         // The last report's list, if it has one, becomes the spare for
         // this transaction's.
         if self.served.0.others.capacity() > self.spare_changes.0.capacity() {
@@ -841,24 +861,28 @@ struct Path {
 impl Unit {
     /// The home's choice of the next waiter to serve, taken out of the
     /// queue (which must not be empty), with whether its core already holds
-    /// the line (then it may complete as a hit).
+    /// the line (then it may complete as a hit). With `check`, the socket
+    /// agents' draw from the queue's index is compared with a rescan (an
+    /// error names the difference).
     #[inline(always)]
     fn take_next_waiter<P: FnMut(usize) -> usize + ?Sized>(
         &mut self,
         topology: &Topology,
+        indexes: &mut waiting::DomainIndexes,
         pick: &mut P,
-    ) -> (Waiter, bool) {
+        check: bool,
+    ) -> Result<(Waiter, bool), String> {
         // A waiter whose core already holds the line only queued behind a
         // pending snoop; the snoops (requests from other cores) go first.
         // (The directory's sharers are the holders' cores, an invariant
         // checked after every transaction: one bit instead of a walk over
         // the holders for each waiter, which with hundreds of readers
         // queued at a released lock was most of the run.)
-        let holds = |w: &Waiter| self.dir_sharers.contains(w.core);
         let n = self.waiting.len();
-        let (drawn, mut chosen) = match self.socket_agent_draw(topology, pick) {
+        let (drawn, mut chosen) = match self.socket_agent_draw(topology, indexes, pick, check)? {
             Some(k) => (k, Some(k)),
             None => {
+                let holds = |w: &Waiter| self.dir_sharers.contains(w.core);
                 let drawn = pick(n).min(n - 1);
                 // From the drawn waiter, the first (cyclically) that is not
                 // a holder's re-access; only holders waiting means the
@@ -884,6 +908,7 @@ impl Unit {
         let near = topology.spec.arbitration_near_owner_percent;
         if let (true, Some(owner), Some(_)) = (near > 0, self.dir_owner, chosen) {
             if (pick(100) as u32) < near {
+                let holds = |w: &Waiter| self.dir_sharers.contains(w.core);
                 let owner_place = topology.place_of_core(owner);
                 let distance = |w: &Waiter| {
                     if w.core == owner {
@@ -901,7 +926,11 @@ impl Unit {
         // Only a core that holds the line can complete as a hit: the drawn
         // waiter when every waiter holds it.
         let holder = chosen.is_none();
-        (self.waiting.swap_remove(chosen.unwrap_or(drawn)), holder)
+        let taken = chosen.unwrap_or(drawn);
+        if let Some(index) = indexes.get_mut(self.domain_index) {
+            index.removing(&self.waiting, taken);
+        }
+        Ok((self.waiting.swap_remove(taken), holder))
     }
 
     /// Who competes for an owned line on a machine whose L3 domains resolve
@@ -934,23 +963,78 @@ impl Unit {
     /// 1 / (local waiters + other domains waiting). Which of a domain's
     /// requests holds its tracker entry is taken as the one issued first
     /// (ties: the first in the queue).
+    ///
+    /// How: from the queue's index by domain and core
+    /// ([`waiting::DomainIndex`]), built once [`waiting::INDEXED_FROM_WAITERS`]
+    /// requests wait (a contended line's 160 were scanned at every
+    /// handover); below, one pass over the waiters
+    /// ([`Unit::socket_agent_draw_by_scan`]). With `check`, both, the
+    /// index's with the engine's `pick` and the pass with its answers
+    /// replayed: they must ask the same and choose the same waiter.
     #[inline(always)]
     fn socket_agent_draw<P: FnMut(usize) -> usize + ?Sized>(
+        &mut self,
+        topology: &Topology,
+        indexes: &mut waiting::DomainIndexes,
+        pick: &mut P,
+        check: bool,
+    ) -> Result<Option<usize>, String> {
+        let domains = topology.l3_count();
+        if domains < 2 || topology.spec.lookup != Lookup::Local {
+            return Ok(None);
+        }
+        let Some(owner) = self.dir_owner else {
+            return Ok(None);
+        };
+        let owner_domain = topology.l3_of_core(owner);
+        if self.domain_index.get().is_none() && self.waiting.len() >= waiting::INDEXED_FROM_WAITERS
+        {
+            self.domain_index = indexes.add(waiting::DomainIndex::new(
+                topology.spec.cores_per_l3,
+                domains,
+                topology.core_count(),
+                &self.waiting,
+            ));
+        }
+        let Some(index) = indexes.get_mut(self.domain_index) else {
+            return Ok(self.socket_agent_draw_by_scan(topology, owner_domain, pick));
+        };
+        if !check {
+            return Ok(index.draw(&self.waiting, &self.dir_sharers, owner_domain, pick));
+        }
+        index.check(&self.waiting)?;
+        let mut asked: Option<(usize, usize)> = None;
+        let by_index = index.draw(&self.waiting, &self.dir_sharers, owner_domain, &mut |n| {
+            let k = pick(n);
+            asked = Some((n, k));
+            k
+        });
+        let mut scan_asked = None;
+        let by_scan = self.socket_agent_draw_by_scan(topology, owner_domain, &mut |n| {
+            scan_asked = Some(n);
+            asked.map_or(0, |(_, k)| k)
+        });
+        if by_index != by_scan || scan_asked != asked.map(|(n, _)| n) {
+            return Err(format!(
+                "the socket agents' draw from the queue's index chose waiter {by_index:?} \
+                 (pick asked {asked:?}), a rescan of the queue {by_scan:?} (pick asked {scan_asked:?})"
+            ));
+        }
+        Ok(by_index)
+    }
+
+    /// [`Unit::socket_agent_draw`] by one pass over the queue, the owner
+    /// being in `owner_domain`: the owner domain's competing waiters are
+    /// counted, and each other domain's earliest competing request kept
+    /// as (domain, issued, index). Few domains wait at once, so a linear
+    /// search of `remote` stays short; sorted by domain afterwards, the
+    /// draw sees the competitors in the order it always has.
+    fn socket_agent_draw_by_scan<P: FnMut(usize) -> usize + ?Sized>(
         &self,
         topology: &Topology,
+        owner_domain: u32,
         pick: &mut P,
     ) -> Option<usize> {
-        let spec = &topology.spec;
-        let domains = topology.l3_count();
-        if domains < 2 || spec.lookup != Lookup::Local {
-            return None;
-        }
-        let owner_domain = topology.l3_of_core(self.dir_owner?);
-        // One pass over the queue: the owner domain's competing waiters are
-        // counted, and each other domain's earliest competing request kept
-        // as (domain, issued, index). Few domains wait at once, so a linear
-        // search of `remote` stays short; sorted by domain afterwards, the
-        // draw below sees the competitors in the order it always has.
         let mut locals = 0usize;
         let mut remote: Vec<(u32, Cycle, usize)> = Vec::new();
         for (index, w) in self.waiting.iter().enumerate() {
