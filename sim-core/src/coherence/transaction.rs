@@ -1002,6 +1002,21 @@ impl Unit {
         if !check {
             return Ok(index.draw(&self.waiting, &self.dir_sharers, owner_domain, pick));
         }
+        self.checked_draw(topology, index, owner_domain, pick)
+    }
+
+    /// [`Unit::socket_agent_draw`] from `index`, checked: the index against
+    /// one rebuilt from the queue, and its draw against a rescan's (with
+    /// `pick`'s answer replayed).
+    #[cold]
+    #[inline(never)]
+    fn checked_draw<P: FnMut(usize) -> usize + ?Sized>(
+        &self,
+        topology: &Topology,
+        index: &mut waiting::DomainIndex,
+        owner_domain: u32,
+        pick: &mut P,
+    ) -> Result<Option<usize>, String> {
         index.check(&self.waiting)?;
         let mut asked: Option<(usize, usize)> = None;
         let by_index = index.draw(&self.waiting, &self.dir_sharers, owner_domain, &mut |n| {

@@ -193,8 +193,10 @@ impl DomainIndex {
     /// The socket agents' draw for an owned line whose owner is in
     /// `owner_domain` (the rule of `Unit::socket_agent_draw_by_scan`, which
     /// this equals): `None` when no other domain has a competing request
-    /// (then `pick` is not called), else the chosen waiter's index.
-    #[inline]
+    /// (then `pick` is not called), else the chosen waiter's index. Out of
+    /// line: inlined, it grew the home's serve on every machine (bergamo's
+    /// contended512, where the rule is off, +5 % per op).
+    #[inline(never)]
     pub(super) fn draw<P: FnMut(usize) -> usize + ?Sized>(
         &mut self,
         waiters: &[Waiter],
