@@ -343,20 +343,12 @@ impl Coherence {
         if u.waiting.is_empty() || busy {
             return Ok(None);
         }
-        let check = self.check_invariants;
-        let (waiter, holder) =
-            match u.take_next_waiter(topology, &mut self.domain_indexes, pick, check) {
-                Ok(taken) => taken,
-                Err(message) => {
-                    return Err(SimError::ProtocolViolation {
-                        cycle: now,
-                        unit,
-                        address: unit as u64 * self.unit_bytes as u64,
-                        message,
-                        states: self.describe_unit(unit),
-                    })
-                }
-            };
+        let (waiter, holder) = u.take_next_waiter(
+            topology,
+            &mut self.domain_indexes,
+            pick,
+            self.check_invariants,
+        );
         // The last report's list, if it has one, becomes the spare for
         // this transaction's.
         if self.served.0.others.capacity() > self.spare_changes.0.capacity() {
@@ -386,6 +378,15 @@ impl Coherence {
             ),
         }
         if self.check_invariants {
+            if let Some(message) = self.domain_indexes.mismatch.take() {
+                return Err(SimError::ProtocolViolation {
+                    cycle: now,
+                    unit,
+                    address: unit as u64 * self.unit_bytes as u64,
+                    message,
+                    states: self.describe_unit(unit),
+                });
+            }
             self.check_unit(unit, self.served.0.started)?;
         }
         Ok(Some(waiter))
@@ -862,8 +863,8 @@ impl Unit {
     /// The home's choice of the next waiter to serve, taken out of the
     /// queue (which must not be empty), with whether its core already holds
     /// the line (then it may complete as a hit). With `check`, the socket
-    /// agents' draw from the queue's index is compared with a rescan (an
-    /// error names the difference).
+    /// agents' draw from the queue's index is compared with a rescan (a
+    /// difference is left in `indexes.mismatch`).
     #[inline(always)]
     fn take_next_waiter<P: FnMut(usize) -> usize + ?Sized>(
         &mut self,
@@ -871,7 +872,7 @@ impl Unit {
         indexes: &mut waiting::DomainIndexes,
         pick: &mut P,
         check: bool,
-    ) -> Result<(Waiter, bool), String> {
+    ) -> (Waiter, bool) {
         // A waiter whose core already holds the line only queued behind a
         // pending snoop; the snoops (requests from other cores) go first.
         // (The directory's sharers are the holders' cores, an invariant
@@ -879,7 +880,7 @@ impl Unit {
         // the holders for each waiter, which with hundreds of readers
         // queued at a released lock was most of the run.)
         let n = self.waiting.len();
-        let (drawn, mut chosen) = match self.socket_agent_draw(topology, indexes, pick, check)? {
+        let (drawn, mut chosen) = match self.socket_agent_draw(topology, indexes, pick, check) {
             Some(k) => (k, Some(k)),
             None => {
                 let holds = |w: &Waiter| self.dir_sharers.contains(w.core);
@@ -930,7 +931,7 @@ impl Unit {
         if let Some(index) = indexes.get_mut(self.domain_index) {
             index.removing(&self.waiting, taken);
         }
-        Ok((self.waiting.swap_remove(taken), holder))
+        (self.waiting.swap_remove(taken), holder)
     }
 
     /// Who competes for an owned line on a machine whose L3 domains resolve
@@ -978,14 +979,12 @@ impl Unit {
         indexes: &mut waiting::DomainIndexes,
         pick: &mut P,
         check: bool,
-    ) -> Result<Option<usize>, String> {
+    ) -> Option<usize> {
         let domains = topology.l3_count();
         if domains < 2 || topology.spec.lookup != Lookup::Local {
-            return Ok(None);
+            return None;
         }
-        let Some(owner) = self.dir_owner else {
-            return Ok(None);
-        };
+        let owner = self.dir_owner?;
         let owner_domain = topology.l3_of_core(owner);
         if self.domain_index.get().is_none() && self.waiting.len() >= waiting::INDEXED_FROM_WAITERS
         {
@@ -997,17 +996,24 @@ impl Unit {
             ));
         }
         let Some(index) = indexes.get_mut(self.domain_index) else {
-            return Ok(self.socket_agent_draw_by_scan(topology, owner_domain, pick));
+            return self.socket_agent_draw_by_scan(topology, owner_domain, pick);
         };
         if !check {
-            return Ok(index.draw(&self.waiting, &self.dir_sharers, owner_domain, pick));
+            return index.draw(&self.waiting, &self.dir_sharers, owner_domain, pick);
         }
-        self.checked_draw(topology, index, owner_domain, pick)
+        match self.checked_draw(topology, index, owner_domain, pick) {
+            Ok(drawn) => drawn,
+            Err((message, drawn)) => {
+                indexes.mismatch = Some(message);
+                drawn
+            }
+        }
     }
 
     /// [`Unit::socket_agent_draw`] from `index`, checked: the index against
     /// one rebuilt from the queue, and its draw against a rescan's (with
-    /// `pick`'s answer replayed).
+    /// `pick`'s answer replayed). A difference is an error, with the
+    /// index's draw.
     #[cold]
     #[inline(never)]
     fn checked_draw<P: FnMut(usize) -> usize + ?Sized>(
@@ -1016,8 +1022,10 @@ impl Unit {
         index: &mut waiting::DomainIndex,
         owner_domain: u32,
         pick: &mut P,
-    ) -> Result<Option<usize>, String> {
-        index.check(&self.waiting)?;
+    ) -> Result<Option<usize>, (String, Option<usize>)> {
+        if let Err(message) = index.check(&self.waiting) {
+            return Err((message, None));
+        }
         let mut asked: Option<(usize, usize)> = None;
         let by_index = index.draw(&self.waiting, &self.dir_sharers, owner_domain, &mut |n| {
             let k = pick(n);
@@ -1030,10 +1038,12 @@ impl Unit {
             asked.map_or(0, |(_, k)| k)
         });
         if by_index != by_scan || scan_asked != asked.map(|(n, _)| n) {
-            return Err(format!(
+            let message = format!(
                 "the socket agents' draw from the queue's index chose waiter {by_index:?} \
-                 (pick asked {asked:?}), a rescan of the queue {by_scan:?} (pick asked {scan_asked:?})"
-            ));
+                 (pick asked {asked:?}), a rescan of the queue {by_scan:?} \
+                 (pick asked {scan_asked:?})"
+            );
+            return Err((message, by_index));
         }
         Ok(by_index)
     }

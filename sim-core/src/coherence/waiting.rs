@@ -393,7 +393,12 @@ impl std::hash::Hash for IndexSlot {
 
 /// The indexes of the lines that have one (few: the contended ones).
 #[derive(Clone, Debug, Default)]
-pub(super) struct DomainIndexes(Vec<DomainIndex>);
+pub(super) struct DomainIndexes {
+    indexes: Vec<DomainIndex>,
+    /// What a checked draw found different from a rescan, until the
+    /// serve reports it (`Coherence::serve_next_in_place`).
+    pub(super) mismatch: Option<String>,
+}
 
 impl PartialEq for DomainIndexes {
     fn eq(&self, _other: &DomainIndexes) -> bool {
@@ -410,23 +415,23 @@ impl std::hash::Hash for DomainIndexes {
 impl DomainIndexes {
     #[inline(always)]
     pub(super) fn get_mut(&mut self, slot: IndexSlot) -> Option<&mut DomainIndex> {
-        slot.get().map(|i| &mut self.0[i])
+        slot.get().map(|i| &mut self.indexes[i])
     }
 
     #[inline(always)]
     pub(super) fn get(&self, slot: IndexSlot) -> Option<&DomainIndex> {
-        slot.get().map(|i| &self.0[i])
+        slot.get().map(|i| &self.indexes[i])
     }
 
     /// Keeps `index`, and returns its slot.
     pub(super) fn add(&mut self, index: DomainIndex) -> IndexSlot {
-        self.0.push(index);
-        IndexSlot(self.0.len() as u32)
+        self.indexes.push(index);
+        IndexSlot(self.indexes.len() as u32)
     }
 
     /// Forgets every index (their lines' slots must be cleared too).
     pub(super) fn clear(&mut self) {
-        self.0.clear();
+        self.indexes.clear();
     }
 }
 
