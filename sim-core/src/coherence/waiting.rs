@@ -437,8 +437,8 @@ impl DomainIndexes {
 
 impl Coherence {
     /// How many lines' queues have an index by domain and core (built
-    /// once a queue reaches [`INDEXED_FROM_WAITERS`] on a machine where
-    /// the socket agents draw): for tests that must know it was used.
+    /// once 16 requests wait at a line of a machine where the socket
+    /// agents draw): for tests that must know it was used.
     pub fn indexed_queues(&self) -> usize {
         self.units
             .iter()
