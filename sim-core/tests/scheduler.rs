@@ -22,9 +22,9 @@ fn flags_struct() -> StructSpec {
     strukt("flags", vec![state, turn, array("count", "long", 8)])
 }
 
-/// Runs `config` with every shortcut on, with all off, and with each on
-/// alone; every outcome and every statistic must be the same. Returns the
-/// outcome.
+/// Runs `config` with every shortcut on, with all off, with each on alone
+/// and with each off alone; every outcome and every statistic must be the
+/// same. Returns the outcome.
 fn run_everywhere(config: &SimConfig) -> RunOutcome {
     let run = |options: EngineOptions| {
         let mut stats = Stats::for_run(config);
@@ -37,9 +37,10 @@ fn run_everywhere(config: &SimConfig) -> RunOutcome {
         (outcome, stats.per_field, stats.iteration_cycles)
     };
     let reference = run(EngineOptions::REFERENCE);
+    let all = EngineOptions::ALL.bits();
     for bits in (0..EngineOptions::NAMES.len())
-        .map(|k| 1 << k)
-        .chain([0x1ff])
+        .flat_map(|k| [1 << k, all & !(1 << k)])
+        .chain([all])
     {
         let options = EngineOptions::from_bits(bits);
         let got = run(options);
