@@ -424,6 +424,15 @@ enum Command {
         /// about a tenth to the states and the time.
         #[arg(long)]
         no_evictions: bool,
+        /// Also let each cache request lines for ownership with no store
+        /// attached (an RFO prefetch), at any time: the lines of its
+        /// buffered stores not yet draining (the store buffer's, with
+        /// `store_rfo_ahead_entries`), or any line (also the run ahead's,
+        /// for a waiting locked instruction). Either grows the default
+        /// system past the memory limit: try `--caches 2` or `--lines 1`.
+        #[arg(long, default_value = "off", value_name = "KIND",
+              value_parser = ["off", "buffered-stores", "any-line"])]
+        ownership_prefetch: String,
         /// On a violation, write a scenario that replays its path to this file.
         #[arg(long, value_name = "FILE")]
         write_scenario: Option<PathBuf>,
@@ -754,6 +763,7 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
             max_states,
             prefetch,
             no_evictions,
+            ownership_prefetch,
             write_scenario,
         } => check_protocol(
             protocol.as_deref(),
@@ -763,6 +773,11 @@ fn dispatch(command: Command, inputs: &Inputs) -> ExitCode {
                 l3_shared_lines,
                 directory,
                 evictions: !no_evictions,
+                ownership_prefetch: match ownership_prefetch.as_str() {
+                    "buffered-stores" => sim_core::checker::OwnershipPrefetch::BufferedStores,
+                    "any-line" => sim_core::checker::OwnershipPrefetch::AnyLine,
+                    _ => sim_core::checker::OwnershipPrefetch::Off,
+                },
             },
             max_states,
             inputs.limits.host_memory_bytes,
@@ -2557,6 +2572,9 @@ struct CheckMachine {
     directory: String,
     /// Caches may evict lines (`CheckConfig::evictions`).
     evictions: bool,
+    /// Which lines caches may request for ownership with no store
+    /// (`CheckConfig::ownership_prefetch`).
+    ownership_prefetch: sim_core::checker::OwnershipPrefetch,
 }
 
 /// `check-protocol`: runs the exhaustive checker for one protocol or all
@@ -2594,6 +2612,7 @@ fn check_protocol(
             max_bytes,
             prefetch,
             evictions: machine.evictions,
+            ownership_prefetch: machine.ownership_prefetch,
             cores_per_l3: machine.cores_per_l3,
             directory: match machine.directory.as_str() {
                 "exact" => DirectoryPrecision::Exact,
@@ -2619,8 +2638,12 @@ fn check_protocol(
             }
         };
         let seconds = start.elapsed().as_secs_f64();
+        let ownership = match machine.ownership_prefetch {
+            sim_core::checker::OwnershipPrefetch::Off => String::new(),
+            kind => format!(", ownership prefetches ({})", kind.name()),
+        };
         println!(
-            "{}: {caches} caches x {lines} lines x {values} values, store buffers of {buffer}{}: \
+            "{}: {caches} caches x {lines} lines x {values} values, store buffers of {buffer}{}{ownership}: \
              {} states, {} transitions, depth {}, {} quiescent states, {seconds:.2} s",
             protocol.name().to_uppercase(),
             match (prefetch, machine.evictions) {

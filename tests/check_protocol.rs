@@ -188,3 +188,51 @@ fn a_budget_too_small_gives_no_verdict() {
         "error: stopped at 100 states, depth 2, without a verdict (raise --max-states)\n"
     );
 }
+
+/// `--ownership-prefetch` adds requests for ownership with no store
+/// attached (of the buffered stores' lines, or of any line): the summary
+/// names them, every invariant holds, and each kind adds states, any line
+/// more than the buffered stores' lines.
+#[test]
+fn ownership_prefetches_can_be_explored() {
+    let states = |kind: &str| {
+        let o = bounce(&[
+            "check-protocol",
+            "--protocol",
+            "mesif",
+            "--caches",
+            "3",
+            "--lines",
+            "1",
+            "--ownership-prefetch",
+            kind,
+        ]);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+        assert!(
+            out.contains("  no violation: every invariant holds in every reachable state"),
+            "{out}"
+        );
+        let (config, counts) = out.split_once(": ").unwrap().1.split_once(": ").unwrap();
+        let states: u64 = counts.split(' ').next().unwrap().parse().unwrap();
+        (config.to_string(), states)
+    };
+    let (off, off_states) = states("off");
+    let (stores, stores_states) = states("buffered-stores");
+    let (any, any_states) = states("any-line");
+    assert!(!off.contains("ownership"), "{off}");
+    assert!(
+        stores.ends_with(", evictions, ownership prefetches (buffered-stores)"),
+        "{stores}"
+    );
+    assert!(
+        any.ends_with(", evictions, ownership prefetches (any-line)"),
+        "{any}"
+    );
+    assert!(
+        off_states < stores_states && stores_states < any_states,
+        "{off_states} {stores_states} {any_states}"
+    );
+    let o = bounce(&["check-protocol", "--ownership-prefetch", "all"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -23,6 +23,21 @@
 //!   ([`Coherence::prefetch`]), whatever its CPU is doing: the engine
 //!   issues one on a demand miss, which this covers and more. Nobody waits
 //!   for it; its fill must bring the last value written like any other;
+//! - with [`CheckConfig::ownership_prefetch`], a cache's request for
+//!   ownership of any line it does not hold writable and has no request
+//!   waiting for ([`Coherence::prefetch_for`] with [`Need::Write`]), with
+//!   no store attached, whatever its CPU is doing: the engine's store
+//!   buffer issues one ahead of a buffered store's drain
+//!   (`store_rfo_ahead_entries`) and its run ahead one for a waiting
+//!   locked instruction's line (`lock_rfo_ahead`), which this covers and
+//!   more. Nobody waits for it; its fill must bring the last value written.
+//!   The coherence model counts the ownership it grants as a position in
+//!   the line's write order (its write count moves by one, as for a
+//!   write), so the data-value invariant expects exactly that of it. A
+//!   later demand or drain of the same cache queues beside it (the engine
+//!   merges the two into one request; that request alone at the home is a
+//!   state the exploration reaches anyway, the home serving waiters in any
+//!   order);
 //! - with [`CheckConfig::evictions`], a cache's eviction of any line it
 //!   holds whose home is not busy with it ([`Coherence::drop_copy`], as
 //!   the private caches' capacity and deep idle make it): a Modified or
@@ -127,6 +142,10 @@ pub struct CheckConfig {
     /// Caches may also evict any line they hold (a step of their own):
     /// the private caches' capacity and deep idle's write-back.
     pub evictions: bool,
+    /// Which lines caches may also request for ownership with no store
+    /// attached (a step of their own): the store buffer's RFO prefetch and
+    /// the run ahead's request for a locked instruction's line.
+    pub ownership_prefetch: OwnershipPrefetch,
     /// Caches (cores) per L3 domain: caches `0..k` share the first domain,
     /// and so on. Above 1, reads inside a domain take the L3's routes (a
     /// transfer resolved by its tags, or an L3 hit) and the rest go through
@@ -154,6 +173,7 @@ impl CheckConfig {
             max_bytes: crate::limits::Limits::default().host_memory_bytes,
             prefetch: false,
             evictions: false,
+            ownership_prefetch: OwnershipPrefetch::Off,
             // Two caches share an L3 that keeps shared lines, the third has
             // one of its own, and the directory broadcasts writes to shared
             // lines: every route of the model is taken (the L3 hit, a
@@ -248,6 +268,32 @@ impl CheckConfig {
     }
 }
 
+/// Which lines a cache may request for ownership ahead of any store
+/// ([`CheckConfig::ownership_prefetch`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnershipPrefetch {
+    /// None.
+    Off,
+    /// The lines of its buffered stores not yet draining, at any step: the
+    /// store buffer's RFO prefetch (`store_rfo_ahead_entries`), with no
+    /// bound on how many or how far ahead.
+    BufferedStores,
+    /// Any line, at any step: also the run ahead's request for a waiting
+    /// locked instruction's line (`lock_rfo_ahead`), and more.
+    AnyLine,
+}
+
+impl OwnershipPrefetch {
+    /// The name `check-protocol --ownership-prefetch` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            OwnershipPrefetch::Off => "off",
+            OwnershipPrefetch::BufferedStores => "buffered-stores",
+            OwnershipPrefetch::AnyLine => "any-line",
+        }
+    }
+}
+
 /// The invariant a violation breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Invariant {
@@ -309,6 +355,12 @@ pub enum Action {
         cache: u8,
         line: u8,
     },
+    /// The cache requests the line for ownership ahead of any store (an
+    /// RFO prefetch); nobody waits.
+    OwnershipPrefetch {
+        cache: u8,
+        line: u8,
+    },
     /// The cache evicts its copy of the line (written back if dirty).
     Evict {
         cache: u8,
@@ -360,6 +412,12 @@ impl fmt::Display for Action {
                 write!(
                     f,
                     "cache {cache}'s adjacent-line prefetcher reads line {line}"
+                )
+            }
+            Action::OwnershipPrefetch { cache, line } => {
+                write!(
+                    f,
+                    "cache {cache} requests line {line} for ownership ahead of a store (RFO prefetch)"
                 )
             }
             Action::Evict { cache, line } => {
@@ -564,6 +622,7 @@ impl Violation {
                 | Action::Complete { .. }
                 | Action::ServeBusy { .. }
                 | Action::Prefetch { .. }
+                | Action::OwnershipPrefetch { .. }
                 | Action::Evict { .. } => {}
             }
         }
@@ -946,7 +1005,9 @@ impl Stepping<'_> {
 }
 
 /// A step that took place, before the checks every step ends with: what
-/// happened in words, its effect, and the line it wrote, if any.
+/// happened in words, its effect, and the line whose write count it moves
+/// by one, if any: the line it wrote, or the line an ownership prefetch
+/// took (the model counts that as a position in the line's write order).
 struct Taken {
     outcome: String,
     effect: Effect,
@@ -1306,6 +1367,22 @@ impl<'c> Explorer<'c> {
                     }
                 }
             }
+            if self.config.ownership_prefetch != OwnershipPrefetch::Off {
+                for l in 0..lines {
+                    let own_waiter = coherence.waiters(l).iter().any(|w| w.core == c as u32);
+                    // A draining store's line has its request waiting.
+                    let eligible = match self.config.ownership_prefetch {
+                        OwnershipPrefetch::AnyLine => true,
+                        _ => buffer.contains(&(l as u8)),
+                    };
+                    if eligible && !writable(c, l) && !own_waiter {
+                        out.push(Action::OwnershipPrefetch {
+                            cache,
+                            line: l as u8,
+                        });
+                    }
+                }
+            }
             if self.config.evictions {
                 for l in 0..lines {
                     if coherence.may_drop(c as u32, l, NOW) {
@@ -1375,7 +1452,12 @@ impl<'c> Explorer<'c> {
             Action::Atomic { cache, line, value } => {
                 self.step_atomic(&mut s, cache, line, value)?
             }
-            Action::Prefetch { cache, line } => self.step_prefetch(&mut s, cache, line)?,
+            Action::Prefetch { cache, line } => {
+                self.step_prefetch(&mut s, cache, line, Need::Read)?
+            }
+            Action::OwnershipPrefetch { cache, line } => {
+                self.step_prefetch(&mut s, cache, line, Need::Write)?
+            }
             Action::Evict { cache, line } => self.step_evict(&mut s, cache, line)?,
             Action::Complete { line } => {
                 s.next.coherence.end_busy(line as usize, NOW);
@@ -1534,19 +1616,22 @@ impl<'c> Explorer<'c> {
         )
     }
 
-    /// An adjacent-line prefetch read: dropped where the cache holds the
-    /// line or waits for it already, else served or queued as a read.
-    fn step_prefetch(&self, s: &mut Stepping, cache: u8, line: u8) -> TakenResult {
+    /// A prefetch asking for `need`: the adjacent-line prefetcher's read,
+    /// or a request for ownership with no store attached. Dropped where the
+    /// cache holds the line well enough or waits for it already, else
+    /// served or queued like any other request.
+    fn step_prefetch(&self, s: &mut Stepping, cache: u8, line: u8, need: Need) -> TakenResult {
         let (c, l) = (cache as usize, line as usize);
         let had_waiters = !s.before.coherence.waiters(l).is_empty();
         let prefetched = s
             .next
             .coherence
-            .prefetch(
+            .prefetch_for(
                 &self.topology,
                 NOW,
                 LinuxCpu::new(c as u32),
                 l,
+                need,
                 request_tag(c, false, true),
             )
             .map_err(|e| found(Invariant::OneOwner, e.to_string()))?;
@@ -1557,7 +1642,7 @@ impl<'c> Explorer<'c> {
                 let value = self.apply(s.before, s.next, l, c, &report, None)?;
                 Some(Taken::completed(
                     s.say(|| describe_report(&report, &format!("reads {value}: "))),
-                    None,
+                    (need == Need::Write).then_some(l),
                 ))
             }
             Some(Requested::Queued { .. }) => {
@@ -1651,9 +1736,16 @@ impl<'c> Explorer<'c> {
         match tag.kind() {
             RequestKind::Prefetch => {
                 let read = self.apply(s.before, s.next, l, c, &report, None)?;
-                let outcome =
-                    s.say(|| describe_report(&report, &format!("its prefetch reads {read}: ")));
-                served(outcome, None)
+                let owns = waiter.need == Need::Write;
+                let outcome = s.say(|| {
+                    let what = if owns {
+                        "prefetch for ownership"
+                    } else {
+                        "prefetch"
+                    };
+                    describe_report(&report, &format!("its {what} reads {read}: "))
+                });
+                served(outcome, owns.then_some(l))
             }
             RequestKind::Drain => {
                 if !cpu.draining || cpu.buffer().first() != Some(&line) {
@@ -1816,7 +1908,8 @@ impl<'c> Explorer<'c> {
     }
 
     /// Each write advances its line's write count by exactly one, and
-    /// nothing else moves it.
+    /// nothing else moves it but a fill for ownership with no write (an
+    /// ownership prefetch), which the model counts as one too.
     fn check_versions(
         &self,
         before: &State,
@@ -2511,6 +2604,102 @@ mod tests {
         holds_with_evictions(Protocol::Moesi);
     }
 
+    /// With requests for ownership with no store attached as steps of their
+    /// own (`ownership`: of the lines of a cache's buffered stores, or of
+    /// any line), evictions too: every invariant holds, and the requests
+    /// add states and fills for ownership that bring the last value
+    /// written. Two configurations small enough for a debug build (any
+    /// line at any step grows the default 3 x 2 system past the default
+    /// memory bound): 2 caches x 2 lines with an L3 each, store buffers of
+    /// 1; 3 caches x 1 line on the default machine, store buffers of 2.
+    /// `floors`: the states found when this was written, less about a
+    /// tenth.
+    fn holds_with_ownership_prefetch(
+        protocol: Protocol,
+        ownership: OwnershipPrefetch,
+        floors: [u64; 2],
+    ) {
+        let configs = [
+            CheckConfig {
+                caches: 2,
+                lines: 2,
+                buffer_depth: 1,
+                cores_per_l3: 1,
+                evictions: true,
+                ..CheckConfig::new(protocol)
+            },
+            CheckConfig {
+                caches: 3,
+                lines: 1,
+                buffer_depth: 2,
+                evictions: true,
+                ..CheckConfig::new(protocol)
+            },
+        ];
+        for (plain, floor) in configs.into_iter().zip(floors) {
+            let config = CheckConfig {
+                ownership_prefetch: ownership,
+                ..plain.clone()
+            };
+            let label = format!(
+                "{} with ownership prefetches ({}), {} caches x {} lines",
+                protocol.name(),
+                ownership.name(),
+                plain.caches,
+                plain.lines
+            );
+            let report = explores_without_violation(&config, &label, floor);
+            let without = check(&plain).unwrap();
+            assert!(
+                report.states > without.states,
+                "{label}: {} vs {}",
+                report.states,
+                without.states
+            );
+        }
+    }
+
+    #[test]
+    fn mesi_with_ownership_prefetch_holds_in_every_reachable_state() {
+        // 72 866 and 28 438 states; 54 937 and 24 274.
+        holds_with_ownership_prefetch(Protocol::Mesi, OwnershipPrefetch::AnyLine, [65_000, 25_000]);
+        holds_with_ownership_prefetch(
+            Protocol::Mesi,
+            OwnershipPrefetch::BufferedStores,
+            [49_000, 21_000],
+        );
+    }
+
+    #[test]
+    fn mesif_with_ownership_prefetch_holds_in_every_reachable_state() {
+        // 104 933 and 41 878 states; 83 126 and 36 889.
+        holds_with_ownership_prefetch(
+            Protocol::Mesif,
+            OwnershipPrefetch::AnyLine,
+            [94_000, 37_000],
+        );
+        holds_with_ownership_prefetch(
+            Protocol::Mesif,
+            OwnershipPrefetch::BufferedStores,
+            [74_000, 33_000],
+        );
+    }
+
+    #[test]
+    fn moesi_with_ownership_prefetch_holds_in_every_reachable_state() {
+        // 232 260 and 77 664 states; 173 222 and 65 235.
+        holds_with_ownership_prefetch(
+            Protocol::Moesi,
+            OwnershipPrefetch::AnyLine,
+            [209_000, 69_000],
+        );
+        holds_with_ownership_prefetch(
+            Protocol::Moesi,
+            OwnershipPrefetch::BufferedStores,
+            [155_000, 58_000],
+        );
+    }
+
     /// Three caches: `cargo test -p sim-core --lib three_caches_with_prefetch
     /// -- --ignored` (MESI: 4 604 640 states, about 5 minutes).
     #[test]
@@ -2523,7 +2712,7 @@ mod tests {
 
     /// Each planted bug, the protocol it is planted in, and the invariant
     /// that must catch it.
-    const PLANTED: [(Bug, Protocol, Invariant); 14] = [
+    const PLANTED: [(Bug, Protocol, Invariant); 15] = [
         (
             Bug::WriteSparesOneSharer,
             Protocol::Mesi,
@@ -2569,6 +2758,11 @@ mod tests {
             Bug::PrefetchKeepsOwnerModified,
             Protocol::Mesi,
             Invariant::SingleWriter,
+        ),
+        (
+            Bug::OwnershipPrefetchTakesDirtyDataClean,
+            Protocol::Mesi,
+            Invariant::DataValue,
         ),
     ];
 
@@ -2678,9 +2872,17 @@ mod tests {
         assert_eq!(PLANTED.len(), Bug::ALL.len());
         let mut failures = Vec::new();
         for (bug, protocol, invariant) in PLANTED {
+            let owns = bug == Bug::OwnershipPrefetchTakesDirtyDataClean;
             let config = CheckConfig {
-                // The prefetch bug needs prefetch reads to be explored.
+                // The prefetch bugs need their prefetches to be explored;
+                // a clean copy's data is lost only when it is evicted.
                 prefetch: bug == Bug::PrefetchKeepsOwnerModified,
+                ownership_prefetch: if owns {
+                    OwnershipPrefetch::BufferedStores
+                } else {
+                    OwnershipPrefetch::Off
+                },
+                evictions: owns,
                 ..CheckConfig::new(protocol)
             };
             let report = planted::with(bug, || check(&config).unwrap());

@@ -61,6 +61,10 @@ pub enum Bug {
     /// An adjacent-line prefetch read of a Modified line grants the
     /// prefetcher a Shared copy but leaves the owner Modified.
     PrefetchKeepsOwnerModified,
+    /// A request for ownership with no store attached (an RFO prefetch)
+    /// takes the line Exclusive, clean, even when the data it took over
+    /// was dirty: evicted before any store, it is dropped unwritten.
+    OwnershipPrefetchTakesDirtyDataClean,
 }
 
 /// Where a bug acts: the entry point that hands over to this module.
@@ -77,7 +81,7 @@ pub(super) enum Hook {
 }
 
 impl Bug {
-    pub const ALL: [Bug; 14] = [
+    pub const ALL: [Bug; 15] = [
         Bug::WriteSparesOneSharer,
         Bug::UpgradeKeepsSharers,
         Bug::MoesiModifiedToShared,
@@ -92,6 +96,7 @@ impl Bug {
         Bug::HoldersNeverServed,
         Bug::ServeDropsRead,
         Bug::PrefetchKeepsOwnerModified,
+        Bug::OwnershipPrefetchTakesDirtyDataClean,
     ];
 
     /// Whether the bug acts at `hook`.
@@ -102,6 +107,7 @@ impl Bug {
             }
             Bug::HitBypassesQueue | Bug::WriteHitKeepsVersion => hook == Hook::Hit,
             Bug::PrefetchKeepsOwnerModified => matches!(hook, Hook::Serve | Hook::Prefetch),
+            Bug::OwnershipPrefetchTakesDirtyDataClean => hook == Hook::Prefetch,
             _ => hook == Hook::Transaction,
         }
     }
@@ -343,15 +349,28 @@ pub(super) fn try_hit(
     Some(report)
 }
 
-/// After a prefetch read served at once, the planted
-/// `PrefetchKeepsOwnerModified`, if it is switched on.
+/// After a prefetch served at once, the planted prefetch bug switched on,
+/// if any.
 pub(super) fn after_prefetch(
     coherence: &mut Coherence,
     unit: usize,
     requested: &Requested,
 ) -> Result<(), SimError> {
     match (active_at(Hook::Prefetch), requested) {
-        (Some(_), Requested::Done(report)) => keep_owner_modified(coherence, unit, report),
+        (Some(Bug::PrefetchKeepsOwnerModified), Requested::Done(report)) => {
+            keep_owner_modified(coherence, unit, report)
+        }
+        (Some(Bug::OwnershipPrefetchTakesDirtyDataClean), Requested::Done(report))
+            if report.need == Need::Write =>
+        {
+            // After a write transaction the requester's copy is the only one.
+            for h in &mut coherence.units[unit].holders {
+                if h.state == LineState::Modified {
+                    h.state = LineState::Exclusive;
+                }
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
 }
