@@ -940,3 +940,56 @@ fn x_axis_ends(svg: &str) -> (i64, i64) {
         })
         .expect("a comparison chart has an x axis")
 }
+
+/// The SVG's height in pixels (its root element's `height`).
+fn svg_height(svg: &str) -> u32 {
+    let at = svg.find("height=\"").unwrap() + 8;
+    svg[at..].split('"').next().unwrap().parse().unwrap()
+}
+
+/// An attribution chart's height is bounded by its rows: the title and
+/// the note take at most 80 px, each panel 110 px of title and axes and at
+/// most 500 px of bars, or 5 px a bar where it has more than a hundred.
+/// At the shipped SCTP case's size (10 variants, 12 fields, every field
+/// drawn in both panels) that is 1 500 px; the chart was 5 022 px tall
+/// there when every half bar was 9 px, and is 1 230 px now. Every bar is
+/// still drawn: each a `<rect>` of its own.
+#[test]
+fn an_attribution_chart_stays_within_a_height_per_row() {
+    for (variants, fields) in [(10, 12), (2, 3), (1, 16), (4, 16), (12, 16), (12, 1)] {
+        let chart = AttributionChart {
+            title: format!("{variants} variants, {fields} fields"),
+            variants: (0..variants).map(|v| format!("variant-{v}")).collect(),
+            rows: (0..fields)
+                .map(|f| FieldRow {
+                    field: format!("struct_{f}.field_{f}"),
+                    // Values of one order of magnitude: no field is left
+                    // out as too small to see.
+                    hitm: (0..variants).map(|v| 1.0 + (v + f) as f64 % 5.0).collect(),
+                    stall_cycles: (0..variants)
+                        .map(|v| 100.0 + ((3 * v + f) % 7) as f64 * 20.0)
+                        .collect(),
+                })
+                .collect(),
+            hitm_label: "HITM per iteration (count)".into(),
+            stall_label: "stall cycles per iteration (cycles)".into(),
+        };
+        let svg = attribution(&chart).unwrap();
+        let bars = variants * fields;
+        let bound = 80 + 2 * (110 + (5 * bars).max(500));
+        let height = svg_height(&svg);
+        assert!(
+            height <= bound as u32,
+            "{variants} variants x {fields} fields: {height} px tall, more than {bound}"
+        );
+        assert!(
+            svg.matches("<rect").count() >= 2 * bars,
+            "{variants} variants x {fields} fields: fewer rectangles than the {} bars",
+            2 * bars
+        );
+        if (variants, fields) == (10, 12) {
+            dump("attribution-sctp-size.svg", &svg);
+            assert_eq!(bound, 1_500);
+        }
+    }
+}
