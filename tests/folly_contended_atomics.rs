@@ -215,3 +215,110 @@ fn the_header_quotes_the_run() {
         );
     }
 }
+
+/// The book's chapter 8 sets this run beside folly's figures in a table
+/// typed into its prose (`| threads a line | fetch_add, 5 lines | ...`,
+/// measured / simulated ns an op): each cell quotes this run and the
+/// `[[measured]]` row it stands for, and the count of predictions met that
+/// follows the table is this run's.
+#[test]
+fn the_books_table_quotes_the_run() {
+    let chapter = std::fs::read_to_string(root().join("book/src/ch08-locks.md")).unwrap();
+    let rows: Vec<Vec<String>> = chapter
+        .lines()
+        .skip_while(|l| !l.starts_with("| threads a line | fetch_add, 5 lines |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().replace(',', "").replace(" (fitted)", ""))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        rows.len(),
+        6,
+        "the chapter's table has a row per N: {rows:?}"
+    );
+    let ghz = 3.3;
+    let mut wrong = Vec::new();
+    for row in &rows {
+        let n: u32 = row[0].parse().unwrap();
+        for (cell, kind, variant) in [
+            (&row[1], "atomics_fetch_add", format!("fetch_add-{n}")),
+            (&row[2], "atomic_fetch_xor", format!("cas-{n}")),
+            (&row[3], "atomic_cas", format!("cas-{n}")),
+        ] {
+            let (measured_ns, simulated_ns) = cell.split_once(" / ").unwrap();
+            let label = if n == 1 && kind == "atomics_fetch_add" {
+                format!("{} (fitted)", label(kind, n))
+            } else {
+                label(kind, n)
+            };
+            let (value, _, _) = measured(&label);
+            let sim = num(&variant, "ns_per_iteration_mean").round();
+            if (measured_ns.parse::<f64>().unwrap() - value / ghz).abs() > 1.0
+                || simulated_ns.parse::<f64>().unwrap() != sim
+            {
+                wrong.push(format!(
+                    "{kind}({n}thread): the book says {cell}, the run {:.0} / {sim}",
+                    value / ghz
+                ));
+            }
+        }
+        if !row[4].is_empty() {
+            let sim = num(&format!("cas-{n}-retry-hits"), "ns_per_iteration_mean").round();
+            if row[4].parse::<f64>().unwrap() != sim {
+                wrong.push(format!(
+                    "cas-{n}-retry-hits: the book says {}, the run {sim}",
+                    row[4]
+                ));
+            }
+        }
+    }
+    let predictions: Vec<Option<bool>> = run()["measured"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| !r["label"].as_str().unwrap().contains("(fitted)"))
+        .map(|r| r["within_tolerance"].as_bool())
+        .collect();
+    let met = predictions.iter().filter(|m| **m == Some(true)).count();
+    let words = [
+        "",
+        "One",
+        "Two",
+        "Three",
+        "Four",
+        "Five",
+        "Six",
+        "Seven",
+        "Eight",
+        "Nine",
+        "Ten",
+        "Eleven",
+        "Twelve",
+        "Thirteen",
+        "Fourteen",
+        "Fifteen",
+        "Sixteen",
+        "Seventeen",
+    ];
+    let claim = format!(
+        "{} of the seventeen predictions are within 25 %",
+        words[met]
+    );
+    let prose = chapter.split_whitespace().collect::<Vec<_>>().join(" ");
+    if predictions.len() != 17 || !prose.contains(&claim) {
+        wrong.push(format!(
+            "{met} of {} predictions are met: the chapter should say \"{claim}\"",
+            predictions.len()
+        ));
+    }
+    assert!(
+        wrong.is_empty(),
+        "book/src/ch08-locks.md's folly table no longer quotes this run:\n  {}",
+        wrong.join("\n  ")
+    );
+}
