@@ -2139,32 +2139,7 @@ fn trace(
         Err(code) => return code,
     };
     let chosen = &built[chosen];
-    // A probe that sees every access (the trace's) turns off the engine's
-    // spin-wait fast-forward, and with it the finding that a spin can never
-    // end: such a run would go on to `run.max_cycles`, hours of host time.
-    // The statistics run finds it at once; the traced run then stops at
-    // that cycle, and the statistics run's error is the one reported.
-    let spins_forever = match scenarios::run::results::run_variant(chosen) {
-        Err(failure) => match failure.error {
-            sim_core::error::SimError::NoProgress {
-                stall: sim_core::error::Stall::SpinsForever,
-                cycle,
-                ..
-            } => Some((failure, cycle)),
-            _ => None,
-        },
-        Ok(_) => None,
-    };
-    let bounded;
-    let config = match &spins_forever {
-        Some((_, cycle)) => {
-            let mut c = chosen.config.clone();
-            c.max_cycles = c.max_cycles.min(cycle.get().saturating_add(1));
-            bounded = c;
-            &bounded
-        }
-        None => &chosen.config,
-    };
+    let config = &chosen.config;
     println!(
         "trace of `{}` variant `{}` on {} ({}, lookup {}), first {limit} entries",
         loaded.base.doc.name,
@@ -2198,10 +2173,6 @@ fn trace(
             "... {} more entries not shown (raise --limit)",
             probe.omitted
         );
-    }
-    if let Some((failure, _)) = &spins_forever {
-        eprintln!("{}", failure.report("the run").render(stderr_in_colour()));
-        return ExitCode::from(EXIT_RUN_FAILED);
     }
     if let Err(e) = &result {
         let report = scenarios::run::results::failure_report("the run", e, &chosen.sources);

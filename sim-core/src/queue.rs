@@ -458,6 +458,37 @@ impl EventQueue {
         self.later.peek().map_or(NO_EVENT, |Reverse(event)| *event)
     }
 
+    /// Whether `test` holds for every queued event's key, taken in no
+    /// order (stops at the first that fails). For the engine's rare look
+    /// at what is left to happen (`engine::shortcuts::spin`), never on the
+    /// event loop's path.
+    pub fn all_keys(&self, mut test: impl FnMut(u64) -> bool) -> bool {
+        if self.alone && !test(self.next.key) {
+            return false;
+        }
+        if !self.current.iter().all(|&key| test(key)) {
+            return false;
+        }
+        if !self.later.iter().all(|Reverse(event)| test(event.key)) {
+            return false;
+        }
+        for (word, &bits) in self.occupied.iter().enumerate() {
+            let mut bits = bits;
+            while bits != 0 {
+                let bucket = word * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let mut link = self.ring[bucket].first;
+                while let Some(slot) = link.slot() {
+                    if !test(self.slots[slot].event.key) {
+                        return false;
+                    }
+                    link = self.slots[slot].next;
+                }
+            }
+        }
+        true
+    }
+
     pub fn len(&self) -> usize {
         debug_assert_eq!(
             self.len,
@@ -507,6 +538,22 @@ mod tests {
                 "seed {seed}, step {step}"
             );
             assert_eq!(queue.len(), plain.len());
+            // `all_keys` visits every queued key once, wherever it is held.
+            let mut seen = Vec::new();
+            assert!(queue.all_keys(|key| {
+                seen.push(key);
+                true
+            }));
+            seen.sort_unstable();
+            let mut want_keys: Vec<u64> = plain.iter().map(|Reverse((_, key))| *key).collect();
+            want_keys.sort_unstable();
+            assert_eq!(seen, want_keys, "seed {seed}, step {step}");
+            if let Some(&last) = want_keys.last() {
+                assert!(
+                    !queue.all_keys(|key| key != last),
+                    "seed {seed}, step {step}"
+                );
+            }
         }
         while let Some(Reverse(want)) = plain.pop() {
             assert_eq!(queue.pop().map(|e| (e.cycle, e.key)), Some(want));

@@ -1143,6 +1143,76 @@ fn a_spin_wait_with_no_writer_is_reported_at_once_not_at_the_cycle_budget() {
         matches!(stepped, SimError::Truncated { .. }),
         "stepped: {stepped}"
     );
+    // A probe that sees every poll (a trace) forbids the sleep, not the
+    // finding: the same error, found as soon as only the polls are left.
+    let traced = sim_core::engine::run(&config, &mut testkit::Recorder::default()).unwrap_err();
+    assert_eq!(format!("{traced:?}"), format!("{fast:?}"));
+}
+
+/// `run` with a probe that takes summed hits (the spinners sleep) and with
+/// one that sees every access (they step in a shadow of the sleep): the
+/// same result, error or outcome (but for the events taken, which the
+/// sleep skips); the traced run's error, if any.
+fn slept_and_traced(config: &sim_core::engine::SimConfig) -> Result<(), SimError> {
+    let mut summed = testkit::Recorder {
+        accepts_summed_hits: true,
+        ..testkit::Recorder::default()
+    };
+    let events_left_out = |outcome: sim_core::engine::RunOutcome| sim_core::engine::RunOutcome {
+        events: 0,
+        ..outcome
+    };
+    let slept = sim_core::engine::run(config, &mut summed).map(events_left_out);
+    let traced =
+        sim_core::engine::run(config, &mut testkit::Recorder::default()).map(events_left_out);
+    assert_eq!(format!("{traced:?}"), format!("{slept:?}"));
+    traced.map(|_| ())
+}
+
+#[test]
+fn a_traced_spin_left_for_ever_after_wakes_ends_as_the_sleeping_run() {
+    // The waiters are woken by every write of the writer's three
+    // iterations, none of which lets them out: the last sleep is the one
+    // the error names, and the traced run's shadow must start at the same
+    // poll (one period apart would be another cycle in the error).
+    for (waiter, writer_cpus) in [
+        ("while g.n != 7 {\n}", vec![5]),
+        ("while g.n != 7 {\n  work 13\n}", vec![5]),
+        ("while g.n < 7 {\n  work 3\n}", vec![2, 5]),
+    ] {
+        let config = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+            .structs(vec![counter_struct()])
+            .instances(vec![global("g", "ctr", 0)])
+            .script("wait", waiter)
+            .script("bump", "work 300\nlet x = fetch_add(g.n, 1)")
+            .threads([0, 4], "wait")
+            .threads(writer_cpus.clone(), "bump")
+            .stop(StopRule::Iterations(3))
+            .max_cycles(2_000_000)
+            .build();
+        let error = slept_and_traced(&config).unwrap_err();
+        let SimError::NoProgress { stall, cycle, .. } = &error else {
+            panic!("{waiter}: expected no progress, got {error}");
+        };
+        assert_eq!(*stall, Stall::SpinsForever, "{waiter}");
+        assert!(*cycle < Cycle::new(50_000), "{waiter}: at cycle {cycle}");
+    }
+}
+
+#[test]
+fn a_traced_spin_that_is_released_runs_to_its_end() {
+    // Sound: a shadowed waiter whose line a writer keeps reaching is not
+    // reported while the writer runs, however long it polls between.
+    let config = Setup::new(small_machine(Protocol::Mesif, Lookup::Local))
+        .structs(vec![counter_struct()])
+        .instances(vec![global("g", "ctr", 0)])
+        .script("wait", "while g.n < 7 {\n}")
+        .script("bump", "work 5000\nlet x = fetch_add(g.n, 1)")
+        .threads([0, 4], "wait")
+        .thread(5, "bump")
+        .stop(StopRule::Iterations(7))
+        .build();
+    slept_and_traced(&config).unwrap();
 }
 
 /// CPU 0's one iteration of `script` over `a`, `b` and `c`, three lines

@@ -61,7 +61,7 @@ impl Simulation<'_> {
         place_id: u32,
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
-        self.poll_load_starts(i, place_id);
+        self.poll_load_starts(i, place_id)?;
         let place = &self.program.places[place_id as usize];
         let target = self.target_of(i, place_id, place, 0)?;
         let (address, size, field_id) = (target.address, target.size_bytes, target.field_id);

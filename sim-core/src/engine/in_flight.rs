@@ -1003,7 +1003,7 @@ impl Simulation<'_> {
         if self.await_window(i, 1, probe) {
             return Ok(Some(true));
         }
-        self.poll_load_starts(i, place_id);
+        self.poll_load_starts(i, place_id)?;
         let place = &self.program.places[place_id as usize];
         let bits = place.bits;
         let operands = operand_count(place) as u32;

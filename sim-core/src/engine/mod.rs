@@ -713,8 +713,11 @@ struct Simulation<'c> {
     shortcut_entries: ShortcutEntries,
     /// Where in the global order the engine is (for waking spinners).
     position: spin::Position,
-    /// Per line: the CPUs asleep polling it (`spin`).
+    /// Per line: the CPUs asleep polling it (`spin`), or stepping in a
+    /// shadow of that sleep.
     watchers: Vec<Vec<CpuIndex>>,
+    /// CPUs stepping in a shadow of a spin-wait's sleep (`spin::Shadow`).
+    spin_shadows: u32,
     /// The run-ahead loop stops at this cycle, where `run_cpu` must look at
     /// the run's end (the stop cycle, or one past the cycle budget).
     time_limit: Cycle,
@@ -1155,6 +1158,7 @@ impl<'c> Simulation<'c> {
             shortcut_entries: [0; 14],
             position: spin::Position::START,
             watchers: Vec::new(),
+            spin_shadows: 0,
             prefetch_buddies: config.topology.spec.adjacent_line_prefetch,
             queued_prefetches: Vec::new(),
             global_targets: global_targets(&config.program, &config.memory),
@@ -1432,30 +1436,7 @@ impl<'c> Simulation<'c> {
         if !stopped && self.finished_cpus < self.cpus.len() {
             // Nothing is queued, yet some CPU has not finished: it waits
             // for something that will never come.
-            let waiting: Vec<CpuIndex> = self
-                .cpus
-                .indices()
-                .filter(|&i| !self.cpus[i].finished)
-                .collect();
-            let at = waiting
-                .iter()
-                .map(|&i| self.cpus[i].now)
-                .max()
-                .unwrap_or_default();
-            // Spinners with nothing left to write their lines wait for
-            // ever, and so do threads asleep that nothing will wake: the
-            // scenario's doing, not the simulator's.
-            let stall = if waiting.iter().any(|&i| self.cpus[i].wait == Wait::Spin) {
-                Stall::SpinsForever
-            } else if waiting
-                .iter()
-                .all(|&i| matches!(self.cpus[i].wait, Wait::Futex | Wait::Queued))
-            {
-                Stall::LostWakeup
-            } else {
-                Stall::Deadlock
-            };
-            return Err(self.stalled(stall, at, &waiting));
+            return Err(self.nothing_left_to_happen());
         }
         let end = match self.stop_cycle {
             Some(stop) => stop,
@@ -1478,6 +1459,38 @@ impl<'c> Simulation<'c> {
                 .collect(),
             scheduling: self.sched.counts,
         })
+    }
+
+    /// The error of a run with nothing left to happen while some CPU has
+    /// not finished (nothing queued; or, where spins are stepped, only
+    /// the polls of CPUs in a shadow of a sleep, put back as asleep).
+    #[cold]
+    #[inline(never)]
+    fn nothing_left_to_happen(&self) -> SimError {
+        let waiting: Vec<CpuIndex> = self
+            .cpus
+            .indices()
+            .filter(|&i| !self.cpus[i].finished)
+            .collect();
+        let at = waiting
+            .iter()
+            .map(|&i| self.cpus[i].now)
+            .max()
+            .unwrap_or_default();
+        // Spinners with nothing left to write their lines wait for
+        // ever, and so do threads asleep that nothing will wake: the
+        // scenario's doing, not the simulator's.
+        let stall = if waiting.iter().any(|&i| self.cpus[i].wait == Wait::Spin) {
+            Stall::SpinsForever
+        } else if waiting
+            .iter()
+            .all(|&i| matches!(self.cpus[i].wait, Wait::Futex | Wait::Queued))
+        {
+            Stall::LostWakeup
+        } else {
+            Stall::Deadlock
+        };
+        self.stalled(stall, at, &waiting)
     }
 
     /// CPU `i` ran past `limits.operations`.

@@ -29,11 +29,19 @@
 //! reported at once rather than after the cycle budget.
 //!
 //! Only for a probe that takes summed hits (`Probe::needs_every_access`
-//! false): a trace sees every poll.
+//! false): a trace sees every poll. Where such a probe forbids the skip,
+//! the same test still finds the
+//! period, and the CPU goes on stepping it in a shadow of that sleep
+//! (`Shadow`): ended where the sleep would be woken, and, once nothing
+//! but such CPUs' polls is left to happen, the same error as the sleeping
+//! run's deadlock, at once rather than after the cycle budget.
 
 use crate::coherence::{AccessReport, Route};
 use crate::cpu::CpuIndex;
-use crate::engine::{resume_position, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait};
+use crate::engine::{
+    event_of_key, resume_position, Cpu, EventKind, Frame, PendingAccess, Simulation, Wait,
+};
+use crate::error::SimError;
 use crate::probe::{PrivateHits, Probe};
 use crate::time::{Cycle, Cycles};
 
@@ -195,6 +203,19 @@ pub(in crate::engine) struct SpinWatch {
     previous_load: Option<PollLoad>,
     /// While asleep: the next load's cycle and the period.
     pub(in crate::engine) asleep: Option<Sleep>,
+    /// Where the probe forbids the skip: the sleep the CPU would be in,
+    /// while it steps on through the same periods.
+    pub(in crate::engine) shadow: Option<Shadow>,
+}
+
+/// A sleep not taken (the run steps every poll): the sleep, and the
+/// clock and position the sleeping CPU would have been left at, for the
+/// error once nothing else is left.
+#[derive(Clone, Copy, Debug)]
+pub(in crate::engine) struct Shadow {
+    sleep: Sleep,
+    now: Cycle,
+    frame: Frame,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,12 +253,26 @@ impl SpinWatch {
 }
 
 impl Simulation<'_> {
-    /// Whether CPU `i`'s load of `place_id` may start or continue a poll.
+    /// Whether spin-waits found may sleep (else, with `spin_fast_forward`
+    /// on, they are stepped in a shadow of the sleep: `Shadow`; with it
+    /// off, the reference engine, nothing looks for them).
+    #[inline]
+    pub(in crate::engine) fn skips_spins(&self) -> bool {
+        self.options.spin_fast_forward && self.private.summed
+    }
+
+    /// Whether CPU `i`'s load of `place_id` may start or continue a poll
+    /// that sleeps.
     #[inline]
     fn may_poll(&self, i: CpuIndex, place_id: u32) -> bool {
-        self.options.spin_fast_forward
-            && self.private.summed
-            && !self.private.place[place_id as usize]
+        self.skips_spins() && self.may_watch(i, place_id)
+    }
+
+    /// Whether CPU `i`'s load of `place_id` may start or continue a poll,
+    /// skipped or not.
+    #[inline]
+    fn may_watch(&self, i: CpuIndex, place_id: u32) -> bool {
+        !self.private.place[place_id as usize]
             && self.cpus[i].outstanding.store_buffer.is_empty()
             // Loads still arriving: every operation takes its place in the
             // reorder window (`in_flight`).
@@ -249,14 +284,46 @@ impl Simulation<'_> {
     }
 
     /// Called as a load starts: keeps the CPU's state for the comparison
-    /// once the load is known to be a plain hit.
+    /// once the load is known to be a plain hit. Where spins are stepped,
+    /// a shadowed CPU's poll is where the run may be found to have nothing
+    /// else left (`shadowed_poll`).
     #[inline]
-    pub(in crate::engine) fn poll_load_starts(&mut self, i: CpuIndex, place_id: u32) {
+    pub(in crate::engine) fn poll_load_starts(
+        &mut self,
+        i: CpuIndex,
+        place_id: u32,
+    ) -> Result<(), SimError> {
         if !self.may_poll(i, place_id) {
+            if self.options.spin_fast_forward && !self.private.summed {
+                return self.watch_load_starts(i, place_id);
+            }
             let watch = &mut self.cpus[i].spin;
             (watch.current_taken, watch.last_start) = (false, None);
-            return;
+            return Ok(());
         }
+        self.take_poll_candidate(i);
+        Ok(())
+    }
+
+    /// `poll_load_starts` where spins are stepped: out of line, off the
+    /// sleeping run's path.
+    #[inline(never)]
+    fn watch_load_starts(&mut self, i: CpuIndex, place_id: u32) -> Result<(), SimError> {
+        if self.cpus[i].spin.shadow.is_some() {
+            return self.shadowed_poll(i);
+        }
+        if !self.may_watch(i, place_id) {
+            let watch = &mut self.cpus[i].spin;
+            (watch.current_taken, watch.last_start) = (false, None);
+            return Ok(());
+        }
+        self.take_poll_candidate(i);
+        Ok(())
+    }
+
+    /// The rest of `poll_load_starts`, for a load that may poll.
+    #[inline]
+    fn take_poll_candidate(&mut self, i: CpuIndex) {
         let cpu = &mut self.cpus[i];
         let start = (cpu.frame.code, cpu.frame.pc, cpu.accesses);
         let candidate = cpu
@@ -298,6 +365,7 @@ impl Simulation<'_> {
         report: &AccessReport,
         value: i64,
     ) {
+        let skips = self.skips_spins();
         let cpu = &mut self.cpus[i];
         let unchanged = report.route == Route::Hit && report.started == report.issued;
         if !cpu.spin.current_taken || !unchanged {
@@ -331,17 +399,28 @@ impl Simulation<'_> {
         }
         let period = load.at - cpu.spin.previous_load.expect("checked").at;
         let unit = self.memory.unit_of(load.address);
-        cpu.spin.asleep = Some(Sleep {
+        let sleep = Sleep {
             next_load: load.at + period,
             period,
             unit,
             address: load.address,
             field_id: load.field_id,
-        });
+        };
         cpu.spin.previous_load = None;
-        cpu.wait = Wait::Spin;
-        self.position.sleepers += 1;
-        crate::engine::count_shortcut!(self.shortcut_entries, 8);
+        if skips {
+            cpu.spin.asleep = Some(sleep);
+            cpu.wait = Wait::Spin;
+            self.position.sleepers += 1;
+            crate::engine::count_shortcut!(self.shortcut_entries, 8);
+        } else {
+            // Stepped on: the CPU as the sleep would leave it, kept.
+            cpu.spin.shadow = Some(Shadow {
+                sleep,
+                now: cpu.now,
+                frame: cpu.frame,
+            });
+            self.spin_shadows += 1;
+        }
         if self.watchers.len() <= unit {
             self.watchers.resize(unit + 1, Vec::new());
         }
@@ -366,9 +445,60 @@ impl Simulation<'_> {
         let sleepers = std::mem::take(&mut self.watchers[unit]);
         let at = self.position.key(self.tie_seed);
         for &s in &sleepers {
+            if self.cpus[s].spin.asleep.is_none() {
+                self.end_shadow(s);
+                continue;
+            }
             let resume = self.wake(s, at, probe);
             self.schedule(resume, EventKind::Resume, s);
         }
+    }
+
+    /// A shadowed CPU's line is reached: its watch as `wake` leaves a
+    /// sleeper's. The next poll is compared afresh (`previous_load` is
+    /// already none), and is a candidate only if no poll came since the
+    /// sleep's, as after a wake: the start kept is the sleep's poll's (a
+    /// shadowed poll leaves it), which the access count follows only then.
+    fn end_shadow(&mut self, s: CpuIndex) {
+        let watch = &mut self.cpus[s].spin;
+        debug_assert!(watch.shadow.is_some() && watch.previous_load.is_none());
+        watch.shadow = None;
+        watch.current_taken = false;
+        self.spin_shadows -= 1;
+    }
+
+    /// A shadowed CPU `i` starts a poll: the run ends here,
+    /// with the sleeping run's error, when nothing but shadowed CPUs'
+    /// polls is left to happen (every queued event is the resume of
+    /// another shadowed CPU; `i` is running, so it has none queued):
+    /// nothing will ever write their lines. A run with a stop cycle gets
+    /// there instead, as a sleeping one does (`settle_sleepers`).
+    #[cold]
+    #[inline(never)]
+    fn shadowed_poll(&mut self, i: CpuIndex) -> Result<(), SimError> {
+        if self.stop_cycle.is_some() || self.queue.len() >= self.spin_shadows as usize {
+            return Ok(());
+        }
+        let cpus = &self.cpus;
+        let only_shadowed = self.queue.all_keys(|key| {
+            let (kind, target) = event_of_key(key);
+            kind == EventKind::Resume
+                && target != i.get()
+                && cpus[CpuIndex::new(target)].spin.shadow.is_some()
+        });
+        if !only_shadowed {
+            return Ok(());
+        }
+        // Each shadowed CPU put where its sleep would have left it.
+        for s in self.cpus.indices() {
+            let cpu = &mut self.cpus[s];
+            if let Some(shadow) = cpu.spin.shadow.take() {
+                (cpu.now, cpu.frame, cpu.wait) = (shadow.now, shadow.frame, Wait::Spin);
+                cpu.spin.asleep = Some(shadow.sleep);
+            }
+        }
+        self.spin_shadows = 0;
+        Err(self.nothing_left_to_happen())
     }
 
     /// Wakes sleeping CPU `s` where stepping would have it at the position
