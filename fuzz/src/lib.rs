@@ -15,7 +15,7 @@ use sim_core::memory::InstanceKind;
 use sim_core::probe::NoProbe;
 use sim_core::script::compile::{compile, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
-use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use sim_core::topology::{Lookup, MachineSpec, Protocol, Topology};
 use sim_core::SimError;
 
 /// Inputs longer than this are not tried: a fuzzer is kept to inputs a
@@ -280,47 +280,12 @@ fn run_briefly(mut config: SimConfig) -> Result<(), Finding> {
 /// are the cores' first threads, 4-7 their siblings; MESIF.
 pub fn small_machine() -> MachineSpec {
     MachineSpec {
-        name: "fuzz".into(),
-        clock_mhz: 2000,
-        sockets: 1,
         nodes_per_socket: 2,
-        l3_per_node: 1,
         cores_per_l3: 2,
         threads_per_core: 2,
-        line_size_bytes: 64,
-        protocol: Protocol::Mesif,
-        lookup: Lookup::Local,
         adjacent_line_prefetch: true,
         store_buffer_entries: 4,
-        socket_hops: Vec::new(),
-        node_distances: Default::default(),
-        l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
-        clean_shared_line_answer: sim_core::topology::CleanSharedLineAnswer::MemoryOrForwarder,
-        directory: sim_core::topology::DirectoryPrecision::Exact,
-        smt_share_percent: 100,
-        outstanding_misses: 1,
-        reorder_window_entries: 0,
-        dispatch_width: 1,
-        mispredict_penalty_cycles: 0,
-        lock_rfo_ahead: false,
-        store_rfo_ahead_entries: 0,
-        deep_idle_writeback_cycles: 0,
-        private_caches: sim_core::topology::PrivateCacheSpec::UNBOUNDED,
-        arbitration_near_owner_percent: 0,
-        latency: LatencySpec {
-            l1_hit_cycles: 4,
-            locked_op_cycles: 20,
-            smt_transfer_cycles: 7,
-            l3_transfer_cycles: 60,
-            hop_in_node_cycles: 30,
-            hop_between_nodes_cycles: 50,
-            hop_between_sockets_cycles: 110,
-            hop_extra_socket_link_cycles: None,
-            clean_snoop_saving_cycles: None,
-            dram_cycles: 150,
-            l3_hit_cycles: 40,
-            home_occupancy_cycles: 20,
-        },
+        ..MachineSpec::made_up("fuzz", Protocol::Mesif, Lookup::Local)
     }
 }
 

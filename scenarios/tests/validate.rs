@@ -10,7 +10,7 @@ use scenarios::tools::validate::matrix::{parse, MatrixError};
 use scenarios::tools::validate::pingpong::{self, PingPong};
 use scenarios::tools::validate::{self, Outcome, ValidateOptions};
 use sim_core::cpu::LinuxCpu;
-use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use sim_core::topology::{Lookup, MachineSpec, Protocol, Topology};
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -514,51 +514,21 @@ fn machine(
     lookup: Lookup,
 ) -> MachineSpec {
     MachineSpec {
-        name: "test".into(),
-        clock_mhz: 2000,
         sockets,
         nodes_per_socket,
         l3_per_node,
         cores_per_l3,
         threads_per_core: 2,
-        line_size_bytes: 64,
-        protocol: if lookup == Lookup::Home {
-            Protocol::Moesi
-        } else {
-            Protocol::Mesif
-        },
-        lookup,
-        adjacent_line_prefetch: false,
         store_buffer_entries: 16,
-        socket_hops: Vec::new(),
-        node_distances: Default::default(),
-        l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
-        clean_shared_line_answer: sim_core::topology::CleanSharedLineAnswer::MemoryOrForwarder,
-        directory: sim_core::topology::DirectoryPrecision::Exact,
-        smt_share_percent: 100,
-        outstanding_misses: 1,
-        reorder_window_entries: 0,
-        dispatch_width: 1,
-        mispredict_penalty_cycles: 0,
-        lock_rfo_ahead: false,
-        store_rfo_ahead_entries: 0,
-        deep_idle_writeback_cycles: 0,
-        private_caches: sim_core::topology::PrivateCacheSpec::UNBOUNDED,
-        arbitration_near_owner_percent: 0,
-        latency: LatencySpec {
-            l1_hit_cycles: 4,
-            locked_op_cycles: 20,
-            smt_transfer_cycles: 7,
-            l3_transfer_cycles: 60,
-            hop_in_node_cycles: 30,
-            hop_between_nodes_cycles: 50,
-            hop_between_sockets_cycles: 110,
-            hop_extra_socket_link_cycles: None,
-            clean_snoop_saving_cycles: None,
-            dram_cycles: 150,
-            l3_hit_cycles: 40,
-            home_occupancy_cycles: 20,
-        },
+        ..MachineSpec::made_up(
+            "test",
+            if lookup == Lookup::Home {
+                Protocol::Moesi
+            } else {
+                Protocol::Mesif
+            },
+            lookup,
+        )
     }
 }
 

@@ -223,47 +223,21 @@ impl CheckConfig {
     pub fn machine(&self) -> MachineSpec {
         let cores_per_l3 = self.cores_per_l3.max(1);
         MachineSpec {
-            name: format!("check-{}-{}", self.protocol.name(), self.caches),
-            clock_mhz: 2000,
-            sockets: 1,
-            nodes_per_socket: 1,
             l3_per_node: self.caches.div_ceil(cores_per_l3).max(1),
             cores_per_l3,
-            threads_per_core: 1,
-            line_size_bytes: 64,
-            protocol: self.protocol,
-            lookup: Lookup::Home,
-            adjacent_line_prefetch: false,
             store_buffer_entries: self.buffer_depth,
-            socket_hops: Vec::new(),
-            node_distances: Default::default(),
             l3_shared_lines: self.l3_shared_lines,
             clean_shared_line_answer: self.clean_shared_line_answer,
             directory: self.directory,
-            smt_share_percent: 100,
-            outstanding_misses: 1,
-            reorder_window_entries: 0,
-            dispatch_width: 1,
-            mispredict_penalty_cycles: 0,
-            lock_rfo_ahead: false,
-            store_rfo_ahead_entries: 0,
-            deep_idle_writeback_cycles: 0,
-            private_caches: crate::topology::PrivateCacheSpec::UNBOUNDED,
-            arbitration_near_owner_percent: 0,
             latency: LatencySpec {
-                l1_hit_cycles: 4,
                 locked_op_cycles: ATOMIC_HOLD,
-                smt_transfer_cycles: 7,
-                l3_transfer_cycles: 60,
-                hop_in_node_cycles: 30,
-                hop_between_nodes_cycles: 50,
-                hop_between_sockets_cycles: 110,
-                hop_extra_socket_link_cycles: None,
-                clean_snoop_saving_cycles: None,
-                dram_cycles: 150,
-                l3_hit_cycles: 40,
-                home_occupancy_cycles: 20,
+                ..LatencySpec::MADE_UP
             },
+            ..MachineSpec::made_up(
+                format!("check-{}-{}", self.protocol.name(), self.caches),
+                self.protocol,
+                Lookup::Home,
+            )
         }
     }
 }

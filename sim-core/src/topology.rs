@@ -257,6 +257,29 @@ impl LatencySpec {
     }
 }
 
+impl LatencySpec {
+    /// Round latencies of no real machine (each of a plausible order, none
+    /// measured or sourced): [`MachineSpec::made_up`]'s, for the tests'
+    /// small machines and the exhaustive checker's, where a latency only
+    /// orders events and no figure is compared with a measurement. The
+    /// legs' figures all differ, so a test of a formula that takes a wrong
+    /// leg gets a wrong figure.
+    pub const MADE_UP: LatencySpec = LatencySpec {
+        l1_hit_cycles: 4,
+        locked_op_cycles: 20,
+        smt_transfer_cycles: 7,
+        l3_transfer_cycles: 60,
+        hop_in_node_cycles: 30,
+        hop_between_nodes_cycles: 50,
+        hop_between_sockets_cycles: 110,
+        hop_extra_socket_link_cycles: None,
+        clean_snoop_saving_cycles: None,
+        dram_cycles: 150,
+        l3_hit_cycles: 40,
+        home_occupancy_cycles: 20,
+    };
+}
+
 /// A machine as a user or a preset describes it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MachineSpec {
@@ -351,6 +374,52 @@ pub struct MachineSpec {
     /// latency ([`PrivateCacheSpec`]); all zero is unbounded caches.
     pub private_caches: PrivateCacheSpec,
     pub latency: LatencySpec,
+}
+
+impl MachineSpec {
+    /// A made-up machine of `protocol` and `lookup`, no preset's: one
+    /// socket, node, L3 domain and core, one thread, 64-byte lines at
+    /// 2 GHz, an 8-entry store buffer, [`LatencySpec::MADE_UP`], and every
+    /// key with an off state in it (no prefetch, no L3 keeping shared
+    /// lines, an exact directory, one miss at a time, no reorder window,
+    /// no SMT slow-down, unbounded private caches, uniform arbitration,
+    /// no RFO ahead, no deep idle): the machine before those keys existed.
+    /// The exhaustive checker's machine and the tests' small machines are
+    /// this one with what they change named
+    /// (`MachineSpec { sockets: 2, ..MachineSpec::made_up(..) }`), so a
+    /// new key needs its off state written once, here.
+    pub fn made_up(name: impl Into<String>, protocol: Protocol, lookup: Lookup) -> MachineSpec {
+        MachineSpec {
+            name: name.into(),
+            clock_mhz: 2000,
+            sockets: 1,
+            nodes_per_socket: 1,
+            l3_per_node: 1,
+            cores_per_l3: 1,
+            threads_per_core: 1,
+            line_size_bytes: 64,
+            protocol,
+            lookup,
+            adjacent_line_prefetch: false,
+            store_buffer_entries: 8,
+            socket_hops: Vec::new(),
+            node_distances: NodeDistances::default(),
+            l3_shared_lines: L3SharedLines::NotKept,
+            clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
+            directory: DirectoryPrecision::Exact,
+            smt_share_percent: 100,
+            outstanding_misses: 1,
+            reorder_window_entries: 0,
+            dispatch_width: 1,
+            mispredict_penalty_cycles: 0,
+            lock_rfo_ahead: false,
+            store_rfo_ahead_entries: 0,
+            deep_idle_writeback_cycles: 0,
+            private_caches: PrivateCacheSpec::UNBOUNDED,
+            arbitration_near_owner_percent: 0,
+            latency: LatencySpec::MADE_UP,
+        }
+    }
 }
 
 /// The capacity of each core's private caches: a set-associative L1D and
@@ -1386,47 +1455,18 @@ mod tests {
 
     pub(crate) fn two_socket_spec() -> MachineSpec {
         MachineSpec {
-            name: "test".into(),
-            clock_mhz: 2000,
             sockets: 2,
             nodes_per_socket: 2,
             l3_per_node: 2,
             cores_per_l3: 4,
             threads_per_core: 2,
-            line_size_bytes: 64,
-            protocol: Protocol::Moesi,
-            lookup: Lookup::Home,
-            adjacent_line_prefetch: false,
             store_buffer_entries: 16,
-            socket_hops: Vec::new(),
-            node_distances: NodeDistances::default(),
-            l3_shared_lines: L3SharedLines::NotKept,
-            clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
-            directory: DirectoryPrecision::Exact,
-            smt_share_percent: 100,
-            outstanding_misses: 1,
-            reorder_window_entries: 0,
-            dispatch_width: 1,
-            mispredict_penalty_cycles: 0,
-            lock_rfo_ahead: false,
-            store_rfo_ahead_entries: 0,
-            deep_idle_writeback_cycles: 0,
-            private_caches: PrivateCacheSpec::UNBOUNDED,
-            arbitration_near_owner_percent: 0,
             latency: LatencySpec {
-                l1_hit_cycles: 4,
-                locked_op_cycles: 20,
                 smt_transfer_cycles: 5,
-                l3_transfer_cycles: 60,
-                hop_in_node_cycles: 30,
-                hop_between_nodes_cycles: 50,
                 hop_between_sockets_cycles: 100,
-                hop_extra_socket_link_cycles: None,
-                clean_snoop_saving_cycles: None,
-                dram_cycles: 150,
-                l3_hit_cycles: 40,
-                home_occupancy_cycles: 20,
+                ..LatencySpec::MADE_UP
             },
+            ..MachineSpec::made_up("test", Protocol::Moesi, Lookup::Home)
         }
     }
 

@@ -13,7 +13,7 @@ use sim_core::memory::InstanceKind;
 use sim_core::probe::{AccessEvent, AccessKind, AtomicSums, LinuxCpu, PrivateHits, Probe};
 use sim_core::script::compile::{compile, CompileError, ProcedureSource, ScriptSource};
 use sim_core::script::parse::parse_block;
-use sim_core::topology::{LatencySpec, Lookup, MachineSpec, Protocol, Topology};
+use sim_core::topology::{Lookup, MachineSpec, Protocol, Topology};
 use sim_core::{Cycle, SimError};
 
 /// A small deterministic generator (xorshift64*) for the random tests'
@@ -36,51 +36,20 @@ impl Gen {
 /// cores per L3 domain and 2 SMT threads: 16 cores, 32 CPUs. CPU c < 16 is
 /// thread 0 of core c; CPU c + 16 is its sibling. Cores 0-3 are node 0
 /// (L3 domains {0,1} and {2,3}), 4-7 node 1, 8-11 node 2, 12-15 node 3;
-/// nodes 0-1 are socket 0. Every latency is distinct, so a wrong formula
-/// cannot hit the right figure by accident.
+/// nodes 0-1 are socket 0. Its latencies are `LatencySpec::MADE_UP`, whose
+/// legs all differ, so a formula that takes a wrong leg misses the figure.
 pub fn small_machine(protocol: Protocol, lookup: Lookup) -> MachineSpec {
     MachineSpec {
-        name: format!("test-{}-{}", protocol.name(), lookup.name()),
-        clock_mhz: 2000,
         sockets: 2,
         nodes_per_socket: 2,
         l3_per_node: 2,
         cores_per_l3: 2,
         threads_per_core: 2,
-        line_size_bytes: 64,
-        protocol,
-        lookup,
-        adjacent_line_prefetch: false,
-        store_buffer_entries: 8,
-        socket_hops: Vec::new(),
-        node_distances: Default::default(),
-        l3_shared_lines: sim_core::topology::L3SharedLines::NotKept,
-        clean_shared_line_answer: sim_core::topology::CleanSharedLineAnswer::MemoryOrForwarder,
-        directory: sim_core::topology::DirectoryPrecision::Exact,
-        smt_share_percent: 100,
-        outstanding_misses: 1,
-        reorder_window_entries: 0,
-        dispatch_width: 1,
-        mispredict_penalty_cycles: 0,
-        lock_rfo_ahead: false,
-        store_rfo_ahead_entries: 0,
-        deep_idle_writeback_cycles: 0,
-        private_caches: sim_core::topology::PrivateCacheSpec::UNBOUNDED,
-        arbitration_near_owner_percent: 0,
-        latency: LatencySpec {
-            l1_hit_cycles: 4,
-            locked_op_cycles: 20,
-            smt_transfer_cycles: 7,
-            l3_transfer_cycles: 60,
-            hop_in_node_cycles: 30,
-            hop_between_nodes_cycles: 50,
-            hop_between_sockets_cycles: 110,
-            hop_extra_socket_link_cycles: None,
-            clean_snoop_saving_cycles: None,
-            dram_cycles: 150,
-            l3_hit_cycles: 40,
-            home_occupancy_cycles: 20,
-        },
+        ..MachineSpec::made_up(
+            format!("test-{}-{}", protocol.name(), lookup.name()),
+            protocol,
+            lookup,
+        )
     }
 }
 

@@ -393,31 +393,8 @@ mod tests {
     /// 16 lines) and an L2 of 4 KiB in 4 ways (16 sets, 64 lines).
     fn topology(l3_shared_lines: L3SharedLines) -> Topology {
         Topology::new(MachineSpec {
-            name: "capacity".into(),
-            clock_mhz: 2000,
-            sockets: 1,
-            nodes_per_socket: 1,
-            l3_per_node: 1,
             cores_per_l3: 2,
-            threads_per_core: 1,
-            line_size_bytes: 64,
-            protocol: Protocol::Mesi,
-            lookup: Lookup::Home,
-            adjacent_line_prefetch: false,
-            store_buffer_entries: 8,
-            socket_hops: Vec::new(),
-            node_distances: Default::default(),
             l3_shared_lines,
-            clean_shared_line_answer: CleanSharedLineAnswer::MemoryOrForwarder,
-            directory: DirectoryPrecision::Exact,
-            smt_share_percent: 100,
-            outstanding_misses: 1,
-            reorder_window_entries: 0,
-            dispatch_width: 1,
-            mispredict_penalty_cycles: 0,
-            lock_rfo_ahead: false,
-            store_rfo_ahead_entries: 0,
-            deep_idle_writeback_cycles: 0,
             private_caches: PrivateCacheSpec {
                 l1d_kib: 1,
                 l1d_ways: 2,
@@ -425,21 +402,11 @@ mod tests {
                 l2_ways: 4,
                 l2_hit_cycles: L2_HIT,
             },
-            arbitration_near_owner_percent: 0,
             latency: LatencySpec {
                 l1_hit_cycles: L1_HIT,
-                locked_op_cycles: 20,
-                smt_transfer_cycles: 7,
-                l3_transfer_cycles: 60,
-                hop_in_node_cycles: 30,
-                hop_between_nodes_cycles: 50,
-                hop_between_sockets_cycles: 110,
-                hop_extra_socket_link_cycles: None,
-                clean_snoop_saving_cycles: None,
-                dram_cycles: 150,
-                l3_hit_cycles: 40,
-                home_occupancy_cycles: 20,
+                ..LatencySpec::MADE_UP
             },
+            ..MachineSpec::made_up("capacity", Protocol::Mesi, Lookup::Home)
         })
         .unwrap()
     }

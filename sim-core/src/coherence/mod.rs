@@ -700,53 +700,17 @@ pub(crate) struct Renaming<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{LatencySpec, MachineSpec};
+    use crate::topology::MachineSpec;
 
     const TAG: RequestTag = RequestTag::new(CpuIndex::new(0), RequestKind::Demand);
 
     fn topology() -> Topology {
         Topology::new(MachineSpec {
-            name: "test".into(),
-            clock_mhz: 2000,
             sockets: 2,
             nodes_per_socket: 2,
             l3_per_node: 2,
             cores_per_l3: 2,
-            threads_per_core: 1,
-            line_size_bytes: 64,
-            protocol: Protocol::Mesi,
-            lookup: Lookup::Home,
-            adjacent_line_prefetch: false,
-            store_buffer_entries: 8,
-            socket_hops: Vec::new(),
-            node_distances: Default::default(),
-            l3_shared_lines: crate::topology::L3SharedLines::NotKept,
-            clean_shared_line_answer: crate::topology::CleanSharedLineAnswer::MemoryOrForwarder,
-            directory: crate::topology::DirectoryPrecision::Exact,
-            smt_share_percent: 100,
-            outstanding_misses: 1,
-            reorder_window_entries: 0,
-            dispatch_width: 1,
-            mispredict_penalty_cycles: 0,
-            lock_rfo_ahead: false,
-            store_rfo_ahead_entries: 0,
-            deep_idle_writeback_cycles: 0,
-            private_caches: crate::topology::PrivateCacheSpec::UNBOUNDED,
-            arbitration_near_owner_percent: 0,
-            latency: LatencySpec {
-                l1_hit_cycles: 4,
-                locked_op_cycles: 20,
-                smt_transfer_cycles: 7,
-                l3_transfer_cycles: 60,
-                hop_in_node_cycles: 30,
-                hop_between_nodes_cycles: 50,
-                hop_between_sockets_cycles: 110,
-                hop_extra_socket_link_cycles: None,
-                clean_snoop_saving_cycles: None,
-                dram_cycles: 150,
-                l3_hit_cycles: 40,
-                home_occupancy_cycles: 20,
-            },
+            ..MachineSpec::made_up("test", Protocol::Mesi, Lookup::Home)
         })
         .unwrap()
     }
