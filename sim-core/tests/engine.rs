@@ -850,33 +850,45 @@ fn smt_siblings_that_both_run_share_the_core() {
     assert!(lengths(&[1, 17], 100).iter().all(|&l| l == 100));
 }
 
-/// How many times a contended counter moved between sockets, with the
-/// home preferring requesters near the owner in `near` percent of
-/// handovers: CPUs 0 and 1 on socket 0, 8 and 9 on socket 1.
-fn socket_switches(near: u32) -> usize {
-    let machine = sim_core::topology::MachineSpec {
-        arbitration_near_owner_percent: near,
-        ..small_machine(Protocol::Mesi, Lookup::Home)
-    };
+/// The CPUs of a counter's increments in the order they took effect, with
+/// `cpus` each incrementing it 200 times on `machine` (their old values
+/// give the order).
+fn increments_in_order(machine: MachineSpec, cpus: &[u32]) -> Vec<u32> {
     let (_, rec) = Setup::new(machine)
         .structs(vec![counter_struct()])
         .instances(vec![global("c", "ctr", 0)])
         .script("inc", "fetch_add(c.n, 1)")
-        .threads([0, 1, 8, 9], "inc")
+        .threads(cpus.iter().copied(), "inc")
         .stop(StopRule::Iterations(200))
         .run();
-    // The old values give the order the increments took effect in.
     let mut order: Vec<(i64, u32)> = rec
         .accesses()
         .filter(|a| matches!(a.kind, AccessKind::Atomic(_)))
         .map(|a| (a.value, a.cpu))
         .collect();
     order.sort();
-    assert_eq!(order.len(), 800);
+    assert_eq!(order.len(), 200 * cpus.len());
+    order.into_iter().map(|(_, cpu)| cpu).collect()
+}
+
+/// How many times the counter of `order` ([`increments_in_order`]) moved
+/// between sockets, on a machine whose socket 1 starts at CPU 8.
+fn socket_crossings(order: &[u32]) -> usize {
     order
         .windows(2)
-        .filter(|w| (w[0].1 >= 8) != (w[1].1 >= 8))
+        .filter(|w| (w[0] >= 8) != (w[1] >= 8))
         .count()
+}
+
+/// How many times a contended counter moved between sockets, with the
+/// home preferring requesters near the owner in `near` percent of
+/// handovers: CPUs 0 and 1 on socket 0, 8 and 9 on socket 1.
+fn socket_switches(near: u32) -> usize {
+    let machine = MachineSpec {
+        arbitration_near_owner_percent: near,
+        ..small_machine(Protocol::Mesi, Lookup::Home)
+    };
+    socket_crossings(&increments_in_order(machine, &[0, 1, 8, 9]))
 }
 
 #[test]
@@ -907,27 +919,14 @@ fn crossings_and_shares(lookup: Lookup) -> (usize, usize, usize) {
         cores_per_l3: 8,
         ..small_machine(Protocol::Mesi, lookup)
     };
-    let (_, rec) = Setup::new(machine)
-        .structs(vec![counter_struct()])
-        .instances(vec![global("c", "ctr", 0)])
-        .script("inc", "fetch_add(c.n, 1)")
-        .threads([0, 1, 2, 3, 8, 9, 10, 11], "inc")
-        .stop(StopRule::Iterations(200))
-        .run();
-    let mut order: Vec<(i64, u32)> = rec
-        .accesses()
-        .filter(|a| matches!(a.kind, AccessKind::Atomic(_)))
-        .map(|a| (a.value, a.cpu))
-        .collect();
-    order.sort();
-    assert_eq!(order.len(), 1600);
-    let crossings = order
-        .windows(2)
-        .filter(|w| (w[0].1 >= 8) != (w[1].1 >= 8))
-        .count();
+    let order = increments_in_order(machine, &[0, 1, 2, 3, 8, 9, 10, 11]);
     let first_half = &order[..800];
-    let socket_1 = first_half.iter().filter(|(_, cpu)| *cpu >= 8).count();
-    (crossings, first_half.len() - socket_1, socket_1)
+    let socket_1 = first_half.iter().filter(|&&cpu| cpu >= 8).count();
+    (
+        socket_crossings(&order),
+        first_half.len() - socket_1,
+        socket_1,
+    )
 }
 
 #[test]
