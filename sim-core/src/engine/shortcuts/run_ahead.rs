@@ -877,13 +877,7 @@ impl Simulation<'_> {
             // stepping the push, with the run-ahead off, would do nothing
             // else either): the push, the atomic's turn not there.
             if self.options.yield_at_atomic && cpu.outstanding.none_at(now) {
-                let cpu = &mut self.cpus[i];
-                cpu.stack.push(operand);
-                cpu.frame.pc += 1;
-                if !self.run_local_ops {
-                    // `step`'s count of the push.
-                    cpu.dispatched = cpu.dispatched.saturating_add(1);
-                }
+                push_before_waiting_atomic(&mut self.cpus[i], operand, self.run_local_ops);
                 self.schedule(now, EventKind::Resume, i);
                 count_shortcut!(self.shortcut_entries, 12);
                 return Ok(true);
@@ -1070,11 +1064,7 @@ impl Simulation<'_> {
                 // `fused_atomic`'s wait at the atomic (the stack is empty at a
                 // script's start).
                 if self.options.yield_at_atomic && cpu.outstanding.none_at(now) {
-                    cpu.stack.push(operand);
-                    cpu.frame.pc += 1;
-                    if !self.run_local_ops {
-                        cpu.dispatched = cpu.dispatched.saturating_add(1);
-                    }
+                    push_before_waiting_atomic(cpu, operand, self.run_local_ops);
                     self.schedule(now, EventKind::Resume, i);
                     count_shortcut!(self.shortcut_entries, 12);
                     return Ok(false);
@@ -1313,5 +1303,19 @@ fn enter_head(memory_ops: &mut u64, cpu: &mut Cpu, now: Cycle) -> IssueAt {
         core: cpu.core,
         fetches_ahead_queued: None,
         load: false,
+    }
+}
+
+/// `fused_atomic`'s wait at an atomic whose turn has not come, with
+/// nothing outstanding: what the plain path's next pass does first, the
+/// push of `operand` (counted as `step` counts it, where local operations
+/// are not run ahead), before the atomic finds its turn not there and the
+/// CPU's resume is queued at its clock (`resume_into_atomic` takes it).
+#[inline(always)]
+fn push_before_waiting_atomic(cpu: &mut Cpu, operand: i64, run_local_ops: bool) {
+    cpu.stack.push(operand);
+    cpu.frame.pc += 1;
+    if !run_local_ops {
+        cpu.dispatched = cpu.dispatched.saturating_add(1);
     }
 }
