@@ -48,6 +48,18 @@ pub enum Outcome {
     Ran,
 }
 
+impl Outcome {
+    /// An import's outcome: run when at least one of its structs went
+    /// through ([`lay_out_imported`]), otherwise refused when built.
+    fn of_imported(imported: usize) -> Outcome {
+        if imported > 0 {
+            Outcome::Ran
+        } else {
+            Outcome::NotBuilt
+        }
+    }
+}
+
 /// A bug the harness found without a panic.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding(pub String);
@@ -111,27 +123,27 @@ pub fn pahole(data: &[u8]) -> Result<Outcome, Finding> {
                 continue;
             }
         };
-        let laid = match models::layout::layout_structs(std::slice::from_ref(&spec)) {
-            Ok(l) => l,
-            Err(e) => {
-                return Err(Finding(format!(
-                    "an imported listing does not lay out: {e}"
-                )))
-            }
-        };
-        if let Ok(def) = models::layout::flatten(&laid[0]) {
-            if def.size_bytes != laid[0].size_bytes {
-                return Err(Finding("flattening changed the size".into()));
-            }
-        }
-        let _ = scenarios::tools::layout_view::render_struct(&laid[0], 64, None);
+        lay_out_imported(&spec, "listing")?;
         imported += 1;
     }
-    Ok(if imported > 0 {
-        Outcome::Ran
-    } else {
-        Outcome::NotBuilt
-    })
+    Ok(Outcome::of_imported(imported))
+}
+
+/// An imported struct laid out (an error here is a finding: the importer
+/// accepted it), flattened to its own size, and shown as `bounce layout`
+/// shows it; `what` names the import in the finding.
+fn lay_out_imported(spec: &StructSpec, what: &str) -> Result<(), Finding> {
+    let laid = match models::layout::layout_structs(std::slice::from_ref(spec)) {
+        Ok(l) => l,
+        Err(e) => return Err(Finding(format!("an imported {what} does not lay out: {e}"))),
+    };
+    if let Ok(def) = models::layout::flatten(&laid[0]) {
+        if def.size_bytes != laid[0].size_bytes {
+            return Err(Finding("flattening changed the size".into()));
+        }
+    }
+    let _ = scenarios::tools::layout_view::render_struct(&laid[0], 64, None);
+    Ok(())
 }
 
 /// Most structs of one BTF input the harness imports (a kernel has
@@ -163,27 +175,10 @@ pub fn btf(data: &[u8]) -> Result<Outcome, Finding> {
                 continue;
             }
         };
-        let laid = match models::layout::layout_structs(std::slice::from_ref(&spec)) {
-            Ok(l) => l,
-            Err(e) => {
-                return Err(Finding(format!(
-                    "an imported BTF struct does not lay out: {e}"
-                )))
-            }
-        };
-        if let Ok(def) = models::layout::flatten(&laid[0]) {
-            if def.size_bytes != laid[0].size_bytes {
-                return Err(Finding("flattening changed the size".into()));
-            }
-        }
-        let _ = scenarios::tools::layout_view::render_struct(&laid[0], 64, None);
+        lay_out_imported(&spec, "BTF struct")?;
         imported += 1;
     }
-    Ok(if imported > 0 {
-        Outcome::Ran
-    } else {
-        Outcome::NotBuilt
-    })
+    Ok(Outcome::of_imported(imported))
 }
 
 /// A script: parsed, compiled against `small_layout` (with a parameter
