@@ -5,17 +5,12 @@ use std::path::Path;
 use std::process::Output;
 
 mod common;
-use common::{bounce, TempDir};
+use common::{assert_exit, bounce, TempDir};
 
+/// Fails with both streams unless the run succeeded.
 #[track_caller]
 fn assert_ok(o: &Output) {
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "\n--- stdout:\n{}\n--- stderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_exit(o, 0);
 }
 
 const SWEEP: &str = r#"schema = 1

@@ -3,37 +3,9 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 mod common;
-use common::{assert_exit, bounce, root, stderr, stdout};
-
-/// A scenario file under the temp dir with a name no other test (or test
-/// process) uses; removed on drop.
-struct TempScenario(PathBuf);
-
-impl TempScenario {
-    fn new(tag: &str, text: &str) -> TempScenario {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "bounce-cli-{}-{}-{tag}.toml",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, text).expect("write temp scenario");
-        TempScenario(path)
-    }
-
-    fn path(&self) -> &str {
-        self.0.to_str().expect("temp path is UTF-8")
-    }
-}
-
-impl Drop for TempScenario {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use common::{assert_exit, bounce, root, stderr, stdout, TempScenario};
 
 /// A small valid scenario; tests break it in one place.
 const SMALL: &str = r#"schema = 1

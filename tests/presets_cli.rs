@@ -5,36 +5,9 @@
 use models::presets::{self, resolve, PRESETS};
 use scenarios::load_str;
 use scenarios::machine::build_machine;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 mod common;
-use common::{assert_exit, bounce, stderr, stdout};
-
-/// A scenario file under the temp dir, removed on drop.
-struct TempScenario(PathBuf);
-
-impl TempScenario {
-    fn new(text: &str) -> TempScenario {
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "bounce-presets-cli-{}-{}.toml",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::write(&path, text).expect("write temp scenario");
-        TempScenario(path)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().expect("temp path is UTF-8")
-    }
-}
-
-impl Drop for TempScenario {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use common::{assert_exit, bounce, stderr, stdout, TempScenario};
 
 /// A small scenario; `machine_key` is a top-level `machine = ...` line (or
 /// empty) and `machine_table` a `[machine]` table appended at the end.
@@ -161,7 +134,7 @@ fn the_toml_machine_loads_back_as_the_same_machine() {
 fn the_toml_from_the_cli_checks_and_runs() {
     let o = bounce(&["presets", "show", "bergamo-1s:smt-off", "--toml"]);
     assert_exit(&o, 0);
-    let file = TempScenario::new(&scenario("", &stdout(&o)));
+    let file = TempScenario::new("presets-toml", &scenario("", &stdout(&o)));
     assert_exit(&bounce(&["check", file.path()]), 0);
     let run = bounce(&["run", file.path()]);
     assert_exit(&run, 0);
@@ -279,7 +252,7 @@ fn a_shortened_preset_name_gets_the_one_preset_it_names() {
         "{err}"
     );
     // In a scenario: the part between the dashes.
-    let file = TempScenario::new(&scenario("machine = \"naples\"", ""));
+    let file = TempScenario::new("naples", &scenario("machine = \"naples\"", ""));
     let o = bounce(&["check", file.path()]);
     assert_exit(&o, 2);
     let err = stderr(&o);
@@ -324,7 +297,10 @@ fn show_describes_a_machine_file() {
     assert!(!out.contains("two sockets"), "{out}");
     assert_eq!(stderr(&o), "");
 
-    let bad = TempScenario::new("[machine]\npreset = \"epyc-genoa-1s\"\ncores_per_ccd = 6\n");
+    let bad = TempScenario::new(
+        "genoa-ccd",
+        "[machine]\npreset = \"epyc-genoa-1s\"\ncores_per_ccd = 6\n",
+    );
     let o = bounce(&["presets", "show", bad.path()]);
     assert_exit(&o, 2);
     let err = stderr(&o);

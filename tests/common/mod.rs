@@ -71,3 +71,32 @@ impl Drop for TempDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// A scenario file under the temp dir with a name no other test (or test
+/// process) uses, holding `text`; removed on drop.
+pub struct TempScenario(pub std::path::PathBuf);
+
+impl TempScenario {
+    pub fn new(tag: &str, text: &str) -> TempScenario {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "bounce-test-{}-{}-{tag}.toml",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&path, text).expect("write temp scenario");
+        TempScenario(path)
+    }
+
+    /// Its path, as a command-line argument.
+    pub fn path(&self) -> &str {
+        self.0.to_str().expect("temp path is UTF-8")
+    }
+}
+
+impl Drop for TempScenario {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
