@@ -840,8 +840,53 @@ impl Simulation<'_> {
         Ok(())
     }
 
-    /// Reports a prefetch of `kind` (the adjacent-line prefetcher's or the
-    /// run ahead's) to the probe.
+    /// A line requested ahead for CPU `i` (`kind`: the run ahead's,
+    /// `RunAhead`, or the store buffer's, `StoreRfoAhead`) as its home took
+    /// the request: it holds a miss buffer (`ahead_in_flight`) until the
+    /// line arrives, which is now for a request served at once (reported),
+    /// and after the line frees, at the earliest, for a queued one (queued
+    /// as such, the line's free scheduled for its first waiter).
+    #[inline]
+    pub(super) fn hold_requested_ahead(
+        &mut self,
+        i: CpuIndex,
+        unit: usize,
+        field_id: u32,
+        requested: Requested,
+        kind: AccessKind,
+        probe: &mut dyn Probe,
+    ) {
+        debug_assert!(matches!(
+            kind,
+            AccessKind::RunAhead | AccessKind::StoreRfoAhead
+        ));
+        match requested {
+            Requested::Done(report) => {
+                self.cpus[i].ahead_in_flight.push(report.done);
+                self.report_prefetch(i, field_id, kind, &report, probe);
+                self.coherence.recycle(report);
+            }
+            Requested::Queued {
+                free_at,
+                first_waiter,
+            } => {
+                self.cpus[i].ahead_in_flight.push(free_at);
+                self.queued_prefetches.push(QueuedPrefetch {
+                    unit,
+                    cpu: i,
+                    field_id,
+                    run_ahead_until: Some(free_at),
+                    for_store: kind == AccessKind::StoreRfoAhead,
+                });
+                if first_waiter {
+                    self.schedule_line_free(free_at, unit);
+                }
+            }
+        }
+    }
+
+    /// Reports a prefetch of `kind` (the adjacent-line prefetcher's, the
+    /// run ahead's or the store buffer's) to the probe.
     pub(super) fn report_prefetch(
         &mut self,
         i: CpuIndex,

@@ -355,6 +355,21 @@ impl Cpu {
     fn linux_cpu(&self) -> LinuxCpu {
         self.spec.cpu
     }
+
+    /// The miss buffers the CPU's requests hold at `at`: its loads' misses
+    /// and the lines requested ahead (by the run ahead or the store
+    /// buffer) still arriving; those arrived by then are let go from
+    /// `ahead_in_flight`.
+    #[inline]
+    fn miss_buffers_taken(&mut self, at: Cycle) -> usize {
+        self.ahead_in_flight.retain(|&ready| ready > at);
+        self.outstanding
+            .in_flight
+            .iter()
+            .filter(|&&ready| ready > at)
+            .count()
+            + self.ahead_in_flight.len()
+    }
 }
 
 /// How the engine goes about a run: one switch per shortcut, none of which

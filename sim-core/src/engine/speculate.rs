@@ -251,18 +251,9 @@ impl Simulation<'_> {
         // A locked instruction's own request, once issued, holds a miss
         // buffer (a value's load holds its own, in `in_flight`, if any).
         let own_miss = matches!(waiting, Waiting::Issued | Waiting::Queued(_));
-        let cpu = &mut self.cpus[i];
-        cpu.ahead_in_flight.retain(|&ready| ready > at);
         // The buffers taken: the CPU's misses, the lines already requested
         // ahead, and the waiting instruction's own miss.
-        let taken = cpu
-            .outstanding
-            .in_flight
-            .iter()
-            .filter(|&&ready| ready > at)
-            .count()
-            + cpu.ahead_in_flight.len()
-            + own_miss as usize;
+        let taken = self.cpus[i].miss_buffers_taken(at) + own_miss as usize;
         let misses_left = self.outstanding_misses.saturating_sub(taken);
         if misses_left == 0 {
             return Ok(());
@@ -710,29 +701,16 @@ impl Shadow<'_, '_, '_> {
         ) {
             Err(error) => return Err(Some(error)),
             Ok(None) => {}
-            Ok(Some(Requested::Done(report))) => {
+            Ok(Some(requested)) => {
                 self.misses_left -= 1;
-                sim.cpus[self.i].ahead_in_flight.push(report.done);
-                sim.report_prefetch(self.i, field_id, AccessKind::RunAhead, &report, self.probe);
-                sim.coherence.recycle(report);
-            }
-            Ok(Some(Requested::Queued {
-                free_at,
-                first_waiter,
-            })) => {
-                self.misses_left -= 1;
-                // It arrives after the line frees, at the earliest.
-                sim.cpus[self.i].ahead_in_flight.push(free_at);
-                sim.queued_prefetches.push(QueuedPrefetch {
+                sim.hold_requested_ahead(
+                    self.i,
                     unit,
-                    cpu: self.i,
                     field_id,
-                    run_ahead_until: Some(free_at),
-                    for_store: false,
-                });
-                if first_waiter {
-                    sim.schedule_line_free(free_at, unit);
-                }
+                    requested,
+                    AccessKind::RunAhead,
+                    self.probe,
+                );
             }
         }
         Ok(here)

@@ -199,16 +199,7 @@ impl Simulation<'_> {
         probe: &mut dyn Probe,
     ) -> Result<(), SimError> {
         let cpu = &mut self.cpus[i];
-        cpu.ahead_in_flight.retain(|&ready| ready > at);
-        // The miss buffers taken: the loads' misses and the lines already
-        // requested ahead (by the run ahead or by this buffer).
-        let taken = cpu
-            .outstanding
-            .in_flight
-            .iter()
-            .filter(|&&ready| ready > at)
-            .count()
-            + cpu.ahead_in_flight.len();
+        let taken = cpu.miss_buffers_taken(at);
         // The head's own request is out once its drain has started, and
         // holds a buffer until its line is here.
         let head_requested = cpu.draining && !cpu.drain_deferred;
@@ -258,36 +249,14 @@ impl Simulation<'_> {
                 continue;
             };
             misses_left -= 1;
-            match requested {
-                Requested::Done(report) => {
-                    self.cpus[i].ahead_in_flight.push(report.done);
-                    self.report_prefetch(
-                        i,
-                        entry.field_id,
-                        AccessKind::StoreRfoAhead,
-                        &report,
-                        probe,
-                    );
-                    self.coherence.recycle(report);
-                }
-                Requested::Queued {
-                    free_at,
-                    first_waiter,
-                } => {
-                    // It arrives after the line frees, at the earliest.
-                    self.cpus[i].ahead_in_flight.push(free_at);
-                    self.queued_prefetches.push(QueuedPrefetch {
-                        unit: entry.unit,
-                        cpu: i,
-                        field_id: entry.field_id,
-                        run_ahead_until: Some(free_at),
-                        for_store: true,
-                    });
-                    if first_waiter {
-                        self.schedule_line_free(free_at, entry.unit);
-                    }
-                }
-            }
+            self.hold_requested_ahead(
+                i,
+                entry.unit,
+                entry.field_id,
+                requested,
+                AccessKind::StoreRfoAhead,
+                probe,
+            );
         }
         Ok(())
     }
