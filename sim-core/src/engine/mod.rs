@@ -356,6 +356,28 @@ impl Cpu {
         self.spec.cpu
     }
 
+    /// A call of the code `code` (a procedure's, or a scheduler hook's):
+    /// `locals` fresh locals (zero) above the caller's, the top `params`
+    /// values of the stack popped into the first of them (the last pushed
+    /// is the last parameter), and the caller's frame kept for the return,
+    /// its program counter where it goes on then.
+    #[inline(always)]
+    fn enter_call(&mut self, code: u32, params: usize, locals: usize) {
+        let base = self.locals.len();
+        self.locals.resize(base + locals, 0);
+        for p in (0..params).rev() {
+            let v = self.stack.pop().unwrap_or(0);
+            self.locals[base + p] = v;
+        }
+        let callee = Frame {
+            code,
+            pc: 0,
+            locals_base: base as u32,
+        };
+        let caller = std::mem::replace(&mut self.frame, callee);
+        self.callers.push(caller);
+    }
+
     /// The miss buffers the CPU's requests hold at `at`: its loads' misses
     /// and the lines requested ahead (by the run ahead or the store
     /// buffer) still arriving; those arrived by then are let go from

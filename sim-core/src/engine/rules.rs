@@ -812,19 +812,11 @@ impl Simulation<'_> {
         self.advance_pc(i);
         let cpu = &mut self.cpus[i];
         cpu.operations += code.ops.len() as u64;
-        let base = cpu.locals.len();
-        cpu.locals.resize(base + locals, 0);
-        for p in (0..params).rev() {
-            let v = cpu.stack.pop().unwrap_or(0);
-            cpu.locals[base + p] = v;
-        }
-        let callee = Frame {
-            code: (self.program.scripts.len() + proc_index as usize) as u32,
-            pc: 0,
-            locals_base: base as u32,
-        };
-        let caller = std::mem::replace(&mut cpu.frame, callee);
-        cpu.callers.push(caller);
+        cpu.enter_call(
+            (self.program.scripts.len() + proc_index as usize) as u32,
+            params,
+            locals,
+        );
         Ok(())
     }
 

@@ -362,15 +362,7 @@ impl Simulation<'_> {
         let cpu = &mut self.cpus[i];
         // Charged as any call is (`limits.operations`).
         cpu.operations += length;
-        let base = cpu.locals.len();
-        cpu.locals.resize(base + locals, 0);
-        let callee = Frame {
-            code,
-            pc: 0,
-            locals_base: base as u32,
-        };
-        let caller = std::mem::replace(&mut cpu.frame, callee);
-        cpu.callers.push(caller);
+        cpu.enter_call(code, 0, locals);
         cpu.hook = Some((cpu.callers.len() as u32, hook));
         Ok(())
     }

@@ -897,19 +897,7 @@ impl Machine for Shadow<'_, '_, '_> {
                     return Err(None);
                 }
                 cpu.frame.pc += 1;
-                let base = cpu.locals.len();
-                cpu.locals.resize(base + locals, 0);
-                for p in (0..params).rev() {
-                    let v = cpu.stack.pop().unwrap_or(0);
-                    cpu.locals[base + p] = v;
-                }
-                let callee = Frame {
-                    code: callee_code,
-                    pc: 0,
-                    locals_base: base as u32,
-                };
-                let caller = std::mem::replace(&mut cpu.frame, callee);
-                cpu.callers.push(caller);
+                cpu.enter_call(callee_code, params, locals);
             }
             Op::Return => {
                 let cpu = &mut self.sim.cpus[i];
