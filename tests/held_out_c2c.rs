@@ -20,53 +20,9 @@
 
 mod common;
 
-use common::{assert_exit, bounce, root, stderr, stdout};
-use std::collections::BTreeMap;
-
-/// `bounce validate` of `machine` on `matrix` with `extra` arguments and
-/// `--fitted none`: each class key with its error in percent, and every
-/// row's role (all predictions).
-fn errors_by_class(machine: &str, matrix: &str, extra: &[&str]) -> BTreeMap<String, f64> {
-    let mut args = vec![
-        "validate",
-        "--machine",
-        machine,
-        "--matrix",
-        matrix,
-        "--fitted",
-        "none",
-        "--format",
-        "json",
-        "--quiet",
-    ];
-    args.extend(extra);
-    let o = bounce(&args);
-    // Misses make the run fail (exit 1) unless stated as known: either way
-    // the table is printed.
-    assert!(
-        o.status.code() == Some(0) || o.status.code() == Some(1),
-        "{o:?}"
-    );
-    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let mut out = BTreeMap::new();
-    for row in json["rows"].as_array().unwrap() {
-        let Some(error) = row["error_pct"].as_f64() else {
-            continue;
-        };
-        assert_eq!(row["role"], "prediction", "{row}");
-        let class = row["class"].as_str().unwrap().to_string();
-        out.insert(class, error);
-    }
-    out
-}
-
-fn assert_within(errors: &BTreeMap<String, f64>, class: &str, low: f64, high: f64) {
-    let e = errors[class];
-    assert!(
-        (low..=high).contains(&e),
-        "{class}: {e:+.1} % not in {low}..{high}: {errors:?}"
-    );
-}
+use common::{
+    assert_class_within, assert_exit, bounce, root, stderr, stdout, validate_predictions,
+};
 
 /// The 6-core Ivy Bridge-EP, read through its CPU map: SMT and one-socket
 /// pairs within the bound; two sockets about 20 % slow (the legs come from
@@ -105,15 +61,15 @@ fn assert_the_donor_legs_give_back_their_matrix(
 
 #[test]
 fn the_six_core_ivy_bridge_is_predicted_through_its_cpu_map() {
-    let e = errors_by_class(
+    let e = validate_predictions(
         "scenarios/shipped/machines/xeon-e5-2620v2-2s.toml",
         "data/c2c/xeon-e5-2620v2-2s.csv",
         &["--cpu-map", "data/c2c/xeon-e5-2620v2-2s.lscpu"],
     );
     assert_eq!(e.len(), 3, "{e:?}");
-    assert_within(&e, "SMT siblings", -10.0, 10.0);
-    assert_within(&e, "same socket (one L3)", -10.0, 10.0);
-    assert_within(&e, "cross-socket", 10.0, 30.0);
+    assert_class_within(&e, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&e, "same socket (one L3)", -10.0, 10.0);
+    assert_class_within(&e, "cross-socket", 10.0, 30.0);
 }
 
 /// Read without its map, the same matrix puts the two sockets' pairs in
@@ -138,15 +94,15 @@ fn without_its_cpu_map_the_interleaved_matrix_is_misread_and_said_so() {
 /// two CCXs about 11 % slow (documented in the file).
 #[test]
 fn the_zen2_threadripper_is_predicted_from_another_zen2_part() {
-    let e = errors_by_class(
+    let e = validate_predictions(
         "scenarios/shipped/machines/threadripper-3960x-1s.toml",
         "data/c2c/threadripper-3960x-1s.csv",
         &[],
     );
     assert_eq!(e.len(), 3, "{e:?}");
-    assert_within(&e, "SMT siblings", -10.0, 10.0);
-    assert_within(&e, "same CCX (L3)", -10.0, 10.0);
-    assert_within(&e, "cross-die, home socket", 10.0, 20.0);
+    assert_class_within(&e, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&e, "same CCX (L3)", -10.0, 10.0);
+    assert_class_within(&e, "cross-die, home socket", 10.0, 20.0);
 }
 
 /// Rome from the Milan preset: SMT and one CCX within the bound; the I/O
@@ -156,17 +112,17 @@ fn the_zen2_threadripper_is_predicted_from_another_zen2_part() {
 /// as measured.
 #[test]
 fn rome_is_predicted_from_the_milan_preset_with_zen2_core_legs() {
-    let e = errors_by_class(
+    let e = validate_predictions(
         "scenarios/shipped/machines/epyc-rome-7742-2s.toml",
         "data/c2c/epyc-rome-7742-2s.csv",
         &["--home-node", "1"],
     );
     assert_eq!(e.len(), 5, "{e:?}");
-    assert_within(&e, "SMT siblings", -10.0, 10.0);
-    assert_within(&e, "same CCX (L3)", -10.0, 10.0);
-    assert_within(&e, "cross-die, home socket", -20.0, -10.0);
-    assert_within(&e, "cross-die, other socket", -30.0, -20.0);
-    assert_within(&e, "cross-socket", -30.0, -20.0);
+    assert_class_within(&e, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&e, "same CCX (L3)", -10.0, 10.0);
+    assert_class_within(&e, "cross-die, home socket", -20.0, -10.0);
+    assert_class_within(&e, "cross-die, other socket", -30.0, -20.0);
+    assert_class_within(&e, "cross-socket", -30.0, -20.0);
     let o = bounce(&[
         "validate",
         "--machine",
@@ -297,15 +253,15 @@ fn a_cpu_map_that_does_not_fit_is_an_error_at_its_line() {
 /// were fitted on.
 #[test]
 fn the_14_core_broadwell_is_predicted_from_the_10_core_part() {
-    let e = errors_by_class(
+    let e = validate_predictions(
         "scenarios/shipped/machines/xeon-e5-2680v4-2s.toml",
         "data/c2c/xeon-e5-2680v4-2s.csv",
         &[],
     );
     assert_eq!(e.len(), 3, "{e:?}");
-    assert_within(&e, "SMT siblings", -10.0, 10.0);
-    assert_within(&e, "same socket (one L3)", -20.0, -10.0);
-    assert_within(&e, "cross-socket", -10.0, 10.0);
+    assert_class_within(&e, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&e, "same socket (one L3)", -20.0, -10.0);
+    assert_class_within(&e, "cross-socket", -10.0, 10.0);
 
     assert_the_donor_legs_give_back_their_matrix(
         "scenarios/shipped/machines/xeon-e5-2680v4-2s.toml",

@@ -25,60 +25,7 @@
 
 mod common;
 
-use common::{assert_exit, bounce, stderr, stdout};
-use std::collections::BTreeMap;
-
-/// `bounce validate` of `machine` on `matrix` with `extra` arguments and
-/// `--fitted none`: each class with its (measured, simulated) medians in
-/// ns and its error in percent; every row a prediction.
-fn classes(machine: &str, matrix: &str, extra: &[&str]) -> BTreeMap<String, (f64, f64, f64)> {
-    let mut args = vec![
-        "validate",
-        "--machine",
-        machine,
-        "--matrix",
-        matrix,
-        "--fitted",
-        "none",
-        "--format",
-        "json",
-        "--quiet",
-    ];
-    args.extend(extra);
-    let o = bounce(&args);
-    // A miss makes the run exit 1; the rows are printed either way.
-    assert!(
-        o.status.code() == Some(0) || o.status.code() == Some(1),
-        "{o:?}"
-    );
-    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    let mut out = BTreeMap::new();
-    for row in json["rows"].as_array().unwrap() {
-        let Some(error) = row["error_pct"].as_f64() else {
-            continue;
-        };
-        assert_eq!(row["role"], "prediction", "{row}");
-        let number = |column: &str| row[column].as_f64().unwrap();
-        out.insert(
-            row["class"].as_str().unwrap().to_string(),
-            (
-                number("measured_median_ns"),
-                number("simulated_median_ns"),
-                error,
-            ),
-        );
-    }
-    out
-}
-
-#[track_caller]
-fn assert_within(c: &BTreeMap<String, (f64, f64, f64)>, class: &str, low: f64, high: f64) {
-    let e = c[class].2;
-    assert!(
-        (low..=high).contains(&e),
-        "{class}: {e:+.1} % not in {low}..{high}: {c:?}"
-    );
-}
+use common::{assert_class_within, assert_exit, bounce, stderr, stdout, validate_predictions};
 
 /// Sandy Bridge-EP from the Ivy Bridge-EP legs: SMT pairs within the
 /// bound; one socket 20-35 % slow and two sockets 35-50 % slow: the Ivy
@@ -86,15 +33,15 @@ fn assert_within(c: &BTreeMap<String, (f64, f64, f64)>, class: &str, low: f64, h
 /// the donor's links are a 4-socket board's.
 #[test]
 fn the_sandy_bridge_ep_is_predicted_from_the_ivy_bridge_ep_legs() {
-    let c = classes(
+    let c = validate_predictions(
         "scenarios/shipped/machines/xeon-e5-2690-2s.toml",
         "data/c2c/xeon-e5-2690-2s.csv",
         &[],
     );
     assert_eq!(c.len(), 3, "{c:?}");
-    assert_within(&c, "SMT siblings", -10.0, 10.0);
-    assert_within(&c, "same socket (one L3)", 20.0, 35.0);
-    assert_within(&c, "cross-socket", 35.0, 50.0);
+    assert_class_within(&c, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&c, "same socket (one L3)", 20.0, 35.0);
+    assert_class_within(&c, "cross-socket", 35.0, 50.0);
 }
 
 /// Haswell-EP from the Broadwell-EP legs, read with its adjacent sibling
@@ -102,15 +49,15 @@ fn the_sandy_bridge_ep_is_predicted_from_the_ivy_bridge_ep_legs() {
 /// by 5-15 %; the matrix's cells are multiples of its timer's 5.2 ns step.
 #[test]
 fn the_haswell_ep_is_predicted_from_the_broadwell_ep_legs() {
-    let c = classes(
+    let c = validate_predictions(
         "scenarios/shipped/machines/xeon-e5-2698v3-2s.toml",
         "data/c2c/xeon-e5-2698v3-2s.csv",
         &["--sibling-numbering", "adjacent"],
     );
     assert_eq!(c.len(), 3, "{c:?}");
-    assert_within(&c, "SMT siblings", -40.0, -25.0);
-    assert_within(&c, "same socket (one L3)", -40.0, -25.0);
-    assert_within(&c, "cross-socket", -15.0, -5.0);
+    assert_class_within(&c, "SMT siblings", -40.0, -25.0);
+    assert_class_within(&c, "same socket (one L3)", -40.0, -25.0);
+    assert_class_within(&c, "cross-socket", -15.0, -5.0);
 }
 
 /// Rome with two cores a CCX, made as the 7742 file is: SMT and one CCX
@@ -120,20 +67,26 @@ fn the_haswell_ep_is_predicted_from_the_broadwell_ep_legs() {
 /// pairs across the sockets do, measured and simulated.
 #[test]
 fn rome_with_two_core_ccxs_is_predicted_as_the_7742_is() {
-    let c = classes(
+    let c = validate_predictions(
         "scenarios/shipped/machines/epyc-rome-7302-2s.toml",
         "data/c2c/epyc-rome-7302-2s.csv",
         &["--home-node", "1"],
     );
     assert_eq!(c.len(), 5, "{c:?}");
-    assert_within(&c, "SMT siblings", -10.0, 10.0);
-    assert_within(&c, "same CCX (L3)", -10.0, 10.0);
-    assert_within(&c, "cross-die, home socket", -20.0, -10.0);
-    assert_within(&c, "cross-die, other socket", -20.0, -10.0);
-    assert_within(&c, "cross-socket", -20.0, -10.0);
+    assert_class_within(&c, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&c, "same CCX (L3)", -10.0, 10.0);
+    assert_class_within(&c, "cross-die, home socket", -20.0, -10.0);
+    assert_class_within(&c, "cross-die, other socket", -20.0, -10.0);
+    assert_class_within(&c, "cross-socket", -20.0, -10.0);
     let (other, across) = (c["cross-die, other socket"], c["cross-socket"]);
-    assert!((other.0 / across.0 - 1.0).abs() < 0.02, "{c:?}");
-    assert!((other.1 / across.1 - 1.0).abs() < 0.02, "{c:?}");
+    assert!(
+        (other.measured_ns / across.measured_ns - 1.0).abs() < 0.02,
+        "{c:?}"
+    );
+    assert!(
+        (other.simulated_ns / across.simulated_ns - 1.0).abs() < 0.02,
+        "{c:?}"
+    );
 }
 
 /// Milan on one socket with three cores a CCD: SMT within the bound; one
@@ -141,15 +94,15 @@ fn rome_with_two_core_ccxs_is_predicted_as_the_7742_is() {
 /// 7763's the preset was fitted on).
 #[test]
 fn the_one_socket_milan_is_predicted_from_the_two_socket_preset() {
-    let c = classes(
+    let c = validate_predictions(
         "scenarios/shipped/machines/epyc-milan-74f3-1s.toml",
         "data/c2c/epyc-milan-74f3-1s.csv",
         &[],
     );
     assert_eq!(c.len(), 3, "{c:?}");
-    assert_within(&c, "SMT siblings", -10.0, 10.0);
-    assert_within(&c, "same CCX (L3)", 10.0, 20.0);
-    assert_within(&c, "cross-die, home socket", 10.0, 20.0);
+    assert_class_within(&c, "SMT siblings", -10.0, 10.0);
+    assert_class_within(&c, "same CCX (L3)", 10.0, 20.0);
+    assert_class_within(&c, "cross-die, home socket", 10.0, 20.0);
     // The file gives every leg the one-socket machine takes, so no leg is
     // left to move with the clock unsaid.
     let o = bounce(&[

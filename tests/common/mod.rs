@@ -5,6 +5,7 @@
 // Each test binary includes this module and uses part of it.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -99,4 +100,73 @@ impl Drop for TempScenario {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
     }
+}
+
+/// One class of a `bounce validate --matrix` table: its medians in ns and
+/// the simulated one's error in percent.
+#[derive(Debug, Clone, Copy)]
+pub struct ClassRow {
+    pub measured_ns: f64,
+    pub simulated_ns: f64,
+    pub error_percent: f64,
+}
+
+/// `bounce validate` of the machine file `machine` on `matrix` with
+/// `extra` arguments and `--fitted none`: each class (as the table names
+/// it) with its row; every row must be a prediction. The held-out tests'
+/// one reader of validate's JSON.
+pub fn validate_predictions(
+    machine: &str,
+    matrix: &str,
+    extra: &[&str],
+) -> BTreeMap<String, ClassRow> {
+    let mut args = vec![
+        "validate",
+        "--machine",
+        machine,
+        "--matrix",
+        matrix,
+        "--fitted",
+        "none",
+        "--format",
+        "json",
+        "--quiet",
+    ];
+    args.extend(extra);
+    let o = bounce(&args);
+    // A miss not stated as known makes the run exit 1; the rows are
+    // printed either way.
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{o:?}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let mut out = BTreeMap::new();
+    for row in json["rows"].as_array().unwrap() {
+        let Some(error_percent) = row["error_pct"].as_f64() else {
+            continue;
+        };
+        assert_eq!(row["role"], "prediction", "{row}");
+        let number = |column: &str| row[column].as_f64().unwrap();
+        out.insert(
+            row["class"].as_str().unwrap().to_string(),
+            ClassRow {
+                measured_ns: number("measured_median_ns"),
+                simulated_ns: number("simulated_median_ns"),
+                error_percent,
+            },
+        );
+    }
+    out
+}
+
+/// Fails, with every class, unless `class`'s error is in `low..=high`
+/// percent.
+#[track_caller]
+pub fn assert_class_within(rows: &BTreeMap<String, ClassRow>, class: &str, low: f64, high: f64) {
+    let e = rows[class].error_percent;
+    assert!(
+        (low..=high).contains(&e),
+        "{class}: {e:+.1} % not in {low}..{high}: {rows:?}"
+    );
 }
