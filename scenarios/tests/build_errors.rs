@@ -4,11 +4,12 @@
 use scenarios::build::{build_all, BuildOptions};
 use scenarios::load_str;
 
+mod common;
+
 /// Loads and builds `input` as `scenarios/test.toml` and compares the
 /// rendered error with `expected` (leading and trailing newlines of
 /// `expected` are ignored). Loading must succeed: these are build errors.
-/// With `SCENARIOS_DUMP=<dir>` set, each test's actual output is also written
-/// to `<dir>/<test name>`, for reviewing and updating expectations.
+/// `SCENARIOS_DUMP` as [`common::assert_rendered`] says.
 #[track_caller]
 fn check(input: &str, expected: &str) {
     let loaded = match load_str("scenarios/test.toml", input) {
@@ -19,17 +20,7 @@ fn check(input: &str, expected: &str) {
         Ok(_) => "(built without error)".to_string(),
         Err(e) => e.to_string(),
     };
-    if let Ok(dir) = std::env::var("SCENARIOS_DUMP") {
-        let name = std::thread::current()
-            .name()
-            .unwrap_or("x")
-            .replace("::", "_");
-        let _ = std::fs::write(format!("{dir}/{name}"), &actual);
-    }
-    let expected = expected.trim_start_matches('\n').trim_end_matches('\n');
-    if actual != expected {
-        panic!("\n--- expected:\n{expected}\n--- actual:\n{actual}\n---\n");
-    }
+    common::assert_rendered(&actual, expected);
 }
 
 /// A valid file to vary. Line 2 is the machine, lines 7-9 the instance,

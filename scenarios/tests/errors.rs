@@ -2,27 +2,18 @@
 
 use scenarios::{load_file, load_str};
 
+mod common;
+
 /// Loads `input` as `scenarios/test.toml` and compares the rendered error
 /// with `expected` (leading and trailing newlines of `expected` are ignored).
-/// With `SCENARIOS_DUMP=<dir>` set, each test's actual output is also written
-/// to `<dir>/<test name>`, for reviewing and updating expectations.
+/// `SCENARIOS_DUMP` as [`common::assert_rendered`] says.
 #[track_caller]
 fn check(input: &str, expected: &str) {
     let actual = match load_str("scenarios/test.toml", input) {
         Ok(_) => "(loaded without error)".to_string(),
         Err(e) => e.to_string(),
     };
-    if let Ok(dir) = std::env::var("SCENARIOS_DUMP") {
-        let name = std::thread::current()
-            .name()
-            .unwrap_or("x")
-            .replace("::", "_");
-        let _ = std::fs::write(format!("{dir}/{name}"), &actual);
-    }
-    let expected = expected.trim_start_matches('\n').trim_end_matches('\n');
-    if actual != expected {
-        panic!("\n--- expected:\n{expected}\n--- actual:\n{actual}\n---\n");
-    }
+    common::assert_rendered(&actual, expected);
 }
 
 #[test]
